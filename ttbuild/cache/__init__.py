@@ -1,0 +1,32 @@
+"""Content-addressed build cache shared across machines: `open_cache()` → `Cache.get/put` by action key.
+
+Typical use from a stage task (see docs/CONTRACTS.md, "## Cache"):
+
+    from ttbuild.cache import open_cache, action_key, digest, tool_versions_for
+    cache = open_cache()                         # honours TTBUILD_CACHE, TTBUILD_CACHE_READONLY
+    key = action_key(stage, mod.VERSION, {r: digest(b) for r, b in inputs.items()},
+                     options, tool_versions_for(stage))
+    outputs = cache.get(key)
+    if outputs is None:
+        outputs = mod.run(inputs, options)
+        cache.put(key, outputs)
+
+Importing this package is cheap (standard library only); llvmlite and ptxas are touched only
+when their versions are first asked for.
+"""
+
+from ttbuild.cache.base import (BlobRef, Cache, CacheError, CacheStats, CacheWarning, PruneReport,
+                                VerifyReport)
+from ttbuild.cache.config import default_local_dir, open_cache, remote_from_url
+from ttbuild.cache.http import HttpCache
+from ttbuild.cache.keys import (STAGE_TOOLS, action_key, canonical_action, digest, fast_hash, is_key,
+                                ptxas_path, tool_versions, tool_versions_for)
+from ttbuild.cache.layered import LayeredCache, NullCache
+from ttbuild.cache.local import DirCache
+
+__all__ = [
+    "BlobRef", "Cache", "CacheError", "CacheStats", "CacheWarning", "DirCache", "HttpCache",
+    "LayeredCache", "NullCache", "PruneReport", "STAGE_TOOLS", "VerifyReport", "action_key",
+    "canonical_action", "default_local_dir", "digest", "fast_hash", "is_key", "open_cache",
+    "ptxas_path", "remote_from_url", "tool_versions", "tool_versions_for",
+]

@@ -1,0 +1,191 @@
+"""The `Cache` interface every backend implements, its AC entry format, stats and verify reports.
+
+A cache maps an action key (see `keys.action_key`) to a set of outputs keyed by role. It is
+two tables, as in Bazel's remote cache: the action cache (AC) holds, per action key, a small
+JSON entry naming each output's content address and size; the content-addressable store (CAS)
+holds the bytes under their sha256. A cache never breaks a build: failures on `get` are misses,
+failures on `put` are logged warnings.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import warnings
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from ttbuild.cache.keys import digest, is_key
+from ttbuild.errors import TTBuildError
+
+log = logging.getLogger("ttbuild.cache")
+
+AC_SCHEMA = "ttbuild.cache/1"
+# An AC entry lists a handful of roles; anything far bigger is not one of ours.
+MAX_AC_BYTES = 1 << 20
+
+
+class CacheError(TTBuildError):
+    """A cache that cannot be set up or asked to do what it does not support (bad URL, HTTP prune)."""
+
+
+class CacheWarning(UserWarning):
+    """A corrupt entry was dropped, or a tier went unreachable: the build goes on without it."""
+
+
+def warn(message: str) -> None:
+    """Report through both `logging` (for services) and `warnings` (visible in pytest and CLIs)."""
+    log.warning(message)
+    warnings.warn(message, CacheWarning, stacklevel=3)
+
+
+@dataclass(frozen=True)
+class BlobRef:
+    """One output in an AC entry: its sha256 content address and its size in bytes."""
+
+    sha256: str
+    size: int
+
+
+def encode_entry(outputs: Mapping[str, bytes]) -> tuple[bytes, dict[str, BlobRef]]:
+    """AC entry bytes for `outputs` (role -> bytes), plus the refs it names.
+
+    Format: `{"schema": "ttbuild.cache/1", "outputs": {role: {"sha256": hex, "size": n}}}`,
+    canonical JSON (sorted keys, no spaces). Raises TypeError for non-str roles or non-bytes.
+    """
+    refs = {}
+    for role, data in outputs.items():
+        if not isinstance(role, str) or not role:
+            raise TypeError(f"output role must be a non-empty str, got {role!r}")
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"output {role!r} must be bytes, got {type(data).__name__}")
+        data = bytes(data)
+        refs[role] = BlobRef(digest(data), len(data))
+    body = {"schema": AC_SCHEMA,
+            "outputs": {r: {"sha256": b.sha256, "size": b.size} for r, b in refs.items()}}
+    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode(), refs
+
+
+def decode_entry(raw: bytes) -> dict[str, BlobRef]:
+    """Parse an AC entry; raises ValueError on anything that is not a well-formed entry."""
+    if len(raw) > MAX_AC_BYTES:
+        raise ValueError(f"AC entry is {len(raw)} bytes, more than {MAX_AC_BYTES}")
+    try:
+        body = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ValueError(f"AC entry is not JSON: {exc}") from None
+    if not isinstance(body, dict) or body.get("schema") != AC_SCHEMA:
+        raise ValueError(f"AC entry schema is not {AC_SCHEMA!r}")
+    outs = body.get("outputs")
+    if not isinstance(outs, dict):
+        raise ValueError("AC entry has no outputs table")
+    refs = {}
+    for role, ref in outs.items():
+        if not (isinstance(ref, dict) and is_key(ref.get("sha256"))
+                and isinstance(ref.get("size"), int) and ref["size"] >= 0):
+            raise ValueError(f"AC entry output {role!r} is malformed: {ref!r}")
+        refs[role] = BlobRef(ref["sha256"], ref["size"])
+    return refs
+
+
+def check_blob(ref: BlobRef, data: bytes) -> str | None:
+    """None when `data` is the blob `ref` names, else why not (size first: it is free)."""
+    if len(data) != ref.size:
+        return f"size {len(data)} != {ref.size}"
+    got = digest(data)
+    if got != ref.sha256:
+        return f"sha256 {got[:12]}... != {ref.sha256[:12]}..."
+    return None
+
+
+@dataclass
+class CacheStats:
+    """Counters of this process (hits, misses, puts, dropped corrupt entries, errors), plus
+    what the store holds where the backend can count it (`entries`, `blobs`, `bytes`; None
+    when it cannot, as over HTTP). `tiers` holds each layer's own stats in a layered cache."""
+
+    name: str
+    hits: int = 0
+    misses: int = 0
+    puts: int = 0
+    corrupt: int = 0
+    errors: int = 0
+    entries: int | None = None
+    blobs: int | None = None
+    bytes: int | None = None
+    tiers: list["CacheStats"] = field(default_factory=list)
+
+
+@dataclass
+class VerifyReport:
+    """What `verify()` checked and dropped: blob and AC entry counts, and one line per problem."""
+
+    blobs_checked: int = 0
+    entries_checked: int = 0
+    blobs_dropped: int = 0
+    entries_dropped: int = 0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@dataclass
+class PruneReport:
+    """What `prune()` removed: AC entries, blobs, stale temp files, and bytes freed; bytes left."""
+
+    entries_removed: int = 0
+    blobs_removed: int = 0
+    temps_removed: int = 0
+    bytes_freed: int = 0
+    bytes_left: int = 0
+
+
+class Cache(ABC):
+    """A build cache: `get(key) -> {role: bytes} | None` and `put(key, {role: bytes})`.
+
+    Keys are 64-hex action keys (`keys.action_key`); a malformed key raises ValueError, since
+    that is a caller bug, not a cache failure. Every other failure degrades to a miss (`get`)
+    or a warning (`put`). `readonly` caches never write.
+    """
+
+    name = "cache"
+    readonly = False
+
+    @abstractmethod
+    def get(self, key: str) -> dict[str, bytes] | None:
+        """The outputs stored under `key`, each blob checked against its sha256, or None."""
+
+    @abstractmethod
+    def put(self, key: str, outputs: Mapping[str, bytes]) -> None:
+        """Store `outputs` under `key`: blobs first, the AC entry last (readers never see half)."""
+
+    @abstractmethod
+    def stats(self) -> CacheStats:
+        """Counters of this process and, where countable, the store's size."""
+
+    def verify(self) -> VerifyReport:
+        """Re-hash every blob and parse every AC entry, dropping the bad ones."""
+        raise CacheError(f"{self.name} cannot be verified from a client")
+
+    def prune(self, max_bytes: int | None = None, max_age: float | None = None) -> PruneReport:
+        """Drop entries unused for more than `max_age` seconds, then least-recently-used ones
+        until the store holds at most `max_bytes`; then blobs no entry names."""
+        raise CacheError(f"{self.name} cannot be pruned from a client: the server owns its size")
+
+    def close(self) -> None:
+        """Release connections; the cache stays usable (it reconnects on demand)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def check_key(key: str) -> None:
+    """Raise ValueError unless `key` is a 64-hex action key (keeps keys safe as path names)."""
+    if not is_key(key):
+        raise ValueError(f"cache key must be 64 lowercase hex characters, got {key!r}")

@@ -1,0 +1,214 @@
+"""A cache client for Bazel's HTTP remote-cache protocol: GET/HEAD/PUT `<base>/ac/<key>`, `<base>/cas/<sha256>`.
+
+Works against bazel-remote (run it with `--disable_http_ac_validation`, since our AC bodies are
+ttbuild JSON, not ActionResult protobufs) and against any WebDAV server that accepts PUT, such as
+nginx with `dav_methods PUT DELETE; create_full_put_path on; client_max_body_size 0;`. CAS paths
+are the body's sha256, as bazel-remote checks. Only the standard library is used (http.client),
+with one keep-alive connection per thread.
+
+An unreachable server (refused, DNS failure, no answer within `timeout` seconds) marks the cache
+down for the rest of the process with ONE warning per base URL: every later call is an immediate
+miss or no-op, so a dead remote costs one timeout per process, not one per task.
+"""
+
+from __future__ import annotations
+
+import base64
+import http.client
+import socket
+import threading
+import urllib.parse
+from typing import Mapping
+
+from ttbuild.cache.base import (Cache, CacheError, CacheStats, check_blob, check_key, decode_entry,
+                                encode_entry, log, warn, MAX_AC_BYTES)
+
+_warned_down: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+class _Down(Exception):
+    """The server could not be reached (connection-level failure, not an HTTP status)."""
+
+
+def _redact(url: urllib.parse.SplitResult) -> str:
+    host = url.hostname or ""
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host + (f":{url.port}" if url.port else "")
+    return urllib.parse.urlunsplit((url.scheme, netloc, url.path, "", ""))
+
+
+class HttpCache(Cache):
+    """Bazel-protocol HTTP(S) cache at `base_url` (`http://host:port/prefix`; `user:pass@` in the
+    URL becomes basic auth and is never printed). `timeout` (seconds) bounds connect and each read.
+
+    Raises CacheError for a URL that is not http(s)."""
+
+    def __init__(self, base_url: str, *, readonly: bool = False, timeout: float = 2.0):
+        url = urllib.parse.urlsplit(base_url)
+        if url.scheme not in ("http", "https") or not url.hostname:
+            raise CacheError(f"not an http(s) cache URL: {_redact(url) if url.hostname else base_url!r}")
+        self.url = url
+        self.base_path = url.path.rstrip("/")
+        self.readonly = readonly
+        self.timeout = timeout
+        self.name = _redact(url)
+        self._headers = {"User-Agent": "ttbuild-cache"}
+        if url.username is not None:
+            cred = f"{urllib.parse.unquote(url.username)}:{urllib.parse.unquote(url.password or '')}"
+            self._headers["Authorization"] = "Basic " + base64.b64encode(cred.encode()).decode()
+        self._local = threading.local()
+        self._stats = CacheStats(self.name)
+        self.down = False
+        self._put_warned = False
+
+    # -- transport -----------------------------------------------------------------------------
+    def _conn(self) -> http.client.HTTPConnection:
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            cls = http.client.HTTPSConnection if self.url.scheme == "https" else http.client.HTTPConnection
+            conn = cls(self.url.hostname, self.url.port, timeout=self.timeout)
+            self._local.conn = conn
+        return conn
+
+    def _drop_conn(self) -> None:
+        conn = getattr(self._local, "conn", None)
+        self._local.conn = None
+        if conn is not None:
+            conn.close()
+
+    def _request(self, method: str, path: str, body: bytes | None = None,
+                 limit: int = MAX_AC_BYTES) -> tuple[int, bytes, int | None]:
+        """(status, body read up to `limit` + 1 bytes, Content-Length) or raise _Down.
+
+        A keep-alive connection the server closed in the meantime gets one fresh retry; two
+        attempts is the whole loop, so a failing server is never hammered.
+        """
+        if self.down:
+            raise _Down(self.name)
+        headers = dict(self._headers)
+        if body is not None:
+            headers["Content-Type"] = "application/octet-stream"
+        for attempt in (0, 1):
+            reused = getattr(self._local, "conn", None) is not None
+            conn = self._conn()
+            try:
+                conn.request(method, self.base_path + path, body=body, headers=headers)
+                resp = conn.getresponse()
+                length = resp.getheader("Content-Length")
+                length = int(length) if length and length.isdigit() else None
+                if method == "HEAD" or (length is not None and length <= limit):
+                    data = resp.read()
+                else:
+                    data = resp.read(limit + 1)
+                if not resp.isclosed() or resp.will_close:
+                    self._drop_conn()  # body left unread, or server closing: cannot reuse
+                return resp.status, data, length
+            except (OSError, http.client.HTTPException) as exc:
+                self._drop_conn()
+                if attempt == 0 and reused and not isinstance(exc, (socket.timeout, ConnectionRefusedError)):
+                    continue
+                self._mark_down(exc)
+        raise _Down(self.name)  # pragma: no cover - the loop always returns or marks down
+
+    def _mark_down(self, exc: BaseException) -> None:
+        self.down = True
+        self._stats.errors += 1
+        with _warned_lock:
+            first = self.name not in _warned_down
+            _warned_down.add(self.name)
+        if first:
+            warn(f"cache {self.name} is unreachable ({type(exc).__name__}: {exc}); "
+                 f"going on without it for the rest of this process")
+        raise _Down(self.name) from exc
+
+    def close(self) -> None:
+        self._drop_conn()
+
+    # -- Cache API -----------------------------------------------------------------------------
+    def get(self, key: str) -> dict[str, bytes] | None:
+        check_key(key)
+        st = self._stats
+        try:
+            status, raw, _ = self._request("GET", f"/ac/{key}")
+            if status == 404:
+                st.misses += 1
+                return None
+            if status != 200:
+                return self._error(f"GET ac/{key[:16]}... answered HTTP {status}")
+            try:
+                refs = decode_entry(raw)
+            except ValueError as exc:
+                return self._drop(key, [], f"AC entry {key[:16]}... is corrupt ({exc})")
+            outputs = {}
+            for role, ref in refs.items():
+                status, data, _ = self._request("GET", f"/cas/{ref.sha256}", limit=ref.size)
+                if status == 404:
+                    log.info("cache %s: entry %s... names missing blob %s...", self.name, key[:16],
+                             ref.sha256[:16])
+                    st.misses += 1
+                    return None
+                if status != 200:
+                    return self._error(f"GET cas/{ref.sha256[:16]}... answered HTTP {status}")
+                why = check_blob(ref, data)
+                if why:
+                    return self._drop(key, [ref.sha256], f"blob {ref.sha256[:16]}... ({role!r} of "
+                                      f"entry {key[:16]}...) is corrupt: {why}")
+                outputs[role] = data
+        except _Down:
+            st.misses += 1
+            return None
+        st.hits += 1
+        return outputs
+
+    def _error(self, why: str) -> None:
+        self._stats.errors += 1
+        self._stats.misses += 1
+        log.info("cache %s: %s; treated as a miss", self.name, why)
+        return None
+
+    def _drop(self, key: str, blobs: list[str], why: str) -> None:
+        self._stats.corrupt += 1
+        self._stats.misses += 1
+        if self.readonly:
+            warn(f"cache {self.name}: {why}; treated as a miss (read-only: not deleted)")
+            return None
+        warn(f"cache {self.name}: {why}; deleted, treated as a miss")
+        # Best effort: nginx WebDAV honours DELETE, bazel-remote answers 405 and keeps the entry
+        # (it already refuses blobs whose sha256 does not match, so it rarely has any to drop).
+        for path in [f"/ac/{key}", *(f"/cas/{s}" for s in blobs)]:
+            try:
+                self._request("DELETE", path)
+            except _Down:
+                break
+        return None
+
+    def put(self, key: str, outputs: Mapping[str, bytes]) -> None:
+        check_key(key)
+        if self.readonly or self.down:
+            return
+        entry, refs = encode_entry(outputs)
+        try:
+            for role, ref in refs.items():
+                status, _, length = self._request("HEAD", f"/cas/{ref.sha256}")
+                if status == 200 and length == ref.size:
+                    continue
+                status, _, _ = self._request("PUT", f"/cas/{ref.sha256}", bytes(outputs[role]))
+                if status not in (200, 201, 204):
+                    return self._put_refused(f"PUT cas/{ref.sha256[:16]}...", status)
+            status, _, _ = self._request("PUT", f"/ac/{key}", entry)
+            if status not in (200, 201, 204):
+                return self._put_refused(f"PUT ac/{key[:16]}...", status)
+        except _Down:
+            return
+        self._stats.puts += 1
+
+    def _put_refused(self, what: str, status: int) -> None:
+        self._stats.errors += 1
+        if not self._put_warned:
+            self._put_warned = True
+            warn(f"cache {self.name}: {what} answered HTTP {status}; results are not uploaded")
+
+    def stats(self) -> CacheStats:
+        return self._stats

@@ -1,0 +1,80 @@
+"""doit actions: run one stage on its input files, or write a variant's metadata + cubin into lib/.
+
+Every action reads its inputs, computes all outputs in memory, then writes them atomically;
+a stage that raises CompilationError / ToolError yields doit's TaskFailed with the rendered
+diagnostic, writes nothing, and removes that task's stale outputs (make's .DELETE_ON_ERROR),
+so nothing downstream can consume a result that no longer matches its source.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from pathlib import Path
+from typing import Mapping
+
+from doit.exceptions import TaskFailed
+
+from ttbuild.errors import CompilationError, ToolError
+
+from .diagnostics import render_error
+from .fileio import atomic_write
+
+
+def run_stage(stage: str, package: str, inputs: Mapping[str, str], outputs: Mapping[str, str],
+              options: dict, loc_path: str | None, label: str):
+    """doit python-action for one (stage, key) task.
+
+    inputs: role -> path to read; outputs: role -> path to write; options: the stage's JSON
+    options; loc_path: the parse `loc` table used to resolve node ids in diagnostics (read
+    only on failure, so it is not a file_dep: a blank-line edit must not rerun later stages);
+    label: "kernel (variants)" for messages. Returns None on success or TaskFailed.
+    """
+    try:
+        data = {role: Path(path).read_bytes() for role, path in inputs.items()}
+        module = importlib.import_module(f"{package}.{stage}")
+        result = module.run(data, options)
+        missing = sorted(set(outputs) - set(result or {}))
+        if missing:
+            raise RuntimeError(f"stage {stage} returned no {', '.join(missing)} output "
+                               f"(got {sorted(result or {})}); docs/CONTRACTS.md lists its roles")
+        for role, path in outputs.items():
+            if not isinstance(result[role], (bytes, bytearray)):
+                raise RuntimeError(f"stage {stage} output {role!r} is {type(result[role]).__name__}, not bytes")
+    except (CompilationError, ToolError) as exc:
+        _remove(outputs.values())
+        return TaskFailed(f"{stage} failed for {label}:\n{render_error(exc, loc_path)}\n")
+    except BaseException:
+        _remove(outputs.values())
+        raise
+    for role, path in outputs.items():
+        atomic_write(path, bytes(result[role]))
+    return None
+
+
+def write_meta(variant_doc: dict, paths: Mapping[str, str], json_path: str, cubin_path: str):
+    """doit python-action for `meta:<variant>`: writes lib/<variant>.cubin, then lib/<variant>.json.
+
+    paths: stage -> the output file whose hash the metadata records (parse: its `json`).
+    The cubin goes first so a reader that finds the JSON always finds its cubin.
+    """
+    from .meta import MetaError, build_metadata
+
+    try:
+        blobs = {stage: Path(p).read_bytes() for stage, p in paths.items()}
+        doc = build_metadata(variant_doc, blobs, cubin_name=os.path.basename(cubin_path))
+    except MetaError as exc:
+        _remove([json_path, cubin_path])
+        return TaskFailed(f"meta failed for variant {variant_doc['name']}:\n{exc}\n")
+    atomic_write(cubin_path, blobs["cubin"])
+    atomic_write(json_path, (json.dumps(doc, indent=2) + "\n").encode("utf-8"))
+    return None
+
+
+def _remove(paths) -> None:
+    for path in paths:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass

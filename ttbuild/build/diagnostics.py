@@ -1,0 +1,29 @@
+"""Render a stage's CompilationError / ToolError for the build log: file:line:col, source line, caret."""
+
+from __future__ import annotations
+
+from ttbuild.errors import CompilationError, ToolError
+
+
+def render_error(exc: Exception, loc_path: str | None) -> str:
+    """Text of `exc` for the build log.
+
+    A CompilationError that carries only an AST node id (`node_id`, from a later stage's
+    `loc("n17")`) is first located through the parse `loc` table at `loc_path` with
+    `ttbuild.frontend.locs.locate` (docs/CONTRACTS.md, "IR locations"). The table is read
+    only here, on failure: it is not a dependency of later stages, so a blank-line edit
+    does not rerun them. ToolError keeps its stderr and repro command.
+    """
+    if isinstance(exc, ToolError):
+        return str(exc)
+    if isinstance(exc, CompilationError):
+        if exc.loc is None and getattr(exc, "node_id", None) is not None and loc_path:
+            try:
+                from ttbuild.frontend.locs import locate
+
+                with open(loc_path, "rb") as fh:
+                    exc = locate(exc, fh.read())
+            except (OSError, ValueError, KeyError, ImportError):
+                pass  # an unreadable table must not hide the real error
+        return exc.render()
+    return str(exc)

@@ -1,0 +1,95 @@
+"""Stage options per variant and chained stage keys: key = xxh3_64(parent key, stage, VERSION, options JSON)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import xxhash
+
+from ttbuild.stages import STAGES
+
+from .variants import Variant
+
+# Input and output roles of each stage (docs/CONTRACTS.md, "Stage modules").
+INPUT_ROLE = {"parse": "source", "ttir": "json", "ttgir": "ttir", "llir": "ttgir",
+              "ptx": "llir", "cubin": "ptx"}
+# The parent output each stage reads: (parent stage, parent role).
+PARENT_ROLE = {"ttir": ("parse", "json"), "ttgir": ("ttir", "ttir"), "llir": ("ttgir", "ttgir"),
+               "ptx": ("llir", "llir"), "cubin": ("ptx", "ptx")}
+OUTPUT_ROLES = {"parse": ("json", "loc"), "ttir": ("ttir",), "ttgir": ("ttgir",),
+                "llir": ("llir",), "ptx": ("ptx",), "cubin": ("cubin",)}
+
+# PTX ISA version the backend targets (90 = PTX ISA 9.0, what LLVM 22's `+ptx90` emits).
+PTX_VERSION = 90
+
+
+def canonical_json(value: Any) -> str:
+    """The one JSON spelling used for keys: sorted keys, no spaces, UTF-8 kept as is."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def xxh3_hex(data: str | bytes) -> str:
+    """xxh3_64 of `data` (str is UTF-8 encoded) as 16 lowercase hex digits."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return xxhash.xxh3_64_hexdigest(data)
+
+
+def stage_key(parent: str, stage: str, version: int, options: Mapping[str, Any]) -> str:
+    """A stage's key: xxh3_64 over `parent \\0 stage \\0 VERSION \\0 canonical-JSON(options)`.
+
+    `parent` is the parent stage's key ("" for parse). Two variants with equal options up to
+    a stage share that stage's key, hence its task and output directory.
+    """
+    return xxh3_hex(f"{parent}\0{stage}\0{int(version)}\0{canonical_json(dict(options))}")
+
+
+def stage_options(variant: Variant) -> dict[str, dict[str, Any]]:
+    """The options each stage of `variant` runs with (CONTRACTS.md table), JSON-serialisable."""
+    return {
+        "parse": {"kernel": variant.kernel, "file": variant.file},
+        "ttir": {"signature": [str(p) for p in variant.params], "constexprs": dict(variant.constexprs)},
+        "ttgir": {"num_warps": variant.num_warps, "num_ctas": variant.num_ctas,
+                  "num_stages": variant.num_stages, "target": variant.target},
+        "llir": {"target": variant.target, "enable_fp_fusion": variant.enable_fp_fusion,
+                 "debug": variant.debug},
+        "ptx": {"arch": variant.arch, "ptx_version": PTX_VERSION},
+        "cubin": {"arch": variant.arch, "ptxas_options": list(variant.ptxas_options)},
+    }
+
+
+def stage_versions(package: str = "ttbuild.stages") -> dict[str, int]:
+    """`VERSION` of every stage module in `package`. Importing a stage module is cheap by
+    contract (heavy imports live inside `run`); a missing module or VERSION raises ImportError."""
+    versions = {}
+    for stage in STAGES:
+        mod = importlib.import_module(f"{package}.{stage}")
+        version = getattr(mod, "VERSION", None)
+        if not isinstance(version, int):
+            raise ImportError(f"{package}.{stage} has no integer VERSION")
+        versions[stage] = version
+    return versions
+
+
+@dataclass(frozen=True)
+class StageNode:
+    """One stage of one variant: its key, options, and the key of the stage it reads."""
+
+    stage: str
+    key: str
+    parent_key: str
+    options: dict
+
+
+def chain(variant: Variant, versions: Mapping[str, int]) -> list[StageNode]:
+    """The stages `variant` builds (parse .. its `until`), keys chained from parse."""
+    opts = stage_options(variant)
+    nodes, parent = [], ""
+    for stage in variant.stages:
+        key = stage_key(parent, stage, versions[stage], opts[stage])
+        nodes.append(StageNode(stage, key, parent, opts[stage]))
+        parent = key
+    return nodes

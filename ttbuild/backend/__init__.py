@@ -1,0 +1,1 @@
+"""The backend: TTIR -> TTGIR (layouts) -> LLVM IR -> PTX -> cubin; heavy imports live in submodules."""

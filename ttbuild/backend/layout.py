@@ -1,0 +1,96 @@
+"""`#ttg.blocked` encodings: the dataclass, its exact Triton spelling, and Triton's default construction.
+
+A blocked layout tiles a tensor over a CTA: each thread owns `sizePerThread` contiguous elements
+per dimension, `threadsPerWarp` threads and `warpsPerCTA` warps tile the rest, `order` lists the
+dimensions fastest-first; the tile repeats (or wraps, broadcasting) to cover the shape.
+Source: Triton `BlockedEncodingAttr` (include/triton/Dialect/TritonGPU/IR/TritonGPUAttrDefs.td).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from itertools import product
+
+
+@dataclass(frozen=True)
+class Blocked:
+    size_per_thread: tuple[int, ...]
+    threads_per_warp: tuple[int, ...]
+    warps_per_cta: tuple[int, ...]
+    order: tuple[int, ...]
+
+    @property
+    def rank(self) -> int:
+        return len(self.order)
+
+    def attr(self) -> str:
+        """Triton's spelling, e.g. `#ttg.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>`."""
+        f = lambda xs: "[" + ", ".join(str(x) for x in xs) + "]"
+        return (f"#ttg.blocked<{{sizePerThread = {f(self.size_per_thread)}, threadsPerWarp = "
+                f"{f(self.threads_per_warp)}, warpsPerCTA = {f(self.warps_per_cta)}, order = {f(self.order)}}}>")
+
+    @classmethod
+    def parse(cls, text: str) -> "Blocked":
+        """Inverse of attr(); ValueError if `text` is not a blocked encoding."""
+        if not text.startswith("#ttg.blocked<"):
+            raise ValueError(f"not a blocked encoding: {text}")
+        get = lambda key: tuple(int(x) for x in re.search(key + r"\s*=\s*\[([^\]]*)\]", text).group(1).split(",") if x.strip())
+        return cls(get("sizePerThread"), get("threadsPerWarp"), get("warpsPerCTA"), get("order"))
+
+    def tile(self, d: int) -> int:
+        """Elements one CTA covers along dimension d in one repetition."""
+        return self.size_per_thread[d] * self.threads_per_warp[d] * self.warps_per_cta[d]
+
+    def reps(self, shape, d: int) -> int:
+        return max(1, shape[d] // self.tile(d))
+
+    def elems_per_thread(self, shape) -> int:
+        n = 1
+        for d in range(self.rank):
+            n *= min(self.size_per_thread[d], shape[d]) * self.reps(shape, d)
+        return n
+
+    def local_offsets(self, shape) -> list[tuple[int, ...]]:
+        """Per-thread element j -> its offset from the thread's base index, per dimension.
+
+        Elements enumerate with order[0] fastest, so a run of size_per_thread[order[0]] elements is
+        contiguous in memory along the fastest dimension (what vector loads need).
+        """
+        per_dim = []
+        for d in range(self.rank):
+            spt = min(self.size_per_thread[d], shape[d])
+            per_dim.append([r * self.tile(d) + k for r in range(self.reps(shape, d)) for k in range(spt)])
+        # product() varies its last argument fastest: feed dims slowest-first.
+        dims_slow_first = list(reversed(self.order))
+        out = []
+        for combo in product(*(per_dim[d] for d in dims_slow_first)):
+            off = [0] * self.rank
+            for d, v in zip(dims_slow_first, combo):
+                off[d] = v
+            out.append(tuple(off))
+        return out
+
+
+def default_blocked(shape, num_warps: int, spt_fast: int = 1, threads_per_warp: int = 32,
+                    order=None) -> Blocked:
+    """Triton's `BlockedEncodingAttr::get(shape, sizePerThread, order, numWarps, 32, numCTAs=1)`:
+    lanes then warps fill the dimensions fastest-first, never more than a dimension can hold."""
+    rank = len(shape)
+    order = tuple(order) if order is not None else tuple(reversed(range(rank)))
+    spt = [1] * rank
+    spt[order[0]] = max(1, min(spt_fast, shape[order[0]]))
+    tpw, wpc = [1] * rank, [1] * rank
+    lanes, warps = threads_per_warp, num_warps
+    shape_per_cta = list(shape)
+    for i, d in enumerate(order):
+        last = i == rank - 1
+        room = max(1, shape_per_cta[d] // spt[d])
+        tpw[d] = lanes if last else max(1, min(lanes, room))
+        lanes //= tpw[d]
+    for i, d in enumerate(order):
+        last = i == rank - 1
+        room = max(1, shape_per_cta[d] // (spt[d] * tpw[d]))
+        wpc[d] = warps if last else max(1, min(warps, room))
+        warps //= wpc[d]
+    return Blocked(tuple(spt), tuple(tpw), tuple(wpc), order)

@@ -1,0 +1,129 @@
+"""Parsing and printing Triton generic-form MLIR with the upstream bindings, and reading op properties.
+
+Triton's ops are unregistered in upstream MLIR, so their properties (`<{...}>`) are opaque to the
+Python bindings; `props()` recovers them from the op's own generic text. Registered ops (arith,
+math, scf) expose their properties as attributes.
+"""
+
+from __future__ import annotations
+
+import re
+
+from mlir import ir
+
+from ttbuild.errors import CompilationError
+
+PRINT_FLAGS = dict(print_generic_op_form=True, use_local_scope=True, enable_debug_info=True)
+
+
+def new_context() -> ir.Context:
+    ctx = ir.Context()
+    ctx.allow_unregistered_dialects = True
+    return ctx
+
+
+def parse_module(text: str | bytes, ctx: ir.Context, what: str) -> ir.Module:
+    """Parse MLIR text; raise CompilationError (no source loc) naming the stage input `what`."""
+    if isinstance(text, bytes):
+        text = text.decode()
+    try:
+        return ir.Module.parse(text, ctx)
+    except Exception as e:  # MLIRError carries the diagnostics text
+        raise CompilationError(f"cannot parse {what}: {e}", None, stage=what) from None
+
+
+def print_module(module: ir.Module) -> bytes:
+    """Generic form, local scope, debug info (docs/CONTRACTS.md), newline-terminated."""
+    return (module.operation.get_asm(**PRINT_FLAGS).rstrip("\n") + "\n").encode()
+
+
+def _match_brace(s: str, i: int) -> int:
+    """Index just past the `}` matching the `{` at s[i], skipping quoted strings."""
+    depth, n = 0, len(s)
+    while i < n:
+        c = s[i]
+        if c == '"':
+            i += 1
+            while i < n and s[i] != '"':
+                i += 2 if s[i] == "\\" else 1
+        elif c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        i += 1
+    raise ValueError("unbalanced properties")
+
+
+def props(op) -> dict[str, ir.Attribute]:
+    """Inherent attributes of `op` (properties plus attribute dict) as name -> Attribute."""
+    op = op.operation
+    out = {na.name: na.attr for na in op.attributes}
+    if op.context.is_registered_operation(op.name):
+        return out
+    # Print only up to the regions: a region-holding op prints its body, which we skip over.
+    text = op.get_asm(print_generic_op_form=True, use_local_scope=True, large_elements_limit=16)
+    head = text.index('"(', text.index('"' + op.name + '"')) + 1
+    close = text.index(")", head)
+    rest = text[close + 1:].lstrip(" ")
+    if rest.startswith("<{"):
+        start = text.index("<{", close)
+        end = _match_brace(text, start + 1)
+        d = ir.Attribute.parse(text[start + 1:end], op.context)
+        for na in ir.DictAttr(d):
+            out[na.name] = na.attr
+    return out
+
+
+def int_attr(a) -> int:
+    return ir.IntegerAttr(a).value
+
+
+def loc_name(op) -> str | None:
+    """The node id of a `loc("n17")` location, or None (unknown/other forms)."""
+    m = re.match(r'loc\("(n\d+)"', str(op.location))
+    return m.group(1) if m else None
+
+
+# ---- types -----------------------------------------------------------------------------------
+
+_PTR = re.compile(r"^!tt\.ptr<(.+?)(?:,\s*(\d+))?>$")
+
+
+def elem_str(t: ir.Type) -> str:
+    """Element type spelling of a tensor or scalar type: 'f32', 'i1', '!tt.ptr<f16>'."""
+    if isinstance(t, ir.RankedTensorType):
+        t = t.element_type
+    return str(t)
+
+
+def pointee(elem: str) -> str | None:
+    """'!tt.ptr<f16>' -> 'f16'; None for non-pointers."""
+    m = _PTR.match(elem)
+    return m.group(1) if m else None
+
+
+_BITS = {"f16": 16, "bf16": 16, "f32": 32, "f64": 64, "f8E4M3FN": 8, "f8E5M2": 8}
+
+
+def elem_bits(elem: str) -> int:
+    """Bits of a scalar element type in memory (i1 is stored as one byte, pointers as 64 bits)."""
+    if elem in _BITS:
+        return _BITS[elem]
+    if pointee(elem) is not None:
+        return 64
+    m = re.fullmatch(r"[iu](\d+)", elem)
+    if m:
+        return max(8, int(m.group(1)))
+    raise CompilationError(f"unsupported element type {elem}")
+
+
+def shape_of(t: ir.Type) -> tuple[int, ...]:
+    return tuple(ir.RankedTensorType(t).shape) if isinstance(t, ir.RankedTensorType) else ()
+
+
+def encoding_str(t: ir.Type) -> str | None:
+    if isinstance(t, ir.RankedTensorType) and t.encoding is not None:
+        return str(t.encoding)
+    return None

@@ -1,0 +1,137 @@
+"""The launch seam: a Driver loads cubins and launches functions; CudaDriver does it through cuda.bindings.driver, imported lazily.
+
+Any object with the three methods of `Driver` can stand in (tests inject a recording fake through
+`ttbuild.runtime.load(..., driver=...)`). Every CUresult is checked; failures raise CudaError
+carrying the result's name (e.g. CUDA_ERROR_NO_BINARY_FOR_GPU) and the call that failed.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Protocol
+
+from ..errors import TTBuildError
+
+# Dynamic shared memory above this needs cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)
+# (CUDA C Programming Guide, "Shared Memory": 48 KB default cap on dynamic allocations).
+DEFAULT_SHARED_LIMIT = 48 * 1024
+
+
+class CudaError(TTBuildError, RuntimeError):
+    """A CUDA driver call failed: `.result` is the CUresult name, `.call` the driver function."""
+
+    def __init__(self, call: str, result: str, detail: str = ""):
+        self.call, self.result = call, result
+        msg = f"{call} failed: {result}"
+        super().__init__(msg + (f" ({detail})" if detail else ""))
+
+
+class Driver(Protocol):
+    def context(self, device_hint: int | None) -> tuple[object, tuple[int, int]]:
+        """(hashable key of the current CUDA context, its device's compute capability);
+        makes the primary context of device_hint (default 0) current if none is."""
+
+    def load_function(self, image: bytes, entry: str, shared: int) -> object:
+        """Load a cubin into the current context and return the handle of kernel `entry`."""
+
+    def launch(self, function, grid: tuple[int, int, int], block_x: int, shared: int,
+               stream: int, params_address: int, values: tuple) -> None:
+        """cuLaunchKernel; params_address points to a void*[] of the kernel's parameters.
+        `values` are the same parameters as Python values (for fakes and error messages)."""
+
+
+class CudaDriver:
+    """Driver over `cuda.bindings.driver`; module handles stay alive as long as this object."""
+
+    def __init__(self):
+        from cuda.bindings import driver as cu  # lazy: `import ttbuild.runtime` stays CUDA-free
+
+        self.cu = cu
+        self._lock = threading.Lock()
+        self._initialized = False
+        self._capability: dict = {}
+        self._modules: list = []
+        self._launch = cu.cuLaunchKernel
+        self._get_current = cu.cuCtxGetCurrent
+        self._success = cu.CUresult.CUDA_SUCCESS
+
+    def check(self, call: str, result, detail: str = ""):
+        """Unpack a cuda.bindings return tuple, raising CudaError unless it is CUDA_SUCCESS."""
+        if isinstance(result, tuple):
+            err, rest = result[0], result[1:]
+        else:
+            err, rest = result, ()
+        if err != self._success:
+            name = getattr(err, "name", str(err))
+            try:
+                ok, text = self.cu.cuGetErrorString(err)
+            except Exception:  # no libcuda at all: the name alone must do
+                ok, text = None, None
+            if ok == self._success and text:
+                detail = (detail + "; " if detail else "") + text.decode(errors="replace")
+            raise CudaError(call, name, detail)
+        if not rest:
+            return None
+        return rest[0] if len(rest) == 1 else rest
+
+    def _init(self):
+        with self._lock:
+            if not self._initialized:
+                self.check("cuInit", self.cu.cuInit(0))
+                self._initialized = True
+
+    def context(self, device_hint=None):
+        try:
+            err, ctx = self._get_current()
+        except RuntimeError as exc:  # cuda.pathfinder: libcuda.so.1 not found (no driver)
+            raise CudaError("cuCtxGetCurrent", "CUDA driver library not available", str(exc)) from None
+        if err != self._success or not int(ctx):
+            self._init()
+            dev = self.check("cuDeviceGet", self.cu.cuDeviceGet(device_hint or 0))
+            ctx = self.check("cuDevicePrimaryCtxRetain", self.cu.cuDevicePrimaryCtxRetain(dev))
+            self.check("cuCtxSetCurrent", self.cu.cuCtxSetCurrent(ctx))
+        key = int(ctx)
+        cap = self._capability.get(key)
+        if cap is None:
+            dev = self.check("cuCtxGetDevice", self.cu.cuCtxGetDevice())
+            attr = self.cu.CUdevice_attribute
+            major = self.check("cuDeviceGetAttribute", self.cu.cuDeviceGetAttribute(
+                attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev))
+            minor = self.check("cuDeviceGetAttribute", self.cu.cuDeviceGetAttribute(
+                attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev))
+            cap = self._capability[key] = (major, minor)
+        return key, cap
+
+    def load_function(self, image, entry, shared):
+        cu = self.cu
+        module = self.check("cuModuleLoadData", cu.cuModuleLoadData(image),
+                            f"loading the cubin of {entry}")
+        self._modules.append(module)
+        fn = self.check("cuModuleGetFunction", cu.cuModuleGetFunction(module, entry.encode()),
+                        f"entry {entry!r}")
+        if shared > DEFAULT_SHARED_LIMIT:
+            self.check("cuFuncSetAttribute", cu.cuFuncSetAttribute(
+                fn, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared),
+                f"{entry} needs {shared} bytes of shared memory")
+        return fn
+
+    def launch(self, function, grid, block_x, shared, stream, params_address, values):
+        err, = self._launch(function, grid[0], grid[1], grid[2], block_x, 1, 1, shared, stream,
+                            params_address, 0)
+        if err != self._success:
+            self.check("cuLaunchKernel", (err,), f"grid={grid}, block=({block_x},1,1), "
+                                                   f"shared={shared}")
+
+
+_default = None
+_default_lock = threading.Lock()
+
+
+def default_driver() -> CudaDriver:
+    """The process-wide CudaDriver, created (and cuda.bindings imported) on first use."""
+    global _default
+    if _default is None:
+        with _default_lock:
+            if _default is None:
+                _default = CudaDriver()
+    return _default

@@ -1,0 +1,172 @@
+"""Reads `lib/<variant>.json` (schema "ttbuild.kernel/1", docs/CONTRACTS.md) into frozen records; stdlib only."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import TTBuildError
+
+SCHEMA = "ttbuild.kernel/1"
+
+# Dtype names as Triton's (docs/CONTRACTS.md, "Signature entries") with their size in bytes.
+DTYPE_BYTES = {
+    "i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8,
+    "u8": 1, "u16": 2, "u32": 4, "u64": 8,
+    "fp16": 2, "bf16": 2, "fp32": 4, "fp64": 8, "fp8e4nv": 1, "fp8e5": 1,
+}
+
+
+class MetadataError(TTBuildError, ValueError):
+    """A metadata JSON the runtime cannot use: wrong schema, missing field, missing cubin."""
+
+
+@dataclass(frozen=True)
+class Param:
+    """One Python parameter of a kernel.
+
+    kind: "pointer" (dtype = pointee), "scalar" (dtype), or "constexpr" (value).
+    divisibility: 16 means the address (pointer) or the value (scalar) is a multiple of 16; else 1.
+    """
+
+    name: str
+    kind: str
+    dtype: str | None = None
+    divisibility: int = 1
+    value: Any = None
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One compiled kernel variant: the metadata plus where its cubin lives (read lazily).
+
+    shared: bytes of dynamic shared memory per block. target: "cuda:90"; arch: "sm_90a".
+    """
+
+    variant: str
+    kernel: str
+    entry: str
+    cubin_path: str
+    params: tuple[Param, ...]
+    signature: str
+    constexprs: dict = field(hash=False, compare=False)
+    num_warps: int = 4
+    num_ctas: int = 1
+    num_stages: int = 3
+    shared: int = 0
+    target: str = "cuda:90"
+    arch: str = "sm_90a"
+    json_path: str = ""
+
+    @property
+    def launch_params(self) -> tuple[Param, ...]:
+        """The cubin's kernel parameters: pointer and scalar params, in order."""
+        return tuple(p for p in self.params if p.kind != "constexpr")
+
+    @property
+    def capability(self) -> tuple[int, int]:
+        """Compute capability the target names: "cuda:90" -> (9, 0)."""
+        backend, _, cc = self.target.partition(":")
+        if backend != "cuda" or not cc.isdigit() or len(cc) < 2:
+            raise MetadataError(f"{self.json_path}: target {self.target!r} is not 'cuda:<cc>'")
+        return int(cc[:-1]), int(cc[-1])
+
+    def describe(self) -> str:
+        cx = ",".join(f"{k}={v}" for k, v in sorted(self.constexprs.items()))
+        return (f"{self.variant} ({self.signature}; {cx or 'no constexprs'}; "
+                f"num_warps={self.num_warps}; {self.target})")
+
+
+def _need(doc: dict, key: str, typ, where: str):
+    if key not in doc:
+        raise MetadataError(f"{where}: missing field {key!r}")
+    val = doc[key]
+    if not isinstance(val, typ) or isinstance(val, bool) and typ is int:
+        raise MetadataError(f"{where}: field {key!r} should be {getattr(typ, '__name__', typ)}, "
+                            f"got {val!r}")
+    return val
+
+
+def _param(raw: Any, where: str) -> Param:
+    if not isinstance(raw, dict):
+        raise MetadataError(f"{where}: each entry of 'params' must be an object, got {raw!r}")
+    name = _need(raw, "name", str, where)
+    kind = _need(raw, "kind", str, where)
+    if kind == "constexpr":
+        if "value" not in raw:
+            raise MetadataError(f"{where}: constexpr param {name!r} has no 'value'")
+        return Param(name, kind, value=raw["value"])
+    if kind not in ("pointer", "scalar"):
+        raise MetadataError(f"{where}: param {name!r} has unknown kind {kind!r}")
+    dtype = _need(raw, "dtype", str, where)
+    if dtype not in DTYPE_BYTES:
+        raise MetadataError(f"{where}: param {name!r} has unknown dtype {dtype!r}")
+    div = raw.get("divisibility", 1)
+    if div not in (1, 16):
+        raise MetadataError(f"{where}: param {name!r} divisibility must be 1 or 16, got {div!r}")
+    return Param(name, kind, dtype=dtype, divisibility=div)
+
+
+def parse_variant(doc: Any, json_path: str) -> Variant:
+    """Validate one metadata document; raises MetadataError naming the file and the field."""
+    where = json_path
+    if not isinstance(doc, dict):
+        raise MetadataError(f"{where}: top level must be a JSON object")
+    schema = doc.get("schema")
+    if schema != SCHEMA:
+        raise MetadataError(f"{where}: schema {schema!r} is not {SCHEMA!r}")
+    params = tuple(_param(p, where) for p in _need(doc, "params", list, where))
+    cubin = _need(doc, "cubin", str, where)
+    if os.path.basename(cubin) != cubin:
+        raise MetadataError(f"{where}: 'cubin' must be a file name beside the JSON, got {cubin!r}")
+    cubin_path = os.path.join(os.path.dirname(json_path), cubin)
+    if not os.path.isfile(cubin_path):
+        raise MetadataError(f"{where}: cubin {cubin_path} does not exist")
+    constexprs = dict(doc.get("constexprs") or {})
+    for p in params:
+        if p.kind == "constexpr" and constexprs.setdefault(p.name, p.value) != p.value:
+            raise MetadataError(f"{where}: constexpr {p.name!r} is {p.value!r} in 'params' "
+                                f"but {constexprs[p.name]!r} in 'constexprs'")
+    v = Variant(
+        variant=_need(doc, "variant", str, where),
+        kernel=_need(doc, "kernel", str, where),
+        entry=_need(doc, "entry", str, where),
+        cubin_path=cubin_path,
+        params=params,
+        signature=doc.get("signature", ""),
+        constexprs=constexprs,
+        num_warps=_need(doc, "num_warps", int, where),
+        num_ctas=doc.get("num_ctas", 1),
+        num_stages=doc.get("num_stages", 3),
+        shared=_need(doc, "shared", int, where),
+        target=_need(doc, "target", str, where),
+        arch=doc.get("arch", ""),
+        json_path=json_path,
+    )
+    v.capability  # validate the target string now, not at the first launch
+    if not 1 <= v.num_warps <= 32:
+        raise MetadataError(f"{where}: num_warps {v.num_warps} out of range 1..32")
+    return v
+
+
+def read_library(lib_dir: str) -> list[Variant]:
+    """Every `*.json` in lib_dir, sorted by file name (so variant order is deterministic).
+
+    Raises MetadataError for a missing directory or any bad file.
+    """
+    if not os.path.isdir(lib_dir):
+        raise MetadataError(f"{lib_dir}: no such directory (build the kernels first: `doit`)")
+    out = []
+    for name in sorted(os.listdir(lib_dir)):
+        if not name.endswith(".json"):
+            continue
+        path = os.path.join(lib_dir, name)
+        try:
+            with open(path, "rb") as f:
+                doc = json.loads(f.read())
+        except (OSError, ValueError) as exc:
+            raise MetadataError(f"{path}: cannot read JSON: {exc}") from None
+        out.append(parse_variant(doc, path))
+    return out

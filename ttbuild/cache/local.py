@@ -179,7 +179,7 @@ class DirCache(Cache):
         """Yield (key, path, stat) for every AC file; temp files and strays are yielded with key None."""
         try:
             it = os.scandir(self.root / "ac")
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return
         with it:
             for e in it:
@@ -193,13 +193,17 @@ class DirCache(Cache):
         """Yield (sha or None, path, stat) for every CAS file."""
         try:
             tops = os.scandir(self.root / "cas")
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return
         with tops:
             for top in tops:
                 if not top.is_dir(follow_symlinks=False):
                     continue
-                with os.scandir(top.path) as it:
+                try:
+                    it = os.scandir(top.path)
+                except FileNotFoundError:
+                    continue  # removed by a concurrent prune
+                with it:
                     for e in it:
                         try:
                             st = e.stat(follow_symlinks=False)

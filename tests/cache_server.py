@@ -1,0 +1,151 @@
+"""Test helpers for the HTTP cache: a real nginx WebDAV server on loopback, and a tiny scripted server.
+
+`NginxDav` runs Debian's nginx (built `--with-http_dav_module`) as a foreground subprocess with
+its config, logs, pid and document root in a temp directory: the real PUT-capable server the
+HTTP cache is tested against. `ScriptedServer` is a small http.server that answers every request
+with one fixed status, for failure paths nginx will not produce on demand (HTTP 500).
+Both bind 127.0.0.1 only; callers stop them in fixture teardown.
+"""
+
+from __future__ import annotations
+
+import os
+import pwd
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 nobody listens on right now (bound, read, closed)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def find_nginx() -> str | None:
+    """Path of an nginx binary with the WebDAV module, or None."""
+    exe = shutil.which("nginx") or next((p for p in ("/usr/sbin/nginx", "/usr/local/sbin/nginx")
+                                         if os.access(p, os.X_OK)), None)
+    if not exe:
+        return None
+    proc = subprocess.run([exe, "-V"], capture_output=True, text=True, timeout=30)
+    return exe if "--with-http_dav_module" in proc.stderr + proc.stdout else None
+
+
+CONF = """\
+{user}worker_processes 1;
+daemon off;
+pid {tmp}/nginx.pid;
+error_log {tmp}/error.log warn;
+events {{ worker_connections 64; }}
+http {{
+    access_log {tmp}/access.log;
+    client_body_temp_path {tmp}/body;
+    proxy_temp_path {tmp}/proxy;
+    fastcgi_temp_path {tmp}/fastcgi;
+    uwsgi_temp_path {tmp}/uwsgi;
+    scgi_temp_path {tmp}/scgi;
+    server {{
+        listen 127.0.0.1:{port};
+        root {tmp}/www;
+        client_max_body_size 0;
+        location / {{
+            dav_methods PUT DELETE;
+            create_full_put_path on;
+            dav_access user:rw group:r all:r;
+        }}
+    }}
+}}
+"""
+
+
+class NginxDav:
+    """nginx serving `<tmp>/www` with PUT/DELETE on 127.0.0.1:<free port>; `url` is the base URL."""
+
+    def __init__(self, exe: str, tmp: Path, prefix: str = "/cache"):
+        self.exe, self.tmp = exe, Path(tmp)
+        self.port = free_port()
+        self.www = self.tmp / "www"
+        self.root = self.www / prefix.strip("/")  # where the cache's ac/ and cas/ land
+        self.url = f"http://127.0.0.1:{self.port}{prefix}"
+        self.proc: subprocess.Popen | None = None
+
+    def start(self) -> "NginxDav":
+        self.www.mkdir(parents=True, exist_ok=True)
+        # As root, nginx's workers would drop to `nobody` and could not write the temp root.
+        user = f"user {pwd.getpwuid(os.geteuid()).pw_name};\n" if os.geteuid() == 0 else ""
+        conf = self.tmp / "nginx.conf"
+        conf.write_text(CONF.format(user=user, tmp=self.tmp, port=self.port))
+        self.proc = subprocess.Popen(
+            [self.exe, "-p", str(self.tmp), "-c", str(conf), "-e", str(self.tmp / "error.log")],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:  # bounded: nginx starts in milliseconds
+            if self.proc.poll() is not None:
+                err = self.proc.stderr.read().decode(errors="replace")
+                raise RuntimeError(f"nginx exited with {self.proc.returncode}: {err}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.5).close()
+                return self
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"nginx did not listen on 127.0.0.1:{self.port} within 15 s")
+
+    def access_log(self) -> list[str]:
+        path = self.tmp / "access.log"
+        return path.read_text().splitlines() if path.exists() else []
+
+    def stop(self) -> None:
+        if self.proc and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=10)
+        if self.proc and self.proc.stderr:
+            self.proc.stderr.close()
+
+
+class ScriptedServer:
+    """A threaded http.server on 127.0.0.1 answering every request with `status`; counts requests."""
+
+    def __init__(self, status: int):
+        self.requests: list[tuple[str, str]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _answer(self):
+                n = int(self.headers.get("Content-Length") or 0)
+                if n:
+                    self.rfile.read(n)
+                outer.requests.append((self.command, self.path))
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_GET = do_PUT = do_HEAD = do_DELETE = _answer
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/prefix"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def start(self) -> "ScriptedServer":
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=10)

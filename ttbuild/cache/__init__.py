@@ -2,7 +2,11 @@
 
 Typical use from a stage task (see docs/CONTRACTS.md, "## Cache"):
 
-    from ttbuild.cache import open_cache, action_key, digest, tool_versions_for
+    from ttbuild.cache import run_cached
+    outputs = run_cached("ptx", ttbuild.stages.ptx, inputs, options)   # instead of mod.run(...)
+
+which is, spelled out:
+
     cache = open_cache()                         # honours TTBUILD_CACHE, TTBUILD_CACHE_READONLY
     key = action_key(stage, mod.VERSION, {r: digest(b) for r, b in inputs.items()},
                      options, tool_versions_for(stage))
@@ -23,10 +27,12 @@ from ttbuild.cache.keys import (STAGE_TOOLS, action_key, canonical_action, diges
                                 ptxas_path, tool_versions, tool_versions_for)
 from ttbuild.cache.layered import LayeredCache, NullCache
 from ttbuild.cache.local import DirCache
+from ttbuild.cache.stage import default_cache, run_cached, set_default_cache, stage_key
 
 __all__ = [
     "BlobRef", "Cache", "CacheError", "CacheStats", "CacheWarning", "DirCache", "HttpCache",
     "LayeredCache", "NullCache", "PruneReport", "STAGE_TOOLS", "VerifyReport", "action_key",
     "canonical_action", "default_local_dir", "digest", "fast_hash", "is_key", "open_cache",
-    "ptxas_path", "remote_from_url", "tool_versions", "tool_versions_for",
+    "ptxas_path", "remote_from_url", "tool_versions", "tool_versions_for", "default_cache",
+    "run_cached", "set_default_cache", "stage_key",
 ]

@@ -1,0 +1,105 @@
+"""What every LLIR rule sees: the frozen codegen context, tensor values, and type/index helpers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llvmlite import ir
+
+from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.axis import AxisAnalysis
+from ttbuild.backend.layout import Blocked
+from ttbuild.errors import CompilationError
+
+I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
+F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
+GPTR = ir.PointerType(addrspace=1)
+
+
+@dataclass
+class TensorVal:
+    """A distributed tensor: this thread's elements (llvmlite values), in layout.local_offsets order."""
+    elems: list
+    layout: Blocked
+    shape: tuple[int, ...]
+
+
+def llvm_type(elem: str) -> ir.Type:
+    """MLIR element spelling -> llvmlite type (pointers: `ptr addrspace(1)`)."""
+    simple = {"f16": F16, "f32": F32, "f64": F64}
+    if elem in simple:
+        return simple[elem]
+    if mu.pointee(elem) is not None:
+        return GPTR
+    if elem.startswith("i") and elem[1:].isdigit():
+        return ir.IntType(int(elem[1:]))
+    raise CompilationError(f"element type {elem} is not supported yet", stage="llir")
+
+
+def layout_of(value) -> Blocked:
+    enc = mu.encoding_str(value.type)
+    if enc is None:
+        raise CompilationError(f"tensor without an encoding in TTGIR: {value.type}", stage="llir")
+    return Blocked.parse(enc)
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """Frozen per-function codegen context: the builder, target facts and the axis analysis."""
+    builder: ir.IRBuilder
+    module: ir.Module
+    num_warps: int
+    axis: AxisAnalysis
+    fp_fusion: bool
+    _cache: dict = field(default_factory=dict, compare=False)
+
+    def intrinsic(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, args), name)
+        return fn
+
+    def sreg(self, name: str) -> ir.Value:
+        """A PTX special register (`tid.x`, `ctaid.y`, ...) read once per function, in the entry block."""
+        key = ("sreg", name)
+        if key not in self._cache:
+            b = self.builder
+            fn = self.intrinsic(f"llvm.nvvm.read.ptx.sreg.{name}", I32, [])
+            with b.goto_entry_block():
+                entry = b.function.entry_basic_block
+                if entry.instructions:
+                    b.position_before(entry.instructions[0])
+                self._cache[key] = b.call(fn, [], name=name.replace(".", "_"))
+        return self._cache[key]
+
+    def indices(self, layout: Blocked, shape) -> list[tuple[ir.Value, ...]]:
+        """Per element of this thread, its index along each dimension (i32), per Triton's
+        blocked layout: base = (warp coord * threadsPerWarp + lane coord) * sizePerThread."""
+        key = ("idx", layout, tuple(shape))
+        if key in self._cache:
+            return self._cache[key]
+        b = self.builder
+        tid = self.sreg("tid.x")
+        lane = b.and_(tid, ir.Constant(I32, 31)) if self.num_warps > 1 else tid
+        warp = b.lshr(tid, ir.Constant(I32, 5))
+        base = [None] * layout.rank
+        lrem, wrem = lane, warp
+        for i, d in enumerate(layout.order):
+            tpw, wpc = layout.threads_per_warp[d], layout.warps_per_cta[d]
+            ld = b.and_(lrem, ir.Constant(I32, tpw - 1)) if tpw < 32 else lrem
+            wd = b.and_(wrem, ir.Constant(I32, wpc - 1)) if i < layout.rank - 1 else wrem
+            lrem = b.lshr(lrem, ir.Constant(I32, tpw.bit_length() - 1))
+            wrem = b.lshr(wrem, ir.Constant(I32, wpc.bit_length() - 1))
+            t = b.add(b.mul(wd, ir.Constant(I32, tpw)), ld) if wpc > 1 else ld
+            base[d] = b.mul(t, ir.Constant(I32, layout.size_per_thread[d]))
+        out = []
+        for off in layout.local_offsets(shape):
+            idx = []
+            for d in range(layout.rank):
+                v = b.add(base[d], ir.Constant(I32, off[d])) if off[d] else base[d]
+                if layout.tile(d) > shape[d]:  # the tile wraps: threads share (broadcast) elements
+                    v = b.and_(v, ir.Constant(I32, shape[d] - 1))
+                idx.append(v)
+            out.append(tuple(idx))
+        self._cache[key] = out
+        return out

@@ -1,0 +1,223 @@
+"""LLIR rules for tt.load / tt.store: predicated global accesses, 16 bytes per thread where proven.
+
+Each thread's elements split into chunks of `vec` contiguous elements (vec from the pointer's
+axis info and the layout's sizePerThread, as Triton's LoadStoreOpToLLVM). A chunk packs into
+words (`b32` for fp32, two fp16 per `b32`) and moves with one PTX `ld/st.global.v4.b32`
+emitted as inline asm under the mask's predicate (the form Triton emits, PTX ISA 9.7.9.8 ld).
+When the axis analysis cannot prove the mask is uniform over a chunk (e.g. `offsets < n` with n
+of unknown divisibility), the chunk branches: all lanes in bounds -> one vector access,
+otherwise one predicated scalar access per element. Masked-off loads yield `other` (or 0).
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.coalesce import vector_elems
+from ttbuild.backend.llir.context import GPTR, I1, I32, TensorVal, llvm_type
+from ttbuild.backend.llir.registry import rule
+
+_REG = {16: "h", 32: "r", 64: "l"}
+
+
+def _plan(ctx, op, ptr_value, elem: str, layout, n_elems: int):
+    """(vec elements per access, word bits, words per access) for this op's pointer tensor."""
+    bits = mu.elem_bits(elem)
+    if layout is None:
+        vec = 1
+    else:
+        order0 = layout.order[0]
+        vec = min(vector_elems(ptr_value, ctx.axis, order0), layout.size_per_thread[order0], n_elems)
+    total = vec * bits
+    word = total if total <= 32 else (64 if bits == 64 else 32)
+    return vec, word, total // word
+
+
+def _word_type(word: int) -> ir.IntType:
+    return ir.IntType(max(word, 16))  # 8-bit accesses use 16-bit registers (PTX allows it)
+
+
+def _pack(b, elems, ety, word):
+    """Elements of one word -> the word (iW): bitcast, or a small vector bitcast."""
+    wt = _word_type(word)
+    if len(elems) == 1:
+        e = elems[0]
+        if isinstance(ety, ir.IntType):
+            return b.zext(e, wt) if ety.width < wt.width else e
+        return b.bitcast(e, wt)
+    vt = ir.VectorType(ety, len(elems))
+    v = ir.Constant(vt, None)
+    for i, e in enumerate(elems):
+        v = b.insert_element(v, e, ir.Constant(I32, i))
+    return b.bitcast(v, wt)
+
+
+def _unpack(b, w, ety, k):
+    if k == 1:
+        if isinstance(ety, ir.IntType):
+            return [b.trunc(w, ety) if ety.width < w.type.width else w]
+        return [b.bitcast(w, ety)]
+    v = b.bitcast(w, ir.VectorType(ety, k))
+    return [b.extract_element(v, ir.Constant(I32, i)) for i in range(k)]
+
+
+def _suffix(word, nwords):
+    return (f".v{nwords}" if nwords > 1 else "") + f".b{word}"
+
+
+def _asm_load(ctx, ptr, pred, word, nwords, other_words):
+    """`mov` the fallback into the registers, then `@pred ld.global[.vN].bW` over them."""
+    wt = _word_type(word)
+    r = _REG[wt.width]
+    outs = ", ".join(f"${i}" for i in range(nwords))
+    movs, args, cons = [], [], [f"={r}"] * nwords
+    for i, o in enumerate(other_words):
+        movs.append(f"mov.b{wt.width} ${i}, ${nwords + i};")
+        args.append(o)
+        cons.append(r)
+    if not other_words:
+        movs = [f"mov.b{wt.width} ${i}, 0;" for i in range(nwords)]
+    p = len(cons)
+    args.append(ptr)
+    cons.append("l")
+    guard = ""
+    if pred is not None:
+        args.append(pred)
+        cons.append("b")
+        guard = f"@${p + 1} "
+        text = "\n\t".join(movs) + "\n\t"
+    else:
+        text = ""
+    text += f"{guard}ld.global{_suffix(word, nwords)} {{ {outs} }}, [ ${p} + 0 ];"
+    ret = wt if nwords == 1 else ir.LiteralStructType([wt] * nwords)
+    ftype = ir.FunctionType(ret, [a.type for a in args])
+    res = ctx.builder.asm(ftype, text, ",".join(cons), args, side_effect=True)
+    if nwords == 1:
+        return [res]
+    return [ctx.builder.extract_value(res, i) for i in range(nwords)]
+
+
+def _asm_store(ctx, ptr, pred, word, nwords, words):
+    wt = _word_type(word)
+    r = _REG[wt.width]
+    args = list(words) + [ptr]
+    cons = [r] * nwords + ["l"]
+    guard = ""
+    if pred is not None:
+        args.append(pred)
+        cons.append("b")
+        guard = f"@${nwords + 1} "
+    vals = ", ".join(f"${i}" for i in range(nwords))
+    text = f"{guard}st.global{_suffix(word, nwords)} [ ${nwords} + 0 ], {{ {vals} }};"
+    ftype = ir.FunctionType(ir.VoidType(), [a.type for a in args])
+    ctx.builder.asm(ftype, text, ",".join(cons), args, side_effect=True)
+
+
+def _all(b, preds):
+    acc = preds[0]
+    for p in preds[1:]:
+        acc = b.and_(acc, p)
+    return acc
+
+
+def _chunks(n, vec):
+    return [list(range(j, j + vec)) for j in range(0, n, vec)]
+
+
+def _mask_uniform(ctx, mask_value, layout, vec) -> bool:
+    return vec == 1 or ctx.axis.info(mask_value).constancy[layout.order[0]] % vec == 0
+
+
+def _load_words(ctx, ptr, pred, ety, word, nwords, others, idx):
+    b = ctx.builder
+    k = len(idx) // nwords
+    ow = [_pack(b, [others[i] for i in idx[w * k:(w + 1) * k]], ety, word) for w in range(nwords)] if others else []
+    words = _asm_load(ctx, ptr, pred, word, nwords, ow)
+    return [e for w in words for e in _unpack(b, w, ety, k)]
+
+
+@rule("tt.load")
+def load(ctx, op, ptr, *rest):
+    p = mu.props(op)
+    seg = list(p["operandSegmentSizes"]) if "operandSegmentSizes" in p else [1, len(rest), 0]
+    mask = rest[0] if seg[1] else None
+    other = rest[seg[1]] if seg[2] else None
+    mask_v = op.operands[1] if seg[1] else None
+    res = op.results[0]
+    elem = mu.elem_str(res.type)
+    ety = llvm_type(elem)
+    mem_ety = ir.IntType(8) if ety == I1 else ety
+    b = ctx.builder
+    scalar = not isinstance(ptr, TensorVal)
+    ptrs = [ptr] if scalar else ptr.elems
+    masks = None if mask is None else ([mask] if scalar else mask.elems)
+    others = None
+    if other is not None:
+        others = [other] if scalar else other.elems
+        if ety == I1:
+            others = [b.zext(o, mem_ety) for o in others]
+    layout = None if scalar else ptr.layout
+    vec, word, nwords = _plan(ctx, op, op.operands[0], elem, layout, len(ptrs))
+    out = []
+    for idx in _chunks(len(ptrs), vec):
+        if masks is None or _mask_uniform(ctx, mask_v, layout, vec):
+            pred = None if masks is None else masks[idx[0]]
+            out += _load_words(ctx, ptrs[idx[0]], pred, mem_ety, word, nwords, others, idx)
+            continue
+        # Mask not provably uniform over the chunk: vector path when every lane is in bounds.
+        with b.if_else(_all(b, [masks[i] for i in idx])) as (whole, part):
+            with whole:
+                fast = _load_words(ctx, ptrs[idx[0]], None, mem_ety, word, nwords, others, idx)
+                fast_bb = b.block
+            with part:
+                sw = mu.elem_bits(elem) if ety != I1 else 8
+                slow = []
+                for i in idx:
+                    slow += _load_words(ctx, ptrs[i], masks[i], mem_ety, sw, 1, others, [i])
+                slow_bb = b.block
+        for f, s in zip(fast, slow):
+            phi = b.phi(f.type)
+            phi.add_incoming(f, fast_bb)
+            phi.add_incoming(s, slow_bb)
+            out.append(phi)
+    if ety == I1:
+        out = [b.icmp_unsigned("!=", v, ir.Constant(mem_ety, 0)) for v in out]
+    if scalar:
+        return out[0]
+    return TensorVal(out, ptr.layout, ptr.shape)
+
+
+@rule("tt.store")
+def store(ctx, op, ptr, value, mask=None):
+    elem = mu.elem_str(op.operands[1].type)
+    ety = llvm_type(elem)
+    mem_ety = ir.IntType(8) if ety == I1 else ety
+    b = ctx.builder
+    scalar = not isinstance(ptr, TensorVal)
+    ptrs = [ptr] if scalar else ptr.elems
+    vals = [value] if scalar else value.elems
+    if ety == I1:
+        vals = [b.zext(v, mem_ety) for v in vals]
+    masks = None if mask is None else ([mask] if scalar else mask.elems)
+    layout = None if scalar else ptr.layout
+    vec, word, nwords = _plan(ctx, op, op.operands[0], elem, layout, len(ptrs))
+    k = vec // nwords
+
+    def words(ix, w):
+        return [_pack(b, [vals[i] for i in ix[j * k:(j + 1) * k]], mem_ety, w) for j in range(len(ix) // k)]
+
+    for idx in _chunks(len(ptrs), vec):
+        if masks is None or _mask_uniform(ctx, op.operands[2], layout, vec):
+            pred = None if masks is None else masks[idx[0]]
+            _asm_store(ctx, ptrs[idx[0]], pred, word, nwords, words(idx, word))
+            continue
+        with b.if_else(_all(b, [masks[i] for i in idx])) as (whole, part):
+            with whole:
+                _asm_store(ctx, ptrs[idx[0]], None, word, nwords, words(idx, word))
+            with part:
+                sw = mu.elem_bits(elem) if ety != I1 else 8
+                for i in idx:
+                    _asm_store(ctx, ptrs[i], masks[i], sw, 1,
+                               [_pack(b, [vals[i]], mem_ety, sw)])
+    return None

@@ -1,0 +1,53 @@
+"""LLVM via llvmlite for NVPTX: the target machine, the O3 pipeline, and PTX emission.
+
+Facts (docs/DESIGN.md "Backend facts"): cpu sm_90a, features +ptx90 (LLVM silently falls back
+for versions it lacks), `, debug` stripped from `.target` or ptxas builds a debug binary.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import llvmlite.binding as llvm
+
+TRIPLE = "nvptx64-nvidia-cuda"
+
+
+@functools.cache
+def _init() -> None:
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+
+
+@functools.cache
+def target_machine(arch: str = "sm_90a", ptx_version: int = 90):
+    """NVPTX target machine for `arch` emitting PTX ISA `ptx_version` (90 = 9.0); cached per process."""
+    _init()
+    target = llvm.Target.from_triple(TRIPLE)
+    return target.create_target_machine(cpu=arch, features=f"+ptx{ptx_version}", opt=3)
+
+
+def optimize(text: str, arch: str = "sm_90a") -> str:
+    """Parse LLVM IR text, run the new-pass-manager O3 pipeline with the NVPTX target machine
+    (so the data layout and TTI are NVPTX's), verify, and return the optimized IR text."""
+    tm = target_machine(arch)
+    mod = llvm.parse_assembly(text)
+    mod.triple = TRIPLE
+    mod.data_layout = str(tm.target_data)
+    mod.verify()
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pb = llvm.create_pass_builder(tm, pto)
+    pm = pb.getModulePassManager()
+    pm.run(mod, pb)
+    mod.verify()
+    return str(mod)
+
+
+def emit_ptx(text: str, arch: str = "sm_90a", ptx_version: int = 90) -> str:
+    """LLVM IR text -> PTX text, `.target` without `, debug`."""
+    tm = target_machine(arch, ptx_version)
+    mod = llvm.parse_assembly(text)
+    mod.verify()
+    ptx = tm.emit_assembly(mod)
+    return re.sub(r"^(\.target\s+\S+?)\s*,\s*debug\s*$", r"\1", ptx, flags=re.M)

@@ -1,0 +1,22 @@
+"""Stage ptx: LLVM IR -> PTX text through llvmlite's NVPTX backend."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+VERSION = 1
+
+
+def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:
+    """inputs: {"llir"}; options: arch ("sm_90a"), ptx_version (int, 90 = PTX ISA 9.0).
+    Returns {"ptx"}. Raises CompilationError when the IR does not parse or verify."""
+    from ttbuild.backend import nvptx
+    from ttbuild.errors import CompilationError
+
+    arch = str(options.get("arch", "sm_90a"))
+    version = int(options.get("ptx_version", 90))
+    try:
+        ptx = nvptx.emit_ptx(inputs["llir"].decode(), arch, version)
+    except RuntimeError as e:  # llvmlite reports parse/verify failures as RuntimeError
+        raise CompilationError(f"LLVM IR rejected: {e}", stage="ptx") from None
+    return {"ptx": ptx.encode()}

@@ -132,3 +132,25 @@ def test_run_cached_stores_nothing_on_failure(tmp_path):
     with pytest.raises(ValueError):
         run_cached("ttgir", mod, {"ttir": b"m"}, {}, cache=cache)
     assert cache.stats().entries == 0
+
+
+def test_cli_stats_verify_prune(tmp_path, monkeypatch, capsys):
+    from ttbuild.cache.__main__ import main, parse_age, parse_size
+
+    assert parse_size("10G") == 10 << 30 and parse_size("512k") == 512 << 10 and parse_size("7") == 7
+    assert parse_age("30d") == 30 * 86400 and parse_age("90m") == 5400 and parse_age("5") == 5
+    monkeypatch.setenv("TTBUILD_CACHE_DIR", str(tmp_path / "me"))
+    monkeypatch.delenv("TTBUILD_CACHE", raising=False)
+    shared = DirCache(tmp_path / "shared")
+    for i in range(3):
+        shared.put(key_of(i), {"ttgir": bytes([i]) * 1000})
+    assert main(["--cache", str(tmp_path / "shared"), "--remote", "stats"]) == 0
+    assert "3 entries, 3 blobs" in capsys.readouterr().out
+    assert main(["stats"]) == 0
+    assert "0 entries" in capsys.readouterr().out
+    (shared.cas_path(digest(bytes([0]) * 1000))).write_bytes(b"rot")
+    with pytest.warns(CacheWarning):
+        assert main(["--cache", str(tmp_path / "shared"), "--remote", "verify"]) == 1
+    assert main(["--cache", str(tmp_path / "shared"), "--remote", "prune", "--max-bytes", "0"]) == 0
+    assert shared.stats().entries == 0
+    assert main(["--remote", "stats"]) == 2

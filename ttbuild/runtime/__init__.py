@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import os
 
-from .driver import CudaDriver, CudaError, Driver, default_driver
+from .driver import CtypesCudaDriver, CudaDriver, CudaError, Driver, default_driver
 from .launcher import LaunchError, Launcher
 from .metadata import MetadataError, Param, Variant, read_library
 from .select import NoMatchingVariant
 
-__all__ = ["load", "Library", "Launcher", "Variant", "Param", "Driver", "CudaDriver",
+__all__ = ["load", "Library", "Launcher", "Variant", "Param", "Driver", "CudaDriver", "CtypesCudaDriver",
            "CudaError", "MetadataError", "NoMatchingVariant", "LaunchError", "default_driver"]
 
 

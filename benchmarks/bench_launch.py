@@ -1,0 +1,122 @@
+"""Host time per launch of a tiny kernel (add_kernel, n = 1, one program): ttbuild vs Triton `kernel[grid]` vs torch.add vs raw cuLaunchKernel.
+
+Each figure is the median over repetitions of (wall time of N back-to-back launches) / N, with a
+synchronize between repetitions (outside the timed region). Also the first launch in a fresh
+process (import ttbuild.runtime + load + launch + synchronize, torch already imported).
+Usage: python benchmarks/bench_launch.py [--artifacts artifacts]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+
+from _common import have_triton, table  # noqa: E402
+
+if have_triton():
+    from bench_vector_add import add_kernel as triton_add_kernel  # noqa: E402
+
+
+def per_launch_us(fn, n=2000, reps=15):
+    import torch
+
+    for _ in range(200):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            fn()
+        t1 = time.perf_counter()
+        torch.cuda.synchronize()
+        times.append((t1 - t0) / n * 1e6)
+    return statistics.median(times)
+
+
+FIRST_LAUNCH = r"""
+import sys, time, torch
+x = torch.rand(1024, device="cuda"); torch.cuda.synchronize()
+t0 = time.perf_counter()
+import ttbuild.runtime as rt
+lib = rt.load(sys.argv[1])
+lib.add_kernel[(1,)](x, x, x, 1024)
+torch.cuda.synchronize()
+print(f"{time.perf_counter() - t0:.4f}")
+"""
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--artifacts", default=os.environ.get("TTBUILD_ARTIFACTS", "artifacts"))
+    args = ap.parse_args(argv)
+
+    import torch
+    from cuda.bindings import driver as cu
+
+    import ttbuild.runtime as rt
+
+    x = torch.rand(16, device="cuda")
+    y = torch.rand(16, device="cuda")
+    out = torch.empty_like(x)
+    rows = []
+
+    for label, drv in (("cuda.bindings launch", rt.CudaDriver()),
+                       ("ctypes launch", rt.CtypesCudaDriver())):
+        lib = rt.load(args.artifacts, driver=drv)
+        k = lib.add_kernel
+        rows.append((f"ttbuild lib.add_kernel[grid](...) [{label}]",
+                     per_launch_us(lambda: k[(1,)](x, y, out, 1))))
+        rows.append((f"ttbuild ... callable grid [{label}]",
+                     per_launch_us(lambda: k[lambda m: (1,)](x, y, out, 1))))
+    if have_triton():
+        rows.append(("triton add_kernel[grid](..., BLOCK_SIZE=1024)",
+                     per_launch_us(lambda: triton_add_kernel[(1,)](x, y, out, 1, BLOCK_SIZE=1024))))
+    rows.append(("torch.add(x, y, out=out)", per_launch_us(lambda: torch.add(x, y, out=out))))
+
+    # Raw launches of our add_kernel_fp32 cubin with pre-packed parameters.
+    drv = rt.CudaDriver()
+    lib = rt.load(args.artifacts, driver=drv)
+    lib.add_kernel[(1,)](x, y, out, 1)
+    comp = lib.add_kernel._dispatch[next(iter(lib.add_kernel._dispatch))]
+    ctx, _ = drv.context(None)
+    fn = comp.functions[ctx]
+    addr = comp.params_address
+    stream = torch.cuda.current_stream().cuda_stream
+    launch = cu.cuLaunchKernel
+    rows.append(("raw cuLaunchKernel (cuda.bindings)",
+                 per_launch_us(lambda: launch(fn, 1, 1, 1, comp.block_x, 1, 1, 0, stream, addr, 0))))
+    libcuda = ctypes.CDLL("libcuda.so.1")
+    c_launch = libcuda.cuLaunchKernel
+    u32, vp = ctypes.c_uint, ctypes.c_void_p
+    c_launch.argtypes = [vp, u32, u32, u32, u32, u32, u32, u32, vp, vp, vp]
+    raw_fn = int(fn)
+    rows.append(("raw cuLaunchKernel (ctypes)",
+                 per_launch_us(lambda: c_launch(raw_fn, 1, 1, 1, comp.block_x, 1, 1, 0, stream,
+                                                addr, None))))
+    torch.cuda.synchronize()
+    ok = torch.allclose(out[:1], x[:1] + y[:1])
+
+    first = []
+    for _ in range(3):
+        p = subprocess.run([sys.executable, "-c", FIRST_LAUNCH, args.artifacts], capture_output=True,
+                           text=True, env=dict(os.environ, PYTHONPATH=os.path.dirname(HERE)))
+        first.append(p.stdout.strip() or p.stderr.strip()[-300:])
+
+    print(f"\nhost time per launch, tiny kernel, {torch.cuda.get_device_name()} (result ok: {ok})")
+    print(table(["launch", "us/launch"], [(name, f"{us:.2f}") for name, us in rows]))
+    print(f"first launch in a fresh process (import ttbuild.runtime + load + launch + sync), s: "
+          f"{', '.join(first)}")
+
+
+if __name__ == "__main__":
+    main()

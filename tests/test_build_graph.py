@@ -1,0 +1,186 @@
+"""Stage keys, task generation, the xxhash checker, atomic writes and the metadata document."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import xxhash
+from hypothesis import given, strategies as st
+
+from ttbuild.build import chain, doit_config, generate_tasks, load_variants, stage_key
+from ttbuild.build.fileio import XXHashChecker, atomic_write, file_digest
+from ttbuild.build.meta import MetaError, build_params, ttgir_module_int
+
+REPO = Path(__file__).resolve().parent.parent
+VERSIONS = {s: 1 for s in ("parse", "ttir", "ttgir", "llir", "ptx", "cubin")}
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=10)
+
+
+def test_stage_key_is_the_documented_xxh3_64():
+    opts = {"num_warps": 4, "target": "cuda:90"}
+    want = xxhash.xxh3_64_hexdigest(b'abc\0ttgir\x007\0{"num_warps":4,"target":"cuda:90"}')
+    assert stage_key("abc", "ttgir", 7, opts) == want
+
+
+@given(st.dictionaries(st.text(max_size=6), json_values, max_size=5))
+def test_stage_key_ignores_option_order(opts):
+    reordered = dict(reversed(list(opts.items())))
+    assert stage_key("p", "ttir", 1, opts) == stage_key("p", "ttir", 1, reordered)
+
+
+@given(st.integers(0, 1000), st.integers(0, 1000))
+def test_stage_key_changes_with_version(a, b):
+    assert (stage_key("p", "llir", a, {}) == stage_key("p", "llir", b, {})) == (a == b)
+
+
+def test_variants_differing_in_num_warps_share_parse_and_ttir():
+    variants = {v.name: v for v in load_variants(REPO / "kernels")}
+    a = chain(variants["add_kernel_fp32"], VERSIONS)
+    b = chain(variants["add_kernel_fp32_w8"], VERSIONS)
+    c = chain(variants["add_kernel_fp16"], VERSIONS)
+    assert [n.key for n in a[:2]] == [n.key for n in b[:2]]
+    assert all(x.key != y.key for x, y in zip(a[2:], b[2:]))
+    assert a[0].key == c[0].key and a[1].key != c[1].key
+
+
+def _tasks(root: Path, fake_root):
+    sys.path.insert(0, str(fake_root))
+    try:
+        return list(generate_tasks(root / "kernels", root / "artifacts", "fakestages"))
+    finally:
+        sys.path.remove(str(fake_root))
+
+
+def test_one_task_per_unique_stage_key(tmp_path, fake_stage_root):
+    import shutil
+
+    shutil.copytree(REPO / "kernels", tmp_path / "kernels")
+    tasks = [t for t in _tasks(tmp_path, fake_stage_root) if t.get("name")]
+    names = [f"{t['basename']}:{t['name']}" for t in tasks]
+    assert len(names) == len(set(names))
+    variants = load_variants(tmp_path / "kernels")
+    # Every (stage, key) of every variant appears, and nothing else.
+    expected = {f"{n.stage}:{n.key}" for v in variants for n in chain(v, VERSIONS)}
+    expected |= {f"meta:{v.name}" for v in variants}
+    assert set(names) == expected
+    by_name = dict(zip(names, tasks))
+    for v in variants:
+        nodes = chain(v, VERSIONS)
+        for parent, node in zip(nodes, nodes[1:]):
+            task = by_name[f"{node.stage}:{node.key}"]
+            assert task["file_dep"] == by_name[f"{parent.stage}:{parent.key}"]["targets"][:1]
+            assert v.name in task["doc"]
+
+
+def test_until_stops_the_chain_and_skips_meta(tmp_path, fake_stage_root):
+    (tmp_path / "kernels").mkdir()
+    (tmp_path / "kernels" / "k.py").write_text("import triton\n")
+    (tmp_path / "kernels" / "variants.toml").write_text(
+        '[[variant]]\nname = "k1"\nfile = "k.py"\nkernel = "k"\nsignature = "i32"\nuntil = "ttgir"\n')
+    names = {f"{t['basename']}:{t['name']}" for t in _tasks(tmp_path, fake_stage_root) if t.get("name")}
+    assert {n.split(":")[0] for n in names} == {"parse", "ttir", "ttgir"}
+
+
+def test_doit_config():
+    cfg = doit_config(REPO / "artifacts")
+    assert cfg["backend"] == "sqlite3" and cfg["continue"] is True
+    assert cfg["check_file_uptodate"] is XXHashChecker
+    assert cfg["dep_file"] == os.path.join(str(REPO / "artifacts"), ".doit.db")
+
+
+def test_checker_early_cutoff(tmp_path):
+    path = tmp_path / "out.ttir"
+    path.write_bytes(b"module A")
+    checker = XXHashChecker()
+    state = checker.get_state(str(path), None)
+    assert checker.get_state(str(path), state) is None  # unchanged: nothing to save
+    # Same bytes, new file (new inode and mtime): not modified.
+    tmp = tmp_path / "t"
+    tmp.write_bytes(b"module A")
+    os.replace(tmp, path)
+    os.utime(path, ns=(1, 1))
+    assert not checker.check_modified(str(path), os.stat(path), state)
+    # Same size, other bytes: modified, even with the saved mtime put back.
+    path.write_bytes(b"module B")
+    os.utime(path, ns=(state[0], state[0]))
+    assert checker.check_modified(str(path), os.stat(path), state)
+    assert checker.get_state(str(path), state)[3] == file_digest(path) == xxhash.xxh3_64_hexdigest(b"module B")
+
+
+def test_atomic_write_keeps_identical_files_and_cleans_up(tmp_path, monkeypatch):
+    path = tmp_path / "sub" / "x.ptx"
+    assert atomic_write(path, b"one")
+    st1 = os.stat(path)
+    assert not atomic_write(path, b"one")
+    assert os.stat(path).st_ino == st1.st_ino
+    assert atomic_write(path, b"two") and path.read_bytes() == b"two"
+
+    def boom(src, dst):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError):
+        atomic_write(path, b"three")
+    assert path.read_bytes() == b"two"
+    assert sorted(p.name for p in path.parent.iterdir()) == ["x.ptx"]
+
+
+def test_ttgir_attribute_regex_reads_generic_form():
+    text = '"builtin.module"() ({\n}) {"ttg.num-ctas" = 1 : i32, "ttg.num-warps" = 8 : i32, ' \
+           '"ttg.shared" = 4096 : i32, "ttg.target" = "cuda:90"} : () -> ()'
+    assert ttgir_module_int(text, "ttg.num-warps") == 8
+    assert ttgir_module_int(text, "ttg.shared") == 4096
+    assert ttgir_module_int(text, "ttg.missing") is None
+
+
+def _variant(sig, constexprs):
+    return {"kernel": "k", "signature": sig, "constexprs": constexprs,
+            "params": [["pointer", "fp32", 16], ["scalar", "i32", 1]][: len(sig.split(","))]}
+
+
+def _parse_doc(*params):
+    return {"functions": {"k": {"params": [
+        {"name": n, "annotation": {"_t": "Attribute", "attr": "constexpr"} if c else None,
+         "default": {"_t": "Constant", "value": d} if d is not None else None} for n, c, d in params]}}}
+
+
+def test_params_follow_python_order():
+    doc = _parse_doc(("x", False, None), ("BLOCK", True, None), ("n", False, None), ("G", True, 8))
+    params = build_params(_variant("*fp32:16,i32", {"BLOCK": 64}), doc)
+    assert params == [
+        {"name": "x", "kind": "pointer", "dtype": "fp32", "divisibility": 16},
+        {"name": "BLOCK", "kind": "constexpr", "value": 64},
+        {"name": "n", "kind": "scalar", "dtype": "i32", "divisibility": 1},
+        {"name": "G", "kind": "constexpr", "value": 8},
+    ]
+
+
+@pytest.mark.parametrize("sig, constexprs, why", [
+    ("*fp32:16", {"BLOCK": 64}, "has 1 entries but k has more"),
+    ("*fp32:16,i32", {}, "constexpr parameter 'BLOCK' of k has no value"),
+    ("*fp32:16,i32", {"BLOCK": 64, "NOPE": 1}, "not parameters of k"),
+])
+def test_params_mismatch_is_an_error(sig, constexprs, why):
+    doc = _parse_doc(("x", False, None), ("BLOCK", True, None), ("n", False, None))
+    with pytest.raises(MetaError, match=why):
+        build_params(_variant(sig, constexprs), doc)
+
+
+def test_python_m_ttbuild_lists_the_same_tasks(fresh_project):
+    proj = fresh_project("real")
+    env = dict(os.environ, PYTHONPATH=proj.pythonpath)
+    ours = subprocess.run([sys.executable, "-m", "ttbuild", "list", "--all", "-q"], cwd=proj.root,
+                          env=env, capture_output=True, text=True, timeout=300)
+    theirs = subprocess.run([sys.executable, "-m", "doit", "list", "--all", "-q"], cwd=proj.root,
+                            env=env, capture_output=True, text=True, timeout=300)
+    assert ours.returncode == theirs.returncode == 0, ours.stderr + theirs.stderr
+    assert ours.stdout == theirs.stdout and "meta:add_kernel_fp32" in ours.stdout

@@ -1,0 +1,146 @@
+"""kernels/variants.toml loading: defaults, validation errors at file:line:col, AOT signature parsing."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from hypothesis import given, strategies as st
+
+from ttbuild.build import VariantError, load_variants, parse_signature
+from ttbuild.build.signature import DTYPES
+from ttbuild.errors import CompilationError
+
+REPO = Path(__file__).resolve().parent.parent
+
+GOOD = '''# comment
+[[variant]]
+name = "k_fp32"
+file = "k.py"
+kernel = "k"
+signature = "*fp32:16,i32"
+constexprs = { BLOCK = 128 }
+'''
+
+
+def _lib(tmp_path: Path, toml: str) -> Path:
+    (tmp_path / "k.py").write_text("import triton\n")
+    (tmp_path / "variants.toml").write_text(toml)
+    return tmp_path
+
+
+def test_repo_variant_list_loads():
+    variants = load_variants(REPO / "kernels")
+    assert variants, "kernels/variants.toml has no variants"
+    assert len({v.name for v in variants}) == len(variants)
+    for v in variants:
+        assert (REPO / "kernels" / v.file).is_file()
+
+
+def test_defaults_are_applied(tmp_path):
+    (v,) = load_variants(_lib(tmp_path, GOOD))
+    assert (v.num_warps, v.num_stages, v.num_ctas, v.target, v.until) == (4, 3, 1, "cuda:90", "cubin")
+    assert v.arch == "sm_90a"
+    assert v.stages == ("parse", "ttir", "ttgir", "llir", "ptx", "cubin")
+    assert [(p.kind, p.dtype, p.divisibility) for p in v.params] == [("pointer", "fp32", 16), ("scalar", "i32", 1)]
+
+
+def test_default_name_depends_on_options(tmp_path):
+    base = GOOD.replace('name = "k_fp32"\n', "")
+    (a,) = load_variants(_lib(tmp_path, base))
+    (b,) = load_variants(_lib(tmp_path, base.replace("BLOCK = 128", "BLOCK = 256")))
+    assert a.name.startswith("k_") and b.name.startswith("k_") and a.name != b.name
+    (a2,) = load_variants(_lib(tmp_path, base))
+    assert a2.name == a.name
+
+
+def test_until_truncates_stages(tmp_path):
+    (v,) = load_variants(_lib(tmp_path, GOOD + 'until = "ttgir"\n'))
+    assert v.stages == ("parse", "ttir", "ttgir")
+
+
+@pytest.mark.parametrize("edit, needle, line_text", [
+    (('num_warps = 4', 'num_warps = 3'), "field 'num_warps': must be a power of two", "num_warps = 3"),
+    (('num_warps = 4', 'num_warps = true'), "field 'num_warps': must be a positive integer", "num_warps = true"),
+    (('kernel = "k"', 'kernal = "k"'), "field 'kernal': unknown field; did you mean 'kernel'?", 'kernal = "k"'),
+    (('file = "k.py"', 'file = "missing.py"'), "field 'file': 'missing.py' does not exist", 'file = "missing.py"'),
+    (('file = "k.py"', 'file = "../k.py"'), "must be a relative path inside", 'file = "../k.py"'),
+    (('signature = "*fp32:16,i32"', 'signature = "*fp33,i32"'), "entry 1 '*fp33': unknown dtype 'fp33'",
+     'signature = "*fp33,i32"'),
+    (('signature = "*fp32:16,i32"', 'signature = "*fp32:8,i32"'), "divisibility must be 16",
+     'signature = "*fp32:8,i32"'),
+    (('target = "cuda:90"', 'target = "hip:90"'), "field 'target': must look like 'cuda:90'", 'target = "hip:90"'),
+    (('num_warps = 4', 'until = "sass"'), "field 'until': must be one of parse, ttir", 'until = "sass"'),
+    (('num_warps = 4', 'constexprs = 3'), "field 'constexprs': must be a table", None),
+])
+def test_field_errors_name_variant_field_and_line(tmp_path, edit, needle, line_text):
+    toml = (GOOD + 'num_warps = 4\ntarget = "cuda:90"\n').replace("constexprs = { BLOCK = 128 }\n", "")
+    if edit[1].startswith("constexprs"):
+        toml = toml.replace(edit[0], edit[1])
+    else:
+        toml = toml.replace(edit[0], edit[1]) + "constexprs = { BLOCK = 128 }\n"
+    lines = toml.splitlines()
+    with pytest.raises(VariantError) as info:
+        load_variants(_lib(tmp_path, toml))
+    err = info.value
+    assert isinstance(err, CompilationError)
+    text = err.render()
+    assert needle in text
+    assert "variant #1 (k_fp32)" in text
+    assert text.startswith(f"{tmp_path.name}/variants.toml:")
+    if line_text is not None:
+        assert err.loc.line == lines.index(line_text) + 1
+        assert f"\n    {line_text}\n    ^" in text
+
+
+def test_missing_field_points_at_the_variant_header(tmp_path):
+    toml = GOOD + GOOD.replace('name = "k_fp32"', 'name = "k2"').replace('kernel = "k"\n', "")
+    with pytest.raises(VariantError) as info:
+        load_variants(_lib(tmp_path, toml))
+    assert "variant #2 (k2): missing required field 'kernel'" in str(info.value)
+    assert info.value.loc.line == toml.splitlines().index("[[variant]]", 2) + 1
+
+
+def test_duplicate_names_are_rejected(tmp_path):
+    with pytest.raises(VariantError, match="name 'k_fp32' is already used by variant #1"):
+        load_variants(_lib(tmp_path, GOOD + GOOD))
+
+
+def test_toml_syntax_error_has_position(tmp_path):
+    toml = GOOD.replace('kernel = "k"', 'kernel = "k')
+    with pytest.raises(VariantError) as info:
+        load_variants(_lib(tmp_path, toml))
+    assert info.value.loc.line == toml.splitlines().index('kernel = "k') + 1
+    assert "invalid TOML" in str(info.value)
+
+
+def test_unknown_top_level_key(tmp_path):
+    with pytest.raises(VariantError, match="unknown top-level key 'variants'"):
+        load_variants(_lib(tmp_path, GOOD.replace("[[variant]]", "[[variants]]")))
+
+
+entries = st.tuples(st.booleans(), st.sampled_from(sorted(DTYPES)), st.booleans())
+
+
+def _spell(ptr, dtype, div):
+    div = div and (ptr or dtype.startswith(("i", "u")))
+    return ("*" if ptr else "") + dtype + (":16" if div else "")
+
+
+@given(st.lists(entries, min_size=1, max_size=8))
+def test_signature_roundtrips(items):
+    text = ",".join(_spell(*e) for e in items)
+    parsed = parse_signature(text)
+    assert ",".join(str(p) for p in parsed) == text
+    assert [p.kind == "pointer" for p in parsed] == [e[0] for e in items]
+    assert [p.dtype for p in parsed] == [e[1] for e in items]
+
+
+@pytest.mark.parametrize("bad, why", [
+    ("", "empty"), ("*fp32,,i32", "entry 2 is empty"), ("1024", "constexprs"),
+    ("fp32:16", "only pointers and integers"), ("*f32", "unknown dtype 'f32'"),
+])
+def test_bad_signatures(bad, why):
+    with pytest.raises(ValueError, match=why):
+        parse_signature(bad)

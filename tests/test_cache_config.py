@@ -154,3 +154,13 @@ def test_cli_stats_verify_prune(tmp_path, monkeypatch, capsys):
     assert main(["--cache", str(tmp_path / "shared"), "--remote", "prune", "--max-bytes", "0"]) == 0
     assert shared.stats().entries == 0
     assert main(["--remote", "stats"]) == 2
+
+
+def test_missing_shared_directory_is_not_created(tmp_path):
+    c = open_cache(str(tmp_path / "unmounted"), env={"TTBUILD_CACHE_DIR": str(tmp_path / "me")})
+    with pytest.warns(CacheWarning, match="does not exist") as rec:
+        for i in range(3):
+            c.put(key_of(i), {"ttgir": b"x"})
+    assert len([w for w in rec if issubclass(w.category, CacheWarning)]) == 1
+    assert not (tmp_path / "unmounted").exists()
+    assert c.get(key_of(0)) == {"ttgir": b"x"}  # the local tier still works

@@ -159,3 +159,33 @@ def test_server_errors_are_misses_not_outages():
         assert [m for m, _ in server.requests] == ["HEAD", "PUT", "HEAD", "PUT", "GET"]
     finally:
         server.stop()
+
+
+def _put_get(url_or_cache, barrier, rounds, q):
+    c = url_or_cache if isinstance(url_or_cache, HttpCache) else HttpCache(url_or_cache)
+    bad = 0
+    for i in range(rounds):
+        data = {"cubin": bytes([i]) * 100_000, "json": str(i).encode()}
+        barrier.wait(timeout=60)
+        c.put(key_of(f"race{i}"), data)
+        bad += c.get(key_of(f"race{i}")) != data
+    q.put((bad, c.stats().errors))
+
+
+def test_two_processes_putting_the_same_keys_at_once(nginx):
+    import multiprocessing
+
+    shared = HttpCache(nginx.url)
+    shared.get(key_of("warm"))  # opens a keep-alive connection that the children inherit
+    ctx = multiprocessing.get_context("fork")
+    barrier, q = ctx.Barrier(2), ctx.Queue()
+    # Both children inherit the same client (its socket included), as doit -n workers would.
+    procs = [ctx.Process(target=_put_get, args=(shared, barrier, 10, q)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    results = [q.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    assert results == [(0, 0), (0, 0)]
+    assert shared.get(key_of("race3")) == {"cubin": bytes([3]) * 100_000, "json": b"3"}

@@ -41,12 +41,12 @@ def remote_from_url(url: str, *, readonly: bool = False, timeout: float = 2.0) -
     Raises CacheError for an unknown scheme or a file URL on another host.
     """
     if "://" not in url:
-        return DirCache(url, readonly=readonly)
+        return DirCache(url, readonly=readonly, create=False)
     parts = urllib.parse.urlsplit(url)
     if parts.scheme == "file":
         if parts.netloc not in ("", "localhost"):
             raise CacheError(f"file cache URL names host {parts.netloc!r}: mount it and give a path")
-        return DirCache(urllib.parse.unquote(parts.path), readonly=readonly)
+        return DirCache(urllib.parse.unquote(parts.path), readonly=readonly, create=False)
     if parts.scheme in ("http", "https"):
         return HttpCache(url, readonly=readonly, timeout=timeout)
     raise CacheError(f"unsupported cache URL scheme {parts.scheme!r} in --cache/TTBUILD_CACHE "

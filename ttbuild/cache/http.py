@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import http.client
+import os
 import socket
 import threading
 import urllib.parse
@@ -66,16 +67,19 @@ class HttpCache(Cache):
     # -- transport -----------------------------------------------------------------------------
     def _conn(self) -> http.client.HTTPConnection:
         conn = getattr(self._local, "conn", None)
+        if conn is not None and getattr(self._local, "pid", None) != os.getpid():
+            # Inherited through fork (doit -n): the parent owns that socket; never share it.
+            conn = None
         if conn is None:
             cls = http.client.HTTPSConnection if self.url.scheme == "https" else http.client.HTTPConnection
             conn = cls(self.url.hostname, self.url.port, timeout=self.timeout)
-            self._local.conn = conn
+            self._local.conn, self._local.pid = conn, os.getpid()
         return conn
 
     def _drop_conn(self) -> None:
         conn = getattr(self._local, "conn", None)
         self._local.conn = None
-        if conn is not None:
+        if conn is not None and getattr(self._local, "pid", None) == os.getpid():
             conn.close()
 
     def _request(self, method: str, path: str, body: bytes | None = None,
@@ -91,7 +95,8 @@ class HttpCache(Cache):
         if body is not None:
             headers["Content-Type"] = "application/octet-stream"
         for attempt in (0, 1):
-            reused = getattr(self._local, "conn", None) is not None
+            reused = (getattr(self._local, "conn", None) is not None
+                      and getattr(self._local, "pid", None) == os.getpid())
             conn = self._conn()
             try:
                 conn.request(method, self.base_path + path, body=body, headers=headers)

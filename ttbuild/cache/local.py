@@ -61,12 +61,17 @@ def _unlink(path: Path) -> bool:
 
 
 class DirCache(Cache):
-    """The directory backend. `root` is created on first write; `readonly=True` never writes
-    (not even the last-use time). Used for `~/.cache/ttbuild` and for shared mounts alike."""
+    """The directory backend, for `~/.cache/ttbuild` and shared mounts alike. `readonly=True`
+    never writes (not even the last-use time). `create=False` (shared tiers) never creates
+    `root`: a missing root means an unmounted share, so puts are refused with one warning
+    instead of filling the empty mount point on the local disk. `grace`: seconds an unnamed
+    blob or temp file is spared by `prune`."""
 
-    def __init__(self, root: str | os.PathLike, *, readonly: bool = False, grace: float = 3600.0):
+    def __init__(self, root: str | os.PathLike, *, readonly: bool = False, grace: float = 3600.0,
+                 create: bool = True):
         self.root = Path(root).expanduser()
         self.readonly = readonly
+        self.create = create
         self.grace = grace
         self.name = f"dir:{self.root}"
         self._stats = CacheStats(self.name)
@@ -150,6 +155,9 @@ class DirCache(Cache):
             return
         entry, refs = encode_entry(outputs)
         try:
+            if not self.create and not self.root.is_dir():
+                raise FileNotFoundError(f"shared cache directory {self.root} does not exist "
+                                        "(not mounted?)")
             for role, ref in refs.items():
                 path = self.cas_path(ref.sha256)
                 try:

@@ -232,3 +232,16 @@ def test_stats_and_prune_on_an_empty_or_absent_root(tmp_path):
     assert (s.entries, s.blobs, s.bytes) == (0, 0, 0)
     assert cache.prune(max_bytes=0).entries_removed == 0
     assert cache.verify().ok
+
+
+from hypothesis import given, settings, HealthCheck, strategies as st
+
+
+@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
+@given(outputs=st.dictionaries(st.text(min_size=1, max_size=12), st.binary(max_size=2048), max_size=5),
+       n=st.integers(0, 10**6))
+def test_any_roles_and_bytes_round_trip(tmp_path, outputs, n):
+    cache = DirCache(tmp_path / "prop")
+    cache.put(key_of(n), outputs)
+    assert cache.get(key_of(n)) == outputs
+    assert cache.verify().ok

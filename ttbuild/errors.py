@@ -30,10 +30,16 @@ class CompilationError(TTBuildError):
     and a caret under the column (col printed 1-based, as editors count).
     """
 
-    def __init__(self, message: str, loc: Loc | None = None, *, stage: str | None = None):
+    # The AST node id (`loc("n17")`) of a later stage's failure, before
+    # `ttbuild.frontend.locs.locate` turns it into a `loc` through the parse loc table.
+    node_id: int | None = None
+
+    def __init__(self, message: str, loc: Loc | None = None, *, stage: str | None = None,
+                 node_id: int | None = None):
         self.message = message
         self.loc = loc
         self.stage = stage
+        self.node_id = node_id
         super().__init__(self.render())
 
     def render(self) -> str:

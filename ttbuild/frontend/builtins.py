@@ -1,0 +1,379 @@
+"""Lowering rules for `tl.*` builtins and tensor methods, one `rule(cx, *args, **kwargs)` each, registered by decorator.
+
+Parameter names and defaults mirror `triton.language` (Triton 3.6) so keyword calls such as
+`tl.load(p, mask=m, other=0.0)` bind the same way. Arguments arrive as `Constexpr` or IR `Value`;
+defaults arrive as plain Python values (`cval` accepts both).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Callable
+
+from . import semantic as S
+from . import types as T
+from .irtext import Value
+from .semantic import Constexpr, Ctx, fail
+
+BUILTINS: dict[str, Callable] = {}
+METHODS: dict[str, Callable] = {}
+# Qualified names outside `triton.language` that mean a builtin.
+ALIASES = {"triton.cdiv": "cdiv", "ttbuild.cdiv": "cdiv", "triton.language.math.cdiv": "cdiv"}
+
+_CACHE = {"": 1, ".ca": 2, ".cg": 3, ".wb": 4, ".cs": 5, ".wt": 6, ".cv": 7}  # triton::CacheModifier
+_EVICT = {"": 1, "evict_normal": 1, "evict_first": 2, "evict_last": 3}    # triton::EvictionPolicy
+
+
+def builtin(*names: str, method: str | None = None):
+    """Register a rule under `tl.<name>` (and as tensor method `x.<method>(...)` if given)."""
+    def deco(fn):
+        sig = inspect.signature(fn)
+        for n in names:
+            BUILTINS[n] = fn
+        if method:
+            METHODS[method] = fn
+        fn.signature = sig
+        return fn
+    return deco
+
+
+def call(cx: Ctx, fn: Callable, name: str, args: list, kwargs: dict):
+    """Bind and run a rule; arity or keyword mistakes become CompilationErrors naming `tl.<name>`."""
+    try:
+        fn.signature.bind(cx, *args, **kwargs)
+    except TypeError as e:
+        fail(cx, f"tl.{name}: {e}")
+    return fn(cx, *args, **kwargs)
+
+
+def cval(cx: Ctx, v, what: str):
+    """The Python value of a constexpr argument; an IR value here is an error naming `what`."""
+    if isinstance(v, Constexpr):
+        return v.value
+    if isinstance(v, Value):
+        fail(cx, f"{what} must be a constexpr, got a runtime value of type {v.type}")
+    return v
+
+
+def dtype_arg(cx: Ctx, v, what: str = "dtype") -> T.DType:
+    d = cval(cx, v, what)
+    if isinstance(d, T.DType):
+        return d
+    fail(cx, f"{what} must be a tl dtype (e.g. tl.float32), got {d!r}")
+
+
+def tensor(cx: Ctx, v, what: str) -> Value:
+    if isinstance(v, Value):
+        return v
+    if S.is_number(v):
+        return S.to_value(cx, v)
+    fail(cx, f"{what} must be a tensor, got {S._describe(v)}")
+
+
+def shape_arg(cx: Ctx, v) -> tuple[int, ...]:
+    s = cval(cx, v, "shape")
+    s = (s,) if isinstance(s, int) else tuple(s)
+    if not all(isinstance(d, int) and d > 0 and d & (d - 1) == 0 for d in s):
+        fail(cx, f"shape {list(s)} must be a list of powers of two")
+    return s
+
+
+@builtin("program_id")
+def program_id(cx, axis):
+    a = cval(cx, axis, "axis")
+    if a not in (0, 1, 2):
+        fail(cx, f"program_id axis must be 0, 1 or 2, got {a!r}")
+    return cx.b.op1("tt.get_program_id", [], T.int32, {"axis": f"{a} : i32"})
+
+
+@builtin("num_programs")
+def num_programs(cx, axis):
+    a = cval(cx, axis, "axis")
+    if a not in (0, 1, 2):
+        fail(cx, f"num_programs axis must be 0, 1 or 2, got {a!r}")
+    return cx.b.op1("tt.get_num_programs", [], T.int32, {"axis": f"{a} : i32"})
+
+
+@builtin("arange")
+def arange(cx, start, end):
+    s, e = cval(cx, start, "arange start"), cval(cx, end, "arange end")
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in (s, e)):
+        fail(cx, f"arange bounds must be integers, got {s!r} and {e!r}")
+    n = e - s
+    if n <= 0 or n & (n - 1):
+        fail(cx, f"arange's range must be a power of two, got {e} - {s} = {n}")
+    if not (0 <= s and e <= 2**31 - 1):
+        fail(cx, f"arange bounds must fit in int32, got [{s}, {e})")
+    return cx.b.op1("tt.make_range", [], T.BlockType(T.int32, (n,)), {"start": f"{s} : i32", "end": f"{e} : i32"})
+
+
+def _mask_other(cx, ptr: Value, mask, other):
+    shape = ptr.type.shape
+    if mask is not None and not (isinstance(mask, Constexpr) and mask.value is None):
+        m = tensor(cx, mask, "mask")
+        if not m.type.scalar.is_bool():
+            m = S.cast(cx, m, T.int1)
+        mask = S.broadcast_to(cx, m, shape)
+    else:
+        mask = None
+    if other is not None and not (isinstance(other, Constexpr) and other.value is None):
+        if mask is None:
+            fail(cx, "`other` given without a `mask`")
+        elt = ptr.type.scalar.element
+        if isinstance(other, Constexpr):
+            if not S.is_number(other):
+                fail(cx, f"other must be a number or a tensor, got {other.value!r}")
+            other = cx.b.constant(other.value, S.with_shape(elt, shape))
+        else:
+            other = S.broadcast_to(cx, S.cast(cx, other, elt), shape)
+    else:
+        other = None
+    return mask, other
+
+
+def _ptr(cx, pointer, what) -> Value:
+    if not (isinstance(pointer, Value) and pointer.type.scalar.is_ptr()):
+        fail(cx, f"{what} needs a pointer (or a block of pointers), got {S._describe(pointer)}")
+    return pointer
+
+
+@builtin("load")
+def load(cx, pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
+         eviction_policy="", volatile=False):
+    ptr = _ptr(cx, pointer, "tl.load")
+    mask, other = _mask_other(cx, ptr, mask, other)
+    cache = _CACHE.get(cval(cx, cache_modifier, "cache_modifier"))
+    evict = _EVICT.get(cval(cx, eviction_policy, "eviction_policy"))
+    if cache is None or evict is None:
+        fail(cx, f"unknown cache modifier or eviction policy: {cache_modifier!r}, {eviction_policy!r}")
+    operands = [ptr] + ([mask] if mask else []) + ([other] if other else [])
+    rt = S.with_shape(ptr.type.scalar.element, ptr.type.shape)
+    return cx.b.op1("tt.load", operands, rt, {
+        "boundaryCheck": "array<i32>", "cache": f"{cache} : i32", "evict": f"{evict} : i32",
+        "isVolatile": "true" if cval(cx, volatile, "volatile") else "false",
+        "operandSegmentSizes": f"array<i32: 1, {int(bool(mask))}, {int(bool(other))}>"})
+
+
+@builtin("store")
+def store(cx, pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
+    ptr = _ptr(cx, pointer, "tl.store")
+    elt = ptr.type.scalar.element
+    val = S.broadcast_to(cx, S.cast(cx, value, elt) if isinstance(value, Value) else
+                         S.to_value(cx, value, elt), ptr.type.shape)
+    mask, _ = _mask_other(cx, ptr, mask, None)
+    cache = _CACHE.get(cval(cx, cache_modifier, "cache_modifier"))
+    evict = _EVICT.get(cval(cx, eviction_policy, "eviction_policy"))
+    if cache is None or evict is None:
+        fail(cx, f"unknown cache modifier or eviction policy: {cache_modifier!r}, {eviction_policy!r}")
+    cx.b.op("tt.store", [ptr, val] + ([mask] if mask else []), [], {
+        "boundaryCheck": "array<i32>", "cache": f"{cache} : i32", "evict": f"{evict} : i32"})
+    return Constexpr(None)
+
+
+@builtin("cdiv")
+def cdiv(cx, x, div):
+    return S.binary(cx, "//", S.binary(cx, "-", S.binary(cx, "+", x, div), Constexpr(1)), div)
+
+
+@builtin("full")
+def full(cx, shape, value, dtype):
+    s, d = shape_arg(cx, shape), dtype_arg(cx, dtype)
+    if isinstance(value, Constexpr):
+        return cx.b.constant(cval(cx, value, "value"), T.BlockType(d, s))
+    return S.broadcast_to(cx, S.cast(cx, value, d), s)
+
+
+@builtin("zeros")
+def zeros(cx, shape, dtype):
+    return full(cx, shape, Constexpr(0), dtype)
+
+
+@builtin("zeros_like")
+def zeros_like(cx, input):
+    x = tensor(cx, input, "input")
+    return cx.b.constant(0, x.type)
+
+
+@builtin("cast")
+def cast(cx, input, dtype, fp_downcast_rounding=None, bitcast=False):
+    return S.cast(cx, tensor(cx, input, "input"), dtype_arg(cx, dtype), bitcast=cval(cx, bitcast, "bitcast"))
+
+
+@builtin(method="to")
+def to(cx, input, dtype, fp_downcast_rounding=None, bitcast=False):
+    return cast(cx, input, dtype, fp_downcast_rounding, bitcast)
+
+
+@builtin("where")
+def where(cx, condition, x, y):
+    c = tensor(cx, condition, "condition")
+    if not c.type.scalar.is_bool():
+        c = S.cast(cx, c, T.int1)
+    vx, vy, _ = S._operands(cx, x, y, allow_ptr=True)
+    shape = T.broadcast_shapes(c.type.shape, vx.type.shape)
+    vx, vy = S.broadcast_to(cx, vx, shape), S.broadcast_to(cx, vy, shape)
+    return cx.b.op1("arith.select", [S.broadcast_to(cx, c, shape), vx, vy], vx.type)
+
+
+def _minmax(cx, x, y, is_max: bool):
+    if isinstance(x, Constexpr) and isinstance(y, Constexpr):
+        return Constexpr(max(x.value, y.value) if is_max else min(x.value, y.value))
+    vx, vy, ct = S._operands(cx, x, y)
+    if ct.is_float():
+        name = "arith.maxnumf" if is_max else "arith.minnumf"
+        return cx.b.op1(name, [vx, vy], vx.type, S.FM)
+    sign = "u" if ct.is_unsigned() else "s"
+    return cx.b.op1(f"arith.{'max' if is_max else 'min'}{sign}i", [vx, vy], vx.type)
+
+
+@builtin("maximum", "math.max")
+def maximum(cx, x, y, propagate_nan=0):
+    return _minmax(cx, x, y, True)
+
+
+@builtin("minimum", "math.min")
+def minimum(cx, x, y, propagate_nan=0):
+    return _minmax(cx, x, y, False)
+
+
+def _float_unary(math_op: str):
+    def rule(cx, x):
+        v = tensor(cx, x, "x")
+        if not v.type.scalar.is_float():
+            fail(cx, f"{math_op} needs a floating-point tensor, got {v.type.scalar}")
+        return cx.b.op1(math_op, [v], v.type, S.FM)
+    return rule
+
+
+for _name, _op in {"exp": "math.exp", "exp2": "math.exp2", "log": "math.log", "log2": "math.log2",
+                   "sqrt": "math.sqrt", "rsqrt": "math.rsqrt", "sin": "math.sin", "cos": "math.cos",
+                   "floor": "math.floor", "ceil": "math.ceil", "erf": "math.erf", "tanh": "math.tanh",
+                   "log1p": "math.log1p"}.items():
+    builtin(_name, f"math.{_name}", method=_name)(_float_unary(_op))
+
+
+@builtin("abs", "math.abs", method="abs")
+def abs_(cx, x):
+    v = tensor(cx, x, "x")
+    st = v.type.scalar
+    if st.is_float():
+        return cx.b.op1("math.absf", [v], v.type, S.FM)
+    if st.is_unsigned():
+        return v
+    return cx.b.op1("math.absi", [v], v.type)
+
+
+@builtin("fma", "math.fma")
+def fma(cx, x, y, z):
+    vx, vy, _ = S._operands(cx, x, y)
+    vx, vz, _ = S._operands(cx, vx, z)
+    vx, vy = S.broadcast_pair(cx, vx, vy)
+    return cx.b.op1("math.fma", [vx, vy, vz], vx.type, S.FM)
+
+
+@builtin("sigmoid", method="sigmoid")
+def sigmoid(cx, x):
+    v = tensor(cx, x, "x")
+    return S.binary(cx, "/", Constexpr(1.0), S.binary(cx, "+", Constexpr(1.0),
+                                                       BUILTINS["exp"](cx, S.unary(cx, "-", v))))
+
+
+@builtin("expand_dims", method="expand_dims")
+def expand_dims(cx, input, axis):
+    v = tensor(cx, input, "input")
+    axes = cval(cx, axis, "axis")
+    for a in ([axes] if isinstance(axes, int) else sorted(axes)):
+        v = S.expand_dims(cx, v, a)
+    return v
+
+
+@builtin("broadcast_to", method="broadcast_to")
+def broadcast_to(cx, input, *shape):
+    dims = shape[0] if len(shape) == 1 else Constexpr(tuple(cval(cx, d, "shape") for d in shape))
+    return S.broadcast_to(cx, tensor(cx, input, "input"), shape_arg(cx, dims))
+
+
+@builtin("broadcast")
+def broadcast(cx, input, other):
+    a, b = S.broadcast_pair(cx, tensor(cx, input, "input"), tensor(cx, other, "other"))
+    return a
+
+
+def _reduce(cx, input, axis, keep_dims, combine, what: str):
+    v = tensor(cx, input, "input")
+    ax = cval(cx, axis, "axis")
+    shape = v.type.shape
+    if not shape:
+        return v
+    if ax is None:  # reduce over everything: flatten first
+        if len(shape) > 1:
+            n = 1
+            for d in shape:
+                n *= d
+            v = cx.b.op1("tt.reshape", [v], T.BlockType(v.type.scalar, (n,)))
+        ax, shape = 0, v.type.shape
+    if not isinstance(ax, int) or not -len(shape) <= ax < len(shape):
+        fail(cx, f"{what}: axis {ax!r} out of range for a block of rank {len(shape)}")
+    ax %= len(shape)
+    elt = v.type.scalar
+    b = cx.b
+    b.open_block()
+    lhs, rhs = b.fresh(elt), b.fresh(elt)
+    out = combine(cx, lhs, rhs)
+    b.op("tt.reduce.return", [out], [])
+    region = b.close_block([lhs, rhs])
+    rshape = shape[:ax] + shape[ax + 1:]
+    res = b.op("tt.reduce", [v], [S.with_shape(elt, rshape)], {"axis": f"{ax} : i32"}, regions=[region])[0]
+    if cval(cx, keep_dims, "keep_dims"):
+        res = S.expand_dims(cx, res, ax) if rshape else S.splat(cx, res, (1,))
+    return res
+
+
+@builtin("sum", method="sum")
+def sum_(cx, input, axis=None, keep_dims=False, dtype=None):
+    v = tensor(cx, input, "input")
+    d = cval(cx, dtype, "dtype")
+    st = v.type.scalar
+    if d is None and st.is_int() and st.bits < 32:
+        d = T.uint32 if st.is_unsigned() else T.int32
+    if d is not None:
+        v = S.cast(cx, v, d)
+    return _reduce(cx, v, axis, keep_dims, lambda c, a, b: S.binary(c, "+", a, b), "sum")
+
+
+def _promote_bf16(cx, v):
+    return S.cast(cx, v, T.fp32) if v.type.scalar == T.bf16 else v
+
+
+@builtin("max", method="max")
+def max_(cx, input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+    if cval(cx, return_indices, "return_indices"):
+        fail(cx, "tl.max(return_indices=True) is not supported yet")
+    v = _promote_bf16(cx, tensor(cx, input, "input"))
+    return _reduce(cx, v, axis, keep_dims, lambda c, a, b: _minmax(c, a, b, True), "max")
+
+
+@builtin("min", method="min")
+def min_(cx, input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+    if cval(cx, return_indices, "return_indices"):
+        fail(cx, "tl.min(return_indices=True) is not supported yet")
+    v = _promote_bf16(cx, tensor(cx, input, "input"))
+    return _reduce(cx, v, axis, keep_dims, lambda c, a, b: _minmax(c, a, b, False), "min")
+
+
+@builtin("multiple_of", "max_contiguous", "max_constancy")
+def hint(cx, input, values):
+    return input  # hints only strengthen analysis; dropping them is always correct
+
+
+@builtin("static_assert")
+def static_assert(cx, cond, msg=""):
+    if not cval(cx, cond, "static_assert condition"):
+        fail(cx, f"static_assert failed: {cval(cx, msg, 'msg')}")
+    return Constexpr(None)
+
+
+@builtin("debug_barrier")
+def debug_barrier(cx):
+    cx.b.op("gpu.barrier", [], [])
+    return Constexpr(None)

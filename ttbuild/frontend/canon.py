@@ -1,0 +1,193 @@
+"""Kernel source → canonical description: finds `@jit` functions with pure `ast`, keeps what the kernel reaches, numbers nodes.
+
+The file is never imported or executed, so a kernel file that imports torch or triton at top
+level builds without them. Output format: docs/CONTRACTS.md "parse output".
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+from dataclasses import dataclass, field
+
+from ttbuild.errors import CompilationError, Loc
+
+from .astjson import encode
+
+SCHEMA = "ttbuild.parse/1"
+# Modules whose `jit` marks kernels and whose `constexpr` marks compile-time constants.
+_JIT_MODULES = ("triton", "ttbuild")
+_LANG_MODULES = ("triton.language", "ttbuild.language")
+
+
+def dumps(obj) -> bytes:
+    """The canonical JSON spelling every frontend artifact uses (sorted keys, no spaces)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+@dataclass
+class ModuleInfo:
+    """What the module level of a kernel file declares: imports, @jit functions, literal globals."""
+
+    imports: dict[str, str] = field(default_factory=dict)
+    jit_functions: dict[str, ast.FunctionDef] = field(default_factory=dict)
+    globals: dict[str, dict] = field(default_factory=dict)
+
+
+def _dotted(node: ast.AST) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else None
+    return None
+
+
+def _resolve(name: str | None, imports: dict[str, str]) -> str | None:
+    """`tl.constexpr` → `triton.language.constexpr` through the module's import aliases."""
+    if not name:
+        return None
+    head, _, rest = name.partition(".")
+    if head in imports:
+        return imports[head] + ("." + rest if rest else "")
+    return name
+
+
+def _is_jit(dec: ast.AST, imports: dict[str, str]) -> bool:
+    if isinstance(dec, ast.Call):  # @triton.jit(do_not_specialize=...)
+        dec = dec.func
+    full = _resolve(_dotted(dec), imports)
+    return full in {f"{m}.jit" for m in _JIT_MODULES} or full in {"triton.runtime.jit.jit"}
+
+
+def _is_constexpr(node: ast.AST | None, imports: dict[str, str]) -> bool:
+    full = _resolve(_dotted(node), imports) if node is not None else None
+    return full in {f"{m}.constexpr" for m in _LANG_MODULES}
+
+
+def _json_literal(node: ast.AST):
+    """A module-level literal as a JSON value, or raise ValueError if it is not one."""
+    value = ast.literal_eval(node)
+    ok = (int, float, bool, str, type(None))
+    if isinstance(value, tuple) and all(isinstance(v, ok) for v in value):
+        value = list(value)
+    elif not isinstance(value, ok):
+        raise ValueError(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(value)
+    return value
+
+
+def scan_module(tree: ast.Module) -> ModuleInfo:
+    """Collect import aliases, @jit functions and literal globals at module level (no execution)."""
+    info = ModuleInfo()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.Import):
+            for a in stmt.names:
+                if a.asname:
+                    info.imports[a.asname] = a.name
+                else:
+                    head = a.name.split(".")[0]
+                    info.imports[head] = head
+        elif isinstance(stmt, ast.ImportFrom) and stmt.module and not stmt.level:
+            for a in stmt.names:
+                info.imports[a.asname or a.name] = f"{stmt.module}.{a.name}"
+    for stmt in tree.body:
+        if isinstance(stmt, ast.FunctionDef) and any(_is_jit(d, info.imports) for d in stmt.decorator_list):
+            info.jit_functions[stmt.name] = stmt
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            if len(targets) != 1 or not isinstance(targets[0], ast.Name):
+                continue
+            value, constexpr = stmt.value, False
+            if isinstance(stmt, ast.AnnAssign) and _is_constexpr(stmt.annotation, info.imports):
+                constexpr = True
+            if (isinstance(value, ast.Call) and _is_constexpr(value.func, info.imports)
+                    and len(value.args) == 1 and not value.keywords):
+                value, constexpr = value.args[0], True
+            try:
+                info.globals[targets[0].id] = {"constexpr": constexpr, "value": _json_literal(value)}
+            except (ValueError, SyntaxError, TypeError):
+                info.globals.pop(targets[0].id, None)  # a later non-literal rebinding hides it
+    return info
+
+
+def _names_used(fn: ast.FunctionDef) -> set[str]:
+    return {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+
+
+def _strip_docstring(fn: ast.FunctionDef) -> None:
+    if (fn.body and isinstance(fn.body[0], ast.Expr) and isinstance(fn.body[0].value, ast.Constant)
+            and isinstance(fn.body[0].value.value, str)):
+        fn.body = fn.body[1:] or [ast.Pass(lineno=fn.body[0].lineno, col_offset=fn.body[0].col_offset)]
+
+
+def canonicalize(source: bytes | str, kernel: str, file: str) -> tuple[dict, dict]:
+    """Return (description, loc table) for `kernel` in `source`; see docs/CONTRACTS.md.
+
+    Raises CompilationError at the offending position for a syntax error, and one listing the
+    file's @jit functions when `kernel` is not among them.
+    """
+    text = source.decode("utf-8") if isinstance(source, bytes) else source
+    lines = text.splitlines()
+    try:
+        tree = ast.parse(text, filename=file)
+    except SyntaxError as e:
+        line = e.lineno or 1
+        src = e.text if e.text is not None else (lines[line - 1] if 0 < line <= len(lines) else "")
+        raise CompilationError(f"invalid syntax: {e.msg}",
+                               Loc(file, line, max((e.offset or 1) - 1, 0), src.rstrip("\n")),
+                               stage="parse") from None
+    info = scan_module(tree)
+    if kernel not in info.jit_functions:
+        found = ", ".join(sorted(info.jit_functions)) or "none"
+        raise CompilationError(f"kernel {kernel!r} not found in {file}; @jit functions there: {found}",
+                               stage="parse")
+
+    # Everything the kernel reaches: @jit callees (transitively), literal globals, import aliases.
+    reached, todo, used = set(), [kernel], set()
+    while todo:
+        name = todo.pop()
+        if name in reached:
+            continue
+        reached.add(name)
+        names = _names_used(info.jit_functions[name])
+        used |= names
+        todo.extend(n for n in names if n in info.jit_functions and n not in reached)
+
+    nodes: dict[str, list[int]] = {}
+    line_text: dict[str, str] = {}
+    counter = iter(range(1 << 62))
+
+    def next_id(node: ast.AST) -> int:
+        i = next(counter)
+        nodes[str(i)] = [node.lineno, node.col_offset]
+        if 0 < node.lineno <= len(lines):
+            line_text[str(node.lineno)] = lines[node.lineno - 1]
+        return i
+
+    functions = {}
+    for name in sorted(reached):
+        fn = info.jit_functions[name]
+        fn.decorator_list = []
+        _strip_docstring(fn)
+        args = fn.args
+        positional = args.posonlyargs + args.args
+        defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+        params = []
+        for a, d in zip(positional, defaults):
+            try:
+                default = _json_literal(d) if d is not None else None
+            except (ValueError, SyntaxError, TypeError):
+                default = None
+            params.append({"name": a.arg, "default": default,
+                           "annotation": ast.unparse(a.annotation) if a.annotation else None})
+        functions[name] = {"params": params, "body": encode(fn, next_id)}
+
+    desc = {
+        "schema": SCHEMA, "kernel": kernel, "file": file, "functions": functions,
+        "globals": {k: v for k, v in sorted(info.globals.items()) if k in used and k not in reached},
+        "imports": {k: v for k, v in sorted(info.imports.items()) if k in used},
+    }
+    return desc, {"file": file, "nodes": nodes, "lines": line_text}

@@ -1,0 +1,163 @@
+"""Control flow for the AST visitor: `if` → scf.if (or compile-time selection), `for ... in range` → scf.for, `tl.static_range` unrolled.
+
+Loop-carried and if-merged variables are found the way Triton's code generator finds them: lower
+the body once into a scratch block, see which names defined before it were rebound, then lower
+it for real with those names as block arguments / yielded results.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from . import builtins as B
+from . import semantic as S
+from . import types as T
+from .irtext import Value
+from .semantic import Constexpr, fail
+
+
+class ControlFlow:
+    """Mixin for CodeGen: `visit_If`, `visit_For`."""
+
+    def _body_no_return(self, stmts, what: str):
+        from .codegen import _Return
+        try:
+            self.visit_body(stmts)
+        except _Return:
+            fail(self.cx, f"`return` inside {what} is not supported yet")
+
+    def visit_If(self, node):
+        cond = self.visit(node.test)
+        if isinstance(cond, Constexpr):
+            self.visit_body(node.body if cond.value else node.orelse)
+            return
+        if cond.type.shape:
+            fail(self.cx, f"an `if` condition must be a scalar, got a block of shape {list(cond.type.shape)}")
+        cond = S.cast(self.cx, cond, T.int1)
+        before = dict(self.scope)
+        loc = self.b.loc
+        then_blk = self.b.open_block()
+        self._body_no_return(node.body, "a runtime `if`")
+        then_scope, self.scope = self.scope, dict(before)
+        self.b.suspend()
+        else_blk = self.b.open_block()
+        self._body_no_return(node.orelse, "a runtime `else`")
+        else_scope, self.scope = self.scope, dict(before)
+        self.b.suspend()
+        self.b.loc = loc
+
+        names = sorted(n for n in set(then_scope) & set(else_scope)
+                       if then_scope[n] is not before.get(n) or else_scope[n] is not before.get(n))
+        merged, tvals, evals = [], [], []
+        for n in names:
+            t, e = then_scope[n], else_scope[n]
+            if isinstance(t, Constexpr) and isinstance(e, Constexpr) and t == e:
+                self.scope[n] = t
+                continue
+            if not isinstance(t, (Value, Constexpr)) or not isinstance(e, (Value, Constexpr)):
+                fail(self.cx, f"{n!r} is bound to different non-tensor values in the two branches")
+            ty = t.type if isinstance(t, Value) else e.type if isinstance(e, Value) else None
+            self.b.resume(then_blk)
+            t = self._materialize(t, ty, n)
+            self.b.suspend()
+            self.b.resume(else_blk)
+            e = self._materialize(e, t.type, n)
+            self.b.suspend()
+            if t.type != e.type:
+                fail(self.cx, f"{n!r} has type {t.type} in the `if` branch but {e.type} in the `else` branch")
+            merged.append(n)
+            tvals.append(t)
+            evals.append(e)
+        regions = []
+        for blk, vals in ((then_blk, tvals), (else_blk, evals)):
+            self.b.resume(blk)
+            self.b.op("scf.yield", vals, [])
+            regions.append(self.b.close_block())
+        results = self.b.op("scf.if", [cond], [v.type for v in tvals], regions=regions)
+        for n, r in zip(merged, results):
+            self.scope[n] = r
+
+    def _materialize(self, v, ty, name) -> Value:
+        if isinstance(v, Value):
+            return v
+        if not S.is_number(v):
+            fail(self.cx, f"{name!r} must be a number or a tensor to be merged or carried, got {v.value!r}")
+        if ty is None:
+            return S.to_value(self.cx, v)
+        if isinstance(ty, T.BlockType):
+            return self.b.constant(v.value, ty)
+        return S.to_value(self.cx, v, ty)
+
+    def visit_For(self, node):
+        it = node.iter
+        if not (isinstance(it, ast.Call)):
+            fail(self.cx, "for loops must iterate over range(...), tl.range(...) or tl.static_range(...)")
+        fn = self.visit(it.func)
+        kind = getattr(fn, "name", None)
+        if kind not in ("range", "tl.range", "tl.static_range"):
+            fail(self.cx, "for loops must iterate over range(...), tl.range(...) or tl.static_range(...)")
+        args = [self.visit(a) for a in it.args]
+        if not 1 <= len(args) <= 3:
+            fail(self.cx, f"range expects 1 to 3 arguments, got {len(args)}")
+        if len(args) == 1:
+            args = [Constexpr(0), args[0]]
+        if len(args) == 2:
+            args.append(Constexpr(1))
+        if not isinstance(node.target, ast.Name):
+            fail(self.cx, "the loop variable must be a plain name")
+        if node.orelse:
+            fail(self.cx, "`for ... else` is not supported")
+        if kind == "tl.static_range":
+            vals = [B.cval(self.cx, a, "tl.static_range bounds") for a in args]
+            for i in range(*vals):
+                self.scope[node.target.id] = Constexpr(i)
+                self._body_no_return(node.body, "a loop")
+            return
+        for a in args:
+            if isinstance(a, Value) and (a.type.shape or not a.type.scalar.is_int()):
+                fail(self.cx, f"range bounds must be integer scalars, got {a.type}")
+            if isinstance(a, Constexpr) and (not isinstance(a.value, int) or isinstance(a.value, bool)):
+                fail(self.cx, f"range bounds must be integers, got {a.value!r}")
+        ity = T.int64 if any(isinstance(a, Value) and a.type.scalar.bits == 64 for a in args) or \
+            any(isinstance(a, Constexpr) and not -2**31 <= a.value < 2**31 for a in args) else T.int32
+        loc = self.b.loc
+        lb, ub, step = (S.cast(self.cx, a, ity) if isinstance(a, Value) else S.to_value(self.cx, a, ity)
+                        for a in args)
+
+        # Pass 1 (scratch): which names defined before the loop does the body rebind?
+        before = dict(self.scope)
+        self.b.open_block()
+        self.scope[node.target.id] = self.b.fresh(ity)
+        self._body_no_return(node.body, "a loop")
+        changed = sorted(n for n in before if n in self.scope and self.scope[n] is not before[n]
+                         and n != node.target.id)
+        self.b.discard_block()
+        self.scope = dict(before)
+        self.b.loc = loc
+
+        inits = [self._materialize(before[n], None, n) for n in changed]
+        # Pass 2: the real body with carried values as block arguments.
+        self.b.open_block()
+        iv = self.b.fresh(ity)
+        carried = [self.b.fresh(v.type) for v in inits]
+        self.scope[node.target.id] = iv
+        for n, c in zip(changed, carried):
+            self.scope[n] = c
+        self._body_no_return(node.body, "a loop")
+        outs = []
+        for n, init in zip(changed, inits):
+            v = self.scope[n]
+            if isinstance(v, Constexpr):
+                v = self._materialize(v, init.type, n)
+            if v.type != init.type:
+                self.b.loc = loc
+                fail(self.cx, f"loop-carried variable {n!r} has initial type {init.type} "
+                              f"but is re-assigned to {v.type} in the loop")
+            outs.append(v)
+        self.b.loc = loc
+        self.b.op("scf.yield", outs, [])
+        region = self.b.close_block([iv] + carried)
+        results = self.b.op("scf.for", [lb, ub, step] + inits, [v.type for v in inits], regions=[region])
+        self.scope = dict(before)
+        for n, r in zip(changed, results):
+            self.scope[n] = r

@@ -1,0 +1,123 @@
+"""A small SSA builder that writes MLIR generic-form text, parsed and re-printed by the MLIR bindings.
+
+Why text: the Python bindings' `Operation.create` stores attributes of unregistered ops (all of
+`tt.*`) as a discardable dictionary (`{axis = 0 : i32}`), while Triton and docs/CONTRACTS.md
+spell them as properties (`<{axis = 0 : i32}>`), which only the parser produces. The MLIR parser
+then checks every op (registered `arith`/`scf` ops are verified) and the printer gives the
+canonical generic form.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from .types import BlockType, DType, Type
+
+
+@dataclass(frozen=True)
+class Value:
+    """An SSA value: its text name (`%v3`) and its frontend type."""
+
+    name: str
+    type: Type
+
+
+def float_bits(value: float, dtype: DType) -> str:
+    """A float as MLIR's hex bit-pattern literal for `dtype` (exact, and fine for inf/nan)."""
+    if dtype.name == "fp64":
+        return "0x%016X" % struct.unpack(">Q", struct.pack(">d", value))[0]
+    if dtype.name == "fp16":
+        return "0x%04X" % struct.unpack(">H", struct.pack(">e", value))[0]
+    bits = struct.unpack(">I", struct.pack(">f", value))[0]
+    if dtype.name == "bf16":  # round the fp32 pattern to nearest even at bit 16
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 if value == value else 0x7FC0
+        return "0x%04X" % bits
+    if dtype.name == "fp32":
+        return "0x%08X" % bits
+    raise NotImplementedError(f"constant of type {dtype}")
+
+
+def scalar_attr(value, dtype: DType) -> str:
+    """`value` as a typed MLIR attribute: `1024 : i32`, `0x3F800000 : f32`, `true`."""
+    if dtype.is_float():
+        return f"{float_bits(float(value), dtype)} : {dtype.mlir}"
+    if dtype.is_bool():
+        return "true" if value else "false"
+    lo, hi = dtype.int_range()
+    v = int(value)
+    if dtype.is_unsigned() and v > (1 << (dtype.bits - 1)) - 1:
+        v -= 1 << dtype.bits  # MLIR integer attributes are signless, printed signed
+    return f"{v} : {dtype.mlir}"
+
+
+@dataclass
+class _Block:
+    lines: list[str] = field(default_factory=list)
+
+
+class IRBuilder:
+    """Appends ops to the innermost open block; `region()` opens a nested one."""
+
+    def __init__(self):
+        self._blocks: list[_Block] = []
+        self._n = 0
+        self.loc = "unknown"
+
+    def fresh(self, type: Type) -> Value:
+        self._n += 1
+        return Value(f"%v{self._n}", type)
+
+    def _loc(self) -> str:
+        return f'loc("n{self.loc}")' if isinstance(self.loc, int) else "loc(unknown)"
+
+    def op(self, name: str, operands: list[Value], results: list[Type], props: dict[str, str] | None = None,
+           regions: list[str] | None = None) -> list[Value]:
+        outs = [self.fresh(t) for t in results]
+        lhs = (", ".join(v.name for v in outs) + " = ") if outs else ""
+        p = ""
+        if props:
+            p = " <{" + ", ".join(f"{k} = {v}" for k, v in sorted(props.items())) + "}>"
+        r = (" (" + ", ".join(regions) + ")") if regions else ""
+        ins = ", ".join(v.type.mlir for v in operands)
+        res = ", ".join(t.mlir for t in results)
+        res = res if len(results) == 1 else f"({res})"
+        self.emit(f'{lhs}"{name}"({", ".join(v.name for v in operands)}){p}{r} : ({ins}) -> {res} {self._loc()}')
+        return outs
+
+    def op1(self, name: str, operands: list[Value], result: Type, props: dict[str, str] | None = None) -> Value:
+        return self.op(name, operands, [result], props)[0]
+
+    def emit(self, line: str) -> None:
+        self._blocks[-1].lines.append(line)
+
+    def open_block(self) -> _Block:
+        self._blocks.append(_Block())
+        return self._blocks[-1]
+
+    def suspend(self) -> _Block:
+        """Pop the innermost block without closing it, to `resume` it later (if/else merges)."""
+        return self._blocks.pop()
+
+    def resume(self, block: _Block) -> None:
+        self._blocks.append(block)
+
+    def close_block(self, args: list[Value] | None = None, arg_locs: list[str] | None = None) -> str:
+        """Close the innermost block and return it as region text `{ ^bb0(...): ... }`."""
+        block = self._blocks.pop()
+        head = ""
+        if args is not None:
+            locs = arg_locs or [self._loc()] * len(args)
+            head = "^bb0(" + ", ".join(f"{a.name}: {a.type.mlir} {l}" for a, l in zip(args, locs)) + "):\n"
+        return "{\n" + head + "\n".join(block.lines) + "\n}"
+
+    def discard_block(self) -> None:
+        self._blocks.pop()
+
+    def constant(self, value, type: Type) -> Value:
+        """`arith.constant` of a Python number as `type` (a scalar dtype or a splat block)."""
+        if isinstance(type, BlockType):
+            attr = scalar_attr(value, type.element)
+            lit, _, _ = attr.partition(" : ")
+            return self.op1("arith.constant", [], type, {"value": f"dense<{lit}> : {type.mlir}"})
+        return self.op1("arith.constant", [], type, {"value": scalar_attr(value, type)})

@@ -1,0 +1,297 @@
+"""Typed IR construction for Triton semantics: constants, casts, broadcasting, arithmetic, comparisons, pointers.
+
+Mirrors Triton 3.6 `triton/language/semantic.py`: Python numbers and constexprs stay `Constexpr`
+(folded in Python) until an IR op needs them, then materialize in the dtype the promotion rules
+(`types.computation_type`) pick. Every op takes the location of the AST node being lowered.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from typing import Any
+
+from ttbuild.errors import CompilationError
+
+from . import types as T
+from .irtext import IRBuilder, Value
+
+OVF = {"overflowFlags": "#arith.overflow<none>"}
+FM = {"fastmath": "#arith.fastmath<none>"}
+
+
+@dataclass(frozen=True)
+class Constexpr:
+    """A compile-time value: a Python number, bool, None, str, dtype, or tuple of them."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
+class Ctx:
+    """What every lowering rule receives: the IR builder (whose `loc` is the current node)."""
+
+    b: IRBuilder
+
+
+def fail(cx: Ctx, message: str, cls=CompilationError):
+    """Raise a CompilationError at the node being lowered (resolved later via `locs.locate`)."""
+    raise cls(message, stage="ttir", node_id=cx.b.loc if isinstance(cx.b.loc, int) else None)
+
+
+def is_number(v) -> bool:
+    return isinstance(v, Constexpr) and isinstance(v.value, (int, float))
+
+
+def to_value(cx: Ctx, v, dtype: T.DType | None = None) -> Value:
+    """An IR value for `v`; a Constexpr number materializes as `dtype` (default: Triton's pick)."""
+    if isinstance(v, Value):
+        return v
+    if not is_number(v):
+        fail(cx, f"expected a tensor or a number, got {_describe(v)}")
+    return cx.b.constant(v.value, dtype or T.dtype_of_python(v.value))
+
+
+def _describe(v) -> str:
+    if isinstance(v, Value):
+        return f"a value of type {v.type}"
+    if isinstance(v, Constexpr):
+        return f"constexpr {v.value!r}"
+    return type(v).__name__
+
+
+def with_shape(scalar: T.Scalar, shape: tuple[int, ...]) -> T.Type:
+    return T.BlockType(scalar, shape) if shape else scalar
+
+
+def splat(cx: Ctx, v: Value, shape: tuple[int, ...]) -> Value:
+    return cx.b.op1("tt.splat", [v], T.BlockType(v.type.scalar, shape))
+
+
+def broadcast_to(cx: Ctx, v: Value, shape: tuple[int, ...]) -> Value:
+    """`v` (scalar or block) as a block of `shape`: tt.splat for scalars, tt.broadcast for size-1 dims."""
+    if v.type.shape == tuple(shape):
+        return v
+    if not v.type.shape:
+        return splat(cx, v, shape)
+    src = v.type.shape
+    if len(src) < len(shape):  # numpy rule: leading size-1 dims (Triton: expand_dims at 0)
+        for _ in range(len(shape) - len(src)):
+            v = expand_dims(cx, v, 0)
+        src = v.type.shape
+    try:
+        T.broadcast_shapes(src, shape)
+    except ValueError:
+        fail(cx, f"cannot broadcast shape {list(src)} to {list(shape)}")
+    return cx.b.op1("tt.broadcast", [v], T.BlockType(v.type.scalar, tuple(shape)))
+
+
+def expand_dims(cx: Ctx, v: Value, axis: int) -> Value:
+    shape = list(v.type.shape)
+    if not shape:
+        fail(cx, "expand_dims needs a block, got a scalar")
+    axis = axis + len(shape) + 1 if axis < 0 else axis
+    shape.insert(axis, 1)
+    return cx.b.op1("tt.expand_dims", [v], T.BlockType(v.type.scalar, tuple(shape)), {"axis": f"{axis} : i32"})
+
+
+def broadcast_pair(cx: Ctx, a: Value, b: Value) -> tuple[Value, Value]:
+    try:
+        shape = T.broadcast_shapes(a.type.shape, b.type.shape)
+    except ValueError:
+        fail(cx, f"cannot broadcast shapes {list(a.type.shape)} and {list(b.type.shape)}")
+    return broadcast_to(cx, a, shape), broadcast_to(cx, b, shape)
+
+
+def cast(cx: Ctx, v, dst: T.Scalar, bitcast: bool = False) -> Value:
+    """Convert `v` elementwise to `dst` (Triton `semantic.cast` / `bitcast`)."""
+    if isinstance(v, Constexpr):
+        if is_number(v) and isinstance(dst, T.DType):
+            return to_value(cx, v, dst)
+        fail(cx, f"cannot cast {_describe(v)} to {dst}")
+    src = v.type.scalar
+    if src == dst:
+        return v
+    rt = with_shape(dst, v.type.shape)
+    if bitcast:
+        if getattr(src, "bits", 64) != getattr(dst, "bits", 64):
+            fail(cx, f"cannot bitcast {src} to {dst}: sizes differ")
+        return cx.b.op1("tt.bitcast", [v], rt)
+    if isinstance(src, T.PointerType) or isinstance(dst, T.PointerType):
+        if isinstance(src, T.PointerType) and isinstance(dst, T.PointerType):
+            return cx.b.op1("tt.bitcast", [v], rt)
+        if isinstance(src, T.PointerType) and dst.is_int():
+            return cx.b.op1("tt.ptr_to_int", [v], with_shape(T.int64, v.type.shape)) if dst == T.int64 \
+                else cast(cx, cx.b.op1("tt.ptr_to_int", [v], with_shape(T.int64, v.type.shape)), dst)
+        if isinstance(dst, T.PointerType) and src.is_int():
+            return cx.b.op1("tt.int_to_ptr", [cast(cx, v, T.int64)], rt)
+        fail(cx, f"cannot cast {src} to {dst}")
+    if dst.is_bool() and not src.is_bool():
+        zero = to_value(cx, Constexpr(0.0 if src.is_float() else 0), src)
+        return compare(cx, "!=", v, broadcast_to(cx, zero, v.type.shape) if v.type.shape else zero)
+    if src.is_int() and dst.is_int():
+        if dst.bits > src.bits:
+            name = "arith.extui" if src.is_unsigned() else "arith.extsi"
+        elif dst.bits < src.bits:
+            name = "arith.trunci"
+        else:
+            return _retag(v, rt)
+        return cx.b.op1(name, [v], rt, OVF if name == "arith.trunci" else None)
+    if src.is_float() and dst.is_float():
+        if src.is_fp8() or dst.is_fp8():
+            return cx.b.op1("tt.fp_to_fp", [v], rt, {"rounding": "1 : i32"} if dst.bits < src.bits else None)
+        if dst.bits > src.bits or (dst.bits == src.bits and dst == T.fp32):
+            return cx.b.op1("arith.extf", [v], rt, FM)
+        if dst.bits == src.bits:  # fp16 <-> bf16 goes through fp32
+            return cast(cx, cast(cx, v, T.fp32), dst)
+        return cx.b.op1("arith.truncf", [v], rt, FM)
+    if src.is_int() and dst.is_float():
+        return cx.b.op1("arith.uitofp" if src.is_unsigned() else "arith.sitofp", [v], rt)
+    if src.is_float() and dst.is_int():
+        return cx.b.op1("arith.fptoui" if dst.is_unsigned() else "arith.fptosi", [v], rt)
+    fail(cx, f"cannot cast {src} to {dst}")
+
+
+def _retag(v: Value, rt: T.Type) -> Value:
+    # int32 <-> uint32 share the signless MLIR type: a frontend-only relabel, no op.
+    return Value(v.name, rt)
+
+
+_FOLD = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
+         "//": operator.floordiv, "%": operator.mod, "**": operator.pow, "&": operator.and_,
+         "|": operator.or_, "^": operator.xor, "<<": operator.lshift, ">>": operator.rshift,
+         "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+         "==": operator.eq, "!=": operator.ne}
+
+
+def fold(cx: Ctx, op: str, a: Constexpr, b: Constexpr) -> Constexpr:
+    try:
+        return Constexpr(_FOLD[op](a.value, b.value))
+    except Exception as e:  # noqa: BLE001  (any Python error folding constants is the user's)
+        fail(cx, f"cannot evaluate constexpr {a.value!r} {op} {b.value!r}: {e}")
+
+
+def _operands(cx: Ctx, a, b, div_or_mod=False, allow_ptr=False) -> tuple[Value, Value, T.DType]:
+    """Promote and broadcast two operands (Triton `binary_op_type_checking_impl`)."""
+    for v in (a, b):
+        if not isinstance(v, Value) and not is_number(v):
+            fail(cx, f"unsupported operand: {_describe(v)}")
+    at = a.type.scalar if isinstance(a, Value) else T.dtype_of_python(a.value)
+    bt = b.type.scalar if isinstance(b, Value) else T.dtype_of_python(b.value)
+    if at.is_ptr() or bt.is_ptr():
+        if not allow_ptr:
+            fail(cx, f"unsupported operand types {at} and {bt}")
+        return _bcast(cx, to_value(cx, a), to_value(cx, b)) + (None,)
+    try:
+        ct = T.computation_type(at, not isinstance(a, Value), bt, not isinstance(b, Value), div_or_mod)
+    except TypeError as e:
+        fail(cx, str(e))
+    for v in (a, b):
+        if is_number(v) and ct.is_int():
+            lo, hi = ct.int_range()
+            if not lo <= v.value <= hi:
+                fail(cx, f"scalar {v.value} is out of range for type {ct}")
+    va = cast(cx, a, ct) if isinstance(a, Value) else to_value(cx, a, ct)
+    vb = cast(cx, b, ct) if isinstance(b, Value) else to_value(cx, b, ct)
+    return _bcast(cx, va, vb) + (ct,)
+
+
+def _bcast(cx, a, b):
+    return broadcast_pair(cx, a, b)
+
+
+_INT_OPS = {"+": "arith.addi", "-": "arith.subi", "*": "arith.muli", "&": "arith.andi",
+            "|": "arith.ori", "^": "arith.xori", "<<": "arith.shli"}
+_FLOAT_OPS = {"+": "arith.addf", "-": "arith.subf", "*": "arith.mulf", "/": "arith.divf", "%": "arith.remf"}
+
+
+def binary(cx: Ctx, op: str, a, b):
+    """`a <op> b` for + - * / // % & | ^ << >> and comparisons, with Triton's typing."""
+    if isinstance(a, Constexpr) and isinstance(b, Constexpr):
+        return fold(cx, op, a, b)
+    if op in ("<", "<=", ">", ">=", "==", "!="):
+        return compare(cx, op, a, b)
+    if op in ("+", "-") and any(isinstance(v, Value) and v.type.scalar.is_ptr() for v in (a, b)):
+        return _ptr_arith(cx, op, a, b)
+    if op == "/":
+        # int / int is true division in fp32 (Triton `semantic.truediv`).
+        at = a.type.scalar if isinstance(a, Value) else T.dtype_of_python(a.value)
+        bt = b.type.scalar if isinstance(b, Value) else T.dtype_of_python(b.value)
+        if at.is_int() and bt.is_int():
+            a, b = cast(cx, a, T.fp32), cast(cx, b, T.fp32)
+    va, vb, ct = _operands(cx, a, b, div_or_mod=op in ("/", "%", "//"))
+    rt = va.type
+    if ct.is_float():
+        if op not in _FLOAT_OPS:
+            fail(cx, f"operator {op} is not supported on {ct}")
+        return cx.b.op1(_FLOAT_OPS[op], [va, vb], rt, FM)
+    if op in _INT_OPS:
+        return cx.b.op1(_INT_OPS[op], [va, vb], rt, OVF if op in "+-*" else None)
+    unsigned = ct.is_unsigned()
+    name = {"//": "arith.divui" if unsigned else "arith.divsi", "%": "arith.remui" if unsigned else "arith.remsi",
+            ">>": "arith.shrui" if unsigned else "arith.shrsi"}.get(op)
+    if name is None:
+        fail(cx, f"operator {op} is not supported on {ct}")
+    return cx.b.op1(name, [va, vb], rt)
+
+
+def _ptr_arith(cx: Ctx, op: str, a, b) -> Value:
+    ptr, off = (a, b) if isinstance(a, Value) and a.type.scalar.is_ptr() else (b, a)
+    if op == "-" and ptr is not a:
+        fail(cx, "cannot subtract a pointer from a number")
+    if isinstance(off, Value) and off.type.scalar.is_ptr():
+        fail(cx, "cannot add two pointers")
+    if isinstance(off, Constexpr):
+        if not isinstance(off.value, int) or isinstance(off.value, bool):
+            fail(cx, f"pointer offset must be an integer, got {_describe(off)}")
+        off = to_value(cx, Constexpr(-off.value if op == "-" else off.value))
+    else:
+        if not off.type.scalar.is_int():
+            fail(cx, f"pointer offset must be an integer, got {off.type}")
+        if op == "-":
+            off = unary(cx, "-", off)
+    ptr, off = broadcast_pair(cx, ptr, off)
+    return cx.b.op1("tt.addptr", [ptr, off], ptr.type)
+
+
+_CMPI = {"==": 0, "!=": 1, "<": 2, "<=": 3, ">": 4, ">=": 5}
+_CMPF = {"==": 1, ">": 2, ">=": 3, "<": 4, "<=": 5, "!=": 13}  # arith.cmpf: oeq ogt oge olt ole une
+
+
+def compare(cx: Ctx, op: str, a, b) -> Value:
+    if isinstance(a, Constexpr) and isinstance(b, Constexpr):
+        return fold(cx, op, a, b)
+    va, vb, ct = _operands(cx, a, b, allow_ptr=True)
+    rt = with_shape(T.int1, va.type.shape)
+    if ct is None or ct.is_int():
+        pred = _CMPI[op]
+        if ct is None or ct.is_unsigned():
+            pred += 4 if op in ("<", "<=", ">", ">=") else 0  # slt→ult ...
+        return cx.b.op1("arith.cmpi", [va, vb], rt, {"predicate": f"{pred} : i64"})
+    return cx.b.op1("arith.cmpf", [va, vb], rt, {"predicate": f"{_CMPF[op]} : i64", **FM})
+
+
+def unary(cx: Ctx, op: str, v):
+    """`-v`, `+v`, `~v`, `not v` (Triton: minus is 0 - v for ints, negf for floats)."""
+    if isinstance(v, Constexpr):
+        try:
+            return Constexpr({"-": operator.neg, "+": operator.pos, "~": operator.invert,
+                              "not": operator.not_}[op](v.value))
+        except TypeError as e:
+            fail(cx, f"cannot evaluate {op} {v.value!r}: {e}")
+    st = v.type.scalar
+    if op == "+":
+        return v
+    if op == "-":
+        if st.is_ptr():
+            fail(cx, "cannot negate a pointer")
+        if st.is_float():
+            return cx.b.op1("arith.negf", [v], v.type, FM)
+        return binary(cx, "-", Constexpr(0), v)
+    if op == "~":
+        if not st.is_int():
+            fail(cx, f"operator ~ needs an integer, got {st}")
+        return binary(cx, "^", v, Constexpr(-1 if not st.is_unsigned() else (1 << st.bits) - 1))
+    if op == "not":
+        return compare(cx, "==", v, Constexpr(0))
+    fail(cx, f"unsupported unary operator {op}")

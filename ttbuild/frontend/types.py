@@ -1,0 +1,251 @@
+"""Triton's type system for the frontend: scalar dtypes, pointers, blocks, signature parsing and the promotion rules.
+
+Rules follow Triton 3.6 `triton/language/semantic.py` (`computation_type_impl`,
+`integer_promote_impl`, `to_tensor`): a Python number (literal or constexpr) of a kind no higher
+than the tensor's (bool < int < float) takes the tensor's dtype; otherwise fp64 > fp32 > fp16 >
+bf16, `/` and `%` on 16-bit floats compute in fp32, integers follow C's usual arithmetic
+conversions. No MLIR here: types render to MLIR spelling as text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+
+class Kind(IntEnum):
+    BOOLEAN = 0
+    INTEGRAL = 1
+    FLOATING = 2
+
+
+@dataclass(frozen=True)
+class DType:
+    """A scalar element type, named as Triton names it: int1, int8..int64, uint8..uint64, fp8e4nv,
+    fp8e5, fp16, bf16, fp32, fp64."""
+
+    name: str
+
+    @property
+    def bits(self) -> int:
+        return _BITS[self.name]
+
+    def is_int(self) -> bool:
+        return self.name.startswith(("int", "uint"))
+
+    def is_bool(self) -> bool:
+        return self.name == "int1"
+
+    def is_unsigned(self) -> bool:
+        # Triton counts int1 among the unsigned types (core.dtype.UINT_TYPES).
+        return self.name.startswith("uint") or self.name == "int1"
+
+    def is_signed(self) -> bool:
+        return self.name.startswith("int") and self.name != "int1"
+
+    def is_float(self) -> bool:
+        return self.name.startswith(("fp", "bf"))
+
+    def is_fp8(self) -> bool:
+        return self.name.startswith("fp8")
+
+    def is_ptr(self) -> bool:
+        return False
+
+    def kind(self) -> Kind:
+        if self.is_bool():
+            return Kind.BOOLEAN
+        return Kind.FLOATING if self.is_float() else Kind.INTEGRAL
+
+    @property
+    def mlir(self) -> str:
+        return _MLIR[self.name]
+
+    @property
+    def scalar(self) -> "DType":
+        return self
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return ()
+
+    def int_range(self) -> tuple[int, int]:
+        if self.is_unsigned() or self.is_bool():
+            return 0, (1 << self.bits) - 1
+        return -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class PointerType:
+    """A pointer to `element` in global memory (address space 1): MLIR `!tt.ptr<f32>`."""
+
+    element: DType
+
+    def is_ptr(self) -> bool:
+        return True
+
+    def is_int(self) -> bool:
+        return False
+
+    def is_float(self) -> bool:
+        return False
+
+    def is_bool(self) -> bool:
+        return False
+
+    @property
+    def mlir(self) -> str:
+        return f"!tt.ptr<{self.element.mlir}>"
+
+    @property
+    def scalar(self) -> "PointerType":
+        return self
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return ()
+
+    def __str__(self) -> str:
+        return f"pointer<{self.element}>"
+
+
+Scalar = DType | PointerType
+
+
+@dataclass(frozen=True)
+class BlockType:
+    """A block (tensor) of `shape` elements of `element`: MLIR `tensor<1024xf32>`."""
+
+    element: Scalar
+    shape: tuple[int, ...]
+
+    @property
+    def scalar(self) -> Scalar:
+        return self.element
+
+    @property
+    def mlir(self) -> str:
+        return "tensor<" + "".join(f"{d}x" for d in self.shape) + self.element.mlir + ">"
+
+    def __str__(self) -> str:
+        return f"<{self.shape}, {self.element}>"
+
+
+Type = DType | PointerType | BlockType
+
+_INTS = [f"{s}int{b}" for s in ("", "u") for b in (8, 16, 32, 64)]
+_BITS = {"int1": 1, **{n: int(n.split("int")[1]) for n in _INTS},
+         "fp8e4nv": 8, "fp8e5": 8, "fp16": 16, "bf16": 16, "fp32": 32, "fp64": 64}
+_MLIR = {"int1": "i1", **{n: "i" + n.split("int")[1] for n in _INTS},
+         "fp8e4nv": "f8E4M3FN", "fp8e5": "f8E5M2", "fp16": "f16", "bf16": "bf16", "fp32": "f32", "fp64": "f64"}
+DTYPES = {n: DType(n) for n in _BITS}
+int1, int32, int64, uint32, uint64 = (DTYPES[n] for n in ("int1", "int32", "int64", "uint32", "uint64"))
+fp16, bf16, fp32, fp64 = (DTYPES[n] for n in ("fp16", "bf16", "fp32", "fp64"))
+
+# Signature spelling (Triton AOT, docs/CONTRACTS.md) → dtype name.
+_SIG_NAMES = {"i1": "int1", **{f"i{b}": f"int{b}" for b in (8, 16, 32, 64)},
+              **{f"u{b}": f"uint{b}" for b in (8, 16, 32, 64)}, "u1": "int1",
+              "fp8e4nv": "fp8e4nv", "fp8e5": "fp8e5", "fp16": "fp16", "bf16": "bf16",
+              "fp32": "fp32", "f32": "fp32", "fp64": "fp64", "f64": "fp64", "f16": "fp16"}
+
+
+@dataclass(frozen=True)
+class SigEntry:
+    """One parsed signature entry: `*fp16:16` → (PointerType(fp16), divisibility 16)."""
+
+    type: Scalar
+    divisibility: int = 1
+
+
+def parse_signature_entry(text: str) -> SigEntry:
+    """Parse `*fp32:16`, `i32`, `fp32`, `*u8` ... Raises ValueError naming the bad entry."""
+    body, _, div = text.strip().partition(":")
+    pointer = body.startswith("*")
+    name = _SIG_NAMES.get(body.lstrip("*"))
+    if name is None:
+        raise ValueError(f"unknown signature type {text!r} (expected e.g. *fp32:16, i32, fp16)")
+    if div and not div.isdigit():
+        raise ValueError(f"bad divisibility in signature entry {text!r}")
+    ty: Scalar = PointerType(DTYPES[name]) if pointer else DTYPES[name]
+    return SigEntry(ty, int(div) if div else 1)
+
+
+def dtype_of_python(value) -> DType:
+    """The dtype Triton gives a Python number used as an operand (`semantic.to_tensor`)."""
+    if isinstance(value, bool):
+        return int1
+    if isinstance(value, int):
+        if -2**31 <= value < 2**31:
+            return int32
+        if 2**31 <= value < 2**32:
+            return uint32
+        if -2**63 <= value < 2**63:
+            return int64
+        if 2**63 <= value < 2**64:
+            return uint64
+        raise TypeError(f"integer {value} does not fit in 64 bits")
+    if isinstance(value, float):
+        a = abs(value)
+        if a in (0.0, float("inf")) or value != value or 2**-126 <= a <= (2 - 2**-23) * 2**127:
+            return fp32
+        return fp64
+    raise TypeError(f"{type(value).__name__} is not a number")
+
+
+def integer_promote(a: DType, b: DType) -> DType:
+    """C's usual arithmetic conversions between two integer dtypes (Triton `integer_promote_impl`)."""
+    if a.is_unsigned() == b.is_unsigned():
+        return a if a.bits > b.bits else b
+    if a.is_unsigned():
+        return a if a.bits >= b.bits else b
+    return b if b.bits >= a.bits else a
+
+
+def computation_type(a: DType, a_is_scalar: bool, b: DType, b_is_scalar: bool,
+                     div_or_mod: bool = False) -> DType:
+    """The dtype both operands of a binary arithmetic op convert to (Triton `computation_type_impl`).
+
+    `*_is_scalar`: the operand is a Python number (literal or constexpr), not an IR value.
+    Raises TypeError for operand types Triton rejects.
+    """
+    if a_is_scalar != b_is_scalar:
+        scalar, tensor = (a, b) if a_is_scalar else (b, a)
+        if scalar.kind() <= tensor.kind():
+            if div_or_mod and tensor in (fp16, bf16):
+                return fp32
+            return tensor
+    if fp64 in (a, b):
+        return fp64
+    if fp32 in (a, b):
+        return fp32
+    if fp16 in (a, b):
+        return fp32 if div_or_mod else fp16
+    if a == bf16 and b == bf16:
+        return fp32 if div_or_mod else bf16
+    if bf16 in (a, b):
+        return fp32
+    if a.is_fp8() and b.is_fp8():
+        return a if a == b else fp16
+    if not a.is_int() or not b.is_int():
+        raise TypeError(f"unexpected types {a} and {b}")
+    if div_or_mod and a.is_unsigned() != b.is_unsigned():
+        raise TypeError(f"cannot use / or % with {a} and {b}: they have different signedness; "
+                        f"cast one of them")
+    return integer_promote(a, b)
+
+
+def broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """numpy-style broadcast of two block shapes; raises ValueError when they are incompatible."""
+    if len(a) < len(b):
+        a = (1,) * (len(b) - len(a)) + a
+    elif len(b) < len(a):
+        b = (1,) * (len(a) - len(b)) + b
+    out = []
+    for x, y in zip(a, b):
+        if x != y and 1 not in (x, y):
+            raise ValueError(f"incompatible shapes {a} and {b}")
+        out.append(max(x, y))
+    return tuple(out)

@@ -1,0 +1,45 @@
+"""ttir stage: canonical kernel JSON + signature + constexprs → TTIR (MLIR generic form, local scope, `loc("n<id>")` per op)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping
+
+VERSION = 1
+
+_CTX = None
+
+
+def _context():
+    global _CTX
+    if _CTX is None:
+        from mlir import ir
+        _CTX = ir.Context()
+        _CTX.allow_unregistered_dialects = True
+    return _CTX
+
+
+def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:
+    """`inputs["json"]`: the parse stage's output; `options`: `signature` (list of str, one per
+    non-constexpr parameter, e.g. `["*fp32:16", "i32"]`), `constexprs` (name → value; a dtype
+    may be given by name, e.g. `"fp16"`). Returns `{"ttir": bytes}`.
+
+    Raises CompilationError carrying `node_id` (resolve it with `ttbuild.frontend.locs.locate`
+    and the parse stage's `loc` output) for kernels Triton would reject.
+    """
+    from ttbuild.errors import CompilationError
+    from ttbuild.frontend.codegen import generate
+
+    desc = json.loads(inputs["json"])
+    signature = options.get("signature", [])
+    if isinstance(signature, str):
+        signature = [s for s in signature.split(",") if s]
+    text = generate(desc, list(signature), dict(options.get("constexprs", {})))
+    from mlir import ir
+    ctx = _context()
+    try:
+        module = ir.Module.parse(text, context=ctx)
+    except Exception as e:  # MLIRError: our own output failed to verify — a compiler bug
+        raise CompilationError(f"internal error: generated TTIR does not verify: {e}", stage="ttir") from e
+    asm = module.operation.get_asm(print_generic_op_form=True, use_local_scope=True, enable_debug_info=True)
+    return {"ttir": asm.encode()}

@@ -17,7 +17,7 @@ import uuid
 from pathlib import Path
 from typing import Mapping
 
-from ttbuild.cache.base import (Cache, CacheStats, PruneReport, VerifyReport, check_blob, check_key,
+from ttbuild.cache.base import (Cache, CacheError, CacheStats, PruneReport, VerifyReport, check_blob, check_key,
                                 decode_entry, encode_entry, log, warn, MAX_AC_BYTES)
 from ttbuild.cache.keys import digest, is_key
 
@@ -270,7 +270,7 @@ class DirCache(Cache):
 
     def prune(self, max_bytes: int | None = None, max_age: float | None = None) -> PruneReport:
         if self.readonly:
-            raise_readonly(self.name)
+            raise CacheError(f"cache {self.name} is read-only: prune it from a job that may write it")
         rep = PruneReport()
         now = time.time()
 
@@ -330,8 +330,3 @@ class DirCache(Cache):
         rep.bytes_left = total
         return rep
 
-
-def raise_readonly(name: str):
-    from ttbuild.cache.base import CacheError
-
-    raise CacheError(f"cache {name} is read-only: prune it from a job that may write it")

@@ -245,3 +245,12 @@ def test_any_roles_and_bytes_round_trip(tmp_path, outputs, n):
     cache.put(key_of(n), outputs)
     assert cache.get(key_of(n)) == outputs
     assert cache.verify().ok
+
+
+def test_prune_refuses_read_only_and_http_caches(tmp_path):
+    from ttbuild.cache import CacheError, HttpCache
+
+    with pytest.raises(CacheError, match="read-only"):
+        DirCache(tmp_path, readonly=True).prune(max_bytes=0)
+    with pytest.raises(CacheError, match="server"):
+        HttpCache("http://127.0.0.1:9/x").prune(max_bytes=0)  # no request is made

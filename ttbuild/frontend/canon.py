@@ -114,7 +114,9 @@ def scan_module(tree: ast.Module) -> ModuleInfo:
 
 
 def _names_used(fn: ast.FunctionDef) -> set[str]:
-    return {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+    # Decorators are not compiled: `@triton.jit` must not pull `triton` into the output.
+    roots = [fn.args, *fn.body] + ([fn.returns] if fn.returns else [])
+    return {n.id for r in roots for n in ast.walk(r) if isinstance(n, ast.Name)}
 
 
 def _strip_docstring(fn: ast.FunctionDef) -> None:

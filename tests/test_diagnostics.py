@@ -1,0 +1,137 @@
+"""Frontend diagnostics: each rejected kernel raises CompilationError that `locs.locate` turns into file:line:col, the source line and a caret."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from ttbuild.errors import CompilationError
+from ttbuild.frontend.locs import locate, node_id_of, node_loc
+from ttbuild.stages import parse, ttir
+
+HEADER = "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+
+
+def compile_error(body: str, signature=("*fp32", "i32"), constexprs=None, params="p, n, BLOCK: tl.constexpr"):
+    """Compile `def k(<params>): <body>` and return the located CompilationError."""
+    src = HEADER + f"def k({params}):\n" + textwrap.indent(textwrap.dedent(body), "    ")
+    out = parse.run({"source": src.encode()}, {"kernel": "k", "file": "lib/k.py"})
+    with pytest.raises(CompilationError) as ei:
+        ttir.run({"json": out["json"]}, {"signature": list(signature),
+                                         "constexprs": constexprs if constexprs is not None else {"BLOCK": 128}})
+    err = ei.value
+    assert err.node_id is not None and err.loc is None  # the stage knows nodes, not lines
+    located = locate(err, out["loc"])
+    assert located.loc is not None
+    return located, src.splitlines()
+
+
+def assert_at(err, lines, line_text_fragment: str, col_fragment: str):
+    """The error sits on the line containing `line_text_fragment`, at the column where
+    `col_fragment` starts on that line, and renders that line with a caret under it."""
+    (lineno,) = [i + 1 for i, l in enumerate(lines) if line_text_fragment in l]
+    col = lines[lineno - 1].index(col_fragment)
+    assert (err.loc.file, err.loc.line, err.loc.col) == ("lib/k.py", lineno, col)
+    rendered = str(err).splitlines()
+    assert rendered[0].startswith(f"lib/k.py:{lineno}:{col + 1}: error: ")
+    assert rendered[1] == "    " + lines[lineno - 1]
+    assert rendered[2] == "    " + " " * col + "^"
+
+
+def test_unknown_tl_function():
+    err, lines = compile_error("x = tl.lod(p)\n")
+    assert "unknown function or attribute tl.lod" in err.message
+    assert_at(err, lines, "tl.lod", "tl.lod")
+
+
+@pytest.mark.parametrize("body,fragment,words", [
+    ("with open('f') as f:\n    pass\n", "with", "`with` statements"),
+    ("f = lambda x: x\n", "lambda", "lambda expressions"),
+    ("try:\n    pass\nexcept Exception:\n    pass\n", "try", "`try` statements"),
+    ("for i in range(4):\n    break\n", "break", "`break`"),
+    ("def inner(x):\n    return x\n", "def inner", "nested function definitions"),
+    ("while n > 0:\n    n = n - 1\n", "while", "`while` loops"),
+    ("xs = [i for i in range(3)]\n", "[i for", "list comprehensions"),
+])
+def test_unsupported_python_constructs(body, fragment, words):
+    err, lines = compile_error(body)
+    assert words in err.message and "not supported" in err.message
+    assert_at(err, lines, fragment, fragment)
+
+
+def test_undefined_name():
+    err, lines = compile_error("x = tl.load(p + offs)\n")
+    assert err.message == "undefined name 'offs'"
+    assert_at(err, lines, "offs)", "offs")
+
+
+def test_wrong_number_of_signature_entries():
+    err, lines = compile_error("pass\n", signature=("*fp32",))
+    assert "signature has 1 entries but k has 2 non-constexpr parameters (p, n)" in err.message
+    assert_at(err, lines, "def k", "def k")
+
+
+def test_unknown_signature_type_points_at_the_parameter():
+    err, lines = compile_error("pass\n", signature=("*fp32", "i33"))
+    assert "unknown signature type 'i33'" in err.message
+    assert_at(err, lines, "def k", "n, BLOCK")
+
+
+def test_missing_constexpr_value():
+    err, lines = compile_error("pass\n", constexprs={})
+    assert "constexpr parameter 'BLOCK' has no value" in err.message
+    assert_at(err, lines, "def k", "BLOCK")
+
+
+def test_runtime_value_where_constexpr_required():
+    err, lines = compile_error("i = tl.arange(0, n)\n")
+    assert err.message == "arange end must be a constexpr, got a runtime value of type int32"
+    assert_at(err, lines, "tl.arange", "tl.arange")
+
+
+def test_arange_bound_not_power_of_two():
+    err, lines = compile_error("i = tl.arange(0, BLOCK)\n", constexprs={"BLOCK": 100})
+    assert err.message == "arange's range must be a power of two, got 100 - 0 = 100"
+    assert_at(err, lines, "tl.arange", "tl.arange")
+
+
+def test_load_from_non_pointer():
+    err, lines = compile_error("x = tl.load(n)\n")
+    assert "tl.load needs a pointer (or a block of pointers), got a value of type int32" in err.message
+    assert_at(err, lines, "tl.load", "tl.load")
+
+
+@pytest.mark.parametrize("expr,words", [
+    ("tl.load(p) << 2", "operator << is not supported on fp32"),
+    ("p + 1.5", "pointer offset must be an integer"),
+    ("p + p", "cannot add two pointers"),
+    ("n + 'text'", "unsupported operand: constexpr 'text'"),
+    ("tl.arange(0, BLOCK) + tl.arange(0, 2 * BLOCK)", "cannot broadcast shapes [128] and [256]"),
+    ("n.to(tl.uint32) % -1", "scalar -1 is out of range for type uint32"),
+])
+def test_type_errors_in_arithmetic(expr, words):
+    err, lines = compile_error(f"y = {expr}\n")
+    assert words in err.message
+    assert_at(err, lines, f"y = {expr}", expr)
+
+
+def test_errors_inside_inlined_helpers_point_into_the_helper():
+    src = (HEADER + "def helper(x):\n    return x << 1.5\n\n\n@triton.jit\n"
+           "def k(p):\n    tl.store(p, helper(tl.load(p)))\n")
+    out = parse.run({"source": src.encode()}, {"kernel": "k", "file": "h.py"})
+    with pytest.raises(CompilationError) as ei:
+        ttir.run({"json": out["json"]}, {"signature": ["*fp32"], "constexprs": {}})
+    err = locate(ei.value, out["loc"])
+    assert err.loc.line == 7 and err.loc.source_line == "    return x << 1.5"
+    assert err.loc.col == len("    return ")
+
+
+def test_locate_leaves_errors_without_node_alone():
+    e = CompilationError("boom")
+    assert locate(e, b'{"file": "f.py", "nodes": {}, "lines": {}}') is e
+
+
+def test_loc_names():
+    assert node_id_of('loc("n17")') == 17 and node_id_of("n3") == 3 and node_id_of("loc(unknown)") is None
+    assert node_loc(5, {"file": "a.py", "nodes": {"5": [3, 4]}, "lines": {"3": "    x = 1"}}).col == 4

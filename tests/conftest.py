@@ -110,6 +110,7 @@ class DoitRun:
     err: str
     ran: set = field(default_factory=set)
     uptodate: set = field(default_factory=set)
+    skipped: set = field(default_factory=set)
     failed: dict = field(default_factory=dict)
     docs: dict = field(default_factory=dict)
 
@@ -140,7 +141,7 @@ class Project:
                               capture_output=True, text=True, timeout=timeout)
         run = DoitRun(proc.returncode, proc.stdout, proc.stderr)
         for mark, rest in RUN_LINE.findall(proc.stdout):
-            (run.ran if mark == ".  " else run.uptodate).add(rest)
+            {".  ": run.ran, "-- ": run.uptodate, "!! ": run.skipped}[mark].add(rest)
         for line in proc.stdout.splitlines():
             m = RUN_LINE.match(line)
             if m:

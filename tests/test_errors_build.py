@@ -80,6 +80,11 @@ def test_bad_kernel_fails_alone_then_builds_once_fixed(stages, case, project_cop
     assert lib_after["axpy_fp32.json"] != lib_before["axpy_fp32.json"]
     assert not list(proj.artifacts.rglob(".tmp-*")), "temp files left behind"
     failed_stage, failed_key = failed.split(":")
+    # Everything below the failed task is skipped, one line each; nothing else is.
+    order = ("parse", "ttir", "ttgir", "llir", "ptx", "cubin")
+    assert {n.split(":")[0] for n in run.skipped} == set(order[order.index(failed_stage) + 1:]) | {"meta"}
+    assert "meta:bad_fp32" in run.skipped and len(run.skipped) == 6 - order.index(failed_stage)
+    assert "UnmetDependency" not in run.out and "1 task(s) failed" in run.out
     assert not (proj.artifacts / failed_stage / failed_key).exists() or \
         not any((proj.artifacts / failed_stage / failed_key).iterdir())
 

@@ -44,7 +44,7 @@ def run_stage(stage: str, package: str, inputs: Mapping[str, str], outputs: Mapp
                 raise RuntimeError(f"stage {stage} output {role!r} is {type(result[role]).__name__}, not bytes")
     except (CompilationError, ToolError) as exc:
         _remove(outputs.values())
-        return TaskFailed(f"{stage} failed for {label}:\n{render_error(exc, loc_path)}\n")
+        return TaskFailed(f"{stage} failed for {label}:\n{render_error(exc, loc_path)}")
     except BaseException:
         _remove(outputs.values())
         raise
@@ -66,7 +66,7 @@ def write_meta(variant_doc: dict, paths: Mapping[str, str], json_path: str, cubi
         doc = build_metadata(variant_doc, blobs, cubin_name=os.path.basename(cubin_path))
     except MetaError as exc:
         _remove([json_path, cubin_path])
-        return TaskFailed(f"meta failed for variant {variant_doc['name']}:\n{exc}\n")
+        return TaskFailed(f"meta failed for variant {variant_doc['name']}:\n{exc}")
     atomic_write(cubin_path, blobs["cubin"])
     atomic_write(json_path, (json.dumps(doc, indent=2) + "\n").encode("utf-8"))
     return None

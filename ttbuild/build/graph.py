@@ -13,6 +13,7 @@ from ttbuild.stages import STAGES
 
 from .actions import run_stage, write_meta
 from .fileio import XXHashChecker
+from .reporter import BuildReporter
 from .keys import INPUT_ROLE, PARENT_ROLE, OUTPUT_ROLES, canonical_json, chain, stage_versions
 from .variants import Variant, load_variants
 
@@ -44,6 +45,7 @@ def doit_config(artifacts_dir: str | Path = "artifacts") -> dict:
         "check_file_uptodate": XXHashChecker,
         "default_tasks": list(TASK_GROUPS),
         "verbosity": 1,
+        "reporter": BuildReporter,
     }
 
 

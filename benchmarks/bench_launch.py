@@ -95,6 +95,9 @@ def main(argv=None):
     launch = cu.cuLaunchKernel
     rows.append(("raw cuLaunchKernel (cuda.bindings)",
                  per_launch_us(lambda: launch(fn, 1, 1, 1, comp.block_x, 1, 1, 0, stream, addr, 0))))
+    hstream = cu.CUstream(stream)
+    rows.append(("raw cuLaunchKernel (cuda.bindings, CUstream object)",
+                 per_launch_us(lambda: launch(fn, 1, 1, 1, comp.block_x, 1, 1, 0, hstream, addr, 0))))
     libcuda = ctypes.CDLL("libcuda.so.1")
     c_launch = libcuda.cuLaunchKernel
     u32, vp = ctypes.c_uint, ctypes.c_void_p

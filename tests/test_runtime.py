@@ -520,3 +520,30 @@ def test_no_cuda_driver_gives_cuda_error(lib_dir):
     lib = rt.load(str(lib_dir), driver=CudaDriver())
     with pytest.raises(CudaError, match="CUDA driver library not available"):
         lib.add_kernel[(1,)](f32(), f32(), f32(), 3)
+
+
+def test_torch_tensors_use_torchs_device_and_current_stream(lib, monkeypatch):
+    import types
+
+    calls = []
+    fake_torch = types.ModuleType("torch")
+    fake_torch._C = types.SimpleNamespace(
+        _cuda_getDevice=lambda: 3,
+        _cuda_getCurrentRawStream=lambda dev: calls.append(dev) or 0x5000 + dev)
+    monkeypatch.setitem(sys.modules, "torch", fake_torch)
+    Tensor = type("Tensor", (FakeTensor,), {"__module__": "torch"})
+
+    class HintDriver(FakeDriver):
+        def context(self, device_hint):
+            self.hints = getattr(self, "hints", []) + [device_hint]
+            return super().context(device_hint)
+
+    drv = HintDriver()
+    lib = rt.load(lib.lib_dir, driver=drv)
+    t = Tensor(0x1000, "torch.float16")
+    lib.add_kernel[(1,)](t, t, t, 8)
+    lib.add_kernel[(1,)](t, t, t, 8, stream=0x77)  # an explicit stream wins
+    lib.add_kernel[(1,)](f16(), f16(), f16(), 8)  # no torch tensor: legacy default stream
+    assert [c["stream"] for c in drv.launches] == [0x5003, 0x77, 0]
+    assert drv.hints == [3, 3, None] and calls == [3]
+    assert drv.loads[0][1] == b"CUBIN:add_kernel_fp16"

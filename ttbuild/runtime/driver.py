@@ -51,6 +51,8 @@ class CudaDriver:
         self._lock = threading.Lock()
         self._initialized = False
         self._capability: dict = {}
+        self._by_device: dict = {}
+        self._streams: dict = {}
         self._modules: list = []
         self._launch = cu.cuLaunchKernel
         self._get_current = cu.cuCtxGetCurrent
@@ -82,6 +84,18 @@ class CudaDriver:
                 self._initialized = True
 
     def context(self, device_hint=None):
+        """See Driver.context. With a device hint (torch's current device) the context found at
+        the first launch on that device is reused without asking the driver again, as Triton's
+        launcher does: frameworks keep one (primary) context per device."""
+        if device_hint is not None:
+            hit = self._by_device.get(device_hint)
+            if hit is not None:
+                return hit
+            hit = self._by_device[device_hint] = self._current_context(device_hint)
+            return hit
+        return self._current_context(None)
+
+    def _current_context(self, device_hint):
         try:
             err, ctx = self._get_current()
         except RuntimeError as exc:  # cuda.pathfinder: libcuda.so.1 not found (no driver)
@@ -117,7 +131,10 @@ class CudaDriver:
         return fn
 
     def launch(self, function, grid, block_x, shared, stream, params_address, values):
-        err, = self._launch(function, grid[0], grid[1], grid[2], block_x, 1, 1, shared, stream,
+        hstream = self._streams.get(stream)
+        if hstream is None:  # wrap each raw handle once, not at every launch
+            hstream = self._streams[stream] = self.cu.CUstream(stream)
+        err, = self._launch(function, grid[0], grid[1], grid[2], block_x, 1, 1, shared, hstream,
                             params_address, 0)
         if err != self._success:
             self.check("cuLaunchKernel", (err,), f"grid={grid}, block=({block_x},1,1), "
@@ -164,12 +181,14 @@ class CtypesCudaDriver(CudaDriver):
         self._handles: dict = {}
 
     def context(self, device_hint=None):
+        if device_hint is not None:
+            return super().context(device_hint)
         if self._c_get_current(self._ctx_ref) == 0 and self._ctx_out.value:
             key = self._ctx_out.value
             cap = self._capability.get(key)
             if cap is not None:
                 return key, cap
-        return super().context(device_hint)
+        return super()._current_context(device_hint)
 
     def load_function(self, image, entry, shared):
         fn = super().load_function(image, entry, shared)

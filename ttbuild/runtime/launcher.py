@@ -8,11 +8,12 @@ for the selected variant, one lookup for the function handle of the current cont
 from __future__ import annotations
 
 import ctypes
+import functools
 import struct
 import sys
 import threading
 
-from .args import classify, is_torch, torch_stream_and_device
+from .args import _dtype_cache, _extractors, classify, torch_types
 from .driver import default_driver
 from .metadata import MetadataError, Variant
 from .select import LAUNCH_OPTIONS, select
@@ -67,6 +68,9 @@ class _Compiled:
         self.needs_convert = any(c is not None for c in self.convert)
         self.functions: dict = {}
         self.lock = threading.Lock()
+        # What a grid callable sees besides the arguments (Triton passes constexprs and options).
+        self.meta = dict(variant.constexprs, num_warps=variant.num_warps,
+                         num_stages=variant.num_stages, num_ctas=variant.num_ctas)
         self._image = None
 
     def function(self, driver, ctx_key):
@@ -82,12 +86,18 @@ class _Compiled:
                     self.functions[ctx_key] = fn
         return fn
 
-    def launch(self, driver, fn, grid, stream, values):
-        if self.needs_convert:
-            values = tuple(v if c is None else c(v) for c, v in zip(self.convert, values))
-        with self.lock:  # the buffer is shared; cuLaunchKernel copies it before returning
-            self.packer.pack_into(self.buffer, 0, *values)
-            driver.launch(fn, grid, self.block_x, self.shared, stream, self.params_address, values)
+def _torch_get_device() -> int:
+    torch = sys.modules["torch"]
+    get = getattr(torch._C, "_cuda_getDevice", None)
+    return get() if get is not None else torch.cuda.current_device()
+
+
+def _torch_raw_stream(device: int) -> int:
+    torch = sys.modules["torch"]
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(device)
+    return torch.cuda.current_stream(device).cuda_stream
 
 
 def _grid3(grid) -> tuple[int, int, int]:
@@ -140,6 +150,7 @@ class Launcher:
         self.constexpr_names = frozenset(p.name for p in first.params if p.kind == "constexpr")
         # Fast positional path: runtime params come first, constexprs after them.
         self._runtime_first = self.param_names[:len(self.runtime_names)] == self.runtime_names
+        self._n_runtime = len(self.runtime_names)
         self._driver = driver
         self._compiled = {v.variant: _Compiled(v) for v in self.variants}
         self._dispatch: dict = {}
@@ -151,7 +162,7 @@ class Launcher:
         return self._driver
 
     def __getitem__(self, grid):
-        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+        return functools.partial(self._launch, grid)
 
     def __repr__(self):
         return f"<ttbuild kernel {self.kernel}: {', '.join(v.variant for v in self.variants)}>"
@@ -178,50 +189,78 @@ class Launcher:
         constexprs = {k: v for k, v in named.items() if k in self.constexpr_names}
         return tuple(named[k] for k in self.runtime_names), constexprs, options
 
-    def run(self, *args, grid, stream=None, **kwargs):
+    def run(self, *args, grid, **kwargs):
         """Launch on `grid`; see the class docstring for the arguments. Returns None."""
-        if not kwargs and len(args) == len(self.runtime_names) and self._runtime_first:
-            values, constexprs, options = args, {}, {}
+        return self._launch(grid, *args, **kwargs)
+
+    def _launch(self, grid, *args, **kwargs):
+        # The hot path: locals only, no helper frames unless something is new or unusual.
+        stream = None
+        if kwargs:
+            stream = kwargs.pop("stream", None)
+            if stream is not None and not isinstance(stream, int):
+                stream = getattr(stream, "cuda_stream", stream)  # torch.cuda.Stream
+        if not kwargs and len(args) == self._n_runtime and self._runtime_first:
+            values, constexprs, options = args, None, None
         else:
             values, constexprs, options = self._bind(args, kwargs)
         keys = []
         packed = []
         torch_arg = False
-        for name, v in zip(self.runtime_names, values):
-            k, p = classify(v, name)
+        ext = _extractors
+        dtypes = _dtype_cache
+        for v in values:
+            tp = type(v)
+            if tp in torch_types and v.dtype in dtypes:  # inlined args._torch_like
+                p = v.data_ptr()
+                k = ("ptr", dtypes[v.dtype], p & 15 == 0)
+                torch_arg = True
+            else:
+                f = ext.get(tp)
+                if f is None:
+                    k, p = classify(v, self.runtime_names[len(keys)])
+                else:
+                    k, p = f(v)
+                if tp in torch_types:
+                    torch_arg = True
             keys.append(k)
             packed.append(p)
-            if k[0] == "ptr" and not torch_arg and is_torch(v):
-                torch_arg = True
-        keys = tuple(keys)
+        driver = self._driver or self.driver
         device = None
-        if stream is not None and not isinstance(stream, int):
-            stream = getattr(stream, "cuda_stream", stream)  # torch.cuda.Stream
-        if torch_arg and "torch" in sys.modules:
-            torch_stream, device = torch_stream_and_device()
+        if torch_arg:
+            device = _torch_get_device()
             if stream is None:
-                stream = torch_stream
-        driver = self.driver
+                stream = _torch_raw_stream(device)
         ctx, capability = driver.context(device)
-        dkey = (keys, ctx,
-                tuple(constexprs.items()) if constexprs else (),
-                tuple(options.items()) if options else ())
+        keys.append(ctx)
+        if constexprs or options:
+            keys.append((tuple(constexprs.items()), tuple(options.items())))
+        dkey = tuple(keys)
         comp = self._dispatch.get(dkey)
         if comp is None:
-            variant = select(self.variants, keys, constexprs, options, capability,
-                             kernel=self.kernel, names=self.runtime_names, values=packed)
+            variant = select(self.variants, dkey[:self._n_runtime], constexprs or {},
+                             options or {}, capability, kernel=self.kernel,
+                             names=self.runtime_names, values=packed)
             comp = self._dispatch[dkey] = self._compiled[variant.variant]
         if callable(grid):
             meta = dict(zip(self.runtime_names, values))
-            meta.update(comp.variant.constexprs)
-            meta.update(num_warps=comp.variant.num_warps, num_stages=comp.variant.num_stages,
-                        num_ctas=comp.variant.num_ctas)
+            meta.update(comp.meta)
             grid = grid(meta)
-        g = _grid3(grid)
-        fn = comp.function(driver, ctx)
-        if g[0] == 0 or g[1] == 0 or g[2] == 0:
-            return None  # an empty grid launches nothing, as in Triton
-        comp.launch(driver, fn, g, stream or 0, tuple(packed))
+        if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and grid[0] > 0:
+            g = (grid[0], 1, 1)
+        else:
+            g = _grid3(grid)
+            if g[0] == 0 or g[1] == 0 or g[2] == 0:
+                return None  # an empty grid launches nothing, as in Triton
+        fn = comp.functions.get(ctx)
+        if fn is None:
+            fn = comp.function(driver, ctx)
+        if comp.needs_convert:
+            packed = [v if c is None else c(v) for c, v in zip(comp.convert, packed)]
+        with comp.lock:  # the buffer is shared; cuLaunchKernel copies it before returning
+            comp.packer.pack_into(comp.buffer, 0, *packed)
+            driver.launch(fn, g, comp.block_x, comp.shared, stream or 0, comp.params_address,
+                          packed)
         return None
 
     def select(self, *args, **kwargs) -> Variant:

@@ -247,8 +247,7 @@ def _float_unary(math_op: str):
 
 for _name, _op in {"exp": "math.exp", "exp2": "math.exp2", "log": "math.log", "log2": "math.log2",
                    "sqrt": "math.sqrt", "rsqrt": "math.rsqrt", "sin": "math.sin", "cos": "math.cos",
-                   "floor": "math.floor", "ceil": "math.ceil", "erf": "math.erf", "tanh": "math.tanh",
-                   "log1p": "math.log1p"}.items():
+                   "floor": "math.floor", "ceil": "math.ceil", "erf": "math.erf"}.items():
     builtin(_name, f"math.{_name}", method=_name)(_float_unary(_op))
 
 

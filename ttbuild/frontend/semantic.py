@@ -191,8 +191,11 @@ def _operands(cx: Ctx, a, b, div_or_mod=False, allow_ptr=False) -> tuple[Value, 
             lo, hi = ct.int_range()
             if not lo <= v.value <= hi:
                 fail(cx, f"scalar {v.value} is out of range for type {ct}")
-    va = cast(cx, a, ct) if isinstance(a, Value) else to_value(cx, a, ct)
-    vb = cast(cx, b, ct) if isinstance(b, Value) else to_value(cx, b, ct)
+    # A Python number next to a block materializes as a dense splat constant of the block's
+    # shape (what Triton's canonicalizer leaves), not as a scalar plus tt.splat.
+    shape = (a if isinstance(a, Value) else b).type.shape
+    va = cast(cx, a, ct) if isinstance(a, Value) else cx.b.constant(a.value, with_shape(ct, shape))
+    vb = cast(cx, b, ct) if isinstance(b, Value) else cx.b.constant(b.value, with_shape(ct, shape))
     return _bcast(cx, va, vb) + (ct,)
 
 
@@ -218,7 +221,7 @@ def binary(cx: Ctx, op: str, a, b):
         at = a.type.scalar if isinstance(a, Value) else T.dtype_of_python(a.value)
         bt = b.type.scalar if isinstance(b, Value) else T.dtype_of_python(b.value)
         if at.is_int() and bt.is_int():
-            a, b = cast(cx, a, T.fp32), cast(cx, b, T.fp32)
+            a, b = (cast(cx, v, T.fp32) if isinstance(v, Value) else Constexpr(float(v.value)) for v in (a, b))
     va, vb, ct = _operands(cx, a, b, div_or_mod=op in ("/", "%", "//"))
     rt = va.type
     if ct.is_float():
@@ -285,9 +288,8 @@ def unary(cx: Ctx, op: str, v):
     if op == "-":
         if st.is_ptr():
             fail(cx, "cannot negate a pointer")
-        if st.is_float():
-            return cx.b.op1("arith.negf", [v], v.type, FM)
-        return binary(cx, "-", Constexpr(0), v)
+        # Triton lowers minus as `0 - v` for floats too: its TTIR→TTGIR conversion has no arith.negf.
+        return binary(cx, "-", Constexpr(0.0 if st.is_float() else 0), v)
     if op == "~":
         if not st.is_int():
             fail(cx, f"operator ~ needs an integer, got {st}")

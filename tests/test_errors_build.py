@@ -109,3 +109,31 @@ def test_bad_variant_list_is_reported_at_its_line(stages, project_copy):
            f"unknown field; did you mean 'num_warps'?" in run.err
     assert "\n    num_wraps = 8\n    ^" in run.err
     assert "Traceback" not in run.err
+
+
+def test_failed_task_removes_its_stale_outputs_and_the_fix_rebuilds_that_kernel(stages, project_copy):
+    proj = project_copy(stages)
+    before = proj.doit()
+    (parse_task,) = [n for n in before.uptodate
+                     if n.startswith("parse:") and _kernel_of(before.docs[n]) == "axpy_kernel"]
+    parse_dir = proj.artifacts / "parse" / parse_task.split(":")[1]
+    good = (parse_dir / "axpy_kernel.json").read_bytes()
+    source = (proj.kernels / "axpy.py").read_text()
+    proj.edit("axpy.py", "    pid = tl.program_id(0)\n", "    pid = tl.program_id(0\n")
+
+    run = proj.doit()
+    assert run.rc != 0
+    assert set(run.failed) == {parse_task}
+    # make's .DELETE_ON_ERROR: no output of a failed task survives to be consumed later.
+    assert sorted(p.name for p in parse_dir.iterdir()) == []
+    assert not list(proj.artifacts.rglob(".tmp-*"))
+
+    (proj.kernels / "axpy.py").write_text(source)
+    fixed = proj.doit()
+    assert fixed.rc == 0, fixed.text
+    # doit forgets the state of tasks skipped behind a failure, so the fixed kernel's whole
+    # chain reruns (no early cutoff across a failed run); the other kernels stay up to date.
+    axpy = {n for n in before.uptodate if _kernel_of(before.docs[n]) == "axpy_kernel"}
+    assert fixed.ran == axpy
+    assert (parse_dir / "axpy_kernel.json").read_bytes() == good
+    assert proj.doit().ran == set()

@@ -23,6 +23,7 @@ CASES = [  # noqa: E501
     ("add_kernel_fp16.ttir", "add_kernel", 4, 8, 4, False),
     # 1024 elements over 256 threads: only 4 each (Triton's cap: no thread idles), 8-byte accesses.
     ("add_kernel_fp16.ttir", "add_kernel", 8, 4, 4, False),
+    ("add_kernel_bf16.ttir", "add_kernel", 4, 8, 4, False),
     ("axpy_kernel.ttir", "axpy_kernel", 4, 4, 5, False),
     ("axpy_kernel_fp16.ttir", "axpy_kernel_fp16", 8, 8, 5, True),
 ]
@@ -87,7 +88,7 @@ def test_ptx_entry_params_and_vector_accesses(built, case):
     assert params == [str(i) for i in range(nparams)]
     assert f".maxntid {32 * w}" in text
     assert ", debug" not in text
-    width = "v4.b32" if vec * (16 if "fp16" in f else 32) == 128 else "v2.b32"
+    width = "v4.b32" if vec * (16 if "16" in f else 32) == 128 else "v2.b32"
     assert f"ld.global.{width}" in text and f"st.global.{width}" in text
     scalar = re.findall(r"(?:ld|st)\.global\.b(?:16|32) ", text)
     # Unknown divisibility of n: a scalar fallback path exists; proven 16-divisible n: none at all.
@@ -104,6 +105,21 @@ def test_golden_llir_and_ptx(built, tmp_path):
     filecheck(out["llir"], "add_kernel.llir.check", tmp_path)
     filecheck(out["ptx"], "add_kernel.ptx.check", tmp_path)
     filecheck(built[("axpy_kernel_fp16.ttir", 8)]["ptx"], "axpy_kernel_fp16.ptx.check", tmp_path)
+
+
+def test_elementwise_ops_lower_to_their_ptx_instructions():
+    """ops_kernel.ttir: cmpf/select/exp/absf/sqrt/maximumf/fptosi/muli/addi/remsi/sitofp."""
+    text = build("ops_kernel.ttir", 4)["ptx"].decode()
+    for insn in ("ex2.approx.f32", "sqrt.rn.f32", "max.NaN.f32", "selp.f32", "setp.gt.f32",
+                 "cvt.rzi.s32.f32", "cvt.rn.f32.s32", "ld.global.v4.b32", "st.global.v4.b32"):
+        assert insn in text, insn
+    # remsi by 5 is strength-reduced (mul.hi), never a call.
+    assert "call" not in text
+
+
+def test_bf16_arithmetic_is_native_on_sm90():
+    text = build("add_kernel_bf16.ttir", 4)["ptx"].decode()
+    assert "add.bf16" in text or "add.rn.bf16" in text
 
 
 def test_fp_fusion_option_controls_fma():

@@ -11,8 +11,26 @@ from ttbuild.backend.axis import AxisAnalysis
 from ttbuild.backend.layout import Blocked
 from ttbuild.errors import CompilationError
 
+class BFloatType(ir.types._BaseFloatType):
+    """LLVM's `bfloat` (llvmlite has none): constants print as 0xR + the top 16 bits of the f32,
+    rounded to nearest even (LLVM LangRef, "Simple Constants")."""
+    null = "0.0"
+    intrinsic_name = "bf16"
+
+    def __str__(self):
+        return "bfloat"
+
+    def format_constant(self, value):
+        import struct
+        bits = struct.unpack("<I", struct.pack("<f", float(value)))[0]
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+        return f"0xR{bits & 0xFFFF:04X}"
+
+
+BFloatType._create_instance()
+
 I1, I8, I16, I32, I64 = (ir.IntType(n) for n in (1, 8, 16, 32, 64))
-F16, F32, F64 = ir.HalfType(), ir.FloatType(), ir.DoubleType()
+F16, F32, F64, BF16 = ir.HalfType(), ir.FloatType(), ir.DoubleType(), BFloatType()
 GPTR = ir.PointerType(addrspace=1)
 
 
@@ -26,7 +44,7 @@ class TensorVal:
 
 def llvm_type(elem: str) -> ir.Type:
     """MLIR element spelling -> llvmlite type (pointers: `ptr addrspace(1)`)."""
-    simple = {"f16": F16, "f32": F32, "f64": F64}
+    simple = {"f16": F16, "f32": F32, "f64": F64, "bf16": BF16}
     if elem in simple:
         return simple[elem]
     if mu.pointee(elem) is not None:

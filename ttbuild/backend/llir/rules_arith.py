@@ -113,7 +113,7 @@ def _intrinsic_call(base):
     """LLVM's overloaded float intrinsics (`llvm.maximum.f32`, `llvm.sqrt.f16`, ...)."""
     def make(ctx, op):
         t = _result_type(op)
-        suffix = {"half": "f16", "float": "f32", "double": "f64"}[str(t)]
+        suffix = {"half": "f16", "bfloat": "bf16", "float": "f32", "double": "f64"}[str(t)]
         def call(*xs):
             fn = ctx.intrinsic(f"llvm.{base}.{suffix}", t, [t] * len(xs))
             return ctx.builder.call(fn, list(xs))

@@ -376,3 +376,53 @@ def static_assert(cx, cond, msg=""):
 def debug_barrier(cx):
     cx.b.op("gpu.barrier", [], [])
     return Constexpr(None)
+
+
+_PRECISION = {"tf32": 0, "tf32x3": 1, "ieee": 2}  # triton::InputPrecision (I32EnumAttr)
+
+
+@builtin("dot")
+def dot(cx, input, other, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,
+        out_dtype=T.fp32):
+    """`tl.dot` → tt.dot (Triton `semantic.dot`): 2-D or 3-D blocks of one dtype, K matching;
+    fp16/fp8 accumulate in `out_dtype`, fp32/bf16 in fp32, int8 in int32; default precision tf32."""
+    a, b = tensor(cx, input, "input"), tensor(cx, other, "other")
+    if len(a.type.shape) not in (2, 3) or len(a.type.shape) != len(b.type.shape):
+        fail(cx, f"tl.dot needs two 2-D (or 3-D) blocks, got shapes {list(a.type.shape)} and {list(b.type.shape)}")
+    if a.type.shape[-1] != b.type.shape[-2]:
+        fail(cx, f"tl.dot shapes {list(a.type.shape)} and {list(b.type.shape)} do not match in K")
+    sa, sb = a.type.scalar, b.type.scalar
+    if not (sa.is_fp8() and sb.is_fp8()) and sa != sb:
+        fail(cx, f"tl.dot operands must have the same dtype, got {sa} and {sb}")
+    if min(a.type.shape[-2], a.type.shape[-1], b.type.shape[-1]) < 16:
+        fail(cx, f"tl.dot needs M, N, K >= 16, got shapes {list(a.type.shape)} and {list(b.type.shape)}")
+    od = dtype_arg(cx, out_dtype, "out_dtype")
+    if sa.is_int():
+        if sa.name != "int8":
+            fail(cx, "tl.dot supports int8 integer operands only")
+        rt = T.int32
+    elif od == T.bf16:
+        fail(cx, "out_dtype=bfloat16 is unsupported: use float32/float16 and cast with .to(tl.bfloat16)")
+    elif sa in (T.fp32, T.bf16):
+        rt = T.fp32
+    elif sa == T.fp64:
+        rt = T.fp64
+    else:
+        rt = od
+    prec = cval(cx, input_precision, "input_precision")
+    tf32 = cval(cx, allow_tf32, "allow_tf32")
+    if prec is None:
+        prec = "tf32" if tf32 is None or tf32 else "ieee"
+    if prec not in _PRECISION:
+        fail(cx, f"input_precision must be one of {sorted(_PRECISION)}, got {prec!r}")
+    shape = a.type.shape[:-1] + b.type.shape[-1:]
+    rty = T.BlockType(rt, shape)
+    if acc is None or (isinstance(acc, Constexpr) and acc.value is None):
+        c = cx.b.constant(0, rty)
+    else:
+        c = tensor(cx, acc, "acc")
+        if c.type != rty:
+            fail(cx, f"tl.dot accumulator must be {rty}, got {c.type}")
+    imprecise = cval(cx, max_num_imprecise_acc, "max_num_imprecise_acc")
+    return cx.b.op1("tt.dot", [a, b, c], rty, {"inputPrecision": f"{_PRECISION[prec]} : i32",
+                                                 "maxNumImpreciseAcc": f"{imprecise or 0} : i32"})

@@ -71,6 +71,20 @@ class Blocked:
             out.append(tuple(off))
         return out
 
+    def thread_indices(self, tid: int, shape) -> list[tuple[int, ...]]:
+        """Reference (pure Python) of what the LLIR index math computes: thread `tid`'s element
+        indices, in local_offsets order. Lanes and warps split over dimensions fastest-first."""
+        lane, warp = tid % 32, tid // 32
+        base = [0] * self.rank
+        for i, d in enumerate(self.order):
+            tpw, wpc = self.threads_per_warp[d], self.warps_per_cta[d]
+            ld, lane = lane % tpw, lane // tpw
+            wd = warp % wpc if i < self.rank - 1 else warp
+            warp //= wpc
+            base[d] = (wd * tpw + ld) * self.size_per_thread[d]
+        return [tuple((base[d] + off[d]) % shape[d] for d in range(self.rank))
+                for off in self.local_offsets(shape)]
+
 
 def default_blocked(shape, num_warps: int, spt_fast: int = 1, threads_per_warp: int = 32,
                     order=None) -> Blocked:

@@ -135,3 +135,47 @@ def test_locate_leaves_errors_without_node_alone():
 def test_loc_names():
     assert node_id_of('loc("n17")') == 17 and node_id_of("n3") == 3 and node_id_of("loc(unknown)") is None
     assert node_loc(5, {"file": "a.py", "nodes": {"5": [3, 4]}, "lines": {"3": "    x = 1"}}).col == 4
+
+
+def test_known_but_unlowered_tl_function_says_not_supported_yet():
+    from ttbuild.errors import NotSupportedYet
+
+    err, lines = compile_error("tl.device_print('x', n)\n")
+    assert isinstance(err, NotSupportedYet) and err.op == "tl.device_print"
+    assert "tl.device_print is not supported yet" in err.message
+    assert_at(err, lines, "tl.device_print", "tl.device_print")
+
+
+def test_if_on_a_block_condition():
+    err, lines = compile_error("i = tl.arange(0, BLOCK)\nif i > 3:\n    n = n + 1\n")
+    assert "an `if` condition must be a scalar, got a block of shape [128]" in err.message
+    assert_at(err, lines, "if i > 3", "if")
+
+
+def test_loop_carried_type_change():
+    err, lines = compile_error("acc = 0\nfor k in range(n):\n    acc += tl.load(p)\n")
+    assert "loop-carried variable 'acc' has initial type int32 but is re-assigned to fp32" in err.message
+    assert_at(err, lines, "for k in", "for")
+
+
+def test_return_inside_a_loop():
+    err, lines = compile_error("for k in range(n):\n    return\n")
+    assert "`return` inside a loop is not supported yet" in err.message
+    assert_at(err, lines, "    return", "return")
+
+
+def test_chained_comparison():
+    err, lines = compile_error("m = 0 < n < 4\n")
+    assert "chained comparisons" in err.message
+    assert_at(err, lines, "m = 0 < n", "0 < n")
+
+
+def test_constexpr_parameter_given_a_runtime_value():
+    src = (HEADER + "def helper(x, K: tl.constexpr):\n    return x * K\n\n\n@triton.jit\n"
+           "def k(p, n):\n    tl.store(p, helper(1.0, n))\n")
+    out = parse.run({"source": src.encode()}, {"kernel": "k", "file": "h.py"})
+    with pytest.raises(CompilationError) as ei:
+        ttir.run({"json": out["json"]}, {"signature": ["*fp32", "i32"], "constexprs": {}})
+    err = locate(ei.value, out["loc"])
+    assert "argument 'K' of helper() is constexpr but got a runtime value" in err.message
+    assert err.loc.line == 12 and err.loc.col == len("    tl.store(p, ")

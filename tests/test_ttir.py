@@ -161,3 +161,39 @@ def test_triton_accepts_golden_kernels(tmp_path):
     proc = subprocess.run([py, "-c", ORACLE, *paths], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert proc.stdout.count("ok ") == len(GOLDEN_KERNELS)
+
+
+def _ttir(src: str, kernel: str, signature: list[str], constexprs: dict) -> str:
+    p = parse.run({"source": src.encode()}, {"kernel": kernel, "file": "k.py"})
+    return ttir.run({"json": p["json"]}, {"signature": signature, "constexprs": constexprs})["ttir"].decode()
+
+
+def test_names_imported_from_the_language_module():
+    src = ("from triton import jit\nfrom triton.language import arange, constexpr, load, store, float16\n"
+           "@jit\ndef k(p, BLOCK: constexpr):\n    i = arange(0, BLOCK)\n"
+           "    store(p + i, load(p + i).to(float16))\n")
+    text = _ttir(src, "k", ["*fp32"], {"BLOCK": 64})
+    assert '"tt.make_range"() <{end = 64 : i32, start = 0 : i32}>' in text
+    assert '"arith.truncf"' in text and "tensor<64xf16>" in text
+
+
+def test_constexpr_defaults_dtypes_and_early_return():
+    src = ("import triton\nimport triton.language as tl\n@triton.jit\n"
+           "def k(p, BLOCK: tl.constexpr = 32, DT: tl.constexpr = tl.float16, SKIP: tl.constexpr = False):\n"
+           "    i = tl.arange(0, BLOCK)\n    x = tl.load(p + i).to(DT)\n"
+           "    if SKIP:\n        return\n    tl.store(p + i, x + 1)\n")
+    stored = _ttir(src, "k", ["*fp32"], {"DT": "bf16"})
+    assert "tensor<32xbf16>" in stored and '"tt.store"' in stored
+    skipped = _ttir(src, "k", ["*fp32"], {"SKIP": True})
+    assert '"tt.store"' not in skipped and '"tt.return"' in skipped
+
+
+def test_warm_ttir_has_no_per_call_setup_cost():
+    """Not a timing test: the MLIR context is created once per process and reused."""
+    from ttbuild.stages import ttir as stage
+
+    v = VARIANTS[0]
+    build(v)
+    ctx = stage._context()
+    build(v)
+    assert stage._context() is ctx

@@ -54,8 +54,11 @@ class FuncRef:
 
 
 class _Return(Exception):
-    def __init__(self, value):
+    """Unwinds a `return` to the inlined call (or the kernel) it leaves."""
+
+    def __init__(self, value, node_id=None):
         self.value = value
+        self.node_id = node_id
 
 
 _PY_BUILTINS = {"range", "min", "max", "len", "int", "float", "bool", "abs", "print", "isinstance"}
@@ -86,12 +89,14 @@ class CodeGen(ast.NodeVisitor):
         args_nodes = fn.args.posonlyargs + fn.args.args
         if fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs:
             fail(self.cx, "kernels take positional parameters only (no *args, **kwargs or keyword-only)")
+        defaults = _default_nodes(fn)
         for p, node in zip(params, args_nodes):
             if self._param_is_constexpr(p):
                 if p["name"] in self.constexprs:
                     self.scope[p["name"]] = Constexpr(self._constexpr_value(self.constexprs[p["name"]]))
-                elif p["default"] is not None:
-                    self.scope[p["name"]] = Constexpr(p["default"])
+                elif p["name"] in defaults:
+                    self.b.loc = defaults[p["name"]]._id
+                    self.scope[p["name"]] = self.visit(defaults[p["name"]])
                 else:
                     self.b.loc = node._id
                     fail(self.cx, f"constexpr parameter {p['name']!r} has no value: give it in the variant's constexprs")
@@ -118,7 +123,10 @@ class CodeGen(ast.NodeVisitor):
             locs.append(f'loc("n{node._id}")')
             self.scope[p["name"]] = v
         self.b.open_block()
-        self.visit_body(fn.body)
+        try:
+            self.visit_body(fn.body)
+        except _Return:
+            pass  # a `return` at kernel level ends it (one inside runtime control flow is rejected)
         self.b.loc = fn._id
         self.b.op("tt.return", [], [])
         region = self.b.close_block(args, locs)
@@ -132,8 +140,10 @@ class CodeGen(ast.NodeVisitor):
             return T.DTYPES[v]
         return v
 
-    def _param_is_constexpr(self, p) -> bool:
-        if p["name"] in self.constexprs:
+    def _param_is_constexpr(self, p, kernel: bool = True) -> bool:
+        """Kernel parameters are constexpr when annotated or named in the variant's constexprs;
+        helper parameters only when annotated."""
+        if kernel and p["name"] in self.constexprs:
             return True
         ann = p["annotation"]
         if not ann:
@@ -208,8 +218,8 @@ class CodeGen(ast.NodeVisitor):
         if self.depth == 0:
             if node.value is not None:
                 fail(self.cx, "a kernel cannot return a value")
-            raise _Return(None)
-        raise _Return(self.visit(node.value) if node.value is not None else Constexpr(None))
+            raise _Return(None, node._id)
+        raise _Return(self.visit(node.value) if node.value is not None else Constexpr(None), node._id)
 
     def visit_Assert(self, node):
         test = self.visit(node.test)
@@ -277,6 +287,10 @@ class CodeGen(ast.NodeVisitor):
                 return FuncRef("builtin", short)
         if attr in ("constexpr", "range", "static_range"):
             return FuncRef("py", "tl." + attr)
+        from ttbuild import language
+        known = set(language.BUILTIN_NAMES) | {f"math.{n}" for n in language.math.MATH_NAMES}
+        if attr in known:
+            fail(self.cx, f"tl.{attr} is not supported yet by the ttbuild frontend", cls=_not_supported(attr))
         fail(self.cx, f"unknown function or attribute tl.{attr}")
 
     def visit_Name(self, node):
@@ -450,12 +464,18 @@ class CodeGen(ast.NodeVisitor):
             if k not in names or k in bound:
                 fail(self.cx, f"{name}() got an unexpected or repeated argument {k!r}")
             bound[k] = v
+        defaults = _default_nodes(fn)
         for p in params:
             if p["name"] not in bound:
-                if p["default"] is None and not _has_default_none(fn, p["name"]):
+                if p["name"] not in defaults:
                     fail(self.cx, f"{name}() missing argument {p['name']!r}")
-                bound[p["name"]] = Constexpr(p["default"])
-            if self._param_is_constexpr(p) and not isinstance(bound[p["name"]], Constexpr):
+                # Defaults evaluate in the callee's module scope, not the caller's locals.
+                saved, self.scope = self.scope, {}
+                try:
+                    bound[p["name"]] = self.visit(defaults[p["name"]])
+                finally:
+                    self.scope = saved
+            if self._param_is_constexpr(p, kernel=False) and not isinstance(bound[p["name"]], Constexpr):
                 fail(self.cx, f"argument {p['name']!r} of {name}() is constexpr but got a runtime value")
         saved_scope, self.scope = self.scope, bound
         self.depth += 1
@@ -470,10 +490,22 @@ class CodeGen(ast.NodeVisitor):
         return result
 
 
-def _has_default_none(fn: ast.FunctionDef, pname: str) -> bool:
+def _not_supported(attr: str):
+    """A CompilationError subclass for a real `tl` function the frontend cannot lower yet
+    (NotSupportedYet's own constructor wants a Loc, which the ttir stage does not have)."""
+    from ttbuild.errors import NotSupportedYet
+
+    class FrontendNotSupported(NotSupportedYet):
+        def __init__(self, message, loc=None, *, stage=None, node_id=None):
+            CompilationError.__init__(self, message, loc, stage=stage, node_id=node_id)
+            self.op = f"tl.{attr}"
+    return FrontendNotSupported
+
+
+def _default_nodes(fn: ast.FunctionDef) -> dict[str, ast.expr]:
+    """Parameter name → its default's AST node (defaults align with the last parameters)."""
     args = fn.args.posonlyargs + fn.args.args
-    defaults = [None] * (len(args) - len(fn.args.defaults)) + list(fn.args.defaults)
-    return any(a.arg == pname and d is not None for a, d in zip(args, defaults))
+    return {a.arg: d for a, d in zip(args[len(args) - len(fn.args.defaults):], fn.args.defaults)}
 
 
 _DTYPE_ATTRS = {"int1": "int1", "bool": "int1", "int8": "int8", "int16": "int16", "int32": "int32",

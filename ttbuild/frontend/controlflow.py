@@ -23,7 +23,8 @@ class ControlFlow:
         from .codegen import _Return
         try:
             self.visit_body(stmts)
-        except _Return:
+        except _Return as r:
+            self.b.loc = r.node_id if r.node_id is not None else self.b.loc
             fail(self.cx, f"`return` inside {what} is not supported yet")
 
     def visit_If(self, node):

@@ -12,6 +12,7 @@ import ast
 from . import builtins as B
 from . import semantic as S
 from . import types as T
+from .expressions import _Return
 from .irtext import Value
 from .semantic import Constexpr, fail
 
@@ -20,7 +21,6 @@ class ControlFlow:
     """Mixin for CodeGen: `visit_If`, `visit_For`."""
 
     def _body_no_return(self, stmts, what: str):
-        from .codegen import _Return
         try:
             self.visit_body(stmts)
         except _Return as r:

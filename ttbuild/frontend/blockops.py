@@ -1,0 +1,145 @@
+"""Lowering rules for block-shaped `tl` builtins: expand_dims, broadcast, reductions (tt.reduce), dot (tt.dot).
+
+Registered into `builtins.BUILTINS` by the same decorator; semantics from Triton 3.6
+`triton/language/{core,standard,semantic}.py`.
+"""
+
+from __future__ import annotations
+
+from . import semantic as S
+from . import types as T
+from .builtins import _minmax, builtin, cval, dtype_arg, shape_arg, tensor
+from .semantic import Constexpr, fail
+
+
+@builtin("expand_dims", method="expand_dims")
+def expand_dims(cx, input, axis):
+    v = tensor(cx, input, "input")
+    axes = cval(cx, axis, "axis")
+    for a in ([axes] if isinstance(axes, int) else sorted(axes)):
+        v = S.expand_dims(cx, v, a)
+    return v
+
+
+@builtin("broadcast_to", method="broadcast_to")
+def broadcast_to(cx, input, *shape):
+    dims = shape[0] if len(shape) == 1 else Constexpr(tuple(cval(cx, d, "shape") for d in shape))
+    return S.broadcast_to(cx, tensor(cx, input, "input"), shape_arg(cx, dims))
+
+
+@builtin("broadcast")
+def broadcast(cx, input, other):
+    a, b = S.broadcast_pair(cx, tensor(cx, input, "input"), tensor(cx, other, "other"))
+    return a
+
+
+def _reduce(cx, input, axis, keep_dims, combine, what: str):
+    v = tensor(cx, input, "input")
+    ax = cval(cx, axis, "axis")
+    shape = v.type.shape
+    if not shape:
+        return v
+    if ax is None:  # reduce over everything: flatten first
+        if len(shape) > 1:
+            n = 1
+            for d in shape:
+                n *= d
+            v = cx.b.op1("tt.reshape", [v], T.BlockType(v.type.scalar, (n,)))
+        ax, shape = 0, v.type.shape
+    if not isinstance(ax, int) or not -len(shape) <= ax < len(shape):
+        fail(cx, f"{what}: axis {ax!r} out of range for a block of rank {len(shape)}")
+    ax %= len(shape)
+    elt = v.type.scalar
+    b = cx.b
+    b.open_block()
+    lhs, rhs = b.fresh(elt), b.fresh(elt)
+    out = combine(cx, lhs, rhs)
+    b.op("tt.reduce.return", [out], [])
+    region = b.close_block([lhs, rhs])
+    rshape = shape[:ax] + shape[ax + 1:]
+    res = b.op("tt.reduce", [v], [S.with_shape(elt, rshape)], {"axis": f"{ax} : i32"}, regions=[region])[0]
+    if cval(cx, keep_dims, "keep_dims"):
+        res = S.expand_dims(cx, res, ax) if rshape else S.splat(cx, res, (1,))
+    return res
+
+
+@builtin("sum", method="sum")
+def sum_(cx, input, axis=None, keep_dims=False, dtype=None):
+    v = tensor(cx, input, "input")
+    d = cval(cx, dtype, "dtype")
+    st = v.type.scalar
+    if d is None and st.is_int() and st.bits < 32:
+        d = T.uint32 if st.is_unsigned() else T.int32
+    if d is not None:
+        v = S.cast(cx, v, d)
+    return _reduce(cx, v, axis, keep_dims, lambda c, a, b: S.binary(c, "+", a, b), "sum")
+
+
+def _promote_bf16(cx, v):
+    return S.cast(cx, v, T.fp32) if v.type.scalar == T.bf16 else v
+
+
+@builtin("max", method="max")
+def max_(cx, input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+    if cval(cx, return_indices, "return_indices"):
+        fail(cx, "tl.max(return_indices=True) is not supported yet")
+    v = _promote_bf16(cx, tensor(cx, input, "input"))
+    return _reduce(cx, v, axis, keep_dims, lambda c, a, b: _minmax(c, a, b, True), "max")
+
+
+@builtin("min", method="min")
+def min_(cx, input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+    if cval(cx, return_indices, "return_indices"):
+        fail(cx, "tl.min(return_indices=True) is not supported yet")
+    v = _promote_bf16(cx, tensor(cx, input, "input"))
+    return _reduce(cx, v, axis, keep_dims, lambda c, a, b: _minmax(c, a, b, False), "min")
+
+
+_PRECISION = {"tf32": 0, "tf32x3": 1, "ieee": 2}  # triton::InputPrecision (I32EnumAttr)
+
+
+@builtin("dot")
+def dot(cx, input, other, acc=None, input_precision=None, allow_tf32=None, max_num_imprecise_acc=None,
+        out_dtype=T.fp32):
+    """`tl.dot` → tt.dot (Triton `semantic.dot`): 2-D or 3-D blocks of one dtype, K matching;
+    fp16/fp8 accumulate in `out_dtype`, fp32/bf16 in fp32, int8 in int32; default precision tf32."""
+    a, b = tensor(cx, input, "input"), tensor(cx, other, "other")
+    if len(a.type.shape) not in (2, 3) or len(a.type.shape) != len(b.type.shape):
+        fail(cx, f"tl.dot needs two 2-D (or 3-D) blocks, got shapes {list(a.type.shape)} and {list(b.type.shape)}")
+    if a.type.shape[-1] != b.type.shape[-2]:
+        fail(cx, f"tl.dot shapes {list(a.type.shape)} and {list(b.type.shape)} do not match in K")
+    sa, sb = a.type.scalar, b.type.scalar
+    if not (sa.is_fp8() and sb.is_fp8()) and sa != sb:
+        fail(cx, f"tl.dot operands must have the same dtype, got {sa} and {sb}")
+    if min(a.type.shape[-2], a.type.shape[-1], b.type.shape[-1]) < 16:
+        fail(cx, f"tl.dot needs M, N, K >= 16, got shapes {list(a.type.shape)} and {list(b.type.shape)}")
+    od = dtype_arg(cx, out_dtype, "out_dtype")
+    if sa.is_int():
+        if sa.name != "int8":
+            fail(cx, "tl.dot supports int8 integer operands only")
+        rt = T.int32
+    elif od == T.bf16:
+        fail(cx, "out_dtype=bfloat16 is unsupported: use float32/float16 and cast with .to(tl.bfloat16)")
+    elif sa in (T.fp32, T.bf16):
+        rt = T.fp32
+    elif sa == T.fp64:
+        rt = T.fp64
+    else:
+        rt = od
+    prec = cval(cx, input_precision, "input_precision")
+    tf32 = cval(cx, allow_tf32, "allow_tf32")
+    if prec is None:
+        prec = "tf32" if tf32 is None or tf32 else "ieee"
+    if prec not in _PRECISION:
+        fail(cx, f"input_precision must be one of {sorted(_PRECISION)}, got {prec!r}")
+    shape = a.type.shape[:-1] + b.type.shape[-1:]
+    rty = T.BlockType(rt, shape)
+    if acc is None or (isinstance(acc, Constexpr) and acc.value is None):
+        c = cx.b.constant(0, rty)
+    else:
+        c = tensor(cx, acc, "acc")
+        if c.type != rty:
+            fail(cx, f"tl.dot accumulator must be {rty}, got {c.type}")
+    imprecise = cval(cx, max_num_imprecise_acc, "max_num_imprecise_acc")
+    return cx.b.op1("tt.dot", [a, b, c], rty, {"inputPrecision": f"{_PRECISION[prec]} : i32",
+                                                 "maxNumImpreciseAcc": f"{imprecise or 0} : i32"})

@@ -1,0 +1,326 @@
+"""Expression lowering for the AST visitor: names, attributes, operators, subscripts, calls (builtins, Python builtins, inlined @jit helpers)."""
+
+from __future__ import annotations
+
+import ast
+
+from ttbuild.errors import CompilationError
+
+from . import builtins as B
+from . import semantic as S
+from . import types as T
+from .irtext import Value
+from .semantic import Constexpr, fail
+
+LANG = ("triton.language", "ttbuild.language")
+_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+           ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
+_CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
+_UNARY = {ast.USub: "-", ast.UAdd: "+", ast.Invert: "~", ast.Not: "not"}
+
+class ModuleRef:
+    """A module seen through an import alias, e.g. `tl` → `triton.language`."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+
+class FuncRef:
+    """A callable: a builtin (`qual` under triton.language), another @jit function, or a Python builtin."""
+
+    def __init__(self, kind: str, name: str):
+        self.kind, self.name = kind, name
+
+
+class _Return(Exception):
+    """Unwinds a `return` to the inlined call (or the kernel) it leaves."""
+
+    def __init__(self, value, node_id=None):
+        self.value = value
+        self.node_id = node_id
+
+
+_PY_BUILTINS = {"range", "min", "max", "len", "int", "float", "bool", "abs", "print", "isinstance"}
+
+
+class Expressions:
+    """Mixin for CodeGen: every `visit_<expr>` plus call binding and @jit inlining."""
+
+    def visit_Constant(self, node):
+        return Constexpr(node.value)
+
+    def visit_Tuple(self, node):
+        items = tuple(self.visit(e) for e in node.elts)
+        if all(isinstance(i, Constexpr) for i in items):
+            return Constexpr(tuple(i.value for i in items))
+        return items
+
+    visit_List = visit_Tuple
+
+    def load_name(self, name: str, node):
+        if name in self.scope:
+            return self.scope[name]
+        if name in self.globals:
+            return Constexpr(self.globals[name]["value"] if not isinstance(self.globals[name]["value"], list)
+                             else tuple(self.globals[name]["value"]))
+        if name in self.functions:
+            return FuncRef("jit", name)
+        if name in self.imports:
+            full = self.imports[name]
+            return self._resolve_qualified(full, node)
+        if name in _PY_BUILTINS:
+            return FuncRef("py", name)
+        if name in ("True", "False", "None"):
+            return Constexpr({"True": True, "False": False, "None": None}[name])
+        fail(self.cx, f"undefined name {name!r}")
+
+    def _resolve_qualified(self, full: str, node):
+        for lang in LANG:
+            if full == lang:
+                return ModuleRef(full)
+            if full.startswith(lang + "."):
+                return self._lang_attr(full[len(lang) + 1:], node)
+        if full in B.ALIASES:
+            return FuncRef("builtin", B.ALIASES[full])
+        return ModuleRef(full)
+
+    def _lang_attr(self, attr: str, node):
+        """`tl.<attr>`: a dtype, a builtin, a submodule (`tl.math`), or an error naming the attr."""
+        dt = _DTYPE_ATTRS.get(attr)
+        if dt is not None:
+            return Constexpr(T.DTYPES[dt])
+        if attr in B.BUILTINS:
+            return FuncRef("builtin", attr)
+        if attr in ("math", "extra", "extra.cuda", "extra.libdevice"):
+            return ModuleRef("triton.language." + attr)
+        if attr.startswith(("math.", "extra.cuda.libdevice.", "extra.libdevice.")):
+            short = "math." + attr.rsplit(".", 1)[1]
+            if short in B.BUILTINS:
+                return FuncRef("builtin", short)
+        if attr in ("constexpr", "range", "static_range"):
+            return FuncRef("py", "tl." + attr)
+        from ttbuild import language
+        known = set(language.BUILTIN_NAMES) | {f"math.{n}" for n in language.math.MATH_NAMES}
+        if attr in known:
+            fail(self.cx, f"tl.{attr} is not supported yet by the ttbuild frontend", cls=_not_supported(attr))
+        fail(self.cx, f"unknown function or attribute tl.{attr}")
+
+    def visit_Name(self, node):
+        return self.load_name(node.id, node)
+
+    def visit_Attribute(self, node):
+        base = self.visit(node.value)
+        if isinstance(base, ModuleRef):
+            return self._resolve_qualified(base.name + "." + node.attr, node)
+        if isinstance(base, Value):
+            if node.attr == "dtype":
+                st = base.type.scalar
+                return Constexpr(st)
+            if node.attr == "shape":
+                return Constexpr(tuple(base.type.shape))
+            if node.attr == "T" and len(base.type.shape) == 2:
+                fail(self.cx, "transpose (.T) is not supported yet")
+            if node.attr in B.METHODS or node.attr in B.BUILTINS:
+                return ("method", base, node.attr)
+            fail(self.cx, f"tensor has no attribute {node.attr!r}")
+        if isinstance(base, Constexpr):
+            if isinstance(base.value, T.DType):
+                return self._dtype_attr(base.value, node.attr)
+            if node.attr == "value":
+                return base
+        fail(self.cx, f"unsupported attribute access .{node.attr} on {S._describe(base)}")
+
+    def _dtype_attr(self, dt: T.DType, attr: str):
+        probes = {"is_floating": dt.is_float(), "is_int": dt.is_int(), "is_int_signed": dt.is_signed(),
+                  "is_int_unsigned": dt.is_unsigned(), "is_fp16": dt == T.fp16, "is_bf16": dt == T.bf16,
+                  "is_fp32": dt == T.fp32, "is_fp64": dt == T.fp64}
+        if attr == "primitive_bitwidth":
+            return Constexpr(dt.bits)
+        if attr in probes:
+            return ("const_method", probes[attr])
+        fail(self.cx, f"dtype has no attribute {attr!r}")
+
+    def visit_BinOp(self, node):
+        return S.binary(self.cx, _BINOPS[type(node.op)], self.visit(node.left), self.visit(node.right))
+
+    def visit_UnaryOp(self, node):
+        return S.unary(self.cx, _UNARY[type(node.op)], self.visit(node.operand))
+
+    def visit_Compare(self, node):
+        if len(node.ops) != 1:
+            fail(self.cx, "chained comparisons (a < b < c) are not supported; split them with `&`")
+        op = node.ops[0]
+        lhs, rhs = self.visit(node.left), self.visit(node.comparators[0])
+        if type(op) in (ast.Is, ast.IsNot):
+            if not (isinstance(lhs, Constexpr) and isinstance(rhs, Constexpr)):
+                fail(self.cx, "`is` compares constexprs only")
+            same = lhs.value is rhs.value or lhs.value == rhs.value and rhs.value is None
+            return Constexpr(same if type(op) is ast.Is else not same)
+        if type(op) not in _CMPOPS:
+            fail(self.cx, f"unsupported comparison {type(op).__name__}")
+        return S.binary(self.cx, _CMPOPS[type(op)], lhs, rhs)
+
+    def visit_BoolOp(self, node):
+        values = [self.visit(v) for v in node.values]
+        if all(isinstance(v, Constexpr) for v in values):
+            out = values[0].value
+            for v in values[1:]:
+                out = (out and v.value) if isinstance(node.op, ast.And) else (out or v.value)
+            return Constexpr(out)
+        # Triton lowers `and`/`or` on runtime values as logical & / | of booleans.
+        acc = values[0]
+        for v in values[1:]:
+            a = S.cast(self.cx, B.tensor(self.cx, acc, "operand"), T.int1)
+            c = S.cast(self.cx, B.tensor(self.cx, v, "operand"), T.int1)
+            acc = S.binary(self.cx, "&" if isinstance(node.op, ast.And) else "|", a, c)
+        return acc
+
+    def visit_IfExp(self, node):
+        cond = self.visit(node.test)
+        if isinstance(cond, Constexpr):
+            return self.visit(node.body if cond.value else node.orelse)
+        return B.where(self.cx, cond, self.visit(node.body), self.visit(node.orelse))
+
+    def visit_JoinedStr(self, node):
+        parts = []
+        for v in node.values:
+            x = self.visit(v.value) if isinstance(v, ast.FormattedValue) else self.visit(v)
+            if not isinstance(x, Constexpr):
+                fail(self.cx, "f-strings may only format constexprs")
+            parts.append(str(x.value))
+        return Constexpr("".join(parts))
+
+    def visit_Subscript(self, node):
+        base = self.visit(node.value)
+        idx = node.slice
+        items = idx.elts if isinstance(idx, ast.Tuple) else [idx]
+        if isinstance(base, Constexpr):
+            key = self.visit(idx)
+            if not isinstance(key, Constexpr):
+                fail(self.cx, "indexing a constexpr needs a constexpr index")
+            try:
+                return Constexpr(base.value[key.value])
+            except Exception as e:  # noqa: BLE001
+                fail(self.cx, f"cannot index {base.value!r} with {key.value!r}: {e}")
+        if isinstance(base, tuple):
+            key = self.visit(idx)
+            return base[key.value]
+        if not isinstance(base, Value):
+            fail(self.cx, f"cannot index {S._describe(base)}")
+        # x[:, None]: full slices keep a dim, None inserts a size-1 dim (Triton `tensor.__getitem__`).
+        dim, v = 0, base
+        for it in items:
+            if isinstance(it, ast.Slice) and it.lower is None and it.upper is None and it.step is None:
+                dim += 1
+            elif isinstance(it, ast.Constant) and it.value is None:
+                v = S.expand_dims(self.cx, v, dim)
+                dim += 1
+            else:
+                fail(self.cx, "only `:` and `None` are supported when indexing a tensor")
+        return v
+
+    def visit_Call(self, node):
+        fn = self.visit(node.func)
+        args = [self.visit(a) for a in node.args]
+        kwargs = {k.arg: self.visit(k.value) for k in node.keywords}
+        if None in kwargs:
+            fail(self.cx, "`**kwargs` in a call is not supported")
+        if isinstance(fn, tuple) and fn[0] == "method":
+            _, obj, name = fn
+            rule = B.METHODS.get(name) or B.BUILTINS[name]
+            return B.call(self.cx, rule, name, [obj] + args, kwargs)
+        if isinstance(fn, tuple) and fn[0] == "const_method":
+            return Constexpr(fn[1])
+        if isinstance(fn, FuncRef):
+            if fn.kind == "builtin":
+                return B.call(self.cx, B.BUILTINS[fn.name], fn.name, args, kwargs)
+            if fn.kind == "jit":
+                return self.inline(fn.name, args, kwargs)
+            return self.py_builtin(fn.name, args, kwargs)
+        if isinstance(fn, ModuleRef):
+            fail(self.cx, f"{fn.name} is a module, not a function")
+        fail(self.cx, f"cannot call {S._describe(fn)}")
+
+    def py_builtin(self, name, args, kwargs):
+        if name in ("tl.constexpr",):
+            return args[0] if isinstance(args[0], Constexpr) else fail(self.cx, "tl.constexpr() needs a constant")
+        if name in ("range", "tl.range", "tl.static_range"):
+            fail(self.cx, f"{name}() is only supported as the iterable of a for loop")
+        if not all(isinstance(a, Constexpr) for a in args):
+            if name in ("min", "max") and len(args) == 2:
+                return B._minmax(self.cx, args[0], args[1], name == "max")
+            fail(self.cx, f"Python builtin {name}() needs constexpr arguments in a kernel")
+        vals = [a.value for a in args]
+        try:
+            if name == "print":
+                return Constexpr(None)
+            if name == "isinstance":
+                fail(self.cx, "isinstance() is not supported in kernels")
+            return Constexpr({"min": min, "max": max, "len": len, "int": int, "float": float,
+                              "bool": bool, "abs": abs}[name](*vals))
+        except CompilationError:
+            raise
+        except Exception as e:  # noqa: BLE001
+            fail(self.cx, f"{name}{tuple(vals)} failed: {e}")
+
+    def inline(self, name, args, kwargs):
+        """Inline a call to another @jit function: bind arguments, lower its body in a new scope."""
+        params, fn = self.functions[name]
+        if self.depth > 32:
+            fail(self.cx, f"@jit call depth exceeds 32 (recursion through {name}?)")
+        names = [p["name"] for p in params]
+        if len(args) > len(names):
+            fail(self.cx, f"{name}() takes {len(names)} arguments but {len(args)} were given")
+        bound = dict(zip(names, args))
+        for k, v in kwargs.items():
+            if k not in names or k in bound:
+                fail(self.cx, f"{name}() got an unexpected or repeated argument {k!r}")
+            bound[k] = v
+        defaults = _default_nodes(fn)
+        for p in params:
+            if p["name"] not in bound:
+                if p["name"] not in defaults:
+                    fail(self.cx, f"{name}() missing argument {p['name']!r}")
+                # Defaults evaluate in the callee's module scope, not the caller's locals.
+                saved, self.scope = self.scope, {}
+                try:
+                    bound[p["name"]] = self.visit(defaults[p["name"]])
+                finally:
+                    self.scope = saved
+            if self._param_is_constexpr(p, kernel=False) and not isinstance(bound[p["name"]], Constexpr):
+                fail(self.cx, f"argument {p['name']!r} of {name}() is constexpr but got a runtime value")
+        saved_scope, self.scope = self.scope, bound
+        self.depth += 1
+        try:
+            self.visit_body(fn.body)
+            result = Constexpr(None)
+        except _Return as r:
+            result = r.value
+        finally:
+            self.scope = saved_scope
+            self.depth -= 1
+        return result
+
+
+def _not_supported(attr: str):
+    """A CompilationError subclass for a real `tl` function the frontend cannot lower yet
+    (NotSupportedYet's own constructor wants a Loc, which the ttir stage does not have)."""
+    from ttbuild.errors import NotSupportedYet
+
+    class FrontendNotSupported(NotSupportedYet):
+        def __init__(self, message, loc=None, *, stage=None, node_id=None):
+            CompilationError.__init__(self, message, loc, stage=stage, node_id=node_id)
+            self.op = f"tl.{attr}"
+    return FrontendNotSupported
+
+
+def _default_nodes(fn: ast.FunctionDef) -> dict[str, ast.expr]:
+    """Parameter name → its default's AST node (defaults align with the last parameters)."""
+    args = fn.args.posonlyargs + fn.args.args
+    return {a.arg: d for a, d in zip(args[len(args) - len(fn.args.defaults):], fn.args.defaults)}
+
+
+_DTYPE_ATTRS = {"int1": "int1", "bool": "int1", "int8": "int8", "int16": "int16", "int32": "int32",
+                "int64": "int64", "uint8": "uint8", "uint16": "uint16", "uint32": "uint32",
+                "uint64": "uint64", "float16": "fp16", "bfloat16": "bf16", "float32": "fp32",
+                "float64": "fp64", "float8e4nv": "fp8e4nv", "float8e5": "fp8e5"}

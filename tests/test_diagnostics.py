@@ -179,3 +179,9 @@ def test_constexpr_parameter_given_a_runtime_value():
     err = locate(ei.value, out["loc"])
     assert "argument 'K' of helper() is constexpr but got a runtime value" in err.message
     assert err.loc.line == 12 and err.loc.col == len("    tl.store(p, ")
+
+
+def test_math_on_fp16_needs_an_explicit_cast():
+    err, lines = compile_error("y = tl.exp(tl.load(p))\n", signature=("*fp16", "i32"))
+    assert err.message == "tl.exp expects dtype fp32 or fp64 but got fp16; cast with .to(tl.float32)"
+    assert_at(err, lines, "tl.exp", "tl.exp")

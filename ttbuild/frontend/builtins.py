@@ -237,10 +237,13 @@ def minimum(cx, x, y, propagate_nan=0):
 
 
 def _float_unary(math_op: str):
+    # Triton's math functions follow libdevice and take fp32/fp64 only (`math._check_dtype`):
+    # an fp16 block must be cast explicitly, so the user sees where precision changes.
     def rule(cx, x):
         v = tensor(cx, x, "x")
-        if not v.type.scalar.is_float():
-            fail(cx, f"{math_op} needs a floating-point tensor, got {v.type.scalar}")
+        if v.type.scalar not in (T.fp32, T.fp64):
+            fail(cx, f"tl.{math_op.split('.')[1]} expects dtype fp32 or fp64 but got {v.type.scalar}; "
+                     f"cast with .to(tl.float32)")
         return cx.b.op1(math_op, [v], v.type, S.FM)
     return rule
 

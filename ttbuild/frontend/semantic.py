@@ -193,7 +193,7 @@ def _operands(cx: Ctx, a, b, div_or_mod=False, allow_ptr=False) -> tuple[Value, 
                 fail(cx, f"scalar {v.value} is out of range for type {ct}")
     # A Python number next to a block materializes as a dense splat constant of the block's
     # shape (what Triton's canonicalizer leaves), not as a scalar plus tt.splat.
-    shape = (a if isinstance(a, Value) else b).type.shape
+    shape = a.type.shape if isinstance(a, Value) else b.type.shape if isinstance(b, Value) else ()
     va = cast(cx, a, ct) if isinstance(a, Value) else cx.b.constant(a.value, with_shape(ct, shape))
     vb = cast(cx, b, ct) if isinstance(b, Value) else cx.b.constant(b.value, with_shape(ct, shape))
     return _bcast(cx, va, vb) + (ct,)

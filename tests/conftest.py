@@ -18,13 +18,17 @@ KERNELS = REPO / "kernels"
 # A stand-in stage set with the real stage API (docs/CONTRACTS.md), for graph behaviour
 # that must not wait on the compiler: parse drops positions like the real one, so
 # comment edits cut off after parse; ttir rejects `with` by AST node id, like later
-# real stages do; ttgir writes the module attributes the metadata task reads.
+# real stages do; ttgir writes the module attributes the metadata task reads. With
+# $TTBUILD_FAKE_RUNLOG set, every run() appends its stage name there: tests count executions.
 FAKE_PARSE = '''
 VERSION = 1
 
 def run(inputs, options):
-    import ast, json
+    import ast, json, os
     from ttbuild.errors import CompilationError, Loc
+    if os.environ.get("TTBUILD_FAKE_RUNLOG"):
+        with open(os.environ["TTBUILD_FAKE_RUNLOG"], "a") as fh:
+            fh.write("parse\\n")
     src = inputs["source"].decode()
     try:
         tree = ast.parse(src)
@@ -55,8 +59,11 @@ VERSION = 1
 STAGE = {stage!r}
 
 def run(inputs, options):
-    import hashlib, json
+    import hashlib, json, os
     from ttbuild.errors import CompilationError
+    if os.environ.get("TTBUILD_FAKE_RUNLOG"):
+        with open(os.environ["TTBUILD_FAKE_RUNLOG"], "a") as fh:
+            fh.write(STAGE + "\\n")
     (data,) = inputs.values()
     if STAGE == "ttir":
         withs = json.loads(data).get("with_nodes")
@@ -97,7 +104,7 @@ def fake_stage_root(tmp_path_factory) -> Path:
     return write_fake_stages(tmp_path_factory.mktemp("fakestages"))
 
 
-RUN_LINE = re.compile(r"^(\.  |-- |!! )(\S+)", re.M)
+RUN_LINE = re.compile(r"^(\.  |C  |-- |!! )(\S+)", re.M)
 FAIL_LINE = re.compile(r"^(TaskFailed|TaskError|SetupError|UnmetDependency) - taskid:(\S+)", re.M)
 
 
@@ -109,6 +116,7 @@ class DoitRun:
     out: str
     err: str
     ran: set = field(default_factory=set)
+    cached: set = field(default_factory=set)
     uptodate: set = field(default_factory=set)
     skipped: set = field(default_factory=set)
     failed: dict = field(default_factory=dict)
@@ -121,11 +129,20 @@ class DoitRun:
 
 @dataclass
 class Project:
-    """A kernel library copied into a tmp dir with its own dodo.py and artifacts/."""
+    """A kernel library copied into a tmp dir with its own dodo.py and artifacts/.
+
+    `env` is added to every run's environment. Builds default to `TTBUILD_CACHE=off`: graph
+    tests assert which stages rerun, and a hit from ~/.cache/ttbuild must never hide one.
+    Cache tests set `TTBUILD_CACHE_DIR` (and `TTBUILD_CACHE`) there instead.
+    """
 
     root: Path
     stages: str
     pythonpath: str
+    env: dict = field(default_factory=lambda: {"TTBUILD_CACHE": "off"})
+
+    def run_env(self) -> dict:
+        return dict(os.environ, PYTHONPATH=self.pythonpath, PYTHONDONTWRITEBYTECODE="1", **self.env)
 
     @property
     def kernels(self) -> Path:
@@ -136,12 +153,23 @@ class Project:
         return self.root / "artifacts"
 
     def doit(self, *args: str, timeout: float = 900) -> DoitRun:
-        env = dict(os.environ, PYTHONPATH=self.pythonpath, PYTHONDONTWRITEBYTECODE="1")
-        proc = subprocess.run([sys.executable, "-m", "doit", *args], cwd=self.root, env=env,
+        return self._parse(self.run(["-m", "doit", *args], timeout=timeout))
+
+    def ttbuild(self, *args: str, timeout: float = 900) -> DoitRun:
+        """`python -m ttbuild ARGS` in the project root (CI=1: plain output), parsed like doit's."""
+        return self._parse(self.run(["-m", "ttbuild", *args], timeout=timeout))
+
+    def run(self, argv: list[str], timeout: float = 900) -> subprocess.CompletedProcess:
+        env = self.run_env()
+        env.setdefault("CI", "1")
+        return subprocess.run([sys.executable, *argv], cwd=self.root, env=env,
                               capture_output=True, text=True, timeout=timeout)
+
+    @staticmethod
+    def _parse(proc: subprocess.CompletedProcess) -> DoitRun:
         run = DoitRun(proc.returncode, proc.stdout, proc.stderr)
         for mark, rest in RUN_LINE.findall(proc.stdout):
-            {".  ": run.ran, "-- ": run.uptodate, "!! ": run.skipped}[mark].add(rest)
+            {".  ": run.ran, "C  ": run.cached, "-- ": run.uptodate, "!! ": run.skipped}[mark].add(rest)
         for line in proc.stdout.splitlines():
             m = RUN_LINE.match(line)
             if m:

@@ -1,6 +1,7 @@
-"""doit actions: run one stage on its input files, or write a variant's metadata + cubin into lib/.
+"""doit actions: run one stage on its input files (through the content-addressed cache), or write a variant's lib/ files.
 
-Every action reads its inputs, computes all outputs in memory, then writes them atomically;
+Every action reads its inputs, computes all outputs in memory (from the cache when the same
+action ran before, anywhere the cache is shared), then writes them atomically;
 a stage that raises CompilationError / ToolError yields doit's TaskFailed with the rendered
 diagnostic, writes nothing, and removes that task's stale outputs (make's .DELETE_ON_ERROR),
 so nothing downstream can consume a result that no longer matches its source.
@@ -11,6 +12,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import time
 from pathlib import Path
 from typing import Mapping
 
@@ -29,12 +31,22 @@ def run_stage(stage: str, package: str, inputs: Mapping[str, str], outputs: Mapp
     inputs: role -> path to read; outputs: role -> path to write; options: the stage's JSON
     options; loc_path: the parse `loc` table used to resolve node ids in diagnostics (read
     only on failure, so it is not a file_dep: a blank-line edit must not rerun later stages);
-    label: "kernel (variants)" for messages. Returns None on success or TaskFailed.
+    label: "kernel (variants)" for messages.
+
+    The stage runs through `ttbuild.cache.run_cached_hit`: the action key covers the stage,
+    its VERSION, input contents, options and tool versions (docs/CONTRACTS.md, "## Cache");
+    a stage package other than ttbuild.stages (test doubles) is part of the key too, so its
+    outputs never answer for the real compiler's. Returns doit task values on success,
+    `{"cached": bool, "seconds": float}` (the reporter's summary reads them), or TaskFailed.
     """
+    from ttbuild.cache import run_cached_hit
+
+    start = time.perf_counter()
     try:
         data = {role: Path(path).read_bytes() for role, path in inputs.items()}
         module = importlib.import_module(f"{package}.{stage}")
-        result = module.run(data, options)
+        key_options = options if package == DEFAULT_PACKAGE else {**options, "_stage_package": package}
+        result, cached = run_cached_hit(stage, _Keyed(module, options), data, key_options)
         missing = sorted(set(outputs) - set(result or {}))
         if missing:
             raise RuntimeError(f"stage {stage} returned no {', '.join(missing)} output "
@@ -50,7 +62,22 @@ def run_stage(stage: str, package: str, inputs: Mapping[str, str], outputs: Mapp
         raise
     for role, path in outputs.items():
         atomic_write(path, bytes(result[role]))
-    return None
+    return {"cached": cached, "seconds": round(time.perf_counter() - start, 6)}
+
+
+DEFAULT_PACKAGE = "ttbuild.stages"
+
+
+class _Keyed:
+    """A stage module whose `run` ignores the key-only options: the key may name more than the
+    stage reads (its package), while the stage still gets exactly its contract's options."""
+
+    def __init__(self, module, options: dict):
+        self.VERSION = module.VERSION
+        self._module, self._options = module, options
+
+    def run(self, inputs, _key_options):
+        return self._module.run(inputs, self._options)
 
 
 def write_meta(variant_doc: dict, paths: Mapping[str, str], json_path: str, cubin_path: str):

@@ -42,6 +42,20 @@ def stage_key(stage: str, module: Any, inputs: Mapping[str, bytes], options: Map
                       options, tool_versions_for(stage))
 
 
+def run_cached_hit(stage: str, module: Any, inputs: Mapping[str, bytes], options: Mapping[str, Any],
+                   cache: Cache | None = None) -> tuple[dict[str, bytes], bool]:
+    """Like `run_cached`, also saying whether the outputs came from the cache (True) or from
+    running `module.run` (False): the build reporter counts stages served from the cache."""
+    cache = default_cache() if cache is None else cache
+    key = stage_key(stage, module, inputs, options)
+    hit = cache.get(key)
+    if hit is not None:
+        return hit, True
+    outputs = module.run(inputs, options)
+    cache.put(key, {role: bytes(data) for role, data in outputs.items()})
+    return outputs, False
+
+
 def run_cached(stage: str, module: Any, inputs: Mapping[str, bytes], options: Mapping[str, Any],
                cache: Cache | None = None) -> dict[str, bytes]:
     """`module.run(inputs, options)`, or its stored outputs when this exact action ran before.
@@ -50,11 +64,4 @@ def run_cached(stage: str, module: Any, inputs: Mapping[str, bytes], options: Ma
     cache: defaults to `default_cache()`. A hit whose roles differ from a fresh run's cannot
     happen for a pure stage, so the outputs are returned as stored. Raises whatever `run` raises.
     """
-    cache = default_cache() if cache is None else cache
-    key = stage_key(stage, module, inputs, options)
-    hit = cache.get(key)
-    if hit is not None:
-        return hit
-    outputs = module.run(inputs, options)
-    cache.put(key, {role: bytes(data) for role, data in outputs.items()})
-    return outputs
+    return run_cached_hit(stage, module, inputs, options, cache)[0]

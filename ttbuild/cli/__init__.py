@@ -1,0 +1,145 @@
+"""`ttbuild` command line: build / list / explain / show / clean / cache / doit, over doit's API and the repo's task graph.
+
+    ttbuild build [KERNELS_DIR] [-o ARTIFACTS] [-j N] [--shard I/N] [--cache URL] [--continue]
+    ttbuild list [KERNELS_DIR] [-o ARTIFACTS] [--shard I/N]
+    ttbuild explain VARIANT [-k KERNELS_DIR] [-o ARTIFACTS]
+    ttbuild show VARIANT --stage ttgir [--role loc] [--path] [-k KERNELS_DIR] [-o ARTIFACTS]
+    ttbuild clean [-o ARTIFACTS]
+    ttbuild cache [--cache URL] [--remote] stats|verify|prune [--max-bytes 10G] [--max-age 30d]
+    ttbuild doit [DOIT ARGS...]      (any doit command on the same graph and state DB)
+
+`ttbuild` alone is `ttbuild build`. Exit status: 0 ok, 1 a task failed, 2 bad usage or cache
+error, 3 a bad variant list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+
+from .loader import Project
+
+COMMANDS = ("build", "list", "explain", "show", "clean", "cache", "doit")
+
+
+def parse_shard(text: str) -> tuple[int, int]:
+    """`2/4` -> (2, 4): shard I of N, 1-based (argparse type; ArgumentTypeError otherwise)."""
+    m = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", text)
+    if not m or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise argparse.ArgumentTypeError(f"not a shard: {text!r} (I/N with 1 <= I <= N, e.g. 2/4)")
+    return int(m.group(1)), int(m.group(2))
+
+
+def _jobs(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"-j needs a positive number of processes, not {text!r}")
+    return int(text)
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="ttbuild", description="Build a library of Triton-language kernels.")
+    sub = ap.add_subparsers(dest="cmd", metavar="COMMAND")
+
+    def dirs(p, positional: bool):
+        if positional:
+            p.add_argument("kernels", nargs="?", default=None, metavar="KERNELS_DIR",
+                           help="directory holding variants.toml (default: ./kernels)")
+        else:
+            p.add_argument("-k", "--kernels", default=None, metavar="KERNELS_DIR",
+                           help="directory holding variants.toml (default: ./kernels)")
+        p.add_argument("-o", "--artifacts", default=None, metavar="DIR", help="output directory (default: ./artifacts)")
+
+    b = sub.add_parser("build", help="compile every variant (default command)")
+    dirs(b, True)
+    b.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N", help="parallel worker processes")
+    b.add_argument("--shard", type=parse_shard, default=None, metavar="I/N",
+                   help="build only the variants of shard I of N (stable hash of the variant name)")
+    b.add_argument("--cache", default=None, metavar="URL",
+                   help="remote cache: a shared directory or http(s):// Bazel-protocol server; 'off' disables")
+    b.add_argument("--continue", dest="keep_going", action="store_true",
+                   help="keep building other variants after a failure")
+    b.add_argument("-v", "--verbose", action="store_true", help="show what stages print")
+
+    ls = sub.add_parser("list", help="variants and whether they are up to date")
+    dirs(ls, True)
+    ls.add_argument("--shard", type=parse_shard, default=None, metavar="I/N")
+
+    ex = sub.add_parser("explain", help="which stages of VARIANT would run, and what changed")
+    ex.add_argument("variant")
+    dirs(ex, False)
+
+    sh = sub.add_parser("show", help="print one stage's output file of VARIANT")
+    sh.add_argument("variant")
+    sh.add_argument("--stage", default="ttgir", choices=("parse", "ttir", "ttgir", "llir", "ptx", "cubin"))
+    sh.add_argument("--role", default=None, help="which output of the stage (parse: json or loc)")
+    sh.add_argument("--path", action="store_true", help="print the file's path only")
+    dirs(sh, False)
+
+    cl = sub.add_parser("clean", help="remove everything ttbuild wrote under artifacts/")
+    cl.add_argument("-o", "--artifacts", default=None, metavar="DIR")
+
+    ca = sub.add_parser("cache", help="inspect or trim the build cache (stats, verify, prune)")
+    ca.add_argument("rest", nargs=argparse.REMAINDER)
+
+    sub.add_parser("doit", help="run any doit command on the same graph", add_help=False)
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    args_in = list(sys.argv[1:] if argv is None else argv)
+    if not args_in or (args_in[0].startswith("-") and args_in[0] not in ("-h", "--help")):
+        args_in.insert(0, "build")
+    if args_in[0] == "doit":
+        return _doit(args_in[1:])
+    if args_in[0] == "cache":
+        from ttbuild.cache.__main__ import main as cache_main
+
+        return cache_main(args_in[1:])
+    args = parser().parse_args(args_in)
+    try:
+        return _dispatch(args)
+    except SystemExit as exc:
+        if isinstance(exc.code, str):
+            print(exc.code, file=sys.stderr)
+            return 2
+        raise
+    except Exception as exc:
+        from doit.exceptions import InvalidDodoFile
+
+        from ttbuild.build import VariantError
+
+        if isinstance(exc, (VariantError, InvalidDodoFile)):
+            print(f"ERROR: {exc.render() if isinstance(exc, VariantError) else exc}", file=sys.stderr)
+            return 3
+        raise
+
+
+def _dispatch(args) -> int:
+    project = Project.from_args(getattr(args, "kernels", None), args.artifacts, getattr(args, "shard", None))
+    if args.cmd == "build":
+        from .build import build
+
+        return build(project, jobs=args.jobs, keep_going=args.keep_going, cache=args.cache,
+                     verbose=args.verbose)
+    if args.cmd == "clean":
+        from .build import clean
+
+        return clean(project)
+    from . import inspect
+
+    if args.cmd == "list":
+        return inspect.cmd_list(project)
+    if args.cmd == "explain":
+        return inspect.cmd_explain(project, args.variant)
+    if args.cmd == "show":
+        return inspect.cmd_show(project, args.variant, args.stage, args.role, args.path)
+    raise AssertionError(args.cmd)
+
+
+def _doit(rest: list[str]) -> int:
+    """`ttbuild doit ARGS`: doit's own command line over ./kernels and ./artifacts."""
+    from doit.cmd_base import ModuleTaskLoader
+    from doit.doit_cmd import DoitMain
+
+    return DoitMain(ModuleTaskLoader(Project.from_args(None, None).namespace())).run(rest)

@@ -1,0 +1,101 @@
+"""`ttbuild build` and `ttbuild clean`: doit's `run` over the ttbuild graph, under the artifacts lock, with the cache chosen up front."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import sys
+import urllib.parse
+
+from .loader import LOCK_FILE, Project, build_lock
+
+
+def pick_reporter(stream=None):
+    """The rich live display on a terminal; plain lines when not a TTY or when `CI` is set."""
+    stream = sys.stdout if stream is None else stream
+    if os.environ.get("CI") or not getattr(stream, "isatty", lambda: False)():
+        from ttbuild.build.reporter import BuildReporter
+
+        return BuildReporter
+    from .progress import RichBuildReporter
+
+    return RichBuildReporter
+
+
+def _reachable(url: str, timeout: float = 2.0) -> str | None:
+    """None when an http(s) cache URL's host accepts a TCP connection, else why not."""
+    parts = urllib.parse.urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        socket.create_connection((parts.hostname, port), timeout=timeout).close()
+        return None
+    except OSError as exc:
+        return f"{type(exc).__name__}: {exc}"
+
+
+def setup_cache(url: str | None) -> None:
+    """Install the build's cache in this process before doit forks any worker.
+
+    `--cache URL` wins over `$TTBUILD_CACHE` and is exported, so every process of the build
+    agrees. An HTTP remote that does not answer is dropped here with ONE warning for the whole
+    build (workers inherit the local-only cache), instead of one per worker process.
+    """
+    from ttbuild.cache import CacheError, LayeredCache, HttpCache, open_cache, set_default_cache
+
+    if url is not None:
+        os.environ["TTBUILD_CACHE"] = url
+    try:
+        cache = open_cache()
+    except CacheError as exc:
+        raise SystemExit(f"ttbuild: error: {exc}") from None
+    if isinstance(cache, LayeredCache) and isinstance(cache.remote, HttpCache):
+        why = _reachable(os.environ["TTBUILD_CACHE"], cache.remote.timeout)
+        if why is not None:
+            print(f"ttbuild: warning: cache {cache.remote.name} is unreachable ({why}); "
+                  f"building with the local cache {cache.local.name} only", file=sys.stderr, flush=True)
+            cache = cache.local
+            os.environ["TTBUILD_CACHE"] = ""
+    set_default_cache(cache)
+
+
+def build(project: Project, jobs: int = 1, keep_going: bool = False, cache: str | None = None,
+          verbose: bool = False) -> int:
+    """Run doit's `run` over the project's graph; returns doit's status (0 ok, 1 a task failed,
+    3 a bad variant list). Holds the artifacts lock throughout (see `build_lock`)."""
+    from doit.cmd_base import ModuleTaskLoader
+    from doit.doit_cmd import DoitMain
+
+    setup_cache(cache)
+    config = {"reporter": pick_reporter(), "continue": keep_going}
+    argv = ["run"]
+    if jobs > 1:
+        # Processes, not threads: stages hold the GIL in MLIR/LLVM calls. Actions and the
+        # checker are module-level functions and classes, so doit's pickling works.
+        argv += ["-n", str(jobs), "-P", "process"]
+    if verbose:
+        argv += ["-v", "2"]
+    with build_lock(project.artifacts):
+        return DoitMain(ModuleTaskLoader(project.namespace(config))).run(argv)
+
+
+def clean(project: Project) -> int:
+    """Remove everything ttbuild writes under artifacts/ (stage directories, lib/, doit's DB),
+    leaving any other file there alone. Waits for a running build first."""
+    from ttbuild.build.graph import DEP_FILE, TASK_GROUPS
+
+    art = project.artifacts
+    if not art.is_dir():
+        return 0
+    with build_lock(art):
+        removed = 0
+        for name in [*TASK_GROUPS, "lib"]:
+            if (art / name).is_dir():
+                shutil.rmtree(art / name)
+                removed += 1
+        for db in art.glob(DEP_FILE + "*"):
+            db.unlink()
+            removed += 1
+    (art / LOCK_FILE).unlink(missing_ok=True)
+    print(f"ttbuild: cleaned {art} ({removed} entries)")
+    return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 from . import semantic as S
 from . import types as T
 from .builtins import _minmax, builtin, cval, dtype_arg, shape_arg, tensor
+from .irtext import Value
 from .semantic import Constexpr, fail
 
 
@@ -33,12 +34,19 @@ def broadcast(cx, input, other):
     return a
 
 
+def _need_tensor(cx, input, what: str) -> Value:
+    # Triton reductions read `input.dtype`: a Python number is an error, not a 0-d tensor.
+    if not isinstance(input, Value):
+        fail(cx, f"tl.{what} needs a tensor, got {S._describe(input)}")
+    return input
+
+
 def _reduce(cx, input, axis, keep_dims, combine, what: str):
-    v = tensor(cx, input, "input")
+    v = _need_tensor(cx, input, what)
     ax = cval(cx, axis, "axis")
     shape = v.type.shape
     if not shape:
-        return v
+        fail(cx, f"tl.{what} needs a block, got a scalar of type {v.type}")
     if ax is None:  # reduce over everything: flatten first
         if len(shape) > 1:
             n = 1
@@ -65,7 +73,7 @@ def _reduce(cx, input, axis, keep_dims, combine, what: str):
 
 @builtin("sum", method="sum")
 def sum_(cx, input, axis=None, keep_dims=False, dtype=None):
-    v = tensor(cx, input, "input")
+    v = _need_tensor(cx, input, "sum")
     d = cval(cx, dtype, "dtype")
     st = v.type.scalar
     if d is None and st.is_int() and st.bits < 32:
@@ -76,14 +84,21 @@ def sum_(cx, input, axis=None, keep_dims=False, dtype=None):
 
 
 def _promote_bf16(cx, v):
-    return S.cast(cx, v, T.fp32) if v.type.scalar == T.bf16 else v
+    """tl.max/tl.min widen first (Triton `standard.max`): bf16 and every float under 32 bits to
+    fp32, every integer under 32 bits (bool included) to int32."""
+    st = v.type.scalar
+    if st.is_float() and st.bits < 32:
+        return S.cast(cx, v, T.fp32)
+    if st.is_int() and st.bits < 32:
+        return S.cast(cx, v, T.int32)
+    return v
 
 
 @builtin("max", method="max")
 def max_(cx, input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
     if cval(cx, return_indices, "return_indices"):
         fail(cx, "tl.max(return_indices=True) is not supported yet")
-    v = _promote_bf16(cx, tensor(cx, input, "input"))
+    v = _promote_bf16(cx, _need_tensor(cx, input, "max"))
     return _reduce(cx, v, axis, keep_dims, lambda c, a, b: _minmax(c, a, b, True), "max")
 
 
@@ -91,7 +106,7 @@ def max_(cx, input, axis=None, return_indices=False, return_indices_tie_break_le
 def min_(cx, input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
     if cval(cx, return_indices, "return_indices"):
         fail(cx, "tl.min(return_indices=True) is not supported yet")
-    v = _promote_bf16(cx, tensor(cx, input, "input"))
+    v = _promote_bf16(cx, _need_tensor(cx, input, "min"))
     return _reduce(cx, v, axis, keep_dims, lambda c, a, b: _minmax(c, a, b, False), "min")
 
 

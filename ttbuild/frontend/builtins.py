@@ -190,7 +190,9 @@ def zeros(cx, shape, dtype):
 
 @builtin("zeros_like")
 def zeros_like(cx, input):
-    x = tensor(cx, input, "input")
+    if not isinstance(input, Value):
+        fail(cx, f"tl.zeros_like needs a tensor, got {S._describe(input)}")
+    x = input
     return cx.b.constant(0, x.type)
 
 
@@ -226,14 +228,24 @@ def _minmax(cx, x, y, is_max: bool):
     return cx.b.op1(f"arith.{'max' if is_max else 'min'}{sign}i", [vx, vy], vx.type)
 
 
+def _minmax_args(cx, x, y):
+    # Triton `core.maximum`: numbers become tensors first (so they do take part in promotion:
+    # maximum(fp16 block, 0.0) is fp32), and bf16 widens to fp32 (no bf16 max/min in hardware).
+    out = []
+    for v in (x, y):
+        v = tensor(cx, v, "operand")
+        out.append(S.cast(cx, v, T.fp32) if v.type.scalar == T.bf16 else v)
+    return out
+
+
 @builtin("maximum", "math.max")
 def maximum(cx, x, y, propagate_nan=0):
-    return _minmax(cx, x, y, True)
+    return _minmax(cx, *_minmax_args(cx, x, y), True)
 
 
 @builtin("minimum", "math.min")
 def minimum(cx, x, y, propagate_nan=0):
-    return _minmax(cx, x, y, False)
+    return _minmax(cx, *_minmax_args(cx, x, y), False)
 
 
 def _float_unary(math_op: str):

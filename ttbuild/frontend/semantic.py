@@ -43,13 +43,21 @@ def is_number(v) -> bool:
     return isinstance(v, Constexpr) and isinstance(v.value, (int, float))
 
 
+def py_dtype(cx: Ctx, value) -> T.DType:
+    """Triton's dtype for a Python number; one that fits no dtype is the user's error."""
+    try:
+        return T.dtype_of_python(value)
+    except TypeError as e:
+        fail(cx, str(e))
+
+
 def to_value(cx: Ctx, v, dtype: T.DType | None = None) -> Value:
     """An IR value for `v`; a Constexpr number materializes as `dtype` (default: Triton's pick)."""
     if isinstance(v, Value):
         return v
     if not is_number(v):
         fail(cx, f"expected a tensor or a number, got {_describe(v)}")
-    return cx.b.constant(v.value, dtype or T.dtype_of_python(v.value))
+    return cx.b.constant(v.value, dtype or py_dtype(cx, v.value))
 
 
 def _describe(v) -> str:
@@ -176,8 +184,8 @@ def _operands(cx: Ctx, a, b, div_or_mod=False, allow_ptr=False) -> tuple[Value, 
     for v in (a, b):
         if not isinstance(v, Value) and not is_number(v):
             fail(cx, f"unsupported operand: {_describe(v)}")
-    at = a.type.scalar if isinstance(a, Value) else T.dtype_of_python(a.value)
-    bt = b.type.scalar if isinstance(b, Value) else T.dtype_of_python(b.value)
+    at = a.type.scalar if isinstance(a, Value) else py_dtype(cx, a.value)
+    bt = b.type.scalar if isinstance(b, Value) else py_dtype(cx, b.value)
     if at.is_ptr() or bt.is_ptr():
         if not allow_ptr:
             fail(cx, f"unsupported operand types {at} and {bt}")
@@ -218,9 +226,13 @@ def binary(cx: Ctx, op: str, a, b):
         return _ptr_arith(cx, op, a, b)
     if op == "/":
         # int / int is true division in fp32 (Triton `semantic.truediv`).
-        at = a.type.scalar if isinstance(a, Value) else T.dtype_of_python(a.value)
-        bt = b.type.scalar if isinstance(b, Value) else T.dtype_of_python(b.value)
+        at = a.type.scalar if isinstance(a, Value) else py_dtype(cx, a.value)
+        bt = b.type.scalar if isinstance(b, Value) else py_dtype(cx, b.value)
         if at.is_int() and bt.is_int():
+            try:  # Triton type-checks (signedness) before casting int / int to fp32
+                T.computation_type(at, isinstance(a, Constexpr), bt, isinstance(b, Constexpr), True)
+            except TypeError as e:
+                fail(cx, str(e))
             a, b = (cast(cx, v, T.fp32) if isinstance(v, Value) else Constexpr(float(v.value)) for v in (a, b))
     va, vb, ct = _operands(cx, a, b, div_or_mod=op in ("/", "%", "//"))
     rt = va.type
@@ -288,8 +300,10 @@ def unary(cx: Ctx, op: str, v):
     if op == "-":
         if st.is_ptr():
             fail(cx, "cannot negate a pointer")
-        # Triton lowers minus as `0 - v` for floats too: its TTIR→TTGIR conversion has no arith.negf.
-        return binary(cx, "-", Constexpr(0.0 if st.is_float() else 0), v)
+        # Triton lowers minus as `zero of v's own type - v` (floats too: its TTIR→TTGIR conversion
+        # has no arith.negf), so -bool stays bool.
+        zero = cx.b.constant(0.0 if st.is_float() else 0, v.type)
+        return binary(cx, "-", zero, v)
     if op == "~":
         if not st.is_int():
             fail(cx, f"operator ~ needs an integer, got {st}")

@@ -142,7 +142,22 @@ class Project:
     env: dict = field(default_factory=lambda: {"TTBUILD_CACHE": "off"})
 
     def run_env(self) -> dict:
-        return dict(os.environ, PYTHONPATH=self.pythonpath, PYTHONDONTWRITEBYTECODE="1", **self.env)
+        env = dict(os.environ, PYTHONPATH=self.pythonpath, PYTHONDONTWRITEBYTECODE="1")
+        env.pop("TTBUILD_CACHE", None)
+        env.pop("TTBUILD_CACHE_READONLY", None)
+        if self.stages == "fake":
+            env["TTBUILD_STAGE_PACKAGE"] = "fakestages"  # what the CLI builds with (dodo.py names it itself)
+        env.update(self.env)
+        return env
+
+    def artifact_bytes(self) -> dict[str, bytes]:
+        """Every file under artifacts/ but doit's DB and the build lock: relative path -> bytes."""
+        out = {}
+        for path in sorted(self.artifacts.rglob("*")):
+            rel = path.relative_to(self.artifacts).as_posix()
+            if path.is_file() and not rel.startswith((".doit.db", ".ttbuild.lock")):
+                out[rel] = path.read_bytes()
+        return out
 
     @property
     def kernels(self) -> Path:
@@ -256,6 +271,19 @@ def fresh_project(tmp_path, fake_stage_root):
         return make_project(tmp_path / f"fresh-{stages}", stages, fake_stage_root)
 
     return fresh
+
+
+@pytest.fixture(scope="session")
+def nginx_cache(tmp_path_factory):
+    """A real nginx WebDAV server on loopback speaking the Bazel cache layout (tests/cache_server.py)."""
+    from cache_server import NginxDav, find_nginx
+
+    exe = find_nginx()
+    if exe is None:
+        pytest.skip("no nginx with --with-http_dav_module on PATH (apt-get install -y nginx)")
+    server = NginxDav(exe, tmp_path_factory.mktemp("nginx-build")).start()
+    yield server
+    server.stop()
 
 
 def _gpu_available() -> bool:

@@ -24,7 +24,11 @@ class Value:
 
 
 def float_bits(value: float, dtype: DType) -> str:
-    """A float as MLIR's hex bit-pattern literal for `dtype` (exact, and fine for inf/nan)."""
+    """A float as MLIR's hex bit-pattern literal for `dtype` (exact, and fine for inf/nan);
+    magnitudes beyond the format round to infinity, as a C cast would."""
+    limit = {"fp16": 65504.0, "bf16": 3.3895313892515355e38, "fp32": 3.4028234663852886e38}.get(dtype.name)
+    if limit is not None and value == value and abs(value) > limit:
+        value = value * float("inf")
     if dtype.name == "fp64":
         return "0x%016X" % struct.unpack(">Q", struct.pack(">d", value))[0]
     if dtype.name == "fp16":
@@ -46,6 +50,8 @@ def scalar_attr(value, dtype: DType) -> str:
         return "true" if value else "false"
     lo, hi = dtype.int_range()
     v = int(value)
+    if not -(1 << (dtype.bits - 1)) <= v <= hi:
+        raise ValueError(f"constant {v} does not fit in {dtype}")
     if dtype.is_unsigned() and v > (1 << (dtype.bits - 1)) - 1:
         v -= 1 << dtype.bits  # MLIR integer attributes are signless, printed signed
     return f"{v} : {dtype.mlir}"
@@ -115,7 +121,16 @@ class IRBuilder:
         self._blocks.pop()
 
     def constant(self, value, type: Type) -> Value:
-        """`arith.constant` of a Python number as `type` (a scalar dtype or a splat block)."""
+        """`arith.constant` of a Python number as `type` (a scalar dtype or a splat block).
+        Raises CompilationError at the current node when the number does not fit."""
+        try:
+            return self._constant(value, type)
+        except (ValueError, OverflowError) as e:
+            from ttbuild.errors import CompilationError
+            raise CompilationError(f"cannot make a {type} constant from {value!r}: {e}", stage="ttir",
+                                   node_id=self.loc if isinstance(self.loc, int) else None) from None
+
+    def _constant(self, value, type: Type) -> Value:
         if isinstance(type, BlockType):
             attr = scalar_attr(value, type.element)
             lit, _, _ = attr.partition(" : ")

@@ -42,7 +42,9 @@ def _shape(v):
 
 
 class AxisAnalysis:
-    """Runs once over a function body in program order (no loops yet); `info(value)` answers."""
+    """Runs once over a function body in program order, nested regions included; `info(value)`
+    answers. Loop-carried values (scf.for iter_args and results) get the pessimistic answer; the
+    induction variable of `scf.for lb, ub, step` is divisible by gcd(div(lb), div(step))."""
 
     def __init__(self, func_op):
         self._info: dict = {}
@@ -56,8 +58,18 @@ class AxisAnalysis:
                 if "tt.divisibility" in d:
                     div = mu.int_attr(d["tt.divisibility"])
             self._info[self._key(arg)] = AxisInfo((1,), (div,), (1,))
+        self._walk(block)
+
+    def _walk(self, block):
         for op in block.operations:
             self._visit(op)
+            if op.operation.name == "scf.for" and len(op.regions[0].blocks):
+                iv = op.regions[0].blocks[0].arguments[0]
+                lb, step = self.info(op.operands[0]), self.info(op.operands[2])
+                self._set(iv, AxisInfo((1,), (gcd(lb.divisibility[0], step.divisibility[0]),), (1,)))
+            for region in op.regions:
+                for blk in region.blocks:
+                    self._walk(blk)
 
     @staticmethod
     def _key(v):
@@ -72,7 +84,7 @@ class AxisAnalysis:
     def _visit(self, op):
         name = op.operation.name
         if len(op.results) != 1:
-            return
+            return  # multi-result ops (loops, reductions) stay unknown
         res = op.results[0]
         shape = _shape(res)
         rank = len(shape)
@@ -203,3 +215,30 @@ def _elementwise(op, shape, ins):
     for i in ins:
         const = tuple(gcd(const[d], i.constancy[d]) for d in range(rank))
     return AxisInfo((1,) * rank, (1,) * rank, const)
+
+
+@_rule("tt.expand_dims")
+def _expand_dims(op, shape, ins):
+    a = ins[0]
+    d = mu.int_attr(mu.props(op)["axis"])
+    # The new size-1 dimension: every element stands alone, so its divisibility is that of every
+    # element (the run start's only when runs have length 1).
+    every = min(a.divisibility[k] if a.contiguity[k] == 1 else 1 for k in range(len(a.contiguity)))
+    ins_ = lambda t, v: t[:d] + (v,) + t[d:]
+    return AxisInfo(ins_(a.contiguity, 1), ins_(a.divisibility, every), ins_(a.constancy, 1), a.value)
+
+
+@_rule("tt.broadcast")
+def _broadcast(op, shape, ins):
+    a = ins[0]
+    src = _shape(op.operands[0])
+    contig, div, const = list(a.contiguity), list(a.divisibility), list(a.constancy)
+    for d in range(len(shape)):
+        if src[d] == 1 and shape[d] != 1:
+            contig[d], const[d] = 1, shape[d]
+    return AxisInfo(tuple(contig), tuple(div), tuple(const), a.value)
+
+
+@_rule("ttg.convert_layout")
+def _convert(op, shape, ins):
+    return ins[0]

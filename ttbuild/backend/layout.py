@@ -108,3 +108,56 @@ def default_blocked(shape, num_warps: int, spt_fast: int = 1, threads_per_warp: 
         wpc[d] = warps if last else max(1, min(warps, room))
         warps //= wpc[d]
     return Blocked(tuple(spt), tuple(tpw), tuple(wpc), order)
+
+
+@dataclass(frozen=True)
+class Slice:
+    """`#ttg.slice<{dim, parent}>`: the parent layout with dimension `dim` removed, as a reduction
+    along `dim` leaves it (Triton `SliceEncodingAttr`). A thread owns the parent's elements over the
+    parent shape with a 1 inserted at `dim`; indices are the parent's with `dim` dropped."""
+    dim: int
+    parent: "Blocked | Slice"
+
+    @property
+    def rank(self) -> int:
+        return self.parent.rank - 1
+
+    @property
+    def order(self) -> tuple[int, ...]:
+        return tuple(o - (o > self.dim) for o in self.parent.order if o != self.dim)
+
+    @property
+    def size_per_thread(self) -> tuple[int, ...]:
+        s = self.parent.size_per_thread
+        return s[:self.dim] + s[self.dim + 1:]
+
+    def attr(self) -> str:
+        return f"#ttg.slice<{{dim = {self.dim}, parent = {self.parent.attr()}}}>"
+
+    def parent_shape(self, shape) -> tuple[int, ...]:
+        shape = tuple(shape)
+        return shape[:self.dim] + (1,) + shape[self.dim:]
+
+    def _drop(self, t):
+        return t[:self.dim] + t[self.dim + 1:]
+
+    def elems_per_thread(self, shape) -> int:
+        return self.parent.elems_per_thread(self.parent_shape(shape))
+
+    def local_offsets(self, shape) -> list[tuple[int, ...]]:
+        return [self._drop(o) for o in self.parent.local_offsets(self.parent_shape(shape))]
+
+    def thread_indices(self, tid: int, shape) -> list[tuple[int, ...]]:
+        return [self._drop(o) for o in self.parent.thread_indices(tid, self.parent_shape(shape))]
+
+
+def parse_layout(text: str) -> "Blocked | Slice":
+    """`#ttg.blocked<...>` or `#ttg.slice<{dim = d, parent = ...}>` (nested) -> the dataclass;
+    ValueError for other encodings."""
+    text = text.strip()
+    if text.startswith("#ttg.slice<"):
+        m = re.match(r"#ttg\.slice<\{\s*dim\s*=\s*(\d+)\s*,\s*parent\s*=\s*(.*)\}>$", text, re.S)
+        if not m:
+            raise ValueError(f"bad slice encoding: {text}")
+        return Slice(int(m.group(1)), parse_layout(m.group(2)))
+    return Blocked.parse(text)

@@ -1,10 +1,10 @@
-"""Stage ttgir: TTIR -> TTGIR, giving every tensor a `#ttg.blocked` encoding and the module its ttg attributes."""
+"""Stage ttgir: TTIR -> TTGIR, giving every tensor a `#ttg.blocked`/`#ttg.slice` encoding (converts where needed) and the module its ttg attributes."""
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 1
+VERSION = 2
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:
@@ -15,6 +15,7 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     """
     from ttbuild.backend import mlir_util as mu
     from ttbuild.backend.coalesce import assign
+    from ttbuild.backend.smem import module_bytes
     from ttbuild.errors import CompilationError
 
     num_warps = int(options.get("num_warps", 4))
@@ -32,7 +33,7 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
         attrs = module.operation.attributes
         attrs["ttg.num-ctas"] = mu.ir.IntegerAttr.get(i32, num_ctas)
         attrs["ttg.num-warps"] = mu.ir.IntegerAttr.get(i32, num_warps)
-        attrs["ttg.shared"] = mu.ir.IntegerAttr.get(i32, 0)  # elementwise kernels use none
+        attrs["ttg.shared"] = mu.ir.IntegerAttr.get(i32, module_bytes(module))
         attrs["ttg.target"] = mu.ir.StringAttr.get(target)
         attrs["ttg.threads-per-warp"] = mu.ir.IntegerAttr.get(i32, 32)
         return {"ttgir": mu.print_module(module)}

@@ -8,7 +8,7 @@ from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.axis import AxisAnalysis
-from ttbuild.backend.layout import Blocked
+from ttbuild.backend.layout import Blocked, Slice, parse_layout
 from ttbuild.errors import CompilationError
 
 class BFloatType(ir.types._BaseFloatType):
@@ -54,11 +54,15 @@ def llvm_type(elem: str) -> ir.Type:
     raise CompilationError(f"element type {elem} is not supported yet", stage="llir")
 
 
-def layout_of(value) -> Blocked:
+def layout_of(value) -> "Blocked | Slice":
     enc = mu.encoding_str(value.type)
     if enc is None:
         raise CompilationError(f"tensor without an encoding in TTGIR: {value.type}", stage="llir")
-    return Blocked.parse(enc)
+    try:
+        return parse_layout(enc)
+    except ValueError:
+        from ttbuild.errors import NotSupportedYet
+        raise NotSupportedYet(f"encoding {enc}", None, "llir") from None
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,45 @@ class Ctx:
     num_warps: int
     axis: AxisAnalysis
     fp_fusion: bool
+    env: dict = field(default_factory=dict, compare=False)      # MLIR value -> llvmlite value / TensorVal
+    run_block: object = None   # run_block(block, args) -> terminator operands, lowered (emit.py)
     _cache: dict = field(default_factory=dict, compare=False)
+
+    def smem(self, offset=0) -> ir.Value:
+        """`i8 addrspace(3)*` into the kernel's dynamic shared memory (`global_smem`, as Triton;
+        its size is the TTGIR `ttg.shared`, passed at launch) at byte `offset`."""
+        g = self.module.globals.get("global_smem")
+        if g is None:
+            g = ir.GlobalVariable(self.module, ir.ArrayType(I8, 0), "global_smem", addrspace=3)
+            g.linkage = "external"
+            g.align = 16
+        off = offset if isinstance(offset, ir.Value) else ir.Constant(I32, offset)
+        return self.builder.gep(g, [ir.Constant(I32, 0), off])
+
+    def barrier(self) -> None:
+        """`bar.sync 0` with a memory clobber: all warps of the CTA meet (PTX ISA 9.7.13.1)."""
+        ftype = ir.FunctionType(ir.VoidType(), [])
+        self.builder.asm(ftype, "bar.sync 0;", "~{memory}", [], side_effect=True)
+        self._cache["smem_read"] = False
+
+    def before_smem_write(self) -> None:
+        """A barrier only if shared memory was read since the last one (write-after-read)."""
+        if self._cache.get("smem_read", False):
+            self.barrier()
+
+    def after_smem_read(self) -> None:
+        self._cache["smem_read"] = True
+
+    def lane_warp(self):
+        tid = self.sreg("tid.x")
+        b = self.builder
+        key = ("lanewarp",)
+        if key not in self._cache:
+            with b.goto_block(b.function.entry_basic_block):
+                lane = b.and_(tid, ir.Constant(I32, 31), name="lane")
+                warp = b.lshr(tid, ir.Constant(I32, 5), name="warp")
+            self._cache[key] = (lane, warp)
+        return self._cache[key]
 
     def intrinsic(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
         fn = self.module.globals.get(name)
@@ -90,12 +132,25 @@ class Ctx:
                 self._cache[key] = b.call(fn, [], name=name.replace(".", "_"))
         return self._cache[key]
 
-    def indices(self, layout: Blocked, shape) -> list[tuple[ir.Value, ...]]:
+    def indices(self, layout, shape) -> list[tuple[ir.Value, ...]]:
         """Per element of this thread, its index along each dimension (i32), per Triton's
-        blocked layout: base = (warp coord * threadsPerWarp + lane coord) * sizePerThread."""
+        blocked layout: base = (warp coord * threadsPerWarp + lane coord) * sizePerThread;
+        a slice layout takes its parent's indices over the shape with 1 inserted at `dim`.
+        Emitted in the entry block (cached), so every region may use them."""
         key = ("idx", layout, tuple(shape))
         if key in self._cache:
             return self._cache[key]
+        if isinstance(layout, Slice):
+            d = layout.dim
+            out = [t[:d] + t[d + 1:] for t in self.indices(layout.parent, layout.parent_shape(shape))]
+            self._cache[key] = out
+            return out
+        with self.builder.goto_block(self.builder.function.entry_basic_block):
+            out = self._blocked_indices(layout, shape)
+        self._cache[key] = out
+        return out
+
+    def _blocked_indices(self, layout, shape):
         b = self.builder
         tid = self.sreg("tid.x")
         lane = b.and_(tid, ir.Constant(I32, 31)) if self.num_warps > 1 else tid
@@ -119,5 +174,4 @@ class Ctx:
                     v = b.and_(v, ir.Constant(I32, shape[d] - 1))
                 idx.append(v)
             out.append(tuple(idx))
-        self._cache[key] = out
         return out

@@ -6,7 +6,7 @@ from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.axis import AxisAnalysis
-from ttbuild.backend.llir import memory, rules_arith, rules_tt  # noqa: F401  (fill the registry)
+from ttbuild.backend.llir import memory, rules_arith, rules_tt, rules_scf, rules_reduce  # noqa: F401  (fill the registry)
 from ttbuild.backend.llir.context import Ctx, I32, llvm_type
 from ttbuild.backend.llir.registry import RULES
 from ttbuild.backend.nvptx import TRIPLE
@@ -16,6 +16,38 @@ from ttbuild.errors import CompilationError, NotSupportedYet
 def _module_int(module, name: str, default: int) -> int:
     attrs = module.operation.attributes
     return mu.int_attr(attrs[name]) if name in attrs else default
+
+
+TERMINATORS = ("scf.yield", "tt.reduce.return", "tt.scan.return", "scf.condition")
+
+
+def run_block(ctx: Ctx, block, args: list) -> list:
+    """Lower the ops of an MLIR block with its arguments bound to `args`; returns the lowered
+    operands of its terminator (scf.yield, tt.reduce.return, ...), or [] if it has none."""
+    env = ctx.env
+    for a, v in zip(block.arguments, args):
+        env[a] = v
+    for op in block.operations:
+        opname = op.operation.name
+        if opname in TERMINATORS:
+            return [env[v] for v in op.operands]
+        r = RULES.get(opname)
+        if r is None:
+            err = NotSupportedYet(opname, None, "llir")
+            err.node = mu.loc_name(op)  # the build layer maps node ids to file:line:col
+            raise err
+        try:
+            out = r(ctx, op, *(env[v] for v in op.operands))
+        except NotSupportedYet as err:
+            if getattr(err, "node", None) is None:
+                err.node = mu.loc_name(op)
+            raise
+        results = list(op.results)
+        if len(results) == 1:
+            env[results[0]] = out
+        elif results:
+            env.update(zip(results, out))
+    return []
 
 
 def lower_function(module: ir.Module, func_op, num_warps: int, fp_fusion: bool) -> ir.Function:
@@ -28,26 +60,16 @@ def lower_function(module: ir.Module, func_op, num_warps: int, fp_fusion: bool) 
     fn.attributes.add("nounwind")
     for a, blk_arg in zip(fn.args, body.arguments):
         a.name = f"arg{blk_arg.arg_number}"
-    builder = ir.IRBuilder(fn.append_basic_block("entry"))
-    ctx = Ctx(builder, module, num_warps, AxisAnalysis(func_op), fp_fusion)
+    # "entry" holds what every block may use (special registers, layout index math); code starts
+    # in "start", so rules in loops can still add to the entry block.
+    entry = fn.append_basic_block("entry")
+    builder = ir.IRBuilder(fn.append_basic_block("start"))
     env = {blk_arg: a for blk_arg, a in zip(body.arguments, fn.args)}
-    for op in body.operations:
-        opname = op.operation.name
-        r = RULES.get(opname)
-        if r is None:
-            err = NotSupportedYet(opname, None, "llir")
-            err.node = mu.loc_name(op)  # the build layer maps node ids to file:line:col
-            raise err
-        try:
-            out = r(ctx, op, *(env[v] for v in op.operands))
-        except NotSupportedYet as err:
-            err.node = mu.loc_name(op)
-            raise
-        results = list(op.results)
-        if len(results) == 1:
-            env[results[0]] = out
-        elif results:
-            env.update(zip(results, out))
+    ctx = Ctx(builder, module, num_warps, AxisAnalysis(func_op), fp_fusion, env,
+              lambda blk, args: run_block(ctx, blk, args))
+    run_block(ctx, body, list(fn.args))
+    with builder.goto_block(entry):
+        builder.branch(fn.basic_blocks[1])
     # maxntid: threads per CTA the kernel is compiled for (PTX ISA .maxntid; Triton uses reqntid).
     md = module.add_metadata([fn, "maxntidx", ir.Constant(I32, 32 * num_warps)])
     module.add_named_metadata("nvvm.annotations").add(md)

@@ -1,0 +1,213 @@
+"""LLIR rules that move data between threads: tt.reduce, ttg.convert_layout, and the layout-only
+ops tt.expand_dims / tt.broadcast.
+
+tt.reduce (Triton ReduceOpToLLVM's three steps): combine the elements a thread holds along the
+axis in order; then butterfly shuffles (`shfl.sync.bfly.b32`, PTX ISA 9.7.9.6) across the lanes
+that hold distinct data along the axis, so every lane ends with its group's result; then, when
+several warps hold distinct data along the axis, lane 0 of each writes its partial to shared
+memory, one barrier, and every thread combines the partials in warp order. The user's combine
+region is inlined at each step (multi-operand reductions such as argmax carry tuples).
+Shared memory: the plan of ttbuild.backend.smem (offset 0; a barrier before a write only when
+shared memory was read since the last barrier).
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from llvmlite import ir
+
+from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.layout import Blocked, Slice
+from ttbuild.backend.llir.context import I8, I32, I64, TensorVal, layout_of, llvm_type
+from ttbuild.backend.llir.registry import rule
+from ttbuild.backend.smem import _round4, elem_bytes, reduce_plan
+from ttbuild.errors import CompilationError, NotSupportedYet
+
+
+def _log2(n: int) -> int:
+    return n.bit_length() - 1
+
+
+def shfl_bfly(ctx, v, lane_mask: int):
+    """Value of lane (lane ^ lane_mask) in this warp; any type up to 64 bits."""
+    b = ctx.builder
+    fn = ctx.intrinsic("llvm.nvvm.shfl.sync.bfly.i32", I32, [I32, I32, I32, I32])
+    call = lambda w: b.call(fn, [ir.Constant(I32, -1), w, ir.Constant(I32, lane_mask), ir.Constant(I32, 0x1F)])
+    t = v.type
+    bits = t.width if isinstance(t, ir.IntType) else {"half": 16, "bfloat": 16, "float": 32, "double": 64}[str(t)]
+    it = ir.IntType(bits)
+    w = v if isinstance(t, ir.IntType) else b.bitcast(v, it)
+    if bits == 64:
+        lo, hi = b.trunc(w, I32), b.trunc(b.lshr(w, ir.Constant(I64, 32)), I32)
+        lo, hi = call(lo), call(hi)
+        r = b.or_(b.zext(lo, I64), b.shl(b.zext(hi, I64), ir.Constant(I64, 32)))
+    elif bits == 32:
+        r = call(w)
+    else:
+        r = b.trunc(call(b.zext(w, I32)), it)
+    return r if isinstance(t, ir.IntType) else b.bitcast(r, t)
+
+
+def _smem_store(ctx, offset_bytes, v):
+    b = ctx.builder
+    if isinstance(v.type, ir.IntType) and v.type.width < 8:
+        v = b.zext(v, I8)
+    b.store(v, b.bitcast(ctx.smem(offset_bytes), ir.PointerType(v.type, addrspace=3)))
+
+
+def _smem_load(ctx, offset_bytes, t):
+    b = ctx.builder
+    mt = I8 if isinstance(t, ir.IntType) and t.width < 8 else t
+    v = b.load(b.bitcast(ctx.smem(offset_bytes), ir.PointerType(mt, addrspace=3)))
+    return b.trunc(v, t) if mt != t else v
+
+
+def _linear(b, idx, shape):
+    """Row-major linear index (i32) of an index tuple."""
+    acc = None
+    for d, v in enumerate(idx):
+        stride = prod(shape[d + 1:])
+        term = b.mul(v, ir.Constant(I32, stride)) if stride != 1 else v
+        acc = term if acc is None else b.add(acc, term)
+    return acc if acc is not None else ir.Constant(I32, 0)
+
+
+@rule("tt.reduce")
+def reduce(ctx, op, *srcs):
+    b = ctx.builder
+    axis = mu.int_attr(mu.props(op)["axis"])
+    layout, shape = srcs[0].layout, srcs[0].shape
+    if not isinstance(layout, Blocked):
+        raise NotSupportedYet("tt.reduce of a tensor with a slice layout", None, "llir")
+    block = op.regions[0].blocks[0]
+    combine = lambda acc, val: ctx.run_block(block, list(acc) + list(val))
+
+    # 1. within the thread, grouped by the element's offsets off the axis
+    groups: dict = {}
+    for j, off in enumerate(layout.local_offsets(shape)):
+        groups.setdefault(off[:axis] + off[axis + 1:], []).append(j)
+    accs = []
+    for key, js in groups.items():
+        acc = [s.elems[js[0]] for s in srcs]
+        for j in js[1:]:
+            acc = combine(acc, [s.elems[j] for s in srcs])
+        accs.append(acc)
+
+    # 2. across lanes
+    plan = reduce_plan(layout, shape, axis)
+    k = 1
+    while k < plan.lanes:
+        accs = [combine(acc, [shfl_bfly(ctx, v, k * plan.lane_stride) for v in acc]) for acc in accs]
+        k *= 2
+
+    # 3. across warps, through shared memory
+    out_shape = shape[:axis] + shape[axis + 1:]
+    if plan.warps > 1:
+        lane, warp = ctx.lane_warp()
+        tpw, wpc = layout.threads_per_warp[axis], layout.warps_per_cta[axis]
+        lane_a = b.and_(b.lshr(lane, ir.Constant(I32, _log2(plan.lane_stride))), ir.Constant(I32, tpw - 1))
+        warp_a = b.and_(b.lshr(warp, ir.Constant(I32, _log2(plan.warp_stride))), ir.Constant(I32, wpc - 1))
+        writer = b.and_(b.icmp_unsigned("==", lane_a, ir.Constant(I32, 0)),
+                        b.icmp_unsigned("<", warp_a, ir.Constant(I32, plan.warps)))
+        idx = ctx.indices(layout, shape)
+        lins = [_linear(b, idx[js[0]][:axis] + idx[js[0]][axis + 1:], out_shape) for js in groups.values()]
+        outs = prod(out_shape)
+        slots = [_round4(elem_bytes(mu.elem_str(v.type))) for v in op.operands]
+        bases = [outs * plan.warps * sum(slots[:i]) for i in range(len(slots))]
+        W = ir.Constant(I32, plan.warps)
+        ctx.before_smem_write()
+        with b.if_then(writer):
+            for lin, acc in zip(lins, accs):
+                for i, v in enumerate(acc):
+                    slot = b.add(b.mul(lin, W), warp_a)
+                    off = b.add(b.mul(slot, ir.Constant(I32, slots[i])), ir.Constant(I32, bases[i]))
+                    _smem_store(ctx, off, v)
+        ctx.barrier()
+        new = []
+        for lin, acc in zip(lins, accs):
+            parts = []
+            for w in range(plan.warps):
+                slot = b.add(b.mul(lin, W), ir.Constant(I32, w))
+                parts.append([_smem_load(ctx, b.add(b.mul(slot, ir.Constant(I32, slots[i])),
+                                                    ir.Constant(I32, bases[i])), v.type)
+                              for i, v in enumerate(acc)])
+            a = parts[0]
+            for p in parts[1:]:
+                a = combine(a, p)
+            new.append(a)
+        accs = new
+        ctx.after_smem_read()
+
+    if not out_shape:
+        res = accs[0]
+    else:
+        sl = Slice(axis, layout)
+        res = [TensorVal([acc[i] for acc in accs], sl, out_shape) for i in range(len(srcs))]
+    return res[0] if len(res) == 1 else res
+
+
+@rule("tt.expand_dims")
+def expand_dims(ctx, op, src):
+    """Same elements: the operand's slice layout is the result layout with `axis` removed."""
+    res = op.results[0]
+    lay = layout_of(res)
+    d = mu.int_attr(mu.props(op)["axis"])
+    if src.layout != Slice(d, lay):
+        raise CompilationError(f"tt.expand_dims operand layout {src.layout} is not a slice of {lay}", stage="llir")
+    return TensorVal(list(src.elems), lay, mu.shape_of(res.type))
+
+
+@rule("tt.broadcast")
+def broadcast(ctx, op, src):
+    """Each output element takes the operand element at the same offsets, 0 along size-1 dims."""
+    res = op.results[0]
+    lay, shape = layout_of(res), mu.shape_of(res.type)
+    if src.layout != lay:
+        raise CompilationError("tt.broadcast across layouts needs a convert_layout first", stage="llir")
+    where = {off: j for j, off in enumerate(src.layout.local_offsets(src.shape))}
+    elems = []
+    for off in lay.local_offsets(shape):
+        o = tuple(0 if src.shape[d] == 1 else off[d] for d in range(len(shape)))
+        elems.append(src.elems[where[o]])
+    return TensorVal(elems, lay, shape)
+
+
+def _same_thread_map(src_l, dst_l, shape, threads: int):
+    """Per destination element, its position in the thread's source elements when every thread
+    already holds what it needs (the conversion is a register renaming), else None."""
+    pos = None
+    for tid in range(threads):
+        have = {ix: j for j, ix in reversed(list(enumerate(src_l.thread_indices(tid, shape))))}
+        try:
+            p = [have[ix] for ix in dst_l.thread_indices(tid, shape)]
+        except KeyError:
+            return None
+        if pos is None:
+            pos = p
+        elif p != pos:
+            return None
+    return pos
+
+
+@rule("ttg.convert_layout")
+def convert_layout(ctx, op, src):
+    """Registers when each thread already holds its new elements, else through shared memory:
+    every thread stores its elements at their row-major index, one barrier, loads its new ones."""
+    b = ctx.builder
+    res = op.results[0]
+    lay, shape = layout_of(res), tuple(mu.shape_of(res.type))
+    if src.layout == lay:
+        return src
+    pos = _same_thread_map(src.layout, lay, shape, 32 * ctx.num_warps)
+    if pos is not None:
+        return TensorVal([src.elems[p] for p in pos], lay, shape)
+    ety = llvm_type(mu.elem_str(res.type))
+    slot = ir.Constant(I32, _round4(elem_bytes(mu.elem_str(res.type))))
+    ctx.before_smem_write()
+    for ix, v in zip(ctx.indices(src.layout, shape), src.elems):
+        _smem_store(ctx, b.mul(_linear(b, ix, shape), slot), v)
+    ctx.barrier()
+    out = [_smem_load(ctx, b.mul(_linear(b, ix, shape), slot), ety) for ix in ctx.indices(lay, shape)]
+    ctx.after_smem_read()
+    return TensorVal(out, lay, shape)

@@ -1,0 +1,99 @@
+"""Shared-memory plans shared by the ttgir stage (sizes -> `ttg.shared`) and LLIR (offsets, who writes).
+
+A reduction along `axis` of a blocked layout needs shared memory only when more than one warp
+holds distinct data along the axis; a layout conversion always goes through shared memory
+(one slot per tensor element). Every user starts at offset 0: users run one after another,
+separated by barriers, so the kernel needs the maximum, not the sum (Triton's allocation
+analysis gives the same answer for kernels without overlapping live buffers).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+from ttbuild.backend.layout import Blocked
+
+
+@dataclass(frozen=True)
+class ReducePlan:
+    """How a reduction along `axis` crosses threads: butterfly shuffles over `lanes` lanes spaced
+    `lane_stride` apart, then `warps` partials per output through shared memory."""
+    axis: int
+    lanes: int
+    lane_stride: int
+    warps: int
+    warp_stride: int
+
+
+def _distinct(total: int, per: int, count: int) -> int:
+    """How many of `count` consecutive groups of `per` elements hold distinct data of a
+    dimension of `total` elements (the rest wrap around and duplicate: broadcasting)."""
+    return max(1, min(count, total // per if total >= per else 1))
+
+
+def reduce_plan(layout: Blocked, shape, axis: int) -> ReducePlan:
+    spt = min(layout.size_per_thread[axis], shape[axis])
+    tpw, wpc = layout.threads_per_warp[axis], layout.warps_per_cta[axis]
+    lanes = _distinct(shape[axis], spt, tpw)
+    warps = _distinct(shape[axis], spt * tpw, wpc)
+    pos = layout.order.index(axis)
+    lane_stride = prod(layout.threads_per_warp[d] for d in layout.order[:pos])
+    warp_stride = prod(layout.warps_per_cta[d] for d in layout.order[:pos])
+    return ReducePlan(axis, lanes, lane_stride, warps, warp_stride)
+
+
+def elem_bytes(elem: str) -> int:
+    from ttbuild.backend import mlir_util as mu
+    return max(1, mu.elem_bits(elem) // 8)
+
+
+def reduce_bytes(layout, shape, axis: int, elems: list[str]) -> int:
+    """Bytes of shared memory a tt.reduce needs (0 when it stays within warps)."""
+    if not isinstance(layout, Blocked):
+        return 0
+    plan = reduce_plan(layout, shape, axis)
+    if plan.warps == 1:
+        return 0
+    outs = prod(shape) // shape[axis]
+    return outs * plan.warps * sum(_round4(elem_bytes(e)) for e in elems)
+
+
+def convert_bytes(shape, elem: str) -> int:
+    return prod(shape) * _round4(elem_bytes(elem))
+
+
+def _round4(n: int) -> int:
+    return max(4, n)  # narrow elements move as 32-bit words (no sub-word bank conflicts)
+
+
+def module_bytes(module) -> int:
+    """`ttg.shared` of a TTGIR module: the largest shared-memory user (reduce or convert_layout)."""
+    from ttbuild.backend import mlir_util as mu
+    from ttbuild.backend.layout import parse_layout
+
+    best = 0
+
+    def walk(block):
+        nonlocal best
+        for op in block.operations:
+            name = op.operation.name
+            if name == "tt.reduce":
+                src = op.operands[0]
+                ax = mu.int_attr(mu.props(op)["axis"])
+                lay = parse_layout(mu.encoding_str(src.type))
+                best = max(best, reduce_bytes(lay, mu.shape_of(src.type), ax,
+                                              [mu.elem_str(v.type) for v in op.operands]))
+                continue
+            if name == "ttg.convert_layout":
+                src = op.operands[0]
+                best = max(best, convert_bytes(mu.shape_of(src.type), mu.elem_str(src.type)))
+            for region in op.regions:
+                for blk in region.blocks:
+                    walk(blk)
+
+    for func in module.body.operations:
+        for region in func.regions:
+            for blk in region.blocks:
+                walk(blk)
+    return best

@@ -51,7 +51,7 @@ def test_unknown_tl_function():
     ("try:\n    pass\nexcept Exception:\n    pass\n", "try", "`try` statements"),
     ("for i in range(4):\n    break\n", "break", "`break`"),
     ("def inner(x):\n    return x\n", "def inner", "nested function definitions"),
-    ("while n > 0:\n    n = n - 1\n", "while", "`while` loops"),
+    ("del n\n", "del", "`del`"),
     ("xs = [i for i in range(3)]\n", "[i for", "list comprehensions"),
 ])
 def test_unsupported_python_constructs(body, fragment, words):

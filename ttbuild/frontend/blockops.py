@@ -158,3 +158,41 @@ def dot(cx, input, other, acc=None, input_precision=None, allow_tf32=None, max_n
     imprecise = cval(cx, max_num_imprecise_acc, "max_num_imprecise_acc")
     return cx.b.op1("tt.dot", [a, b, c], rty, {"inputPrecision": f"{_PRECISION[prec]} : i32",
                                                  "maxNumImpreciseAcc": f"{imprecise or 0} : i32"})
+
+
+@builtin("trans", "permute", method="trans")
+def trans(cx, input, *dims):
+    """`tl.trans(x)` swaps the two dims of a 2-D block; `tl.trans(x, 1, 0, 2)` / `tl.permute`
+    take an explicit order → tt.trans <{order = array<i32: ...>}>."""
+    v = _need_tensor(cx, input, "trans")
+    rank = len(v.type.shape)
+    if len(dims) == 1 and isinstance(cval(cx, dims[0], "dims"), (tuple, list)):
+        order = tuple(cval(cx, dims[0], "dims"))
+    elif dims:
+        order = tuple(cval(cx, d, "dims") for d in dims)
+    elif rank == 2:
+        order = (1, 0)
+    else:
+        fail(cx, f"tl.trans of a rank-{rank} block needs an explicit order")
+    if sorted(order) != list(range(rank)):
+        fail(cx, f"tl.trans order {list(order)} is not a permutation of {rank} dims")
+    shape = tuple(v.type.shape[i] for i in order)
+    return cx.b.op1("tt.trans", [v], T.BlockType(v.type.scalar, shape),
+                    {"order": "array<i32: " + ", ".join(map(str, order)) + ">"})
+
+
+@builtin("reshape", "view", method="reshape")
+def reshape(cx, input, *shape, can_reorder=False):
+    """`tl.reshape(x, shape)` → tt.reshape; element count must match (Triton `semantic.reshape`)."""
+    v = _need_tensor(cx, input, "reshape")
+    dims = shape[0] if len(shape) == 1 else Constexpr(tuple(cval(cx, d, "shape") for d in shape))
+    new = shape_arg(cx, dims)
+    n_old = n_new = 1
+    for d in v.type.shape:
+        n_old *= d
+    for d in new:
+        n_new *= d
+    if n_old != n_new:
+        fail(cx, f"cannot reshape a block of {n_old} elements {list(v.type.shape)} to {list(new)}")
+    props = {"allow_reorder": "true"} if cval(cx, can_reorder, "can_reorder") else None
+    return cx.b.op1("tt.reshape", [v], T.BlockType(v.type.scalar, new), props)

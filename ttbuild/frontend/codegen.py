@@ -24,7 +24,7 @@ _UNSUPPORTED = {
     ast.FunctionDef: "nested function definitions", ast.AsyncFunctionDef: "nested function definitions",
     ast.ClassDef: "class definitions", ast.Global: "`global`", ast.Nonlocal: "`nonlocal`",
     ast.Delete: "`del`", ast.Import: "imports inside a kernel", ast.ImportFrom: "imports inside a kernel",
-    ast.Raise: "`raise`", ast.While: "`while` loops", ast.ListComp: "list comprehensions",
+    ast.Raise: "`raise`", ast.ListComp: "list comprehensions",
     ast.DictComp: "dict comprehensions", ast.SetComp: "set comprehensions",
     ast.GeneratorExp: "generator expressions", ast.Yield: "`yield`", ast.Await: "`await`",
     ast.NamedExpr: "`:=`", ast.Starred: "`*` unpacking", ast.Dict: "dict literals", ast.Set: "set literals",

@@ -162,3 +162,49 @@ class ControlFlow:
         self.scope = dict(before)
         for n, r in zip(changed, results):
             self.scope[n] = r
+
+    def visit_While(self, node):
+        """`while cond:` → scf.while: the condition in the `before` region (scf.condition), the
+        body in the `after` region, rebound names carried through both (Triton's code generator)."""
+        if node.orelse:
+            fail(self.cx, "`while ... else` is not supported")
+        loc, before = self.b.loc, dict(self.scope)
+        self.b.open_block()  # scratch pass: which names does the loop rebind?
+        self.visit(node.test)
+        self._body_no_return(node.body, "a while loop")
+        changed = sorted(n for n in before if n in self.scope and self.scope[n] is not before[n])
+        self.b.discard_block()
+        self.scope, self.b.loc = dict(before), loc
+        inits = [self._materialize(before[n], None, n) for n in changed]
+
+        self.b.open_block()
+        args = [self.b.fresh(v.type) for v in inits]
+        self.scope.update(zip(changed, args))
+        cond = self.visit(node.test)
+        if isinstance(cond, Constexpr):
+            cond = S.to_value(self.cx, Constexpr(bool(cond.value)), T.int1)
+        if cond.type.shape:
+            fail(self.cx, f"a `while` condition must be a scalar, got a block of shape {list(cond.type.shape)}")
+        cond = S.cast(self.cx, cond, T.int1)
+        self.b.op("scf.condition", [cond] + args, [])
+        before_region = self.b.close_block(args)
+
+        self.scope = dict(before)
+        self.b.open_block()
+        args = [self.b.fresh(v.type) for v in inits]
+        self.scope.update(zip(changed, args))
+        self._body_no_return(node.body, "a while loop")
+        outs = []
+        for n, init in zip(changed, inits):
+            v = self._materialize(self.scope[n], init.type, n)
+            if v.type != init.type:
+                self.b.loc = loc
+                fail(self.cx, f"loop-carried variable {n!r} has initial type {init.type} "
+                              f"but is re-assigned to {v.type} in the loop")
+            outs.append(v)
+        self.b.loc = loc
+        self.b.op("scf.yield", outs, [])
+        after_region = self.b.close_block(args)
+        results = self.b.op("scf.while", inits, [v.type for v in inits], regions=[before_region, after_region])
+        self.scope = dict(before)
+        self.scope.update(zip(changed, results))

@@ -179,7 +179,20 @@ class Expressions:
         cond = self.visit(node.test)
         if isinstance(cond, Constexpr):
             return self.visit(node.body if cond.value else node.orelse)
-        return B.where(self.cx, cond, self.visit(node.body), self.visit(node.orelse))
+        # A runtime condition picks a branch with scf.if, as Triton's code generator does (so
+        # only the chosen side runs); elementwise choice over a block is tl.where's job.
+        if not isinstance(cond, Value) or cond.type.shape:
+            fail(self.cx, "a conditional expression needs a scalar condition; use tl.where for blocks")
+        cond = S.cast(self.cx, cond, T.int1)
+        values, regions = [], []
+        for branch in (node.body, node.orelse):
+            self.b.open_block()
+            values.append(B.tensor(self.cx, self.visit(branch), "conditional expression branch"))
+            self.b.op("scf.yield", [values[-1]], [])
+            regions.append(self.b.close_block())
+        if values[0].type != values[1].type:
+            fail(self.cx, f"conditional expression has inconsistent types {values[0].type} and {values[1].type}")
+        return self.b.op("scf.if", [cond], [values[0].type], regions=regions)[0]
 
     def visit_JoinedStr(self, node):
         parts = []

@@ -8,8 +8,8 @@
     ttbuild cache [--cache URL] [--remote] stats|verify|prune [--max-bytes 10G] [--max-age 30d]
     ttbuild doit [DOIT ARGS...]      (any doit command on the same graph and state DB)
 
-`ttbuild` alone is `ttbuild build`. Exit status: 0 ok, 1 a task failed, 2 bad usage or cache
-error, 3 a bad variant list.
+`ttbuild` alone is `ttbuild build`. Exit status: 0 ok; build: doit's (1 a task failed, 2 a task
+failed and others were skipped behind it or raised), 3 a bad variant list; others: 2 bad usage.
 """
 
 from __future__ import annotations

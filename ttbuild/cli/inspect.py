@@ -190,5 +190,5 @@ def cmd_show(project: Project, name: str, stage: str, role: str | None = None,
     except UnicodeDecodeError:
         out.write(f"{path}: binary, {len(data)} bytes\n")
         return 0
-    out.write(text if text.endswith("\n") else text + "\n")
+    out.write(text)  # exactly the file: `ttbuild show ... > x.ttgir` reproduces it
     return 0

@@ -1,0 +1,208 @@
+"""`ttbuild` commands on a project: build output and summary, list, explain, show, clean, --shard, -j, failures, the TTY display."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, strategies as st
+
+from conftest import make_project
+from ttbuild.build import in_shard, load_variants
+from ttbuild.cli import parse_shard
+
+BAD_VARIANT = '''
+[[variant]]
+name = "bad_fp32"
+file = "bad.py"
+kernel = "bad_kernel"
+signature = "*fp32:16,i32"
+constexprs = { BLOCK_SIZE = 1024 }
+'''
+BAD_KERNEL = '''import triton
+import triton.language as tl
+
+@triton.jit
+def bad_kernel(x_ptr, n, BLOCK_SIZE: tl.constexpr):
+    with open("x") as f:
+        pass
+'''
+
+
+@pytest.fixture
+def proj(tmp_path, fake_stage_root):
+    p = make_project(tmp_path / "p", "fake", fake_stage_root)
+    p.env = {"TTBUILD_CACHE": "off"}
+    return p
+
+
+def _names(proj):
+    return [v.name for v in load_variants(proj.kernels)]
+
+
+def test_build_then_noop_then_summary_counts(proj):
+    first = proj.ttbuild("build")
+    assert first.rc == 0, first.text
+    again = proj.ttbuild()  # no command = build
+    assert again.rc == 0 and again.ran == set() and again.uptodate == first.ran, again.text
+    total = re.search(r"^total\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)", first.out, re.M)
+    assert total and int(total.group(1)) == len(first.ran), first.out
+    assert re.search(rf"^total\s+0\s+0\s+0\s+{len(first.ran)}\s+0\s+0", again.out, re.M), again.out
+    # Same task graph and DB as `doit` in the project root.
+    assert proj.doit().ran == set()
+
+
+def test_comment_edit_is_cut_off_early_and_counted(proj):
+    assert proj.ttbuild("build").rc == 0
+    proj.edit("axpy.py", "def axpy_kernel", "# a comment\ndef axpy_kernel")
+    run = proj.ttbuild("build")
+    assert {n.split(":")[0] for n in run.ran} == {"parse"}, run.text
+    cut = re.search(r"^ttir\s+(\d+)\s+(\d+)\s+(\d+)", run.out, re.M)
+    assert cut and cut.group(3) == "2", run.out  # both axpy ttir tasks: parse wrote the same bytes
+
+
+def test_list_and_explain_follow_edits(proj):
+    out = proj.ttbuild("list")
+    assert out.rc == 0 and out.out.count("needs build") == len(_names(proj)), out.text
+    assert proj.ttbuild("build").rc == 0
+    out = proj.ttbuild("list")
+    assert out.out.count("up-to-date") == len(_names(proj)) and "need a build" in out.out, out.text
+    assert "0 need a build" in out.out
+
+    proj.edit("variants.toml", "num_warps = 8\n\n[[variant]]\nname = \"add_kernel_fp16\"",
+              "num_warps = 2\n\n[[variant]]\nname = \"add_kernel_fp16\"")
+    proj.edit("axpy.py", ", a * x + y,", ", a * x - y,")
+    listed = proj.ttbuild("list").out
+    lines = {line.split()[0]: line for line in listed.splitlines()[:-1]}
+    assert "needs build (ttgir, llir, ptx, cubin)" in lines["add_kernel_fp32_w8"], listed
+    assert "needs build (parse)" in lines["axpy_fp32"] and "up-to-date" in lines["add_kernel_fp32"], listed
+
+    ex = proj.ttbuild("explain", "add_kernel_fp32_w8")
+    assert ex.rc == 0, ex.text
+    assert "num_warps: 8 -> 2  (ttgir and later)" in ex.out
+    assert re.search(r"parse\s+up to date", ex.out) and re.search(r"ttgir\s+would run", ex.out), ex.out
+    assert "would run: ttgir, llir, ptx, cubin" in ex.out
+
+    ex = proj.ttbuild("explain", "axpy_fp32")
+    assert "options: unchanged" in ex.out and "input changed: kernels/axpy.py" in ex.out, ex.out
+    assert re.search(r"ttir\s+may run", ex.out) and "would run: parse" in ex.out, ex.out
+
+    assert proj.ttbuild("build").rc == 0
+    ex = proj.ttbuild("explain", "axpy_fp32")
+    assert "would run: nothing" in ex.out, ex.out
+
+    bad = proj.ttbuild("explain", "axpy_fp3")
+    assert bad.rc == 2 and "did you mean axpy_fp32" in bad.err, bad.text
+
+
+def test_show_prints_the_stage_file(proj):
+    assert proj.ttbuild("show", "axpy_fp32", "--stage", "ttgir").rc == 2  # not built yet
+    assert proj.ttbuild("build").rc == 0
+    path = proj.ttbuild("show", "axpy_fp32", "--stage", "ttgir", "--path").out.strip()
+    shown = proj.ttbuild("show", "axpy_fp32", "--stage", "ttgir")
+    assert shown.rc == 0 and shown.out == (proj.root / path).read_text(), shown.text
+    assert path.startswith("artifacts/ttgir/") and path.endswith("axpy_kernel.ttgir")
+    loc = proj.ttbuild("show", "axpy_fp32", "--stage", "parse", "--role", "loc")
+    assert '"nodes"' in loc.out
+
+
+def test_clean_removes_what_ttbuild_wrote_only(proj):
+    assert proj.ttbuild("build").rc == 0
+    (proj.artifacts / "mine.txt").write_text("keep")
+    assert proj.ttbuild("clean").rc == 0
+    assert sorted(p.name for p in proj.artifacts.iterdir()) == ["mine.txt"]
+    run = proj.ttbuild("build")
+    assert run.rc == 0 and run.uptodate == set() and run.ran
+
+
+@given(st.text(min_size=1, max_size=20), st.integers(1, 8))
+def test_every_variant_name_lands_in_exactly_one_shard(name, n):
+    assert sum(in_shard(name, i, n) for i in range(1, n + 1)) == 1
+
+
+def test_parse_shard_rejects_nonsense():
+    assert parse_shard("2/4") == (2, 4)
+    for bad in ("0/4", "5/4", "1", "a/b", "1/0"):
+        with pytest.raises(Exception):
+            parse_shard(bad)
+
+
+def test_shards_split_the_library_and_together_build_it(tmp_path, fake_stage_root, proj):
+    assert proj.ttbuild("build").rc == 0
+    whole = proj.artifact_bytes()
+    names = set(_names(proj))
+    shard_proj = make_project(tmp_path / "s", "fake", fake_stage_root)
+    shard_proj.env = {"TTBUILD_CACHE": "off"}
+    seen = []
+    for i in (1, 2, 3):
+        run = shard_proj.ttbuild("build", "--shard", f"{i}/3")
+        assert run.rc == 0, run.text
+        metas = {n.split(":", 1)[1] for n in run.ran | run.uptodate if n.startswith("meta:")}
+        assert metas == {n for n in names if in_shard(n, i, 3)}
+        seen.extend(metas)
+    assert sorted(seen) == sorted(names)
+    assert shard_proj.artifact_bytes() == whole
+
+
+def test_parallel_build_gives_the_same_bytes(tmp_path, fake_stage_root, proj):
+    assert proj.ttbuild("build").rc == 0
+    par = make_project(tmp_path / "par", "fake", fake_stage_root)
+    par.env = {"TTBUILD_CACHE": "off"}
+    run = par.ttbuild("build", "-j", "2")
+    assert run.rc == 0 and run.ran == proj.ttbuild("build").uptodate, run.text
+    assert par.artifact_bytes() == proj.artifact_bytes()
+    assert par.ttbuild("build", "-j", "2").ran == set()
+
+
+def test_failure_prints_its_diagnostic_once_in_the_summary(proj):
+    (proj.kernels / "bad.py").write_text(BAD_KERNEL)
+    with open(proj.kernels / "variants.toml", "a") as fh:
+        fh.write(BAD_VARIANT)
+    run = proj.ttbuild("build", "--continue")
+    assert run.rc in (1, 2), run.text  # doit: 1 a task failed, 2 also tasks skipped behind it
+    assert len(re.findall(r"bad\.py:6:\d+: error:", run.out)) == 1, run.out
+    summary = run.out[run.out.index("ttbuild: "):]
+    assert re.search(r"FAILED ttir:\S+  bad_kernel \(bad.py\) -> bad_fp32\n.*\nbad\.py:6:\d+: error:", summary), summary
+    assert "meta:axpy_fp32" in run.ran  # --continue: the rest of the library still builds
+    stop = make_project(proj.root.parent / "stop", "fake", None, source=proj.root)
+    stop.env, stop.pythonpath = proj.env, proj.pythonpath
+    (stop.artifacts).exists() and __import__("shutil").rmtree(stop.artifacts)
+    first_fail = stop.ttbuild("build")
+    assert first_fail.rc in (1, 2) and len(first_fail.ran) < len(run.ran), first_fail.text
+
+
+def test_bad_variant_list_exits_3_with_location(proj):
+    with open(proj.kernels / "variants.toml", "a") as fh:
+        fh.write('\n[[variant]]\nfile = "axpy.py"\nkernel = "axpy_kernel"\nsignature = "*fp99"\n')
+    for cmd in (["build"], ["list"]):
+        run = proj.ttbuild(*cmd)
+        assert run.rc == 3 and "variants.toml:" in run.err and "Traceback" not in run.err, run.text
+
+
+def test_terminal_gets_the_live_display_and_a_table(proj):
+    """On a TTY (CI unset) the output is rich's display: no per-task lines, a boxed summary table."""
+    master, slave = os.openpty()
+    env = proj.run_env()
+    env.pop("CI", None)
+    env["COLUMNS"] = "120"
+    proc = subprocess.Popen([sys.executable, "-m", "ttbuild", "build"], cwd=proj.root, env=env,
+                            stdout=slave, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    assert proc.wait(timeout=120) == 0, proc.stderr.read()
+    out = b"".join(chunks).decode("utf-8", "replace")
+    assert not re.search(r"^\.  parse:", out, re.M), out
+    assert "ttgir" in out and "cached" in out and "total" in out, out
+    assert "┃" in out or "│" in out, out  # rich's table, not the plain summary

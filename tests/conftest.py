@@ -19,7 +19,8 @@ KERNELS = REPO / "kernels"
 # that must not wait on the compiler: parse drops positions like the real one, so
 # comment edits cut off after parse; ttir rejects `with` by AST node id, like later
 # real stages do; ttgir writes the module attributes the metadata task reads. With
-# $TTBUILD_FAKE_RUNLOG set, every run() appends its stage name there: tests count executions.
+# $TTBUILD_FAKE_RUNLOG set, every run() appends its stage name there: tests count executions;
+# $TTBUILD_FAKE_DELAY (seconds) slows each run() so a test can kill a build midway.
 FAKE_PARSE = '''
 VERSION = 1
 
@@ -29,6 +30,9 @@ def run(inputs, options):
     if os.environ.get("TTBUILD_FAKE_RUNLOG"):
         with open(os.environ["TTBUILD_FAKE_RUNLOG"], "a") as fh:
             fh.write("parse\\n")
+    if os.environ.get("TTBUILD_FAKE_DELAY"):
+        import time
+        time.sleep(float(os.environ["TTBUILD_FAKE_DELAY"]))
     src = inputs["source"].decode()
     try:
         tree = ast.parse(src)
@@ -64,6 +68,9 @@ def run(inputs, options):
     if os.environ.get("TTBUILD_FAKE_RUNLOG"):
         with open(os.environ["TTBUILD_FAKE_RUNLOG"], "a") as fh:
             fh.write(STAGE + "\\n")
+    if os.environ.get("TTBUILD_FAKE_DELAY"):
+        import time
+        time.sleep(float(os.environ["TTBUILD_FAKE_DELAY"]))
     (data,) = inputs.values()
     if STAGE == "ttir":
         withs = json.loads(data).get("with_nodes")

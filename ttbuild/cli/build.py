@@ -76,7 +76,24 @@ def build(project: Project, jobs: int = 1, keep_going: bool = False, cache: str 
     if verbose:
         argv += ["-v", "2"]
     with build_lock(project.artifacts):
+        sweep_temp_files(project.artifacts)
         return DoitMain(ModuleTaskLoader(project.namespace(config))).run(argv)
+
+
+def sweep_temp_files(artifacts) -> int:
+    """Delete temp files a killed build left behind (atomic_write's `.tmp-*`, never read by
+    anyone: a reader only sees files after their os.replace). Call only under the build lock,
+    where no other ttbuild is mid-write. Returns how many were removed."""
+    from ttbuild.build.fileio import TMP_PREFIX
+
+    n = 0
+    for path in artifacts.rglob(TMP_PREFIX + "*"):
+        try:
+            path.unlink()
+            n += 1
+        except OSError:
+            pass
+    return n
 
 
 def clean(project: Project) -> int:

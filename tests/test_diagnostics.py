@@ -185,3 +185,9 @@ def test_math_on_fp16_needs_an_explicit_cast():
     err, lines = compile_error("y = tl.exp(tl.load(p))\n", signature=("*fp16", "i32"))
     assert err.message == "tl.exp expects dtype fp32 or fp64 but got fp16; cast with .to(tl.float32)"
     assert_at(err, lines, "tl.exp", "tl.exp")
+
+
+def test_atomic_on_unsupported_element_type():
+    err, lines = compile_error("tl.atomic_max(p, 1.0)\n", signature=("*fp16", "i32"))
+    assert err.message == "atomic_max does not support fp16"
+    assert_at(err, lines, "tl.atomic_max", "tl.atomic_max")

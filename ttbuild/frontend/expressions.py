@@ -316,14 +316,10 @@ class Expressions:
 
 
 def _not_supported(attr: str):
-    """A CompilationError subclass for a real `tl` function the frontend cannot lower yet
-    (NotSupportedYet's own constructor wants a Loc, which the ttir stage does not have)."""
-    from ttbuild.errors import NotSupportedYet
-
-    class FrontendNotSupported(NotSupportedYet):
+    """The error class for a real `tl` function the frontend cannot lower yet."""
+    class FrontendNotSupported(B.NotSupportedFrontend):
         def __init__(self, message, loc=None, *, stage=None, node_id=None):
-            CompilationError.__init__(self, message, loc, stage=stage, node_id=node_id)
-            self.op = f"tl.{attr}"
+            super().__init__(message, loc, stage=stage, node_id=node_id, op=f"tl.{attr}")
     return FrontendNotSupported
 
 

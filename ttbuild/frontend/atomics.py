@@ -1,0 +1,62 @@
+"""Lowering rules for `tl.atomic_*`: tt.atomic_rmw and tt.atomic_cas, with Triton 3.6's type checks and defaults (acq_rel, gpu scope)."""
+
+from __future__ import annotations
+
+from . import semantic as S
+from . import types as T
+from .builtins import NotSupportedFrontend, _mask_other, _ptr, builtin, cval
+from .irtext import Value
+from .semantic import fail
+
+
+# triton::RMWOp, MemSemantic, MemSyncScope (I32EnumAttr values, TritonAttrDefs.td).
+_RMW = {"and": 1, "or": 2, "xor": 3, "add": 4, "fadd": 5, "max": 6, "min": 7, "umax": 8, "umin": 9, "xchg": 10}
+_SEM = {"relaxed": 1, "acquire": 2, "release": 3, "acq_rel": 4}
+_SCOPE = {"gpu": 1, "cta": 2, "sys": 3}
+
+
+def _atomic(cx, op: str, pointer, val, mask, sem, scope):
+    """tt.atomic_rmw with Triton's checks (`semantic.atom_red_typechecking_impl`): no int1/int8/
+    int16/bf16 elements, fp16 only for add; value cast to the element type; mask defaults to all."""
+    ptr = _ptr(cx, pointer, f"tl.atomic_{op}")
+    elt = ptr.type.scalar.element
+    if elt in (T.int1, T.DTYPES["int8"], T.DTYPES["int16"], T.bf16) or (elt == T.fp16 and op != "add"):
+        fail(cx, f"atomic_{op} does not support {elt}")
+    shape = ptr.type.shape
+    v = S.broadcast_to(cx, S.cast(cx, val, elt) if isinstance(val, Value) else S.to_value(cx, val, elt), shape)
+    m, _ = _mask_other(cx, ptr, mask, None)
+    if m is None:
+        m = cx.b.constant(True, S.with_shape(T.int1, shape))
+    s, sc = cval(cx, sem, "sem") or "acq_rel", cval(cx, scope, "scope") or "gpu"
+    if s not in _SEM or sc not in _SCOPE:
+        fail(cx, f"unknown memory semantic {s!r} or scope {sc!r}")
+    if op in ("max", "min"):
+        if elt.is_float():
+            fail(cx, f"tl.atomic_{op} on floats is not supported yet", cls=NotSupportedFrontend)
+        op = ("u" + op) if elt.is_unsigned() else op
+    elif op == "add" and elt.is_float():
+        op = "fadd"
+    return cx.b.op1("tt.atomic_rmw", [ptr, v, m], S.with_shape(elt, shape),
+                    {"atomic_rmw_op": f"{_RMW[op]} : i32", "sem": f"{_SEM[s]} : i32", "scope": f"{_SCOPE[sc]} : i32"})
+
+
+
+
+for _op in ("add", "max", "min", "and", "or", "xor", "xchg"):
+    def _rule(cx, pointer, val, mask=None, sem=None, scope=None, _op=_op):
+        return _atomic(cx, _op, pointer, val, mask, sem, scope)
+    builtin(f"atomic_{_op}")(_rule)
+
+
+@builtin("atomic_cas")
+def atomic_cas(cx, pointer, cmp, val, sem=None, scope=None):
+    ptr = _ptr(cx, pointer, "tl.atomic_cas")
+    elt = ptr.type.scalar.element
+    if elt.bits not in (16, 32, 64) or elt == T.bf16:
+        fail(cx, f"atomic_cas does not support {elt}")
+    shape = ptr.type.shape
+    c, v = (S.broadcast_to(cx, S.cast(cx, x, elt) if isinstance(x, Value) else S.to_value(cx, x, elt), shape)
+            for x in (cmp, val))
+    s, sc = cval(cx, sem, "sem") or "acq_rel", cval(cx, scope, "scope") or "gpu"
+    return cx.b.op1("tt.atomic_cas", [ptr, c, v], S.with_shape(elt, shape),
+                    {"sem": f"{_SEM[s]} : i32", "scope": f"{_SCOPE[sc]} : i32"})

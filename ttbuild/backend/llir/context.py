@@ -89,9 +89,9 @@ class Ctx:
         return self.builder.gep(g, [ir.Constant(I32, 0), off])
 
     def barrier(self) -> None:
-        """`bar.sync 0` with a memory clobber: all warps of the CTA meet (PTX ISA 9.7.13.1)."""
-        ftype = ir.FunctionType(ir.VoidType(), [])
-        self.builder.asm(ftype, "bar.sync 0;", "~{memory}", [], side_effect=True)
+        """`bar.sync 0`: all warps of the CTA meet (PTX ISA 9.7.13.1). Through the convergent
+        intrinsic (as Triton), so LLVM never duplicates it into divergent branches."""
+        self.builder.call(self.intrinsic("llvm.nvvm.barrier0", ir.VoidType(), []), [])
         self._cache["smem_read"] = False
 
     def before_smem_write(self) -> None:

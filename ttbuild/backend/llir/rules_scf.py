@@ -33,9 +33,29 @@ def rebuild(templates, scalars) -> list:
     return out
 
 
-def _after_regions(ctx):
-    # Shared-memory writes in the next region (or iteration) may race with reads before it.
-    ctx._cache["smem_read"] = True
+def _uses_smem(op) -> bool:
+    """Whether a region op holds a shared-memory user (reduction or layout conversion)."""
+    found = []
+
+    def walk(o):
+        if o.operation.name in ("tt.reduce", "ttg.convert_layout", "tt.scan"):
+            found.append(o)
+        for region in o.regions:
+            for blk in region.blocks:
+                for inner in blk.operations:
+                    walk(inner)
+    for region in op.regions:
+        for blk in region.blocks:
+            for inner in blk.operations:
+                walk(inner)
+    return bool(found)
+
+
+def _after_regions(ctx, op=None):
+    # A region (or the next loop iteration) that writes shared memory may race with reads on
+    # another path; without shared-memory users inside, the barrier state flows through.
+    if op is None or _uses_smem(op):
+        ctx._cache["smem_read"] = True
 
 
 @rule("scf.for")
@@ -58,10 +78,10 @@ def scf_for(ctx, op, lb, ub, step, *inits):
         phis.append(p)
     b.cbranch(b.icmp_signed("<", iv, ub), body, exit_)
     b.position_at_end(body)
-    _after_regions(ctx)
+    _after_regions(ctx, op)
     carried = rebuild(inits, phis)
     yields = ctx.run_block(op.regions[0].blocks[0], [iv] + carried)
-    _after_regions(ctx)
+    _after_regions(ctx, op)
     latch = b.block
     nxt = b.add(iv, step, name="iv.next")
     iv.add_incoming(nxt, latch)
@@ -84,9 +104,9 @@ def scf_if(ctx, op, cond):
     arms = []
     for region, bb in zip(op.regions, (then_bb, else_bb)):
         b.position_at_end(bb)
-        _after_regions(ctx)
+        _after_regions(ctx, op)
         ys = ctx.run_block(region.blocks[0], []) if len(region.blocks) else []
-        _after_regions(ctx)
+        _after_regions(ctx, op)
         arms.append((ys, b.block))
         b.branch(merge)
     b.position_at_end(merge)
@@ -121,7 +141,7 @@ def scf_while(ctx, op, *inits):
         p = b.phi(v.type)
         p.add_incoming(v, pre)
         phis.append(p)
-    _after_regions(ctx)
+    _after_regions(ctx, op)
     blk = op.regions[0].blocks[0]
     ops = list(blk.operations)
     cond_op = ops[-1]
@@ -130,9 +150,9 @@ def scf_while(ctx, op, *inits):
     b.cbranch(cond, after, exit_)
     cond_bb = b.block
     b.position_at_end(after)
-    _after_regions(ctx)
+    _after_regions(ctx, op)
     ys = ctx.run_block(op.regions[1].blocks[0], fwd)
-    _after_regions(ctx)
+    _after_regions(ctx, op)
     for p, v in zip(phis, flatten(ys)):
         p.add_incoming(v, b.block)
     b.branch(before)

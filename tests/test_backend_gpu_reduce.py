@@ -1,0 +1,101 @@
+"""Reductions on the GPU: softmax (Triton tutorial 02) and layer norm forward (tutorial 05) built
+from tests/data/gpu_kernels, run through ttbuild.runtime against torch in float64, with poisoned
+outputs, row lengths that are not powers of two, strides off 16, and several loop iterations.
+
+Artifacts: `$TTBUILD_BACKEND_ARTIFACTS` (built elsewhere with
+`python -m ttbuild build tests/data/gpu_kernels -o DIR`: the GPU machine has no MLIR), else built
+here into a temporary directory.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+KERNELS = Path(__file__).parent / "data" / "gpu_kernels"
+
+
+@pytest.fixture(scope="module")
+def torch():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    return torch
+
+
+@pytest.fixture(scope="module")
+def lib(torch, tmp_path_factory):
+    import ttbuild.runtime as rt
+
+    art = os.environ.get("TTBUILD_BACKEND_ARTIFACTS")
+    if not art:
+        art = str(tmp_path_factory.mktemp("art"))
+        subprocess.run([sys.executable, "-m", "ttbuild", "build", str(KERNELS), "-o", art, "--cache", "off"],
+                       check=True)
+    return rt.load(art)
+
+
+# (variant, rows, n_cols, input row stride, output row stride)
+SOFTMAX = [
+    ("softmax_1024_any", 1, 1, 1, 1),
+    ("softmax_1024_any", 7, 1000, 1000, 1003),
+    ("softmax_1024_any", 64, 781, 800, 781),
+    ("softmax_1024_any", 33, 1024, 1024, 1024),
+    ("softmax_8192_w8", 64, 8192, 8192, 8192),
+    ("softmax_8192_w8", 19, 8000, 8192, 8000),
+    ("softmax_8192_w16", 64, 8192, 8192, 8192),
+    ("softmax_8192_w16", 5, 4112, 4112, 4112),
+]
+
+
+@pytest.mark.parametrize("variant,rows,n,sin,sout", SOFTMAX)
+def test_softmax_matches_torch(torch, lib, variant, rows, n, sin, sout):
+    gen = torch.Generator(device="cuda").manual_seed(rows * 1000 + n)
+    x = torch.randn(rows, sin, device="cuda", generator=gen) * 4
+    out = torch.full((rows + 1, sout), float("nan"), device="cuda")  # poison and a guard row
+    lib.variant(variant)[(rows,)](out, x, sin, sout, n)
+    torch.cuda.synchronize()
+    ref = torch.softmax(x[:, :n].double(), dim=1)
+    torch.testing.assert_close(out[:rows, :n].double(), ref, rtol=2e-5, atol=1e-7)
+    assert torch.isnan(out[:rows, n:]).all() and torch.isnan(out[rows:]).all(), "wrote outside the rows"
+
+
+# (variant, rows, N, row stride)
+LAYER_NORM = [
+    ("layer_norm_1024_any", 5, 1000, 1000),
+    ("layer_norm_1024_any", 16, 1500, 1507),
+    ("layer_norm_1024_any", 3, 3000, 3000),
+    ("layer_norm_1024_any", 2, 1, 1),
+    ("layer_norm_8192_w8", 32, 8192, 8192),
+    ("layer_norm_8192_w8", 8, 4112, 4112),
+    ("layer_norm_8192_w8", 4, 20000, 20000),
+]
+
+
+@pytest.mark.parametrize("variant,rows,n,stride", LAYER_NORM)
+def test_layer_norm_forward_matches_torch(torch, lib, variant, rows, n, stride):
+    gen = torch.Generator(device="cuda").manual_seed(rows * 7 + n)
+    x = (torch.randn(rows, stride, device="cuda", generator=gen) * 2 + 0.5).half()
+    w = torch.rand(n, device="cuda", generator=gen).half()
+    b = torch.randn(n, device="cuda", generator=gen).half()
+    y = torch.full((rows + 1, stride), float("nan"), device="cuda", dtype=torch.float16)
+    mean = torch.full((rows + 1,), float("nan"), device="cuda")
+    rstd = torch.full((rows + 1,), float("nan"), device="cuda")
+    eps = 1e-5
+    lib.variant(variant)[(rows,)](x, y, w, b, mean, rstd, stride, n, eps)
+    torch.cuda.synchronize()
+    xd = x[:, :n].double()
+    m = xd.mean(dim=1)
+    var = ((xd - m[:, None]) ** 2).mean(dim=1)
+    r = 1 / torch.sqrt(var + eps)
+    ref = ((xd - m[:, None]) * r[:, None]) * w.double() + b.double()
+    torch.testing.assert_close(mean[:rows].double(), m, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(rstd[:rows].double(), r, rtol=1e-4, atol=1e-5)
+    torch.testing.assert_close(y[:rows, :n].double(), ref, rtol=4e-3, atol=4e-3)
+    assert torch.isnan(y[:rows, n:]).all() and torch.isnan(y[rows:]).all(), "wrote outside the rows"
+    assert torch.isnan(mean[rows:]).all() and torch.isnan(rstd[rows:]).all()

@@ -160,9 +160,11 @@ class BuildReporter(ConsoleReporter):
         totals = {c: st.total_of(c) for c in COLUMNS}
         lines.append(f"{'total':<{max(width, 5)}}" + "".join(f"{totals[c]:>11}" for c in COLUMNS)
                      + f"{sum(st.seconds.values()):>9.2f}s")
-        lines.append(f"ttbuild: {totals['ran']} ran, {totals['cached']} from cache, {totals['cutoff']} cut off "
-                     f"early, {totals['uptodate']} up to date, {totals['failed']} failed, "
-                     f"{totals['skipped']} skipped in {st.elapsed():.2f}s")
+        meta = st.counts.get("meta", dict.fromkeys(COLUMNS, 0))
+        stage = {c: totals[c] - meta[c] for c in COLUMNS}
+        lines.append(f"ttbuild: {stage['ran']} stages ran, {stage['cached']} from cache, {stage['cutoff']} cut off "
+                     f"early, {stage['uptodate']} up to date, {stage['failed']} failed, "
+                     f"{stage['skipped']} skipped; {meta['ran']} variants written to lib/ in {st.elapsed():.2f}s")
         return lines
 
     def write_summary(self) -> None:

@@ -41,7 +41,7 @@ def assert_at(err, lines, line_text_fragment: str, col_fragment: str):
 
 def test_unknown_tl_function():
     err, lines = compile_error("x = tl.lod(p)\n")
-    assert "unknown function or attribute tl.lod" in err.message
+    assert err.message == "unknown function or attribute tl.lod; did you mean tl.load?"
     assert_at(err, lines, "tl.lod", "tl.lod")
 
 
@@ -191,3 +191,9 @@ def test_atomic_on_unsupported_element_type():
     err, lines = compile_error("tl.atomic_max(p, 1.0)\n", signature=("*fp16", "i32"))
     assert err.message == "atomic_max does not support fp16"
     assert_at(err, lines, "tl.atomic_max", "tl.atomic_max")
+
+
+def test_undefined_name_suggests_a_close_one():
+    err, lines = compile_error("offsets = tl.arange(0, BLOCK)\nx = tl.load(p + ofsets)\n")
+    assert err.message == "undefined name 'ofsets'; did you mean 'offsets'?"
+    assert_at(err, lines, "ofsets)", "ofsets")

@@ -72,7 +72,9 @@ class Expressions:
             return FuncRef("py", name)
         if name in ("True", "False", "None"):
             return Constexpr({"True": True, "False": False, "None": None}[name])
-        fail(self.cx, f"undefined name {name!r}")
+        import difflib
+        close = difflib.get_close_matches(name, sorted(set(self.scope) | set(self.globals) | set(self.functions)), n=1)
+        fail(self.cx, f"undefined name {name!r}" + (f"; did you mean {close[0]!r}?" if close else ""))
 
     def _resolve_qualified(self, full: str, node):
         for lang in LANG:
@@ -103,7 +105,10 @@ class Expressions:
         known = set(language.BUILTIN_NAMES) | {f"math.{n}" for n in language.math.MATH_NAMES}
         if attr in known:
             fail(self.cx, f"tl.{attr} is not supported yet by the ttbuild frontend", cls=_not_supported(attr))
-        fail(self.cx, f"unknown function or attribute tl.{attr}")
+        import difflib
+        close = difflib.get_close_matches(attr, sorted(known | set(B.BUILTINS) | set(_DTYPE_ATTRS)), n=1)
+        hint = f"; did you mean tl.{close[0]}?" if close else ""
+        fail(self.cx, f"unknown function or attribute tl.{attr}{hint}")
 
     def visit_Name(self, node):
         return self.load_name(node.id, node)

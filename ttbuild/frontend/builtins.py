@@ -303,9 +303,24 @@ def sigmoid(cx, x):
                                                        BUILTINS["exp"](cx, S.unary(cx, "-", v))))
 
 
-@builtin("multiple_of", "max_contiguous", "max_constancy")
-def hint(cx, input, values):
-    return input  # hints only strengthen analysis; dropping them is always correct
+def _hint(attr: str, what: str):
+    def rule(cx, input, values):
+        """Triton `semantic.multiple_of` & co.: a per-dimension i32 list set as a discardable
+        attribute (`tt.divisibility = dense<16> : tensor<1xi32>`) on the op defining `input`."""
+        v = tensor(cx, input, "input")
+        vals = cval(cx, values, "values")
+        vals = [vals] if isinstance(vals, int) else list(vals)
+        if max(1, len(v.type.shape)) != len(vals) or not all(isinstance(x, int) and x > 0 for x in vals):
+            fail(cx, f"tl.{what} needs one positive int per dimension of {v.type}, got {vals}")
+        dense = vals[0] if len(set(vals)) == 1 else "[" + ", ".join(map(str, vals)) + "]"
+        cx.b.set_attr(v, attr, f"dense<{dense}> : tensor<{len(vals)}xi32>")
+        return v
+    return rule
+
+
+for _attr, _what in (("tt.divisibility", "multiple_of"), ("tt.contiguity", "max_contiguous"),
+                     ("tt.constancy", "max_constancy")):
+    builtin(_what)(_hint(_attr, _what))
 
 
 @builtin("static_assert")

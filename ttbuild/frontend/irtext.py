@@ -58,8 +58,22 @@ def scalar_attr(value, dtype: DType) -> str:
 
 
 @dataclass
+class _OpLine:
+    """One op's text, split before its type signature so discardable attributes (tt.divisibility
+    hints from tl.multiple_of) can be added after the op is built."""
+
+    head: str
+    tail: str
+    attrs: dict[str, str] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        extra = (" {" + ", ".join(f"{k} = {v}" for k, v in sorted(self.attrs.items())) + "}") if self.attrs else ""
+        return self.head + extra + self.tail
+
+
+@dataclass
 class _Block:
-    lines: list[str] = field(default_factory=list)
+    lines: list = field(default_factory=list)
 
 
 class IRBuilder:
@@ -68,6 +82,7 @@ class IRBuilder:
     def __init__(self):
         self._blocks: list[_Block] = []
         self._n = 0
+        self._defs: dict[str, _OpLine] = {}
         self.loc = "unknown"
 
     def fresh(self, type: Type) -> Value:
@@ -88,8 +103,20 @@ class IRBuilder:
         ins = ", ".join(v.type.mlir for v in operands)
         res = ", ".join(t.mlir for t in results)
         res = res if len(results) == 1 else f"({res})"
-        self.emit(f'{lhs}"{name}"({", ".join(v.name for v in operands)}){p}{r} : ({ins}) -> {res} {self._loc()}')
+        line = _OpLine(f'{lhs}"{name}"({", ".join(v.name for v in operands)}){p}{r}', f" : ({ins}) -> {res} {self._loc()}")
+        self._blocks[-1].lines.append(line)
+        if len(outs) == 1:
+            self._defs[outs[0].name] = line
         return outs
+
+    def set_attr(self, value: Value, name: str, attr: str) -> bool:
+        """Attach a discardable attribute to the op defining `value`; False for block arguments
+        and multi-result ops, which have no single defining op line."""
+        line = self._defs.get(value.name)
+        if line is None:
+            return False
+        line.attrs[name] = attr
+        return True
 
     def op1(self, name: str, operands: list[Value], result: Type, props: dict[str, str] | None = None) -> Value:
         return self.op(name, operands, [result], props)[0]
@@ -115,7 +142,7 @@ class IRBuilder:
         if args is not None:
             locs = arg_locs or [self._loc()] * len(args)
             head = "^bb0(" + ", ".join(f"{a.name}: {a.type.mlir} {l}" for a, l in zip(args, locs)) + "):\n"
-        return "{\n" + head + "\n".join(block.lines) + "\n}"
+        return "{\n" + head + "\n".join(map(str, block.lines)) + "\n}"
 
     def discard_block(self) -> None:
         self._blocks.pop()

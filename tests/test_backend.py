@@ -110,7 +110,7 @@ def test_golden_llir_and_ptx(built, tmp_path):
 def test_elementwise_ops_lower_to_their_ptx_instructions():
     """ops_kernel.ttir: cmpf/select/exp/absf/sqrt/maximumf/fptosi/muli/addi/remsi/sitofp."""
     text = build("ops_kernel.ttir", 4)["ptx"].decode()
-    for insn in ("ex2.approx.f32", "sqrt.rn.f32", "max.NaN.f32", "selp.f32", "setp.gt.f32",
+    for insn in ("ex2.approx.f32", "sqrt.approx.ftz.f32", "max.NaN.f32", "selp.f32", "setp.gt.f32",
                  "cvt.rzi.s32.f32", "cvt.rn.f32.s32", "ld.global.v4.b32", "st.global.v4.b32"):
         assert insn in text, insn
     # remsi by 5 is strength-reduced (mul.hi), never a call.

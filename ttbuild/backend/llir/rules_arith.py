@@ -41,7 +41,12 @@ def _elementwise(names, make):
 
 _FBIN = {"arith.addf": "fadd", "arith.subf": "fsub", "arith.mulf": "fmul", "arith.divf": "fdiv",
          "arith.remf": "frem"}
+_FAST_F32 = {"arith.divf", "math.sqrt"}  # f32 forms Triton lowers to PTX's full-range approximations
 for _n, _m in _FBIN.items():
+    if _n == "arith.divf":
+        _elementwise([_n], lambda ctx, op: _divf(ctx, op))
+        continue
+
     def _mk(ctx, op, _m=_m):
         flags = ("contract",) if ctx.fp_fusion and _m in ("fadd", "fsub", "fmul") else ()
         return lambda a, b: getattr(ctx.builder, _m)(a, b, flags=flags)
@@ -122,7 +127,7 @@ def _intrinsic_call(base):
 
 
 for _n, _b in {"arith.maximumf": "maximum", "arith.minimumf": "minimum", "arith.maxnumf": "maxnum",
-               "arith.minnumf": "minnum", "math.sqrt": "sqrt", "math.absf": "fabs",
+               "arith.minnumf": "minnum", "math.absf": "fabs",
                "math.floor": "floor", "math.ceil": "ceil", "math.fma": "fma"}.items():
     _elementwise([_n], _intrinsic_call(_b))
 
@@ -176,3 +181,47 @@ def constant(ctx, op):
         return c
     layout = layout_of(res)
     return TensorVal([c] * layout.elems_per_thread(shape), layout, shape)
+
+
+def _divf(ctx, op):
+    """f32: `div.full.f32` (2 ulp, full range; Triton's FDivOpConversion), other types: IEEE fdiv.
+    `tl.math.div_rn` is the frontend's way to ask for the rounded form."""
+    b = ctx.builder
+    if _result_type(op) != F32:
+        return lambda x, y: b.fdiv(x, y)
+    ftype = ir.FunctionType(F32, [F32, F32])
+    return lambda x, y: b.asm(ftype, "div.full.f32 $0, $1, $2;", "=r,r,r", [x, y], side_effect=False)
+
+
+def _sqrt(ctx, op):
+    """f32: `sqrt.approx.ftz.f32` (Triton's math.sqrt lowering); other types: llvm.sqrt."""
+    b = ctx.builder
+    t = _result_type(op)
+    if t == F32:
+        fn = ctx.intrinsic("llvm.nvvm.sqrt.approx.ftz.f", F32, [F32])
+        return lambda x: b.call(fn, [x])
+    return _intrinsic_call("sqrt")(ctx, op)
+
+
+def _rsqrt(ctx, op):
+    """`rsqrt.approx.ftz.f32` (Triton's math.rsqrt); f16/bf16 through f32."""
+    b = ctx.builder
+    t = _result_type(op)
+    if str(t) == "double":
+        fn = ctx.intrinsic("llvm.nvvm.rsqrt.approx.d", t, [t])
+        return lambda x: b.call(fn, [x])
+    fn = ctx.intrinsic("llvm.nvvm.rsqrt.approx.ftz.f", F32, [F32])
+
+    def call(x):
+        y = b.call(fn, [b.fpext(x, F32) if t != F32 else x])
+        return b.fptrunc(y, t) if t != F32 else y
+    return call
+
+
+def _div_rn(ctx, op):
+    b = ctx.builder
+    return lambda x, y: b.fdiv(x, y)
+
+
+_elementwise(["math.sqrt"], _sqrt)
+_elementwise(["math.rsqrt"], _rsqrt)

@@ -281,6 +281,19 @@ def fresh_project(tmp_path, fake_stage_root):
 
 
 @pytest.fixture(scope="session")
+def new_project(fake_stage_root):
+    """`new(dest, stages="fake", source=None)` -> make_project at `dest` (tests cannot import this
+    conftest by name: tests/gpu has one too); real stages skip until they are importable."""
+
+    def new(dest: Path, stages: str = "fake", source: Path | None = None) -> Project:
+        if stages == "real" and not real_stages_available():
+            pytest.skip("real stage modules are not all importable yet")
+        return make_project(dest, stages, fake_stage_root, source=source)
+
+    return new
+
+
+@pytest.fixture(scope="session")
 def nginx_cache(tmp_path_factory):
     """A real nginx WebDAV server on loopback speaking the Bazel cache layout (tests/cache_server.py)."""
     from cache_server import NginxDav, find_nginx

@@ -178,7 +178,7 @@ def test_params_mismatch_is_an_error(sig, constexprs, why):
 def test_python_m_ttbuild_lists_the_same_tasks(fresh_project):
     proj = fresh_project("real")
     env = dict(os.environ, PYTHONPATH=proj.pythonpath)
-    ours = subprocess.run([sys.executable, "-m", "ttbuild", "list", "--all", "-q"], cwd=proj.root,
+    ours = subprocess.run([sys.executable, "-m", "ttbuild", "doit", "list", "--all", "-q"], cwd=proj.root,
                           env=env, capture_output=True, text=True, timeout=300)
     theirs = subprocess.run([sys.executable, "-m", "doit", "list", "--all", "-q"], cwd=proj.root,
                             env=env, capture_output=True, text=True, timeout=300)

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 
 import pytest
 from hypothesis import given, strategies as st
 
-from conftest import make_project
 from ttbuild.build import in_shard, load_variants
 from ttbuild.cli import parse_shard
 
@@ -33,8 +33,8 @@ def bad_kernel(x_ptr, n, BLOCK_SIZE: tl.constexpr):
 
 
 @pytest.fixture
-def proj(tmp_path, fake_stage_root):
-    p = make_project(tmp_path / "p", "fake", fake_stage_root)
+def proj(tmp_path, new_project):
+    p = new_project(tmp_path / "p")
     p.env = {"TTBUILD_CACHE": "off"}
     return p
 
@@ -130,11 +130,11 @@ def test_parse_shard_rejects_nonsense():
             parse_shard(bad)
 
 
-def test_shards_split_the_library_and_together_build_it(tmp_path, fake_stage_root, proj):
+def test_shards_split_the_library_and_together_build_it(tmp_path, new_project, proj):
     assert proj.ttbuild("build").rc == 0
     whole = proj.artifact_bytes()
     names = set(_names(proj))
-    shard_proj = make_project(tmp_path / "s", "fake", fake_stage_root)
+    shard_proj = new_project(tmp_path / "s")
     shard_proj.env = {"TTBUILD_CACHE": "off"}
     seen = []
     for i in (1, 2, 3):
@@ -147,9 +147,9 @@ def test_shards_split_the_library_and_together_build_it(tmp_path, fake_stage_roo
     assert shard_proj.artifact_bytes() == whole
 
 
-def test_parallel_build_gives_the_same_bytes(tmp_path, fake_stage_root, proj):
+def test_parallel_build_gives_the_same_bytes(tmp_path, new_project, proj):
     assert proj.ttbuild("build").rc == 0
-    par = make_project(tmp_path / "par", "fake", fake_stage_root)
+    par = new_project(tmp_path / "par")
     par.env = {"TTBUILD_CACHE": "off"}
     run = par.ttbuild("build", "-j", "2")
     assert run.rc == 0 and run.ran == proj.ttbuild("build").uptodate, run.text
@@ -157,7 +157,7 @@ def test_parallel_build_gives_the_same_bytes(tmp_path, fake_stage_root, proj):
     assert par.ttbuild("build", "-j", "2").ran == set()
 
 
-def test_failure_prints_its_diagnostic_once_in_the_summary(proj):
+def test_failure_prints_its_diagnostic_once_in_the_summary(proj, new_project):
     (proj.kernels / "bad.py").write_text(BAD_KERNEL)
     with open(proj.kernels / "variants.toml", "a") as fh:
         fh.write(BAD_VARIANT)
@@ -167,9 +167,9 @@ def test_failure_prints_its_diagnostic_once_in_the_summary(proj):
     summary = run.out[run.out.index("ttbuild: "):]
     assert re.search(r"FAILED ttir:\S+  bad_kernel \(bad.py\) -> bad_fp32\n.*\nbad\.py:6:\d+: error:", summary), summary
     assert "meta:axpy_fp32" in run.ran  # --continue: the rest of the library still builds
-    stop = make_project(proj.root.parent / "stop", "fake", None, source=proj.root)
-    stop.env, stop.pythonpath = proj.env, proj.pythonpath
-    (stop.artifacts).exists() and __import__("shutil").rmtree(stop.artifacts)
+    stop = new_project(proj.root.parent / "stop", source=proj.root)
+    stop.env = proj.env
+    shutil.rmtree(stop.artifacts)
     first_fail = stop.ttbuild("build")
     assert first_fail.rc in (1, 2) and len(first_fail.ran) < len(run.ran), first_fail.text
 

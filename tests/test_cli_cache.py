@@ -8,17 +8,14 @@ import os
 import pytest
 
 from cache_server import free_port
-from conftest import make_project, real_stages_available
 
 
 def _stage_tasks(names) -> set:
     return {n for n in names if not n.startswith("meta:")}
 
 
-def _project(tmp_path, name, stages, fake_root, cache_dir):
-    if stages == "real" and not real_stages_available():
-        pytest.skip("real stage modules are not all importable yet")
-    proj = make_project(tmp_path / name, stages, fake_root)
+def _project(tmp_path, name, stages, new_project, cache_dir):
+    proj = new_project(tmp_path / name, stages)
     proj.env = {"TTBUILD_CACHE_DIR": str(tmp_path / cache_dir),
                 "TTBUILD_FAKE_RUNLOG": str(tmp_path / f"runlog-{name}")}
     return proj
@@ -29,17 +26,17 @@ def _runs(tmp_path, name) -> list[str]:
     return path.read_text().split() if path.exists() else []
 
 
-def test_fresh_checkout_builds_entirely_from_the_remote_cache(stages, tmp_path, fake_stage_root, nginx_cache):
+def test_fresh_checkout_builds_entirely_from_the_remote_cache(stages, tmp_path, new_project, nginx_cache):
     """CI: job A fills the HTTP cache; job B in a fresh directory (no artifacts/, no doit DB,
     empty local cache) executes zero stages and writes byte-identical artifacts."""
     url = f"{nginx_cache.url}/{stages}-{tmp_path.name}"
-    a = _project(tmp_path, "A", stages, fake_stage_root, "cache-A")
+    a = _project(tmp_path, "A", stages, new_project, "cache-A")
     first = a.ttbuild("build", "--cache", url)
     assert first.rc == 0, first.text
     built = _stage_tasks(first.ran)
     assert built and not first.cached, first.text  # empty caches: every stage really ran
 
-    b = _project(tmp_path, "B", stages, fake_stage_root, "cache-B")
+    b = _project(tmp_path, "B", stages, new_project, "cache-B")
     assert not b.artifacts.exists()
     second = b.ttbuild("build", "--cache", url)
     assert second.rc == 0, second.text
@@ -53,13 +50,13 @@ def test_fresh_checkout_builds_entirely_from_the_remote_cache(stages, tmp_path, 
 
 
 @pytest.mark.parametrize("tier", ["local", "remote"])
-def test_corrupt_entry_is_reported_dropped_and_rebuilt(tier, tmp_path, fake_stage_root, nginx_cache):
+def test_corrupt_entry_is_reported_dropped_and_rebuilt(tier, tmp_path, new_project, nginx_cache):
     """A blob whose bytes no longer match its sha256 (same size) is reported and dropped; the
     stage reruns, stores a good copy again, and the artifacts equal a clean build's. Local
     tier: the local cache alone (with a remote, the remote's good copy would heal it)."""
     url = f"{nginx_cache.url}/corrupt-{tier}-{tmp_path.name}"
     cache = ["--cache", url] if tier == "remote" else []
-    a = _project(tmp_path, "A", "fake", fake_stage_root, "cache-A")
+    a = _project(tmp_path, "A", "fake", new_project, "cache-A")
     assert a.ttbuild("build", *cache).rc == 0
     (ttgir,) = [p for p in (a.artifacts / "ttgir").rglob("*.ttgir") if "axpy" in p.name][:1]
     data = ttgir.read_bytes()
@@ -73,7 +70,7 @@ def test_corrupt_entry_is_reported_dropped_and_rebuilt(tier, tmp_path, fake_stag
 
     # B: a fresh checkout; for the local tier it shares A's local cache, for the remote one
     # it starts with an empty local directory so the entry comes from nginx.
-    b = _project(tmp_path, "B", "fake", fake_stage_root, "cache-A" if tier == "local" else "cache-B")
+    b = _project(tmp_path, "B", "fake", new_project, "cache-A" if tier == "local" else "cache-B")
     run = b.ttbuild("build", *cache)
     assert run.rc == 0, run.text
     task = f"ttgir:{ttgir.parent.name}"
@@ -83,30 +80,30 @@ def test_corrupt_entry_is_reported_dropped_and_rebuilt(tier, tmp_path, fake_stag
     assert b.artifact_bytes() == a.artifact_bytes()
     # The rebuilt result was stored again, correct this time: a third checkout is all hits.
     assert blob.read_bytes() == data
-    c = _project(tmp_path, "C", "fake", fake_stage_root, "cache-A" if tier == "local" else "cache-C")
+    c = _project(tmp_path, "C", "fake", new_project, "cache-A" if tier == "local" else "cache-C")
     third = c.ttbuild("build", *cache)
     assert third.rc == 0 and _stage_tasks(third.ran) == set() and "corrupt" not in third.err, third.text
 
 
 @pytest.mark.parametrize("jobs", ["1", "2"])
-def test_unreachable_remote_degrades_to_local_build_with_one_warning(jobs, tmp_path, fake_stage_root):
+def test_unreachable_remote_degrades_to_local_build_with_one_warning(jobs, tmp_path, new_project):
     url = f"http://127.0.0.1:{free_port()}/nobody-listens"
-    proj = _project(tmp_path, "A", "fake", fake_stage_root, "cache-A")
+    proj = _project(tmp_path, "A", "fake", new_project, "cache-A")
     run = proj.ttbuild("build", "-j", jobs, "--cache", url)
     assert run.rc == 0, run.text
     assert run.err.count("is unreachable") == 1 and run.err.count("warning") == 1, run.err
     assert run.ran and not run.cached
     # The local tier still worked: a fresh checkout on the same machine is served from it.
-    again = _project(tmp_path, "B", "fake", fake_stage_root, "cache-A")
+    again = _project(tmp_path, "B", "fake", new_project, "cache-A")
     second = again.ttbuild("build", "--cache", url)
     assert _stage_tasks(second.ran) == set() and second.cached == _stage_tasks(run.ran), second.text
     assert again.artifact_bytes() == proj.artifact_bytes()
 
 
-def test_cache_off_runs_every_stage(tmp_path, fake_stage_root):
-    proj = _project(tmp_path, "A", "fake", fake_stage_root, "cache-A")
+def test_cache_off_runs_every_stage(tmp_path, new_project):
+    proj = _project(tmp_path, "A", "fake", new_project, "cache-A")
     assert proj.ttbuild("build").rc == 0
-    other = _project(tmp_path, "B", "fake", fake_stage_root, "cache-A")
+    other = _project(tmp_path, "B", "fake", new_project, "cache-A")
     run = other.ttbuild("build", "--cache", "off")
     assert run.rc == 0 and not run.cached and len(_runs(tmp_path, "B")) == len(_stage_tasks(run.ran)), run.text
     assert not os.path.exists(tmp_path / "cache-B")

@@ -10,11 +10,10 @@ import time
 
 import pytest
 
-from conftest import make_project
 
 
-def _project(tmp_path, name, fake_root, **env):
-    proj = make_project(tmp_path / name, "fake", fake_root)
+def _project(tmp_path, name, new_project, **env):
+    proj = new_project(tmp_path / name)
     proj.env = {"TTBUILD_CACHE_DIR": str(tmp_path / f"cache-{name}"),
                 "TTBUILD_FAKE_RUNLOG": str(tmp_path / f"runlog-{name}"), **env}
     return proj
@@ -34,19 +33,19 @@ def _start(proj, *args) -> subprocess.Popen:
 
 
 @pytest.fixture(scope="module")
-def clean_build(tmp_path_factory, fake_stage_root):
-    proj = _project(tmp_path_factory.mktemp("clean"), "clean", fake_stage_root)
+def clean_build(tmp_path_factory, new_project):
+    proj = _project(tmp_path_factory.mktemp("clean"), "clean", new_project)
     run = proj.ttbuild("build")
     assert run.rc == 0, run.text
     return proj.artifact_bytes(), len(_runlog(proj))
 
 
 @pytest.mark.parametrize("jobs,after", [("1", 1), ("1", 6), ("1", 14), ("1", 24), ("2", 9)])
-def test_sigkill_midway_then_rerun_equals_clean_build(jobs, after, tmp_path, fake_stage_root, clean_build):
+def test_sigkill_midway_then_rerun_equals_clean_build(jobs, after, tmp_path, new_project, clean_build):
     """Kill the build (and its workers) with SIGKILL once `after` stages have executed, then
     build again: the artifacts equal a clean build's, and no stage result is lost or torn."""
     expected, n_stages = clean_build
-    proj = _project(tmp_path, "k", fake_stage_root, TTBUILD_FAKE_DELAY="0.05")
+    proj = _project(tmp_path, "k", new_project, TTBUILD_FAKE_DELAY="0.05")
     proc = _start(proj, "-j", jobs)
     deadline = time.monotonic() + 120
     while len(_runlog(proj)) < after and proc.poll() is None and time.monotonic() < deadline:
@@ -66,11 +65,11 @@ def test_sigkill_midway_then_rerun_equals_clean_build(jobs, after, tmp_path, fak
     assert verify.returncode == 0 and "dropped 0 blobs, 0 entries" in verify.stdout, verify.stdout + verify.stderr
 
 
-def test_two_builds_at_once_neither_corrupt_nor_duplicate(tmp_path, fake_stage_root, clean_build):
+def test_two_builds_at_once_neither_corrupt_nor_duplicate(tmp_path, new_project, clean_build):
     """Two `ttbuild build` on one artifacts/ at the same time: the second waits on the lock,
     then finds everything up to date; together they run each stage once."""
     expected, n_stages = clean_build
-    proj = _project(tmp_path, "c", fake_stage_root, TTBUILD_FAKE_DELAY="0.02", TTBUILD_CACHE="off")
+    proj = _project(tmp_path, "c", new_project, TTBUILD_FAKE_DELAY="0.02", TTBUILD_CACHE="off")
     first = _start(proj)
     while not _runlog(proj) and first.poll() is None:  # bounded by the build itself
         time.sleep(0.01)

@@ -206,3 +206,16 @@ def test_terminal_gets_the_live_display_and_a_table(proj):
     assert not re.search(r"^\.  parse:", out, re.M), out
     assert "ttgir" in out and "cached" in out and "total" in out, out
     assert "┃" in out or "│" in out, out  # rich's table, not the plain summary
+
+
+def test_list_and_explain_import_no_compiler(proj):
+    """Task loading and status checks stay cheap: no MLIR, llvmlite, CUDA or rich import."""
+    assert proj.ttbuild("build").rc == 0
+    code = ("import sys, io\nfrom ttbuild.cli import main\n"
+            "for argv in (['list'], ['explain', 'axpy_fp32'], ['show', 'axpy_fp32']):\n"
+            "    assert main(argv) == 0\n"
+            "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('mlir', 'llvmlite', 'cuda', 'rich'))\n"
+            "print('HEAVY=' + ','.join(heavy))\n")
+    out = proj.run(["-c", code])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().endswith("HEAVY="), out.stdout[-500:]

@@ -107,3 +107,16 @@ def test_cache_off_runs_every_stage(tmp_path, new_project):
     run = other.ttbuild("build", "--cache", "off")
     assert run.rc == 0 and not run.cached and len(_runs(tmp_path, "B")) == len(_stage_tasks(run.ran)), run.text
     assert not os.path.exists(tmp_path / "cache-B")
+
+
+def test_readonly_cache_reads_the_remote_but_never_writes_it(tmp_path, new_project, nginx_cache):
+    url = f"{nginx_cache.url}/ro-{tmp_path.name}"
+    store = nginx_cache.root / f"ro-{tmp_path.name}"
+    untrusted = _project(tmp_path, "U", "fake", new_project, "cache-U")
+    run = untrusted.ttbuild("build", "--cache", url, "--cache-readonly")
+    assert run.rc == 0 and run.ran and not store.exists(), run.text  # nothing uploaded
+    trusted = _project(tmp_path, "T", "fake", new_project, "cache-T")
+    assert trusted.ttbuild("build", "--cache", url).rc == 0 and (store / "ac").is_dir()
+    reader = _project(tmp_path, "R", "fake", new_project, "cache-R")
+    hits = reader.ttbuild("build", "--cache", url, "--cache-readonly")
+    assert hits.rc == 0 and _stage_tasks(hits.ran) == set() and hits.cached, hits.text

@@ -1,6 +1,6 @@
 """`ttbuild` command line: build / list / explain / show / clean / cache / doit, over doit's API and the repo's task graph.
 
-    ttbuild build [KERNELS_DIR] [-o ARTIFACTS] [-j N] [--shard I/N] [--cache URL] [--continue]
+    ttbuild build [KERNELS_DIR] [-o ARTIFACTS] [-j N] [--shard I/N] [--cache URL] [--cache-readonly] [--continue]
     ttbuild list [KERNELS_DIR] [-o ARTIFACTS] [--shard I/N]
     ttbuild explain VARIANT [-k KERNELS_DIR] [-o ARTIFACTS]
     ttbuild show VARIANT --stage ttgir [--role loc] [--path] [-k KERNELS_DIR] [-o ARTIFACTS]
@@ -15,6 +15,7 @@ failed and others were skipped behind it or raised), 3 a bad variant list; other
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import sys
 
@@ -57,6 +58,8 @@ def parser() -> argparse.ArgumentParser:
                    help="build only the variants of shard I of N (stable hash of the variant name)")
     b.add_argument("--cache", default=None, metavar="URL",
                    help="remote cache: a shared directory or http(s):// Bazel-protocol server; 'off' disables")
+    b.add_argument("--cache-readonly", action="store_true",
+                   help="read the remote cache but never write it (untrusted jobs); same as TTBUILD_CACHE_READONLY=1")
     b.add_argument("--continue", dest="keep_going", action="store_true",
                    help="keep building other variants after a failure")
     b.add_argument("-v", "--verbose", action="store_true", help="show what stages print")
@@ -120,6 +123,8 @@ def _dispatch(args) -> int:
     if args.cmd == "build":
         from .build import build
 
+        if args.cache_readonly:
+            os.environ["TTBUILD_CACHE_READONLY"] = "1"
         return build(project, jobs=args.jobs, keep_going=args.keep_going, cache=args.cache,
                      verbose=args.verbose)
     if args.cmd == "clean":

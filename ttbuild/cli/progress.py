@@ -53,7 +53,10 @@ class RichBuildReporter(BuildReporter):
         self._refresh()
 
     def write(self, text):
-        # Lines doit's base class would print (the `!!` skips) go above the live bar.
+        # Skips behind a failure are counted in the table; one line each would bury the bar.
+        if text.startswith("!! "):
+            return
+        # Other lines (a task's failure as it happens) go above the live bar.
         if self.bar is not None and self.progress.live.is_started:
             self.progress.console.print(Text(text.rstrip("\n")))
         else:

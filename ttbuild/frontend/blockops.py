@@ -1,4 +1,4 @@
-"""Lowering rules for block-shaped `tl` builtins: expand_dims, broadcast, reductions (tt.reduce), dot (tt.dot).
+"""Lowering rules for block-shaped `tl` builtins: expand_dims, broadcast, trans, reshape, dot (tt.dot).
 
 Registered into `builtins.BUILTINS` by the same decorator; semantics from Triton 3.6
 `triton/language/{core,standard,semantic}.py`.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from . import semantic as S
 from . import types as T
-from .builtins import _minmax, builtin, cval, dtype_arg, shape_arg, tensor
+from .builtins import builtin, cval, dtype_arg, shape_arg, tensor
 from .irtext import Value
 from .semantic import Constexpr, fail
 
@@ -32,82 +32,6 @@ def broadcast_to(cx, input, *shape):
 def broadcast(cx, input, other):
     a, b = S.broadcast_pair(cx, tensor(cx, input, "input"), tensor(cx, other, "other"))
     return a
-
-
-def _need_tensor(cx, input, what: str) -> Value:
-    # Triton reductions read `input.dtype`: a Python number is an error, not a 0-d tensor.
-    if not isinstance(input, Value):
-        fail(cx, f"tl.{what} needs a tensor, got {S._describe(input)}")
-    return input
-
-
-def _reduce(cx, input, axis, keep_dims, combine, what: str):
-    v = _need_tensor(cx, input, what)
-    ax = cval(cx, axis, "axis")
-    shape = v.type.shape
-    if not shape:
-        fail(cx, f"tl.{what} needs a block, got a scalar of type {v.type}")
-    if ax is None:  # reduce over everything: flatten first
-        if len(shape) > 1:
-            n = 1
-            for d in shape:
-                n *= d
-            v = cx.b.op1("tt.reshape", [v], T.BlockType(v.type.scalar, (n,)))
-        ax, shape = 0, v.type.shape
-    if not isinstance(ax, int) or not -len(shape) <= ax < len(shape):
-        fail(cx, f"{what}: axis {ax!r} out of range for a block of rank {len(shape)}")
-    ax %= len(shape)
-    elt = v.type.scalar
-    b = cx.b
-    b.open_block()
-    lhs, rhs = b.fresh(elt), b.fresh(elt)
-    out = combine(cx, lhs, rhs)
-    b.op("tt.reduce.return", [out], [])
-    region = b.close_block([lhs, rhs])
-    rshape = shape[:ax] + shape[ax + 1:]
-    res = b.op("tt.reduce", [v], [S.with_shape(elt, rshape)], {"axis": f"{ax} : i32"}, regions=[region])[0]
-    if cval(cx, keep_dims, "keep_dims"):
-        res = S.expand_dims(cx, res, ax) if rshape else S.splat(cx, res, (1,))
-    return res
-
-
-@builtin("sum", method="sum")
-def sum_(cx, input, axis=None, keep_dims=False, dtype=None):
-    v = _need_tensor(cx, input, "sum")
-    d = cval(cx, dtype, "dtype")
-    st = v.type.scalar
-    if d is None and st.is_int() and st.bits < 32:
-        d = T.uint32 if st.is_unsigned() else T.int32
-    if d is not None:
-        v = S.cast(cx, v, d)
-    return _reduce(cx, v, axis, keep_dims, lambda c, a, b: S.binary(c, "+", a, b), "sum")
-
-
-def _promote_bf16(cx, v):
-    """tl.max/tl.min widen first (Triton `standard.max`): bf16 and every float under 32 bits to
-    fp32, every integer under 32 bits (bool included) to int32."""
-    st = v.type.scalar
-    if st.is_float() and st.bits < 32:
-        return S.cast(cx, v, T.fp32)
-    if st.is_int() and st.bits < 32:
-        return S.cast(cx, v, T.int32)
-    return v
-
-
-@builtin("max", method="max")
-def max_(cx, input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
-    if cval(cx, return_indices, "return_indices"):
-        fail(cx, "tl.max(return_indices=True) is not supported yet")
-    v = _promote_bf16(cx, _need_tensor(cx, input, "max"))
-    return _reduce(cx, v, axis, keep_dims, lambda c, a, b: _minmax(c, a, b, True), "max")
-
-
-@builtin("min", method="min")
-def min_(cx, input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
-    if cval(cx, return_indices, "return_indices"):
-        fail(cx, "tl.min(return_indices=True) is not supported yet")
-    v = _promote_bf16(cx, _need_tensor(cx, input, "min"))
-    return _reduce(cx, v, axis, keep_dims, lambda c, a, b: _minmax(c, a, b, False), "min")
 
 
 _PRECISION = {"tf32": 0, "tf32x3": 1, "ieee": 2}  # triton::InputPrecision (I32EnumAttr)
@@ -158,6 +82,12 @@ def dot(cx, input, other, acc=None, input_precision=None, allow_tf32=None, max_n
     imprecise = cval(cx, max_num_imprecise_acc, "max_num_imprecise_acc")
     return cx.b.op1("tt.dot", [a, b, c], rty, {"inputPrecision": f"{_PRECISION[prec]} : i32",
                                                  "maxNumImpreciseAcc": f"{imprecise or 0} : i32"})
+
+
+def _need_tensor(cx, input, what: str) -> Value:
+    if not isinstance(input, Value):
+        fail(cx, f"tl.{what} needs a tensor, got {S._describe(input)}")
+    return input
 
 
 @builtin("trans", "permute", method="trans")

@@ -349,5 +349,5 @@ def debug_barrier(cx):
 
 
 
-from . import atomics, blockops  # noqa: E402,F401  (register atomic, shape, reduction and dot rules)
+from . import atomics, blockops, reductions  # noqa: E402,F401  (register the rules in those modules)
 

@@ -44,7 +44,7 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
         self.signature = signature
         self.constexprs = dict(constexprs)
         self.b = IRBuilder()
-        self.cx = Ctx(self.b)
+        self.cx = Ctx(self.b, self._call_value)
         self.scope: dict[str, Any] = {}
         self.depth = 0
 
@@ -103,6 +103,12 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
                  f'sym_name = "{kernel}", sym_visibility = "public"')
         return ('"builtin.module"() ({\n"tt.func"() <{' + props + '}> (' + region + f') : () -> () loc("n{fn._id}")\n'
                 "}) : () -> () loc(unknown)\n")
+
+    def _call_value(self, fn, args: list):
+        """Call a function value from a builtin (tl.reduce's combine_fn): only @jit functions."""
+        if not isinstance(fn, FuncRef) or fn.kind != "jit":
+            fail(self.cx, f"combine_fn must be a @jit function, got {S._describe(fn)}")
+        return self.inline(fn.name, list(args), {})
 
     def _constexpr_value(self, v):
         if isinstance(v, str) and v in T.DTYPES:

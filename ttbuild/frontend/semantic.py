@@ -29,9 +29,11 @@ class Constexpr:
 
 @dataclass(frozen=True)
 class Ctx:
-    """What every lowering rule receives: the IR builder (whose `loc` is the current node)."""
+    """What every lowering rule receives: the IR builder (whose `loc` is the current node) and
+    `call(fn, args)`, which lowers a call to a @jit function value (a combine_fn) inline."""
 
     b: IRBuilder
+    call: Any = None
 
 
 def fail(cx: Ctx, message: str, cls=CompilationError):

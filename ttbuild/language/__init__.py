@@ -79,7 +79,7 @@ BUILTIN_NAMES = (
     "reduce", "xor_sum", "dot", "atomic_add", "atomic_max", "atomic_min", "atomic_cas",
     "atomic_xchg", "range", "static_range", "static_assert", "static_print", "device_assert",
     "device_print", "multiple_of", "max_contiguous", "max_constancy", "debug_barrier",
-    "umulhi", "floor", "ceil", "div_rn", "fdiv", "erf", "cumsum", "join", "split", "ravel",
+    "umulhi", "floor", "ceil", "div_rn", "fdiv", "erf", "cumsum", "cumprod", "join", "split", "ravel",
     "make_block_ptr", "advance", "assume", "associative_scan", "histogram",
 )
 for _name in BUILTIN_NAMES:

@@ -219,3 +219,38 @@ def test_list_and_explain_import_no_compiler(proj):
     out = proj.run(["-c", code])
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip().endswith("HEAVY="), out.stdout[-500:]
+
+
+def test_tasks_pickle_for_worker_processes(proj):
+    """`-j N` hands tasks to worker processes: every action, its arguments, the checker and
+    doit's pickle-safe task state must survive pickling (spawn-safe, not only fork)."""
+    import pickle
+    import sys as _sys
+
+    from ttbuild.build import generate_tasks
+    from ttbuild.build.fileio import XXHashChecker
+
+    _sys.path.insert(0, proj.pythonpath.split(os.pathsep)[-1])
+    try:
+        tasks = [t for t in generate_tasks(proj.kernels, proj.artifacts, "fakestages") if t.get("actions")]
+    finally:
+        _sys.path.pop(0)
+    assert tasks
+    for task in tasks:
+        (func, args), = task["actions"]
+        func2, args2 = pickle.loads(pickle.dumps((func, args)))
+        assert func2 is func and args2 == args
+    assert pickle.loads(pickle.dumps(XXHashChecker)) is XXHashChecker
+
+
+def test_stand_in_stages_never_answer_for_the_real_compiler(tmp_path, new_project):
+    """The stage package is part of the action key: a cache filled by other stage modules
+    (the tests' fakes) gives the real compiler no hits."""
+    shared = {"TTBUILD_CACHE_DIR": str(tmp_path / "shared-cache")}
+    fake = new_project(tmp_path / "fake")
+    fake.env = dict(shared)
+    assert fake.ttbuild("build").rc == 0
+    real = new_project(tmp_path / "real", "real")
+    real.env = dict(shared)
+    run = real.ttbuild("build")
+    assert run.rc == 0 and run.cached == set() and run.ran, run.text

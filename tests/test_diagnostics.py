@@ -197,3 +197,13 @@ def test_undefined_name_suggests_a_close_one():
     err, lines = compile_error("offsets = tl.arange(0, BLOCK)\nx = tl.load(p + ofsets)\n")
     assert err.message == "undefined name 'ofsets'; did you mean 'offsets'?"
     assert_at(err, lines, "ofsets)", "ofsets")
+
+
+def test_calling_a_function_from_another_module():
+    src = "import triton\nimport triton.language as tl\nimport mylib\n\n\n@triton.jit\ndef k(p):\n    mylib.helper(p)\n"
+    out = parse.run({"source": src.encode()}, {"kernel": "k", "file": "k.py"})
+    with pytest.raises(CompilationError) as ei:
+        ttir.run({"json": out["json"]}, {"signature": ["*fp32"], "constexprs": {}})
+    err = locate(ei.value, out["loc"])
+    assert "cannot call mylib.helper: only tl builtins and @jit functions defined in the kernel's own file" in err.message
+    assert (err.loc.line, err.loc.col) == (8, 4)

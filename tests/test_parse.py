@@ -215,3 +215,11 @@ def test_decode_inverts_encode_for_library_kernels():
         for fn in (n for n in tree.body if isinstance(n, ast.FunctionDef)):
             back = decode(json.loads(json.dumps(encode(fn, lambda n: 0))))
             assert ast.dump(back) == ast.dump(fn)
+
+
+def test_columns_count_characters_not_bytes():
+    src = 'import triton\n@triton.jit\ndef k(p):\n    s = "héllo ü"; x = tl.load(p)\n'
+    desc, loc, _ = run(src, "k")
+    line = src.splitlines()[3]
+    cols = sorted(c for l, c in loc["nodes"].values() if l == 4)
+    assert line.index("x = tl") in cols and line.index("tl.load") in cols

@@ -164,7 +164,10 @@ def canonicalize(source: bytes | str, kernel: str, file: str) -> tuple[dict, dic
 
     def next_id(node: ast.AST) -> int:
         i = next(counter)
-        nodes[str(i)] = [node.lineno, node.col_offset]
+        col = node.col_offset
+        if 0 < node.lineno <= len(lines):  # ast counts UTF-8 bytes; carets need characters
+            col = len(lines[node.lineno - 1].encode()[:col].decode("utf-8", "replace"))
+        nodes[str(i)] = [node.lineno, col]
         if 0 < node.lineno <= len(lines):
             line_text[str(node.lineno)] = lines[node.lineno - 1]
         return i

@@ -89,6 +89,24 @@ class ControlFlow:
             return self.b.constant(v.value, ty)
         return S.to_value(self.cx, v, ty)
 
+    # tl.range keywords → the discardable scf.for attributes Triton's code generator sets.
+    _RANGE_KW = {"num_stages": "tt.num_stages", "loop_unroll_factor": "tt.loop_unroll_factor",
+                 "disallow_acc_multi_buffer": "tt.disallow_acc_multi_buffer", "flatten": "tt.flatten",
+                 "warp_specialize": "tt.warp_specialize"}
+
+    def _range_attrs(self, kind: str, call: ast.Call) -> dict[str, str]:
+        attrs = {}
+        for kw in call.keywords:
+            value = self.visit(kw.value)
+            if kind != "tl.range" or kw.arg not in self._RANGE_KW:
+                fail(self.cx, f"{kind}() got an unexpected keyword argument {kw.arg!r}")
+            v = B.cval(self.cx, value, kw.arg)
+            if v is None or v is False:
+                continue
+            name = self._RANGE_KW[kw.arg]
+            attrs[name] = "unit" if v is True else f"{int(v)} : i32"
+        return attrs
+
     def visit_For(self, node):
         it = node.iter
         if not (isinstance(it, ast.Call)):
@@ -104,6 +122,7 @@ class ControlFlow:
             args = [Constexpr(0), args[0]]
         if len(args) == 2:
             args.append(Constexpr(1))
+        loop_attrs = self._range_attrs(kind, it)
         if not isinstance(node.target, ast.Name):
             fail(self.cx, "the loop variable must be a plain name")
         if node.orelse:
@@ -158,7 +177,8 @@ class ControlFlow:
         self.b.loc = loc
         self.b.op("scf.yield", outs, [])
         region = self.b.close_block([iv] + carried)
-        results = self.b.op("scf.for", [lb, ub, step] + inits, [v.type for v in inits], regions=[region])
+        results = self.b.op("scf.for", [lb, ub, step] + inits, [v.type for v in inits], regions=[region],
+                            attrs=loop_attrs)
         self.scope = dict(before)
         for n, r in zip(changed, results):
             self.scope[n] = r

@@ -256,6 +256,9 @@ class Expressions:
                 return self.inline(fn.name, args, kwargs)
             return self.py_builtin(fn.name, args, kwargs)
         if isinstance(fn, ModuleRef):
+            if not fn.name.startswith(LANG):
+                fail(self.cx, f"cannot call {fn.name}: only tl builtins and @jit functions defined in "
+                              f"the kernel's own file can be called (the compiler never imports modules)")
             fail(self.cx, f"{fn.name} is a module, not a function")
         fail(self.cx, f"cannot call {S._describe(fn)}")
 

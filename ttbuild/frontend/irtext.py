@@ -93,7 +93,7 @@ class IRBuilder:
         return f'loc("n{self.loc}")' if isinstance(self.loc, int) else "loc(unknown)"
 
     def op(self, name: str, operands: list[Value], results: list[Type], props: dict[str, str] | None = None,
-           regions: list[str] | None = None) -> list[Value]:
+           regions: list[str] | None = None, attrs: dict[str, str] | None = None) -> list[Value]:
         outs = [self.fresh(t) for t in results]
         lhs = (", ".join(v.name for v in outs) + " = ") if outs else ""
         p = ""
@@ -103,7 +103,8 @@ class IRBuilder:
         ins = ", ".join(v.type.mlir for v in operands)
         res = ", ".join(t.mlir for t in results)
         res = res if len(results) == 1 else f"({res})"
-        line = _OpLine(f'{lhs}"{name}"({", ".join(v.name for v in operands)}){p}{r}', f" : ({ins}) -> {res} {self._loc()}")
+        line = _OpLine(f'{lhs}"{name}"({", ".join(v.name for v in operands)}){p}{r}', f" : ({ins}) -> {res} {self._loc()}",
+                       dict(attrs or {}))
         self._blocks[-1].lines.append(line)
         if len(outs) == 1:
             self._defs[outs[0].name] = line

@@ -17,7 +17,8 @@
 # CHECK: %[[SC:[0-9]+]] = "arith.mulf"(%[[LD]]
 # CHECK: %[[NEXT:[0-9]+]] = "arith.addf"(%[[CARRY]], %[[SC]])
 # CHECK: "scf.yield"(%[[NEXT]]) : (tensor<128xf32>) -> ()
-# CHECK: }) : (i32, i32, i32, tensor<128xf32>) -> tensor<128xf32>
+# tl.range(num_stages=) → the attribute Triton's pipeliner reads:
+# CHECK: }) {tt.num_stages = 2 : i32} : (i32, i32, i32, tensor<128xf32>) -> tensor<128xf32>
 # static_range(3) unrolled into three adds of 1.0, 2.0... folded per iteration:
 # CHECK-COUNT-3: "arith.addf"
 # CHECK: %[[COND:[0-9]+]] = "arith.cmpi"(%[[PID]], %{{[0-9]+}}) <{predicate = 0 : i64}>
@@ -46,7 +47,7 @@ def control_kernel(out_ptr, in_ptr, n, bias, BLOCK: tl.constexpr, USE_BIAS: tl.c
     pid = tl.program_id(0)
     offs = tl.arange(0, BLOCK)
     acc = tl.zeros((BLOCK,), dtype=tl.float32)
-    for t in range(0, tl.cdiv(n, BLOCK)):
+    for t in tl.range(0, tl.cdiv(n, BLOCK), num_stages=2):
         x = tl.load(in_ptr + t * BLOCK + offs, mask=t * BLOCK + offs < n, other=0.0)
         acc += scale(x, 2.0)
     for k in tl.static_range(3):

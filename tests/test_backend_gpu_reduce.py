@@ -99,3 +99,54 @@ def test_layer_norm_forward_matches_torch(torch, lib, variant, rows, n, stride):
     torch.testing.assert_close(y[:rows, :n].double(), ref, rtol=4e-3, atol=4e-3)
     assert torch.isnan(y[:rows, n:]).all() and torch.isnan(y[rows:]).all(), "wrote outside the rows"
     assert torch.isnan(mean[rows:]).all() and torch.isnan(rstd[rows:]).all()
+
+
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+# (variant, BM, M, N, stride)
+ROWS = [("rows_32x64", 32, 50, 60, 61), ("rows_32x64", 32, 64, 64, 64), ("rows_16x256_aligned", 16, 40, 240, 256)]
+
+
+@pytest.mark.parametrize("variant,bm,M,N,stride", ROWS)
+def test_row_sums_expand_dims_broadcast(torch, lib, variant, bm, M, N, stride):
+    gen = torch.Generator(device="cuda").manual_seed(M * N)
+    x = torch.randn(M, stride, device="cuda", generator=gen)
+    out = torch.full((M + 1, stride), float("nan"), device="cuda")
+    sums = torch.full((M + 1,), float("nan"), device="cuda")
+    lib.variant(variant)[(_cdiv(M, bm),)](out, sums, x, M, N, stride)
+    torch.cuda.synchronize()
+    s = x[:, :N].double().sum(dim=1)
+    torch.testing.assert_close(sums[:M].double(), s, rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(out[:M, :N].double(), x[:, :N].double() - s[:, None] / N, rtol=1e-5, atol=1e-5)
+    assert torch.isnan(out[:M, N:]).all() and torch.isnan(out[M:]).all() and torch.isnan(sums[M:]).all()
+
+
+# (variant, BM, BN, M, N, stride): column reductions; cols_16x256 stores through a layout conversion
+COLS = [("cols_64x32", 64, 32, 50, 100, 112), ("cols_64x32", 64, 32, 64, 32, 32),
+        ("cols_16x256", 16, 256, 13, 600, 608)]
+
+
+@pytest.mark.parametrize("variant,bm,bn,M,N,stride", COLS)
+def test_column_max_and_sum(torch, lib, variant, bm, bn, M, N, stride):
+    gen = torch.Generator(device="cuda").manual_seed(M + N)
+    x = torch.randn(M, stride, device="cuda", generator=gen)
+    cmax = torch.full((N + 4,), float("nan"), device="cuda")
+    csum = torch.full((N + 4,), float("nan"), device="cuda")
+    lib.variant(variant)[(_cdiv(N, bn),)](cmax, csum, x, M, N, stride)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(cmax[:N], x[:, :N].max(dim=0).values)
+    torch.testing.assert_close(csum[:N].double(), x[:, :N].double().sum(dim=0), rtol=1e-5, atol=1e-5)
+    assert torch.isnan(cmax[N:]).all() and torch.isnan(csum[N:]).all()
+
+
+@pytest.mark.parametrize("M,N,stride", [(20, 100, 112), (8, 128, 128), (3, 1, 16)])
+def test_argmax_rows(torch, lib, M, N, stride):
+    gen = torch.Generator(device="cuda").manual_seed(M * 3 + N)
+    x = torch.randn(M, stride, device="cuda", generator=gen)
+    idx = torch.full((M + 1,), -7, device="cuda", dtype=torch.int32)
+    lib.variant("argmax_8x128")[(_cdiv(M, 8),)](idx, x, M, N, stride)
+    torch.cuda.synchronize()
+    assert torch.equal(idx[:M].long(), x[:, :N].argmax(dim=1))
+    assert idx[M].item() == -7

@@ -8,7 +8,8 @@ form one group (union-find). Groups resolve from the highest rank down:
 - a group with memory ops takes the coalesced blocked layout of its pointer: order = dimensions by
   decreasing contiguity, sizePerThread along the fastest = min(16 bytes / element, contiguity,
   alignment, elements / threads) (the widest over its memory ops);
-- otherwise a group that a reduction produces, or that feeds a tt.expand_dims, takes
+- otherwise (or when the group is no larger than the CTA's thread count, so coalescing gains
+  nothing) a group that a reduction produces, or that feeds a tt.expand_dims, takes
   `#ttg.slice<{dim, parent}>` of the group on the other side;
 - otherwise Triton's default blocked layout (1 element per thread).
 A conversion is inserted only on a reduce result or expand_dims operand whose group chose
@@ -183,7 +184,8 @@ class _Assigner:
                 return layout[root]
             vals = groups[root]
             shape = max((tuple(mu.shape_of(v.type)) for v in vals), key=prod)
-            if root in mem:
+            small = prod(shape) <= self.tpw * self.num_warps
+            if root in mem and not (small and root in demand):
                 layout[root] = self._coalesced(shape, mem[root])
             elif root in demand:
                 d, parent = demand[root]

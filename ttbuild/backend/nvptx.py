@@ -28,6 +28,43 @@ def target_machine(arch: str = "sm_90a", ptx_version: int = 90):
     return target.create_target_machine(cpu=arch, features=f"+ptx{ptx_version}", opt=3)
 
 
+@functools.cache
+def libdevice_path() -> str:
+    """libdevice.10.bc of the nvidia-cuda-nvcc wheel (nvidia/cu13/nvvm/libdevice); ToolError if missing."""
+    from pathlib import Path
+
+    from ttbuild.errors import ToolError
+    try:
+        import nvidia
+    except ImportError:
+        nvidia = None
+    for root in list(getattr(nvidia, "__path__", [])):
+        for sub in ("cu13/nvvm/libdevice/libdevice.10.bc", "cuda_nvcc/nvvm/libdevice/libdevice.10.bc"):
+            p = Path(root) / sub
+            if p.is_file():
+                return str(p)
+    raise ToolError("libdevice", "libdevice.10.bc not found: install the nvidia-cuda-nvcc wheel",
+                    "pip install 'nvidia-cuda-nvcc==13.0.*'")
+
+
+def link_libdevice(mod, tm) -> None:
+    """Link libdevice into `mod` and make every function but the kernels internal, so O3 keeps
+    only what is called (Triton links the same file the same way)."""
+    from pathlib import Path
+
+    lib = llvm.parse_bitcode(Path(libdevice_path()).read_bytes())
+    lib.triple = TRIPLE
+    lib.data_layout = str(tm.target_data)
+    keep = {f.name for f in mod.functions if not f.is_declaration}
+    mod.link_in(lib)
+    for f in mod.functions:
+        if not f.is_declaration and f.name not in keep:
+            f.linkage = "internal"
+    for g in mod.global_variables:
+        if not g.is_declaration and g.name.startswith("__"):
+            g.linkage = "internal"
+
+
 def optimize(text: str, arch: str = "sm_90a") -> str:
     """Parse LLVM IR text, run the new-pass-manager O3 pipeline with the NVPTX target machine
     (so the data layout and TTI are NVPTX's), verify, and return the optimized IR text."""
@@ -36,6 +73,8 @@ def optimize(text: str, arch: str = "sm_90a") -> str:
     mod.triple = TRIPLE
     mod.data_layout = str(tm.target_data)
     mod.verify()
+    if any(f.is_declaration and f.name.startswith("__nv_") for f in mod.functions):
+        link_libdevice(mod, tm)
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pb = llvm.create_pass_builder(tm, pto)
     pm = pb.getModulePassManager()

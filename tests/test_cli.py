@@ -7,6 +7,7 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from hypothesis import given, strategies as st
@@ -64,7 +65,7 @@ def test_comment_edit_is_cut_off_early_and_counted(proj):
     assert cut and cut.group(3) == "2", run.out  # both axpy ttir tasks: parse wrote the same bytes
 
 
-def test_list_and_explain_follow_edits(proj):
+def test_list_and_explain_follow_edits(proj, tmp_path):
     out = proj.ttbuild("list")
     assert out.rc == 0 and out.out.count("needs build") == len(_names(proj)), out.text
     assert proj.ttbuild("build").rc == 0
@@ -93,6 +94,15 @@ def test_list_and_explain_follow_edits(proj):
     assert proj.ttbuild("build").rc == 0
     ex = proj.ttbuild("explain", "axpy_fp32")
     assert "would run: nothing" in ex.out, ex.out
+
+    # A stage implementation bumped: every variant's ttgir key changes, and explain says why.
+    fake_ttgir = Path(proj.pythonpath.split(os.pathsep)[-1]) / "fakestages" / "ttgir.py"
+    local = tmp_path / "stages"
+    shutil.copytree(fake_ttgir.parent, local / "fakestages")
+    (local / "fakestages" / "ttgir.py").write_text(fake_ttgir.read_text().replace("VERSION = 1", "VERSION = 2", 1))
+    proj.pythonpath = os.pathsep.join([proj.pythonpath.split(os.pathsep)[0], str(local)])
+    ex = proj.ttbuild("explain", "axpy_fp32")
+    assert "ttgir stage VERSION: 1 -> 2" in ex.out and "would run: ttgir, llir, ptx, cubin" in ex.out, ex.out
 
     bad = proj.ttbuild("explain", "axpy_fp3")
     assert bad.rc == 2 and "did you mean axpy_fp32" in bad.err, bad.text

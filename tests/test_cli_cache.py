@@ -38,7 +38,7 @@ def test_fresh_checkout_builds_entirely_from_the_remote_cache(stages, tmp_path, 
 
     b = _project(tmp_path, "B", stages, new_project, "cache-B")
     assert not b.artifacts.exists()
-    second = b.ttbuild("build", "--cache", url)
+    second = b.ttbuild("build", "-j", "2", "--cache", url)  # worker processes read the remote too
     assert second.rc == 0, second.text
     assert _stage_tasks(second.ran) == set(), second.text
     assert second.cached == built

@@ -124,7 +124,7 @@ def generate_tasks(kernels_dir: str | Path = "kernels", artifacts_dir: str | Pat
                 "_kernel": f"{v.kernel} ({v.file})",
             }
         if v.until == "cubin":
-            meta_tasks.append(_meta_task(v, artifacts, outs_of))
+            meta_tasks.append(_meta_task(v, artifacts, outs_of, versions))
 
     for name, task in stage_tasks.items():
         kernel = task.pop("_kernel")
@@ -138,7 +138,7 @@ def generate_tasks(kernels_dir: str | Path = "kernels", artifacts_dir: str | Pat
     yield from meta_tasks
 
 
-def _meta_task(v: Variant, artifacts: Path, outs_of: dict) -> dict:
+def _meta_task(v: Variant, artifacts: Path, outs_of: dict, versions: dict) -> dict:
     lib = artifacts / "lib"
     json_path, cubin_path = str(lib / f"{v.name}.json"), str(lib / f"{v.name}.cubin")
     paths = {stage: outs_of[stage][OUTPUT_ROLES[stage][0]] for stage in STAGES}
@@ -148,7 +148,10 @@ def _meta_task(v: Variant, artifacts: Path, outs_of: dict) -> dict:
         "actions": [(write_meta, [doc, paths, json_path, cubin_path])],
         "file_dep": list(paths.values()),
         "targets": [json_path, cubin_path],
-        "uptodate": [config_changed(canonical_json({"variant": doc, "ttbuild": ttbuild.__version__}))],
+        # The stage versions ride along so `ttbuild explain` can name a bumped VERSION (the
+        # stage keys already change with it, so this reruns nothing more than they do).
+        "uptodate": [config_changed(canonical_json({"variant": doc, "ttbuild": ttbuild.__version__,
+                                                    "versions": dict(versions)}))],
         "clean": True,
         "title": _title,
         "doc": f"{v.kernel} ({v.file}) -> lib/{v.name}.json, lib/{v.name}.cubin",

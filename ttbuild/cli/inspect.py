@@ -130,6 +130,7 @@ def option_changes(old: dict, new: dict) -> list[str]:
 
 def cmd_explain(project: Project, name: str, out=None) -> int:
     """Which of VARIANT's tasks would run and why; the option changes since its last build."""
+    from ttbuild.build import stage_versions
     from ttbuild.build.graph import variant_doc
 
     out = out or sys.stdout
@@ -142,9 +143,13 @@ def cmd_explain(project: Project, name: str, out=None) -> int:
         dep.close()
     out.write(f"{variant.name}: {variant.kernel} ({variant.file})\n")
     if saved:
-        old = json.loads(saved).get("variant", {})
-        changes = option_changes(old, variant_doc(variant))
-        out.write("options changed since the last build:\n" if changes else
+        before = json.loads(saved)
+        changes = option_changes(before.get("variant", {}), variant_doc(variant))
+        now = stage_versions(project.stage_package)
+        for stage, version in (before.get("versions") or {}).items():
+            if now.get(stage) != version:
+                changes.append(f"{stage} stage VERSION: {version} -> {now.get(stage)}  ({stage} and later)")
+        out.write("options or stage versions changed since the last build:\n" if changes else
                   "options: unchanged since the last build\n")
         for line in changes:
             out.write(f"  {line}\n")

@@ -34,6 +34,25 @@ def _reachable(url: str, timeout: float = 2.0) -> str | None:
         return f"{type(exc).__name__}: {exc}"
 
 
+def quiet_cache_warnings() -> None:
+    """Cache problems (a corrupt entry dropped, a tier gone) reach the cache's `log` and the
+    `warnings` module alike; a build log wants each once, as `ttbuild: warning: ...` on stderr,
+    not also Python's `file:line: CacheWarning` form with a source line."""
+    import logging
+    import warnings
+
+    from ttbuild.cache import CacheWarning
+
+    warnings.filterwarnings("ignore", category=CacheWarning)
+    log = logging.getLogger("ttbuild.cache")
+    if not any(getattr(h, "_ttbuild_cli", False) for h in log.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("ttbuild: warning: %(message)s"))
+        handler.setLevel(logging.WARNING)
+        handler._ttbuild_cli = True
+        log.addHandler(handler)
+
+
 def setup_cache(url: str | None) -> None:
     """Install the build's cache in this process before doit forks any worker.
 
@@ -43,6 +62,7 @@ def setup_cache(url: str | None) -> None:
     """
     from ttbuild.cache import CacheError, LayeredCache, HttpCache, open_cache, set_default_cache
 
+    quiet_cache_warnings()
     if url is not None:
         os.environ["TTBUILD_CACHE"] = url
     try:

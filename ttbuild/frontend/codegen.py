@@ -172,8 +172,21 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
         else:
             fail(self.cx, f"unsupported assignment target: {type(target).__name__}")
 
+    def _sanitize(self, value):
+        """What a plain assignment stores (Triton `visit_Assign._sanitize_value`): a number or
+        bool becomes a scalar tensor of its default dtype (so `x = 1.5` then `h * x` computes in
+        fp32, unlike `h * 1.5`); dtypes, None, strings and @jit function values stay as they are."""
+        if isinstance(value, tuple):
+            return tuple(self._sanitize(v) for v in value)
+        if isinstance(value, Constexpr):
+            if isinstance(value.value, tuple):
+                return tuple(self._sanitize(Constexpr(v)) for v in value.value)
+            if S.is_number(value):
+                return S.to_value(self.cx, value)
+        return value
+
     def visit_Assign(self, node):
-        value = self.visit(node.value)
+        value = self._sanitize(self.visit(node.value))
         for t in node.targets:
             self._assign(t, value)
 
@@ -181,13 +194,20 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
         if node.value is None:
             return
         value = self.visit(node.value)
-        self._assign(node.target, value)
+        ann = self.visit(node.annotation)
+        if isinstance(ann, FuncRef) and ann.name == "tl.constexpr":  # `X: tl.constexpr = 4`
+            if not isinstance(value, Constexpr):
+                fail(self.cx, f"a tl.constexpr must be a compile-time value, got {S._describe(value)}")
+            self._assign(node.target, value)
+        else:
+            self._assign(node.target, self._sanitize(value))
 
     def visit_AugAssign(self, node):
         if not isinstance(node.target, ast.Name):
             fail(self.cx, "augmented assignment needs a plain name")
         cur = self.load_name(node.target.id, node.target)
-        self.scope[node.target.id] = S.binary(self.cx, _BINOPS[type(node.op)], cur, self.visit(node.value))
+        value = S.binary(self.cx, _BINOPS[type(node.op)], cur, self.visit(node.value))
+        self.scope[node.target.id] = self._sanitize(value)
 
     def visit_Return(self, node):
         if self.depth == 0:

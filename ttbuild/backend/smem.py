@@ -85,6 +85,10 @@ def module_bytes(module) -> int:
                 best = max(best, reduce_bytes(lay, mu.shape_of(src.type), ax,
                                               [mu.elem_str(v.type) for v in op.operands]))
                 continue
+            if name in ("tt.atomic_rmw", "tt.atomic_cas"):
+                # old values reach threads holding duplicates (or all threads, for scalars)
+                r = op.results[0]
+                best = max(best, convert_bytes(mu.shape_of(r.type) or (1,), mu.elem_str(r.type)))
             if name == "ttg.convert_layout":
                 src = op.operands[0]
                 best = max(best, convert_bytes(mu.shape_of(src.type), mu.elem_str(src.type)))

@@ -150,7 +150,54 @@ class Ctx:
         self._cache[key] = out
         return out
 
-    def _blocked_indices(self, layout, shape):
+    def owned(self, layout, shape) -> list:
+        """Per element, an i1 that is true in exactly one thread of those holding it (the one whose
+        unwrapped index is in range), or None for every element when no thread shares elements.
+        Atomics use it so each element is applied once (Triton masks redundant threads alike)."""
+        key = ("own", layout, tuple(shape))
+        if key in self._cache:
+            return self._cache[key]
+        par, pshape = layout, tuple(shape)
+        while isinstance(par, Slice):
+            pshape = par.parent_shape(pshape)
+            par = par.parent
+        dup = [d for d in range(par.rank) if par.tile(d) > pshape[d]] if isinstance(layout, Blocked) else None
+        out = None
+        b = self.builder
+        with b.goto_block(b.function.entry_basic_block):
+            bases = self._bases(par)
+            offs = layout.local_offsets(shape)
+            if isinstance(layout, Slice):
+                # Elements of a slice are its parent's over the shape with 1s inserted: a thread
+                # owns one when its unwrapped parent index is in range along every dimension.
+                poffs = par.local_offsets(pshape)
+                dims = [d for d in range(par.rank) if par.tile(d) > pshape[d]]
+                if dims:
+                    out = []
+                    for off in poffs:
+                        cond = None
+                        for d in dims:
+                            v = b.add(bases[d], ir.Constant(I32, off[d])) if off[d] else bases[d]
+                            c = b.icmp_unsigned("<", v, ir.Constant(I32, pshape[d]))
+                            cond = c if cond is None else b.and_(cond, c)
+                        out.append(cond)
+            elif dup:
+                out = []
+                for off in offs:
+                    cond = None
+                    for d in dup:
+                        v = b.add(bases[d], ir.Constant(I32, off[d])) if off[d] else bases[d]
+                        c = b.icmp_unsigned("<", v, ir.Constant(I32, pshape[d]))
+                        cond = c if cond is None else b.and_(cond, c)
+                    out.append(cond)
+        self._cache[key] = out
+        return out
+
+    def _bases(self, layout):
+        """Per dimension, this thread's first (unwrapped) index under a blocked layout."""
+        key = ("bases", layout)
+        if key in self._cache:
+            return self._cache[key]
         b = self.builder
         tid = self.sreg("tid.x")
         lane = b.and_(tid, ir.Constant(I32, 31)) if self.num_warps > 1 else tid
@@ -165,6 +212,12 @@ class Ctx:
             wrem = b.lshr(wrem, ir.Constant(I32, wpc.bit_length() - 1))
             t = b.add(b.mul(wd, ir.Constant(I32, tpw)), ld) if wpc > 1 else ld
             base[d] = b.mul(t, ir.Constant(I32, layout.size_per_thread[d]))
+        self._cache[key] = base
+        return base
+
+    def _blocked_indices(self, layout, shape):
+        b = self.builder
+        base = self._bases(layout)
         out = []
         for off in layout.local_offsets(shape):
             idx = []

@@ -120,3 +120,17 @@ def test_readonly_cache_reads_the_remote_but_never_writes_it(tmp_path, new_proje
     reader = _project(tmp_path, "R", "fake", new_project, "cache-R")
     hits = reader.ttbuild("build", "--cache", url, "--cache-readonly")
     assert hits.rc == 0 and _stage_tasks(hits.ran) == set() and hits.cached, hits.text
+
+
+def test_fresh_checkout_builds_from_a_shared_directory_cache(tmp_path, new_project):
+    """The same CI scenario with a shared directory (an NFS mount in a fleet) as the remote."""
+    shared = tmp_path / "nfs"
+    shared.mkdir()  # a shared tier is never created by ttbuild: a missing mount must not fill the disk
+    a = _project(tmp_path, "A", "fake", new_project, "cache-A")
+    first = a.ttbuild("build", "--cache", f"file://{shared}")
+    assert first.rc == 0 and (shared / "ac").is_dir(), first.text
+    b = _project(tmp_path, "B", "fake", new_project, "cache-B")
+    second = b.ttbuild("build", "--cache", str(shared))
+    assert second.rc == 0 and _stage_tasks(second.ran) == set(), second.text
+    assert second.cached == _stage_tasks(first.ran) and _runs(tmp_path, "B") == []
+    assert b.artifact_bytes() == a.artifact_bytes()

@@ -46,20 +46,47 @@ def stmts(rng: random.Random, depth: int, indent: str, loop_vars: list[str]) -> 
     return out
 
 
-def kernel(name: str, body: list[str]) -> str:
+def kernel(name: str, body: list[str], asserts: list[str] = ()) -> str:
     lines = [f"@triton.jit", f"def {name}(pf, pi, n, a, BLOCK: tl.constexpr):",
              "    offs = tl.arange(0, BLOCK)", "    xf = tl.load(pf + offs)", "    xi = tl.load(pi + offs)",
-             "    v0 = 0", "    v1 = xf", "    v2 = n", *body, "    tl.store(pf + offs, v0 + v1 + v2)", "", ""]
+             "    v0 = 0", "    v1 = xf", "    v2 = n", *body, *asserts,
+             "    tl.store(pf + offs, v0 + v1 + v2)", "", ""]
     return "\n".join(lines)
 
 
+TL_NAMES = {"int1": "int1", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64",
+            "uint8": "uint8", "uint16": "uint16", "uint32": "uint32", "uint64": "uint64",
+            "fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64"}
+
+
 def ours(src: str, name: str):
+    """(TTIR, static_asserts pinning each variable's final dtype and rank) or None if rejected."""
+    import json as _json
+
+    from ttbuild.frontend.codegen import CodeGen
+    from ttbuild.frontend.irtext import Value
+
     p = parse.run({"source": src.encode()}, {"kernel": name, "file": "cf.py"})
+    seen = {}
+
+    class Probe(CodeGen):  # records the variables' values just before the final store
+        def visit_Expr(self, node):
+            if self.depth == 0 and getattr(getattr(node.value, "func", None), "attr", "") == "store":
+                seen.update({v: self.scope.get(v) for v in VARS})
+            return super().visit_Expr(node)
+
     try:
-        return ttir.run({"json": p["json"]}, {"signature": SIG, "constexprs": {"BLOCK": 8}})["ttir"]
+        Probe(_json.loads(p["json"]), SIG, {"BLOCK": 8}).generate()
+        text = ttir.run({"json": p["json"]}, {"signature": SIG, "constexprs": {"BLOCK": 8}})["ttir"]
     except CompilationError as e:
         assert not e.message.startswith("internal error"), e.message
         return None
+    asserts = []
+    for v, val in seen.items():
+        assert isinstance(val, Value), (v, val)
+        asserts.append(f"    tl.static_assert({v}.dtype == tl.{TL_NAMES[val.type.scalar.name]})")
+        asserts.append(f"    tl.static_assert(len({v}.shape) == {len(val.type.shape)})")
+    return text, asserts
 
 
 ORACLE = r"""
@@ -104,20 +131,23 @@ def test_control_flow_agrees_with_triton(tmp_path, seed):
     if not py:
         pytest.importorskip("triton")
     rng = random.Random(seed)
-    names, src = [], HEADER
+    names, bodies, src = [], {}, HEADER
     for i in range(60):
         name = f"k{i}"
-        src += kernel(name, stmts(rng, 2, "    ", []))
+        bodies[name] = stmts(rng, 2, "    ", [])
+        src += kernel(name, bodies[name])
         names.append(name)
-    (tmp_path / "cases.py").write_text(src)
-    mine, ok_paths = {}, []
+    mine, ok_paths, checked = {}, [], HEADER
     for name in names:
-        text = ours(src, name)
-        mine[name] = text is not None
-        if text is not None and len(ok_paths) < 12:
+        result = ours(src, name)
+        mine[name] = result is not None
+        # Triton sees each kernel with our final dtypes and ranks pinned by static_assert.
+        checked += kernel(name, bodies[name], result[1] if result else [])
+        if result is not None and len(ok_paths) < 12:
             path = tmp_path / f"{name}.ttir"
-            path.write_bytes(text)
+            path.write_bytes(result[0])
             ok_paths.append(str(path))
+    (tmp_path / "cases.py").write_text(checked)
     proc = subprocess.run([py, "-c", ORACLE, str(tmp_path / "cases.py"), json.dumps(names), json.dumps(SIG_NAMES),
                            json.dumps(SIG), json.dumps(ok_paths)], capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -123,7 +123,7 @@ def test_clean_removes_what_ttbuild_wrote_only(proj):
     assert proj.ttbuild("build").rc == 0
     (proj.artifacts / "mine.txt").write_text("keep")
     assert proj.ttbuild("clean").rc == 0
-    assert sorted(p.name for p in proj.artifacts.iterdir()) == ["mine.txt"]
+    assert sorted(p.name for p in proj.artifacts.iterdir()) == [".ttbuild.lock", "mine.txt"]
     run = proj.ttbuild("build")
     assert run.rc == 0 and run.uptodate == set() and run.ran
 

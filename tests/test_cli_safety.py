@@ -24,10 +24,11 @@ def _runlog(proj) -> list[str]:
     return open(path).read().split() if os.path.exists(path) else []
 
 
-def _start(proj, *args) -> subprocess.Popen:
+def _start(proj, *args, tool: str = "ttbuild") -> subprocess.Popen:
     env = proj.run_env()
     env["CI"] = "1"
-    return subprocess.Popen([sys.executable, "-m", "ttbuild", "build", *args], cwd=proj.root, env=env,
+    argv = ["-m", "ttbuild", "build", *args] if tool == "ttbuild" else ["-m", "doit", *args]
+    return subprocess.Popen([sys.executable, *argv], cwd=proj.root, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
 
@@ -68,15 +69,17 @@ def test_sigkill_midway_then_rerun_equals_clean_build(jobs, after, tmp_path, new
     assert verify.returncode == 0 and "dropped 0 blobs, 0 entries" in verify.stdout, verify.stdout + verify.stderr
 
 
-def test_two_builds_at_once_neither_corrupt_nor_duplicate(tmp_path, new_project, clean_build):
-    """Two `ttbuild build` on one artifacts/ at the same time: the second waits on the lock,
-    then finds everything up to date; together they run each stage once."""
+@pytest.mark.parametrize("first_tool,second_tool", [("ttbuild", "ttbuild"), ("doit", "ttbuild"), ("ttbuild", "doit")])
+def test_two_builds_at_once_neither_corrupt_nor_duplicate(first_tool, second_tool, tmp_path, new_project,
+                                                          clean_build):
+    """Two builds on one artifacts/ at the same time (`ttbuild build` or plain `doit`): the
+    second waits on the lock, then finds everything up to date; together they run each stage once."""
     expected, n_stages = clean_build
     proj = _project(tmp_path, "c", new_project, TTBUILD_FAKE_DELAY="0.05", TTBUILD_CACHE="off")
-    first = _start(proj)
+    first = _start(proj, tool=first_tool)
     while not _runlog(proj) and first.poll() is None:  # bounded by the build itself
         time.sleep(0.01)
-    second = _start(proj)
+    second = _start(proj, tool=second_tool)
     out1, _ = first.communicate(timeout=300)
     out2, _ = second.communicate(timeout=300)
     assert first.returncode == 0 and second.returncode == 0, out1 + out2

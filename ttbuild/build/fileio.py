@@ -1,4 +1,4 @@
-"""Atomic writes (temp file in the same directory + os.replace) and doit's xxh3_64 file checker."""
+"""Atomic writes (temp file in the same directory + os.replace), doit's xxh3_64 file checker, and the artifacts lock."""
 
 from __future__ import annotations
 
@@ -78,3 +78,66 @@ class XXHashChecker(FileChangedChecker):
                                           (st.st_mtime_ns, st.st_size, st.st_ino))):
             return None
         return [st.st_mtime_ns, st.st_size, st.st_ino, file_digest(dep)]
+
+
+LOCK_FILE = ".ttbuild.lock"
+
+
+class BuildLock:
+    """An exclusive `flock` on `<artifacts>/.ttbuild.lock`, held while a build runs.
+
+    Two builds on one artifacts/ (`ttbuild build`, `doit`, or one of each) then run one after
+    the other: the second checks up-to-date status only after the first saved its state, so it
+    finds that work done instead of repeating it. The kernel drops the lock when its holder
+    dies (SIGKILL included), so a killed build never wedges the next. Not reentrant: take it
+    once per process (flock locks belong to the open file, and a second open would wait on
+    the first).
+    """
+
+    def __init__(self, artifacts_dir: str | os.PathLike):
+        self.path = Path(artifacts_dir) / LOCK_FILE
+        self._fd: int | None = None
+
+    def acquire(self, on_wait=None) -> "BuildLock":
+        """Block until the lock is ours; `on_wait(path)` is called once if we have to wait."""
+        import fcntl
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if on_wait is not None:
+                    on_wait(self.path)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the last descriptor of the open file drops the lock
+            self._fd = None
+
+    def __enter__(self) -> "BuildLock":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def sweep_temp_files(artifacts_dir: str | os.PathLike) -> int:
+    """Delete temp files a killed build left behind (`atomic_write`'s `.tmp-*`; nobody ever
+    reads them: readers only see files after their os.replace). Call only under BuildLock,
+    where no other build is mid-write. Returns how many were removed."""
+    n = 0
+    for path in Path(artifacts_dir).rglob(TMP_PREFIX + "*"):
+        try:
+            path.unlink()
+            n += 1
+        except OSError:
+            pass
+    return n

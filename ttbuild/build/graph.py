@@ -45,7 +45,7 @@ def doit_config(artifacts_dir: str | Path = "artifacts") -> dict:
         "check_file_uptodate": XXHashChecker,
         "default_tasks": list(TASK_GROUPS),
         "verbosity": 1,
-        "reporter": BuildReporter,
+        "reporter": BuildReporter.for_artifacts(artifacts_dir),
     }
 
 

@@ -83,13 +83,45 @@ class BuildReporter(ConsoleReporter):
 
     desc = "ttbuild console output"
     STAGE_ORDER = ("parse", "ttir", "ttgir", "llir", "ptx", "cubin", "meta")
+    lock_dir: str | None = None  # set by `for_artifacts`: the artifacts/ whose lock a run holds
 
     def __init__(self, outstream, options):
         super().__init__(outstream, options)
         self.stats = BuildStats()
+        self._lock = None
+
+    @classmethod
+    def for_artifacts(cls, artifacts_dir) -> type:
+        """This reporter class bound to `artifacts_dir`: each `doit run` with it holds that
+        folder's BuildLock from `initialize` (before doit checks any task) to `complete_run`
+        (after doit saved its state), and sweeps killed builds' temp files first. The reporter
+        is the one hook doit calls exactly there, in the main process only, for `doit` and
+        `ttbuild build` alike (`-n` workers never call it)."""
+        return type(cls.__name__, (cls,), {"lock_dir": str(artifacts_dir), "__module__": cls.__module__,
+                                            "__doc__": cls.__doc__})
+
+    def _take_lock(self):
+        if self.lock_dir is None:
+            return
+        import sys
+
+        from .fileio import BuildLock, sweep_temp_files
+
+        def waiting(path):
+            print(f"ttbuild: waiting for another ttbuild on {path}", file=sys.stderr, flush=True)
+
+        self._lock = BuildLock(self.lock_dir).acquire(on_wait=waiting)
+        sweep_temp_files(self.lock_dir)
+        self.stats.start = time.monotonic()  # time the build, not the wait
+
+    def _drop_lock(self):
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     # -- doit hooks ------------------------------------------------------------------------------
     def initialize(self, tasks, selected_tasks):
+        self._take_lock()
         try:
             reach = _closure(tasks, selected_tasks)
             self.stats.total = sum(1 for n in reach if tasks[n].actions and not n.startswith("_"))
@@ -130,6 +162,7 @@ class BuildReporter(ConsoleReporter):
         self.write(f"{fail.get_name()} - taskid:{task.name}\n")
 
     def complete_run(self):
+        self._drop_lock()  # doit has saved its state by now (Runner.finish)
         self.write_summary()
         self.write_failures()
         if self.runtime_errors:

@@ -8,7 +8,7 @@ import socket
 import sys
 import urllib.parse
 
-from .loader import LOCK_FILE, Project, build_lock
+from .loader import Project, build_lock
 
 
 def pick_reporter(stream=None):
@@ -82,12 +82,14 @@ def setup_cache(url: str | None) -> None:
 def build(project: Project, jobs: int = 1, keep_going: bool = False, cache: str | None = None,
           verbose: bool = False) -> int:
     """Run doit's `run` over the project's graph; returns doit's status (0 ok, 1 a task failed,
-    3 a bad variant list). Holds the artifacts lock throughout (see `build_lock`)."""
+    3 a bad variant list). The artifacts lock is held from before the first status check
+    until doit has saved its state (see BuildReporter.for_artifacts)."""
     from doit.cmd_base import ModuleTaskLoader
     from doit.doit_cmd import DoitMain
 
     setup_cache(cache)
-    config = {"reporter": pick_reporter(), "continue": keep_going}
+    # The reporter holds artifacts/.ttbuild.lock for the run (BuildReporter.for_artifacts).
+    config = {"reporter": pick_reporter().for_artifacts(project.artifacts), "continue": keep_going}
     argv = ["run"]
     if jobs > 1:
         # Processes, not threads: stages hold the GIL in MLIR/LLVM calls. Actions and the
@@ -95,30 +97,13 @@ def build(project: Project, jobs: int = 1, keep_going: bool = False, cache: str 
         argv += ["-n", str(jobs), "-P", "process"]
     if verbose:
         argv += ["-v", "2"]
-    with build_lock(project.artifacts):
-        sweep_temp_files(project.artifacts)
-        return DoitMain(ModuleTaskLoader(project.namespace(config))).run(argv)
-
-
-def sweep_temp_files(artifacts) -> int:
-    """Delete temp files a killed build left behind (atomic_write's `.tmp-*`, never read by
-    anyone: a reader only sees files after their os.replace). Call only under the build lock,
-    where no other ttbuild is mid-write. Returns how many were removed."""
-    from ttbuild.build.fileio import TMP_PREFIX
-
-    n = 0
-    for path in artifacts.rglob(TMP_PREFIX + "*"):
-        try:
-            path.unlink()
-            n += 1
-        except OSError:
-            pass
-    return n
+    return DoitMain(ModuleTaskLoader(project.namespace(config))).run(argv)
 
 
 def clean(project: Project) -> int:
     """Remove everything ttbuild writes under artifacts/ (stage directories, lib/, doit's DB),
-    leaving any other file there alone. Waits for a running build first."""
+    leaving any other file there alone. Waits for a running build first. The lock file stays:
+    unlinking it could hand a waiter and a newcomer two different locks."""
     from ttbuild.build.graph import DEP_FILE, TASK_GROUPS
 
     art = project.artifacts
@@ -133,6 +118,5 @@ def clean(project: Project) -> int:
         for db in art.glob(DEP_FILE + "*"):
             db.unlink()
             removed += 1
-    (art / LOCK_FILE).unlink(missing_ok=True)
     print(f"ttbuild: cleaned {art} ({removed} entries)")
     return 0

@@ -7,13 +7,12 @@ share one task graph and one `artifacts/.doit.db`. Nothing here imports MLIR or 
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-LOCK_FILE = ".ttbuild.lock"
+from ttbuild.build.fileio import LOCK_FILE, BuildLock
 STAGE_PACKAGE_ENV = "TTBUILD_STAGE_PACKAGE"
 
 
@@ -67,23 +66,15 @@ class Project:
 
 
 @contextlib.contextmanager
-def build_lock(artifacts: Path, wait_message: str = "waiting for another ttbuild on {path}"):
-    """Hold an exclusive `flock` on `artifacts/.ttbuild.lock` for the duration of a build.
+def build_lock(artifacts: Path):
+    """Hold artifacts/' BuildLock (ttbuild.build.fileio) around a command that is not a doit
+    run (`clean`); a build takes it in its reporter. Says so on stderr when it has to wait."""
 
-    Two builds on one artifacts/ then run one after the other: the second finds the first's
-    results up to date, so work is neither duplicated nor interleaved in doit's DB. The kernel
-    drops the lock when the holder dies (SIGKILL included), so a killed build never wedges the
-    next one. Forked `-j` workers inherit the same open file description, hence the same lock.
-    """
-    artifacts.mkdir(parents=True, exist_ok=True)
-    path = artifacts / LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    def waiting(path):
+        print(f"ttbuild: waiting for another ttbuild on {path}", file=sys.stderr, flush=True)
+
+    lock = BuildLock(artifacts).acquire(on_wait=waiting)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            print("ttbuild: " + wait_message.format(path=path), file=sys.stderr, flush=True)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        yield path
+        yield lock.path
     finally:
-        os.close(fd)  # releases the lock
+        lock.release()

@@ -95,6 +95,7 @@ class _Assigner:
         self.mem: dict = {}          # root -> [pointer values]
         self.reduces: list = []      # (op, axis)
         self.expands: list = []      # (op, dim)
+        self.transes: list = []      # (op, order)
 
     def collect(self):
         body = self.func.regions[0].blocks[0]
@@ -128,6 +129,8 @@ class _Assigner:
             self.reduces.append((op, mu.int_attr(mu.props(op)["axis"])))
         elif name == "tt.expand_dims":
             self.expands.append((op, mu.int_attr(mu.props(op)["axis"])))
+        elif name == "tt.trans":
+            self.transes.append((op, trans_order(op)))
         elif name == "scf.for":
             args = op.regions[0].blocks[0].arguments
             y = _terminator(op.regions[0])
@@ -176,6 +179,8 @@ class _Assigner:
                     demand.setdefault(self.uf.find(r), (ax, self.uf.find(op.operands[0])))
         for op, d in self.expands:
             demand.setdefault(self.uf.find(op.operands[0]), (d, self.uf.find(op.results[0])))
+        for op, order in self.transes:
+            demand.setdefault(self.uf.find(op.results[0]), (("trans", order), self.uf.find(op.operands[0])))
         layout: dict = {}
         rank_of = lambda root: len(mu.shape_of(root.type))
 
@@ -189,7 +194,11 @@ class _Assigner:
                 layout[root] = self._coalesced(shape, mem[root])
             elif root in demand:
                 d, parent = demand[root]
-                layout[root] = Slice(d, solve(parent))
+                if isinstance(d, tuple):  # tt.trans: the operand's layout, dimensions permuted
+                    layout[root] = transposed(solve(parent), d[1]) or default_blocked(
+                        shape, self.num_warps, 1, self.tpw)
+                else:
+                    layout[root] = Slice(d, solve(parent))
             else:
                 layout[root] = default_blocked(shape, self.num_warps, 1, self.tpw)
             return layout[root]
@@ -210,6 +219,22 @@ class _Assigner:
             if order is None or v > best:
                 best, order = max(best, v), o
         return default_blocked(shape, self.num_warps, best, self.tpw, order)
+
+
+def trans_order(op) -> list[int]:
+    """tt.trans `order`: result dimension k is operand dimension order[k]."""
+    text = str(mu.props(op)["order"])
+    return [int(x) for x in text.split(":")[1].strip(" >").split(",")]
+
+
+def transposed(lay, order):
+    """The layout tt.trans infers for its result (Triton's inferTransOpEncoding for blocked
+    layouts): per-dimension fields permuted by `order`, `order` renumbered; None for others."""
+    if not isinstance(lay, Blocked):
+        return None
+    perm = lambda t: tuple(t[o] for o in order)
+    return Blocked(perm(lay.size_per_thread), perm(lay.threads_per_warp), perm(lay.warps_per_cta),
+                   tuple(order.index(o) for o in lay.order))
 
 
 def _retype(v, lay):
@@ -260,6 +285,17 @@ def assign(module, num_warps: int, threads_per_warp: int = 32) -> dict[tuple[int
                     c = mu.ir.Operation.create("ttg.convert_layout", results=[_typed(r, have)],
                                                operands=[r], loc=op.location)
                 r.replace_all_uses_except(c.results[0], c)
+        for op, order in a.transes:
+            r = op.results[0]
+            need = transposed(chosen.get(op.operands[0]), order)
+            have = chosen[r]
+            if need is None or need == have:
+                continue
+            r.set_type(_typed(r, need))
+            with mu.ir.InsertionPoint.after(op):
+                c = mu.ir.Operation.create("ttg.convert_layout", results=[_typed(r, have)],
+                                           operands=[r], loc=op.location)
+            r.replace_all_uses_except(c.results[0], c)
         for op, d in a.expands:
             x = op.operands[0]
             need = Slice(d, chosen[op.results[0]])

@@ -67,7 +67,24 @@ def _round4(n: int) -> int:
     return max(4, n)  # narrow elements move as 32-bit words (no sub-word bank conflicts)
 
 
-def module_bytes(module) -> int:
+def scan_plan(shape, axis: int, threads: int) -> tuple[int, int, int]:
+    """(lines, P, S): a scan along `axis` runs over `lines` independent lines, each cut into P
+    segments of S elements, one thread per segment (P a power of two, lines * P <= threads when
+    the lines allow it)."""
+    L = shape[axis]
+    lines = prod(shape) // L
+    P = 1
+    while P * 2 <= L and lines * P * 2 <= threads:
+        P *= 2
+    return lines, P, L // P
+
+
+def scan_bytes(shape, axis: int, threads: int, elems: list[str]) -> int:
+    lines, P, _ = scan_plan(shape, axis, threads)
+    return sum((prod(shape) + lines * P) * _round4(elem_bytes(e)) for e in elems)
+
+
+def module_bytes(module, num_warps: int = 4) -> int:
     """`ttg.shared` of a TTGIR module: the largest shared-memory user (reduce or convert_layout)."""
     from ttbuild.backend import mlir_util as mu
     from ttbuild.backend.layout import parse_layout
@@ -89,6 +106,15 @@ def module_bytes(module) -> int:
                 # old values reach threads holding duplicates (or all threads, for scalars)
                 r = op.results[0]
                 best = max(best, convert_bytes(mu.shape_of(r.type) or (1,), mu.elem_str(r.type)))
+            if name in ("tt.reshape", "tt.cat") or (name == "tt.trans" and not _trans_in_registers(op)):
+                r = op.results[0]
+                best = max(best, convert_bytes(mu.shape_of(r.type), mu.elem_str(r.type)))
+            if name == "tt.scan":
+                src = op.operands[0]
+                ax = mu.int_attr(mu.props(op)["axis"])
+                best = max(best, scan_bytes(mu.shape_of(src.type), ax, 32 * num_warps,
+                                            [mu.elem_str(v.type) for v in op.operands]))
+                continue
             if name == "ttg.convert_layout":
                 src = op.operands[0]
                 best = max(best, convert_bytes(mu.shape_of(src.type), mu.elem_str(src.type)))
@@ -101,3 +127,11 @@ def module_bytes(module) -> int:
             for blk in region.blocks:
                 walk(blk)
     return best
+
+
+def _trans_in_registers(op) -> bool:
+    from ttbuild.backend import mlir_util as mu
+    from ttbuild.backend.coalesce import trans_order, transposed
+    from ttbuild.backend.layout import parse_layout
+    src = parse_layout(mu.encoding_str(op.operands[0].type))
+    return parse_layout(mu.encoding_str(op.results[0].type)) == transposed(src, trans_order(op))

@@ -33,7 +33,7 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
         attrs = module.operation.attributes
         attrs["ttg.num-ctas"] = mu.ir.IntegerAttr.get(i32, num_ctas)
         attrs["ttg.num-warps"] = mu.ir.IntegerAttr.get(i32, num_warps)
-        attrs["ttg.shared"] = mu.ir.IntegerAttr.get(i32, module_bytes(module))
+        attrs["ttg.shared"] = mu.ir.IntegerAttr.get(i32, module_bytes(module, num_warps))
         attrs["ttg.target"] = mu.ir.StringAttr.get(target)
         attrs["ttg.threads-per-warp"] = mu.ir.IntegerAttr.get(i32, 32)
         return {"ttgir": mu.print_module(module)}

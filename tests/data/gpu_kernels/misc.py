@@ -1,0 +1,56 @@
+# Backend GPU tests beyond reductions: scans, trans/reshape, while/if, atomics, libdevice math.
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def max_combine(a, b):
+    return tl.maximum(a, b)
+
+
+@triton.jit
+def scan_kernel(out_ptr, rs_ptr, c1_ptr, in_ptr, n, M: tl.constexpr, N: tl.constexpr, BLOCK: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    offs = rm[:, None] * N + rn[None, :]
+    x = tl.load(in_ptr + offs)
+    cs = tl.cumsum(x, axis=1)
+    tl.store(out_ptr + offs, cs)
+    rs = tl.associative_scan(cs, 0, max_combine, reverse=True)
+    tl.store(rs_ptr + offs, rs)
+    r = tl.arange(0, BLOCK)
+    v = tl.load(in_ptr + r, mask=r < n, other=0.0)
+    tl.store(c1_ptr + r, tl.cumsum(v, axis=0), mask=r < n)
+
+
+@triton.jit
+def shapes_kernel(p, q, n, B: tl.constexpr):
+    r = tl.arange(0, B)
+    x = tl.load(p + r[:, None] * B + r[None, :])
+    acc = tl.reshape(tl.trans(x), (B * B,))
+    i = n
+    while i > 0:
+        acc = acc * 0.5
+        i = i - 1
+    s = n * 2 if n > 0 else n + 1
+    tl.store(q + tl.arange(0, B * B), acc + s)
+
+
+@triton.jit
+def atomics_kernel(counts_ptr, olds_ptr, ticket_ptr, tickets_ptr, B: tl.constexpr):
+    pid = tl.program_id(0)
+    r = tl.arange(0, B)
+    old = tl.atomic_add(counts_ptr + r, 1)
+    tl.store(olds_ptr + pid * B + r, old)
+    t = tl.atomic_add(ticket_ptr, 1)
+    tl.store(tickets_ptr + pid, t)
+
+
+@triton.jit
+def math_kernel(y_ptr, x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=1.0)
+    y = tl.sin(x) + 2.0 * tl.cos(x) + 3.0 * tl.math.erf(x) + tl.rsqrt(tl.abs(x) + 1.0) + tl.sqrt(tl.abs(x))
+    tl.store(y_ptr + offs, y, mask=m)

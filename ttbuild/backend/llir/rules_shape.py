@@ -1,0 +1,86 @@
+"""LLIR rules for ops that move elements between positions: tt.trans, tt.reshape, tt.cat.
+
+Each goes through shared memory (one slot per element of the result, row-major): every thread
+stores its source elements where they land in the result, one barrier, every thread loads the
+result elements its layout gives it. Triton turns trans into a layout change instead (no data
+movement); this is the simple correct form, at the cost of a round trip through shared memory.
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from llvmlite import ir
+
+from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
+from ttbuild.backend.llir.registry import rule
+from ttbuild.backend.llir.rules_reduce import _linear, _smem_load, _smem_store
+from ttbuild.backend.smem import _round4, elem_bytes
+
+
+def permute(ctx, srcs, where, res) -> TensorVal:
+    """`srcs`: TensorVals; `where(k, idx) -> dst index tuple` for element idx of source k."""
+    b = ctx.builder
+    lay, shape = layout_of(res), tuple(mu.shape_of(res.type))
+    elem = mu.elem_str(res.type)
+    slot = ir.Constant(I32, _round4(elem_bytes(elem)))
+    ctx.before_smem_write()
+    for k, src in enumerate(srcs):
+        for ix, v in zip(ctx.indices(src.layout, src.shape), src.elems):
+            _smem_store(ctx, b.mul(_linear(b, where(k, ix), shape), slot), v)
+    ctx.barrier()
+    ety = llvm_type(elem)
+    out = [_smem_load(ctx, b.mul(_linear(b, ix, shape), slot), ety) for ix in ctx.indices(lay, shape)]
+    ctx.after_smem_read()
+    return TensorVal(out, lay, shape)
+
+
+@rule("tt.trans")
+def trans(ctx, op, src):
+    """result[i] = src[j] with j[order[k]] = i[k] (Triton TransOp: result dim k is source dim
+    order[k]). With the transposed layout (what the ttgir stage picks) every thread keeps its
+    elements: a renaming of registers; otherwise through shared memory."""
+    from ttbuild.backend.coalesce import trans_order, transposed
+    order = trans_order(op)
+    res = op.results[0]
+    lay, shape = layout_of(res), tuple(mu.shape_of(res.type))
+    if lay == transposed(src.layout, order):
+        where = {tuple(o[order[k]] for k in range(len(order))): j
+                 for j, o in enumerate(src.layout.local_offsets(src.shape))}
+        return TensorVal([src.elems[where[o]] for o in lay.local_offsets(shape)], lay, shape)
+
+    def moved(_k, ix):
+        return tuple(ix[order[k]] for k in range(len(order)))
+    return permute(ctx, [src], moved, res)
+
+
+def _unlinear(b, lin, shape):
+    out = []
+    for d in range(len(shape)):
+        stride = prod(shape[d + 1:])
+        q = b.udiv(lin, ir.Constant(I32, stride)) if stride != 1 else lin
+        out.append(b.urem(q, ir.Constant(I32, shape[d])) if d else q)
+    return tuple(out)
+
+
+@rule("tt.reshape")
+def reshape(ctx, op, src):
+    """Row-major order is kept (a reshape with allow_reorder may keep it too)."""
+    b = ctx.builder
+    dst = tuple(mu.shape_of(op.results[0].type))
+
+    def where(_k, ix):
+        return _unlinear(b, _linear(b, ix, src.shape), dst)
+    return permute(ctx, [src], where, op.results[0])
+
+
+@rule("tt.cat")
+def cat(ctx, op, lhs, rhs):
+    """Concatenation along dimension 0 (Triton's tl.cat with can_reorder keeps this order)."""
+    b = ctx.builder
+    n0 = lhs.shape[0]
+
+    def where(k, ix):
+        return ix if k == 0 else (b.add(ix[0], ir.Constant(I32, n0)),) + tuple(ix[1:])
+    return permute(ctx, [lhs, rhs], where, op.results[0])

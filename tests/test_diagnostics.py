@@ -207,3 +207,9 @@ def test_calling_a_function_from_another_module():
     err = locate(ei.value, out["loc"])
     assert "cannot call mylib.helper: only tl builtins and @jit functions defined in the kernel's own file" in err.message
     assert (err.loc.line, err.loc.col) == (8, 4)
+
+
+def test_fp8_to_int_needs_a_float_step():
+    err, lines = compile_error("y = tl.load(p).to(tl.int32)\n", signature=("*fp8e5", "i32"))
+    assert err.message == "cannot cast fp8e5 to int32"
+    assert_at(err, lines, "y = tl.load", "tl.load(p).to")

@@ -20,9 +20,10 @@ CALLS = ["tl.where({0} > 0, {1}, {2})", "tl.maximum({0}, {1})", "tl.minimum({0},
          "({0}).to(tl.float16)", "({0}).to(tl.int32)", "({0}).to(tl.float32)", "({0}).to(tl.uint8)",
          "tl.abs({0})", "tl.exp({0})", "tl.sum({0}, axis=0)", "tl.max({0}, axis=0)", "-({0})",
          "tl.cdiv({0}, {1})", "tl.zeros_like({0})", "tl.argmax({0}, axis=0)", "tl.cumsum({0}, axis=0)",
-         "tl.min({0}, axis=0, return_indices=True)[1]", "tl.sum({0}, axis=0, keep_dims=True)"]
+         "tl.min({0}, axis=0, return_indices=True)[1]", "tl.sum({0}, axis=0, keep_dims=True)",
+         "({0}).to(tl.float8e5)", "({0}).to(tl.float8e4nv)", "({0}).to(tl.bfloat16)", "({0}).to(tl.int1)"]
 DTYPES = ["int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-          "float16", "bfloat16", "float32", "float64"]
+          "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5"]
 HEADER = """import triton
 import triton.language as tl
 

@@ -209,7 +209,8 @@ def zeros_like(cx, input):
 
 @builtin("cast")
 def cast(cx, input, dtype, fp_downcast_rounding=None, bitcast=False):
-    return S.cast(cx, tensor(cx, input, "input"), dtype_arg(cx, dtype), bitcast=cval(cx, bitcast, "bitcast"))
+    return S.cast(cx, tensor(cx, input, "input"), dtype_arg(cx, dtype), bitcast=cval(cx, bitcast, "bitcast"),
+                  rounding=cval(cx, fp_downcast_rounding, "fp_downcast_rounding"))
 
 
 @builtin(method="to")

@@ -39,7 +39,30 @@ def float_bits(value: float, dtype: DType) -> str:
         return "0x%04X" % bits
     if dtype.name == "fp32":
         return "0x%08X" % bits
+    if dtype.name == "fp8e5":  # e5m2 is fp16's top byte: round fp16 bits to nearest even there
+        if value == value and abs(value) > 65504.0:
+            value = value * float("inf")
+        h = struct.unpack(">H", struct.pack(">e", value))[0]
+        return "0x%02X" % ((h + 0x7F + ((h >> 8) & 1)) >> 8 if value == value else 0x7E)
+    if dtype.name == "fp8e4nv":
+        return "0x%02X" % _e4m3fn_bits(value)
     raise NotImplementedError(f"constant of type {dtype}")
+
+
+def _e4m3fn_value(code: int) -> float:
+    s, e, m = code >> 7, (code >> 3) & 0xF, code & 7
+    if e == 15 and m == 7:
+        return float("nan")
+    mag = (m / 8) * 2.0 ** -6 if e == 0 else (1 + m / 8) * 2.0 ** (e - 7)
+    return -mag if s else mag
+
+
+def _e4m3fn_bits(value: float) -> int:
+    """Nearest e4m3fn code (ties to even mantissa); no infinity in this format: NaN past 464."""
+    if value != value or abs(value) >= 464.0:
+        return 0x7F | (0x80 if value < 0 else 0)
+    codes = [c for c in range(256) if _e4m3fn_value(c) == _e4m3fn_value(c)]
+    return min(codes, key=lambda c: (abs(_e4m3fn_value(c) - value), c & 1, c >> 7 != (value < 0)))
 
 
 def scalar_attr(value, dtype: DType) -> str:

@@ -113,52 +113,66 @@ def broadcast_pair(cx: Ctx, a: Value, b: Value) -> tuple[Value, Value]:
     return broadcast_to(cx, a, shape), broadcast_to(cx, b, shape)
 
 
-def cast(cx: Ctx, v, dst: T.Scalar, bitcast: bool = False) -> Value:
-    """Convert `v` elementwise to `dst` (Triton `semantic.cast` / `bitcast`)."""
+_ROUNDING = {"rtz": 0, "rtne": 1}  # triton::RoundingMode
+
+
+def cast(cx: Ctx, v, dst: T.Scalar, bitcast: bool = False, rounding: str | None = None) -> Value:
+    """Convert `v` elementwise to `dst`, rule for rule as Triton 3.6 `semantic.cast` (and
+    `semantic.bitcast` when `bitcast`): fp8 conversions are tt.fp_to_fp (RTNE when narrowing),
+    fp16/bf16 reach anything but fp32 through fp32, int↔int extends by the source's signedness,
+    bool results compare with zero; fp8↔int and odd pointer casts are errors."""
     if isinstance(v, Constexpr):
         if is_number(v) and isinstance(dst, T.DType):
             return to_value(cx, v, dst)
         fail(cx, f"cannot cast {_describe(v)} to {dst}")
     src = v.type.scalar
-    if src == dst:
-        return v
     rt = with_shape(dst, v.type.shape)
     if bitcast:
-        if getattr(src, "bits", 64) != getattr(dst, "bits", 64):
-            fail(cx, f"cannot bitcast {src} to {dst}: sizes differ")
-        return cx.b.op1("tt.bitcast", [v], rt)
-    if isinstance(src, T.PointerType) or isinstance(dst, T.PointerType):
-        if isinstance(src, T.PointerType) and isinstance(dst, T.PointerType):
-            return cx.b.op1("tt.bitcast", [v], rt)
-        if isinstance(src, T.PointerType) and dst.is_int():
-            return cx.b.op1("tt.ptr_to_int", [v], with_shape(T.int64, v.type.shape)) if dst == T.int64 \
-                else cast(cx, cx.b.op1("tt.ptr_to_int", [v], with_shape(T.int64, v.type.shape)), dst)
-        if isinstance(dst, T.PointerType) and src.is_int():
-            return cx.b.op1("tt.int_to_ptr", [cast(cx, v, T.int64)], rt)
-        fail(cx, f"cannot cast {src} to {dst}")
-    if dst.is_bool() and not src.is_bool():
-        zero = to_value(cx, Constexpr(0.0 if src.is_float() else 0), src)
-        return compare(cx, "!=", v, broadcast_to(cx, zero, v.type.shape) if v.type.shape else zero)
-    if src.is_int() and dst.is_int():
-        if dst.bits > src.bits:
-            name = "arith.extui" if src.is_unsigned() else "arith.extsi"
-        elif dst.bits < src.bits:
-            name = "arith.trunci"
-        else:
-            return _retag(v, rt)
-        return cx.b.op1(name, [v], rt, OVF if name == "arith.trunci" else None)
-    if src.is_float() and dst.is_float():
-        if src.is_fp8() or dst.is_fp8():
-            return cx.b.op1("tt.fp_to_fp", [v], rt, {"rounding": "1 : i32"} if dst.bits < src.bits else None)
-        if dst.bits > src.bits or (dst.bits == src.bits and dst == T.fp32):
-            return cx.b.op1("arith.extf", [v], rt, FM)
-        if dst.bits == src.bits:  # fp16 <-> bf16 goes through fp32
-            return cast(cx, cast(cx, v, T.fp32), dst)
+        if src.is_ptr() != dst.is_ptr():
+            fail(cx, f"cannot bitcast {src} to {dst}: only pointer to pointer or value to value")
+        if not src.is_ptr() and src.bits != dst.bits:
+            fail(cx, f"cannot bitcast {src} to {dst}: sizes differ ({src.bits} and {dst.bits} bits)")
+        return v if src == dst else cx.b.op1("tt.bitcast", [v], rt)
+    if src == dst:
+        return v
+    narrowing = src.is_float() and dst.is_float() and dst.bits < src.bits
+    if rounding is not None:
+        if not narrowing:
+            fail(cx, f"fp_downcast_rounding applies only to narrowing float casts, not {src} to {dst}")
+        if rounding not in _ROUNDING:
+            fail(cx, f"fp_downcast_rounding must be 'rtne' or 'rtz', got {rounding!r}")
+    custom = rounding == "rtz"
+    if (src.is_float() and dst.is_float() and (src.is_fp8() or dst.is_fp8())) or custom:
+        props = {"rounding": f"{_ROUNDING[rounding or 'rtne']} : i32"} if narrowing else None
+        return cx.b.op1("tt.fp_to_fp", [v], rt, props)
+    if src in (T.fp16, T.bf16) and dst != T.fp32:
+        return cast(cx, cast(cx, v, T.fp32), dst)
+    if narrowing:
         return cx.b.op1("arith.truncf", [v], rt, FM)
-    if src.is_int() and dst.is_float():
-        return cx.b.op1("arith.uitofp" if src.is_unsigned() else "arith.sitofp", [v], rt)
-    if src.is_float() and dst.is_int():
-        return cx.b.op1("arith.fptoui" if dst.is_unsigned() else "arith.fptosi", [v], rt)
+    if src.is_float() and dst.is_float():
+        return cx.b.op1("arith.extf", [v], rt, FM)
+    if src.is_int() and dst.is_int():
+        if dst.is_bool():
+            return compare(cx, "!=", v, cx.b.constant(0, v.type))
+        if dst.bits > src.bits:
+            return cx.b.op1("arith.extsi" if src.is_signed() else "arith.extui", [v], rt)
+        if dst.bits < src.bits:
+            return cx.b.op1("arith.trunci", [v], rt, OVF)
+        return _retag(v, rt)
+    standard = (T.fp16, T.bf16, T.fp32, T.fp64)
+    if src in standard and dst.is_int():
+        if dst.is_bool():
+            return compare(cx, "!=", v, cx.b.constant(0.0, v.type))
+        return cx.b.op1("arith.fptosi" if dst.is_signed() else "arith.fptoui", [v], rt)
+    if src.is_int() and dst in standard:
+        return cx.b.op1("arith.sitofp" if src.is_signed() else "arith.uitofp", [v], rt)
+    if src.is_ptr() and dst.is_int() and dst.bits in (1, 64):
+        as_int = cx.b.op1("tt.ptr_to_int", [v], with_shape(T.int64, v.type.shape))
+        return as_int if dst.bits == 64 else compare(cx, "!=", as_int, cx.b.constant(0, as_int.type))
+    if src.is_int() and dst.is_ptr():
+        return cx.b.op1("tt.int_to_ptr", [v], rt)
+    if src.is_ptr() and dst.is_ptr():
+        return cx.b.op1("tt.bitcast", [v], rt)
     fail(cx, f"cannot cast {src} to {dst}")
 
 
@@ -196,6 +210,9 @@ def _operands(cx: Ctx, a, b, div_or_mod=False, allow_ptr=False) -> tuple[Value, 
         ct = T.computation_type(at, not isinstance(a, Value), bt, not isinstance(b, Value), div_or_mod)
     except TypeError as e:
         fail(cx, str(e))
+    if ct.is_fp8() and (is_number(a) or is_number(b)):
+        # Triton 3.6 has no fp8 scalar constants here (its builder lacks get_fp8*): refuse clearly.
+        fail(cx, f"a Python number cannot be combined with a {ct} tensor; cast the tensor with .to() first")
     for v in (a, b):
         if is_number(v) and ct.is_int():
             lo, hi = ct.int_range()

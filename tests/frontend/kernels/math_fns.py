@@ -17,7 +17,9 @@
 # fp16 → bf16 goes through fp32:
 # CHECK: "arith.extf"{{.*}} : (tensor<512xf16>) -> tensor<512xf32>
 # CHECK: "arith.truncf"{{.*}} : (tensor<512xf32>) -> tensor<512xbf16>
-# CHECK: "arith.fptoui"{{.*}} : (tensor<512xbf16>) -> tensor<512xi8>
+# bf16 → uint8 also goes through fp32 (Triton semantic.cast):
+# CHECK: "arith.extf"{{.*}} : (tensor<512xbf16>) -> tensor<512xf32>
+# CHECK: "arith.fptoui"{{.*}} : (tensor<512xf32>) -> tensor<512xi8>
 # CHECK: "arith.uitofp"{{.*}} : (tensor<512xi8>) -> tensor<512xf32>
 # CHECK: "tt.bitcast"{{.*}} : (tensor<512xf32>) -> tensor<512xi32>
 # CHECK: "tt.store"

@@ -7,6 +7,7 @@ math.exp/log lower as Triton does for f32 (ex2.approx / lg2.approx with a log2(e
 from __future__ import annotations
 
 import math
+from math import gcd
 
 from llvmlite import ir
 
@@ -20,22 +21,34 @@ def _result_type(op):
     return llvm_type(mu.elem_str(op.results[0].type))
 
 
-def _map(op, fn, *operands):
-    """Apply fn(*scalars) per element (tensors) or once (scalars); splat scalars share one value."""
+def _map(op, fn, *operands, ctx=None):
+    """Apply fn(*scalars) per element (tensors) or once (scalars); splat scalars share one value.
+
+    Where the axis analysis proves the result constant over aligned runs along the fastest
+    dimension, one element per run is computed and reused (Triton's maybeDeduplicate): e.g.
+    `cols < N` with N % 16 == 0 costs one compare per 8 fp16 elements, not eight."""
     tensors = [x for x in operands if isinstance(x, TensorVal)]
     if not tensors:
         return fn(*operands)
     t0 = tensors[0]
     n = len(t0.elems)
     cols = [x.elems if isinstance(x, TensorVal) else [x] * n for x in operands]
-    return TensorVal([fn(*row) for row in zip(*cols)], t0.layout, t0.shape)
+    c = 1
+    if ctx is not None and len(op.results) == 1:
+        fast = t0.layout.order[0]
+        spt = min(t0.layout.size_per_thread[fast], t0.shape[fast])
+        c = gcd(ctx.axis.info(op.results[0]).constancy[fast], spt)
+    out = []
+    for j, row in enumerate(zip(*cols)):
+        out.append(out[j - j % c] if j % c else fn(*row))
+    return TensorVal(out, t0.layout, t0.shape)
 
 
 def _elementwise(names, make):
     """Register `make(ctx, op) -> fn(*scalars)` for each arith op name."""
     for name in names:
         def r(ctx, op, *operands, _make=make):
-            return _map(op, _make(ctx, op), *operands)
+            return _map(op, _make(ctx, op), *operands, ctx=ctx)
         rule(name)(r)
 
 

@@ -154,8 +154,8 @@ def _approx(nvvm_name, pre_scale, post_scale):
         fn = ctx.intrinsic(nvvm_name, F32, [F32])
         def call(x):
             y = b.fpext(x, F32) if t != F32 else x
-            if pre_scale != 1.0:
-                y = b.fmul(y, ir.Constant(F32, pre_scale))
+            if pre_scale != 1.0:  # may fuse with the producer (Triton emits a plain mul.f32)
+                y = b.fmul(y, ir.Constant(F32, pre_scale), flags=("contract",) if ctx.fp_fusion else ())
             y = b.call(fn, [y])
             if post_scale != 1.0:
                 y = b.fmul(y, ir.Constant(F32, post_scale))

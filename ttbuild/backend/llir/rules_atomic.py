@@ -65,6 +65,11 @@ def _run(ctx, op, opname: str, ptr, operands, mask):
     ety = llvm_type(elem)
     used = any(True for _ in res.uses)  # unused old values need no broadcast (nor its barrier)
     if not isinstance(ptr, TensorVal):
+        if any(k in opname for k in (".release", ".acq_rel")):
+            # thread 0 releases for the CTA: the other threads' writes must precede it
+            # (a lock released after every thread stored its partial sums, as in Triton's
+            # layer norm backward)
+            ctx.barrier()
         tid = ctx.sreg("tid.x")
         first = b.icmp_unsigned("==", tid, ir.Constant(I32, 0))
         pred = first if mask is None else b.and_(first, mask)

@@ -1,0 +1,101 @@
+"""Layer norm backward, 4096 x 8192 fp16 (tutorial 05: dx fused with locked partial dw/db, then dw/db sums): ttbuild vs Triton (same source) vs torch autograd, same run, same GPU.
+
+Bytes counted as the tutorial does: read x, dy, write dx = 6 bytes per element (fp16); both
+kernels timed together. Artifacts: `python -m ttbuild build tests/data/gpu_kernels -o DIR`.
+Usage: python benchmarks/bench_layernorm_bwd.py --artifacts DIR [--rows 4096] [--cols 8192]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+from _common import bench_ms, have_triton, table  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.join(os.path.dirname(HERE), "tests", "data", "gpu_kernels", "layer_norm_bwd.py")
+
+
+def _triton_kernels():
+    """The same source file, compiled by Triton's @jit."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("ln_bwd_src", SRC)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod._layer_norm_bwd_dx_fused, mod._layer_norm_bwd_dwdb
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--artifacts", default=os.environ.get("TTBUILD_ARTIFACTS", "artifacts"))
+    ap.add_argument("--rows", type=int, default=4096)
+    ap.add_argument("--cols", type=int, default=8192)
+    args = ap.parse_args(argv)
+
+    import torch
+
+    import ttbuild.runtime as rt
+
+    M, N = args.rows, args.cols
+    G, BN = 96, 8192
+    gpu = torch.cuda.get_device_name()
+    x = (torch.randn(M, N, device="cuda") * 2).half()
+    w = torch.rand(N, device="cuda").half()
+    b = torch.randn(N, device="cuda").half()
+    dy = torch.randn(M, N, device="cuda").half()
+    mean = x.float().mean(dim=1)
+    rstd = 1 / torch.sqrt(x.float().var(dim=1, unbiased=False) + 1e-5)
+    locks = torch.zeros(2 * G, device="cuda", dtype=torch.int32)
+    _dw = torch.zeros(G, N, device="cuda", dtype=torch.float16)
+    _db = torch.zeros(G, N, device="cuda", dtype=torch.float16)
+    dx = torch.empty_like(x)
+    dw = torch.empty_like(w)
+    db = torch.empty_like(w)
+    grid2 = (-(-N // 128),)
+
+    lib = rt.load(args.artifacts)
+    k1, k2 = lib.variant("ln_bwd_dx_8192_w8"), lib.variant("ln_bwd_dwdb_16")
+
+    def ours():
+        locks.zero_()
+        k1[(M,)](dx, dy, _dw, _db, x, w, mean, rstd, locks, N, N)
+        k2[grid2](_dw, _db, dw, db, min(G, M), N)
+
+    xr = x.detach().requires_grad_(True)
+    wr = w.detach().requires_grad_(True)
+    br = b.detach().requires_grad_(True)
+    y = torch.nn.functional.layer_norm(xr, (N,), wr, br, 1e-5)
+    ours()
+    torch.cuda.synchronize()
+    y.backward(dy, retain_graph=True)
+    ok = torch.allclose(dx.float(), xr.grad.float(), rtol=2e-2, atol=2e-2)
+    cases = [("ttbuild dx_fused (num_warps=8) + dwdb" + ("" if ok else " WRONG"), ours)]
+    cases.append(("torch autograd backward", lambda: y.backward(dy, retain_graph=True)))
+    ref_name = cases[-1][0]
+    if have_triton():
+        t1, t2 = _triton_kernels()
+
+        def theirs():
+            locks.zero_()
+            t1[(M,)](dx, dy, _dw, _db, x, w, mean, rstd, locks, N, N, GROUP_SIZE_M=G, BLOCK_SIZE_N=BN, num_warps=8)
+            t2[grid2](_dw, _db, dw, db, min(G, M), N, BLOCK_SIZE_M=32, BLOCK_SIZE_N=128, num_warps=4)
+        cases.append(("triton dx_fused (num_warps=8) + dwdb", theirs))
+        ref_name = cases[-1][0]
+
+    results = []
+    for name, fn in cases:
+        ms = bench_ms(fn)
+        results.append((name, ms, 6 * M * N / (ms * 1e-3) / 1e9))
+    refv = dict((r[0], r[2]) for r in results)[ref_name]
+    rows = [(name, f"{ms:.4f}", f"{gbs:,.0f}", f"{gbs / refv:.3f}") for name, ms, gbs in results]
+    print(f"\nlayer norm backward, {M} x {N} fp16, {gpu}, medians "
+          f"({'triton.testing.do_bench' if have_triton() else 'CUDA events'})")
+    print(table(["kernel", "ms", "GB/s", f"x {ref_name}"], rows))
+
+
+if __name__ == "__main__":
+    main()

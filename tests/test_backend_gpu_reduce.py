@@ -50,6 +50,8 @@ SOFTMAX = [
     ("softmax_8192_w8", 19, 8000, 8192, 8000),
     ("softmax_8192_w16", 64, 8192, 8192, 8192),
     ("softmax_8192_w16", 5, 4112, 4112, 4112),
+    ("softmax_1024_w1", 9, 999, 1001, 999),   # one warp: no shared memory at all
+    ("softmax_256_w2", 17, 200, 200, 203),
 ]
 
 
@@ -170,16 +172,17 @@ def test_scans_forward_reverse_and_masked(torch, lib, n):
     assert torch.isnan(c1[n:]).all()
 
 
-@pytest.mark.parametrize("n", [0, 3, -2])
-def test_trans_reshape_while_and_ternary(torch, lib, n):
-    p = torch.randn(16, 16, device="cuda")
-    q = torch.full((256 + 8,), float("nan"), device="cuda")
-    lib.variant("shapes_16")[(1,)](p, q, n)
+@pytest.mark.parametrize("variant,B,n", [("shapes_16", 16, 0), ("shapes_16", 16, 3), ("shapes_16", 16, -2),
+                                         ("shapes_128", 128, 2)])  # 128: 64 KB of dynamic shared memory
+def test_trans_reshape_while_and_ternary(torch, lib, variant, B, n):
+    p = torch.randn(B, B, device="cuda")
+    q = torch.full((B * B + 8,), float("nan"), device="cuda")
+    lib.variant(variant)[(1,)](p, q, n)
     torch.cuda.synchronize()
     s = n * 2 if n > 0 else n + 1
     ref = p.t().reshape(-1).double() * 0.5 ** max(n, 0) + s
-    torch.testing.assert_close(q[:256].double(), ref, rtol=1e-6, atol=1e-6)
-    assert torch.isnan(q[256:]).all()
+    torch.testing.assert_close(q[:B * B].double(), ref, rtol=1e-6, atol=1e-6)
+    assert torch.isnan(q[B * B:]).all()
 
 
 def test_atomics_once_per_element_and_scalar_once_per_program(torch, lib):

@@ -2,7 +2,7 @@
 ops tt.expand_dims / tt.broadcast.
 
 tt.reduce (Triton ReduceOpToLLVM's three steps): combine the elements a thread holds along the
-axis in order; then butterfly shuffles (`shfl.sync.bfly.b32`, PTX ISA 9.7.9.6) across the lanes
+axis (a pairwise tree in element order); then butterfly shuffles (`shfl.sync.bfly.b32`, PTX ISA 9.7.9.6) across the lanes
 that hold distinct data along the axis, so every lane ends with its group's result; then, when
 several warps hold distinct data along the axis, lane 0 of each writes its partial to shared
 memory, one barrier, and every thread combines the partials in warp order. The user's combine
@@ -73,6 +73,18 @@ def _linear(b, idx, shape):
     return acc if acc is not None else ir.Constant(I32, 0)
 
 
+def tree(combine, items: list) -> list:
+    """Combine `items` (each a tuple of operand values) pairwise, neighbours first, keeping their
+    order: depth log2(n) instead of a chain of n - 1 dependent steps (the combiner is associative,
+    as tl.reduce requires; floating-point sums may round differently from a left fold)."""
+    while len(items) > 1:
+        nxt = [combine(items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
+        if len(items) % 2:
+            nxt.append(items[-1])
+        items = nxt
+    return items[0]
+
+
 @rule("tt.reduce")
 def reduce(ctx, op, *srcs):
     b = ctx.builder
@@ -87,12 +99,7 @@ def reduce(ctx, op, *srcs):
     groups: dict = {}
     for j, off in enumerate(layout.local_offsets(shape)):
         groups.setdefault(off[:axis] + off[axis + 1:], []).append(j)
-    accs = []
-    for key, js in groups.items():
-        acc = [s.elems[js[0]] for s in srcs]
-        for j in js[1:]:
-            acc = combine(acc, [s.elems[j] for s in srcs])
-        accs.append(acc)
+    accs = [tree(combine, [[s.elems[j] for s in srcs] for j in js]) for js in groups.values()]
 
     # 2. across lanes
     plan = reduce_plan(layout, shape, axis)
@@ -132,10 +139,7 @@ def reduce(ctx, op, *srcs):
                 parts.append([_smem_load(ctx, b.add(b.mul(slot, ir.Constant(I32, slots[i])),
                                                     ir.Constant(I32, bases[i])), v.type)
                               for i, v in enumerate(acc)])
-            a = parts[0]
-            for p in parts[1:]:
-                a = combine(a, p)
-            new.append(a)
+            new.append(tree(combine, parts))
         accs = new
         ctx.after_smem_read()
 

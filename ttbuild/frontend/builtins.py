@@ -151,7 +151,7 @@ def _ptr(cx, pointer, what) -> Value:
 @builtin("load")
 def load(cx, pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
          eviction_policy="", volatile=False):
-    ptr = _ptr(cx, pointer, "tl.load")
+    ptr = _bool_as_i8(cx, _ptr(cx, pointer, "tl.load"))
     mask, other = _mask_other(cx, ptr, mask, other)
     cache = _CACHE.get(cval(cx, cache_modifier, "cache_modifier"))
     evict = _EVICT.get(cval(cx, eviction_policy, "eviction_policy"))
@@ -159,15 +159,24 @@ def load(cx, pointer, mask=None, other=None, boundary_check=(), padding_option="
         fail(cx, f"unknown cache modifier or eviction policy: {cache_modifier!r}, {eviction_policy!r}")
     operands = [ptr] + ([mask] if mask else []) + ([other] if other else [])
     rt = S.with_shape(ptr.type.scalar.element, ptr.type.shape)
-    return cx.b.op1("tt.load", operands, rt, {
+    loaded = cx.b.op1("tt.load", operands, rt, {
         "boundaryCheck": "array<i32>", "cache": f"{cache} : i32", "evict": f"{evict} : i32",
         "isVolatile": "true" if cval(cx, volatile, "volatile") else "false",
         "operandSegmentSizes": f"array<i32: 1, {int(bool(mask))}, {int(bool(other))}>"})
+    return S.cast(cx, loaded, T.int1) if pointer.type.scalar.element.is_bool() else loaded
+
+
+def _bool_as_i8(cx, ptr: Value) -> Value:
+    """Triton keeps bools as bytes in memory: a `*i1` pointer is used as `*i8` (tt.bitcast),
+    stores widen the value to i8 and loads compare the byte with 0 (`semantic._load_legacy`)."""
+    if not ptr.type.scalar.element.is_bool():
+        return ptr
+    return S.cast(cx, ptr, T.PointerType(T.DTYPES["int8"]))
 
 
 @builtin("store")
 def store(cx, pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
-    ptr = _ptr(cx, pointer, "tl.store")
+    ptr = _bool_as_i8(cx, _ptr(cx, pointer, "tl.store"))
     elt = ptr.type.scalar.element
     val = S.broadcast_to(cx, S.cast(cx, value, elt) if isinstance(value, Value) else
                          S.to_value(cx, value, elt), ptr.type.shape)

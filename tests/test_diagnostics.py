@@ -213,3 +213,16 @@ def test_fp8_to_int_needs_a_float_step():
     err, lines = compile_error("y = tl.load(p).to(tl.int32)\n", signature=("*fp8e5", "i32"))
     assert err.message == "cannot cast fp8e5 to int32"
     assert_at(err, lines, "y = tl.load", "tl.load(p).to")
+
+
+def test_if_branch_changes_the_type_of_a_tensor_defined_before():
+    err, lines = compile_error("v = n\nif tl.program_id(0) > 0:\n    v = tl.load(p)\nelse:\n    v = 2.0 * tl.load(p)\n")
+    assert err.message == ("initial value for `v` is of type int32, but the then block redefines it as "
+                           "a value of type fp32")
+    assert_at(err, lines, "if tl.program_id", "if")
+
+
+def test_constexpr_reassigned_in_a_loop():
+    err, lines = compile_error("for i in range(n):\n    BLOCK = i\n")
+    assert err.message == "cannot reassign constexpr `BLOCK` in a loop"
+    assert_at(err, lines, "for i in", "for")

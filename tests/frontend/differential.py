@@ -1,7 +1,7 @@
 """Differential check of the frontend on a GPU: random expression kernels compiled by Triton from their source and by Triton from our TTIR must store identical bytes.
 
 Two halves, because no machine has both our compiler (MLIR wheels) and a GPU:
-  python tests/frontend/differential.py generate OUT [N] [SEED]   # here: sources, our TTIR, manifest
+  python tests/frontend/differential.py generate OUT [N] [SEED] [expr|cf]   # here: sources, TTIR, manifest
   python tests/frontend/differential.py run OUT                   # GPU machine with triton + torch
 `run` prints one line per mismatch and a summary, and exits 1 if any kernel differs.
 """
@@ -37,9 +37,17 @@ def {name}(out, ph, pf, pi, pu, pl, pbf, pd, n, a, BLOCK: tl.constexpr):
 """
 
 
-def generate(out: Path, count: int, seed: int) -> None:
+CF_KERNEL = KERNEL.replace("    r = {expr}\n", "    v0 = 0\n    v1 = xf\n    v2 = n\n{expr}\n    r = v0 + v1 + v2\n")
+
+
+def generate(out: Path, count: int, seed: int, kind: str = "expr") -> None:
+    """`kind`: "expr" (one random expression) or "cf" (random if/else and for statements over
+    three variables, from the CPU control-flow oracle's grammar; no while: inputs never end them)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_oracle_control_flow import stmts  # the control-flow grammar of the CPU oracle test
     from test_oracle_semantics import gen  # the expression grammar of the CPU oracle test
+
+    template = KERNEL if kind == "expr" else CF_KERNEL
 
     from ttbuild.errors import CompilationError
     from ttbuild.frontend.codegen import CodeGen
@@ -51,16 +59,21 @@ def generate(out: Path, count: int, seed: int) -> None:
     tries = 0
     while len(manifest) < count and tries < count * 20:
         tries += 1
-        expr = gen(rng, 3)
+        if kind == "expr":
+            expr = gen(rng, 3)
+        else:
+            expr = "\n".join(stmts(rng, 2, "    ", []))
+            if "while" in expr or not ("for " in expr or "if " in expr):
+                continue
         name = f"k{len(manifest)}"
-        one = "import triton\nimport triton.language as tl\n\n\n" + KERNEL.format(name=name, expr=expr)
+        one = "import triton\nimport triton.language as tl\n\n\n" + template.format(name=name, expr=expr)
         desc = json.loads(parse.run({"source": one.encode()}, {"kernel": name, "file": "d.py"})["json"])
         seen = {}
 
         class Probe(CodeGen):  # r's type decides the output pointer's dtype
             def visit_Assign(self, node):
                 super().visit_Assign(node)
-                if node.targets[0].id == "r":
+                if self.depth == 0 and node.targets[0].id == "r":
                     seen["r"] = self.scope["r"]
 
         try:
@@ -76,7 +89,7 @@ def generate(out: Path, count: int, seed: int) -> None:
         except CompilationError:
             continue
         (out / f"{name}.ttir").write_bytes(text["ttir"])
-        src += KERNEL.format(name=name, expr=expr)
+        src += template.format(name=name, expr=expr)
         manifest[name] = {"expr": expr, "signature": sig, "out": r.type.scalar.name}
     (out / "cases.py").write_text(src)
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
@@ -182,6 +195,7 @@ def run(out: Path) -> int:
 if __name__ == "__main__":
     mode, where = sys.argv[1], Path(sys.argv[2])
     if mode == "generate":
-        generate(where, int(sys.argv[3]) if len(sys.argv) > 3 else 200, int(sys.argv[4]) if len(sys.argv) > 4 else 0)
+        generate(where, int(sys.argv[3]) if len(sys.argv) > 3 else 200, int(sys.argv[4]) if len(sys.argv) > 4 else 0,
+                 sys.argv[5] if len(sys.argv) > 5 else "expr")
     else:
         sys.exit(run(where))

@@ -47,28 +47,33 @@ class ControlFlow:
         self.b.suspend()
         self.b.loc = loc
 
-        names = sorted(n for n in set(then_scope) & set(else_scope)
-                       if then_scope[n] is not before.get(n) or else_scope[n] is not before.get(n))
+        # Which names leave the `if`, by Triton's rules (code_generator.visit_then_else_blocks):
+        # a tensor defined before it and rebound in a branch keeps its exact type in both branches;
+        # any other name must be bound in both branches, to the same type; the rest stay local.
+        def changed(scope):
+            return {n for n in scope if n not in before or scope[n] is not before[n]}
+
+        then_defs, else_defs = changed(then_scope), changed(else_scope)
         merged, tvals, evals = [], [], []
-        for n in names:
-            t, e = then_scope[n], else_scope[n]
-            if isinstance(t, Constexpr) and isinstance(e, Constexpr) and t == e:
-                self.scope[n] = t
-                continue
-            if not isinstance(t, (Value, Constexpr)) or not isinstance(e, (Value, Constexpr)):
-                fail(self.cx, f"{n!r} is bound to different non-tensor values in the two branches")
-            ty = t.type if isinstance(t, Value) else e.type if isinstance(e, Value) else None
-            self.b.resume(then_blk)
-            t = self._materialize(t, ty, n)
-            self.b.suspend()
-            self.b.resume(else_blk)
-            e = self._materialize(e, t.type, n)
-            self.b.suspend()
-            if t.type != e.type:
-                fail(self.cx, f"{n!r} has type {t.type} in the `if` branch but {e.type} in the `else` branch")
+        for n in sorted(n for n in before if isinstance(before[n], Value) and n in then_defs | else_defs):
+            for val, which in ((then_scope[n], "then"), (else_scope[n], "else")):
+                if not isinstance(val, Value) or val.type != before[n].type:
+                    fail(self.cx, f"initial value for `{n}` is of type {before[n].type}, but the {which} "
+                                  f"block redefines it as {S._describe(val)}")
             merged.append(n)
-            tvals.append(t)
-            evals.append(e)
+            tvals.append(then_scope[n])
+            evals.append(else_scope[n])
+        for n in sorted((then_defs & else_defs) - set(merged)):
+            t, e = then_scope[n], else_scope[n]
+            if isinstance(t, Value) and isinstance(e, Value) and t.type == e.type:
+                merged.append(n)
+                tvals.append(t)
+                evals.append(e)
+            elif isinstance(t, Constexpr) and isinstance(e, Constexpr) and t == e:
+                self.scope[n] = t
+            else:
+                fail(self.cx, f"mismatched type for `{n}` between then block ({S._describe(t)}) "
+                              f"and else block ({S._describe(e)})")
         regions = []
         for blk, vals in ((then_blk, tvals), (else_blk, evals)):
             self.b.resume(blk)
@@ -77,6 +82,23 @@ class ControlFlow:
         results = self.b.op("scf.if", [cond], [v.type for v in tvals], regions=regions)
         for n, r in zip(merged, results):
             self.scope[n] = r
+
+    def _carries(self, before: dict, loc, ignore: str | None = None) -> list[str]:
+        """After a scratch pass over a loop: the names it rebinds, checked as Triton's
+        `_find_carries` does — only tensors may be carried, and each keeps its type."""
+        out = []
+        for n in before:
+            if n == ignore or n not in self.scope or self.scope[n] is before[n]:
+                continue
+            v, live = self.scope[n], before[n]
+            self.b.loc = loc
+            if not isinstance(live, Value) or not isinstance(v, Value):
+                fail(self.cx, f"cannot reassign constexpr `{n}` in a loop")
+            if v.type != live.type:
+                fail(self.cx, f"loop-carried variable {n!r} has initial type {live.type} "
+                              f"but is re-assigned to {v.type} in the loop")
+            out.append(n)
+        return sorted(out)
 
     def _materialize(self, v, ty, name) -> Value:
         if isinstance(v, Value):
@@ -149,13 +171,12 @@ class ControlFlow:
         self.b.open_block()
         self.scope[node.target.id] = self.b.fresh(ity)
         self._body_no_return(node.body, "a loop")
-        changed = sorted(n for n in before if n in self.scope and self.scope[n] is not before[n]
-                         and n != node.target.id)
+        changed = self._carries(before, loc, ignore=node.target.id)
         self.b.discard_block()
         self.scope = dict(before)
         self.b.loc = loc
 
-        inits = [self._materialize(before[n], None, n) for n in changed]
+        inits = [before[n] for n in changed]
         # Pass 2: the real body with carried values as block arguments.
         self.b.open_block()
         iv = self.b.fresh(ity)
@@ -192,10 +213,10 @@ class ControlFlow:
         self.b.open_block()  # scratch pass: which names does the loop rebind?
         self.visit(node.test)
         self._body_no_return(node.body, "a while loop")
-        changed = sorted(n for n in before if n in self.scope and self.scope[n] is not before[n])
+        changed = self._carries(before, loc)
         self.b.discard_block()
         self.scope, self.b.loc = dict(before), loc
-        inits = [self._materialize(before[n], None, n) for n in changed]
+        inits = [before[n] for n in changed]
 
         self.b.open_block()
         args = [self.b.fresh(v.type) for v in inits]

@@ -81,10 +81,16 @@ def main(argv=None):
         ms = bench_ms(fn)
         results.append((name, ms, 8 * M * N / (ms * 1e-3) / 1e9))
     refv = dict((r[0], r[2]) for r in results)[ref_name]
-    rows = [(name, f"{ms:.4f}", f"{gbs:,.0f}", f"{gbs / refv:.3f}") for name, ms, gbs in results]
+    by = dict((r[0], r[2]) for r in results)
+
+    def same(name):  # ttbuild row -> Triton with the same num_warps
+        w = name.rsplit("num_warps=", 1)[-1].rstrip(")").split(")")[0]
+        t = by.get(f"triton softmax_kernel (num_warps={w})")
+        return f"{by[name] / t:.3f}" if name.startswith("ttbuild") and t else ""
+    rows = [(name, f"{ms:.4f}", f"{gbs:,.0f}", f"{gbs / refv:.3f}", same(name)) for name, ms, gbs in results]
     print(f"\nsoftmax, {M} x {N} fp32, {gpu}, medians "
           f"({'triton.testing.do_bench' if have_triton() else 'CUDA events'})")
-    print(table(["kernel", "ms", "GB/s", f"x {ref_name}"], rows))
+    print(table(["kernel", "ms", "GB/s", f"x {ref_name}", "x triton, same num_warps"], rows))
 
 
 if __name__ == "__main__":

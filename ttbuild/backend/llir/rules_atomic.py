@@ -65,10 +65,12 @@ def _run(ctx, op, opname: str, ptr, operands, mask):
     ety = llvm_type(elem)
     used = any(True for _ in res.uses)  # unused old values need no broadcast (nor its barrier)
     if not isinstance(ptr, TensorVal):
-        if any(k in opname for k in (".release", ".acq_rel")):
+        top_level = op.operation.parent.name == "tt.func"
+        if top_level and any(k in opname for k in (".release", ".acq_rel")):
             # thread 0 releases for the CTA: the other threads' writes must precede it
             # (a lock released after every thread stored its partial sums, as in Triton's
-            # layer norm backward)
+            # layer norm backward). Not inside scf regions: their conditions need not be
+            # uniform, and a barrier there could hang the CTA.
             ctx.barrier()
         tid = ctx.sreg("tid.x")
         first = b.icmp_unsigned("==", tid, ir.Constant(I32, 0))

@@ -51,7 +51,10 @@ def llvm_type(elem: str) -> ir.Type:
         return GPTR
     if elem.startswith("i") and elem[1:].isdigit():
         return ir.IntType(int(elem[1:]))
-    raise CompilationError(f"element type {elem} is not supported yet", stage="llir")
+    if elem in ("f8E4M3FN", "f8E5M2"):
+        return I8  # fp8 lives in bytes; only tt.fp_to_fp looks inside (Triton does no fp8 arithmetic)
+    from ttbuild.errors import NotSupportedYet
+    raise NotSupportedYet(f"element type {elem}", None, "llir")
 
 
 def layout_of(value) -> "Blocked | Slice":

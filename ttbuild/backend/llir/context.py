@@ -153,9 +153,10 @@ class Ctx:
         self._cache[key] = out
         return out
 
-    def owned(self, layout, shape) -> list:
+    def owned(self, layout, shape) -> list | None:
         """Per element, an i1 that is true in exactly one thread of those holding it (the one whose
-        unwrapped index is in range), or None for every element when no thread shares elements.
+        unwrapped index is in range), or None when no thread shares elements. A slice layout's
+        elements are its parent's over the shape with 1s inserted, so the same test applies there.
         Atomics use it so each element is applied once (Triton masks redundant threads alike)."""
         key = ("own", layout, tuple(shape))
         if key in self._cache:
@@ -164,31 +165,16 @@ class Ctx:
         while isinstance(par, Slice):
             pshape = par.parent_shape(pshape)
             par = par.parent
-        dup = [d for d in range(par.rank) if par.tile(d) > pshape[d]] if isinstance(layout, Blocked) else None
+        dims = [d for d in range(par.rank) if par.tile(d) > pshape[d]]
         out = None
-        b = self.builder
-        with b.goto_block(b.function.entry_basic_block):
-            bases = self._bases(par)
-            offs = layout.local_offsets(shape)
-            if isinstance(layout, Slice):
-                # Elements of a slice are its parent's over the shape with 1s inserted: a thread
-                # owns one when its unwrapped parent index is in range along every dimension.
-                poffs = par.local_offsets(pshape)
-                dims = [d for d in range(par.rank) if par.tile(d) > pshape[d]]
-                if dims:
-                    out = []
-                    for off in poffs:
-                        cond = None
-                        for d in dims:
-                            v = b.add(bases[d], ir.Constant(I32, off[d])) if off[d] else bases[d]
-                            c = b.icmp_unsigned("<", v, ir.Constant(I32, pshape[d]))
-                            cond = c if cond is None else b.and_(cond, c)
-                        out.append(cond)
-            elif dup:
+        if dims:
+            b = self.builder
+            with b.goto_block(b.function.entry_basic_block):
+                bases = self._bases(par)
                 out = []
-                for off in offs:
+                for off in par.local_offsets(pshape):
                     cond = None
-                    for d in dup:
+                    for d in dims:
                         v = b.add(bases[d], ir.Constant(I32, off[d])) if off[d] else bases[d]
                         c = b.icmp_unsigned("<", v, ir.Constant(I32, pshape[d]))
                         cond = c if cond is None else b.and_(cond, c)

@@ -21,7 +21,9 @@ CALLS = ["tl.where({0} > 0, {1}, {2})", "tl.maximum({0}, {1})", "tl.minimum({0},
          "tl.abs({0})", "tl.exp({0})", "tl.sum({0}, axis=0)", "tl.max({0}, axis=0)", "-({0})",
          "tl.cdiv({0}, {1})", "tl.zeros_like({0})", "tl.argmax({0}, axis=0)", "tl.cumsum({0}, axis=0)",
          "tl.min({0}, axis=0, return_indices=True)[1]", "tl.sum({0}, axis=0, keep_dims=True)",
-         "({0}).to(tl.float8e5)", "({0}).to(tl.float8e4nv)", "({0}).to(tl.bfloat16)", "({0}).to(tl.int1)"]
+         "({0}).to(tl.float8e5)", "({0}).to(tl.float8e4nv)", "({0}).to(tl.bfloat16)", "({0}).to(tl.int1)",
+         "tl.clamp({0}, {1}, {2})", "tl.fdiv({0}, {1})", "tl.umulhi({0}, {1})", "tl.join({0}, {1})",
+         "tl.div_rn({0}, {1})"]
 DTYPES = ["int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "bfloat16", "float32", "float64", "float8e4nv", "float8e5"]
 HEADER = """import triton
@@ -60,7 +62,7 @@ def gen(rng: random.Random, depth: int) -> str:
 def ours(expr: str):
     """(dtype name, rank) our frontend gives `expr`, or None if it rejects it."""
     for dt in DTYPES:
-        for rank in (0, 1):
+        for rank in (0, 1, 2):
             src = HEADER + KERNEL.format(name="k", expr=expr, dtype=dt, rank=rank)
             p = parse.run({"source": src.encode()}, {"kernel": "k", "file": "o.py"})
             try:

@@ -93,6 +93,10 @@ class Expressions:
             return Constexpr(T.DTYPES[dt])
         if attr in B.BUILTINS:
             return FuncRef("builtin", attr)
+        if attr == "PropagateNan":
+            return ModuleRef("triton.language.PropagateNan")
+        if attr in ("PropagateNan.NONE", "PropagateNan.ALL"):  # triton::PropagateNan values
+            return Constexpr(0 if attr.endswith("NONE") else 0xFFFF)
         if attr in ("math", "extra", "extra.cuda", "extra.libdevice"):
             return ModuleRef("triton.language." + attr)
         if attr.startswith(("math.", "extra.cuda.libdevice.", "extra.libdevice.")):

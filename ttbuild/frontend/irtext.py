@@ -9,6 +9,7 @@ canonical generic form.
 
 from __future__ import annotations
 
+import math
 import struct
 from dataclasses import dataclass, field
 
@@ -59,10 +60,11 @@ def _e4m3fn_value(code: int) -> float:
 
 def _e4m3fn_bits(value: float) -> int:
     """Nearest e4m3fn code (ties to even mantissa); no infinity in this format: NaN past 464."""
+    negative = math.copysign(1.0, value) < 0  # -0.0 keeps its sign bit
     if value != value or abs(value) >= 464.0:
-        return 0x7F | (0x80 if value < 0 else 0)
+        return 0x7F | (0x80 if negative else 0)
     codes = [c for c in range(256) if _e4m3fn_value(c) == _e4m3fn_value(c)]
-    return min(codes, key=lambda c: (abs(_e4m3fn_value(c) - value), c & 1, c >> 7 != (value < 0)))
+    return min(codes, key=lambda c: (abs(_e4m3fn_value(c) - value), c & 1, (c >> 7) != negative))
 
 
 def scalar_attr(value, dtype: DType) -> str:

@@ -80,7 +80,7 @@ BUILTIN_NAMES = (
     "atomic_or", "atomic_xor",
     "atomic_xchg", "range", "static_range", "static_assert", "static_print", "device_assert",
     "device_print", "multiple_of", "max_contiguous", "max_constancy", "debug_barrier",
-    "umulhi", "floor", "ceil", "div_rn", "fdiv", "erf", "cumsum", "cumprod", "join", "split", "ravel",
+    "umulhi", "floor", "ceil", "div_rn", "fdiv", "sqrt_rn", "erf", "cumsum", "cumprod", "join", "split", "ravel",
     "make_block_ptr", "advance", "assume", "associative_scan", "histogram",
 )
 for _name in BUILTIN_NAMES:

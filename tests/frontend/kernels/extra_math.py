@@ -1,0 +1,31 @@
+# clamp (tt.clampf, bf16 widened, PropagateNan NONE=0 / ALL=65535), fdiv, div_rn
+# (tt.precise_divf), sqrt_rn (tt.precise_sqrt), umulhi (tt.mulhiui), join / split; enum numbers
+# checked against Triton's printer.
+# VARIANT: kernel=extra_kernel signature=*fp32:16,*u32:16,*bf16 constexprs={"B": 64}
+# CHECK: "tt.clampf"({{.*}}) <{propagateNan = 0 : i32}> : (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
+# CHECK: "arith.extf"{{.*}} : (tensor<64xbf16>) -> tensor<64xf32>
+# CHECK: "tt.clampf"({{.*}}) <{propagateNan = 65535 : i32}>
+# CHECK: "arith.divf"
+# CHECK: "tt.precise_divf"
+# CHECK: "tt.precise_sqrt"
+# CHECK: "tt.mulhiui"({{.*}}) : (tensor<64xi32>, tensor<64xi32>) -> tensor<64xi32>
+# CHECK: %[[J:[0-9]+]] = "tt.join"({{.*}}) : (tensor<64xf32>, tensor<64xf32>) -> tensor<64x2xf32>
+# CHECK: "tt.split"(%[[J]]) : (tensor<64x2xf32>) -> (tensor<64xf32>, tensor<64xf32>)
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def extra_kernel(pf, pu, pb, B: tl.constexpr):
+    r = tl.arange(0, B)
+    x = tl.load(pf + r)
+    u = tl.load(pu + r)
+    bb = tl.load(pb + r)
+    c = tl.clamp(x, -1.0, 1.0) + tl.clamp(bb, 0.0, x, propagate_nan=tl.PropagateNan.ALL)
+    d = tl.fdiv(c, x) + tl.div_rn(c, x) + tl.sqrt_rn(x) + tl.math.fdiv(x, 2.0, ieee_rounding=True)
+    h = tl.umulhi(u, u)
+    j = tl.join(d, d)
+    p, q = tl.split(j)
+    tl.store(pf + r, p + q)
+    tl.store(pu + r, h)

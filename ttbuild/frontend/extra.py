@@ -1,0 +1,102 @@
+"""Less common `tl` builtins, each after Triton 3.6 `core`/`math`/`semantic`: clamp (tt.clampf), fdiv, div_rn (tt.precise_divf), sqrt_rn (tt.precise_sqrt), umulhi (tt.mulhiui), join (tt.join), split (tt.split)."""
+
+from __future__ import annotations
+
+from . import semantic as S
+from . import types as T
+from .builtins import builtin, cval, tensor
+from .irtext import Value
+from .semantic import fail
+
+_NAN = {0: 0, 0xFFFF: 0xFFFF}  # triton::PropagateNan: NONE, ALL
+
+
+def _tensors(cx, *vs):
+    # The math functions here turn numbers into tensors first (`_semantic.to_tensor`), so numbers
+    # take part in promotion, unlike `x + 1.0`.
+    return [tensor(cx, v, "operand") for v in vs]
+
+
+@builtin("clamp")
+def clamp(cx, x, min, max, propagate_nan=0):
+    """Float-only clamp: bf16 widened to fp32, then min/max and x promoted pairwise."""
+    x, lo, hi = (S.cast(cx, v, T.fp32) if v.type.scalar == T.bf16 else v for v in _tensors(cx, x, min, max))
+    lo, hi, _ = S._operands(cx, lo, hi)
+    x, lo, _ = S._operands(cx, x, lo)
+    x, hi, ct = S._operands(cx, x, hi)
+    if not ct.is_float():
+        fail(cx, f"tl.clamp supports floating-point tensors only, got {ct}")
+    nan = cval(cx, propagate_nan, "propagate_nan")
+    if nan not in _NAN:
+        fail(cx, f"propagate_nan must be tl.PropagateNan.NONE or ALL, got {nan!r}")
+    lo, hi = S.broadcast_to(cx, lo, x.type.shape), S.broadcast_to(cx, hi, x.type.shape)
+    return cx.b.op1("tt.clampf", [x, lo, hi], x.type, {"propagateNan": f"{nan} : i32"})
+
+
+@builtin("fdiv", "math.fdiv")
+def fdiv(cx, x, y, ieee_rounding=False):
+    """Triton `semantic.fdiv`: float operands, broadcast but not promoted (same dtype required)."""
+    a, b = _tensors(cx, x, y)
+    if not (a.type.scalar.is_float() and b.type.scalar.is_float()):
+        fail(cx, "both operands of fdiv must have floating scalar type")
+    if a.type.scalar != b.type.scalar:
+        fail(cx, f"fdiv operands must have the same dtype (no implicit promotion), got {a.type.scalar} "
+                 f"and {b.type.scalar}")
+    a, b = S.broadcast_pair(cx, a, b)
+    return cx.b.op1("arith.divf", [a, b], a.type, S.FM)
+
+
+@builtin("div_rn", "math.div_rn")
+def div_rn(cx, x, y):
+    """Triton `math.div_rn`: tensor arguments must be fp32 (numbers may be anything), then the
+    usual promotion; the division itself must end up in fp32."""
+    for v in (x, y):
+        if isinstance(v, Value) and v.type.scalar != T.fp32:
+            fail(cx, f"tl.div_rn expects dtype fp32 but got {v.type.scalar}")
+    a, b, ct = S._operands(cx, *_tensors(cx, x, y))
+    if ct != T.fp32:
+        fail(cx, f"tl.div_rn computes in fp32, but its operands promote to {ct}")
+    return cx.b.op1("tt.precise_divf", [a, b], a.type)
+
+
+@builtin("sqrt_rn", "math.sqrt_rn")
+def sqrt_rn(cx, x):
+    (v,) = _tensors(cx, x)
+    if v.type.scalar != T.fp32:
+        fail(cx, f"tl.sqrt_rn expects dtype fp32 but got {v.type.scalar}")
+    return cx.b.op1("tt.precise_sqrt", [v], v.type)
+
+
+@builtin("umulhi", "math.umulhi")
+def umulhi(cx, x, y):
+    a, b = _tensors(cx, x, y)
+    for v in (a, b):
+        if v.type.scalar.name not in ("int32", "int64", "uint32", "uint64"):
+            fail(cx, f"tl.umulhi expects int32, int64, uint32 or uint64 but got {v.type.scalar}")
+    a, b, _ = S._operands(cx, a, b)
+    return cx.b.op1("tt.mulhiui", [a, b], a.type)
+
+
+@builtin("join", method="join")
+def join(cx, a, b):
+    """Stack two same-shaped blocks along a new minor dim of size 2 (scalars become [2])."""
+    x, y = S.broadcast_pair(cx, *_tensors(cx, a, b))
+    if x.type.scalar != y.type.scalar:
+        fail(cx, f"tl.join needs operands of one dtype, got {x.type.scalar} and {y.type.scalar}")
+    if not x.type.shape:
+        x, y = S.splat(cx, x, (1,)), S.splat(cx, y, (1,))
+        out = cx.b.op1("tt.join", [x, y], T.BlockType(x.type.scalar, (1, 2)))
+        return cx.b.op1("tt.reshape", [out], T.BlockType(x.type.scalar, (2,)))
+    return cx.b.op1("tt.join", [x, y], T.BlockType(x.type.scalar, x.type.shape + (2,)))
+
+
+@builtin("split", method="split")
+def split(cx, a):
+    """Split a block whose minor dim is 2 into its two halves (tt.split, two results)."""
+    if not isinstance(a, Value) or not a.type.shape or a.type.shape[-1] != 2:
+        fail(cx, f"tl.split needs a block whose last dimension is 2, got {S._describe(a)}")
+    rt = S.with_shape(a.type.scalar, a.type.shape[:-1])
+    return tuple(cx.b.op("tt.split", [a], [rt, rt]))
+
+
+

@@ -106,7 +106,10 @@ def module_bytes(module, num_warps: int = 4) -> int:
                 # old values reach threads holding duplicates (or all threads, for scalars)
                 r = op.results[0]
                 best = max(best, convert_bytes(mu.shape_of(r.type) or (1,), mu.elem_str(r.type)))
-            if name in ("tt.reshape", "tt.cat") or (name == "tt.trans" and not _trans_in_registers(op)):
+            if name == "tt.split":
+                src = op.operands[0]
+                best = max(best, convert_bytes(mu.shape_of(src.type), mu.elem_str(src.type)))
+            if name in ("tt.reshape", "tt.cat", "tt.join") or (name == "tt.trans" and not _trans_in_registers(op)):
                 r = op.results[0]
                 best = max(best, convert_bytes(mu.shape_of(r.type), mu.elem_str(r.type)))
             if name == "tt.scan":

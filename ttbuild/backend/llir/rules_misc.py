@@ -157,3 +157,31 @@ _elementwise(["tt.fp_to_fp"], _fp_to_fp)
 def gpu_barrier(ctx, op):
     """tl.debug_barrier(): every thread of the CTA meets."""
     ctx.barrier()
+
+
+def _clampf(ctx, op):
+    """tt.clampf(x, lo, hi): min(max(x, lo), hi); propagateNan ALL (0xffff) keeps NaN operands
+    (llvm.maximum/minimum = PTX max.NaN), NONE ignores them (maxnum/minnum), as Triton."""
+    b = ctx.builder
+    t = _result_type(op)
+    p = mu.props(op)
+    nan = "propagateNan" in p and mu.int_attr(p["propagateNan"]) != 0
+    suffix = {"half": "f16", "bfloat": "bf16", "float": "f32", "double": "f64"}[str(t)]
+    mx = ctx.intrinsic(f"llvm.{'maximum' if nan else 'maxnum'}.{suffix}", t, [t, t])
+    mn = ctx.intrinsic(f"llvm.{'minimum' if nan else 'minnum'}.{suffix}", t, [t, t])
+    return lambda x, lo, hi: b.call(mn, [b.call(mx, [x, lo]), hi])
+
+
+_elementwise(["tt.clampf"], _clampf)
+# IEEE-rounded forms (tl.div_rn, tl.sqrt_rn): LLVM's fdiv / llvm.sqrt are div.rn / sqrt.rn on NVPTX.
+_elementwise(["tt.precise_divf"], lambda ctx, op: (lambda x, y: ctx.builder.fdiv(x, y)))
+
+
+def _precise_sqrt(ctx, op):
+    t = _result_type(op)
+    suffix = {"half": "f16", "bfloat": "bf16", "float": "f32", "double": "f64"}[str(t)]
+    fn = ctx.intrinsic(f"llvm.sqrt.{suffix}", t, [t])
+    return lambda x: ctx.builder.call(fn, [x])
+
+
+_elementwise(["tt.precise_sqrt"], _precise_sqrt)

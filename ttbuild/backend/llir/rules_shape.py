@@ -1,4 +1,4 @@
-"""LLIR rules for ops that move elements between positions: tt.trans, tt.reshape, tt.cat.
+"""LLIR rules for ops that move elements between positions: tt.trans, tt.reshape, tt.cat, tt.join, tt.split.
 
 Each goes through shared memory (one slot per element of the result, row-major): every thread
 stores its source elements where they land in the result, one barrier, every thread loads the
@@ -84,3 +84,31 @@ def cat(ctx, op, lhs, rhs):
     def where(k, ix):
         return ix if k == 0 else (b.add(ix[0], ir.Constant(I32, n0)),) + tuple(ix[1:])
     return permute(ctx, [lhs, rhs], where, op.results[0])
+
+
+@rule("tt.join")
+def join(ctx, op, lhs, rhs):
+    """result[..., 0] = lhs, result[..., 1] = rhs (a new minor dimension of size 2)."""
+    return permute(ctx, [lhs, rhs], lambda k, ix: tuple(ix) + (ir.Constant(I32, k),), op.results[0])
+
+
+@rule("tt.split")
+def split(ctx, op, src):
+    """Inverse of tt.join: the minor dimension (size 2) becomes two results."""
+    b = ctx.builder
+    elem = mu.elem_str(op.operands[0].type)
+    shape = tuple(src.shape)
+    slot = ir.Constant(I32, _round4(elem_bytes(elem)))
+    ctx.before_smem_write()
+    for ix, v in zip(ctx.indices(src.layout, shape), src.elems):
+        _smem_store(ctx, b.mul(_linear(b, ix, shape), slot), v)
+    ctx.barrier()
+    ety = llvm_type(elem)
+    outs = []
+    for k, res in enumerate(op.results):
+        lay, rshape = layout_of(res), tuple(mu.shape_of(res.type))
+        vals = [_smem_load(ctx, b.mul(_linear(b, tuple(ix) + (ir.Constant(I32, k),), shape), slot), ety)
+                for ix in ctx.indices(lay, rshape)]
+        outs.append(TensorVal(vals, lay, rshape))
+    ctx.after_smem_read()
+    return outs

@@ -359,5 +359,5 @@ def debug_barrier(cx):
 
 
 
-from . import atomics, blockops, extra, reductions  # noqa: E402,F401  (register the rules in those modules)
+from . import atomics, blockops, extra, random, reductions  # noqa: E402,F401  (register the rules in those modules)
 

@@ -2,7 +2,7 @@
 
 Bytes counted as the tutorial does: read x, write y = 4 bytes per element (fp16). Ratios are
 against Triton with the same BLOCK_SIZE and num_warps (tutorial 05's choice: 8192, 8).
-Artifacts: `python -m ttbuild build tests/data/gpu_kernels -o DIR`, then `--artifacts DIR`.
+Artifacts: `doit` (kernels/ -> artifacts/; elsewhere $TTBUILD_ARTIFACTS or `--artifacts DIR`).
 Usage: python benchmarks/bench_layernorm.py --artifacts DIR [--rows 4096] [--cols 8192]
 """
 

@@ -1,7 +1,7 @@
 """Layer norm backward, 4096 x 8192 fp16 (tutorial 05: dx fused with locked partial dw/db, then dw/db sums): ttbuild vs Triton (same source) vs torch autograd, same run, same GPU.
 
 Bytes counted as the tutorial does: read x, dy, write dx = 6 bytes per element (fp16); both
-kernels timed together. Artifacts: `python -m ttbuild build tests/data/gpu_kernels -o DIR`.
+kernels timed together. Artifacts: `doit` (kernels/ -> artifacts/, or $TTBUILD_ARTIFACTS / --artifacts DIR).
 Usage: python benchmarks/bench_layernorm_bwd.py --artifacts DIR [--rows 4096] [--cols 8192]
 """
 
@@ -17,7 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from _common import bench_ms, have_triton, table  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SRC = os.path.join(os.path.dirname(HERE), "tests", "data", "gpu_kernels", "layer_norm_bwd.py")
+SRC = os.path.join(os.path.dirname(HERE), "kernels", "layer_norm.py")
 
 
 def _triton_kernels():

@@ -1,8 +1,8 @@
 """Row softmax, 4096 x 8192 fp32: GB/s of ttbuild's softmax_kernel vs Triton's (tutorial 02, same source) vs torch.softmax, same run, same GPU.
 
 Bytes counted: read x, write out = 8 bytes per element. Ratios are against Triton with the same
-num_warps as the first ttbuild variant (or torch without Triton). Artifacts: build them with
-`python -m ttbuild build tests/data/gpu_kernels -o DIR` and pass `--artifacts DIR`.
+num_warps as the first ttbuild variant (or torch without Triton). Artifacts: `doit` (kernels/ ->
+artifacts/; elsewhere $TTBUILD_ARTIFACTS or `--artifacts DIR`).
 Usage: python benchmarks/bench_softmax.py --artifacts DIR [--rows 4096] [--cols 8192]
 """
 

@@ -1,7 +1,8 @@
 """Backend cubins run correctly on a GPU: add / axpy (fp32, fp16) against numpy, sizes off the block.
 
-Cubins come from `$TTBUILD_BACKEND_CUBINS/<name>.cubin` when set (the GPU machine has no MLIR
-wheels: build them here with `python tests/test_backend_gpu.py OUT_DIR`), else are built in-process.
+Cubins come from `cubins/<name>.cubin` of the test artifacts (`$TTBUILD_TEST_ARTIFACTS`, else
+./build/test-artifacts when present; the GPU machine has no MLIR wheels: write them on a CPU machine
+with `python tests/gpu/build_test_artifacts.py DIR`), else are built in-process.
 Only cuda.bindings and numpy are needed on the GPU side.
 """
 
@@ -77,8 +78,9 @@ def cuda():
 
 
 def _load(cu, name):
-    d = os.environ.get("TTBUILD_BACKEND_CUBINS")
-    image = Path(d, f"{name}.cubin").read_bytes() if d else build_cubin(name)
+    d = os.environ.get("TTBUILD_TEST_ARTIFACTS") or Path(__file__).parents[1] / "build" / "test-artifacts"
+    f = Path(d, "cubins", f"{name}.cubin")
+    image = f.read_bytes() if f.is_file() else build_cubin(name)
     mod = _check(cu.cuModuleLoadData(image))
     return _check(cu.cuModuleGetFunction(mod, KERNELS[name][1].encode()))
 
@@ -126,10 +128,3 @@ def test_kernel_matches_numpy(cuda, name, n):
                                rtol=tol, atol=tol)
     assert (out[n:].view(np.uint8) == 0xFF).all(), "wrote past the end"
 
-
-if __name__ == "__main__":
-    out = Path(sys.argv[1])
-    out.mkdir(parents=True, exist_ok=True)
-    for name in KERNELS:
-        (out / f"{name}.cubin").write_bytes(build_cubin(name))
-    print("wrote", sorted(p.name for p in out.glob("*.cubin")))

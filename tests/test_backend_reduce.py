@@ -21,15 +21,16 @@ from ttbuild.backend.smem import reduce_plan
 from ttbuild.stages import cubin, llir, parse, ptx, ttgir, ttir
 
 DATA = Path(__file__).parent / "data"
-KDIR = DATA / "gpu_kernels"
 CHECKS = DATA / "checks"
 FILECHECK = Path(sys.executable).parent / "filecheck"
-VARIANTS = {v["name"]: v for v in tomllib.loads((KDIR / "variants.toml").read_text())["variant"]}
+# The tutorial kernels of the library (kernels/) and the test-only ones (tests/data/gpu_kernels).
+KDIRS = (Path(__file__).parents[1] / "kernels", DATA / "gpu_kernels")
+VARIANTS = {v["name"]: dict(v, dir=d) for d in KDIRS for v in tomllib.loads((d / "variants.toml").read_text())["variant"]}
 
 
 def _build(name: str) -> dict[str, bytes]:
     v = VARIANTS[name]
-    p = parse.run({"source": (KDIR / v["file"]).read_bytes()}, {"kernel": v["kernel"], "file": v["file"]})
+    p = parse.run({"source": (v["dir"] / v["file"]).read_bytes()}, {"kernel": v["kernel"], "file": v["file"]})
     out = {"ttir": ttir.run({"json": p["json"]}, {"signature": v["signature"].split(","),
                                                  "constexprs": v.get("constexprs", {})})["ttir"]}
     out["ttgir"] = ttgir.run(out, {"num_warps": v.get("num_warps", 4)})["ttgir"]
@@ -57,7 +58,15 @@ def filecheck(text: bytes, check: Path, tmp_path) -> None:
 
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_every_gpu_test_kernel_builds_to_cubin(name):
-    out = built(name)
+    """Every variant of kernels/ and tests/data/gpu_kernels builds through cubin, or stops at the one
+    op the backend names as not supported yet (tt.dot, for matmul)."""
+    from ttbuild.errors import NotSupportedYet
+
+    try:
+        out = built(name)
+    except NotSupportedYet as e:
+        assert "tt.dot" in str(e), f"{name}: {e}"
+        pytest.skip(f"{name}: tt.dot is not lowered yet")
     assert out["cubin"][:4] == b"\x7fELF"
     shared = int(re.search(rb"ttg.shared\"? = (\d+)", out["ttgir"]).group(1))
     uses_smem = b"ld.shared" in out["ptx"]

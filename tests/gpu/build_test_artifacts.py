@@ -1,0 +1,31 @@
+"""Builds the test-only GPU artifacts on a CPU machine: tests/data/gpu_kernels -> DIR (ttbuild build) and the hand-written TTIR kernels -> DIR/cubins.
+
+Usage: python tests/gpu/build_test_artifacts.py [DIR]   (default: build/test-artifacts)
+The GPU tests read DIR from $TTBUILD_TEST_ARTIFACTS, else build/test-artifacts; the library of
+kernels/ is `doit` -> artifacts/ ($TTBUILD_ARTIFACTS). Carry both to the GPU machine.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def main(argv: list[str]) -> None:
+    out = Path(argv[0]) if argv else REPO / "build" / "test-artifacts"
+    subprocess.run([sys.executable, "-m", "ttbuild", "build", str(REPO / "tests" / "data" / "gpu_kernels"),
+                    "-o", str(out), "--cache", "off"], check=True, cwd=REPO)
+    sys.path[:0] = [str(REPO), str(REPO / "tests")]
+    from test_backend_gpu import KERNELS, build_cubin
+
+    (out / "cubins").mkdir(parents=True, exist_ok=True)
+    for name in KERNELS:
+        (out / "cubins" / f"{name}.cubin").write_bytes(build_cubin(name))
+    print(f"wrote {out}: lib/ of tests/data/gpu_kernels and cubins/ of {len(KERNELS)} TTIR kernels")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -134,8 +134,10 @@ def _eval(name, props, ops, ins, out, buffers, program_id):
             buf, off = ops[0]
             return buf, off + _signed(ops[1], _elt(ins[1])).astype(np.int64)
         if name == "tt.load":
-            buf, off = ops[0]
-            return buffers[buf][off]
+            (buf, off), src = ops[0], buffers[ops[0][0]]
+            mask = ops[1] if len(ops) > 1 else np.ones(off.shape, bool)
+            other = ops[2] if len(ops) > 2 else np.zeros(off.shape, src.dtype)
+            return np.where(mask, src[np.where(mask, off, 0)], other)
         if name == "tt.store":
             (buf, off), v = ops[0], ops[1]
             mask = ops[2] if len(ops) > 2 else np.ones(off.shape, bool)

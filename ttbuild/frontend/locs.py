@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 
-from ttbuild.errors import CompilationError, Loc
+from ttbuild.errors import CompilationError, Loc, NotSupportedYet
 
 _NAME = re.compile(r'^(?:loc\()?"?n(\d+)"?\)?$')
 
@@ -28,16 +27,33 @@ def node_loc(node_id: int, loc_table: bytes | str | dict) -> Loc | None:
     return Loc(table["file"], line, col, table.get("lines", {}).get(str(line), ""))
 
 
+def error_node_id(error: CompilationError) -> int | None:
+    """The AST node id an error points at: `node_id`, or the backend's `node` (`"n17"`, set on a
+    NotSupportedYet raised for an op with no lowering rule)."""
+    if error.node_id is not None:
+        return error.node_id
+    node = getattr(error, "node", None)
+    return node_id_of(node) if isinstance(node, str) else node
+
+
 def locate(error: CompilationError, loc_table: bytes | str | dict) -> CompilationError:
     """Return a copy of `error` whose `loc` (file:line:col + source line) comes from its
-    `node_id`; an error without a node id, or with one the table lacks, comes back unchanged.
-    The build layer calls this with the parse stage's `loc` output when a later stage fails."""
-    if error.node_id is None or error.loc is not None:
+    node id (`error_node_id`); an error without one, or with one the table lacks, comes back
+    unchanged. A NotSupportedYet gets its message rebuilt as "not supported yet: <op> at
+    file:line in stage <stage>". The build layer calls this with the parse stage's `loc` output
+    when a later stage fails."""
+    node_id = error_node_id(error)
+    if node_id is None or error.loc is not None:
         return error
-    loc = node_loc(error.node_id, loc_table)
+    loc = node_loc(node_id, loc_table)
     if loc is None:
         return error
-    located = copy.copy(error)
+    # Not copy.copy: it re-calls __init__ with `args`, which NotSupportedYet's signature refuses.
+    located = type(error).__new__(type(error))
+    located.__dict__.update(error.__dict__)
+    located.__traceback__ = error.__traceback__
     located.loc = loc
+    if isinstance(error, NotSupportedYet) and error.message == NotSupportedYet(error.op, None, error.stage).message:
+        located.message = NotSupportedYet(error.op, loc, error.stage).message
     located.args = (located.render(),)
     return located

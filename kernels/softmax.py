@@ -1,7 +1,5 @@
 """Fused row softmax, Triton tutorial 02 form (one row per program): `softmax(x, dim=1)`."""
 
-import torch  # noqa: F401  (building never imports this file: it only needs to parse)
-
 import triton
 import triton.language as tl
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from ttbuild.backend.llir.emit import max_registers
 from ttbuild.errors import CompilationError, NotSupportedYet, ToolError
 from ttbuild.stages import cubin, llir, ptx, ttgir
 
@@ -86,7 +87,8 @@ def test_ptx_entry_params_and_vector_accesses(built, case):
     text = built[(f, w)]["ptx"].decode()
     params = re.findall(rf"\.param \.\w+ (?:\.ptr \.global \.align \d+ )?{kernel}_param_(\d+)", text)
     assert params == [str(i) for i in range(nparams)]
-    assert f".maxntid {32 * w}" in text
+    cap = max_registers(w)
+    assert f".maxntid {32 * w}\n" + (f".maxnreg {cap}\n" if cap else "") in text
     assert ", debug" not in text
     width = "v4.b32" if vec * (16 if "16" in f else 32) == 128 else "v2.b32"
     assert f"ld.global.{width}" in text and f"st.global.{width}" in text

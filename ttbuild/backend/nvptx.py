@@ -47,6 +47,10 @@ def libdevice_path() -> str:
                     "pip install 'nvidia-cuda-nvcc==13.0.*'")
 
 
+# An fadd/fsub/fmul with no fast-math flags yet (ours carry `contract` already when fusing).
+_CONTRACTABLE = re.compile(r"= (fadd|fsub|fmul) (?=float|double|<)")
+
+
 def link_libdevice(mod, tm) -> None:
     """Link libdevice into `mod` and make every function but the kernels internal, so O3 keeps
     only what is called (Triton links the same file the same way)."""
@@ -65,9 +69,13 @@ def link_libdevice(mod, tm) -> None:
             g.linkage = "internal"
 
 
-def optimize(text: str, arch: str = "sm_90a") -> str:
+def optimize(text: str, arch: str = "sm_90a", fp_fusion: bool = True) -> str:
     """Parse LLVM IR text, run the new-pass-manager O3 pipeline with the NVPTX target machine
-    (so the data layout and TTI are NVPTX's), verify, and return the optimized IR text."""
+    (so the data layout and TTI are NVPTX's), verify, and return the optimized IR text.
+
+    With fp_fusion, libdevice's float adds/multiplies become `contract` too: Triton compiles with
+    AllowFPOpFusion=Fast, so its libdevice code may form FMAs (and ptxas may fuse its plain
+    mul.f32) where ours would pin mul.rn.f32 — tl.randn's log/cos then round differently."""
     tm = target_machine(arch)
     mod = llvm.parse_assembly(text)
     mod.triple = TRIPLE
@@ -75,6 +83,9 @@ def optimize(text: str, arch: str = "sm_90a") -> str:
     mod.verify()
     if any(f.is_declaration and f.name.startswith("__nv_") for f in mod.functions):
         link_libdevice(mod, tm)
+        if fp_fusion:
+            mod = llvm.parse_assembly(_CONTRACTABLE.sub(r"= \1 contract ", str(mod)))
+            mod.verify()
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pb = llvm.create_pass_builder(tm, pto)
     pm = pb.getModulePassManager()

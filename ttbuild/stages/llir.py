@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 3
+VERSION = 4
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:
@@ -21,5 +21,6 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     if backend != "cuda" or not cc.isdigit():
         raise CompilationError(f"unsupported target {target!r} (expected 'cuda:<cc>')", stage="llir")
     arch = f"sm_{cc}a" if int(cc) >= 90 else f"sm_{cc}"
-    text = lower(inputs["ttgir"], fp_fusion=bool(options.get("enable_fp_fusion", True)))
-    return {"llir": nvptx.optimize(text, arch).encode()}
+    fusion = bool(options.get("enable_fp_fusion", True))
+    text = lower(inputs["ttgir"], fp_fusion=fusion)
+    return {"llir": nvptx.optimize(text, arch, fusion).encode()}

@@ -71,9 +71,29 @@ def lower_function(module: ir.Module, func_op, num_warps: int, fp_fusion: bool) 
     with builder.goto_block(entry):
         builder.branch(fn.basic_blocks[1])
     # maxntid: threads per CTA the kernel is compiled for (PTX ISA .maxntid; Triton uses reqntid).
-    md = module.add_metadata([fn, "maxntidx", ir.Constant(I32, 32 * num_warps)])
-    module.add_named_metadata("nvvm.annotations").add(md)
+    annotations = module.add_named_metadata("nvvm.annotations")
+    annotations.add(module.add_metadata([fn, "maxntidx", ir.Constant(I32, 32 * num_warps)]))
+    cap = max_registers(num_warps)
+    if cap is not None:
+        annotations.add(module.add_metadata([fn, "maxnreg", ir.Constant(I32, cap)]))
     return fn
+
+
+def max_registers(num_warps: int) -> int | None:
+    """Registers per thread for PTX `.maxnreg` (PTX ISA 11.4, performance-tuning directives), or
+    None for no directive: below 16 warps, what leaves room for two CTAs on an SM's 64K
+    registers (w1-w4: 255, w8: 128); from 16 warps none.
+
+    Why: without a register directive ptxas 13.0 keeps few loads in flight (layer norm at 4
+    warps: 4 of its 8 16-byte loads per pass, 110 registers); with one it issues them all (8,
+    128 registers) as it does for Triton's PTX. Measured on an H200 (benchmarks/RESULTS_backend.md):
+    layer norm forward w4 0.82x -> 1.04x Triton, w8 1.02x -> 1.22x, backward dx w8 (166 -> 128
+    registers, two CTAs per SM) 0.76x -> 0.96x, softmax unchanged; at 16 warps a cap of 64 let
+    ptxas grow from 32 to 56 registers and halve the CTAs per SM (0.91x -> 0.81x), so none there.
+    """
+    if num_warps >= 16:
+        return None
+    return min(255, 65536 // (2 * 32 * num_warps))
 
 
 def lower(ttgir: str | bytes, *, fp_fusion: bool = True) -> str:
@@ -87,6 +107,10 @@ def lower(ttgir: str | bytes, *, fp_fusion: bool = True) -> str:
             raise CompilationError("num-ctas > 1 is not supported yet", stage="llir")
         module = ir.Module(name="ttbuild")
         module.triple = TRIPLE
+        # libdevice's __nvvm_reflect("__CUDA_FTZ") answers 1, as Triton sets it (llvm.set_nvvm_reflect_ftz):
+        # its math then takes the same flush-to-zero paths and rounds bit for bit as Triton's.
+        module.add_named_metadata("llvm.module.flags").add(
+            module.add_metadata([ir.Constant(I32, 4), "nvvm-reflect-ftz", ir.Constant(I32, 1)]))
         for op in mod.body.operations:
             if op.operation.name == "tt.func":
                 lower_function(module, op, num_warps, fp_fusion)

@@ -1,7 +1,7 @@
 """LLIR rules for `arith.*` and `math.*`: one elementwise emitter per op, applied to each element.
 
 Semantics: MLIR arith dialect docs (predicate numbering of CmpIPredicate / CmpFPredicate);
-math.exp/log lower as Triton does for f32 (ex2.approx / lg2.approx with a log2(e) / ln(2) scale).
+math.exp lowers as Triton does for f32 (ex2.approx with a log2(e) pre-scale); exp2/log/log2 use libdevice.
 """
 
 from __future__ import annotations
@@ -167,9 +167,8 @@ def _approx(nvvm_name, pre_scale, post_scale):
 
 
 _elementwise(["math.exp"], _approx("llvm.nvvm.ex2.approx.f", 1.0 / math.log(2.0), 1.0))
-_elementwise(["math.exp2"], _approx("llvm.nvvm.ex2.approx.f", 1.0, 1.0))
-_elementwise(["math.log"], _approx("llvm.nvvm.lg2.approx.f", 1.0, math.log(2.0)))
-_elementwise(["math.log2"], _approx("llvm.nvvm.lg2.approx.f", 1.0, 1.0))
+# math.exp2 / log / log2 go through libdevice (rules_misc.LIBDEVICE), as Triton 3.6 lowers them:
+# tl.randn's Box-Muller log must round as Triton's __nv_logf does for bit-identical output.
 
 
 @rule("arith.constant")

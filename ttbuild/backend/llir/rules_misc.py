@@ -23,6 +23,7 @@ LIBDEVICE = {
     "math.atanh": "atanh", "math.log1p": "log1p", "math.expm1": "expm1", "math.log10": "log10",
     "math.cbrt": "cbrt", "math.round": "round", "math.trunc": "trunc", "math.atan2": "atan2",
     "math.powf": "pow", "math.copysign": "copysign", "math.roundeven": "rint",
+    "math.log": "log", "math.log2": "log2", "math.exp2": "exp2",
 }
 
 

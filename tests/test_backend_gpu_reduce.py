@@ -156,3 +156,14 @@ def test_libdevice_math(torch, lib, n):
     ref = torch.sin(xd) + 2 * torch.cos(xd) + 3 * torch.erf(xd) + torch.rsqrt(xd.abs() + 1) + xd.abs().sqrt()
     torch.testing.assert_close(y[:n].double(), ref, rtol=1e-5, atol=1e-5)
     assert torch.isnan(y[n:]).all()
+
+
+def test_reshape_chain_keeps_row_major_order(torch, lib):
+    x = torch.randn(512 + 8, device="cuda")
+    rows = torch.full((8 + 4,), float("nan"), device="cuda")
+    out = torch.full((512 + 8,), float("nan"), device="cuda")
+    lib.variant("reshape_512")[(1,)](x, rows, out)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(rows[:8].double(), x[:512].double().view(8, 64).sum(dim=1), rtol=1e-5, atol=1e-5)
+    assert torch.equal(out[:512], x[:512] * 2)
+    assert torch.isnan(rows[8:]).all() and torch.isnan(out[512:]).all()

@@ -112,8 +112,6 @@ def test_triton_accepts_our_ttgir_and_agrees_on_shared_memory(name, tmp_path):
     exe = _triton_python()
     if exe is None:
         pytest.skip("triton not installed")
-    if name.startswith("shapes"):
-        pytest.skip("tt.reshape: Triton demands its inferred linear layout, which we do not emit")
     from ttbuild.errors import NotSupportedYet
 
     try:
@@ -293,3 +291,38 @@ def test_layer_norm_first_pass_keeps_all_loads_in_flight(tmp_path):
     first_loop = sass.split("BRA")[1]  # after the N < 1 guard, up to the loop's back edge
     dests = re.findall(r"LDG\.E\.128 (R\d+)", first_loop)
     assert len(dests) == 8 and len(set(dests)) == 8, dests
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(0, 3), st.integers(0, 5), st.integers(0, 4), st.lists(st.integers(0, 4), min_size=1, max_size=3))
+def test_unflatten_keeps_each_flat_index_on_its_thread(spt_bits, lane_bits, wbits, dims_bits):
+    """unflatten(flat, shape) puts element ix on the thread that holds its row-major flat index
+    under `flat` (the pairing Triton's reshape inference demands)."""
+    from ttbuild.backend.layout import unflatten
+
+    shape = tuple(2 ** b for b in dims_bits)
+    n = prod(shape)
+    flat = Blocked((2 ** spt_bits,), (32,), (2 ** wbits,), (0,))
+    lay = unflatten(flat, shape)
+    assert prod(lay.threads_per_warp) == 32 and prod(lay.warps_per_cta) == 2 ** wbits
+
+    def owner_1d(k):
+        s, w = flat.size_per_thread[0], flat.warps_per_cta[0]
+        return ((k // s) % 32, (k // (s * 32)) % w)
+
+    def owner(ix):  # lane and warp ids, dimensions linearised fastest (last) first
+        lane = warp = 0
+        lmul = wmul = 1
+        for d in reversed(range(len(shape))):
+            spt, tpw, wpc = lay.size_per_thread[d], lay.threads_per_warp[d], lay.warps_per_cta[d]
+            lane += ((ix[d] // spt) % tpw) * lmul
+            warp += ((ix[d] // (spt * tpw)) % wpc) * wmul
+            lmul, wmul = lmul * tpw, wmul * wpc
+        return lane, warp
+
+    for k in range(0, n, max(1, n // 64)):
+        ix, rest = [], k
+        for d in reversed(range(len(shape))):
+            ix.append(rest % shape[d])
+            rest //= shape[d]
+        assert owner(tuple(reversed(ix))) == owner_1d(k), (k, lay)

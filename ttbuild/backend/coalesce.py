@@ -22,7 +22,7 @@ from math import prod
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.axis import AxisAnalysis
-from ttbuild.backend.layout import Blocked, Slice, default_blocked
+from ttbuild.backend.layout import Blocked, Slice, default_blocked, unflatten
 
 MEMORY_OPS = ("tt.load", "tt.store", "tt.atomic_rmw", "tt.atomic_cas")
 # Ops whose regions hold scalar code (combiners): not walked for tensors.
@@ -96,6 +96,7 @@ class _Assigner:
         self.reduces: list = []      # (op, axis)
         self.expands: list = []      # (op, dim)
         self.transes: list = []      # (op, order)
+        self.reshapes: list = []     # tt.reshape ops
 
     def collect(self):
         body = self.func.regions[0].blocks[0]
@@ -131,6 +132,8 @@ class _Assigner:
             self.expands.append((op, mu.int_attr(mu.props(op)["axis"])))
         elif name == "tt.trans":
             self.transes.append((op, trans_order(op)))
+        elif name == "tt.reshape":
+            self.reshapes.append(op)
         elif name == "scf.for":
             args = op.regions[0].blocks[0].arguments
             y = _terminator(op.regions[0])
@@ -296,6 +299,8 @@ def assign(module, num_warps: int, threads_per_warp: int = 32) -> dict[tuple[int
                 c = mu.ir.Operation.create("ttg.convert_layout", results=[_typed(r, have)],
                                            operands=[r], loc=op.location)
             r.replace_all_uses_except(c.results[0], c)
+        for op in a.reshapes:
+            _reshape_through_flat(op, chosen, num_warps, threads_per_warp)
         for op, d in a.expands:
             x = op.operands[0]
             need = Slice(d, chosen[op.results[0]])
@@ -306,3 +311,31 @@ def assign(module, num_warps: int, threads_per_warp: int = 32) -> dict[tuple[int
                                            operands=[x], loc=op.location)
             op.operands[0] = c.results[0]
     return out
+
+
+def _reshape_through_flat(op, chosen, num_warps: int, threads_per_warp: int) -> None:
+    """Give a tt.reshape the operand and result layouts Triton infers from each other (both views
+    of one 1-D layout, `unflatten`), converting from/to the chosen ones where they differ: Triton's
+    verifier rejects any other pair unless allow_reorder is set. The 1-D layout is the result's
+    (flattening) or the operand's (unflattening) when blocked, else Triton's default."""
+    src, res = op.operands[0], op.results[0]
+    have_src, have_res = chosen.get(src), chosen.get(res)
+    src_shape, res_shape = mu.shape_of(src.type), mu.shape_of(res.type)
+    if isinstance(have_res, Blocked) and len(res_shape) == 1:
+        flat = have_res
+    elif isinstance(have_src, Blocked) and len(src_shape) == 1:
+        flat = have_src
+    else:
+        flat = default_blocked((prod(src_shape),), num_warps, 1, threads_per_warp)
+    need_src, need_res = unflatten(flat, src_shape), unflatten(flat, res_shape)
+    if have_src != need_src:
+        with mu.ir.InsertionPoint(op):
+            c = mu.ir.Operation.create("ttg.convert_layout", results=[_typed(src, need_src)],
+                                       operands=[src], loc=op.location)
+        op.operands[0] = c.results[0]
+    if have_res != need_res:
+        res.set_type(_typed(res, need_res))
+        with mu.ir.InsertionPoint.after(op):
+            c = mu.ir.Operation.create("ttg.convert_layout", results=[_typed(res, have_res)],
+                                       operands=[res], loc=op.location)
+        res.replace_all_uses_except(c.results[0], c)

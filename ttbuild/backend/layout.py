@@ -161,3 +161,24 @@ def parse_layout(text: str) -> "Blocked | Slice":
             raise ValueError(f"bad slice encoding: {text}")
         return Slice(int(m.group(1)), parse_layout(m.group(2)))
     return Blocked.parse(text)
+
+
+def unflatten(flat: Blocked, shape) -> Blocked:
+    """The blocked layout of `shape` that holds each element where the 1-D layout `flat` holds its
+    row-major flat index: each of flat's levels (sizePerThread, threadsPerWarp, warpsPerCTA)
+    splits over the dimensions last-first; what a level has left once every dimension is covered
+    replicates along dimension 0.
+
+    This is the layout pair Triton's `inferReshapeOpEncoding` maps onto each other (equal as
+    linear layouts), so a `tt.reshape` between unflatten(f, a) and unflatten(f, b) verifies
+    without allow_reorder. Powers of two only, as blocked layouts are.
+    """
+    rank, rem, levels = len(shape), list(shape), []
+    for f in (flat.size_per_thread[0], flat.threads_per_warp[0], flat.warps_per_cta[0]):
+        per = [1] * rank
+        for d in reversed(range(rank)):
+            g = min(f, rem[d])
+            per[d], rem[d], f = g, rem[d] // g, f // g
+        per[0] *= f
+        levels.append(tuple(per))
+    return Blocked(levels[0], levels[1], levels[2], tuple(reversed(range(rank))))

@@ -54,3 +54,13 @@ def math_kernel(y_ptr, x_ptr, n, BLOCK: tl.constexpr):
     x = tl.load(x_ptr + offs, mask=m, other=1.0)
     y = tl.sin(x) + 2.0 * tl.cos(x) + 3.0 * tl.math.erf(x) + tl.rsqrt(tl.abs(x) + 1.0) + tl.sqrt(tl.abs(x))
     tl.store(y_ptr + offs, y, mask=m)
+
+
+@triton.jit
+def reshape_kernel(p, rows, out, BLOCK: tl.constexpr, R: tl.constexpr):
+    # 1-D -> 2-D -> 3-D -> 1-D: each tt.reshape gets the layouts Triton infers from each other
+    x = tl.load(p + tl.arange(0, BLOCK))
+    m = tl.reshape(x, (R, BLOCK // R))
+    tl.store(rows + tl.arange(0, R), tl.sum(m, axis=1))
+    c = tl.reshape(m, (2, R // 2, BLOCK // R))
+    tl.store(out + tl.arange(0, BLOCK), tl.reshape(c * 2.0, (BLOCK,)))

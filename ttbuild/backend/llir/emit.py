@@ -81,19 +81,19 @@ def lower_function(module: ir.Module, func_op, num_warps: int, fp_fusion: bool) 
 
 def max_registers(num_warps: int) -> int | None:
     """Registers per thread for PTX `.maxnreg` (PTX ISA 11.4, performance-tuning directives), or
-    None for no directive: below 16 warps, what leaves room for two CTAs on an SM's 64K
-    registers (w1-w4: 255, w8: 128); from 16 warps none.
+    None for no directive: room for two CTAs on an SM's 64K registers up to 8 warps (w1-w4:
+    255, w8: 128), for three at 16 warps (40: Triton's own count for layer norm there), none
+    from 32 warps.
 
     Why: without a register directive ptxas 13.0 keeps few loads in flight (layer norm at 4
     warps: 4 of its 8 16-byte loads per pass, 110 registers); with one it issues them all (8,
     128 registers) as it does for Triton's PTX. Measured on an H200 (benchmarks/RESULTS_backend.md):
     layer norm forward w4 0.82x -> 1.04x Triton, w8 1.02x -> 1.22x, backward dx w8 (166 -> 128
-    registers, two CTAs per SM) 0.76x -> 0.96x, softmax unchanged; at 16 warps a cap of 64 let
-    ptxas grow from 32 to 56 registers and halve the CTAs per SM (0.91x -> 0.81x), so none there.
+    registers, two CTAs per SM) 0.76x -> 0.96x, softmax unchanged. At 16 warps a cap of 64 let
+    ptxas grow layer norm from 32 to 56 registers and halve the CTAs per SM (0.91x -> 0.81x);
+    40 gives the 39 registers and 2/2/6 loads in flight of Triton's SASS (not measured yet).
     """
-    if num_warps >= 16:
-        return None
-    return min(255, 65536 // (2 * 32 * num_warps))
+    return {1: 255, 2: 255, 4: 255, 8: 128, 16: 40}.get(num_warps)
 
 
 def lower(ttgir: str | bytes, *, fp_fusion: bool = True) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-VERSION = 1
+VERSION = 2  # 2: TTIR cleanup passes (frontend/passes.py)
 
 _CTX = None
 
@@ -41,5 +41,9 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
         module = ir.Module.parse(text, context=ctx)
     except Exception as e:  # MLIRError: our own output failed to verify — a compiler bug
         raise CompilationError(f"internal error: generated TTIR does not verify: {e}", stage="ttir") from e
+    from ttbuild.frontend import passes
+    passes.run(module)
+    if not module.operation.verify():
+        raise CompilationError("internal error: TTIR does not verify after the cleanup passes", stage="ttir")
     asm = module.operation.get_asm(print_generic_op_form=True, use_local_scope=True, enable_debug_info=True)
     return {"ttir": asm.encode()}

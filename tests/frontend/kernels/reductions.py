@@ -1,10 +1,11 @@
 # argmax / argmin (tt.reduce over (value, index) pairs), tl.reduce with a @jit combine_fn,
 # tl.max keeping dims, cumsum and associative_scan (tt.scan).
 # VARIANT: kernel=reduce_kernel signature=*fp16:16,*i32:16,*fp32:16 constexprs={"M": 16, "N": 32}
-# CHECK: %[[X:[0-9]+]] = "tt.load"{{.*}} -> tensor<16x32xf16>
 # CHECK: %[[R:[0-9]+]] = "tt.make_range"() <{end = 32 : i32, start = 0 : i32}>
 # CHECK: %[[E:[0-9]+]] = "tt.expand_dims"(%[[R]]) <{axis = 0 : i32}> : (tensor<32xi32>) -> tensor<1x32xi32>
 # CHECK: %[[I:[0-9]+]] = "tt.broadcast"(%[[E]]) : (tensor<1x32xi32>) -> tensor<16x32xi32>
+# The argmax indices reuse the load's column offsets (CSE).
+# CHECK: %[[X:[0-9]+]] = "tt.load"{{.*}} -> tensor<16x32xf16>
 # CHECK: %[[AM:[0-9]+]]:2 = "tt.reduce"(%[[X]], %[[I]]) <{axis = 1 : i32}> ({
 # CHECK: ^bb0(%[[V1:[a-z0-9]+]]: f16 loc({{.*}}), %[[I1:[a-z0-9]+]]: i32 loc({{.*}}), %[[V2:[a-z0-9]+]]: f16 loc({{.*}}), %[[I2:[a-z0-9]+]]: i32 loc({{.*}})):
 # CHECK: "arith.cmpf"(%[[V1]], %[[V2]]) <{fastmath = #arith.fastmath<none>, predicate = 2 : i64}>

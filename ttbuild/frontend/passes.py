@@ -1,0 +1,169 @@
+"""TTIR cleanup after code generation, in place on a parsed MLIR module: the parts of Triton's make_ttir that change our output (splat-constant folding, constant hoisting, CSE, LICM, DCE).
+
+Upstream MLIR cannot do this for us: the `tt` dialect is unregistered there, and unregistered ops
+count as having unknown side effects, so its CSE/DCE would keep every `tt` op. The effect rules
+below are Triton's (TritonOps.td): `tt` ops are Pure except loads (read memory: removable when
+unused, never merged or hoisted), stores, atomics, prints/asserts and barriers (kept). Inlining
+and `tl.static_range` unrolling already happen during code generation.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Pure: no memory effects (TritonOps.td `Pure`; arith/math ops are NoMemoryEffect upstream).
+_PURE_TT = {
+    "tt.splat", "tt.broadcast", "tt.expand_dims", "tt.make_range", "tt.addptr", "tt.get_program_id",
+    "tt.get_num_programs", "tt.reshape", "tt.trans", "tt.mulhiui", "tt.bitcast", "tt.int_to_ptr",
+    "tt.ptr_to_int", "tt.fp_to_fp", "tt.join", "tt.split", "tt.cat", "tt.clampf", "tt.precise_divf",
+    "tt.precise_sqrt", "tt.dot", "tt.reduce", "tt.scan", "tt.histogram", "tt.make_tensor_ptr", "tt.advance",
+}
+# Pure but not speculatable (integer division traps on zero): never hoisted out of a loop.
+_NO_HOIST = {"arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.ceildivsi", "arith.ceildivui",
+             "arith.floordivsi", "tt.reduce", "tt.scan"}
+# Regions that see the values of enclosing regions (not IsolatedFromAbove combiner bodies).
+_OPEN_REGIONS = {"scf.for", "scf.if", "scf.while", "tt.func"}
+_NAME = re.compile(r"%[\w#]+")
+
+
+def _pure(op) -> bool:
+    name = op.name
+    return name.startswith(("arith.", "math.")) or name in _PURE_TT
+
+
+def _removable(op) -> bool:
+    """Trivially dead when unused: pure ops, and non-volatile loads (read-only effects)."""
+    if op.name == "tt.load":
+        return "isVolatile = true" not in _text(op)
+    return _pure(op)
+
+
+def _text(op) -> str:
+    """The op without its result names, operand names or location: with the operand values
+    themselves it identifies the computation (unregistered ops keep their properties out of
+    `op.attributes`, so the printed form is the one faithful view of them)."""
+    asm = op.get_asm(print_generic_op_form=True)
+    head, sep, rest = asm.partition(" = ")
+    return _NAME.sub("%", rest if sep and head.lstrip().startswith("%") else asm)
+
+
+def run(module) -> None:
+    """Clean every `tt.func` of `module` (an `mlir.ir.Module`) in place."""
+    from mlir import ir
+
+    with module.context, ir.Location.unknown():
+        for func in module.body.operations:
+            if func.operation.name != "tt.func":
+                continue
+            entry = func.operation.regions[0].blocks[0]
+            _fold_splat_constants(func.operation, ir)
+            _hoist_constants(func.operation, entry)
+            _licm(func.operation)
+            _cse(func.operation)
+            _dce(func.operation)
+
+
+def _blocks(op):
+    for region in op.regions:
+        for block in region.blocks:
+            yield block
+
+
+def _walk(op):
+    """Every op nested in `op`, parents before children."""
+    for block in _blocks(op):
+        for inner in list(block.operations):
+            inner = inner.operation
+            yield inner
+            yield from _walk(inner)
+
+
+def _fold_splat_constants(func, ir) -> None:
+    """`tt.splat(arith.constant c)` → `arith.constant dense<c>` (Triton's canonical form)."""
+    for op in list(_walk(func)):
+        if op.name != "tt.splat":
+            continue
+        src = op.operands[0].owner
+        if not isinstance(src, ir.Operation) and hasattr(src, "operation"):
+            src = src.operation
+        if not hasattr(src, "name") or src.name != "arith.constant":
+            continue
+        ty = op.results[0].type
+        dense = ir.DenseElementsAttr.get_splat(ty, src.attributes["value"])
+        new = ir.Operation.create("arith.constant", results=[ty], attributes={"value": dense}, loc=op.location)
+        ir.InsertionPoint(op).insert(new)
+        op.results[0].replace_all_uses_with(new.results[0])
+        op.erase()
+
+
+def _hoist_constants(func, entry) -> None:
+    """Constants inside scf regions move to the function's entry block (Triton's canonicalizer
+    materializes them there), where CSE can merge them; combiner regions keep theirs."""
+    first = next(iter(entry.operations), None)
+    for op in list(_walk(func)):
+        if op.name == "arith.constant" and op.parent.name in _OPEN_REGIONS - {"tt.func"} and first is not None:
+            op.move_before(first)
+
+
+def _defined_inside(value, loop) -> bool:
+    """Whether `value` is defined by an op nested in `loop` (or is one of its block arguments)."""
+    owner = value.owner
+    op = owner.owner if hasattr(owner, "arguments") else owner  # a block argument: the block's op
+    op = op.operation if op is not None else None
+    while op is not None:
+        if op == loop:
+            return True
+        op = op.parent.operation if op.parent is not None else None
+    return False
+
+
+def _licm(func) -> None:
+    """Pure, speculatable ops in an scf.for body whose operands all come from outside the loop
+    move in front of it (MLIR's loop-invariant-code-motion, as Triton runs it)."""
+    for loop in [op for op in _walk(func) if op.name == "scf.for"][::-1]:
+        moved = True
+        while moved:
+            moved = False
+            for op in list(loop.regions[0].blocks[0].operations):
+                op = op.operation
+                if (not _pure(op) or op.name in _NO_HOIST or len(op.regions)
+                        or any(_defined_inside(v, loop) for v in op.operands)):
+                    continue
+                op.move_before(loop)
+                moved = True
+
+
+def _cse(func) -> None:
+    """Merge identical pure ops (same op text and operands) where the first dominates the
+    second: same block earlier, or an enclosing block of an open region."""
+    def visit(block, scope: dict) -> None:
+        local = dict(scope)
+        for op in list(block.operations):
+            op = op.operation
+            if op.regions:
+                for inner in _blocks(op):
+                    visit(inner, local if op.name in _OPEN_REGIONS else {})
+            if not _pure(op) or op.regions or not len(op.results):
+                continue
+            key = (_text(op), tuple(op.operands))
+            prev = local.get(key)
+            if prev is None:
+                local[key] = op
+                continue
+            for old, new in zip(op.results, prev.results):
+                old.replace_all_uses_with(new)
+            op.erase()
+
+    for block in _blocks(func):
+        visit(block, {})
+
+
+def _dce(func) -> None:
+    """Erase removable ops whose results are unused, innermost and last first, to a fixpoint."""
+    changed = True
+    while changed:
+        changed = False
+        for op in reversed(list(_walk(func))):
+            if _removable(op) and all(not list(r.uses) for r in op.results):
+                op.erase()
+                changed = True

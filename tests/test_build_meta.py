@@ -19,8 +19,17 @@ def built(built_project_factory):
 
 
 def _docs(proj):
+    """Metadata of every variant built through cubin (an `until` variant has no lib/ entry)."""
     return {v.name: (v, json.loads((proj.artifacts / "lib" / f"{v.name}.json").read_text()))
-            for v in load_variants(proj.kernels)}
+            for v in load_variants(proj.kernels) if v.until == "cubin"}
+
+
+def test_until_variants_have_no_lib_entry(built):
+    partial = [v for v in load_variants(built.kernels) if v.until != "cubin"]
+    assert partial, "kernels/ should list a variant with `until` (matmul stops before llir)"
+    for v in partial:
+        assert not (built.artifacts / "lib" / f"{v.name}.json").exists(), v.name
+        assert not (built.artifacts / "lib" / f"{v.name}.cubin").exists(), v.name
 
 
 def test_every_variant_has_metadata_and_cubin(built):

@@ -87,8 +87,6 @@ def test_matmul_past_its_until_stage_names_tt_dot_and_its_line(name):
     assert "accumulator = tl.dot(a, b, accumulator)" in str(located)
 
 
-@pytest.mark.xfail(strict=True, reason="build wiring: ttbuild/build/diagnostics.render_error locates only "
-                                       "errors with node_id; the llir emitter sets `.node` (see report)")
 def test_build_without_until_reports_tt_dot_location(tmp_path):
     lib = tmp_path / "kernels"
     lib.mkdir()

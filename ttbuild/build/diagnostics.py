@@ -8,8 +8,8 @@ from ttbuild.errors import CompilationError, ToolError
 def render_error(exc: Exception, loc_path: str | None) -> str:
     """Text of `exc` for the build log.
 
-    A CompilationError that carries only an AST node id (`node_id`, from a later stage's
-    `loc("n17")`) is first located through the parse `loc` table at `loc_path` with
+    A CompilationError that carries only an AST node id (`node_id`, or a backend's `node`
+    name from `loc("n17")`) is first located through the parse `loc` table at `loc_path` with
     `ttbuild.frontend.locs.locate` (docs/CONTRACTS.md, "IR locations"). The table is read
     only here, on failure: it is not a dependency of later stages, so a blank-line edit
     does not rerun them. ToolError keeps its stderr and repro command.
@@ -17,7 +17,7 @@ def render_error(exc: Exception, loc_path: str | None) -> str:
     if isinstance(exc, ToolError):
         return str(exc)
     if isinstance(exc, CompilationError):
-        if exc.loc is None and getattr(exc, "node_id", None) is not None and loc_path:
+        if exc.loc is None and loc_path:  # locate() leaves an error without a node id as it is
             try:
                 from ttbuild.frontend.locs import locate
 

@@ -28,9 +28,14 @@ def built_variants() -> list[tuple[str, str]]:
     return out
 
 
+# Kernels the generic per-variant tests (test_gpu_kernels.py) know how to call and check; the
+# tutorial kernels have their own tests (test_gpu_tutorials.py, ../test_backend_gpu_*.py).
+ELEMENTWISE_KERNELS = ("add_kernel", "axpy_kernel")
+
+
 def pytest_generate_tests(metafunc):
     if "variant_name" in metafunc.fixturenames:
-        found = built_variants()
+        found = [(v, k) for v, k in built_variants() if k in ELEMENTWISE_KERNELS]
         if found:
             metafunc.parametrize("variant_name", [v for v, _ in found], ids=[v for v, _ in found])
         else:

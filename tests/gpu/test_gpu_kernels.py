@@ -33,8 +33,6 @@ def _reference(torch, kernel, args, out_dtype):
 
 
 def _make_args(torch, variant, n, gen):
-    if variant.kernel not in ("add_kernel", "axpy_kernel"):
-        pytest.skip(f"{variant.kernel} has its own GPU test (tests/gpu/test_gpu_tutorials.py, ...)")
     dt = getattr(torch, TORCH_DTYPES[variant.launch_params[0].dtype])
     args, out = [], None
     for p in variant.launch_params:

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import xxhash
 from doit.dependency import FileChangedChecker
 
-TMP_PREFIX = ".tmp-"
+from ttbuild.fileio import TMP_PREFIX, replace_file
 
 
 def file_digest(path: str | os.PathLike) -> str:
@@ -24,10 +23,10 @@ def file_digest(path: str | os.PathLike) -> str:
 def atomic_write(path: str | os.PathLike, data: bytes) -> bool:
     """Write `data` to `path` so readers see the old file or the new one, never a torn one.
 
-    Writes a temp file in the same directory (same filesystem, so os.replace is atomic) and
-    renames it over `path`. If `path` already holds exactly `data`, the file is left alone
-    (keeping its mtime), so an unchanged rebuild output costs the next check no hashing.
-    Returns True when the file was (re)written. The temp file is removed on any failure.
+    Through `ttbuild.fileio.replace_file` (temp file in the same directory + os.replace). If
+    `path` already holds exactly `data`, the file is left alone (keeping its mtime), so an
+    unchanged rebuild output costs the next check no hashing. Returns True when the file was
+    (re)written.
     """
     path = Path(path)
     try:
@@ -35,18 +34,7 @@ def atomic_write(path: str | os.PathLike, data: bytes) -> bool:
             return False
     except OSError:
         pass
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=TMP_PREFIX + path.name + ".", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    replace_file(path, data)
     return True
 
 

@@ -13,36 +13,20 @@ from __future__ import annotations
 
 import os
 import time
-import uuid
 from pathlib import Path
 from typing import Mapping
 
 from ttbuild.cache.base import (Cache, CacheError, CacheStats, PruneReport, VerifyReport, check_blob, check_key,
                                 decode_entry, encode_entry, log, warn, MAX_AC_BYTES)
 from ttbuild.cache.keys import digest, is_key
+from ttbuild.fileio import TMP_PREFIX, replace_file
 
-TMP_PREFIX = ".tmp-"
 
 
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write `data` to `path` through a uniquely named temp file in the same directory + os.replace.
-
-    Permissions are 0o666 minus the umask (not mkstemp's 0o600) so a shared directory stays
-    usable by the other members of its group. Raises OSError; the temp file is removed on failure.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f"{TMP_PREFIX}{os.getpid()}-{uuid.uuid4().hex}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """`ttbuild.fileio.replace_file`: temp file + os.replace, 0o666 minus the umask so a shared
+    directory stays usable by the other members of its group. Raises OSError."""
+    replace_file(path, data)
 
 
 def _read_bounded(path: Path, limit: int) -> bytes:

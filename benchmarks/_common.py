@@ -2,7 +2,22 @@
 
 from __future__ import annotations
 
+import os
 import statistics
+
+
+KERNELS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kernels")
+
+
+def kernel_module(name: str):
+    """kernels/<name>.py imported as a Python module (needs triton), so Triton's side of a
+    benchmark compiles the very source file ttbuild built, not a copy of it."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"kernels_{name}", os.path.join(KERNELS_DIR, f"{name}.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 def have_triton() -> bool:

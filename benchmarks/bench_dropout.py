@@ -10,7 +10,6 @@ Usage: python benchmarks/bench_dropout.py [--artifacts artifacts] [--log2n 26]
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import os
 import sys
 
@@ -18,16 +17,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
-from _common import bench_ms, have_triton, table  # noqa: E402
-
-SRC = os.path.join(os.path.dirname(HERE), "kernels", "dropout.py")
-
+from _common import kernel_module, bench_ms, have_triton, table  # noqa: E402
 
 def _triton_dropout():
-    spec = importlib.util.spec_from_file_location("dropout_src", SRC)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod._seeded_dropout
+    return kernel_module("dropout")._seeded_dropout
 
 
 def main(argv=None):

@@ -14,18 +14,12 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from _common import bench_ms, have_triton, table  # noqa: E402
+from _common import kernel_module, bench_ms, have_triton, table  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-SRC = os.path.join(os.path.dirname(HERE), "kernels", "layer_norm.py")
-
-
 def _triton_kernels():
     """The same source file, compiled by Triton's @jit."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("ln_bwd_src", SRC)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = kernel_module("layer_norm")
     return mod._layer_norm_bwd_dx_fused, mod._layer_norm_bwd_dwdb
 
 

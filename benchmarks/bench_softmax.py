@@ -15,27 +15,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from _common import bench_ms, have_triton, table  # noqa: E402
+from _common import kernel_module, bench_ms, have_triton, table  # noqa: E402
 
-if have_triton():
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_cols, BLOCK_SIZE: tl.constexpr):
-        row_idx = tl.program_id(0)
-        row_start_ptr = input_ptr + row_idx * input_row_stride
-        col_offsets = tl.arange(0, BLOCK_SIZE)
-        input_ptrs = row_start_ptr + col_offsets
-        row = tl.load(input_ptrs, mask=col_offsets < n_cols, other=-float('inf'))
-        row_minus_max = row - tl.max(row, axis=0)
-        numerator = tl.exp(row_minus_max)
-        denominator = tl.sum(numerator, axis=0)
-        softmax_output = numerator / denominator
-        output_row_start_ptr = output_ptr + row_idx * output_row_stride
-        output_ptrs = output_row_start_ptr + col_offsets
-        tl.store(output_ptrs, softmax_output, mask=col_offsets < n_cols)
-
+softmax_kernel = kernel_module("softmax").softmax_kernel if have_triton() else None
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -69,6 +51,8 @@ def main(argv=None):
     cases.append(("torch.softmax", lambda: torch.softmax(x, dim=1)))
     ref_name = "torch.softmax"
     if have_triton():
+        import triton
+
         block = triton.next_power_of_2(N)
         for w in sorted(set(warps)) or [8]:
             name = f"triton softmax_kernel (num_warps={w})"

@@ -14,23 +14,9 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from _common import bench_ms, have_triton, table  # noqa: E402
+from _common import kernel_module, bench_ms, have_triton, table  # noqa: E402
 
-if have_triton():
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
-        pid = tl.program_id(axis=0)
-        block_start = pid * BLOCK_SIZE
-        offsets = block_start + tl.arange(0, BLOCK_SIZE)
-        mask = offsets < n_elements
-        x = tl.load(x_ptr + offsets, mask=mask)
-        y = tl.load(y_ptr + offsets, mask=mask)
-        output = x + y
-        tl.store(output_ptr + offsets, output, mask=mask)
-
+add_kernel = kernel_module("vector_add").add_kernel if have_triton() else None
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -67,6 +53,8 @@ def main(argv=None):
     cases.append(("torch.add", lambda: torch.add(x, y, out=out), 12))
     ref_name = "torch.add"
     if have_triton():
+        import triton
+
         grid = lambda meta: (triton.cdiv(n, meta["BLOCK_SIZE"]),)  # noqa: E731
         cases.append(("triton add_kernel (BLOCK_SIZE=1024)",
                       lambda: add_kernel[grid](x, y, out, n, BLOCK_SIZE=1024), 12))

@@ -226,3 +226,10 @@ def test_constexpr_reassigned_in_a_loop():
     err, lines = compile_error("for i in range(n):\n    BLOCK = i\n")
     assert err.message == "cannot reassign constexpr `BLOCK` in a loop"
     assert_at(err, lines, "for i in", "for")
+
+
+def test_early_return_inside_an_if_inside_a_loop():
+    """Early returns are lowered only outside loops (Triton rejects them in loops too)."""
+    err, lines = compile_error("for k in range(n):\n    if k > 2:\n        return\n")
+    assert "`return` inside a loop is not supported yet" in err.message
+    assert_at(err, lines, "        return", "return")

@@ -47,6 +47,7 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
         self.cx = Ctx(self.b, self._call_value)
         self.scope: dict[str, Any] = {}
         self.depth = 0
+        self.loops = 0  # enclosing runtime loops: an early return there stays an error
 
     # -- driver ---------------------------------------------------------------------------
 
@@ -130,7 +131,10 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
     # -- statements -----------------------------------------------------------------------
 
     def visit_body(self, stmts: list[ast.stmt]) -> None:
-        for s in stmts:
+        for i, s in enumerate(stmts):
+            if isinstance(s, ast.If) and self.depth == 0 and not self.loops and _contains_return(s):
+                self.visit_returning_if(s, stmts[i + 1:])  # consumes the rest of this body
+                return
             self.visit(s)
 
     def visit(self, node):
@@ -226,6 +230,16 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
         fail(self.cx, "assert on a runtime value is not supported yet (use tl.device_assert)")
 
     # control flow lives in controlflow.py (mixin below)
+
+def _contains_return(node) -> bool:
+    """Whether an `if` holds a `return` outside any loop (Triton's ContainsReturnChecker; a
+    return inside a loop is rejected where the loop is lowered)."""
+    if isinstance(node, ast.Return):
+        return True
+    if isinstance(node, (ast.For, ast.While, ast.FunctionDef, ast.Lambda)) or not isinstance(node, ast.stmt):
+        return False
+    return any(_contains_return(c) for c in ast.iter_child_nodes(node))
+
 
 def generate(desc: dict, signature: list[str], constexprs: dict[str, Any]) -> str:
     """TTIR text (generic MLIR, not yet verified) for `desc["kernel"]`; raises CompilationError

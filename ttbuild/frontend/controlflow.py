@@ -21,11 +21,43 @@ class ControlFlow:
     """Mixin for CodeGen: `visit_If`, `visit_For`."""
 
     def _body_no_return(self, stmts, what: str):
+        loop = "loop" in what
+        self.loops += loop
         try:
             self.visit_body(stmts)
         except _Return as r:
             self.b.loc = r.node_id if r.node_id is not None else self.b.loc
-            fail(self.cx, f"`return` inside {what} is not supported yet")
+            fail(self.cx, f"`return` inside {'a loop' if self.loops else what} is not supported yet")
+        finally:
+            self.loops -= loop
+
+    def visit_returning_if(self, node, rest):
+        """`if c: ... return ...` at kernel level, not inside a loop: the statements after the `if`
+        run only on paths that did not return, so they are lowered into each branch and the
+        kernel ends after the scf.if. Equivalent to the cf.cond_br blocks of Triton's
+        `visit_if_top_level` (a branch that returns simply stops; the rest of the function sits
+        in the other), but structured, so the scf.if lowering needs nothing new. The rest is
+        lowered once per branch that reaches it (nested early returns duplicate it)."""
+        self.b.loc = node._id
+        cond = self.visit(node.test)
+        if isinstance(cond, Constexpr):
+            self.visit_body((node.body if cond.value else node.orelse) + rest)
+            raise _Return(None, None)
+        if cond.type.shape:
+            fail(self.cx, f"an `if` condition must be a scalar, got a block of shape {list(cond.type.shape)}")
+        cond = S.cast(self.cx, cond, T.int1)
+        before, loc, regions = dict(self.scope), self.b.loc, []
+        for stmts in (node.body + rest, node.orelse + rest):
+            self.b.open_block()
+            try:
+                self.visit_body(stmts)
+            except _Return:
+                pass  # this path of the kernel ends here
+            self.scope, self.b.loc = dict(before), loc
+            self.b.op("scf.yield", [], [])
+            regions.append(self.b.close_block())
+        self.b.op("scf.if", [cond], [], regions=regions)
+        raise _Return(None, None)
 
     def visit_If(self, node):
         cond = self.visit(node.test)

@@ -95,6 +95,10 @@ def _eval(name, props, ops, ins, out, buffers, program_id):
         if name in ("tt.splat", "tt.broadcast"):
             v = ops[0]
             return (v[0], np.broadcast_to(v[1], shape)) if isinstance(v, tuple) else np.broadcast_to(v, shape).copy()
+        if name == "tt.expand_dims":
+            axis = int(_prop(props, "axis").split(" : ")[0])
+            v = ops[0]
+            return (v[0], np.expand_dims(v[1], axis)) if isinstance(v, tuple) else np.expand_dims(v, axis)
         if name in _BIN:
             return _BIN[name](ops[0], ops[1]).astype(ops[0].dtype)
         if name in _MATH:

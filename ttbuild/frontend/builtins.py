@@ -151,6 +151,9 @@ def _ptr(cx, pointer, what) -> Value:
 @builtin("load")
 def load(cx, pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
          eviction_policy="", volatile=False):
+    if isinstance(pointer, blockptr.BlockPtr):
+        return blockptr.load_block(cx, pointer, mask, other, boundary_check, padding_option, load,
+                                   cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
     ptr = _bool_as_i8(cx, _ptr(cx, pointer, "tl.load"))
     mask, other = _mask_other(cx, ptr, mask, other)
     cache = _CACHE.get(cval(cx, cache_modifier, "cache_modifier"))
@@ -176,6 +179,9 @@ def _bool_as_i8(cx, ptr: Value) -> Value:
 
 @builtin("store")
 def store(cx, pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
+    if isinstance(pointer, blockptr.BlockPtr):
+        return blockptr.store_block(cx, pointer, value, mask, boundary_check, store,
+                                    cache_modifier=cache_modifier, eviction_policy=eviction_policy)
     ptr = _bool_as_i8(cx, _ptr(cx, pointer, "tl.store"))
     elt = ptr.type.scalar.element
     val = S.broadcast_to(cx, S.cast(cx, value, elt) if isinstance(value, Value) else
@@ -359,5 +365,5 @@ def debug_barrier(cx):
 
 
 
-from . import atomics, blockops, extra, random, reductions  # noqa: E402,F401  (register the rules in those modules)
+from . import atomics, blockops, blockptr, extra, random, reductions  # noqa: E402,F401  (register the rules in those modules)
 

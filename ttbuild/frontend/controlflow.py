@@ -12,6 +12,7 @@ import ast
 from . import builtins as B
 from . import semantic as S
 from . import types as T
+from .blockptr import BlockPtr, as_value
 from .expressions import _Return
 from .irtext import Value
 from .semantic import Constexpr, fail
@@ -86,6 +87,9 @@ class ControlFlow:
             return {n for n in scope if n not in before or scope[n] is not before[n]}
 
         then_defs, else_defs = changed(then_scope), changed(else_scope)
+        for n in sorted(then_defs | else_defs):
+            if any(isinstance(sc.get(n), BlockPtr) for sc in (before, then_scope, else_scope)):
+                fail(self.cx, f"block pointer `{n}` rebound in a runtime `if` is not supported yet")
         merged, tvals, evals = [], [], []
         for n in sorted(n for n in before if isinstance(before[n], Value) and n in then_defs | else_defs):
             for val, which in ((then_scope[n], "then"), (else_scope[n], "else")):
@@ -124,6 +128,10 @@ class ControlFlow:
                 continue
             v, live = self.scope[n], before[n]
             self.b.loc = loc
+            if isinstance(v, BlockPtr) or isinstance(live, BlockPtr):
+                self._check_block_ptr_carry(n, live, v)
+                out.append(n)
+                continue
             if not isinstance(live, Value) or not isinstance(v, Value):
                 fail(self.cx, f"cannot reassign constexpr `{n}` in a loop")
             if v.type != live.type:
@@ -131,6 +139,51 @@ class ControlFlow:
                               f"but is re-assigned to {v.type} in the loop")
             out.append(n)
         return sorted(out)
+
+    def _check_block_ptr_carry(self, n, live, v):
+        """A block pointer may be carried when only its offsets change (tl.advance), which is
+        what Triton's rewrite carries too; anything else about it must stay loop-invariant."""
+        if not (isinstance(v, BlockPtr) and isinstance(live, BlockPtr)) or v.base is not live.base or \
+                v.block_shape != live.block_shape or any(
+                a is not b for a, b in zip(v.shape + v.strides, live.shape + live.strides)):
+            fail(self.cx, f"loop-carried block pointer {n!r} may only be advanced in the loop "
+                          f"(rebinding it to another block pointer is not supported yet)")
+
+    def _flat(self, v) -> list:
+        """The loop-carried values standing for `v`: a block pointer travels as its i64 offsets."""
+        if isinstance(v, BlockPtr):
+            return [as_value(self.cx, o) for o in v.offsets]
+        return [v]
+
+    def _unflat(self, template, values: list, i: int):
+        """Rebuild the names' values from carried `values` starting at `i`; returns (value, next i)."""
+        if isinstance(template, BlockPtr):
+            k = len(template.offsets)
+            return template.with_offsets(values[i:i + k]), i + k
+        return values[i], i + 1
+
+    def _outs(self, changed, inits, loc) -> list:
+        """The values a loop body yields for its carried names (flattened like `_flat`)."""
+        outs = []
+        for n, init in zip(changed, inits):
+            v = self.scope[n]
+            if isinstance(init, BlockPtr):
+                self.b.loc = loc
+                self._check_block_ptr_carry(n, init, v)
+                outs += self._flat(v)
+                continue
+            v = self._materialize(v, init.type, n)
+            if v.type != init.type:
+                self.b.loc = loc
+                fail(self.cx, f"loop-carried variable {n!r} has initial type {init.type} "
+                              f"but is re-assigned to {v.type} in the loop")
+            outs.append(v)
+        return outs
+
+    def _bind(self, changed, inits, values):
+        i = 0
+        for n, init in zip(changed, inits):
+            self.scope[n], i = self._unflat(init, values, i)
 
     def _materialize(self, v, ty, name) -> Value:
         if isinstance(v, Value):
@@ -209,32 +262,22 @@ class ControlFlow:
         self.b.loc = loc
 
         inits = [before[n] for n in changed]
+        flat = [x for v in inits for x in self._flat(v)]
         # Pass 2: the real body with carried values as block arguments.
         self.b.open_block()
         iv = self.b.fresh(ity)
-        carried = [self.b.fresh(v.type) for v in inits]
+        carried = [self.b.fresh(v.type) for v in flat]
         self.scope[node.target.id] = iv
-        for n, c in zip(changed, carried):
-            self.scope[n] = c
+        self._bind(changed, inits, carried)
         self._body_no_return(node.body, "a loop")
-        outs = []
-        for n, init in zip(changed, inits):
-            v = self.scope[n]
-            if isinstance(v, Constexpr):
-                v = self._materialize(v, init.type, n)
-            if v.type != init.type:
-                self.b.loc = loc
-                fail(self.cx, f"loop-carried variable {n!r} has initial type {init.type} "
-                              f"but is re-assigned to {v.type} in the loop")
-            outs.append(v)
+        outs = self._outs(changed, inits, loc)
         self.b.loc = loc
         self.b.op("scf.yield", outs, [])
         region = self.b.close_block([iv] + carried)
-        results = self.b.op("scf.for", [lb, ub, step] + inits, [v.type for v in inits], regions=[region],
+        results = self.b.op("scf.for", [lb, ub, step] + flat, [v.type for v in flat], regions=[region],
                             attrs=loop_attrs)
         self.scope = dict(before)
-        for n, r in zip(changed, results):
-            self.scope[n] = r
+        self._bind(changed, inits, results)
 
     def visit_While(self, node):
         """`while cond:` → scf.while: the condition in the `before` region (scf.condition), the
@@ -249,10 +292,11 @@ class ControlFlow:
         self.b.discard_block()
         self.scope, self.b.loc = dict(before), loc
         inits = [before[n] for n in changed]
+        flat = [x for v in inits for x in self._flat(v)]
 
         self.b.open_block()
-        args = [self.b.fresh(v.type) for v in inits]
-        self.scope.update(zip(changed, args))
+        args = [self.b.fresh(v.type) for v in flat]
+        self._bind(changed, inits, args)
         cond = self.visit(node.test)
         if isinstance(cond, Constexpr):
             cond = S.to_value(self.cx, Constexpr(bool(cond.value)), T.int1)
@@ -264,20 +308,13 @@ class ControlFlow:
 
         self.scope = dict(before)
         self.b.open_block()
-        args = [self.b.fresh(v.type) for v in inits]
-        self.scope.update(zip(changed, args))
+        args = [self.b.fresh(v.type) for v in flat]
+        self._bind(changed, inits, args)
         self._body_no_return(node.body, "a while loop")
-        outs = []
-        for n, init in zip(changed, inits):
-            v = self._materialize(self.scope[n], init.type, n)
-            if v.type != init.type:
-                self.b.loc = loc
-                fail(self.cx, f"loop-carried variable {n!r} has initial type {init.type} "
-                              f"but is re-assigned to {v.type} in the loop")
-            outs.append(v)
+        outs = self._outs(changed, inits, loc)
         self.b.loc = loc
         self.b.op("scf.yield", outs, [])
         after_region = self.b.close_block(args)
-        results = self.b.op("scf.while", inits, [v.type for v in inits], regions=[before_region, after_region])
+        results = self.b.op("scf.while", flat, [v.type for v in flat], regions=[before_region, after_region])
         self.scope = dict(before)
-        self.scope.update(zip(changed, results))
+        self._bind(changed, inits, results)

@@ -1,0 +1,30 @@
+# Block pointers carried through scf.for (the matmul-with-block-ptr pattern): the loop carries the
+# pointer's i64 offsets, one iter_arg per dimension, as Triton's rewrite_tensor_pointer does.
+# VARIANT: kernel=bp_rowsum signature=*fp32:16,*fp32:16,i32,i32,i32 constexprs={"BM": 16, "BN": 32}
+# CHECK-NOT: tt.advance
+# CHECK: %{{[0-9]+}}:3 = "scf.for"(%{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %{{[0-9]+}}, %[[O0:[0-9]+]], %[[O1:[0-9]+]]) ({
+# CHECK: ^bb0(%{{.*}}: i32 loc({{.*}}), %[[ACC:.*]]: tensor<16x32xf32> loc({{.*}}), %[[A0:.*]]: i64 loc({{.*}}), %[[A1:.*]]: i64 loc({{.*}})):
+# CHECK: "tt.splat"(%[[A0]]) : (i64) -> tensor<16xi64>
+# CHECK: "tt.splat"(%[[A1]]) : (i64) -> tensor<32xi64>
+# CHECK: "tt.load"
+# tl.advance(src, (0, BN)): only the column offset moves
+# CHECK: %[[NEXT:[0-9]+]] = "arith.addi"(%[[A1]], %{{[0-9]+}}) {{.*}} : (i64, i64) -> i64
+# CHECK: "scf.yield"(%{{[0-9]+}}, %[[A0]], %[[NEXT]]) : (tensor<16x32xf32>, i64, i64) -> ()
+# CHECK: "tt.reduce"
+# CHECK: "tt.store"
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def bp_rowsum(out_ptr, in_ptr, M, N, stride_m, BM: tl.constexpr, BN: tl.constexpr):
+    pid = tl.program_id(0)
+    src = tl.make_block_ptr(in_ptr, shape=(M, N), strides=(stride_m, 1), offsets=(pid * BM, 0),
+                            block_shape=(BM, BN), order=(1, 0))
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(N, BN)):
+        acc += tl.load(src, boundary_check=(0, 1), padding_option="zero")
+        src = tl.advance(src, (0, BN))
+    dst = tl.make_block_ptr(out_ptr, shape=(M,), strides=(1,), offsets=(pid * BM,), block_shape=(BM,), order=(0,))
+    tl.store(dst, tl.sum(acc, axis=1), boundary_check=(0,))

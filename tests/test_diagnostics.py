@@ -233,3 +233,16 @@ def test_early_return_inside_an_if_inside_a_loop():
     err, lines = compile_error("for k in range(n):\n    if k > 2:\n        return\n")
     assert "`return` inside a loop is not supported yet" in err.message
     assert_at(err, lines, "        return", "return")
+
+
+def test_early_return_with_a_value_inside_a_runtime_if_of_a_helper():
+    """A helper's early return that carries a value would need merging out of the scf.if."""
+    src = (HEADER + "def h(x):\n    if x > 0:\n        return x\n    return x + 1\n\n\n@triton.jit\n"
+           "def k(p, n):\n    tl.store(p, h(n))\n")
+    out = parse.run({"source": src.encode()}, {"kernel": "k", "file": "lib/k.py"})
+    with pytest.raises(CompilationError) as ei:
+        ttir.run({"json": out["json"]}, {"signature": ["*fp32", "i32"], "constexprs": {}})
+    err = locate(ei.value, out["loc"])
+    assert "`return` inside a runtime `if` is not supported yet" in err.message
+    lines = src.splitlines()
+    assert err.loc.line == lines.index("        return x") + 1

@@ -132,7 +132,8 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
 
     def visit_body(self, stmts: list[ast.stmt]) -> None:
         for i, s in enumerate(stmts):
-            if isinstance(s, ast.If) and self.depth == 0 and not self.loops and _contains_return(s):
+            if isinstance(s, ast.If) and not self.loops and _contains_return(s) and \
+                    (self.depth == 0 or _returns_nothing([s, *stmts[i + 1:]])):
                 self.visit_returning_if(s, stmts[i + 1:])  # consumes the rest of this body
                 return
             self.visit(s)
@@ -239,6 +240,12 @@ def _contains_return(node) -> bool:
     if isinstance(node, (ast.For, ast.While, ast.FunctionDef, ast.Lambda)) or not isinstance(node, ast.stmt):
         return False
     return any(_contains_return(c) for c in ast.iter_child_nodes(node))
+
+
+def _returns_nothing(stmts) -> bool:
+    """Whether every `return` in `stmts` is bare: a @jit helper that returns no value can end
+    early the way a kernel does (one returning values would need them merged out of the scf.if)."""
+    return all(r.value is None for s in stmts for r in ast.walk(s) if isinstance(r, ast.Return))
 
 
 def generate(desc: dict, signature: list[str], constexprs: dict[str, Any]) -> str:

@@ -33,7 +33,8 @@ class ControlFlow:
             self.loops -= loop
 
     def visit_returning_if(self, node, rest):
-        """`if c: ... return ...` at kernel level, not inside a loop: the statements after the `if`
+        """`if c: ... return ...` at kernel level (or in a @jit helper that returns nothing), not
+        inside a loop of that function: the statements after the `if`
         run only on paths that did not return, so they are lowered into each branch and the
         kernel ends after the scf.if. Equivalent to the cf.cond_br blocks of Triton's
         `visit_if_top_level` (a branch that returns simply stops; the rest of the function sits
@@ -43,7 +44,7 @@ class ControlFlow:
         cond = self.visit(node.test)
         if isinstance(cond, Constexpr):
             self.visit_body((node.body if cond.value else node.orelse) + rest)
-            raise _Return(None, None)
+            raise _Return(Constexpr(None), None)
         if cond.type.shape:
             fail(self.cx, f"an `if` condition must be a scalar, got a block of shape {list(cond.type.shape)}")
         cond = S.cast(self.cx, cond, T.int1)
@@ -58,7 +59,7 @@ class ControlFlow:
             self.b.op("scf.yield", [], [])
             regions.append(self.b.close_block())
         self.b.op("scf.if", [cond], [], regions=regions)
-        raise _Return(None, None)
+        raise _Return(Constexpr(None), None)
 
     def visit_If(self, node):
         cond = self.visit(node.test)

@@ -315,6 +315,8 @@ class Expressions:
             if self._param_is_constexpr(p, kernel=False) and not isinstance(bound[p["name"]], Constexpr):
                 fail(self.cx, f"argument {p['name']!r} of {name}() is constexpr but got a runtime value")
         saved_scope, self.scope = self.scope, bound
+        # The callee's own loops decide whether its early returns can be lowered, not the caller's.
+        saved_loops, self.loops = self.loops, 0
         self.depth += 1
         try:
             self.visit_body(fn.body)
@@ -323,6 +325,7 @@ class Expressions:
             result = r.value
         finally:
             self.scope = saved_scope
+            self.loops = saved_loops
             self.depth -= 1
         return result
 

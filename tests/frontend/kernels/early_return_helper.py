@@ -1,0 +1,31 @@
+# An early return inside a @jit helper that returns nothing, called from a loop: the loop is the
+# caller's, so the helper's `if ...: return` still lowers to scf.if (rest of the helper in the
+# branch that does not return), inlined into the scf.for body.
+# VARIANT: kernel=helper_return_kernel signature=*fp32:16,i32 constexprs={"BLOCK": 64}
+# CHECK: "scf.for"
+# CHECK: %[[SKIP:[0-9]+]] = "arith.cmpi"(%{{.*}}, %arg1) <{predicate = 5 : i64}>
+# CHECK: "scf.if"(%[[SKIP]]) ({
+# CHECK-NEXT: "scf.yield"() : () -> ()
+# CHECK-NEXT: }, {
+# CHECK: "tt.store"
+# CHECK: "scf.yield"() : () -> ()
+# CHECK-NEXT: }) : (i1) -> ()
+# CHECK: "scf.yield"
+# CHECK: "tt.return"
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def store_tile(ptr, start, n, BLOCK: tl.constexpr):
+    if start >= n:
+        return
+    offs = start + tl.arange(0, BLOCK)
+    tl.store(ptr + offs, offs.to(tl.float32), mask=offs < n)
+
+
+@triton.jit
+def helper_return_kernel(out_ptr, n, BLOCK: tl.constexpr):
+    for t in range(0, 4):
+        store_tile(out_ptr, t * BLOCK, n, BLOCK)

@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from oracle import run_triton, triton_python
 from ttbuild.backend.layout import Blocked, Slice, default_blocked, parse_layout
 from ttbuild.backend.smem import reduce_plan
 from ttbuild.stages import cubin, llir, parse, ptx, ttgir, ttir
@@ -96,22 +97,9 @@ def test_store_of_a_wide_reduce_result_converts_through_shared_memory():
     assert int(re.search(r'ttg.shared"? = (\d+) : i32', g).group(1)) >= 256 * 4
 
 
-def _triton_python():
-    for exe in (Path("/work/tvenv/bin/python"),):
-        if exe.is_file():
-            return str(exe)
-    try:
-        import triton  # noqa: F401
-        return sys.executable
-    except ImportError:
-        return None
-
-
 @pytest.mark.parametrize("name", sorted(VARIANTS))
 def test_triton_accepts_our_ttgir_and_agrees_on_shared_memory(name, tmp_path):
-    exe = _triton_python()
-    if exe is None:
-        pytest.skip("triton not installed")
+    triton_python()  # skip before building when no Triton can be found
     from ttbuild.errors import NotSupportedYet
 
     try:
@@ -124,19 +112,16 @@ def test_triton_accepts_our_ttgir_and_agrees_on_shared_memory(name, tmp_path):
     code = ("import sys, triton\nfrom triton.backends.compiler import GPUTarget\n"
             "k = triton.compile(sys.argv[1], target=GPUTarget('cuda', 90, 32))\n"
             "print(k.metadata.shared)\n")
-    proc = subprocess.run([exe, "-c", code, str(f)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = run_triton(code, str(f))
     ours = int(re.search(rb"ttg.shared\"? = (\d+)", g).group(1))
     # ours go through shared memory more for scans (cumsum too)/shapes/atomics, and keep 16-bit
     # reduce operands in 4-byte slots (argmax over fp16: 64 bytes to Triton's 48)
     if not name.startswith(("scan", "cumsum", "shapes", "atomics", "argmax_fp16")):
-        assert ours <= int(proc.stdout.split()[-1]) or ours == 0, "we should never need more than Triton"
+        assert ours <= int(out.split()[-1]) or ours == 0, "we should never need more than Triton"
 
 
 def test_triton_picks_the_same_layouts_from_our_ttir(tmp_path):
-    exe = _triton_python()
-    if exe is None:
-        pytest.skip("triton not installed")
+    triton_python()  # skip before building when no Triton can be found
     for name in ("rows_32x64", "softmax_1024_any", "layer_norm_8192_w8"):
         out = built(name)
         f = tmp_path / f"{name}.ttir"
@@ -145,9 +130,7 @@ def test_triton_picks_the_same_layouts_from_our_ttir(tmp_path):
         code = ("import sys, triton\nfrom triton.backends.compiler import GPUTarget\n"
                 f"k = triton.compile(sys.argv[1], target=GPUTarget('cuda', 90, 32), options=dict(num_warps={w}))\n"
                 "print(k.asm['ttgir'])\n")
-        proc = subprocess.run([exe, "-c", code, str(f)], capture_output=True, text=True)
-        assert proc.returncode == 0, proc.stderr[-3000:]
-        theirs = set(re.findall(r"#ttg\.blocked<\{[^}]*\}>", proc.stdout))
+        theirs = set(re.findall(r"#ttg\.blocked<\{[^}]*\}>", run_triton(code, str(f))))
         ours = set(re.findall(r"#ttg\.blocked<\{[^}]*\}>", out["ttgir"].decode()))
         if name == "softmax_1024_any":
             assert ours == theirs, name
@@ -275,9 +258,8 @@ def test_register_cap_leaves_room_for_two_or_three_ctas(w, cap):
 
 def _sass(cubin_bytes: bytes, tmp_path) -> str:
     """cuobjdump -sass of a cubin (Triton's wheel ships cuobjdump; ours does not): skip without it."""
-    exe = _triton_python()
-    tool = Path(exe).parents[1] / "lib" if exe else None
-    found = sorted(tool.glob("python3*/site-packages/triton/backends/nvidia/bin/cuobjdump")) if tool else []
+    tool = Path(triton_python()).parents[1] / "lib"
+    found = sorted(tool.glob("python3*/site-packages/triton/backends/nvidia/bin/cuobjdump"))
     if not found:
         pytest.skip("no cuobjdump (it comes with triton's wheel)")
     f = tmp_path / "k.cubin"

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import random
-import subprocess
-import sys
 
 import pytest
 
+from oracle import run_triton, triton_python
 from ttbuild.errors import CompilationError
 from ttbuild.stages import parse, ttir
 
@@ -123,13 +121,7 @@ print(json.dumps(out))
 
 @pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6, 7, 8])
 def test_control_flow_agrees_with_triton(tmp_path, seed):
-    try:
-        import triton  # noqa: F401
-        py = sys.executable
-    except ImportError:
-        py = os.environ.get("TTBUILD_TRITON_PYTHON")
-    if not py:
-        pytest.importorskip("triton")
+    triton_python()  # skip before generating the cases when no Triton can be found
     rng = random.Random(seed)
     names, bodies, src = [], {}, HEADER
     for i in range(60):
@@ -148,10 +140,9 @@ def test_control_flow_agrees_with_triton(tmp_path, seed):
             path.write_bytes(result[0])
             ok_paths.append(str(path))
     (tmp_path / "cases.py").write_text(checked)
-    proc = subprocess.run([py, "-c", ORACLE, str(tmp_path / "cases.py"), json.dumps(names), json.dumps(SIG_NAMES),
-                           json.dumps(SIG), json.dumps(ok_paths)], capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    theirs = json.loads(proc.stdout.splitlines()[-1])
+    out = run_triton(ORACLE, str(tmp_path / "cases.py"), json.dumps(names), json.dumps(SIG_NAMES), json.dumps(SIG),
+                     json.dumps(ok_paths), timeout=900)
+    theirs = json.loads(out.splitlines()[-1])
     disagree = [(n, mine[n], theirs[n]) for n in names if mine[n] != (theirs[n] == "ok")]
     rejected = {p: theirs[p] for p in ok_paths if theirs.get(p, "").startswith("ttir rejected")}
     assert not disagree and not rejected, "\n".join(map(str, disagree)) + json.dumps(rejected, indent=1)

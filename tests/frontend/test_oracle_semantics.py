@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import random
-import subprocess
-import sys
 
 import pytest
 
+from oracle import run_triton, triton_python
 from ttbuild.errors import CompilationError
 from ttbuild.stages import parse, ttir
 
@@ -104,13 +102,7 @@ print(json.dumps(out))
 
 @pytest.mark.parametrize("seed", [20240611, 7, 1234])
 def test_result_types_match_triton(tmp_path, seed):
-    try:
-        import triton  # noqa: F401
-        py = sys.executable
-    except ImportError:
-        py = os.environ.get("TTBUILD_TRITON_PYTHON")
-    if not py:
-        pytest.importorskip("triton")
+    triton_python()  # skip before generating the cases when no Triton can be found
     rng = random.Random(seed)
     exprs = sorted({gen(rng, 3) for _ in range(250)})
     cases, mine = {}, {}
@@ -120,10 +112,7 @@ def test_result_types_match_triton(tmp_path, seed):
         cases[f"k{i}"] = (e, dt, rank)
     path = tmp_path / "cases.py"
     path.write_text(HEADER + "".join(KERNEL.format(name=n, expr=e, dtype=d, rank=r) for n, (e, d, r) in cases.items()))
-    proc = subprocess.run([py, "-c", ORACLE, str(path), json.dumps(list(cases)), json.dumps(SIG)], capture_output=True, text=True,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    theirs = json.loads(proc.stdout.splitlines()[-1])
+    theirs = json.loads(run_triton(ORACLE, str(path), json.dumps(list(cases)), json.dumps(SIG)).splitlines()[-1])
     disagree = []
     for name, (e, dt, rank) in cases.items():
         we_accept, they_accept = mine[e] is not None, theirs[name] == "ok"

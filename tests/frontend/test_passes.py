@@ -3,15 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
-import pytest
-
+from oracle import run_triton
 from ttbuild.stages import parse, ttir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -66,14 +62,6 @@ def test_licm_hoists_invariant_pure_ops_but_not_loads_or_divisions():
     assert '"tt.load"' in body and '"arith.divsi"' in body
 
 
-def _triton_python():
-    try:
-        import triton  # noqa: F401
-        return sys.executable
-    except ImportError:
-        return os.environ.get("TTBUILD_TRITON_PYTHON") or None
-
-
 ORACLE = r"""
 import importlib.util, json, re, sys, types
 import triton
@@ -97,17 +85,11 @@ print(json.dumps(out))
 
 
 def test_op_count_within_ten_percent_of_tritons_own_ttir():
-    py = _triton_python()
-    if py is None:
-        pytest.importorskip("triton")
     from mlir import ir
 
     variants = [v for v in tomllib.loads((KERNELS / "variants.toml").read_text())["variant"]
                 if "import triton\n" in (KERNELS / v["file"]).read_text()]
-    proc = subprocess.run([py, "-c", ORACLE, str(KERNELS), json.dumps(variants)], capture_output=True, text=True,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    theirs = json.loads(proc.stdout.splitlines()[-1])
+    theirs = json.loads(run_triton(ORACLE, str(KERNELS), json.dumps(variants)).splitlines()[-1])
     ctx = ir.Context()
     ctx.allow_unregistered_dialects = True
     over = []

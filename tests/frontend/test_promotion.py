@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from oracle import run_triton, triton_python
 from ttbuild.frontend import types as T
 from ttbuild.stages import parse, ttir
 
@@ -139,16 +137,8 @@ print(json.dumps(out))
 def test_whole_table_matches_triton():
     """Every (dtype, is-number) pair and div flag against Triton's own computation_type_impl.
     Runs where triton is importable or TTBUILD_TRITON_PYTHON names a Python that has it."""
-    try:
-        import triton  # noqa: F401
-        py = sys.executable
-    except ImportError:
-        py = os.environ.get("TTBUILD_TRITON_PYTHON")
-    if not py:
-        pytest.importorskip("triton")
-    proc = subprocess.run([py, "-c", ORACLE, json.dumps(NAMES)], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr
-    theirs = json.loads(proc.stdout)
+    triton_python()  # skip before generating the cases when no Triton can be found
+    theirs = json.loads(run_triton(ORACLE, json.dumps(NAMES), timeout=300))
     mismatches = []
     for key, want in theirs.items():
         a, sa, b, sb, div = key.split(",")

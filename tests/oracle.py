@@ -1,0 +1,50 @@
+"""Triton 3.6 as a test oracle: the Python that imports triton (this one, or $TTBUILD_TRITON_PYTHON), and scripts run in it.
+
+Triton runs in a subprocess so its bundled LLVM never shares a process with llvmlite and MLIR
+(README, "Triton as an oracle"). Tests that need it skip where no such Python is found.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+# Compiles each path given on the command line (.ttir or .ttgir) with Triton through to cubin.
+COMPILE_TO_CUBIN = """
+import sys, triton
+from triton.backends.compiler import GPUTarget
+for path in sys.argv[1:]:
+    k = triton.compile(path, target=GPUTarget("cuda", 90, 32))
+    assert k.asm["cubin"][:4] == b"\\x7fELF", path
+    print("ok", path)
+"""
+
+
+def triton_python() -> str:
+    """The interpreter to run Triton in; skips the calling test when there is none."""
+    try:
+        import triton  # noqa: F401  (only whether it imports)
+        return sys.executable
+    except ImportError:
+        pass
+    py = os.environ.get("TTBUILD_TRITON_PYTHON")
+    if not py:
+        pytest.skip("triton is not importable and TTBUILD_TRITON_PYTHON is not set")
+    return py
+
+
+def run_triton(script: str, *args: str, timeout: float = 600) -> str:
+    """Run `script` with `args` in Triton's interpreter; its stdout. Fails the test on a non-zero exit."""
+    proc = subprocess.run([triton_python(), "-c", script, *map(str, args)], capture_output=True, text=True,
+                          timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return proc.stdout
+
+
+def assert_triton_compiles(paths) -> None:
+    """Triton accepts every IR file in `paths` and finishes its pipeline to cubin."""
+    out = run_triton(COMPILE_TO_CUBIN, *paths)
+    assert out.count("ok ") == len(paths), out

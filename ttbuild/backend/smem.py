@@ -5,6 +5,11 @@ holds distinct data along the axis; a layout conversion always goes through shar
 (one slot per tensor element). Every user starts at offset 0: users run one after another,
 separated by barriers, so the kernel needs the maximum, not the sum (Triton's allocation
 analysis gives the same answer for kernels without overlapping live buffers).
+
+The pipeliner's `ttg.local_alloc` buffers (ttbuild.backend.pipeline) are live across a whole
+loop, while scratch users inside that loop come and go: `allocate` places them one after
+another above the scratch (16-byte aligned, as cp.async.cg needs), so they never overlap it or
+each other, and writes each offset on its op as `allocation.offset` (Triton's attribute name).
 """
 
 from __future__ import annotations
@@ -138,3 +143,25 @@ def _trans_in_registers(op) -> bool:
     from ttbuild.backend.layout import parse_layout
     src = parse_layout(mu.encoding_str(op.operands[0].type))
     return parse_layout(mu.encoding_str(op.results[0].type)) == transposed(src, trans_order(op))
+
+
+def _align(n: int, a: int = 16) -> int:
+    return (n + a - 1) // a * a
+
+
+def allocate(module, num_warps: int = 4) -> int:
+    """Place every `ttg.local_alloc` above the scratch (`allocation.offset = <bytes> : i32` on
+    the op) and return `ttg.shared`: scratch + buffers, in bytes (0 when neither exists)."""
+    from ttbuild.backend import mlir_util as mu
+    from ttbuild.backend.pipeline import buffers
+
+    top = module_bytes(module, num_warps)
+    bufs = buffers(module)
+    if not bufs:
+        return top
+    i32 = mu.ir.IntegerType.get_signless(32)
+    top = _align(top)
+    for op, size in bufs:
+        op.operation.attributes["allocation.offset"] = mu.ir.IntegerAttr.get(i32, top)
+        top = _align(top + size)
+    return top

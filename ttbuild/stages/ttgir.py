@@ -1,21 +1,27 @@
-"""Stage ttgir: TTIR -> TTGIR, giving every tensor a `#ttg.blocked`/`#ttg.slice` encoding (converts where needed) and the module its ttg attributes."""
+"""Stage ttgir: TTIR -> TTGIR, giving every tensor a `#ttg.blocked`/`#ttg.slice` encoding (converts where needed), pipelining `tl.range(num_stages=S)` loops, and the module its ttg attributes."""
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 5
+VERSION = 6
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:
     """inputs: {"ttir": generic-form TTIR}; options: num_warps, num_ctas, num_stages, target
     ("cuda:90"). Returns {"ttgir": generic-form TTGIR} (docs/CONTRACTS.md, "TTIR and TTGIR").
 
+    Loops that carry `tt.num_stages` (from `tl.range(..., num_stages=S)`) get their global loads
+    pipelined through cp.async (ttbuild.backend.pipeline). The `num_stages` option itself is, in
+    Triton, the default for loops holding a `tt.dot`, which this backend does not lower: it is
+    recorded in the metadata and changes nothing in the output.
+
     Raises CompilationError when the TTIR does not parse or num_ctas != 1 (not supported yet).
     """
     from ttbuild.backend import mlir_util as mu
     from ttbuild.backend.coalesce import assign
-    from ttbuild.backend.smem import module_bytes
+    from ttbuild.backend.pipeline import pipeline
+    from ttbuild.backend.smem import allocate
     from ttbuild.errors import CompilationError
 
     num_warps = int(options.get("num_warps", 4))
@@ -29,11 +35,12 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     with ctx, mu.ir.Location.unknown(ctx):
         module = mu.parse_module(inputs["ttir"], ctx, "ttir")
         assign(module, num_warps)
+        pipeline(module)
         i32 = mu.ir.IntegerType.get_signless(32)
         attrs = module.operation.attributes
         attrs["ttg.num-ctas"] = mu.ir.IntegerAttr.get(i32, num_ctas)
         attrs["ttg.num-warps"] = mu.ir.IntegerAttr.get(i32, num_warps)
-        attrs["ttg.shared"] = mu.ir.IntegerAttr.get(i32, module_bytes(module, num_warps))
+        attrs["ttg.shared"] = mu.ir.IntegerAttr.get(i32, allocate(module, num_warps))
         attrs["ttg.target"] = mu.ir.StringAttr.get(target)
         attrs["ttg.threads-per-warp"] = mu.ir.IntegerAttr.get(i32, 32)
         return {"ttgir": mu.print_module(module)}

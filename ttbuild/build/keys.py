@@ -22,6 +22,15 @@ PARENT_ROLE = {"ttir": ("parse", "json"), "ttgir": ("ttir", "ttir"), "llir": ("t
 OUTPUT_ROLES = {"parse": ("json", "loc"), "ttir": ("ttir",), "ttgir": ("ttgir",),
                 "llir": ("llir",), "ptx": ("ptx",), "cubin": ("cubin",)}
 
+
+def extra_inputs(stage: str, options: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
+    """Inputs a stage reads beyond its parent's output, as role -> (stage, role): a debug ttir
+    also reads the parse `loc` table, to write real file:line positions into its locations (the
+    assert messages name them). Only then: a non-debug ttir must not rerun on a blank-line edit."""
+    if stage == "ttir" and options.get("debug"):
+        return {"loc": ("parse", "loc")}
+    return {}
+
 # PTX ISA version the backend targets (90 = PTX ISA 9.0, what LLVM 22's `+ptx90` emits).
 PTX_VERSION = 90
 
@@ -51,7 +60,9 @@ def stage_options(variant: Variant) -> dict[str, dict[str, Any]]:
     """The options each stage of `variant` runs with (CONTRACTS.md table), JSON-serialisable."""
     return {
         "parse": {"kernel": variant.kernel, "file": variant.file},
-        "ttir": {"signature": [str(p) for p in variant.params], "constexprs": dict(variant.constexprs)},
+        # `debug` keys ttir only when on, so non-debug variants keep their keys and cached outputs.
+        "ttir": {"signature": [str(p) for p in variant.params], "constexprs": dict(variant.constexprs),
+                 **({"debug": True} if variant.debug else {})},
         "ttgir": {"num_warps": variant.num_warps, "num_ctas": variant.num_ctas,
                   "num_stages": variant.num_stages, "target": variant.target},
         "llir": {"target": variant.target, "enable_fp_fusion": variant.enable_fp_fusion,

@@ -351,13 +351,6 @@ def static_print(cx, *values, sep=" ", end="\n", file=None, flush=False):
     return Constexpr(None)  # compile-time printing has no effect on the IR
 
 
-@builtin("device_assert")
-def device_assert(cx, cond, msg="", mask=None):
-    # Triton drops device asserts unless compiled with debug=True; the ttir stage has no debug
-    # option (CONTRACTS: only llir takes `debug`), so they are dropped here as well.
-    return Constexpr(None)
-
-
 @builtin("debug_barrier")
 def debug_barrier(cx):
     cx.b.op("gpu.barrier", [], [])
@@ -365,5 +358,5 @@ def debug_barrier(cx):
 
 
 
-from . import atomics, blockops, blockptr, extra, random, reductions  # noqa: E402,F401  (register the rules in those modules)
+from . import atomics, blockops, blockptr, debugops, extra, random, reductions  # noqa: E402,F401  (register the rules in those modules)
 

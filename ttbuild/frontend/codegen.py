@@ -15,7 +15,7 @@ from . import types as T
 from .astjson import decode
 from .controlflow import ControlFlow
 from .expressions import _BINOPS, LANG, Expressions, FuncRef, ModuleRef, _default_nodes, _Return
-from .irtext import IRBuilder, Value
+from .irtext import IRBuilder, Positions, Value
 from .semantic import Constexpr, Ctx, fail
 
 _UNSUPPORTED = {
@@ -36,15 +36,16 @@ if hasattr(ast, "TryStar"):
 class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
     """Lower one kernel (and everything it calls) into a TTIR module (generic MLIR text)."""
 
-    def __init__(self, desc: dict, signature: list[str], constexprs: dict[str, Any]):
+    def __init__(self, desc: dict, signature: list[str], constexprs: dict[str, Any], *,
+                 debug: bool = False, loc_table: dict | None = None):
         self.desc = desc
         self.functions = {name: (f["params"], decode(f["body"])) for name, f in desc["functions"].items()}
         self.globals = desc.get("globals", {})
         self.imports = desc.get("imports", {})
         self.signature = signature
         self.constexprs = dict(constexprs)
-        self.b = IRBuilder()
-        self.cx = Ctx(self.b, self._call_value)
+        self.b = IRBuilder(Positions(loc_table) if debug and loc_table else None)
+        self.cx = Ctx(self.b, self._call_value, debug)
         self.scope: dict[str, Any] = {}
         self.depth = 0
         self.loops = 0  # enclosing runtime loops: an early return there stays an error
@@ -90,7 +91,7 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
             args.append(v)
             types.append(sig.type.mlir)
             attrs.append(f"{{tt.divisibility = {sig.divisibility} : i32}}" if sig.divisibility > 1 else "{}")
-            locs.append(f'loc("n{node._id}")')
+            locs.append(self.b.loc_of(node._id))
             self.scope[p["name"]] = v
         self.b.open_block()
         try:
@@ -102,7 +103,7 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
         region = self.b.close_block(args, locs)
         props = (f'arg_attrs = [{", ".join(attrs)}], function_type = ({", ".join(types)}) -> (), '
                  f'sym_name = "{kernel}", sym_visibility = "public"')
-        return ('"builtin.module"() ({\n"tt.func"() <{' + props + '}> (' + region + f') : () -> () loc("n{fn._id}")\n'
+        return ('"builtin.module"() ({\n"tt.func"() <{' + props + '}> (' + region + f') : () -> () {self.b.loc_of(fn._id)}\n'
                 "}) : () -> () loc(unknown)\n")
 
     def _call_value(self, fn, args: list):
@@ -228,7 +229,10 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
                 msg = self.visit(node.msg).value if node.msg is not None else ""
                 fail(self.cx, f"assertion failed: {msg}")
             return
-        fail(self.cx, "assert on a runtime value is not supported yet (use tl.device_assert)")
+        # Triton's visit_Assert: `assert cond, msg` on a runtime value is tl.device_assert.
+        msg = self.visit(node.msg) if node.msg is not None else Constexpr("")
+        from .debugops import device_assert
+        device_assert(self.cx, test, msg)
 
     # control flow lives in controlflow.py (mixin below)
 
@@ -248,7 +252,9 @@ def _returns_nothing(stmts) -> bool:
     return all(r.value is None for s in stmts for r in ast.walk(s) if isinstance(r, ast.Return))
 
 
-def generate(desc: dict, signature: list[str], constexprs: dict[str, Any]) -> str:
+def generate(desc: dict, signature: list[str], constexprs: dict[str, Any], *, debug: bool = False,
+             loc_table: dict | None = None) -> str:
     """TTIR text (generic MLIR, not yet verified) for `desc["kernel"]`; raises CompilationError
-    carrying the failing AST node's id."""
-    return CodeGen(desc, signature, constexprs).generate()
+    carrying the failing AST node's id. `debug` keeps `tl.device_assert` (Triton drops it
+    otherwise); with it, `loc_table` (the parse `loc` output) adds file:line:col to every location."""
+    return CodeGen(desc, signature, constexprs, debug=debug, loc_table=loc_table).generate()

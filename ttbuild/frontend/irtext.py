@@ -82,6 +82,30 @@ def scalar_attr(value, dtype: DType) -> str:
     return f"{v} : {dtype.mlir}"
 
 
+class Positions:
+    """Source positions for debug builds, from the parse stage's `loc` table
+    (docs/CONTRACTS.md): node id -> (file, line, 0-based col)."""
+
+    def __init__(self, table: dict):
+        self.file = table["file"]
+        self._nodes = table.get("nodes", {})
+
+    def get(self, node_id: int):
+        pos = self._nodes.get(str(node_id))
+        return None if pos is None else (self.file, pos[0], pos[1])
+
+
+def mlir_string(text: str) -> str:
+    """`text` as an MLIR string literal: quotes, backslashes and non-printables as \\XX hex."""
+    out = []
+    for ch in text:
+        if ch in '"\\' or not (" " <= ch <= "~"):
+            out.extend(f"\\{b:02X}" for b in ch.encode("utf-8"))
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'
+
+
 @dataclass
 class _OpLine:
     """One op's text, split before its type signature so discardable attributes (tt.divisibility
@@ -104,18 +128,30 @@ class _Block:
 class IRBuilder:
     """Appends ops to the innermost open block; `region()` opens a nested one."""
 
-    def __init__(self):
+    def __init__(self, positions: "Positions | None" = None):
         self._blocks: list[_Block] = []
         self._n = 0
         self._defs: dict[str, _OpLine] = {}
         self.loc = "unknown"
+        self.positions = positions
+
+    def loc_of(self, node_id) -> str:
+        """The location of AST node `node_id`: `loc("n17")`, or with debug positions the name
+        around a file position, `loc("n17"("vector_add.py":12:5))` (col 1-based, as MLIR's)."""
+        if not isinstance(node_id, int):
+            return "loc(unknown)"
+        pos = self.positions.get(node_id) if self.positions is not None else None
+        if pos is None:
+            return f'loc("n{node_id}")'
+        file, line, col = pos
+        return f'loc("n{node_id}"({mlir_string(file)}:{line}:{col + 1}))'
 
     def fresh(self, type: Type) -> Value:
         self._n += 1
         return Value(f"%v{self._n}", type)
 
     def _loc(self) -> str:
-        return f'loc("n{self.loc}")' if isinstance(self.loc, int) else "loc(unknown)"
+        return self.loc_of(self.loc)
 
     def op(self, name: str, operands: list[Value], results: list[Type], props: dict[str, str] | None = None,
            regions: list[str] | None = None, attrs: dict[str, str] | None = None) -> list[Value]:

@@ -8,11 +8,15 @@ import re
 from ttbuild.errors import CompilationError, Loc, NotSupportedYet
 
 _NAME = re.compile(r'^(?:loc\()?"?n(\d+)"?\)?$')
+# A debug build's name location around a file position: loc("n17"("file.py":12:5)).
+_NAMED_POS = re.compile(r'^loc\("n(\d+)"\(.*\)\)$')
 
 
 def node_id_of(loc_name: str) -> int | None:
-    """`'n17'`, `'"n17"'` or `'loc("n17")'` → 17; anything else (e.g. `loc(unknown)`) → None."""
-    m = _NAME.match(loc_name.strip())
+    """`'n17'`, `'"n17"'`, `'loc("n17")'` or `'loc("n17"("k.py":12:5))'` → 17; anything else
+    (e.g. `loc(unknown)`) → None."""
+    text = loc_name.strip()
+    m = _NAME.match(text) or _NAMED_POS.match(text)
     return int(m.group(1)) if m else None
 
 

@@ -29,11 +29,13 @@ class Constexpr:
 
 @dataclass(frozen=True)
 class Ctx:
-    """What every lowering rule receives: the IR builder (whose `loc` is the current node) and
-    `call(fn, args)`, which lowers a call to a @jit function value (a combine_fn) inline."""
+    """What every lowering rule receives: the IR builder (whose `loc` is the current node),
+    `call(fn, args)`, which lowers a call to a @jit function value (a combine_fn) inline, and
+    `debug` (the variant's debug option: whether tl.device_assert emits tt.assert)."""
 
     b: IRBuilder
     call: Any = None
+    debug: bool = False
 
 
 def fail(cx: Ctx, message: str, cls=CompilationError):

@@ -22,7 +22,10 @@ def _context():
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:
     """`inputs["json"]`: the parse stage's output; `options`: `signature` (list of str, one per
     non-constexpr parameter, e.g. `["*fp32:16", "i32"]`), `constexprs` (name → value; a dtype
-    may be given by name, e.g. `"fp16"`). Returns `{"ttir": bytes}`.
+    may be given by name, e.g. `"fp16"`), `debug` (bool, absent = false: keep tl.device_assert
+    as `tt.assert`, as Triton's debug=True). With debug, `inputs["loc"]` (the parse `loc` table,
+    optional) puts file:line:col into every location: `loc("n17"("vector_add.py":12:5))`.
+    Returns `{"ttir": bytes}`.
 
     Raises CompilationError carrying `node_id` (resolve it with `ttbuild.frontend.locs.locate`
     and the parse stage's `loc` output) for kernels Triton would reject.
@@ -34,7 +37,9 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     signature = options.get("signature", [])
     if isinstance(signature, str):
         signature = [s for s in signature.split(",") if s]
-    text = generate(desc, list(signature), dict(options.get("constexprs", {})))
+    debug = bool(options.get("debug", False))
+    loc_table = json.loads(inputs["loc"]) if debug and inputs.get("loc") else None
+    text = generate(desc, list(signature), dict(options.get("constexprs", {})), debug=debug, loc_table=loc_table)
     from mlir import ir
     ctx = _context()
     try:

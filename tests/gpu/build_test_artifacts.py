@@ -24,7 +24,13 @@ def main(argv: list[str]) -> None:
     (out / "cubins").mkdir(parents=True, exist_ok=True)
     for name in KERNELS:
         (out / "cubins" / f"{name}.cubin").write_bytes(build_cubin(name))
-    print(f"wrote {out}: lib/ of tests/data/gpu_kernels and cubins/ of {len(KERNELS)} TTIR kernels")
+    from test_backend_debug import DEBUG_KERNELS, build_debug  # debug=True builds (tests/gpu/test_gpu_debug.py)
+
+    (out / "debug").mkdir(parents=True, exist_ok=True)
+    for name in DEBUG_KERNELS:
+        (out / "debug" / f"{name}.cubin").write_bytes(build_debug(name)["cubin"])
+    print(f"wrote {out}: lib/ of tests/data/gpu_kernels, cubins/ of {len(KERNELS)} TTIR kernels, "
+          f"debug/ of {len(DEBUG_KERNELS)} debug kernels")
 
 
 if __name__ == "__main__":

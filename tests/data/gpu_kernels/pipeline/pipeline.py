@@ -30,3 +30,58 @@ def colmax_kernel(x_ptr, y_ptr, M, N, stride_m, BN: tl.constexpr, STAGES: tl.con
         x = tl.load(x_ptr + m * stride_m + cols, mask=cmask, other=float("-inf"))
         acc = tl.maximum(acc, x.to(tl.float32))
     tl.store(y_ptr + cols, acc, mask=cmask)
+
+
+@triton.jit
+def colsum_plain_kernel(x_ptr, y_ptr, M, N, stride_m, BN: tl.constexpr):
+    """colsum_kernel over a plain `range`: Triton leaves such a loop (no dot) unpipelined."""
+    pid = tl.program_id(0)
+    cols = pid * BN + tl.arange(0, BN)
+    cmask = cols < N
+    acc = tl.zeros([BN], tl.float32)
+    for m in range(0, M):
+        acc += tl.load(x_ptr + m * stride_m + cols, mask=cmask, other=0.0)
+    tl.store(y_ptr + cols, acc, mask=cmask)
+
+
+@triton.jit
+def colsum_step_kernel(x_ptr, y_ptr, M, N, stride_m, start, step, BN: tl.constexpr, STAGES: tl.constexpr):
+    """Sum of rows start, start+step, ... < M: a loop whose lower bound and step are runtime values."""
+    pid = tl.program_id(0)
+    cols = pid * BN + tl.arange(0, BN)
+    cmask = cols < N
+    acc = tl.zeros([BN], tl.float32)
+    for m in tl.range(start, M, step, num_stages=STAGES):
+        acc += tl.load(x_ptr + m * stride_m + cols, mask=cmask, other=0.0).to(tl.float32)
+    tl.store(y_ptr + cols, acc, mask=cmask)
+
+
+@triton.jit
+def gather_kernel(idx_ptr, x_ptr, y_ptr, M, N, BN: tl.constexpr, STAGES: tl.constexpr):
+    """y[n] = sum over m of x[idx[m, n]]: the idx load is pipelined, the x load (its address comes
+    from a load in the loop) stays a tt.load."""
+    pid = tl.program_id(0)
+    cols = pid * BN + tl.arange(0, BN)
+    cmask = cols < N
+    acc = tl.zeros([BN], tl.float32)
+    for m in tl.range(0, M, num_stages=STAGES):
+        idx = tl.load(idx_ptr + m * N + cols, mask=cmask, other=0)
+        acc += tl.load(x_ptr + idx, mask=cmask, other=0.0)
+    tl.store(y_ptr + cols, acc, mask=cmask)
+
+
+@triton.jit
+def tilesum_kernel(x_ptr, y_ptr, M, N, stride_m, BM: tl.constexpr, BN: tl.constexpr, STAGES: tl.constexpr):
+    """Column sums by [BM, BN] tiles: a 2-D pipelined load, reduced along rows across warps in
+    the loop (shared-memory scratch live beside the ring buffers)."""
+    pid = tl.program_id(0)
+    rows = tl.arange(0, BM)
+    cols = pid * BN + tl.arange(0, BN)
+    cmask = cols < N
+    acc = tl.zeros([BN], tl.float32)
+    for m0 in tl.range(0, M, BM, num_stages=STAGES):
+        r = m0 + rows
+        mask = (r[:, None] < M) & cmask[None, :]
+        x = tl.load(x_ptr + r[:, None] * stride_m + cols[None, :], mask=mask, other=0.0)
+        acc += tl.sum(x, axis=0)
+    tl.store(y_ptr + cols, acc, mask=cmask)

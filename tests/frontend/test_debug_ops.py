@@ -1,0 +1,130 @@
+"""Frontend of the debug ops: tt.assert only in debug builds, with `loc("n17"("file":line:col))` locations from the parse loc table; tt.print's prefix and strings survive MLIR; located errors for misuse."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ttbuild.errors import CompilationError
+from ttbuild.frontend.debugops import munge_prefix
+from ttbuild.frontend.locs import locate, node_id_of
+from ttbuild.stages import parse, ttir
+
+HERE = Path(__file__).resolve().parent
+GOLDEN = HERE / "kernels" / "debug_ops.py"
+FILECHECK = Path(sys.executable).parent / "filecheck"
+HEADER = "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+OPTS = {"signature": ["*i32:16", "*fp32:16", "i32"], "constexprs": {"BLOCK": 128}}
+
+
+def build(src: bytes, *, debug: bool, with_loc: bool = True, kernel="debug_kernel", file="debug_ops.py",
+          opts=OPTS) -> str:
+    p = parse.run({"source": src}, {"kernel": kernel, "file": file})
+    inputs = {"json": p["json"], **({"loc": p["loc"]} if with_loc else {})}
+    return ttir.run(inputs, {**opts, **({"debug": True} if debug else {})})["ttir"].decode()
+
+
+def test_debug_golden(tmp_path):
+    """The DEBUG lines of the golden kernel (its CHECK lines, debug off, run in tests/test_ttir.py)."""
+    inp = tmp_path / "in.ttir"
+    inp.write_text(build(GOLDEN.read_bytes(), debug=True))
+    proc = subprocess.run([str(FILECHECK), str(GOLDEN), "--check-prefix", "DEBUG", "--input-file", str(inp)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr + inp.read_text()
+
+
+def test_without_debug_asserts_vanish_and_the_loc_table_is_ignored():
+    src = GOLDEN.read_bytes()
+    plain = build(src, debug=False)
+    assert '"tt.assert"' not in plain and plain.count('"tt.print"') == 4
+    assert build(src, debug=False, with_loc=False) == plain
+    p = parse.run({"source": src}, {"kernel": "debug_kernel", "file": "debug_ops.py"})
+    assert ttir.run({"json": p["json"]}, {**OPTS, "debug": False})["ttir"].decode() == plain
+    assert '"tt.assert"' in build(src, debug=True, with_loc=False)
+
+
+def test_blank_line_edit_changes_only_the_debug_ttir():
+    src = GOLDEN.read_bytes()
+    edited = src.replace(b"    pid = tl.program_id(0)\n", b"\n    pid = tl.program_id(0)\n")
+    assert edited != src
+    assert build(edited, debug=False) == build(src, debug=False)
+    before, after = build(src, debug=True), build(edited, debug=True)
+    assert before != after
+    assert '"debug_ops.py":45:5' in before and '"debug_ops.py":46:5' in after  # the "x too big" assert
+
+
+def test_debug_ttir_node_ids_still_locate_errors():
+    text = build(GOLDEN.read_bytes(), debug=True)
+    line = next(l for l in text.splitlines() if '"tt.assert"' in l)
+    loc = line[line.index("loc("):]
+    node = node_id_of(loc)
+    assert node is not None
+    p = parse.run({"source": GOLDEN.read_bytes()}, {"kernel": "debug_kernel", "file": "debug_ops.py"})
+    located = locate(CompilationError("boom", stage="llir", node_id=node), p["loc"])
+    assert located.loc.line == int(loc.split(":")[1])
+
+
+def test_triton_accepts_debug_ttir(tmp_path):
+    from oracle import assert_triton_compiles
+
+    path = tmp_path / "debug_ops.ttir"
+    path.write_text(build(GOLDEN.read_bytes(), debug=True))
+    assert_triton_compiles([str(path)])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=12))
+def test_print_prefix_survives_mlir(prefix):
+    """Any printable prefix (quotes, backslashes) reaches the TTIR as Triton spells it."""
+    from mlir import ir
+
+    src = (HEADER + "def k(p):\n    tl.device_print(PREFIX, tl.load(p))\n").replace("PREFIX", repr(prefix))
+    text = build(src.encode(), debug=False, kernel="k", file="k.py",
+                 opts={"signature": ["*fp32"], "constexprs": {}})
+    ctx = ir.Context()
+    ctx.allow_unregistered_dialects = True
+    module = ir.Module.parse(text, ctx)
+    op = next(o for o in module.body.operations[0].regions[0].blocks[0].operations if o.name == "tt.print")
+    from ttbuild.backend import mlir_util as mu
+    with ctx:
+        assert ir.StringAttr(mu.props(op)["prefix"]).value == munge_prefix(prefix, True)
+
+
+def test_munge_prefix_as_triton():
+    assert munge_prefix("x", True) == " x: "
+    assert munge_prefix("two ", True) == " two: "
+    assert munge_prefix("x: ", True) == " x: "
+    assert munge_prefix("", False) == "" and munge_prefix("hello", False) == " hello"
+
+
+def _error(body: str) -> tuple[CompilationError, list[str]]:
+    src = HEADER + "def k(p, n, BLOCK: tl.constexpr):\n" + textwrap.indent(textwrap.dedent(body), "    ")
+    p = parse.run({"source": src.encode()}, {"kernel": "k", "file": "lib/k.py"})
+    with pytest.raises(CompilationError) as ei:
+        ttir.run({"json": p["json"], "loc": p["loc"]},
+                 {"signature": ["*fp32", "i32"], "constexprs": {"BLOCK": 128}, "debug": True})
+    return locate(ei.value, p["loc"]), src.splitlines()
+
+
+@pytest.mark.parametrize("body, message, at", [
+    ("tl.device_print(n, n)\n", "device_print prefix must be a constexpr", "tl.device_print(n"),
+    ("tl.device_print(3, n)\n", "device_print prefix must be a string literal", "tl.device_print(3"),
+    ("tl.device_print('é', n)\n", "is not an ascii string", "tl.device_print('"),
+    ("tl.device_print('a', 'b')\n", "device_print argument 1 is a string", "tl.device_print('a'"),
+    ("tl.device_print('a', n, hex=n)\n", "device_print hex must be a constexpr", "tl.device_print('a', n, hex"),
+    ("tl.device_assert(n, 'm')\n", "device_assert condition must be boolean (int1), got int32", "tl.device_assert(n"),
+    ("tl.device_assert(n > 0, n)\n", "device_assert msg must be a constexpr", "tl.device_assert(n > 0, n"),
+    ("tl.device_assert(n > 0, 'm', mask=n)\n", "device_assert mask must be boolean", "tl.device_assert(n > 0, 'm', mask"),
+    ("assert n, 'not bool'\n", "device_assert condition must be boolean (int1)", "assert n"),
+])
+def test_misuse_is_a_located_error(body, message, at):
+    err, lines = _error(body)
+    assert message in err.message, err.message
+    (lineno,) = [i + 1 for i, line in enumerate(lines) if at in line]
+    assert err.loc is not None and err.loc.line == lineno and err.loc.file == "lib/k.py"

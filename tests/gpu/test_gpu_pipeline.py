@@ -1,0 +1,115 @@
+"""Pipelined loops (tl.range(num_stages=3/4), cp.async ring in shared memory) against torch on a real GPU: row counts below, at and off the stage count, columns off the block, poisoned outputs.
+
+Artifacts: python -m ttbuild build tests/data/gpu_kernels/pipeline -o build/pipeline-artifacts
+(or $TTBUILD_PIPELINE_ARTIFACTS), carried to the GPU machine.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+REPO = Path(__file__).resolve().parents[2]
+ART = Path(os.environ.get("TTBUILD_PIPELINE_ARTIFACTS", REPO / "build" / "pipeline-artifacts"))
+ROWS = [0, 1, 2, 3, 5, 1003]
+DTYPES = {"fp32": "float32", "fp16": "float16", "i32": "int32"}
+
+
+def _variants() -> list[dict]:
+    lib = ART / "lib"
+    return [json.loads(p.read_text()) for p in sorted(lib.glob("*.json"))] if lib.is_dir() else []
+
+
+def _ids(kernels):
+    found = [v for v in _variants() if v["kernel"] in kernels]
+    if not found:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no pipeline artifacts in {ART}"))]
+    return [pytest.param(v, id=v["variant"]) for v in found]
+
+
+@pytest.fixture(scope="module")
+def lib(torch):
+    import ttbuild.runtime as rt
+    if not (ART / "lib").is_dir():
+        pytest.skip(f"no {ART / 'lib'}")
+    return rt.load(str(ART))
+
+
+def _cols(v) -> int:
+    """Columns off the block; a multiple of 16 where the signature promises it (i32:16)."""
+    bn = v["constexprs"]["BN"]
+    aligned = next(p for p in v["params"] if p["name"] == "N")["divisibility"] == 16
+    return 2 * bn + (48 if aligned else 37)
+
+
+def _dtype(torch, v):
+    return getattr(torch, DTYPES[v["signature"].split(",")[0].lstrip("*").split(":")[0]])
+
+
+def _poisoned(torch, n):
+    return torch.full((n,), float("nan"), device="cuda", dtype=torch.float32)
+
+
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+def _close(torch, out, ref, rows, half=False):
+    """fp32 accumulation over `rows` terms; fp16 tiles may be summed in fp16 first (tl.sum)."""
+    torch.cuda.synchronize()
+    assert not torch.isnan(out).any(), "outputs never written"
+    tol = 1e-2 if half else 1e-4
+    torch.testing.assert_close(out.double(), ref.double(), rtol=tol, atol=tol * max(1, rows) ** 0.5)
+
+
+@pytest.mark.parametrize("rows", ROWS)
+@pytest.mark.parametrize("v", _ids(("colsum_kernel", "colsum_plain_kernel", "colmax_kernel")))
+def test_column_reductions(torch, lib, v, rows):
+    N = _cols(v)
+    gen = torch.Generator(device="cuda").manual_seed(rows * 7919 + N)
+    x = torch.randn(rows, N, device="cuda", generator=gen).to(_dtype(torch, v))
+    y = _poisoned(torch, N)
+    lib.variant(v["variant"])[(_cdiv(N, v["constexprs"]["BN"]),)](x, y, rows, N, N)
+    if v["kernel"] == "colmax_kernel":
+        ref = x.double().amax(0) if rows else torch.full((N,), float("-inf"), device="cuda")
+        torch.cuda.synchronize()
+        assert torch.equal(y.double(), ref.double()), "max is exact"
+    else:
+        _close(torch, y, x.double().sum(0), rows, half=x.dtype == torch.float16)
+
+
+@pytest.mark.parametrize("start,step", [(0, 1), (3, 2), (1, 5), (2000, 3)])
+@pytest.mark.parametrize("v", _ids(("colsum_step_kernel",)))
+def test_runtime_bounds_and_step(torch, lib, v, start, step):
+    rows, N = 1001, _cols(v)
+    x = torch.randn(rows, N, device="cuda")
+    y = _poisoned(torch, N)
+    lib.variant(v["variant"])[(_cdiv(N, v["constexprs"]["BN"]),)](x, y, rows, N, N, start, step)
+    _close(torch, y, x[start::step].double().sum(0), rows)
+
+
+@pytest.mark.parametrize("rows", [0, 2, 1003])
+@pytest.mark.parametrize("v", _ids(("gather_kernel",)))
+def test_indirect_load_through_pipelined_index(torch, lib, v, rows):
+    N = _cols(v)
+    src = torch.randn(4099, device="cuda")
+    idx = torch.randint(0, src.numel(), (rows, N), device="cuda", dtype=torch.int32)
+    y = _poisoned(torch, N)
+    lib.variant(v["variant"])[(_cdiv(N, v["constexprs"]["BN"]),)](idx, src, y, rows, N)
+    _close(torch, y, src[idx.long()].double().sum(0), rows)
+
+
+@pytest.mark.parametrize("rows", [0, 1, 17, 1003])
+@pytest.mark.parametrize("v", _ids(("tilesum_kernel",)))
+def test_tiles_with_reduction_in_loop(torch, lib, v, rows):
+    """The ring sits above the reduction's scratch: both live in the same iteration."""
+    N = _cols(v)
+    x = torch.randn(rows, N, device="cuda").to(_dtype(torch, v))
+    y = _poisoned(torch, N)
+    lib.variant(v["variant"])[(_cdiv(N, v["constexprs"]["BN"]),)](x, y, rows, N, N)
+    _close(torch, y, x.double().sum(0), rows, half=x.dtype == torch.float16)

@@ -177,6 +177,11 @@ class _Builder:
         self.loc = loc
         self.i32 = ir.IntegerType.get_signless(32)
 
+    def at(self, loc) -> "_Builder":
+        """The same builder with another location (a load's ops keep the load's, so errors
+        and line info point at its tl.load)."""
+        return _Builder(loc)
+
     def op(self, name, results, operands, attrs=None):
         return ir.Operation.create(name, results=results, operands=operands, attributes=attrs or {},
                                    loc=self.loc)
@@ -255,9 +260,9 @@ class _Loop:
     def _copies(self, iv_value, pred, slots):
         """Async copies of every pipelined load for the iteration at iv_value into `slots`
         (one memdesc per load), then one commit group; returns the group's token."""
-        b = self.b
         toks = []
         for cand, alloc, slot in zip(self.cands, self.allocs, slots):
+            b = self.b.at(cand.load.location)
             ptr, mask = self._clone_slice(cand, iv_value)
             view = b.op("ttg.memdesc_index", [self.views[id(alloc)]], [alloc, slot]).results[0]
             m = b.splat_i1(pred, ptr)
@@ -267,7 +272,7 @@ class _Loop:
             attrs = {"cache": p["cache"], "evict": p["evict"], "isVolatile": ir.BoolAttr.get(False),
                      "operandSegmentSizes": ir.Attribute.parse("array<i32: 1, 1, 1, 0>")}
             toks.append(b.op("ttg.async_copy_global_to_local", [token_type()], [ptr, view, m], attrs).results[0])
-        return b.op("ttg.async_commit_group", [token_type()], toks).results[0]
+        return self.b.op("ttg.async_commit_group", [token_type()], toks).results[0]
 
     def rewrite(self):
         b, S = self.b, self.S
@@ -307,12 +312,13 @@ class _Loop:
                           {"num": ir.IntegerAttr.get(i32, S - 2)}).results[0]
         for cand, alloc in zip(self.cands, self.allocs):
             load = cand.load
+            lb = b.at(load.location)
             with ir.InsertionPoint(load):
-                view = b.op("ttg.memdesc_index", [self.views[id(alloc)]], [alloc, ext]).results[0]
-                val = b.op("ttg.local_load", [load.results[0].type], [view, waited]).results[0]
+                view = lb.op("ttg.memdesc_index", [self.views[id(alloc)]], [alloc, ext]).results[0]
+                val = lb.op("ttg.local_load", [load.results[0].type], [view, waited]).results[0]
                 seg = _segments(load)
                 if seg[2] and not _is_zero_other(load.operands[1 + seg[1]]):
-                    val = b.select(load.operands[1], val, load.operands[1 + seg[1]])
+                    val = lb.select(load.operands[1], val, load.operands[1 + seg[1]])
             load.results[0].replace_all_uses_with(val)
         with ir.InsertionPoint(yield_op):
             ins = b.addi(insert, b.const(1))

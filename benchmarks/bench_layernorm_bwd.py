@@ -80,6 +80,16 @@ def main(argv=None):
         cases.append(("triton dx_fused (num_warps=8) + dwdb", theirs))
         ref_name = cases[-1][0]
 
+    # Each kernel alone as well, so a gap can be put on the kernel that has it.
+    parts = [("ttbuild dx_fused alone", lambda: (locks.zero_(), k1[(M,)](dx, dy, _dw, _db, x, w, mean, rstd, locks, N, N))),
+             ("ttbuild dwdb alone", lambda: k2[grid2](_dw, _db, dw, db, min(G, M), N))]
+    if have_triton():
+        parts += [("triton dx_fused alone", lambda: (locks.zero_(), t1[(M,)](
+                      dx, dy, _dw, _db, x, w, mean, rstd, locks, N, N, GROUP_SIZE_M=G, BLOCK_SIZE_N=BN, num_warps=8))),
+                  ("triton dwdb alone", lambda: t2[grid2](_dw, _db, dw, db, min(G, M), N,
+                                                          BLOCK_SIZE_M=32, BLOCK_SIZE_N=128, num_warps=4))]
+    part_ms = {name: bench_ms(fn) for name, fn in parts}
+
     results = []
     for name, fn in cases:
         ms = bench_ms(fn)
@@ -89,6 +99,12 @@ def main(argv=None):
     print(f"\nlayer norm backward, {M} x {N} fp16, {gpu}, medians "
           f"({'triton.testing.do_bench' if have_triton() else 'CUDA events'})")
     print(table(["kernel", "ms", "GB/s", f"x {ref_name}"], rows))
+    prow = []
+    for name, ms in part_ms.items():
+        twin = name.replace("ttbuild", "triton")
+        ratio = f"{part_ms[twin] / ms:.3f}" if name.startswith("ttbuild") and twin in part_ms else ""
+        prow.append((name, f"{ms * 1e3:.1f}", ratio))
+    print(table(["kernel", "us", "x triton (time ratio)"], prow))
 
 
 if __name__ == "__main__":

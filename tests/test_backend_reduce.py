@@ -310,3 +310,15 @@ def test_unflatten_keeps_each_flat_index_on_its_thread(spt_bits, lane_bits, wbit
             ix.append(rest % shape[d])
             rest //= shape[d]
         assert owner(tuple(reversed(ix))) == owner_1d(k), (k, lay)
+
+
+def test_scalar_stores_are_issued_by_thread_0_alone():
+    """Triton's redundant-data mask: layer norm's mean and rstd (scalars every thread holds) are
+    stored by thread 0 only, not by all 512 threads of the 16-warp program."""
+    p = _build("layer_norm_8192_w16")["ptx"].decode()
+    tid = re.search(r"mov\.u32\s+(%r\d+), %tid\.x;", p).group(1)
+    scalar = [l.strip() for l in p.splitlines() if "st.global.b32" in l]
+    assert len(scalar) == 2
+    for line in scalar:
+        pred = re.match(r"@(%p\d+) st\.global", line).group(1)
+        assert re.search(rf"setp\.eq\.[bsu]32\s+{re.escape(pred)}, {re.escape(tid)}, 0;", p), line

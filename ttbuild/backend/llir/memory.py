@@ -15,6 +15,7 @@ from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.coalesce import vector_elems
+from ttbuild.backend.layout import Slice
 from ttbuild.backend.llir.context import GPTR, I1, I32, TensorVal, llvm_type
 from ttbuild.backend.llir.registry import rule
 
@@ -188,6 +189,34 @@ def load(ctx, op, ptr, *rest):
     return TensorVal(out, ptr.layout, ptr.shape)
 
 
+def _store_owners(ctx, ptr, layout, vec) -> tuple[list | None, bool]:
+    """Per element, the i1 "this thread stores it" (None when every thread stores all it holds),
+    and whether that test is the same for all elements of each `vec`-element chunk.
+
+    Triton's redundant-data mask (StoreOpToLLVM, getRedundantDataMask): a scalar is stored by
+    thread 0 alone, and an element that several threads hold (a layout tile larger than the
+    shape, a slice layout) by one of them, so a warp does not send the same bytes 32 times.
+    The owner test of ctx.owned depends only on the offsets along the duplicated dimensions;
+    when those differ within a vector chunk, the chunk is stored element by element instead.
+    """
+    b = ctx.builder
+    if not isinstance(ptr, TensorVal):
+        return [b.icmp_unsigned("==", ctx.sreg("tid.x"), ir.Constant(I32, 0))], True
+    own = ctx.owned(layout, ptr.shape)
+    if own is None or vec == 1:
+        return own, True
+    par, pshape = layout, tuple(ptr.shape)
+    while isinstance(par, Slice):
+        pshape = par.parent_shape(pshape)
+        par = par.parent
+    dims = [d for d in range(par.rank) if par.tile(d) > pshape[d]]
+    offs = par.local_offsets(pshape)
+    for idx in _chunks(len(offs), vec):
+        if len({tuple(offs[i][d] for d in dims) for i in idx}) > 1:
+            return own, False
+    return own, True
+
+
 @rule("tt.store")
 def store(ctx, op, ptr, value, mask=None):
     elem = mu.elem_str(op.operands[1].type)
@@ -202,15 +231,24 @@ def store(ctx, op, ptr, value, mask=None):
     masks = None if mask is None else ([mask] if scalar else mask.elems)
     layout = None if scalar else ptr.layout
     vec, word, nwords = _plan(ctx, op, op.operands[0], elem, layout, len(ptrs))
+    own, uniform = _store_owners(ctx, ptr, layout, vec)
+    if not uniform:
+        vec, word, nwords = 1, (mu.elem_bits(elem) if ety != I1 else 8), 1
     k = vec // nwords
 
     def words(ix, w):
         return [_pack(b, [vals[i] for i in ix[j * k:(j + 1) * k]], mem_ety, w) for j in range(len(ix) // k)]
 
+    if own is not None:
+        masks = own if masks is None else [b.and_(m, o) for m, o in zip(masks, own)]
     for idx in _chunks(len(ptrs), vec):
-        if masks is None or _mask_uniform(ctx, op.operands[2], layout, vec):
+        if masks is None or (own is None and _mask_uniform(ctx, op.operands[2], layout, vec)):
             pred = None if masks is None else masks[idx[0]]
             _asm_store(ctx, ptrs[idx[0]], pred, word, nwords, words(idx, word))
+            continue
+        if own is not None and (mask is None or _mask_uniform(ctx, op.operands[2], layout, vec)):
+            # the owner test is uniform over a chunk (see _store_owners): one predicate
+            _asm_store(ctx, ptrs[idx[0]], masks[idx[0]], word, nwords, words(idx, word))
             continue
         with b.if_else(_all(b, [masks[i] for i in idx])) as (whole, part):
             with whole:

@@ -2,7 +2,8 @@
 ops tt.expand_dims / tt.broadcast.
 
 tt.reduce (Triton ReduceOpToLLVM's three steps): combine the elements a thread holds along the
-axis (a pairwise tree in element order); then butterfly shuffles (`shfl.sync.bfly.b32`, PTX ISA 9.7.9.6) across the lanes
+axis (left to right, as Triton does: the products of a sum of products fuse into FMAs and
+need not all be live at once); then butterfly shuffles (`shfl.sync.bfly.b32`, PTX ISA 9.7.9.6) across the lanes
 that hold distinct data along the axis, so every lane ends with its group's result; then, when
 several warps hold distinct data along the axis, lane 0 of each writes its partial to shared
 memory, one barrier, and every thread combines the partials in warp order. The user's combine
@@ -85,6 +86,15 @@ def tree(combine, items: list) -> list:
     return items[0]
 
 
+def fold(combine, items: list) -> list:
+    """Combine `items` left to right: ((a0 + a1) + a2) + ..., Triton's order within a thread
+    (ReduceOpToLLVM reduceWithinThreads)."""
+    acc = items[0]
+    for it in items[1:]:
+        acc = combine(acc, it)
+    return acc
+
+
 @rule("tt.reduce")
 def reduce(ctx, op, *srcs):
     b = ctx.builder
@@ -99,7 +109,7 @@ def reduce(ctx, op, *srcs):
     groups: dict = {}
     for j, off in enumerate(layout.local_offsets(shape)):
         groups.setdefault(off[:axis] + off[axis + 1:], []).append(j)
-    accs = [tree(combine, [[s.elems[j] for s in srcs] for j in js]) for js in groups.values()]
+    accs = [fold(combine, [[s.elems[j] for s in srcs] for j in js]) for js in groups.values()]
 
     # 2. across lanes
     plan = reduce_plan(layout, shape, axis)

@@ -167,3 +167,36 @@ def test_cli_builds_a_debug_variant_through_cubin(tmp_path):
     ptxs = [p.read_bytes() for p in (out / "ptx").rglob("*.ptx")]
     assert sum(b"__assertfail" in p for p in ptxs) == 1 and len(ptxs) == 2
     assert (out / "lib" / "assert_debug.cubin").read_bytes()[:4] == b"\x7fELF"
+
+
+def test_blank_line_edit_reruns_the_debug_ttir_only(tmp_path):
+    """A debug ttir reads the parse loc table (graph: keys.extra_inputs), so after a blank line
+    above the assert its TTIR names the new line; the non-debug variant's ttir stays untouched."""
+    kernels = tmp_path / "kernels"
+    kernels.mkdir()
+    src = kernels / SOURCE.name
+    src.write_bytes(SOURCE.read_bytes())
+    (kernels / "variants.toml").write_text(
+        '[[variant]]\nname = "assert_debug"\nfile = "debug_ops.py"\nkernel = "assert_kernel"\n'
+        'signature = "*i32:16,i32"\nconstexprs = { BLOCK = 128 }\ndebug = true\n\n'
+        '[[variant]]\nname = "assert_plain"\nfile = "debug_ops.py"\nkernel = "assert_kernel"\n'
+        'signature = "*i32:16,i32"\nconstexprs = { BLOCK = 128 }\n')
+    out = tmp_path / "artifacts"
+    build = [sys.executable, "-m", "ttbuild", "build", str(kernels), "-o", str(out), "--cache", "off"]
+
+    def ttirs():
+        return {p: (p.read_text(), p.stat().st_mtime_ns) for p in (out / "ttir").rglob("*.ttir")}
+
+    proc = subprocess.run(build, cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    line = source_line("tl.device_assert(x < 100")
+    before = ttirs()
+    (debug_path,) = [p for p, (t, _) in before.items() if "tt.assert" in t]
+    assert f'"debug_ops.py":{line}:' in before[debug_path][0]
+    src.write_text("\n" + src.read_text())
+    proc = subprocess.run(build, cwd=REPO, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    after = ttirs()
+    assert f'"debug_ops.py":{line + 1}:' in after[debug_path][0]
+    # the plain variant's TTIR file was not even rewritten (same bytes, same mtime)
+    assert {p: v for p, v in after.items() if p != debug_path} == {p: v for p, v in before.items() if p != debug_path}

@@ -14,7 +14,7 @@ from ttbuild.stages import STAGES
 from .actions import run_stage, write_meta
 from .fileio import XXHashChecker
 from .reporter import BuildReporter
-from .keys import INPUT_ROLE, PARENT_ROLE, OUTPUT_ROLES, canonical_json, chain, stage_versions
+from .keys import INPUT_ROLE, PARENT_ROLE, OUTPUT_ROLES, canonical_json, chain, extra_inputs, stage_versions
 from .variants import Variant, load_variants
 
 GROUP_DOCS = {
@@ -107,6 +107,8 @@ def generate_tasks(kernels_dir: str | Path = "kernels", artifacts_dir: str | Pat
             else:
                 pstage, prole = PARENT_ROLE[node.stage]
                 inputs = {INPUT_ROLE[node.stage]: outs_of[pstage][prole]}
+                # a debug ttir also reads the loc table (real positions for assert messages)
+                inputs.update({role: outs_of[s][r] for role, (s, r) in extra_inputs(node.stage, node.options).items()})
             name = f"{node.stage}:{node.key}"
             users.setdefault(name, []).append(v.name)
             if name in stage_tasks:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-VERSION = 2  # 2: TTIR cleanup passes (frontend/passes.py)
+VERSION = 3  # 2: TTIR cleanup passes (frontend/passes.py); 3: print() in a kernel is tt.print (was dropped)
 
 _CTX = None
 

@@ -1,10 +1,12 @@
 """Column sums of an 8192 x 8192 fp32 matrix in a tl.range(num_stages=S) loop, one program per column block: GB/s of ttbuild's colsum_kernel vs Triton's (same source) vs torch.sum(0), same run, same GPU.
 
-The loop is latency-bound (few programs, one row per iteration), which is where cp.async
-pipelining pays: S = 1 is the unpipelined loop, S = 3/4 keep S-1 rows in flight. Bytes counted:
-read x + write y. Ratios: against torch, and ours against Triton with the same BN/num_warps/S.
-Artifacts: python -m ttbuild build tests/data/gpu_kernels/pipeline -o build/pipeline-artifacts
-(the colsum_bench* variants), or --artifacts DIR / $TTBUILD_PIPELINE_ARTIFACTS.
+The loop is latency-bound (few programs, one row per iteration): S = 1 is the unpipelined loop,
+S = 3/4 keep S-1 rows in flight through cp.async. The point is ours vs Triton at the same S (on
+an H200 the pipelined loops were slower than S = 1 for both compilers, and all far below torch).
+Bytes counted: read x + write y. Ratios: against torch, and ours against Triton with the same
+BN/num_warps/S. Artifacts: the colsum_bench* variants of tests/data/gpu_kernels/pipeline, built by
+tests/gpu/build_test_artifacts.py into $TTBUILD_TEST_ARTIFACTS/pipeline (default
+build/test-artifacts/pipeline), or --artifacts DIR.
 Usage: python benchmarks/bench_pipeline.py [--artifacts DIR] [--rows 8192] [--cols 8192]
 """
 
@@ -35,8 +37,8 @@ def triton_colsum():
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--artifacts", default=os.environ.get("TTBUILD_PIPELINE_ARTIFACTS",
-                                                          os.path.join(REPO, "build", "pipeline-artifacts")))
+    ap.add_argument("--artifacts", default=os.path.join(
+        os.environ.get("TTBUILD_TEST_ARTIFACTS") or os.path.join(REPO, "build", "test-artifacts"), "pipeline"))
     ap.add_argument("--rows", type=int, default=8192)
     ap.add_argument("--cols", type=int, default=8192)
     args = ap.parse_args(argv)

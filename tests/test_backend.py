@@ -197,3 +197,17 @@ def test_oracle_venv_accepts_our_ttgir_and_agrees_on_layout(built, case, tmp_pat
     out = run_triton(script, str(ours), str(DATA / f), kernel, str(w), timeout=300)
     theirs = re.search(r"#ttg\.blocked<\{[^}]*\}>", out).group(0)
     assert theirs in built[(f, w)]["ttgir"].decode()
+
+
+def test_props_reads_discardable_attributes_too():
+    """mlir_util.props on an op with a hint attribute (tl.multiple_of writes tt.divisibility
+    beside the op's properties): MLIR 22's bindings iterate attribute names, not pairs."""
+    from ttbuild.backend import mlir_util as mu
+    ctx = mu.new_context()
+    with ctx, mu.ir.Location.unknown(ctx):
+        m = mu.ir.Module.parse('"tt.func"() ({\n  %0 = "arith.constant"() <{value = 1 : i32}> '
+                               '{tt.divisibility = 16 : i32} : () -> i32\n  "tt.return"() : () -> ()\n'
+                               '}) {sym_name = "k", function_type = () -> ()} : () -> ()')
+        op = m.body.operations[0].regions[0].blocks[0].operations[0]
+        got = {k: mu.int_attr(v) for k, v in mu.props(op).items()}
+    assert got == {"value": 1, "tt.divisibility": 16}

@@ -1,7 +1,7 @@
 """Pipelined loops (tl.range(num_stages=3/4), cp.async ring in shared memory) against torch on a real GPU: row counts below, at and off the stage count, columns off the block, poisoned outputs.
 
-Artifacts: python -m ttbuild build tests/data/gpu_kernels/pipeline -o build/pipeline-artifacts
-(or $TTBUILD_PIPELINE_ARTIFACTS), carried to the GPU machine.
+Artifacts: $TTBUILD_TEST_ARTIFACTS/pipeline (default build/test-artifacts/pipeline), written by
+tests/gpu/build_test_artifacts.py on the CPU machine and carried to the GPU machine.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 pytestmark = pytest.mark.gpu
 
 REPO = Path(__file__).resolve().parents[2]
-ART = Path(os.environ.get("TTBUILD_PIPELINE_ARTIFACTS", REPO / "build" / "pipeline-artifacts"))
+ART = Path(os.environ.get("TTBUILD_TEST_ARTIFACTS") or REPO / "build" / "test-artifacts") / "pipeline"
 ROWS = [0, 1, 2, 3, 5, 1003]
 DTYPES = {"fp32": "float32", "fp16": "float16", "i32": "int32"}
 

@@ -59,7 +59,10 @@ def _match_brace(s: str, i: int) -> int:
 def props(op) -> dict[str, ir.Attribute]:
     """Inherent attributes of `op` (properties plus attribute dict) as name -> Attribute."""
     op = op.operation
-    out = {na.name: na.attr for na in op.attributes}
+    out = {}
+    for item in op.attributes:  # MLIR 22's bindings yield names; older ones NamedAttributes
+        name = item if isinstance(item, str) else item.name
+        out[name] = op.attributes[name]
     if op.context.is_registered_operation(op.name):
         return out
     # Print only up to the regions: a region-holding op prints its body, which we skip over.

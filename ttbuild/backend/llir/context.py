@@ -34,6 +34,17 @@ F16, F32, F64, BF16 = ir.HalfType(), ir.FloatType(), ir.DoubleType(), BFloatType
 GPTR = ir.PointerType(addrspace=1)
 
 
+def duplicated_dims(layout, shape) -> tuple[Blocked, tuple[int, ...], list[int]]:
+    """(blocked parent, its shape, the dimensions whose layout tile exceeds that shape): a slice
+    layout's elements are its parent's over the shape with 1s inserted; along the returned
+    dimensions several threads (or one thread's wrapped registers) hold the same element."""
+    par, pshape = layout, tuple(shape)
+    while isinstance(par, Slice):
+        pshape = par.parent_shape(pshape)
+        par = par.parent
+    return par, pshape, [d for d in range(par.rank) if par.tile(d) > pshape[d]]
+
+
 @dataclass
 class TensorVal:
     """A distributed tensor: this thread's elements (llvmlite values), in layout.local_offsets order."""
@@ -161,11 +172,7 @@ class Ctx:
         key = ("own", layout, tuple(shape))
         if key in self._cache:
             return self._cache[key]
-        par, pshape = layout, tuple(shape)
-        while isinstance(par, Slice):
-            pshape = par.parent_shape(pshape)
-            par = par.parent
-        dims = [d for d in range(par.rank) if par.tile(d) > pshape[d]]
+        par, pshape, dims = duplicated_dims(layout, shape)
         out = None
         if dims:
             b = self.builder

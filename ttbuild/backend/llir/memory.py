@@ -15,8 +15,7 @@ from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.coalesce import vector_elems
-from ttbuild.backend.layout import Slice
-from ttbuild.backend.llir.context import GPTR, I1, I32, TensorVal, llvm_type
+from ttbuild.backend.llir.context import GPTR, I1, I32, TensorVal, duplicated_dims, llvm_type
 from ttbuild.backend.llir.registry import rule
 
 _REG = {16: "h", 32: "r", 64: "l"}
@@ -205,11 +204,7 @@ def _store_owners(ctx, ptr, layout, vec) -> tuple[list | None, bool]:
     own = ctx.owned(layout, ptr.shape)
     if own is None or vec == 1:
         return own, True
-    par, pshape = layout, tuple(ptr.shape)
-    while isinstance(par, Slice):
-        pshape = par.parent_shape(pshape)
-        par = par.parent
-    dims = [d for d in range(par.rank) if par.tile(d) > pshape[d]]
+    par, pshape, dims = duplicated_dims(layout, ptr.shape)
     offs = par.local_offsets(pshape)
     for idx in _chunks(len(offs), vec):
         if len({tuple(offs[i][d] for d in dims) for i in idx}) > 1:
@@ -242,13 +237,10 @@ def store(ctx, op, ptr, value, mask=None):
     if own is not None:
         masks = own if masks is None else [b.and_(m, o) for m, o in zip(masks, own)]
     for idx in _chunks(len(ptrs), vec):
-        if masks is None or (own is None and _mask_uniform(ctx, op.operands[2], layout, vec)):
+        # the owner test is uniform over a chunk (see _store_owners): the user's mask decides
+        if mask is None or _mask_uniform(ctx, op.operands[2], layout, vec):
             pred = None if masks is None else masks[idx[0]]
             _asm_store(ctx, ptrs[idx[0]], pred, word, nwords, words(idx, word))
-            continue
-        if own is not None and (mask is None or _mask_uniform(ctx, op.operands[2], layout, vec)):
-            # the owner test is uniform over a chunk (see _store_owners): one predicate
-            _asm_store(ctx, ptrs[idx[0]], masks[idx[0]], word, nwords, words(idx, word))
             continue
         with b.if_else(_all(b, [masks[i] for i in idx])) as (whole, part):
             with whole:

@@ -24,6 +24,7 @@ from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.coalesce import vector_elems
+from ttbuild.backend.smem import elem_bytes
 from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
 from ttbuild.backend.llir.registry import rule
 from ttbuild.errors import CompilationError
@@ -51,10 +52,6 @@ def parse_memdesc(t) -> tuple[tuple[int, ...], str, tuple[int, ...]]:
     return tuple(int(s) for s in m.group(1).split("x")), m.group(2), order
 
 
-def _ebytes(elem: str) -> int:
-    return mu.elem_bits(elem) // 8
-
-
 def _strides(shape, order) -> list[int]:
     """Row-major strides (elements) of a tile whose dimensions order[0], order[1], ... are
     fastest to slowest."""
@@ -73,7 +70,7 @@ def _elem_addr(ctx, desc: MemDesc, index):
     for v, s in zip(index, st):
         t = b.mul(v, ir.Constant(I32, s)) if s != 1 else v
         off = t if off is None else b.add(off, t)
-    nbytes = b.mul(off, ir.Constant(I32, _ebytes(desc.elem)))
+    nbytes = b.mul(off, ir.Constant(I32, elem_bytes(desc.elem)))
     return b.gep(desc.ptr, [nbytes])
 
 
@@ -111,7 +108,7 @@ def local_alloc(ctx, op):
 def memdesc_index(ctx, op, desc: MemDesc, idx):
     """Slot `idx` of the leading dimension: the pointer moves by idx * slot bytes."""
     b = ctx.builder
-    slot = prod(desc.shape[1:]) * _ebytes(desc.elem)
+    slot = prod(desc.shape[1:]) * elem_bytes(desc.elem)
     return MemDesc(b.gep(desc.ptr, [b.mul(idx, ir.Constant(I32, slot))]), desc.shape[1:], desc.elem, desc.order)
 
 
@@ -144,7 +141,7 @@ def async_copy(ctx, op, ptr: TensorVal, desc: MemDesc, mask=None, other=None):
     b = ctx.builder
     layout, shape = ptr.layout, ptr.shape
     elem = desc.elem
-    eb = _ebytes(elem)
+    eb = elem_bytes(elem)
     o0 = layout.order[0]
     cap = vector_elems(op.operands[0], ctx.axis, o0)
     if mask is not None:
@@ -195,7 +192,7 @@ def local_load(ctx, op, desc: MemDesc, token=None):
     layout = layout_of(res)
     shape = tuple(mu.shape_of(res.type))
     ety = llvm_type(desc.elem)
-    eb = _ebytes(desc.elem)
+    eb = elem_bytes(desc.elem)
     vec = _vec(layout, shape, 16 // eb)
     if _shares_elements(ctx, layout, shape):
         ctx.barrier()

@@ -43,13 +43,6 @@ def _string(ctx, prefix: str, text: str) -> ir.Value:
     return g if g.type == PTR else ctx.builder.bitcast(g, PTR)
 
 
-def _declare(ctx, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
-    fn = ctx.module.globals.get(name)
-    if fn is None:
-        fn = ir.Function(ctx.module, ir.FunctionType(ret, args), name)
-    return fn
-
-
 def _elems(value) -> list:
     return value.elems if isinstance(value, TensorVal) else [value]
 
@@ -121,7 +114,7 @@ def _vprintf(ctx, fmt: str, args: list[ir.Value]) -> None:
     """One vprintf call: `fmt` (newline added) and `args` packed into a stack struct. The buffer
     is one entry-block alloca per struct type, reused: vprintf copies it before returning."""
     b = ctx.builder
-    vprintf = _declare(ctx, "vprintf", I32, [PTR, PTR])
+    vprintf = ctx.intrinsic("vprintf", I32, [PTR, PTR])
     fmt_ptr = _string(ctx, "printfFormat_", fmt + "\n")
     if not args:
         b.call(vprintf, [fmt_ptr, ir.Constant(PTR, None)])
@@ -191,7 +184,7 @@ def assert_(ctx, op, cond):
     cont_bb = fn.append_basic_block("assert.cont")
     b.cbranch(failed, fail_bb, cont_bb)
     b.position_at_end(fail_bb)
-    assertfail = _declare(ctx, "__assertfail", ir.VoidType(), [PTR, PTR, I32, PTR, I64])
+    assertfail = ctx.intrinsic("__assertfail", ir.VoidType(), [PTR, PTR, I32, PTR, I64])
     b.call(assertfail, [_string(ctx, "assertMessage_", _str_prop(op, "message")),
                         _string(ctx, "assertFile_", file), ir.Constant(I32, line),
                         _string(ctx, "assertFunc_", fn.name), ir.Constant(I64, 1)])

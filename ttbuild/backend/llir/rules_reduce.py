@@ -14,6 +14,7 @@ shared memory was read since the last barrier).
 
 from __future__ import annotations
 
+import functools
 from math import prod
 
 from llvmlite import ir
@@ -86,15 +87,6 @@ def tree(combine, items: list) -> list:
     return items[0]
 
 
-def fold(combine, items: list) -> list:
-    """Combine `items` left to right: ((a0 + a1) + a2) + ..., Triton's order within a thread
-    (ReduceOpToLLVM reduceWithinThreads)."""
-    acc = items[0]
-    for it in items[1:]:
-        acc = combine(acc, it)
-    return acc
-
-
 @rule("tt.reduce")
 def reduce(ctx, op, *srcs):
     b = ctx.builder
@@ -109,7 +101,8 @@ def reduce(ctx, op, *srcs):
     groups: dict = {}
     for j, off in enumerate(layout.local_offsets(shape)):
         groups.setdefault(off[:axis] + off[axis + 1:], []).append(j)
-    accs = [fold(combine, [[s.elems[j] for s in srcs] for j in js]) for js in groups.values()]
+    # left to right, Triton's order within a thread (ReduceOpToLLVM reduceWithinThreads)
+    accs = [functools.reduce(combine, [[s.elems[j] for s in srcs] for j in js]) for js in groups.values()]
 
     # 2. across lanes
     plan = reduce_plan(layout, shape, axis)

@@ -82,18 +82,24 @@ def test_layer_norm_forward_matches_torch(torch, lib, variant, rows, n, stride):
 
 
 
-@pytest.mark.parametrize("M,N", [(100, 1000), (7, 333), (256, 1024)])
-def test_layer_norm_backward_with_locks(torch, lib, M, N):
-    gen = torch.Generator(device="cuda").manual_seed(M + N)
-    x = (torch.randn(M, N, device="cuda", generator=gen) * 2).half()
-    w = torch.rand(N, device="cuda", generator=gen).half()
+def _ln_bwd_inputs(torch, M, N, G, seed, x_scale=1.0, w_shift=0.0):
+    """Layer norm backward inputs as the tutorial builds them: fp16 x, w, dy from `seed`, fp32
+    mean/rstd of x, zeroed locks (2 * G) and fp16 partial-sum buffers (G x N)."""
+    gen = torch.Generator(device="cuda").manual_seed(seed)
+    x = (torch.randn(M, N, device="cuda", generator=gen) * x_scale).half()
+    w = (torch.rand(N, device="cuda", generator=gen) + w_shift).half()
     dy = torch.randn(M, N, device="cuda", generator=gen).half()
     mean = x.float().mean(dim=1)
     rstd = 1 / torch.sqrt(x.float().var(dim=1, unbiased=False) + 1e-5)
-    G = 64
     locks = torch.zeros(2 * G, device="cuda", dtype=torch.int32)
     _dw = torch.zeros(G, N, device="cuda", dtype=torch.float16)
-    _db = torch.zeros(G, N, device="cuda", dtype=torch.float16)
+    return x, w, dy, mean, rstd, locks, _dw, torch.zeros_like(_dw)
+
+
+@pytest.mark.parametrize("M,N", [(100, 1000), (7, 333), (256, 1024)])
+def test_layer_norm_backward_with_locks(torch, lib, M, N):
+    G = 64
+    x, w, dy, mean, rstd, locks, _dw, _db = _ln_bwd_inputs(torch, M, N, G, M + N, x_scale=2)
     dx = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
     lib.variant("ln_bwd_dx_1024")[(M,)](dx, dy, _dw, _db, x, w, mean, rstd, locks, N, N)
     dw = torch.full((N,), float("nan"), device="cuda", dtype=torch.float16)
@@ -114,16 +120,8 @@ def test_layer_norm_backward_with_locks(torch, lib, M, N):
 @pytest.mark.parametrize("M,N", [(300, 8192), (97, 5008)])  # N % 16 == 0: the variant promises it
 def test_layer_norm_backward_benchmark_config(torch, lib, M, N):
     """The benchmark's configuration: 8192 columns per program, 8 warps, 96 lock groups."""
-    gen = torch.Generator(device="cuda").manual_seed(M * 5 + N)
-    x = torch.randn(M, N, device="cuda", generator=gen).half()
-    w = (torch.rand(N, device="cuda", generator=gen) + 0.5).half()
-    dy = torch.randn(M, N, device="cuda", generator=gen).half()
-    mean = x.float().mean(dim=1)
-    rstd = 1 / torch.sqrt(x.float().var(dim=1, unbiased=False) + 1e-5)
     G = 96
-    locks = torch.zeros(2 * G, device="cuda", dtype=torch.int32)
-    _dw = torch.zeros(G, N, device="cuda", dtype=torch.float16)
-    _db = torch.zeros(G, N, device="cuda", dtype=torch.float16)
+    x, w, dy, mean, rstd, locks, _dw, _db = _ln_bwd_inputs(torch, M, N, G, M * 5 + N, w_shift=0.5)
     dx = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
     lib.variant("ln_bwd_dx_8192_w8")[(M,)](dx, dy, _dw, _db, x, w, mean, rstd, locks, N, N)
     dw = torch.full((N,), float("nan"), device="cuda", dtype=torch.float16)
@@ -147,17 +145,9 @@ def test_layer_norm_backward_loses_no_update(torch, lib):
     kernel (no such barrier) lost a row's contribution in 1-2 of 300 runs of the benchmark's size
     (benchmarks/bench_layernorm_bwd.py counts them); ours must lose none."""
     M, N, G = 4096, 8192, 96
-    gen = torch.Generator(device="cuda").manual_seed(7)
-    x = (torch.randn(M, N, device="cuda", generator=gen) * 2).half()
-    w = torch.rand(N, device="cuda", generator=gen).half()
-    dy = torch.randn(M, N, device="cuda", generator=gen).half()
-    mean = x.float().mean(dim=1)
-    rstd = 1 / torch.sqrt(x.float().var(dim=1, unbiased=False) + 1e-5)
+    x, w, dy, mean, rstd, locks, _dw, _db = _ln_bwd_inputs(torch, M, N, G, 7, x_scale=2)
     xhat = (x.float() - mean[:, None]) * rstd[:, None]
     ref_dw, ref_db = (dy.float() * xhat).sum(0), dy.float().sum(0)
-    locks = torch.zeros(2 * G, device="cuda", dtype=torch.int32)
-    _dw = torch.empty(G, N, device="cuda", dtype=torch.float16)
-    _db = torch.empty_like(_dw)
     dx, dw, db = torch.empty_like(x), torch.empty_like(w), torch.empty_like(w)
     k1, k2 = lib.variant("ln_bwd_dx_8192_w8"), lib.variant("ln_bwd_dwdb_16")
     worst = []

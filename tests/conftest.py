@@ -98,7 +98,7 @@ def write_fake_stages(root: Path) -> Path:
 def real_stages_available() -> bool:
     """True once every real stage module exists and is importable (the other engineers' work)."""
     try:
-        from ttbuild.build import stage_versions
+        from ttbuild.graph import stage_versions
 
         stage_versions("ttbuild.stages")
         return True
@@ -220,7 +220,7 @@ def make_project(dest: Path, stages: str, fake_root: Path | None, source: Path |
         else:
             (dest / "dodo.py").write_text(
                 '"""Test dodo: the ttbuild graph over fake stages."""\n'
-                "from ttbuild.build import namespace\n"
+                "from ttbuild.graph import namespace\n"
                 '_ns = namespace("kernels", "artifacts", stage_package="fakestages")\n'
                 'DOIT_CONFIG = _ns["DOIT_CONFIG"]\n'
                 'task_ttbuild = _ns["task_ttbuild"]\n')

@@ -12,9 +12,10 @@ import pytest
 import xxhash
 from hypothesis import given, strategies as st
 
-from ttbuild.build import chain, doit_config, generate_tasks, load_variants, stage_key
-from ttbuild.build.fileio import XXHashChecker, atomic_write, file_digest
-from ttbuild.build.meta import MetaError, build_params, ttgir_module_int
+from ttbuild.graph import chain, doit_config, generate_tasks, load_variants, stage_key
+from ttbuild.fileio import atomic_write, file_digest
+from ttbuild.graph.state import XXHashChecker
+from ttbuild.graph.meta import MetaError, build_params, ttgir_module_int
 
 REPO = Path(__file__).resolve().parent.parent
 VERSIONS = {s: 1 for s in ("parse", "ttir", "ttgir", "llir", "ptx", "cubin")}

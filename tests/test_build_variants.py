@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from ttbuild.build import VariantError, load_variants, parse_signature
-from ttbuild.build.signature import DTYPES
+from ttbuild.graph import VariantError, load_variants, parse_signature
+from ttbuild.graph.signature import DTYPES
 from ttbuild.errors import CompilationError
 
 REPO = Path(__file__).resolve().parent.parent

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from ttbuild.build import in_shard, load_variants
+from ttbuild.graph import in_shard, load_variants
 from ttbuild.cli import parse_shard
 
 BAD_VARIANT = '''
@@ -238,8 +238,8 @@ def test_tasks_pickle_for_worker_processes(proj):
     import pickle
     import sys as _sys
 
-    from ttbuild.build import generate_tasks
-    from ttbuild.build.fileio import XXHashChecker
+    from ttbuild.graph import generate_tasks
+    from ttbuild.graph.state import XXHashChecker
 
     _sys.path.insert(0, proj.pythonpath.split(os.pathsep)[-1])
     try:

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from ttbuild.build import chain, load_variants, stage_versions
+from ttbuild.graph import chain, load_variants, stage_versions
 
 STAGE_PKG = {"fake": "fakestages", "real": "ttbuild.stages"}
 

@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         from doit.exceptions import InvalidDodoFile
 
-        from ttbuild.build import VariantError
+        from ttbuild.graph import VariantError
 
         if isinstance(exc, (VariantError, InvalidDodoFile)):
             print(f"ERROR: {exc.render() if isinstance(exc, VariantError) else exc}", file=sys.stderr)

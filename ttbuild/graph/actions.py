@@ -21,7 +21,7 @@ from doit.exceptions import TaskFailed
 from ttbuild.errors import CompilationError, ToolError
 
 from .diagnostics import render_error
-from .fileio import atomic_write
+from ttbuild.fileio import atomic_write
 
 
 def run_stage(stage: str, package: str, inputs: Mapping[str, str], outputs: Mapping[str, str],

@@ -1,41 +1,13 @@
-"""Atomic writes (temp file in the same directory + os.replace), doit's xxh3_64 file checker, and the artifacts lock."""
+"""Build state on disk: doit's xxh3_64 file checker, the artifacts lock and the sweep of temp files a killed build left."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-import xxhash
 from doit.dependency import FileChangedChecker
 
-from ttbuild.fileio import TMP_PREFIX, replace_file
-
-
-def file_digest(path: str | os.PathLike) -> str:
-    """xxh3_64 of a file's bytes, 16 hex digits; OSError if it cannot be read."""
-    hasher = xxhash.xxh3_64()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            hasher.update(chunk)
-    return hasher.hexdigest()
-
-
-def atomic_write(path: str | os.PathLike, data: bytes) -> bool:
-    """Write `data` to `path` so readers see the old file or the new one, never a torn one.
-
-    Through `ttbuild.fileio.replace_file` (temp file in the same directory + os.replace). If
-    `path` already holds exactly `data`, the file is left alone (keeping its mtime), so an
-    unchanged rebuild output costs the next check no hashing. Returns True when the file was
-    (re)written.
-    """
-    path = Path(path)
-    try:
-        if path.stat().st_size == len(data) and path.read_bytes() == data:
-            return False
-    except OSError:
-        pass
-    replace_file(path, data)
-    return True
+from ttbuild.fileio import TMP_PREFIX, file_digest
 
 
 class XXHashChecker(FileChangedChecker):

@@ -105,7 +105,7 @@ class BuildReporter(ConsoleReporter):
             return
         import sys
 
-        from .fileio import BuildLock, sweep_temp_files
+        from .state import BuildLock, sweep_temp_files
 
         def waiting(path):
             print(f"ttbuild: waiting for another ttbuild on {path}", file=sys.stderr, flush=True)

@@ -12,7 +12,7 @@ import ttbuild
 from ttbuild.stages import STAGES
 
 from .actions import run_stage, write_meta
-from .fileio import XXHashChecker
+from .state import XXHashChecker
 from .reporter import BuildReporter
 from .keys import INPUT_ROLE, PARENT_ROLE, OUTPUT_ROLES, canonical_json, chain, extra_inputs, stage_versions
 from .variants import Variant, load_variants

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .graph import DEP_FILE, TASK_GROUPS, doit_config, generate_tasks, output_paths
+from .tasks import DEP_FILE, TASK_GROUPS, doit_config, generate_tasks, output_paths
 from .keys import canonical_json, chain, stage_key, stage_options, stage_versions, xxh3_hex
 from .signature import SigEntry, parse_signature
 from .variants import Variant, VariantError, load_variants

@@ -10,6 +10,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from ttbuild.signature import SignatureError, parse_entry
+
 from . import semantic as S
 from . import types as T
 from .astjson import decode
@@ -83,13 +85,15 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
         args = []
         for (p, node), entry in zip(runtime, self.signature):
             try:
-                sig = T.parse_signature_entry(entry)
-            except ValueError as e:
+                sig = parse_entry(entry)
+            except SignatureError as e:
                 self.b.loc = node._id
-                fail(self.cx, str(e))
-            v = self.b.fresh(sig.type)
+                what = "unknown signature type" if e.field == "dtype" else "bad signature entry"
+                fail(self.cx, f"{what} {entry!r}: {e}")
+            ty = T.signature_type(sig)
+            v = self.b.fresh(ty)
             args.append(v)
-            types.append(sig.type.mlir)
+            types.append(ty.mlir)
             attrs.append(f"{{tt.divisibility = {sig.divisibility} : i32}}" if sig.divisibility > 1 else "{}")
             locs.append(self.b.loc_of(node._id))
             self.scope[p["name"]] = v

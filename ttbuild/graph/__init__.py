@@ -8,14 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from .tasks import DEP_FILE, TASK_GROUPS, doit_config, generate_tasks, output_paths
-from .keys import canonical_json, chain, stage_key, stage_options, stage_versions, xxh3_hex
-from .signature import SigEntry, parse_signature
+from .keys import chain, stage_key, stage_options, stage_versions, xxh3_hex
 from .variants import Variant, VariantError, load_variants
 
 __all__ = [
-    "DEP_FILE", "TASK_GROUPS", "SigEntry", "Variant", "VariantError", "canonical_json", "chain",
-    "doit_config", "generate_tasks", "in_shard", "load_variants", "namespace", "output_paths",
-    "parse_signature", "stage_key", "stage_options", "stage_versions", "xxh3_hex",
+    "DEP_FILE", "TASK_GROUPS", "Variant", "VariantError", "chain", "doit_config", "generate_tasks",
+    "in_shard", "load_variants", "namespace", "output_paths", "stage_key", "stage_options",
+    "stage_versions", "xxh3_hex",
 ]
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import importlib
-import json
 from dataclasses import dataclass
 from typing import Any, Mapping
 
 import xxhash
 
+from ttbuild.canonical import canonical_json
 from ttbuild.stages import STAGES
+from ttbuild.target import Target
 
 from .variants import Variant
 
@@ -31,14 +32,6 @@ def extra_inputs(stage: str, options: Mapping[str, Any]) -> dict[str, tuple[str,
         return {"loc": ("parse", "loc")}
     return {}
 
-# PTX ISA version the backend targets (90 = PTX ISA 9.0, what LLVM 22's `+ptx90` emits).
-PTX_VERSION = 90
-
-
-def canonical_json(value: Any) -> str:
-    """The one JSON spelling used for keys: sorted keys, no spaces, UTF-8 kept as is."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
 
 def xxh3_hex(data: str | bytes) -> str:
     """xxh3_64 of `data` (str is UTF-8 encoded) as 16 lowercase hex digits."""
@@ -48,7 +41,8 @@ def xxh3_hex(data: str | bytes) -> str:
 
 
 def stage_key(parent: str, stage: str, version: int, options: Mapping[str, Any]) -> str:
-    """A stage's key: xxh3_64 over `parent \\0 stage \\0 VERSION \\0 canonical-JSON(options)`.
+    """A stage's key in the build graph (its output directory, `artifacts/<stage>/<key>/`; not
+    the cache's action key, `ttbuild.cache.action_key`): xxh3_64 over `parent \\0 stage \\0 VERSION \\0 canonical-JSON(options)`.
 
     `parent` is the parent stage's key ("" for parse). Two variants with equal options up to
     a stage share that stage's key, hence its task and output directory.
@@ -57,7 +51,11 @@ def stage_key(parent: str, stage: str, version: int, options: Mapping[str, Any])
 
 
 def stage_options(variant: Variant) -> dict[str, dict[str, Any]]:
-    """The options each stage of `variant` runs with (CONTRACTS.md table), JSON-serialisable."""
+    """The options each stage of `variant` runs with (CONTRACTS.md table), JSON-serialisable.
+
+    The build and the in-memory driver (`ttbuild.compiler`) both take their options from here.
+    """
+    target = Target.parse(variant.target)
     return {
         "parse": {"kernel": variant.kernel, "file": variant.file},
         # `debug` keys ttir only when on, so non-debug variants keep their keys and cached outputs.
@@ -67,8 +65,8 @@ def stage_options(variant: Variant) -> dict[str, dict[str, Any]]:
                   "num_stages": variant.num_stages, "target": variant.target},
         "llir": {"target": variant.target, "enable_fp_fusion": variant.enable_fp_fusion,
                  "debug": variant.debug},
-        "ptx": {"arch": variant.arch, "ptx_version": PTX_VERSION},
-        "cubin": {"arch": variant.arch, "ptxas_options": list(variant.ptxas_options)},
+        "ptx": {"arch": target.arch, "ptx_version": target.ptx_version},
+        "cubin": {"arch": target.arch, "ptxas_options": list(variant.ptxas_options)},
     }
 
 

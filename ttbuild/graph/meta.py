@@ -3,28 +3,20 @@
 from __future__ import annotations
 
 import json
-import re
 
 import ttbuild
+from ttbuild.errors import TTBuildError
+from ttbuild.irattrs import module_attrs
 
 from .keys import xxh3_hex
 
 SCHEMA = "ttbuild.kernel/1"
 HASHED_STAGES = ("parse", "ttir", "ttgir", "llir", "ptx", "cubin")
 
-# TTGIR module attributes in generic form read `"ttg.num-warps" = 4 : i32`; a regex keeps
-# metadata writing free of the MLIR import (CONTRACTS.md, "TTIR and TTGIR").
-_ATTR = r'"?{}"?\s*=\s*(-?\d+)'
 
 
-class MetaError(Exception):
+class MetaError(TTBuildError):
     """The stage outputs disagree with the variant (parameter count, missing constexpr value)."""
-
-
-def ttgir_module_int(ttgir: str, name: str) -> int | None:
-    """Integer value of TTGIR module attribute `name` (e.g. "ttg.shared"), None when absent."""
-    match = re.search(_ATTR.format(re.escape(name)), ttgir)
-    return int(match.group(1)) if match else None
 
 
 def _is_constexpr_annotation(node) -> bool:
@@ -98,10 +90,11 @@ def build_metadata(variant: dict, blobs: dict[str, bytes], cubin_name: str) -> d
         parse_doc = json.loads(blobs["parse"])
     except ValueError as exc:
         raise MetaError(f"parse output is not JSON: {exc}") from None
-    ttgir = blobs["ttgir"].decode("utf-8", "replace")
-    num_warps = ttgir_module_int(ttgir, "ttg.num-warps")
-    num_ctas = ttgir_module_int(ttgir, "ttg.num-ctas")
-    shared = ttgir_module_int(ttgir, "ttg.shared")
+    # TTGIR module attributes through the one stdlib reader: metadata writing imports no MLIR.
+    attrs = {k: v for k, v in module_attrs(blobs["ttgir"]).items() if isinstance(v, int)}
+    num_warps = attrs.get("ttg.num-warps")
+    num_ctas = attrs.get("ttg.num-ctas")
+    shared = attrs.get("ttg.shared")
     return {
         "schema": SCHEMA,
         "variant": variant["name"],

@@ -14,7 +14,9 @@ from ttbuild.stages import STAGES
 from .actions import run_stage, write_meta
 from .state import XXHashChecker
 from .reporter import BuildReporter
-from .keys import INPUT_ROLE, PARENT_ROLE, OUTPUT_ROLES, canonical_json, chain, extra_inputs, stage_versions
+from ttbuild.canonical import canonical_json
+
+from .keys import INPUT_ROLE, PARENT_ROLE, OUTPUT_ROLES, chain, extra_inputs, stage_versions
 from .variants import Variant, load_variants
 
 GROUP_DOCS = {

@@ -9,10 +9,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ttbuild.canonical import canonical_json
 from ttbuild.errors import CompilationError, Loc
+from ttbuild.options import DEFAULTS, OptionError, Options
+from ttbuild.signature import SigEntry, parse_signature
 from ttbuild.stages import STAGES
-
-from .signature import SigEntry, parse_signature
+from ttbuild.target import Target
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -24,23 +26,23 @@ VARIANTS_FILE = "variants.toml"
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Variant names become file names under artifacts/lib/: keep them portable.
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z")
-_TARGET = re.compile(r"cuda:(\d{2,3})\Z")
 
-# Field -> (required, default). Order is the order errors are reported in.
+# Field -> (required, default); option defaults are `ttbuild.options.Options`'. Order is the
+# order errors are reported in.
 FIELDS: dict[str, tuple[bool, Any]] = {
     "name": (False, None),
     "file": (True, None),
     "kernel": (True, None),
     "signature": (True, None),
     "constexprs": (False, {}),
-    "num_warps": (False, 4),
-    "num_stages": (False, 3),
-    "num_ctas": (False, 1),
-    "target": (False, "cuda:90"),
+    "num_warps": (False, DEFAULTS.num_warps),
+    "num_stages": (False, DEFAULTS.num_stages),
+    "num_ctas": (False, DEFAULTS.num_ctas),
+    "target": (False, DEFAULTS.target),
     "until": (False, "cubin"),
-    "enable_fp_fusion": (False, True),
-    "debug": (False, False),
-    "ptxas_options": (False, []),
+    "enable_fp_fusion": (False, DEFAULTS.enable_fp_fusion),
+    "debug": (False, DEFAULTS.debug),
+    "ptxas_options": (False, list(DEFAULTS.ptxas_options)),
 }
 
 
@@ -64,25 +66,30 @@ class Variant:
     signature: str
     params: tuple[SigEntry, ...]
     constexprs: dict = field(hash=False)
-    num_warps: int = 4
-    num_stages: int = 3
-    num_ctas: int = 1
-    target: str = "cuda:90"
+    num_warps: int = DEFAULTS.num_warps
+    num_stages: int = DEFAULTS.num_stages
+    num_ctas: int = DEFAULTS.num_ctas
+    target: str = DEFAULTS.target
     until: str = "cubin"
-    enable_fp_fusion: bool = True
-    debug: bool = False
-    ptxas_options: tuple[str, ...] = ()
+    enable_fp_fusion: bool = DEFAULTS.enable_fp_fusion
+    debug: bool = DEFAULTS.debug
+    ptxas_options: tuple[str, ...] = DEFAULTS.ptxas_options
+
+    @property
+    def options(self) -> Options:
+        """The variant's compile options as one validated value."""
+        return Options(num_warps=self.num_warps, num_ctas=self.num_ctas, num_stages=self.num_stages,
+                       target=self.target, enable_fp_fusion=self.enable_fp_fusion, debug=self.debug,
+                       ptxas_options=self.ptxas_options)
 
     @property
     def capability(self) -> int:
-        return int(_TARGET.match(self.target).group(1))
+        return Target.parse(self.target).capability
 
     @property
     def arch(self) -> str:
-        """ptxas/LLVM arch for the target: `sm_90a` for 9.0 and newer (Triton uses the
-        arch-specific `a` variant there to reach wgmma/TMA), `sm_NN` below."""
-        cap = self.capability
-        return f"sm_{cap}a" if cap >= 90 else f"sm_{cap}"
+        """ptxas/LLVM arch for the target (`Target.arch`: `sm_90a` for 9.0 and newer)."""
+        return Target.parse(self.target).arch
 
     @property
     def stages(self) -> tuple[str, ...]:
@@ -177,35 +184,28 @@ def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator") -> 
         if not isinstance(cval, (bool, int, float, str)):
             raise fail("constexprs", f"{cname} = {cval!r}: a constexpr is an int, float, bool or string")
 
-    for key, low in (("num_warps", 1), ("num_stages", 1), ("num_ctas", 1)):
-        val = values[key]
-        if isinstance(val, bool) or not isinstance(val, int) or val < low:
-            raise fail(key, f"must be a positive integer, got {val!r}")
-    if values["num_warps"] & (values["num_warps"] - 1) or values["num_warps"] > 32:
-        raise fail("num_warps", f"must be a power of two from 1 to 32, got {values['num_warps']}")
-    if not _TARGET.match(values["target"]):
-        raise fail("target", f"must look like 'cuda:90' (backend:compute capability), got {values['target']!r}")
+    opts = values["ptxas_options"]
+    if not isinstance(opts, list):  # a TOML array; Options also takes a tuple
+        raise fail("ptxas_options", "must be a list of strings")
+    try:
+        options = Options.from_mapping(values)
+    except OptionError as exc:
+        raise fail(exc.field, exc.why) from None
     if values["until"] not in STAGES:
         raise fail("until", f"must be one of {', '.join(STAGES)}, got {values['until']!r}")
-    for key in ("enable_fp_fusion", "debug"):
-        if not isinstance(values[key], bool):
-            raise fail(key, f"must be true or false, got {values[key]!r}")
-    opts = values["ptxas_options"]
-    if not isinstance(opts, list) or not all(isinstance(o, str) for o in opts):
-        raise fail("ptxas_options", "must be a list of strings")
 
     name = values["name"] or _default_name(values)
     return Variant(index=index, name=name, file=rel, kernel=values["kernel"],
                    signature=",".join(str(p) for p in params), params=tuple(params),
-                   constexprs=dict(constexprs), num_warps=values["num_warps"],
-                   num_stages=values["num_stages"], num_ctas=values["num_ctas"],
-                   target=values["target"], until=values["until"],
-                   enable_fp_fusion=values["enable_fp_fusion"], debug=values["debug"],
-                   ptxas_options=tuple(opts))
+                   constexprs=dict(constexprs), num_warps=options.num_warps,
+                   num_stages=options.num_stages, num_ctas=options.num_ctas,
+                   target=options.target, until=values["until"],
+                   enable_fp_fusion=options.enable_fp_fusion, debug=options.debug,
+                   ptxas_options=options.ptxas_options)
 
 
 def _default_name(values: dict) -> str:
-    from .keys import canonical_json, xxh3_hex
+    from .keys import xxh3_hex
 
     opts = {k: v for k, v in values.items() if k not in ("name", "until")}
     return f"{values['kernel']}_{xxh3_hex(canonical_json(opts))[:8]}"

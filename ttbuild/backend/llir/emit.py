@@ -103,7 +103,9 @@ def lower(ttgir: str | bytes, *, fp_fusion: bool = True) -> str:
     ctx = mu.new_context()
     with ctx, mu.ir.Location.unknown(ctx):
         mod = mu.parse_module(ttgir, ctx, "ttgir")
-        num_warps = _module_int(mod, "ttg.num-warps", 4)
+        if "ttg.num-warps" not in mod.operation.attributes:
+            raise CompilationError("TTGIR module has no ttg.num-warps attribute (the ttgir stage sets it)", stage="llir")
+        num_warps = _module_int(mod, "ttg.num-warps", 0)
         if _module_int(mod, "ttg.num-ctas", 1) != 1:
             raise CompilationError("num-ctas > 1 is not supported yet", stage="llir")
         module = ir.Module(name="ttbuild")

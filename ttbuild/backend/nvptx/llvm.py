@@ -11,7 +11,10 @@ import re
 
 import llvmlite.binding as llvm
 
-TRIPLE = "nvptx64-nvidia-cuda"
+from ttbuild.backend.nvptx import TRIPLE
+from ttbuild.target import DEFAULT_TARGET, PTX_VERSION
+
+_ARCH = DEFAULT_TARGET.arch
 
 
 @functools.cache
@@ -21,30 +24,11 @@ def _init() -> None:
 
 
 @functools.cache
-def target_machine(arch: str = "sm_90a", ptx_version: int = 90):
+def target_machine(arch: str = _ARCH, ptx_version: int = PTX_VERSION):
     """NVPTX target machine for `arch` emitting PTX ISA `ptx_version` (90 = 9.0); cached per process."""
     _init()
     target = llvm.Target.from_triple(TRIPLE)
     return target.create_target_machine(cpu=arch, features=f"+ptx{ptx_version}", opt=3)
-
-
-@functools.cache
-def libdevice_path() -> str:
-    """libdevice.10.bc of the nvidia-cuda-nvcc wheel (nvidia/cu13/nvvm/libdevice); ToolError if missing."""
-    from pathlib import Path
-
-    from ttbuild.errors import ToolError
-    try:
-        import nvidia
-    except ImportError:
-        nvidia = None
-    for root in list(getattr(nvidia, "__path__", [])):
-        for sub in ("cu13/nvvm/libdevice/libdevice.10.bc", "cuda_nvcc/nvvm/libdevice/libdevice.10.bc"):
-            p = Path(root) / sub
-            if p.is_file():
-                return str(p)
-    raise ToolError("libdevice", "libdevice.10.bc not found: install the nvidia-cuda-nvcc wheel",
-                    "pip install 'nvidia-cuda-nvcc==13.0.*'")
 
 
 # An fadd/fsub/fmul with no fast-math flags yet (ours carry `contract` already when fusing).
@@ -54,9 +38,9 @@ _CONTRACTABLE = re.compile(r"= (fadd|fsub|fmul) (?=float|double|<)")
 def link_libdevice(mod, tm) -> None:
     """Link libdevice into `mod` and make every function but the kernels internal, so O3 keeps
     only what is called (Triton links the same file the same way)."""
-    from pathlib import Path
+    from ttbuild.toolchain import libdevice_path
 
-    lib = llvm.parse_bitcode(Path(libdevice_path()).read_bytes())
+    lib = llvm.parse_bitcode(libdevice_path().read_bytes())
     lib.triple = TRIPLE
     lib.data_layout = str(tm.target_data)
     keep = {f.name for f in mod.functions if not f.is_declaration}
@@ -69,7 +53,7 @@ def link_libdevice(mod, tm) -> None:
             g.linkage = "internal"
 
 
-def optimize(text: str, arch: str = "sm_90a", fp_fusion: bool = True) -> str:
+def optimize(text: str, arch: str = _ARCH, fp_fusion: bool = True) -> str:
     """Parse LLVM IR text, run the new-pass-manager O3 pipeline with the NVPTX target machine
     (so the data layout and TTI are NVPTX's), verify, and return the optimized IR text.
 
@@ -94,7 +78,7 @@ def optimize(text: str, arch: str = "sm_90a", fp_fusion: bool = True) -> str:
     return str(mod)
 
 
-def emit_ptx(text: str, arch: str = "sm_90a", ptx_version: int = 90) -> str:
+def emit_ptx(text: str, arch: str = _ARCH, ptx_version: int = PTX_VERSION) -> str:
     """LLVM IR text -> PTX text, `.target` without `, debug`."""
     tm = target_machine(arch, ptx_version)
     mod = llvm.parse_assembly(text)

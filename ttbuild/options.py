@@ -10,13 +10,14 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
+from ttbuild.errors import TTBuildError
 from ttbuild.target import DEFAULT_TARGET, Target, TargetError
 
 # Triton's limit: a CTA holds at most 1024 threads = 32 warps of 32 threads.
 MAX_NUM_WARPS = 32
 
 
-class OptionError(ValueError):
+class OptionError(TTBuildError, ValueError):
     """An option value the compiler cannot use; `field` names the option, `why` says what is
     wrong (`str()` is "<field>: <why>")."""
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ttbuild.errors import TTBuildError
+
 # Dtype names as Triton spells them in signatures (triton/compiler/code_generator.py,
 # triton/tools/compile.py), with their size in bytes; docs/CONTRACTS.md lists the same set.
 DTYPE_BYTES = {
@@ -31,7 +33,7 @@ LANGUAGE_NAMES = {"i1": "int1", **{f"i{b}": f"int{b}" for b in (8, 16, 32, 64)},
 DIVISIBILITIES = (1, 16)
 
 
-class SignatureError(ValueError):
+class SignatureError(TTBuildError, ValueError):
     """A signature entry the compiler cannot use; `field` is "dtype", "divisibility" or "entry"."""
 
     def __init__(self, message: str, field: str = "entry"):

@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ttbuild.errors import TTBuildError
+
 # `backend:compute capability`, Triton's spelling (triton/backends/compiler.py GPUTarget is
 # ("cuda", 90, 32)); two or three digits: 80, 90, 100, 120.
 _SPELLING = re.compile(r"([a-z]+):(\d{2,3})\Z")
@@ -15,7 +17,7 @@ BACKENDS = ("cuda",)
 PTX_VERSION = 90
 
 
-class TargetError(ValueError):
+class TargetError(TTBuildError, ValueError):
     """A target string that is not `cuda:<capability>`."""
 
 

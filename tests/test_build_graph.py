@@ -57,7 +57,7 @@ def test_variants_differing_in_num_warps_share_parse_and_ttir():
 def _tasks(root: Path, fake_root):
     sys.path.insert(0, str(fake_root))
     try:
-        return list(generate_tasks(root / "kernels", root / "artifacts", "fakestages"))
+        return list(generate_tasks(root / "kernels", root / "artifacts", "fake_stages"))
     finally:
         sys.path.remove(str(fake_root))
 

@@ -13,23 +13,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ttbuild.graph.state import LOCK_FILE, BuildLock
-STAGE_PACKAGE_ENV = "TTBUILD_STAGE_PACKAGE"
+
+DEFAULT_STAGE_PACKAGE = "ttbuild.stages"
 
 
 @dataclass(frozen=True)
 class Project:
     """Where a build reads kernels and writes artifacts, and which stage package compiles them
-    (`ttbuild.stages`; `$TTBUILD_STAGE_PACKAGE` swaps in test doubles)."""
+    (`ttbuild.stages`; tests pass another through `ttbuild.cli.main(argv, stage_package=...)`)."""
 
     kernels: Path
     artifacts: Path
-    stage_package: str = "ttbuild.stages"
+    stage_package: str = DEFAULT_STAGE_PACKAGE
     shard: tuple[int, int] | None = None
 
     @classmethod
-    def from_args(cls, kernels: str | None, artifacts: str | None, shard=None) -> "Project":
-        return cls(Path(kernels or "kernels"), Path(artifacts or "artifacts"),
-                   os.environ.get(STAGE_PACKAGE_ENV) or "ttbuild.stages", shard)
+    def from_args(cls, kernels: str | None, artifacts: str | None, shard=None,
+                  stage_package: str = DEFAULT_STAGE_PACKAGE) -> "Project":
+        return cls(Path(kernels or "kernels"), Path(artifacts or "artifacts"), stage_package, shard)
 
     def namespace(self, config: dict | None = None) -> dict:
         from ttbuild.graph import namespace

@@ -9,7 +9,6 @@ so nothing downstream can consume a result that no longer matches its source.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import time
@@ -33,27 +32,21 @@ def run_stage(stage: str, package: str, inputs: Mapping[str, str], outputs: Mapp
     only on failure, so it is not a file_dep: a blank-line edit must not rerun later stages);
     label: "kernel (variants)" for messages.
 
-    The stage runs through `ttbuild.cache.run_cached_hit`: the action key covers the stage,
-    its VERSION, input contents, options and tool versions (docs/CONTRACTS.md, "## Cache");
-    a stage package other than ttbuild.stages (test doubles) is part of the key too, so its
-    outputs never answer for the real compiler's. Returns doit task values on success,
-    `{"cached": bool, "seconds": float}` (the reporter's summary reads them), or TaskFailed.
+    The stage runs through `ttbuild.compiler.run_stage`, the one the in-memory driver
+    (`ttbuild.compile`) uses, with the process's cache (`ttbuild.cache.default_cache`): the
+    action key covers the stage, its VERSION, input contents, options and tool versions
+    (docs/CONTRACTS.md, "## Cache"); a stage package other than ttbuild.stages (test doubles)
+    is part of the key too, so its outputs never answer for the real compiler's. Returns doit
+    task values on success, `{"cached": bool, "seconds": float}` (the reporter's summary reads
+    them), or TaskFailed.
     """
-    from ttbuild.cache import run_cached_hit
+    from ttbuild.cache import default_cache
+    from ttbuild.compiler import run_stage as compile_stage
 
     start = time.perf_counter()
     try:
         data = {role: Path(path).read_bytes() for role, path in inputs.items()}
-        module = importlib.import_module(f"{package}.{stage}")
-        key_options = options if package == DEFAULT_PACKAGE else {**options, "_stage_package": package}
-        result, cached = run_cached_hit(stage, _Keyed(module, options), data, key_options)
-        missing = sorted(set(outputs) - set(result or {}))
-        if missing:
-            raise RuntimeError(f"stage {stage} returned no {', '.join(missing)} output "
-                               f"(got {sorted(result or {})}); docs/CONTRACTS.md lists its roles")
-        for role, path in outputs.items():
-            if not isinstance(result[role], (bytes, bytearray)):
-                raise RuntimeError(f"stage {stage} output {role!r} is {type(result[role]).__name__}, not bytes")
+        result, cached = compile_stage(stage, data, options, package=package, cache=default_cache())
     except (CompilationError, ToolError) as exc:
         _remove(outputs.values())
         return TaskFailed(f"{stage} failed for {label}:\n{render_error(exc, loc_path)}")
@@ -63,21 +56,6 @@ def run_stage(stage: str, package: str, inputs: Mapping[str, str], outputs: Mapp
     for role, path in outputs.items():
         atomic_write(path, bytes(result[role]))
     return {"cached": cached, "seconds": round(time.perf_counter() - start, 6)}
-
-
-DEFAULT_PACKAGE = "ttbuild.stages"
-
-
-class _Keyed:
-    """A stage module whose `run` ignores the key-only options: the key may name more than the
-    stage reads (its package), while the stage still gets exactly its contract's options."""
-
-    def __init__(self, module, options: dict):
-        self.VERSION = module.VERSION
-        self._module, self._options = module, options
-
-    def run(self, inputs, _key_options):
-        return self._module.run(inputs, self._options)
 
 
 def write_meta(variant_doc: dict, paths: Mapping[str, str], json_path: str, cubin_path: str):

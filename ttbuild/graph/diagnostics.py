@@ -17,13 +17,25 @@ def render_error(exc: Exception, loc_path: str | None) -> str:
     if isinstance(exc, ToolError):
         return str(exc)
     if isinstance(exc, CompilationError):
-        if exc.loc is None and loc_path:  # locate() leaves an error without a node id as it is
+        if exc.loc is None and loc_path:
             try:
-                from ttbuild.frontend.locs import locate
-
                 with open(loc_path, "rb") as fh:
-                    exc = locate(exc, fh.read())
-            except (OSError, ValueError, KeyError, ImportError):
+                    exc = locate_error(exc, fh.read())
+            except OSError:
                 pass  # an unreadable table must not hide the real error
         return exc.render()
     return str(exc)
+
+
+def locate_error(exc: CompilationError, loc_table: bytes | None) -> CompilationError:
+    """`exc` at its source position when it carries only an AST node id and the parse `loc`
+    table (`loc_table`, bytes) places it (`ttbuild.frontend.locs.locate`); otherwise `exc`
+    itself. Never raises: a table that cannot be read leaves the error as it is."""
+    if exc.loc is not None or not loc_table:
+        return exc
+    try:
+        from ttbuild.frontend.locs import locate
+
+        return locate(exc, loc_table)  # leaves an error without a node id as it is
+    except (ValueError, KeyError, ImportError):
+        return exc

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import xxhash
 
 from ttbuild.canonical import canonical_json
+from ttbuild.options import Options
+from ttbuild.signature import SigEntry
 from ttbuild.stages import STAGES
-from ttbuild.target import Target
 
 from .variants import Variant
 
@@ -51,22 +52,28 @@ def stage_key(parent: str, stage: str, version: int, options: Mapping[str, Any])
 
 
 def stage_options(variant: Variant) -> dict[str, dict[str, Any]]:
-    """The options each stage of `variant` runs with (CONTRACTS.md table), JSON-serialisable.
+    """The options each stage of `variant` runs with (CONTRACTS.md table), JSON-serialisable."""
+    return stage_options_of(variant.kernel, variant.file, variant.params, variant.constexprs, variant.options)
 
-    The build and the in-memory driver (`ttbuild.compiler`) both take their options from here.
+
+def stage_options_of(kernel: str, file: str, params: Sequence[SigEntry], constexprs: Mapping[str, Any],
+                     options: Options) -> dict[str, dict[str, Any]]:
+    """Stage name -> that stage's options, from a kernel's name, its `file` (as locations name
+    it), its signature entries, constexpr values and compile options. The build (through
+    `stage_options`) and the in-memory driver (`ttbuild.compiler`) both take their options here.
     """
-    target = Target.parse(variant.target)
+    target = options.target_info
     return {
-        "parse": {"kernel": variant.kernel, "file": variant.file},
+        "parse": {"kernel": kernel, "file": file},
         # `debug` keys ttir only when on, so non-debug variants keep their keys and cached outputs.
-        "ttir": {"signature": [str(p) for p in variant.params], "constexprs": dict(variant.constexprs),
-                 **({"debug": True} if variant.debug else {})},
-        "ttgir": {"num_warps": variant.num_warps, "num_ctas": variant.num_ctas,
-                  "num_stages": variant.num_stages, "target": variant.target},
-        "llir": {"target": variant.target, "enable_fp_fusion": variant.enable_fp_fusion,
-                 "debug": variant.debug},
+        "ttir": {"signature": [str(p) for p in params], "constexprs": dict(constexprs),
+                 **({"debug": True} if options.debug else {})},
+        "ttgir": {"num_warps": options.num_warps, "num_ctas": options.num_ctas,
+                  "num_stages": options.num_stages, "target": options.target},
+        "llir": {"target": options.target, "enable_fp_fusion": options.enable_fp_fusion,
+                 "debug": options.debug},
         "ptx": {"arch": target.arch, "ptx_version": target.ptx_version},
-        "cubin": {"arch": target.arch, "ptxas_options": list(variant.ptxas_options)},
+        "cubin": {"arch": target.arch, "ptxas_options": list(options.ptxas_options)},
     }
 
 

@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -13,7 +14,7 @@ import ttbuild
 from ttbuild.errors import CompilationError
 from ttbuild.graph.keys import xxh3_hex
 
-REPO_KERNELS = __import__("pathlib").Path(__file__).resolve().parent.parent / "kernels"
+REPO_KERNELS = Path(__file__).resolve().parent.parent / "kernels"
 ADD = dict(kernel="add_kernel", signature="*fp32:16,*fp32:16,*fp32:16,i32", constexprs={"BLOCK_SIZE": 1024})
 HASHED = {"parse": "json", "ttir": "ttir", "ttgir": "ttgir", "llir": "llir", "ptx": "ptx", "cubin": "cubin"}
 
@@ -83,6 +84,8 @@ def test_bad_arguments_say_what_is_wrong():
         ttbuild.compile(REPO_KERNELS / "vector_add.py", num_warps=3, **ADD)
     with pytest.raises(ValueError, match="until must be one of"):
         ttbuild.compile(REPO_KERNELS / "vector_add.py", until="sass", **ADD)
+    with pytest.raises(FileNotFoundError, match="no_such_kernel.py"):
+        ttbuild.compile("no_such_kernel.py", **ADD)
 
 
 def test_import_ttbuild_stays_cheap():

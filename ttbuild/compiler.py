@@ -86,12 +86,14 @@ def compile(source: str | bytes | os.PathLike, *, kernel: str | None = None,
     options / **opts: `ttbuild.options.Options` or its fields (num_warps=8, target="cuda:80",
     ...). until: the last stage to run (parse, ttir, ttgir, llir, ptx, cubin). start: the stage
     whose output `source` is ("ttir", "ttgir", ...). file: the name locations and
-    diagnostics give the kernel file (default: the path's name, or "<string>").
+    diagnostics give the kernel file (default: the path's name, or "<string>"). package: the
+    stage package (test doubles); cache: a `ttbuild.cache.Cache` to read and fill (default none).
 
     Keys of the result: parse gives "json" and "loc", every later stage its own name
     ("ttir", "ttgir", "llir", "ptx", "cubin"). Raises CompilationError (a bad kernel, at
     file:line:col when the parse table can place it; a bad signature or option), ToolError
-    (ptxas), ValueError for a bad `until` / `start` or a missing kernel/signature.
+    (ptxas), ValueError for a bad `until` / `start` or a missing kernel/signature,
+    FileNotFoundError for a path that does not exist.
     """
     from ttbuild.graph.keys import INPUT_ROLE, PARENT_ROLE, extra_inputs, stage_options_of
 
@@ -140,8 +142,14 @@ def compile(source: str | bytes | os.PathLike, *, kernel: str | None = None,
 
 
 def _is_path(source) -> bool:
-    return (isinstance(source, str) and "\n" not in source and len(source) < 4096
-            and Path(source).suffix in (".py", *SUFFIX_STAGE) and Path(source).is_file())
+    """True for a str naming a kernel or IR file (`k.py`, `k.ttgir`, ...); FileNotFoundError
+    when it names one that does not exist (rather than compiling the name as source text)."""
+    if not (isinstance(source, str) and "\n" not in source and len(source) < 4096
+            and Path(source).suffix in (".py", *SUFFIX_STAGE)):
+        return False
+    if not Path(source).is_file():
+        raise FileNotFoundError(f"no such kernel or IR file: {source}")
+    return True
 
 
 def _read(source) -> tuple[bytes, str]:

@@ -7,7 +7,6 @@ share one task graph and one `artifacts/.doit.db`. Nothing here imports MLIR or 
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path

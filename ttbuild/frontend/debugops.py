@@ -41,7 +41,7 @@ def _literal(cx, v, what: str) -> str:
 def device_print(cx, prefix, *args, hex=False):
     """`tt.print` of `args` (tensors or scalars, any dtype; numbers become constants) after
     `prefix` (a constexpr printable-ASCII string). Every thread prints its own elements, one
-    line each; see ttbuild/backend/llir/rules_debug.py for the format."""
+    line each; see ttbuild/backend/llir/debug.py for the format."""
     text = _literal(cx, prefix, "device_print prefix")
     as_hex = cval(cx, hex, "device_print hex")
     if not isinstance(as_hex, bool):

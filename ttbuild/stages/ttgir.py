@@ -12,16 +12,16 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     ("cuda:90"). Returns {"ttgir": generic-form TTGIR} (docs/CONTRACTS.md, "TTIR and TTGIR").
 
     Loops that carry `tt.num_stages` (from `tl.range(..., num_stages=S)`) get their global loads
-    pipelined through cp.async (ttbuild.backend.pipeline). The `num_stages` option itself is, in
+    pipelined through cp.async (ttbuild.backend.ttgir.pipeline). The `num_stages` option itself is, in
     Triton, the default for loops holding a `tt.dot`, which this backend does not lower: it is
     recorded in the metadata and changes nothing in the output.
 
     Raises CompilationError when the TTIR does not parse or num_ctas != 1 (not supported yet).
     """
     from ttbuild.backend import mlir_util as mu
-    from ttbuild.backend.coalesce import assign
-    from ttbuild.backend.pipeline import pipeline
-    from ttbuild.backend.smem import allocate
+    from ttbuild.backend.analysis.allocation import allocate
+    from ttbuild.backend.ttgir.coalesce import assign
+    from ttbuild.backend.ttgir.pipeline import pipeline
     from ttbuild.errors import CompilationError
 
     num_warps = int(options.get("num_warps", 4))

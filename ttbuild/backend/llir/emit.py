@@ -5,11 +5,9 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
-from ttbuild.backend.axis import AxisAnalysis
-from ttbuild.backend.llir import memory, rules_arith, rules_tt, rules_scf, rules_reduce, rules_misc, rules_atomic, rules_shape, rules_scan, rules_debug  # noqa: F401  (fill the registry)
-from ttbuild.backend.llir import rules_async  # noqa: F401  (pipeliner: cp.async, shared buffers)
+from ttbuild.backend.analysis.axis import AxisAnalysis
 from ttbuild.backend.llir.context import Ctx, I32, llvm_type
-from ttbuild.backend.llir.registry import RULES
+from ttbuild.backend.llir.rules import RULES
 from ttbuild.backend.nvptx import TRIPLE
 from ttbuild.errors import CompilationError, NotSupportedYet
 

@@ -7,10 +7,12 @@ tensors become one phi per element this thread owns (the layout is fixed across 
 
 from __future__ import annotations
 
-from llvmlite import ir
 
 from ttbuild.backend.llir.context import TensorVal
-from ttbuild.backend.llir.registry import rule
+from ttbuild.registry import RuleSet
+
+RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the table
+rule = RULES.rule
 
 
 def flatten(values) -> list:

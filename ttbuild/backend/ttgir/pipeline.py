@@ -24,19 +24,18 @@ PipelineExpander.cpp peels the prologue), and what this pass reproduces op for o
   consumed, predicated on `iv < ub - (S-1)*step`. Insert/extract slot indices and the S-1 tokens
   in flight are loop-carried. After the loop: `ttg.async_wait {num = 0}` and `ttg.local_dealloc`.
 
-Offsets of the buffers in shared memory are placed by ttbuild.backend.smem.allocate (after the
+Offsets of the buffers in shared memory are placed by ttbuild.backend.analysis.allocation.allocate (after the
 scratch of reductions and layout conversions, so they never overlap).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import gcd, prod
+from math import gcd
 
 from ttbuild.backend import mlir_util as mu
-from ttbuild.backend.axis import AxisAnalysis
-from ttbuild.backend.coalesce import vector_elems
-from ttbuild.backend.layout import parse_layout
+from ttbuild.backend.analysis.axis import AxisAnalysis, vector_elems
+from ttbuild.backend.analysis.layout import parse_layout
 
 ir = mu.ir
 
@@ -432,25 +431,3 @@ def pipeline(module) -> int:
             _Loop(f, S, cands).rewrite()
             count += len(cands)
     return count
-
-
-def buffers(module) -> list:
-    """Every `ttg.local_alloc` of the module with its byte size: [(op, bytes)] in program order."""
-    import re
-    out = []
-
-    def walk(block):
-        for op in block.operations:
-            if op.operation.name == "ttg.local_alloc":
-                m = re.match(r"!ttg\.memdesc<([0-9x]+)x([a-zA-Z0-9]+),", str(op.results[0].type))
-                shape = [int(s) for s in m.group(1).split("x")]
-                out.append((op, prod(shape) * mu.elem_bits(m.group(2)) // 8))
-            for region in op.regions:
-                for blk in region.blocks:
-                    walk(blk)
-
-    for func in module.body.operations:
-        for region in func.regions:
-            for blk in region.blocks:
-                walk(blk)
-    return out

@@ -15,9 +15,12 @@ from __future__ import annotations
 
 from . import semantic as S
 from . import types as T
-from .builtins import builtin, cval, fail
+from .args import BuiltinRules, cval
 from .irtext import Value
-from .semantic import Constexpr
+from .semantic import Constexpr, fail
+
+RULES = BuiltinRules()  # this module's rules; ttbuild.frontend.builtin_table builds the tables
+builtin = RULES.builtin
 
 
 class BlockPtr:

@@ -1,7 +1,7 @@
 """The AST visitor behind the ttir stage: lowers the canonical kernel description to TTIR text, one `visit_<Node>` per construct.
 
 Names resolve in order: local scope, parameters, constexpr globals, import aliases. `tl.*` calls go
-through `builtins.BUILTINS`; calls to other `@jit` functions are inlined. Constructs Triton does
+through `builtin_table.BUILTINS`; calls to other `@jit` functions are inlined. Constructs Triton does
 not support in kernels (with, try, lambda, nested def, ...) raise CompilationError at the node.
 """
 

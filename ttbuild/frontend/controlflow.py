@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 
-from . import builtins as B
+from . import args as A
 from . import semantic as S
 from . import types as T
 from .blockptr import BlockPtr, as_value
@@ -208,7 +208,7 @@ class ControlFlow:
             value = self.visit(kw.value)
             if kind != "tl.range" or kw.arg not in self._RANGE_KW:
                 fail(self.cx, f"{kind}() got an unexpected keyword argument {kw.arg!r}")
-            v = B.cval(self.cx, value, kw.arg)
+            v = A.cval(self.cx, value, kw.arg)
             if v is None or v is False:
                 continue
             name = self._RANGE_KW[kw.arg]
@@ -236,7 +236,7 @@ class ControlFlow:
         if node.orelse:
             fail(self.cx, "`for ... else` is not supported")
         if kind == "tl.static_range":
-            vals = [B.cval(self.cx, a, "tl.static_range bounds") for a in args]
+            vals = [A.cval(self.cx, a, "tl.static_range bounds") for a in args]
             for i in range(*vals):
                 self.scope[node.target.id] = Constexpr(i)
                 self._body_no_return(node.body, "a loop")

@@ -11,9 +11,12 @@ import string
 
 from . import semantic as S
 from . import types as T
-from .builtins import builtin, cval, tensor
+from .args import BuiltinRules, cval, tensor
 from .irtext import Value, mlir_string
 from .semantic import Constexpr, fail
+
+RULES = BuiltinRules()  # this module's rules; ttbuild.frontend.builtin_table builds the tables
+builtin = RULES.builtin
 
 
 def munge_prefix(prefix: str, has_args: bool) -> str:

@@ -6,7 +6,8 @@ import ast
 
 from ttbuild.errors import CompilationError
 
-from . import builtins as B
+from . import args as A
+from . import builtin_table as B
 from . import semantic as S
 from . import types as T
 from .irtext import Value
@@ -179,8 +180,8 @@ class Expressions:
         # Triton lowers `and`/`or` on runtime values as logical & / | of booleans.
         acc = values[0]
         for v in values[1:]:
-            a = S.cast(self.cx, B.tensor(self.cx, acc, "operand"), T.int1)
-            c = S.cast(self.cx, B.tensor(self.cx, v, "operand"), T.int1)
+            a = S.cast(self.cx, A.tensor(self.cx, acc, "operand"), T.int1)
+            c = S.cast(self.cx, A.tensor(self.cx, v, "operand"), T.int1)
             acc = S.binary(self.cx, "&" if isinstance(node.op, ast.And) else "|", a, c)
         return acc
 
@@ -196,7 +197,7 @@ class Expressions:
         values, regions = [], []
         for branch in (node.body, node.orelse):
             self.b.open_block()
-            values.append(B.tensor(self.cx, self.visit(branch), "conditional expression branch"))
+            values.append(A.tensor(self.cx, self.visit(branch), "conditional expression branch"))
             self.b.op("scf.yield", [values[-1]], [])
             regions.append(self.b.close_block())
         if values[0].type != values[1].type:
@@ -249,13 +250,13 @@ class Expressions:
             fail(self.cx, "`**kwargs` in a call is not supported")
         if isinstance(fn, tuple) and fn[0] == "method":
             _, obj, name = fn
-            rule = B.METHODS.get(name) or B.BUILTINS[name]
+            rule = B.METHODS.get(name) or B.BUILTINS.lookup(name)
             return B.call(self.cx, rule, name, [obj] + args, kwargs)
         if isinstance(fn, tuple) and fn[0] == "const_method":
             return Constexpr(fn[1])
         if isinstance(fn, FuncRef):
             if fn.kind == "builtin":
-                return B.call(self.cx, B.BUILTINS[fn.name], fn.name, args, kwargs)
+                return B.call(self.cx, B.BUILTINS.lookup(fn.name), fn.name, args, kwargs)
             if fn.kind == "jit":
                 return self.inline(fn.name, args, kwargs)
             return self.py_builtin(fn.name, args, kwargs)
@@ -268,14 +269,14 @@ class Expressions:
 
     def py_builtin(self, name, args, kwargs):
         if name == "print":  # Triton's code_generator maps Python print to tl.device_print
-            return B.call(self.cx, B.BUILTINS["device_print"], "device_print", args, kwargs)
+            return B.call(self.cx, B.BUILTINS.lookup("device_print"), "device_print", args, kwargs)
         if name in ("tl.constexpr",):
             return args[0] if isinstance(args[0], Constexpr) else fail(self.cx, "tl.constexpr() needs a constant")
         if name in ("range", "tl.range", "tl.static_range"):
             fail(self.cx, f"{name}() is only supported as the iterable of a for loop")
         if not all(isinstance(a, Constexpr) for a in args):
             if name in ("min", "max") and len(args) == 2:
-                return B._minmax(self.cx, args[0], args[1], name == "max")
+                return S.minmax(self.cx, args[0], args[1], name == "max")
             fail(self.cx, f"Python builtin {name}() needs constexpr arguments in a kernel")
         vals = [a.value for a in args]
         try:
@@ -332,7 +333,7 @@ class Expressions:
 
 def _not_supported(attr: str):
     """The error class for a real `tl` function the frontend cannot lower yet."""
-    class FrontendNotSupported(B.NotSupportedFrontend):
+    class FrontendNotSupported(A.NotSupportedFrontend):
         def __init__(self, message, loc=None, *, stage=None, node_id=None):
             super().__init__(message, loc, stage=stage, node_id=node_id, op=f"tl.{attr}")
     return FrontendNotSupported

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from . import semantic as S
 from . import types as T
-from .builtins import builtin, cval, tensor
+from .args import BuiltinRules, cval, tensor
 from .irtext import Value
 from .semantic import fail
+
+RULES = BuiltinRules()  # this module's rules; ttbuild.frontend.builtin_table builds the tables
+builtin = RULES.builtin
 
 _NAN = {0: 0, 0xFFFF: 0xFFFF}  # triton::PropagateNan: NONE, ALL
 

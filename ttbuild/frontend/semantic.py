@@ -332,3 +332,14 @@ def unary(cx: Ctx, op: str, v):
     if op == "not":
         return compare(cx, "==", v, Constexpr(0))
     fail(cx, f"unsupported unary operator {op}")
+
+
+def minmax(cx, x, y, is_max: bool):
+    if isinstance(x, Constexpr) and isinstance(y, Constexpr):
+        return Constexpr(max(x.value, y.value) if is_max else min(x.value, y.value))
+    vx, vy, ct = _operands(cx, x, y)
+    if ct.is_float():
+        name = "arith.maxnumf" if is_max else "arith.minnumf"
+        return cx.b.op1(name, [vx, vy], vx.type, FM)
+    sign = "u" if ct.is_unsigned() else "s"
+    return cx.b.op1(f"arith.{'max' if is_max else 'min'}{sign}i", [vx, vy], vx.type)

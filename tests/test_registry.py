@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import types
 
 import pytest
 
@@ -41,7 +42,7 @@ def test_every_collected_rule_is_in_its_table():
 
 
 def _module(name: str, rules: RuleSet):
-    return type("M", (), {"__name__": name, "RULES": rules})
+    return types.SimpleNamespace(__name__=name, RULES=rules)
 
 
 def test_duplicate_registration_raises_naming_both_modules():

@@ -20,6 +20,7 @@ from math import prod
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.layout import Blocked, parse_layout, trans_order, transposed
+from ttbuild.optraits import SCALAR_REGIONS, walk
 
 
 @dataclass(frozen=True)
@@ -92,20 +93,17 @@ def scan_bytes(shape, axis: int, threads: int, elems: list[str]) -> int:
 
 def module_bytes(module, num_warps: int = 4) -> int:
     """`ttg.shared` of a TTGIR module: the largest shared-memory user (reduce or convert_layout)."""
-
     best = 0
-
-    def walk(block):
-        nonlocal best
-        for op in block.operations:
-            name = op.operation.name
+    for func in module.body.operations:
+        # combiner regions of tt.reduce / tt.scan hold scalars: no shared-memory users inside
+        for op in walk(func, skip_regions_of=SCALAR_REGIONS):
+            name = op.name
             if name == "tt.reduce":
                 src = op.operands[0]
                 ax = mu.int_attr(mu.props(op)["axis"])
                 lay = parse_layout(mu.encoding_str(src.type))
                 best = max(best, reduce_bytes(lay, mu.shape_of(src.type), ax,
                                               [mu.elem_str(v.type) for v in op.operands]))
-                continue
             if name in ("tt.atomic_rmw", "tt.atomic_cas"):
                 # old values reach threads holding duplicates (or all threads, for scalars)
                 r = op.results[0]
@@ -121,18 +119,9 @@ def module_bytes(module, num_warps: int = 4) -> int:
                 ax = mu.int_attr(mu.props(op)["axis"])
                 best = max(best, scan_bytes(mu.shape_of(src.type), ax, 32 * num_warps,
                                             [mu.elem_str(v.type) for v in op.operands]))
-                continue
             if name == "ttg.convert_layout":
                 src = op.operands[0]
                 best = max(best, convert_bytes(mu.shape_of(src.type), mu.elem_str(src.type)))
-            for region in op.regions:
-                for blk in region.blocks:
-                    walk(blk)
-
-    for func in module.body.operations:
-        for region in func.regions:
-            for blk in region.blocks:
-                walk(blk)
     return best
 
 
@@ -144,21 +133,12 @@ def _trans_in_registers(op) -> bool:
 def buffers(module) -> list:
     """Every `ttg.local_alloc` of the module with its byte size: [(op, bytes)] in program order."""
     out = []
-
-    def walk(block):
-        for op in block.operations:
-            if op.operation.name == "ttg.local_alloc":
+    for func in module.body.operations:
+        for op in walk(func):
+            if op.name == "ttg.local_alloc":
                 m = re.match(r"!ttg\.memdesc<([0-9x]+)x([a-zA-Z0-9]+),", str(op.results[0].type))
                 shape = [int(s) for s in m.group(1).split("x")]
                 out.append((op, prod(shape) * mu.elem_bits(m.group(2)) // 8))
-            for region in op.regions:
-                for blk in region.blocks:
-                    walk(blk)
-
-    for func in module.body.operations:
-        for region in func.regions:
-            for blk in region.blocks:
-                walk(blk)
     return out
 
 
@@ -169,7 +149,6 @@ def _align(n: int, a: int = 16) -> int:
 def allocate(module, num_warps: int = 4) -> int:
     """Place every `ttg.local_alloc` above the scratch (`allocation.offset = <bytes> : i32` on
     the op) and return `ttg.shared`: scratch + buffers, in bytes (0 when neither exists)."""
-
     top = module_bytes(module, num_warps)
     bufs = buffers(module)
     if not bufs:

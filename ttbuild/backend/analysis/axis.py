@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from math import gcd
 
 from ttbuild.backend import mlir_util as mu
+from ttbuild.optraits import walk
 from ttbuild.registry import Registry, RuleSet, build
 
 MAX_DIV = 1 << 30  # what "divisible by everything" (the value 0) is capped to
@@ -69,18 +70,12 @@ class AxisAnalysis:
                 if "tt.divisibility" in d:
                     div = mu.int_attr(d["tt.divisibility"])
             self._info[self._key(arg)] = AxisInfo((1,), (div,), (1,))
-        self._walk(block)
-
-    def _walk(self, block):
-        for op in block.operations:
+        for op in walk(func_op):  # program order, parents (and a loop's induction variable) first
             self._visit(op)
-            if op.operation.name == "scf.for" and len(op.regions[0].blocks):
+            if op.name == "scf.for" and len(op.regions[0].blocks):
                 iv = op.regions[0].blocks[0].arguments[0]
                 lb, step = self.info(op.operands[0]), self.info(op.operands[2])
                 self._set(iv, AxisInfo((1,), (gcd(lb.divisibility[0], step.divisibility[0]),), (1,)))
-            for region in op.regions:
-                for blk in region.blocks:
-                    self._walk(blk)
 
     @staticmethod
     def _key(v):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 
 from ttbuild.backend.llir.context import TensorVal
+from ttbuild.optraits import walk
 from ttbuild.registry import RuleSet
 
 RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the table
@@ -37,20 +38,7 @@ def rebuild(templates, scalars) -> list:
 
 def _uses_smem(op) -> bool:
     """Whether a region op holds a shared-memory user (reduction or layout conversion)."""
-    found = []
-
-    def walk(o):
-        if o.operation.name in ("tt.reduce", "ttg.convert_layout", "tt.scan"):
-            found.append(o)
-        for region in o.regions:
-            for blk in region.blocks:
-                for inner in blk.operations:
-                    walk(inner)
-    for region in op.regions:
-        for blk in region.blocks:
-            for inner in blk.operations:
-                walk(inner)
-    return bool(found)
+    return any(o.name in ("tt.reduce", "ttg.convert_layout", "tt.scan") for o in walk(op))
 
 
 def _after_regions(ctx, op=None):

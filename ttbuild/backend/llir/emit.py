@@ -10,14 +10,12 @@ from ttbuild.backend.llir.context import Ctx, I32, llvm_type
 from ttbuild.backend.llir.rules import RULES
 from ttbuild.backend.nvptx import TRIPLE
 from ttbuild.errors import CompilationError, NotSupportedYet
+from ttbuild.optraits import TERMINATORS
 
 
 def _module_int(module, name: str, default: int) -> int:
     attrs = module.operation.attributes
     return mu.int_attr(attrs[name]) if name in attrs else default
-
-
-TERMINATORS = ("scf.yield", "tt.reduce.return", "tt.scan.return", "scf.condition")
 
 
 def run_block(ctx: Ctx, block, args: list) -> list:

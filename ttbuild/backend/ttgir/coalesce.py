@@ -23,10 +23,9 @@ from math import prod
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.axis import AxisAnalysis, vector_elems
 from ttbuild.backend.analysis.layout import Blocked, Slice, default_blocked, trans_order, transposed, unflatten
+from ttbuild.optraits import SCALAR_REGIONS, walk
 
 MEMORY_OPS = ("tt.load", "tt.store", "tt.atomic_rmw", "tt.atomic_cas")
-# Ops whose regions hold scalar code (combiners): not walked for tensors.
-SCALAR_REGION_OPS = ("tt.reduce", "tt.scan")
 # Ops whose tensor operands and results need no common layout (handled as constraints or free).
 NO_UNION = ("tt.expand_dims", "tt.reduce", "tt.splat", "tt.make_range", "arith.constant",
             "scf.for", "scf.if", "scf.while", "scf.yield", "scf.condition", "tt.trans",
@@ -52,16 +51,6 @@ class _UF:
 
 def _is_tensor(v) -> bool:
     return isinstance(v.type, mu.ir.RankedTensorType)
-
-
-def _walk(block, fn):
-    for op in block.operations:
-        fn(op)
-        if op.operation.name in SCALAR_REGION_OPS:
-            continue
-        for region in op.regions:
-            for blk in region.blocks:
-                _walk(blk, fn)
 
 
 def _terminator(region):
@@ -94,7 +83,8 @@ class _Assigner:
         for a in body.arguments:
             if _is_tensor(a):
                 self.values.append(a)
-        _walk(body, self._op)
+        for op in walk(self.func, skip_regions_of=SCALAR_REGIONS):  # combiners hold scalars
+            self._op(op)
 
     def _op(self, op):
         name = op.operation.name
@@ -103,7 +93,7 @@ class _Assigner:
                 self.values.append(r)
                 self.uf.find(r)
         for region in op.regions:
-            if name in SCALAR_REGION_OPS:
+            if name in SCALAR_REGIONS:
                 break
             for blk in region.blocks:
                 for a in blk.arguments:

@@ -36,13 +36,10 @@ from math import gcd
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.axis import AxisAnalysis, vector_elems
 from ttbuild.backend.analysis.layout import parse_layout
+from ttbuild.optraits import is_pure, walk
 
 ir = mu.ir
 
-# Ops that may compute a pipelined load's address or mask: no memory effects, no regions.
-PURE = frozenset({"tt.splat", "tt.addptr", "tt.broadcast", "tt.expand_dims", "tt.make_range",
-                  "tt.reshape", "tt.trans", "ttg.convert_layout", "tt.get_program_id",
-                  "tt.get_num_programs", "tt.bitcast", "tt.int_to_ptr", "tt.ptr_to_int", "tt.fp_to_fp"})
 SLOTTED_ELEMS = {"f16", "bf16", "f32", "f64", "i8", "i16", "i32", "i64", "f8E4M3FN", "f8E5M2"}
 
 
@@ -100,7 +97,7 @@ def _slice(load, body, iv):
             return v == iv
         op = v.owner
         name = op.operation.name
-        if not (name in PURE or name.startswith("arith.") or name.startswith("math.")) or len(op.regions):
+        if not is_pure(name) or len(op.regions):  # ops that may compute an address or mask
             return False
         key = op.operation
         if key in seen:
@@ -400,14 +397,9 @@ def _const_int(v):
     return None
 
 
-def _loops(block, out):
-    for op in block.operations:
-        for region in op.regions:
-            for blk in region.blocks:
-                _loops(blk, out)
-        if op.operation.name == "scf.for":
-            out.append(op)
-    return out
+def _loops(func) -> list:
+    """The scf.for ops of `func`, inner loops first (post-order)."""
+    return [op for op in walk(func, post_order=True) if op.name == "scf.for"]
 
 
 def pipeline(module) -> int:
@@ -417,7 +409,7 @@ def pipeline(module) -> int:
     for func in module.body.operations:
         if func.operation.name != "tt.func":
             continue
-        loops = _loops(func.regions[0].blocks[0], [])
+        loops = _loops(func)
         if not any(num_stages_of(f) >= 2 for f in loops):
             continue
         axis = AxisAnalysis(func)

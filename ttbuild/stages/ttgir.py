@@ -19,9 +19,7 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     Raises CompilationError when the TTIR does not parse or num_ctas != 1 (not supported yet).
     """
     from ttbuild.backend import mlir_util as mu
-    from ttbuild.backend.analysis.allocation import allocate
-    from ttbuild.backend.ttgir.coalesce import assign
-    from ttbuild.backend.ttgir.pipeline import pipeline
+    from ttbuild.backend.ttgir.passes import run_passes
     from ttbuild.errors import CompilationError
 
     num_warps = int(options.get("num_warps", 4))
@@ -34,13 +32,12 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     ctx = mu.new_context()
     with ctx, mu.ir.Location.unknown(ctx):
         module = mu.parse_module(inputs["ttir"], ctx, "ttir")
-        assign(module, num_warps)
-        pipeline(module)
+        shared = run_passes(module, num_warps)  # coalesce, pipeline, then allocation
         i32 = mu.ir.IntegerType.get_signless(32)
         attrs = module.operation.attributes
         attrs["ttg.num-ctas"] = mu.ir.IntegerAttr.get(i32, num_ctas)
         attrs["ttg.num-warps"] = mu.ir.IntegerAttr.get(i32, num_warps)
-        attrs["ttg.shared"] = mu.ir.IntegerAttr.get(i32, allocate(module, num_warps))
+        attrs["ttg.shared"] = mu.ir.IntegerAttr.get(i32, shared)
         attrs["ttg.target"] = mu.ir.StringAttr.get(target)
         attrs["ttg.threads-per-warp"] = mu.ir.IntegerAttr.get(i32, 32)
         return {"ttgir": mu.print_module(module)}

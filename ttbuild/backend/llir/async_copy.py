@@ -23,8 +23,8 @@ from math import gcd, prod
 from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
-from ttbuild.backend.analysis.axis import vector_elems
 from ttbuild.backend.analysis.allocation import elem_bytes
+from ttbuild.backend.analysis.axis import vector_elems
 from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
 from ttbuild.backend.llir.memory import load_words  # the predicated scalar load
 from ttbuild.errors import CompilationError
@@ -103,7 +103,7 @@ def _shares_elements(ctx, layout, shape) -> bool:
 def local_alloc(ctx, op):
     attrs = op.operation.attributes  # discardable attributes (mu.props reads properties)
     if "allocation.offset" not in attrs:
-        raise CompilationError("ttg.local_alloc without allocation.offset (run smem.allocate)", stage="llir")
+        raise CompilationError("ttg.local_alloc without allocation.offset (run analysis.allocation.allocate)", stage="llir")
     shape, elem, order = parse_memdesc(op.results[0].type)
     return MemDesc(ctx.smem(mu.int_attr(attrs["allocation.offset"])), shape, elem, order)
 

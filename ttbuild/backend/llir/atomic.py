@@ -12,9 +12,9 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.analysis.allocation import round4
 from ttbuild.backend.llir.context import I32, TensorVal, llvm_type
 from ttbuild.backend.llir.smem import linear, smem_load, smem_store
-from ttbuild.backend.analysis.allocation import round4
 from ttbuild.errors import NotSupportedYet
 from ttbuild.registry import RuleSet
 

@@ -11,6 +11,7 @@ from ttbuild.backend.analysis.axis import AxisAnalysis
 from ttbuild.backend.analysis.layout import Blocked, Slice, parse_layout
 from ttbuild.errors import CompilationError
 
+
 class BFloatType(ir.types._BaseFloatType):
     """LLVM's `bfloat` (llvmlite has none): constants print as 0xR + the top 16 bits of the f32,
     rounded to nearest even (LLVM LangRef, "Simple Constants")."""

@@ -7,7 +7,6 @@ tensors become one phi per element this thread owns (the layout is fixed across 
 
 from __future__ import annotations
 
-
 from ttbuild.backend.llir.context import TensorVal
 from ttbuild.optraits import walk
 from ttbuild.registry import RuleSet

@@ -6,10 +6,10 @@ from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.axis import AxisAnalysis
-from ttbuild.backend.llir.context import Ctx, I32, llvm_type
+from ttbuild.backend.diagnostics import at_op, internal_error
+from ttbuild.backend.llir.context import I32, Ctx, llvm_type
 from ttbuild.backend.llir.rules import RULES
 from ttbuild.backend.nvptx import TRIPLE
-from ttbuild.backend.diagnostics import at_op, internal_error
 from ttbuild.errors import CompilationError, NotSupportedYet, TTBuildError
 from ttbuild.optraits import TERMINATORS
 

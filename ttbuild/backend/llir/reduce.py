@@ -19,10 +19,10 @@ from math import prod
 from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.analysis.allocation import elem_bytes, reduce_plan, round4
 from ttbuild.backend.analysis.layout import Blocked, Slice
 from ttbuild.backend.llir.context import I32, I64, TensorVal
 from ttbuild.backend.llir.smem import linear, smem_load, smem_store
-from ttbuild.backend.analysis.allocation import round4, elem_bytes, reduce_plan
 from ttbuild.errors import NotSupportedYet
 from ttbuild.registry import RuleSet
 

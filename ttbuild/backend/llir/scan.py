@@ -17,9 +17,9 @@ from math import prod
 from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.analysis.allocation import elem_bytes, round4, scan_plan
 from ttbuild.backend.llir.context import I32, TensorVal, llvm_type
 from ttbuild.backend.llir.smem import linear, smem_load, smem_store
-from ttbuild.backend.analysis.allocation import round4, elem_bytes, scan_plan
 from ttbuild.registry import RuleSet
 
 RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the table

@@ -13,10 +13,10 @@ from math import prod
 from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.analysis.allocation import elem_bytes, round4
 from ttbuild.backend.analysis.layout import Slice, trans_order, transposed
 from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
 from ttbuild.backend.llir.smem import linear, smem_load, smem_store
-from ttbuild.backend.analysis.allocation import round4, elem_bytes
 from ttbuild.errors import CompilationError
 from ttbuild.registry import RuleSet
 

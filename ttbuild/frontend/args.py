@@ -59,7 +59,7 @@ def tensor(cx: Ctx, v, what: str) -> Value:
         return v
     if S.is_number(v):
         return S.to_value(cx, v)
-    fail(cx, f"{what} must be a tensor, got {S._describe(v)}")
+    fail(cx, f"{what} must be a tensor, got {S.describe(v)}")
 
 
 def shape_arg(cx: Ctx, v) -> tuple[int, ...]:
@@ -96,5 +96,5 @@ def mask_other(cx, ptr: Value, mask, other):
 
 def pointer_arg(cx, pointer, what) -> Value:
     if not (isinstance(pointer, Value) and pointer.type.scalar.is_ptr()):
-        fail(cx, f"{what} needs a pointer (or a block of pointers), got {S._describe(pointer)}")
+        fail(cx, f"{what} needs a pointer (or a block of pointers), got {S.describe(pointer)}")
     return pointer

@@ -89,7 +89,7 @@ def dot(cx, input, other, acc=None, input_precision=None, allow_tf32=None, max_n
 
 def _need_tensor(cx, input, what: str) -> Value:
     if not isinstance(input, Value):
-        fail(cx, f"tl.{what} needs a tensor, got {S._describe(input)}")
+        fail(cx, f"tl.{what} needs a tensor, got {S.describe(input)}")
     return input
 
 

@@ -120,7 +120,7 @@ def zeros(cx, shape, dtype):
 @builtin("zeros_like")
 def zeros_like(cx, input):
     if not isinstance(input, Value):
-        fail(cx, f"tl.zeros_like needs a tensor, got {S._describe(input)}")
+        fail(cx, f"tl.zeros_like needs a tensor, got {S.describe(input)}")
     x = input
     return cx.b.constant(0, x.type)
 
@@ -141,7 +141,7 @@ def where(cx, condition, x, y):
     c = tensor(cx, condition, "condition")
     if not c.type.scalar.is_bool():
         c = S.cast(cx, c, T.int1)
-    vx, vy, _ = S._operands(cx, x, y, allow_ptr=True)
+    vx, vy, _ = S.binary_operands(cx, x, y, allow_ptr=True)
     shape = T.broadcast_shapes(c.type.shape, vx.type.shape)
     vx, vy = S.broadcast_to(cx, vx, shape), S.broadcast_to(cx, vy, shape)
     return cx.b.op1("arith.select", [S.broadcast_to(cx, c, shape), vx, vy], vx.type)
@@ -199,8 +199,8 @@ def abs_(cx, x):
 
 @builtin("fma", "math.fma")
 def fma(cx, x, y, z):
-    vx, vy, _ = S._operands(cx, x, y)
-    vx, vz, _ = S._operands(cx, vx, z)
+    vx, vy, _ = S.binary_operands(cx, x, y)
+    vx, vz, _ = S.binary_operands(cx, vx, z)
     vx, vy = S.broadcast_pair(cx, vx, vy)
     return cx.b.op1("math.fma", [vx, vy, vz], vx.type, S.FM)
 

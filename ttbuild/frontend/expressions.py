@@ -14,7 +14,7 @@ from .irtext import Value
 from .semantic import Constexpr, fail
 
 LANG = ("triton.language", "ttbuild.language")
-_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
            ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
 _CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 _UNARY = {ast.USub: "-", ast.UAdd: "+", ast.Invert: "~", ast.Not: "not"}
@@ -33,7 +33,7 @@ class FuncRef:
         self.kind, self.name = kind, name
 
 
-class _Return(Exception):
+class ReturnValue(Exception):
     """Unwinds a `return` to the inlined call (or the kernel) it leaves."""
 
     def __init__(self, value, node_id=None):
@@ -138,7 +138,7 @@ class Expressions:
                 return self._dtype_attr(base.value, node.attr)
             if node.attr == "value":
                 return base
-        fail(self.cx, f"unsupported attribute access .{node.attr} on {S._describe(base)}")
+        fail(self.cx, f"unsupported attribute access .{node.attr} on {S.describe(base)}")
 
     def _dtype_attr(self, dt: T.DType, attr: str):
         probes = {"is_floating": dt.is_float(), "is_int": dt.is_int(), "is_int_signed": dt.is_signed(),
@@ -151,7 +151,7 @@ class Expressions:
         fail(self.cx, f"dtype has no attribute {attr!r}")
 
     def visit_BinOp(self, node):
-        return S.binary(self.cx, _BINOPS[type(node.op)], self.visit(node.left), self.visit(node.right))
+        return S.binary(self.cx, BINOPS[type(node.op)], self.visit(node.left), self.visit(node.right))
 
     def visit_UnaryOp(self, node):
         return S.unary(self.cx, _UNARY[type(node.op)], self.visit(node.operand))
@@ -229,7 +229,7 @@ class Expressions:
             key = self.visit(idx)
             return base[key.value]
         if not isinstance(base, Value):
-            fail(self.cx, f"cannot index {S._describe(base)}")
+            fail(self.cx, f"cannot index {S.describe(base)}")
         # x[:, None]: full slices keep a dim, None inserts a size-1 dim (Triton `tensor.__getitem__`).
         dim, v = 0, base
         for it in items:
@@ -265,7 +265,7 @@ class Expressions:
                 fail(self.cx, f"cannot call {fn.name}: only tl builtins and @jit functions defined in "
                               f"the kernel's own file can be called (the compiler never imports modules)")
             fail(self.cx, f"{fn.name} is a module, not a function")
-        fail(self.cx, f"cannot call {S._describe(fn)}")
+        fail(self.cx, f"cannot call {S.describe(fn)}")
 
     def py_builtin(self, name, args, kwargs):
         if name == "print":  # Triton's code_generator maps Python print to tl.device_print
@@ -302,7 +302,7 @@ class Expressions:
             if k not in names or k in bound:
                 fail(self.cx, f"{name}() got an unexpected or repeated argument {k!r}")
             bound[k] = v
-        defaults = _default_nodes(fn)
+        defaults = default_nodes(fn)
         for p in params:
             if p["name"] not in bound:
                 if p["name"] not in defaults:
@@ -322,7 +322,7 @@ class Expressions:
         try:
             self.visit_body(fn.body)
             result = Constexpr(None)
-        except _Return as r:
+        except ReturnValue as r:
             result = r.value
         finally:
             self.scope = saved_scope
@@ -339,7 +339,7 @@ def _not_supported(attr: str):
     return FrontendNotSupported
 
 
-def _default_nodes(fn: ast.FunctionDef) -> dict[str, ast.expr]:
+def default_nodes(fn: ast.FunctionDef) -> dict[str, ast.expr]:
     """Parameter name → its default's AST node (defaults align with the last parameters)."""
     args = fn.args.posonlyargs + fn.args.args
     return {a.arg: d for a, d in zip(args[len(args) - len(fn.args.defaults):], fn.args.defaults)}

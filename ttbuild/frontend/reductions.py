@@ -20,7 +20,7 @@ builtin = RULES.builtin
 def _need_tensor(cx, input, what: str) -> Value:
     # Triton reductions read `input.dtype`: a Python number is an error, not a 0-d tensor.
     if not isinstance(input, Value):
-        fail(cx, f"tl.{what} needs a tensor, got {S._describe(input)}")
+        fail(cx, f"tl.{what} needs a tensor, got {S.describe(input)}")
     return input
 
 

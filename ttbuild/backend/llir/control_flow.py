@@ -44,7 +44,7 @@ def _after_regions(ctx, op=None):
     # A region (or the next loop iteration) that writes shared memory may race with reads on
     # another path; without shared-memory users inside, the barrier state flows through.
     if op is None or _uses_smem(op):
-        ctx._cache["smem_read"] = True
+        ctx.after_smem_read()
 
 
 @rule("scf.for")

@@ -12,7 +12,7 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     ("cuda:90"). Returns {"ttgir": generic-form TTGIR} (docs/CONTRACTS.md, "TTIR and TTGIR").
 
     Loops that carry `tt.num_stages` (from `tl.range(..., num_stages=S)`) get their global loads
-    pipelined through cp.async (ttbuild.backend.pipeline). The `num_stages` option itself is, in
+    pipelined through cp.async (ttbuild.backend.ttgir.pipeline). The `num_stages` option itself is, in
     Triton, the default for loops holding a `tt.dot`, which this backend does not lower: it is
     recorded in the metadata and changes nothing in the output.
 
@@ -20,9 +20,7 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     (`ttbuild.options.Options`) or num_ctas != 1 (not supported yet).
     """
     from ttbuild.backend import mlir_util as mu
-    from ttbuild.backend.coalesce import assign
-    from ttbuild.backend.pipeline import pipeline
-    from ttbuild.backend.smem import allocate
+    from ttbuild.backend.ttgir.passes import run_passes
     from ttbuild.errors import CompilationError
     from ttbuild.options import stage_options
 
@@ -33,13 +31,12 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     ctx = mu.new_context()
     with ctx, mu.ir.Location.unknown(ctx):
         module = mu.parse_module(inputs["ttir"], ctx, "ttir")
-        assign(module, num_warps)
-        pipeline(module)
+        shared = run_passes(module, num_warps)  # coalesce, pipeline, then allocation
         i32 = mu.ir.IntegerType.get_signless(32)
         attrs = module.operation.attributes
         attrs["ttg.num-ctas"] = mu.ir.IntegerAttr.get(i32, num_ctas)
         attrs["ttg.num-warps"] = mu.ir.IntegerAttr.get(i32, num_warps)
-        attrs["ttg.shared"] = mu.ir.IntegerAttr.get(i32, allocate(module, num_warps))
+        attrs["ttg.shared"] = mu.ir.IntegerAttr.get(i32, shared)
         attrs["ttg.target"] = mu.ir.StringAttr.get(target)
         attrs["ttg.threads-per-warp"] = mu.ir.IntegerAttr.get(i32, 32)
         return {"ttgir": mu.print_module(module)}

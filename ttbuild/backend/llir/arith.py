@@ -7,49 +7,21 @@ math.exp lowers as Triton does for f32 (ex2.approx with a log2(e) pre-scale); ex
 from __future__ import annotations
 
 import math
-from math import gcd
 
 from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.llir.context import F32, TensorVal, layout_of, llvm_type
-from ttbuild.backend.llir.registry import rule
+from ttbuild.backend.llir.elementwise import elementwise, result_type
 from ttbuild.errors import CompilationError
+from ttbuild.registry import RuleSet
 
-
-def _result_type(op):
-    return llvm_type(mu.elem_str(op.results[0].type))
-
-
-def _map(op, fn, *operands, ctx=None):
-    """Apply fn(*scalars) per element (tensors) or once (scalars); splat scalars share one value.
-
-    Where the axis analysis proves the result constant over aligned runs along the fastest
-    dimension, one element per run is computed and reused (Triton's maybeDeduplicate): e.g.
-    `cols < N` with N % 16 == 0 costs one compare per 8 fp16 elements, not eight."""
-    tensors = [x for x in operands if isinstance(x, TensorVal)]
-    if not tensors:
-        return fn(*operands)
-    t0 = tensors[0]
-    n = len(t0.elems)
-    cols = [x.elems if isinstance(x, TensorVal) else [x] * n for x in operands]
-    c = 1
-    if ctx is not None and len(op.results) == 1:
-        fast = t0.layout.order[0]
-        spt = min(t0.layout.size_per_thread[fast], t0.shape[fast])
-        c = gcd(ctx.axis.info(op.results[0]).constancy[fast], spt)
-    out = []
-    for j, row in enumerate(zip(*cols)):
-        out.append(out[j - j % c] if j % c else fn(*row))
-    return TensorVal(out, t0.layout, t0.shape)
+RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the table
+rule = RULES.rule
 
 
 def _elementwise(names, make):
-    """Register `make(ctx, op) -> fn(*scalars)` for each arith op name."""
-    for name in names:
-        def r(ctx, op, *operands, _make=make):
-            return _map(op, _make(ctx, op), *operands, ctx=ctx)
-        rule(name)(r)
+    elementwise(RULES, names, make)  # this module's rules: `make(ctx, op) -> fn(*scalars)`
 
 
 _FBIN = {"arith.addf": "fadd", "arith.subf": "fsub", "arith.mulf": "fmul", "arith.divf": "fdiv",
@@ -108,7 +80,7 @@ _CASTS = {"arith.extf": "fpext", "arith.truncf": "fptrunc", "arith.sitofp": "sit
           "arith.bitcast": "bitcast"}
 for _n, _m in _CASTS.items():
     _elementwise([_n], lambda ctx, op, _m=_m: (
-        lambda a, _t=_result_type(op): getattr(ctx.builder, _m)(a, _t)))
+        lambda a, _t=result_type(op): getattr(ctx.builder, _m)(a, _t)))
 
 _elementwise(["arith.negf"], lambda ctx, op: ctx.builder.fneg)
 
@@ -130,7 +102,7 @@ for _n, _p in {"arith.maxsi": ("s", ">"), "arith.minsi": ("s", "<"), "arith.maxu
 def _intrinsic_call(base):
     """LLVM's overloaded float intrinsics (`llvm.maximum.f32`, `llvm.sqrt.f16`, ...)."""
     def make(ctx, op):
-        t = _result_type(op)
+        t = result_type(op)
         suffix = {"half": "f16", "bfloat": "bf16", "float": "f32", "double": "f64"}[str(t)]
         def call(*xs):
             fn = ctx.intrinsic(f"llvm.{base}.{suffix}", t, [t] * len(xs))
@@ -150,7 +122,7 @@ def _approx(nvvm_name, pre_scale, post_scale):
     f16/bf16 go through f32 and back."""
     def make(ctx, op):
         b = ctx.builder
-        t = _result_type(op)
+        t = result_type(op)
         fn = ctx.intrinsic(nvvm_name, F32, [F32])
         def call(x):
             y = b.fpext(x, F32) if t != F32 else x
@@ -167,7 +139,7 @@ def _approx(nvvm_name, pre_scale, post_scale):
 
 
 _elementwise(["math.exp"], _approx("llvm.nvvm.ex2.approx.f", 1.0 / math.log(2.0), 1.0))
-# math.exp2 / log / log2 go through libdevice (rules_misc.LIBDEVICE), as Triton 3.6 lowers them:
+# math.exp2 / log / log2 go through libdevice (math_ops.LIBDEVICE), as Triton 3.6 lowers them:
 # tl.randn's Box-Muller log must round as Triton's __nv_logf does for bit-identical output.
 
 
@@ -199,7 +171,7 @@ def _divf(ctx, op):
     """f32: `div.full.f32` (2 ulp, full range; Triton's FDivOpConversion), other types: IEEE fdiv.
     `tl.math.div_rn` is the frontend's way to ask for the rounded form."""
     b = ctx.builder
-    if _result_type(op) != F32:
+    if result_type(op) != F32:
         return lambda x, y: b.fdiv(x, y)
     ftype = ir.FunctionType(F32, [F32, F32])
     return lambda x, y: b.asm(ftype, "div.full.f32 $0, $1, $2;", "=r,r,r", [x, y], side_effect=False)
@@ -208,7 +180,7 @@ def _divf(ctx, op):
 def _sqrt(ctx, op):
     """f32: `sqrt.approx.ftz.f32` (Triton's math.sqrt lowering); other types: llvm.sqrt."""
     b = ctx.builder
-    t = _result_type(op)
+    t = result_type(op)
     if t == F32:
         fn = ctx.intrinsic("llvm.nvvm.sqrt.approx.ftz.f", F32, [F32])
         return lambda x: b.call(fn, [x])
@@ -218,7 +190,7 @@ def _sqrt(ctx, op):
 def _rsqrt(ctx, op):
     """`rsqrt.approx.ftz.f32` (Triton's math.rsqrt); f16/bf16 through f32."""
     b = ctx.builder
-    t = _result_type(op)
+    t = result_type(op)
     if str(t) == "double":
         fn = ctx.intrinsic("llvm.nvvm.rsqrt.approx.d", t, [t])
         return lambda x: b.call(fn, [x])

@@ -1,5 +1,4 @@
-"""LLIR rules that move data between threads: tt.reduce, ttg.convert_layout, and the layout-only
-ops tt.expand_dims / tt.broadcast.
+"""LLIR rule for tt.reduce: in-thread combine, warp shuffles, then shared memory across warps.
 
 tt.reduce (Triton ReduceOpToLLVM's three steps): combine the elements a thread holds along the
 axis (left to right, as Triton does: the products of a sum of products fuse into FMAs and
@@ -8,7 +7,7 @@ that hold distinct data along the axis, so every lane ends with its group's resu
 several warps hold distinct data along the axis, lane 0 of each writes its partial to shared
 memory, one barrier, and every thread combines the partials in warp order. The user's combine
 region is inlined at each step (multi-operand reductions such as argmax carry tuples).
-Shared memory: the plan of ttbuild.backend.smem (offset 0; a barrier before a write only when
+Shared memory: the plan of ttbuild.backend.analysis.allocation (offset 0; a barrier before a write only when
 shared memory was read since the last barrier).
 """
 
@@ -20,11 +19,15 @@ from math import prod
 from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
-from ttbuild.backend.layout import Blocked, Slice
-from ttbuild.backend.llir.context import I8, I32, I64, TensorVal, layout_of, llvm_type
-from ttbuild.backend.llir.registry import rule
-from ttbuild.backend.smem import _round4, elem_bytes, reduce_plan
-from ttbuild.errors import CompilationError, NotSupportedYet
+from ttbuild.backend.analysis.allocation import elem_bytes, reduce_plan, round4
+from ttbuild.backend.analysis.layout import Blocked, Slice
+from ttbuild.backend.llir.context import I32, I64, TensorVal
+from ttbuild.backend.llir.smem import linear, smem_load, smem_store
+from ttbuild.errors import NotSupportedYet
+from ttbuild.registry import RuleSet
+
+RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the table
+rule = RULES.rule
 
 
 def _log2(n: int) -> int:
@@ -49,30 +52,6 @@ def shfl_bfly(ctx, v, lane_mask: int):
     else:
         r = b.trunc(call(b.zext(w, I32)), it)
     return r if isinstance(t, ir.IntType) else b.bitcast(r, t)
-
-
-def _smem_store(ctx, offset_bytes, v):
-    b = ctx.builder
-    if isinstance(v.type, ir.IntType) and v.type.width < 8:
-        v = b.zext(v, I8)
-    b.store(v, b.bitcast(ctx.smem(offset_bytes), ir.PointerType(v.type, addrspace=3)))
-
-
-def _smem_load(ctx, offset_bytes, t):
-    b = ctx.builder
-    mt = I8 if isinstance(t, ir.IntType) and t.width < 8 else t
-    v = b.load(b.bitcast(ctx.smem(offset_bytes), ir.PointerType(mt, addrspace=3)))
-    return b.trunc(v, t) if mt != t else v
-
-
-def _linear(b, idx, shape):
-    """Row-major linear index (i32) of an index tuple."""
-    acc = None
-    for d, v in enumerate(idx):
-        stride = prod(shape[d + 1:])
-        term = b.mul(v, ir.Constant(I32, stride)) if stride != 1 else v
-        acc = term if acc is None else b.add(acc, term)
-    return acc if acc is not None else ir.Constant(I32, 0)
 
 
 def tree(combine, items: list) -> list:
@@ -121,9 +100,9 @@ def reduce(ctx, op, *srcs):
         writer = b.and_(b.icmp_unsigned("==", lane_a, ir.Constant(I32, 0)),
                         b.icmp_unsigned("<", warp_a, ir.Constant(I32, plan.warps)))
         idx = ctx.indices(layout, shape)
-        lins = [_linear(b, idx[js[0]][:axis] + idx[js[0]][axis + 1:], out_shape) for js in groups.values()]
+        lins = [linear(b, idx[js[0]][:axis] + idx[js[0]][axis + 1:], out_shape) for js in groups.values()]
         outs = prod(out_shape)
-        slots = [_round4(elem_bytes(mu.elem_str(v.type))) for v in op.operands]
+        slots = [round4(elem_bytes(mu.elem_str(v.type))) for v in op.operands]
         bases = [outs * plan.warps * sum(slots[:i]) for i in range(len(slots))]
         W = ir.Constant(I32, plan.warps)
         ctx.before_smem_write()
@@ -132,14 +111,14 @@ def reduce(ctx, op, *srcs):
                 for i, v in enumerate(acc):
                     slot = b.add(b.mul(lin, W), warp_a)
                     off = b.add(b.mul(slot, ir.Constant(I32, slots[i])), ir.Constant(I32, bases[i]))
-                    _smem_store(ctx, off, v)
+                    smem_store(ctx, off, v)
         ctx.barrier()
         new = []
         for lin, acc in zip(lins, accs):
             parts = []
             for w in range(plan.warps):
                 slot = b.add(b.mul(lin, W), ir.Constant(I32, w))
-                parts.append([_smem_load(ctx, b.add(b.mul(slot, ir.Constant(I32, slots[i])),
+                parts.append([smem_load(ctx, b.add(b.mul(slot, ir.Constant(I32, slots[i])),
                                                     ir.Constant(I32, bases[i])), v.type)
                               for i, v in enumerate(acc)])
             new.append(tree(combine, parts))
@@ -152,69 +131,3 @@ def reduce(ctx, op, *srcs):
         sl = Slice(axis, layout)
         res = [TensorVal([acc[i] for acc in accs], sl, out_shape) for i in range(len(srcs))]
     return res[0] if len(res) == 1 else res
-
-
-@rule("tt.expand_dims")
-def expand_dims(ctx, op, src):
-    """Same elements: the operand's slice layout is the result layout with `axis` removed."""
-    res = op.results[0]
-    lay = layout_of(res)
-    d = mu.int_attr(mu.props(op)["axis"])
-    if src.layout != Slice(d, lay):
-        raise CompilationError(f"tt.expand_dims operand layout {src.layout} is not a slice of {lay}", stage="llir")
-    return TensorVal(list(src.elems), lay, mu.shape_of(res.type))
-
-
-@rule("tt.broadcast")
-def broadcast(ctx, op, src):
-    """Each output element takes the operand element at the same offsets, 0 along size-1 dims."""
-    res = op.results[0]
-    lay, shape = layout_of(res), mu.shape_of(res.type)
-    if src.layout != lay:
-        raise CompilationError("tt.broadcast across layouts needs a convert_layout first", stage="llir")
-    where = {off: j for j, off in enumerate(src.layout.local_offsets(src.shape))}
-    elems = []
-    for off in lay.local_offsets(shape):
-        o = tuple(0 if src.shape[d] == 1 else off[d] for d in range(len(shape)))
-        elems.append(src.elems[where[o]])
-    return TensorVal(elems, lay, shape)
-
-
-def _same_thread_map(src_l, dst_l, shape, threads: int):
-    """Per destination element, its position in the thread's source elements when every thread
-    already holds what it needs (the conversion is a register renaming), else None."""
-    pos = None
-    for tid in range(threads):
-        have = {ix: j for j, ix in reversed(list(enumerate(src_l.thread_indices(tid, shape))))}
-        try:
-            p = [have[ix] for ix in dst_l.thread_indices(tid, shape)]
-        except KeyError:
-            return None
-        if pos is None:
-            pos = p
-        elif p != pos:
-            return None
-    return pos
-
-
-@rule("ttg.convert_layout")
-def convert_layout(ctx, op, src):
-    """Registers when each thread already holds its new elements, else through shared memory:
-    every thread stores its elements at their row-major index, one barrier, loads its new ones."""
-    b = ctx.builder
-    res = op.results[0]
-    lay, shape = layout_of(res), tuple(mu.shape_of(res.type))
-    if src.layout == lay:
-        return src
-    pos = _same_thread_map(src.layout, lay, shape, 32 * ctx.num_warps)
-    if pos is not None:
-        return TensorVal([src.elems[p] for p in pos], lay, shape)
-    ety = llvm_type(mu.elem_str(res.type))
-    slot = ir.Constant(I32, _round4(elem_bytes(mu.elem_str(res.type))))
-    ctx.before_smem_write()
-    for ix, v in zip(ctx.indices(src.layout, shape), src.elems):
-        _smem_store(ctx, b.mul(_linear(b, ix, shape), slot), v)
-    ctx.barrier()
-    out = [_smem_load(ctx, b.mul(_linear(b, ix, shape), slot), ety) for ix in ctx.indices(lay, shape)]
-    ctx.after_smem_read()
-    return TensorVal(out, lay, shape)

@@ -6,7 +6,10 @@ from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
-from ttbuild.backend.llir.registry import rule
+from ttbuild.registry import RuleSet
+
+RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the table
+rule = RULES.rule
 
 _AXES = "xyz"
 

@@ -1,7 +1,7 @@
 """LLIR rules for the pipeliner's ops: shared-memory buffers (`ttg.local_alloc`, `ttg.memdesc_index`, `ttg.local_load`, `ttg.local_dealloc`) and cp.async (`ttg.async_copy_global_to_local`, `ttg.async_commit_group`, `ttg.async_wait`).
 
 A buffer lives in the kernel's dynamic shared memory at the `allocation.offset` the ttgir stage
-wrote (ttbuild.backend.smem.allocate); slots are row-major with the shared encoding's `order`
+wrote (ttbuild.backend.analysis.allocation.allocate); slots are row-major with the shared encoding's `order`
 fastest-first (`#ttg.swizzled_shared` with vec = perPhase = maxPhase = 1: no swizzle). A memdesc
 lowers to a Python `MemDesc` (a shared pointer plus its shape), never to an SSA value that
 crosses a loop: the pipeliner carries slot indices, and tokens lower to a dummy i32.
@@ -23,11 +23,15 @@ from math import gcd, prod
 from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
-from ttbuild.backend.coalesce import vector_elems
-from ttbuild.backend.smem import elem_bytes
+from ttbuild.backend.analysis.allocation import elem_bytes
+from ttbuild.backend.analysis.axis import vector_elems
 from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
-from ttbuild.backend.llir.registry import rule
+from ttbuild.backend.llir.memory import load_words  # the predicated scalar load
 from ttbuild.errors import CompilationError
+from ttbuild.registry import RuleSet
+
+RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the table
+rule = RULES.rule
 
 _MEMDESC = re.compile(r"!ttg\.memdesc<([0-9x]+)x([a-zA-Z0-9]+),.*?order\s*=\s*\[([0-9,\s]*)\]")
 
@@ -99,7 +103,7 @@ def _shares_elements(ctx, layout, shape) -> bool:
 def local_alloc(ctx, op):
     attrs = op.operation.attributes  # discardable attributes (mu.props reads properties)
     if "allocation.offset" not in attrs:
-        raise CompilationError("ttg.local_alloc without allocation.offset (run smem.allocate)", stage="llir")
+        raise CompilationError("ttg.local_alloc without allocation.offset (run analysis.allocation.allocate)", stage="llir")
     shape, elem, order = parse_memdesc(op.results[0].type)
     return MemDesc(ctx.smem(mu.int_attr(attrs["allocation.offset"])), shape, elem, order)
 
@@ -169,13 +173,12 @@ def async_copy(ctx, op, ptr: TensorVal, desc: MemDesc, mask=None, other=None):
 
 
 def _sync_copy(ctx, ptr, desc, mask, idx, elem):
-    from ttbuild.backend.llir.memory import _load_words  # the predicated scalar load
     b = ctx.builder
     ety = llvm_type(elem)
     bits = mu.elem_bits(elem)
     for j, p in enumerate(ptr.elems):
         pred = None if mask is None else mask.elems[j]
-        v = _load_words(ctx, p, pred, ety, bits, 1, None, [j])[0]
+        v = load_words(ctx, p, pred, ety, bits, 1, None, [j])[0]
         b.store(v, b.bitcast(_elem_addr(ctx, desc, idx[j]), ir.PointerType(ety, addrspace=3)))
 
 

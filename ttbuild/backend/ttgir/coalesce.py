@@ -21,25 +21,15 @@ from __future__ import annotations
 from math import prod
 
 from ttbuild.backend import mlir_util as mu
-from ttbuild.backend.axis import AxisAnalysis
-from ttbuild.backend.layout import Blocked, Slice, default_blocked, unflatten
+from ttbuild.backend.analysis.axis import AxisAnalysis, vector_elems
+from ttbuild.backend.analysis.layout import Blocked, Slice, default_blocked, trans_order, transposed, unflatten
+from ttbuild.optraits import SCALAR_REGIONS, walk
 
 MEMORY_OPS = ("tt.load", "tt.store", "tt.atomic_rmw", "tt.atomic_cas")
-# Ops whose regions hold scalar code (combiners): not walked for tensors.
-SCALAR_REGION_OPS = ("tt.reduce", "tt.scan")
 # Ops whose tensor operands and results need no common layout (handled as constraints or free).
 NO_UNION = ("tt.expand_dims", "tt.reduce", "tt.splat", "tt.make_range", "arith.constant",
             "scf.for", "scf.if", "scf.while", "scf.yield", "scf.condition", "tt.trans",
             "tt.reshape", "tt.join", "tt.split", "tt.cat", "ttg.convert_layout", "tt.histogram")
-
-
-def vector_elems(ptr_value, axis: AxisAnalysis, order0: int) -> int:
-    """Elements per 16-byte-or-smaller access that the pointer tensor's axis info allows."""
-    elem = mu.pointee(mu.elem_str(ptr_value.type))
-    ebytes = mu.elem_bits(elem) // 8
-    info = axis.info(ptr_value)
-    align_elems = max(1, info.divisibility[order0] // ebytes)
-    return max(1, min(16 // ebytes, info.contiguity[order0], align_elems))
 
 
 class _UF:
@@ -61,16 +51,6 @@ class _UF:
 
 def _is_tensor(v) -> bool:
     return isinstance(v.type, mu.ir.RankedTensorType)
-
-
-def _walk(block, fn):
-    for op in block.operations:
-        fn(op)
-        if op.operation.name in SCALAR_REGION_OPS:
-            continue
-        for region in op.regions:
-            for blk in region.blocks:
-                _walk(blk, fn)
 
 
 def _terminator(region):
@@ -103,7 +83,8 @@ class _Assigner:
         for a in body.arguments:
             if _is_tensor(a):
                 self.values.append(a)
-        _walk(body, self._op)
+        for op in walk(self.func, skip_regions_of=SCALAR_REGIONS):  # combiners hold scalars
+            self._op(op)
 
     def _op(self, op):
         name = op.operation.name
@@ -112,7 +93,7 @@ class _Assigner:
                 self.values.append(r)
                 self.uf.find(r)
         for region in op.regions:
-            if name in SCALAR_REGION_OPS:
+            if name in SCALAR_REGIONS:
                 break
             for blk in region.blocks:
                 for a in blk.arguments:
@@ -222,22 +203,6 @@ class _Assigner:
             if order is None or v > best:
                 best, order = max(best, v), o
         return default_blocked(shape, self.num_warps, best, self.tpw, order)
-
-
-def trans_order(op) -> list[int]:
-    """tt.trans `order`: result dimension k is operand dimension order[k]."""
-    text = str(mu.props(op)["order"])
-    return [int(x) for x in text.split(":")[1].strip(" >").split(",")]
-
-
-def transposed(lay, order):
-    """The layout tt.trans infers for its result (Triton's inferTransOpEncoding for blocked
-    layouts): per-dimension fields permuted by `order`, `order` renumbered; None for others."""
-    if not isinstance(lay, Blocked):
-        return None
-    perm = lambda t: tuple(t[o] for o in order)
-    return Blocked(perm(lay.size_per_thread), perm(lay.threads_per_warp), perm(lay.warps_per_cta),
-                   tuple(order.index(o) for o in lay.order))
 
 
 def _retype(v, lay):

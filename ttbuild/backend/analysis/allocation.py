@@ -6,7 +6,7 @@ holds distinct data along the axis; a layout conversion always goes through shar
 separated by barriers, so the kernel needs the maximum, not the sum (Triton's allocation
 analysis gives the same answer for kernels without overlapping live buffers).
 
-The pipeliner's `ttg.local_alloc` buffers (ttbuild.backend.pipeline) are live across a whole
+The pipeliner's `ttg.local_alloc` buffers (ttbuild.backend.ttgir.pipeline) are live across a whole
 loop, while scratch users inside that loop come and go: `allocate` places them one after
 another above the scratch (16-byte aligned, as cp.async.cg needs), so they never overlap it or
 each other, and writes each offset on its op as `allocation.offset` (Triton's attribute name).
@@ -14,10 +14,13 @@ each other, and writes each offset on its op as `allocation.offset` (Triton's at
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from math import prod
 
-from ttbuild.backend.layout import Blocked
+from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.analysis.layout import Blocked, parse_layout, trans_order, transposed
+from ttbuild.optraits import SCALAR_REGIONS, walk
 
 
 @dataclass(frozen=True)
@@ -49,7 +52,6 @@ def reduce_plan(layout: Blocked, shape, axis: int) -> ReducePlan:
 
 
 def elem_bytes(elem: str) -> int:
-    from ttbuild.backend import mlir_util as mu
     return max(1, mu.elem_bits(elem) // 8)
 
 
@@ -61,14 +63,14 @@ def reduce_bytes(layout, shape, axis: int, elems: list[str]) -> int:
     if plan.warps == 1:
         return 0
     outs = prod(shape) // shape[axis]
-    return outs * plan.warps * sum(_round4(elem_bytes(e)) for e in elems)
+    return outs * plan.warps * sum(round4(elem_bytes(e)) for e in elems)
 
 
 def convert_bytes(shape, elem: str) -> int:
-    return prod(shape) * _round4(elem_bytes(elem))
+    return prod(shape) * round4(elem_bytes(elem))
 
 
-def _round4(n: int) -> int:
+def round4(n: int) -> int:
     return max(4, n)  # narrow elements move as 32-bit words (no sub-word bank conflicts)
 
 
@@ -86,27 +88,22 @@ def scan_plan(shape, axis: int, threads: int) -> tuple[int, int, int]:
 
 def scan_bytes(shape, axis: int, threads: int, elems: list[str]) -> int:
     lines, P, _ = scan_plan(shape, axis, threads)
-    return sum((prod(shape) + lines * P) * _round4(elem_bytes(e)) for e in elems)
+    return sum((prod(shape) + lines * P) * round4(elem_bytes(e)) for e in elems)
 
 
 def module_bytes(module, num_warps: int = 4) -> int:
     """`ttg.shared` of a TTGIR module: the largest shared-memory user (reduce or convert_layout)."""
-    from ttbuild.backend import mlir_util as mu
-    from ttbuild.backend.layout import parse_layout
-
     best = 0
-
-    def walk(block):
-        nonlocal best
-        for op in block.operations:
-            name = op.operation.name
+    for func in module.body.operations:
+        # combiner regions of tt.reduce / tt.scan hold scalars: no shared-memory users inside
+        for op in walk(func, skip_regions_of=SCALAR_REGIONS):
+            name = op.name
             if name == "tt.reduce":
                 src = op.operands[0]
                 ax = mu.int_attr(mu.props(op)["axis"])
                 lay = parse_layout(mu.encoding_str(src.type))
                 best = max(best, reduce_bytes(lay, mu.shape_of(src.type), ax,
                                               [mu.elem_str(v.type) for v in op.operands]))
-                continue
             if name in ("tt.atomic_rmw", "tt.atomic_cas"):
                 # old values reach threads holding duplicates (or all threads, for scalars)
                 r = op.results[0]
@@ -122,27 +119,27 @@ def module_bytes(module, num_warps: int = 4) -> int:
                 ax = mu.int_attr(mu.props(op)["axis"])
                 best = max(best, scan_bytes(mu.shape_of(src.type), ax, 32 * num_warps,
                                             [mu.elem_str(v.type) for v in op.operands]))
-                continue
             if name == "ttg.convert_layout":
                 src = op.operands[0]
                 best = max(best, convert_bytes(mu.shape_of(src.type), mu.elem_str(src.type)))
-            for region in op.regions:
-                for blk in region.blocks:
-                    walk(blk)
-
-    for func in module.body.operations:
-        for region in func.regions:
-            for blk in region.blocks:
-                walk(blk)
     return best
 
 
 def _trans_in_registers(op) -> bool:
-    from ttbuild.backend import mlir_util as mu
-    from ttbuild.backend.coalesce import trans_order, transposed
-    from ttbuild.backend.layout import parse_layout
     src = parse_layout(mu.encoding_str(op.operands[0].type))
     return parse_layout(mu.encoding_str(op.results[0].type)) == transposed(src, trans_order(op))
+
+
+def buffers(module) -> list:
+    """Every `ttg.local_alloc` of the module with its byte size: [(op, bytes)] in program order."""
+    out = []
+    for func in module.body.operations:
+        for op in walk(func):
+            if op.name == "ttg.local_alloc":
+                m = re.match(r"!ttg\.memdesc<([0-9x]+)x([a-zA-Z0-9]+),", str(op.results[0].type))
+                shape = [int(s) for s in m.group(1).split("x")]
+                out.append((op, prod(shape) * mu.elem_bits(m.group(2)) // 8))
+    return out
 
 
 def _align(n: int, a: int = 16) -> int:
@@ -152,9 +149,6 @@ def _align(n: int, a: int = 16) -> int:
 def allocate(module, num_warps: int = 4) -> int:
     """Place every `ttg.local_alloc` above the scratch (`allocation.offset = <bytes> : i32` on
     the op) and return `ttg.shared`: scratch + buffers, in bytes (0 when neither exists)."""
-    from ttbuild.backend import mlir_util as mu
-    from ttbuild.backend.pipeline import buffers
-
     top = module_bytes(module, num_warps)
     bufs = buffers(module)
     if not bufs:

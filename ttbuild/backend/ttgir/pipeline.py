@@ -24,26 +24,22 @@ PipelineExpander.cpp peels the prologue), and what this pass reproduces op for o
   consumed, predicated on `iv < ub - (S-1)*step`. Insert/extract slot indices and the S-1 tokens
   in flight are loop-carried. After the loop: `ttg.async_wait {num = 0}` and `ttg.local_dealloc`.
 
-Offsets of the buffers in shared memory are placed by ttbuild.backend.smem.allocate (after the
+Offsets of the buffers in shared memory are placed by ttbuild.backend.analysis.allocation.allocate (after the
 scratch of reductions and layout conversions, so they never overlap).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import gcd, prod
+from math import gcd
 
 from ttbuild.backend import mlir_util as mu
-from ttbuild.backend.axis import AxisAnalysis
-from ttbuild.backend.coalesce import vector_elems
-from ttbuild.backend.layout import parse_layout
+from ttbuild.backend.analysis.axis import AxisAnalysis, vector_elems
+from ttbuild.backend.analysis.layout import parse_layout
+from ttbuild.optraits import is_pure, walk
 
 ir = mu.ir
 
-# Ops that may compute a pipelined load's address or mask: no memory effects, no regions.
-PURE = frozenset({"tt.splat", "tt.addptr", "tt.broadcast", "tt.expand_dims", "tt.make_range",
-                  "tt.reshape", "tt.trans", "ttg.convert_layout", "tt.get_program_id",
-                  "tt.get_num_programs", "tt.bitcast", "tt.int_to_ptr", "tt.ptr_to_int", "tt.fp_to_fp"})
 SLOTTED_ELEMS = {"f16", "bf16", "f32", "f64", "i8", "i16", "i32", "i64", "f8E4M3FN", "f8E5M2"}
 
 
@@ -101,7 +97,7 @@ def _slice(load, body, iv):
             return v == iv
         op = v.owner
         name = op.operation.name
-        if not (name in PURE or name.startswith("arith.") or name.startswith("math.")) or len(op.regions):
+        if not is_pure(name) or len(op.regions):  # ops that may compute an address or mask
             return False
         key = op.operation
         if key in seen:
@@ -401,14 +397,9 @@ def _const_int(v):
     return None
 
 
-def _loops(block, out):
-    for op in block.operations:
-        for region in op.regions:
-            for blk in region.blocks:
-                _loops(blk, out)
-        if op.operation.name == "scf.for":
-            out.append(op)
-    return out
+def _loops(func) -> list:
+    """The scf.for ops of `func`, inner loops first (post-order)."""
+    return [op for op in walk(func, post_order=True) if op.name == "scf.for"]
 
 
 def pipeline(module) -> int:
@@ -418,7 +409,7 @@ def pipeline(module) -> int:
     for func in module.body.operations:
         if func.operation.name != "tt.func":
             continue
-        loops = _loops(func.regions[0].blocks[0], [])
+        loops = _loops(func)
         if not any(num_stages_of(f) >= 2 for f in loops):
             continue
         axis = AxisAnalysis(func)
@@ -432,25 +423,3 @@ def pipeline(module) -> int:
             _Loop(f, S, cands).rewrite()
             count += len(cands)
     return count
-
-
-def buffers(module) -> list:
-    """Every `ttg.local_alloc` of the module with its byte size: [(op, bytes)] in program order."""
-    import re
-    out = []
-
-    def walk(block):
-        for op in block.operations:
-            if op.operation.name == "ttg.local_alloc":
-                m = re.match(r"!ttg\.memdesc<([0-9x]+)x([a-zA-Z0-9]+),", str(op.results[0].type))
-                shape = [int(s) for s in m.group(1).split("x")]
-                out.append((op, prod(shape) * mu.elem_bits(m.group(2)) // 8))
-            for region in op.regions:
-                for blk in region.blocks:
-                    walk(blk)
-
-    for func in module.body.operations:
-        for region in func.regions:
-            for blk in region.blocks:
-                walk(blk)
-    return out

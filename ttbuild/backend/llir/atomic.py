@@ -12,11 +12,14 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.analysis.allocation import round4
 from ttbuild.backend.llir.context import I32, TensorVal, llvm_type
-from ttbuild.backend.llir.registry import rule
-from ttbuild.backend.llir.rules_reduce import _linear, _smem_load, _smem_store
-from ttbuild.backend.smem import _round4
+from ttbuild.backend.llir.smem import linear, smem_load, smem_store
 from ttbuild.errors import NotSupportedYet
+from ttbuild.registry import RuleSet
+
+RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the table
+rule = RULES.rule
 
 SEM = {1: ".relaxed", 2: ".acquire", 3: ".release", 4: ".acq_rel"}
 SCOPE = {1: ".gpu", 2: ".cta", 3: ".sys"}
@@ -98,7 +101,7 @@ def _run(ctx, op, opname: str, ptr, operands, mask):
         olds.append(_atom(ctx, opname, ptr.elems[j], [c[j] for c in cols], pred, ety))
     if own is not None and used:
         idx = ctx.indices(ptr.layout, ptr.shape)
-        lins = [_linear(b, ix, ptr.shape) for ix in idx]
+        lins = [linear(b, ix, ptr.shape) for ix in idx]
         olds = _share(ctx, olds, lins, own, ety)
     return TensorVal(olds, ptr.layout, ptr.shape)
 
@@ -108,13 +111,13 @@ def _share(ctx, values, lins, owners, ety):
     the slot of each of its elements (so duplicates see the owner's old value)."""
     b = ctx.builder
     bits = ety.width if isinstance(ety, ir.IntType) else {"float": 32, "double": 64}[str(ety)]
-    slot = ir.Constant(I32, _round4(bits // 8))
+    slot = ir.Constant(I32, round4(bits // 8))
     ctx.before_smem_write()
     for v, lin, own in zip(values, lins, owners):
         with b.if_then(own):
-            _smem_store(ctx, b.mul(lin, slot), v)
+            smem_store(ctx, b.mul(lin, slot), v)
     ctx.barrier()
-    out = [_smem_load(ctx, b.mul(lin, slot), ety) for lin in lins]
+    out = [smem_load(ctx, b.mul(lin, slot), ety) for lin in lins]
     ctx.after_smem_read()
     return out
 

@@ -10,10 +10,13 @@ Unknown ops give the pessimistic answer (1, 1, 1), never a wrong one.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from math import gcd
 
 from ttbuild.backend import mlir_util as mu
+from ttbuild.optraits import walk
+from ttbuild.registry import Registry, RuleSet, build
 
 MAX_DIV = 1 << 30  # what "divisible by everything" (the value 0) is capped to
 
@@ -41,6 +44,15 @@ def _shape(v):
     return s if s else (1,)
 
 
+def vector_elems(ptr_value, axis: AxisAnalysis, order0: int) -> int:
+    """Elements per 16-byte-or-smaller access that the pointer tensor's axis info allows."""
+    elem = mu.pointee(mu.elem_str(ptr_value.type))
+    ebytes = mu.elem_bits(elem) // 8
+    info = axis.info(ptr_value)
+    align_elems = max(1, info.divisibility[order0] // ebytes)
+    return max(1, min(16 // ebytes, info.contiguity[order0], align_elems))
+
+
 class AxisAnalysis:
     """Runs once over a function body in program order, nested regions included; `info(value)`
     answers. Loop-carried values (scf.for iter_args and results) get the pessimistic answer; the
@@ -58,18 +70,12 @@ class AxisAnalysis:
                 if "tt.divisibility" in d:
                     div = mu.int_attr(d["tt.divisibility"])
             self._info[self._key(arg)] = AxisInfo((1,), (div,), (1,))
-        self._walk(block)
-
-    def _walk(self, block):
-        for op in block.operations:
+        for op in walk(func_op):  # program order, parents (and a loop's induction variable) first
             self._visit(op)
-            if op.operation.name == "scf.for" and len(op.regions[0].blocks):
+            if op.name == "scf.for" and len(op.regions[0].blocks):
                 iv = op.regions[0].blocks[0].arguments[0]
                 lb, step = self.info(op.operands[0]), self.info(op.operands[2])
                 self._set(iv, AxisInfo((1,), (gcd(lb.divisibility[0], step.divisibility[0]),), (1,)))
-            for region in op.regions:
-                for blk in region.blocks:
-                    self._walk(blk)
 
     @staticmethod
     def _key(v):
@@ -89,20 +95,13 @@ class AxisAnalysis:
         shape = _shape(res)
         rank = len(shape)
         ins = [self.info(x) for x in op.operands]
-        fn = _RULES.get(name)
+        fn = TABLE.get(name)
         out = fn(op, shape, ins) if fn else None
         self._set(res, out or AxisInfo.unknown(rank))
 
 
-_RULES = {}
-
-
-def _rule(*names):
-    def deco(fn):
-        for n in names:
-            _RULES[n] = fn
-        return fn
-    return deco
+RULES = RuleSet()  # per-op rules `fn(op, shape, ins) -> AxisInfo | None`; TABLE below is built from them
+_rule = RULES.rule
 
 
 def _elem_bytes_of_ptr(op) -> int:
@@ -242,3 +241,7 @@ def _broadcast(op, shape, ins):
 @_rule("ttg.convert_layout")
 def _convert(op, shape, ins):
     return ins[0]
+
+
+# This module is its own (one-module) list of rule modules.
+TABLE: Registry = build({"default": Registry("axis-info rule")}, [sys.modules[__name__]])["default"]

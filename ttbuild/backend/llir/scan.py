@@ -1,6 +1,6 @@
 """LLIR rule for tt.scan (cumsum, cumprod, associative_scan; forward or reverse, any axis).
 
-Through shared memory, in three phases separated by barriers (ttbuild.backend.smem.scan_plan):
+Through shared memory, in three phases separated by barriers (ttbuild.backend.analysis.allocation.scan_plan):
 1. every thread stores its elements (row-major slots);
 2. each line along the axis is cut into P segments of S elements; the thread of a segment scans
    it in place, in order (reverse: from the end), and stores the segment's total;
@@ -17,10 +17,13 @@ from math import prod
 from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.analysis.allocation import elem_bytes, round4, scan_plan
 from ttbuild.backend.llir.context import I32, TensorVal, llvm_type
-from ttbuild.backend.llir.registry import rule
-from ttbuild.backend.llir.rules_reduce import _linear, _smem_load, _smem_store
-from ttbuild.backend.smem import _round4, elem_bytes, scan_plan
+from ttbuild.backend.llir.smem import linear, smem_load, smem_store
+from ttbuild.registry import RuleSet
+
+RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the table
+rule = RULES.rule
 
 
 def _c(v):
@@ -41,7 +44,7 @@ def scan(ctx, op, *srcs):
     numel = prod(shape)
     elems = [mu.elem_str(v.type) for v in op.operands]
     tys = [llvm_type(e) for e in elems]
-    slots = [_round4(elem_bytes(e)) for e in elems]
+    slots = [round4(elem_bytes(e)) for e in elems]
     a_base = [sum(numel * s for s in slots[:k]) for k in range(len(slots))]
     b_base = [sum(numel * s for s in slots) + sum(lines * P * s for s in slots[:k]) for k in range(len(slots))]
     block = op.regions[0].blocks[0]
@@ -55,11 +58,11 @@ def scan(ctx, op, *srcs):
 
     # 1. store
     idx = ctx.indices(layout, shape)
-    lins = [_linear(b, ix, shape) for ix in idx]
+    lins = [linear(b, ix, shape) for ix in idx]
     ctx.before_smem_write()
     for k, s in enumerate(srcs):
         for lin, v in zip(lins, s.elems):
-            _smem_store(ctx, a_off(k, lin), v)
+            smem_store(ctx, a_off(k, lin), v)
     ctx.barrier()
 
     tid = ctx.sreg("tid.x")
@@ -90,13 +93,13 @@ def scan(ctx, op, *srcs):
             ads = [addr(outer, inn, pos) for pos in positions(seg)]
             acc = None
             for ad in ads:
-                x = [_smem_load(ctx, a_off(k, ad), tys[k]) for k in range(len(srcs))]
+                x = [smem_load(ctx, a_off(k, ad), tys[k]) for k in range(len(srcs))]
                 acc = x if acc is None else combine(acc, x)
                 for k, v in enumerate(acc):
-                    _smem_store(ctx, a_off(k, ad), v)
+                    smem_store(ctx, a_off(k, ad), v)
             tot = b.add(b.mul(line, _c(P)), seg)
             for k, v in enumerate(acc):
-                _smem_store(ctx, b_off(k, tot), v)
+                smem_store(ctx, b_off(k, tot), v)
     ctx.barrier()
 
     # 3. prefix of earlier segments, applied to this one
@@ -104,20 +107,20 @@ def scan(ctx, op, *srcs):
         for line, seg, outer, inn, active in items:
             with b.if_then(b.and_(active, b.icmp_unsigned(">", seg, _c(0)))):
                 base = b.mul(line, _c(P))
-                pre = [_smem_load(ctx, b_off(k, base), tys[k]) for k in range(len(srcs))]
+                pre = [smem_load(ctx, b_off(k, base), tys[k]) for k in range(len(srcs))]
                 for j in range(1, P - 1):
-                    x = [_smem_load(ctx, b_off(k, b.add(base, _c(j))), tys[k]) for k in range(len(srcs))]
+                    x = [smem_load(ctx, b_off(k, b.add(base, _c(j))), tys[k]) for k in range(len(srcs))]
                     nxt = combine(pre, x)
                     take = b.icmp_unsigned("<", _c(j), seg)
                     pre = [b.select(take, n, o) for n, o in zip(nxt, pre)]
                 for ad in [addr(outer, inn, pos) for pos in positions(seg)]:
-                    x = [_smem_load(ctx, a_off(k, ad), tys[k]) for k in range(len(srcs))]
+                    x = [smem_load(ctx, a_off(k, ad), tys[k]) for k in range(len(srcs))]
                     for k, v in enumerate(combine(pre, x)):
-                        _smem_store(ctx, a_off(k, ad), v)
+                        smem_store(ctx, a_off(k, ad), v)
         ctx.barrier()
 
     # 4. load back in the layout
-    outs = [TensorVal([_smem_load(ctx, a_off(k, lin), tys[k]) for lin in lins], layout, shape)
+    outs = [TensorVal([smem_load(ctx, a_off(k, lin), tys[k]) for lin in lins], layout, shape)
             for k in range(len(srcs))]
     ctx.after_smem_read()
     return outs[0] if len(outs) == 1 else outs

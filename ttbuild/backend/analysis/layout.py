@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass
 from itertools import product
 
+from ttbuild.backend import mlir_util as mu
+
 
 @dataclass(frozen=True)
 class Blocked:
@@ -182,3 +184,19 @@ def unflatten(flat: Blocked, shape) -> Blocked:
         per[0] *= f
         levels.append(tuple(per))
     return Blocked(levels[0], levels[1], levels[2], tuple(reversed(range(rank))))
+
+
+def trans_order(op) -> list[int]:
+    """tt.trans `order`: result dimension k is operand dimension order[k]."""
+    text = str(mu.props(op)["order"])
+    return [int(x) for x in text.split(":")[1].strip(" >").split(",")]
+
+
+def transposed(lay, order):
+    """The layout tt.trans infers for its result (Triton's inferTransOpEncoding for blocked
+    layouts): per-dimension fields permuted by `order`, `order` renumbered; None for others."""
+    if not isinstance(lay, Blocked):
+        return None
+    perm = lambda t: tuple(t[o] for o in order)
+    return Blocked(perm(lay.size_per_thread), perm(lay.threads_per_warp), perm(lay.warps_per_cta),
+                   tuple(order.index(o) for o in lay.order))

@@ -1,4 +1,4 @@
-"""LLIR rules for Triton's debug ops: `tt.print` -> vprintf, `tt.assert` -> __assertfail (CUDA device runtime).
+"""LLIR rules for Triton's debug ops: `tt.print` -> vprintf, `tt.assert` -> __assertfail (CUDA device runtime), `gpu.barrier` (tl.debug_barrier).
 
 Sources: Triton 3.6 `PrintOpToLLVM.cpp` / `AssertOpToLLVM.cpp` (format strings, argument
 promotion, one line per element a thread holds) and the CUDA device runtime's
@@ -18,8 +18,11 @@ from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.llir.context import F64, I8, I32, I64, TensorVal
-from ttbuild.backend.llir.registry import rule
 from ttbuild.errors import NotSupportedYet
+from ttbuild.registry import RuleSet
+
+RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the table
+rule = RULES.rule
 
 PTR = ir.PointerType()  # generic address space: what vprintf/__assertfail take
 # A debug build's location: loc("n17"("file.py":12:5)) (docs/CONTRACTS.md, "IR locations").
@@ -191,3 +194,9 @@ def assert_(ctx, op, cond):
     b.branch(cont_bb)
     b.position_at_end(cont_bb)
     return None
+
+
+@rule("gpu.barrier")
+def gpu_barrier(ctx, op):
+    """tl.debug_barrier(): every thread of the CTA meets."""
+    ctx.barrier()

@@ -7,10 +7,12 @@ tensors become one phi per element this thread owns (the layout is fixed across 
 
 from __future__ import annotations
 
-from llvmlite import ir
-
 from ttbuild.backend.llir.context import TensorVal
-from ttbuild.backend.llir.registry import rule
+from ttbuild.optraits import walk
+from ttbuild.registry import RuleSet
+
+RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the table
+rule = RULES.rule
 
 
 def flatten(values) -> list:
@@ -35,27 +37,14 @@ def rebuild(templates, scalars) -> list:
 
 def _uses_smem(op) -> bool:
     """Whether a region op holds a shared-memory user (reduction or layout conversion)."""
-    found = []
-
-    def walk(o):
-        if o.operation.name in ("tt.reduce", "ttg.convert_layout", "tt.scan"):
-            found.append(o)
-        for region in o.regions:
-            for blk in region.blocks:
-                for inner in blk.operations:
-                    walk(inner)
-    for region in op.regions:
-        for blk in region.blocks:
-            for inner in blk.operations:
-                walk(inner)
-    return bool(found)
+    return any(o.name in ("tt.reduce", "ttg.convert_layout", "tt.scan") for o in walk(op))
 
 
 def _after_regions(ctx, op=None):
     # A region (or the next loop iteration) that writes shared memory may race with reads on
     # another path; without shared-memory users inside, the barrier state flows through.
     if op is None or _uses_smem(op):
-        ctx._cache["smem_read"] = True
+        ctx.after_smem_read()
 
 
 @rule("scf.for")

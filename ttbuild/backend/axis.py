@@ -36,6 +36,17 @@ class AxisInfo:
         return cls((1,) * max(rank, 1), (1,) * max(rank, 1), (1,) * max(rank, 1))
 
 
+MAX_ROUNDS = 32
+
+
+def join(a: AxisInfo, b: AxisInfo) -> AxisInfo:
+    """What holds for a value that is either `a` or `b` (Triton AxisInfo::join): gcd per dimension,
+    the constant only when both agree."""
+    g = lambda x, y: tuple(gcd(p, q) for p, q in zip(x, y))
+    return AxisInfo(g(a.contiguity, b.contiguity), g(a.divisibility, b.divisibility),
+                    g(a.constancy, b.constancy), a.value if a.value == b.value else None)
+
+
 def _shape(v):
     s = mu.shape_of(v.type)
     return s if s else (1,)
@@ -43,8 +54,11 @@ def _shape(v):
 
 class AxisAnalysis:
     """Runs once over a function body in program order, nested regions included; `info(value)`
-    answers. Loop-carried values (scf.for iter_args and results) get the pessimistic answer; the
-    induction variable of `scf.for lb, ub, step` is divisible by gcd(div(lb), div(step))."""
+    answers. The induction variable of `scf.for lb, ub, step` is divisible by gcd(div(lb),
+    div(step)); a loop-carried value (scf.for iter_arg, and the loop's result) gets the join of its
+    initial value and what the body yields, iterated to a fixpoint (Triton's AxisInfoAnalysis is
+    a dataflow analysis that joins them the same way), so `ptrs += BLOCK_K * stride` keeps the
+    contiguity and divisibility of the initial pointers."""
 
     def __init__(self, func_op):
         self._info: dict = {}
@@ -64,12 +78,37 @@ class AxisAnalysis:
         for op in block.operations:
             self._visit(op)
             if op.operation.name == "scf.for" and len(op.regions[0].blocks):
-                iv = op.regions[0].blocks[0].arguments[0]
-                lb, step = self.info(op.operands[0]), self.info(op.operands[2])
-                self._set(iv, AxisInfo((1,), (gcd(lb.divisibility[0], step.divisibility[0]),), (1,)))
+                self._for(op)
+                continue
             for region in op.regions:
                 for blk in region.blocks:
                     self._walk(blk)
+
+    def _for(self, op):
+        """Body of an scf.for walked until its iter_args' info stops changing (each round can
+        only lower contiguity/divisibility/constancy, so a few rounds do; after MAX_ROUNDS the
+        iter_args fall back to unknown), then the loop results get the iter_args' info."""
+        body = op.regions[0].blocks[0]
+        iv, args = body.arguments[0], list(body.arguments)[1:]
+        lb, step = self.info(op.operands[0]), self.info(op.operands[2])
+        self._set(iv, AxisInfo((1,), (gcd(lb.divisibility[0], step.divisibility[0]),), (1,)))
+        cur = [self.info(x) for x in list(op.operands)[3:]]
+        for _ in range(MAX_ROUNDS):
+            for a, i in zip(args, cur):
+                self._set(a, i)
+            self._walk(body)
+            yielded = list(list(body.operations)[-1].operands)
+            new = [join(c, self.info(y)) for c, y in zip(cur, yielded)]
+            if new == cur:
+                break
+            cur = new
+        else:
+            cur = [AxisInfo.unknown(len(_shape(a))) for a in args]
+            for a, i in zip(args, cur):
+                self._set(a, i)
+            self._walk(body)
+        for r, i in zip(op.results, cur):
+            self._set(r, i)
 
     @staticmethod
     def _key(v):
@@ -207,7 +246,7 @@ def _cmp(op, shape, ins):
 @_rule("arith.andi", "arith.ori", "arith.xori", "arith.select", "arith.addf", "arith.subf",
        "arith.mulf", "arith.divf", "arith.extf", "arith.truncf", "arith.sitofp", "arith.fptosi",
        "arith.uitofp", "arith.fptoui", "arith.negf", "arith.maximumf", "arith.minimumf",
-       "arith.maxnumf", "arith.minnumf", "arith.extsi", "arith.extui", "arith.trunci",
+       "arith.maxnumf", "arith.minnumf",
        "arith.bitcast", "math.exp", "math.log", "math.sqrt", "math.absf")
 def _elementwise(op, shape, ins):
     rank = len(shape)
@@ -239,6 +278,8 @@ def _broadcast(op, shape, ins):
     return AxisInfo(tuple(contig), tuple(div), tuple(const), a.value)
 
 
-@_rule("ttg.convert_layout")
+@_rule("ttg.convert_layout", "arith.extsi", "arith.extui", "arith.trunci")
 def _convert(op, shape, ins):
+    """Integer casts keep runs and divisibility (Triton's CastOpAxisInfoVisitor): block
+    pointers index in i64 from i32 ranges."""
     return ins[0]

@@ -85,3 +85,52 @@ def tilesum_kernel(x_ptr, y_ptr, M, N, stride_m, BM: tl.constexpr, BN: tl.conste
         x = tl.load(x_ptr + r[:, None] * stride_m + cols[None, :], mask=mask, other=0.0)
         acc += tl.sum(x, axis=0)
     tl.store(y_ptr + cols, acc, mask=cmask)
+
+
+@triton.jit
+def colsum_ptr_kernel(x_ptr, y_ptr, M, N, stride_m, BN: tl.constexpr, STAGES: tl.constexpr):
+    """colsum_kernel with the row pointers advanced through a loop-carried value
+    (`ptrs += stride_m`, the form of Triton's matmul tutorial): the copies of the next
+    iterations read the pointer advanced ahead of the loop."""
+    pid = tl.program_id(0)
+    cols = pid * BN + tl.arange(0, BN)
+    cmask = cols < N
+    acc = tl.zeros([BN], tl.float32)
+    ptrs = x_ptr + cols
+    for _ in tl.range(0, M, num_stages=STAGES):
+        acc += tl.load(ptrs, mask=cmask, other=0.0).to(tl.float32)
+        ptrs += stride_m
+    tl.store(y_ptr + cols, acc, mask=cmask)
+
+
+@triton.jit
+def tilesum_ptr_kernel(x_ptr, y_ptr, M, N, stride_m, BM: tl.constexpr, BN: tl.constexpr, STAGES: tl.constexpr):
+    """Column sums by [BM, BN] tiles, pointers and the row offset of the tail mask both carried
+    (`ptrs += BM * stride_m`, `r0 += BM`); the loop counts tiles."""
+    pid = tl.program_id(0)
+    rows = tl.arange(0, BM)
+    cols = pid * BN + tl.arange(0, BN)
+    cmask = cols < N
+    ptrs = x_ptr + rows[:, None] * stride_m + cols[None, :]
+    acc = tl.zeros([BN], tl.float32)
+    r0 = 0
+    for _ in tl.range(0, tl.cdiv(M, BM), num_stages=STAGES):
+        mask = (rows[:, None] < M - r0) & cmask[None, :]
+        acc += tl.sum(tl.load(ptrs, mask=mask, other=0.0).to(tl.float32), axis=0)
+        ptrs += BM * stride_m
+        r0 += BM
+    tl.store(y_ptr + cols, acc, mask=cmask)
+
+
+@triton.jit
+def tilesum_bp_kernel(x_ptr, y_ptr, M, N, stride_m, BM: tl.constexpr, BN: tl.constexpr, STAGES: tl.constexpr):
+    """tilesum over a block pointer advanced through the loop (carried as its i64 offsets), both
+    dimensions bounds-checked with zero padding."""
+    pid = tl.program_id(0)
+    bp = tl.make_block_ptr(x_ptr, (M, N), (stride_m, 1), (0, pid * BN), (BM, BN), (1, 0))
+    acc = tl.zeros([BN], tl.float32)
+    for _ in tl.range(0, tl.cdiv(M, BM), num_stages=STAGES):
+        acc += tl.sum(tl.load(bp, boundary_check=(0, 1), padding_option="zero").to(tl.float32), axis=0)
+        bp = tl.advance(bp, (BM, 0))
+    cols = pid * BN + tl.arange(0, BN)
+    tl.store(y_ptr + cols, acc, mask=cols < N)

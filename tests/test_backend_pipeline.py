@@ -240,6 +240,110 @@ def test_pipelined_iff_chunk_is_4_bytes(stages, bn, dtype, aligned):
     assert shared(out["ttgir"]) == (stages - 1) * bn * eb
 
 
+# ---- pointers advanced through loop-carried values -----------------------------------------------
+
+# colsum_ptr_kernel (`ptrs += stride_m`) at S=3: Triton 3.6's form (/tmp/tcp/colsum_ptr_kernel.ttgir
+# from the oracle): the prologue copies through p0 and p1 = p0 + step, the loop carries p1 and
+# advances it before its copy; the original pointer is gone.
+COLSUM_PTR_S3 = r"""
+CHECK:      %[[P0:.*]] = "tt.addptr"
+CHECK:      "ttg.local_alloc"
+CHECK:      "ttg.async_copy_global_to_local"(%[[P0]],
+CHECK:      "ttg.async_commit_group"
+CHECK:      %[[P1:.*]] = "tt.addptr"(%[[P0]], %[[STEP:[0-9]+]])
+CHECK:      "ttg.async_copy_global_to_local"(%[[P1]],
+CHECK:      "ttg.async_commit_group"
+CHECK-NOT:  "tt.load"
+CHECK:      "scf.for"({{.*}}, %[[P1]])
+CHECK-NEXT: ^bb0(%{{.*}}: i32 {{.*}}, %[[ACC:[a-z0-9]+]]: tensor<256xf32{{.*}}, %[[AHEAD:[a-z0-9]+]]: tensor<256x!tt.ptr<f32>
+CHECK:      "ttg.async_wait"(%{{.*}}) {num = 1 : i32}
+CHECK:      %[[X:.*]] = "ttg.local_load"
+CHECK:      "arith.addf"(%[[ACC]], %[[X]])
+CHECK:      %[[PN:.*]] = "tt.addptr"(%[[AHEAD]], %[[STEP]])
+CHECK:      "ttg.async_copy_global_to_local"(%[[PN]],
+CHECK:      "scf.yield"({{.*}}, %[[PN]])
+CHECK:      "ttg.async_wait"() {num = 0 : i32}
+"""
+
+
+def test_golden_carried_pointer_s3(tmp_path):
+    filecheck(variant("colsum_ptr_fp32_s3", "ttgir")["ttgir"], COLSUM_PTR_S3, tmp_path)
+
+
+def _loop_args(ttgir_text: bytes) -> bytes:
+    """The block-argument line of the (first) scf.for body."""
+    return re.search(rb'"scf.for".*\n\s*(\^bb0\(.*)', ttgir_text).group(1)
+
+
+def _prologue(ttgir_text: bytes) -> bytes:
+    return ttgir_text[ttgir_text.index(b'"ttg.local_alloc"'):ttgir_text.index(b'"scf.for"')]
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4, 5])
+def test_carried_pointer_per_stage_count(stages):
+    """S copies (S-1 ahead of the loop), S-2 pointer advances in the prologue, one in the loop,
+    wait num = S-2, and one pointer tensor carried (the original dropped)."""
+    out = variant(f"colsum_ptr_fp32_s{stages}", "ttgir")["ttgir"]
+    assert count("ttg.async_copy_global_to_local", out) == stages
+    assert count("tt.load", out) == 0
+    assert count("tt.addptr", _prologue(out)) == stages - 2
+    body = out[out.index(b'"scf.for"'):out.index(b'"scf.yield"')]
+    assert count("tt.addptr", body) == 1
+    assert re.findall(rb'"ttg.async_wait"\([^)]*\) \{num = (\d+) : i32\}', out) == [str(stages - 2).encode(), b"0"]
+    assert _loop_args(out).count(b"x!tt.ptr<f32>") == 1
+    assert shared(out) == (stages - 1) * 256 * 4
+
+
+def test_carried_pointer_used_after_loop_is_kept():
+    """The pointer read after the loop is the loop's own (iteration M-1's), not the advanced one:
+    both are carried, and the load after the loop reads the original's result."""
+    out = variant("colsum_ptr_after_fp32_s3", "ttgir")["ttgir"]
+    assert count("ttg.async_copy_global_to_local", out) == 3
+    assert _loop_args(out).count(b"x!tt.ptr<f32>") == 2
+    loop = re.search(rb'(%\d+):(\d+) = "scf.for"\(([^)]*)\)', out)
+    after = out[out.index(b'"ttg.local_dealloc"'):]
+    ptr = re.search(rb'"tt.load"\((%\d+)#(\d+)', after)
+    assert ptr and ptr.group(1) == loop.group(1)
+    inits = loop.group(3).split(b", ")[3:]
+    first_ptr = re.search(rb'(%\d+) = "tt.addptr"', out).group(1)
+    assert inits[int(ptr.group(2))] == first_ptr, "the original starts at x_ptr + cols, not ahead"
+
+
+def test_pointer_advanced_by_a_load_stays():
+    """`ptrs += tl.load(...)`: the carried pointer's update reads memory, so its load stays."""
+    out = variant("colsum_jump_s3", "ttgir")["ttgir"]
+    assert b"ttg.async_copy_global_to_local" not in out and b"ttg.local_alloc" not in out
+    assert count("tt.load", out) == 2
+
+
+@pytest.mark.parametrize("name,stages", [("tilesum_ptr_fp32_s3", 3), ("tilesum_ptr_fp16_s5", 5),
+                                         ("tilesum_bp_fp32_s2", 2), ("tilesum_bp_fp32_s4", 4)])
+def test_carried_tile_pointers_and_offsets(name, stages):
+    """2-D tiles: carried pointers with a carried row offset in the tail mask, and a block pointer
+    whose offsets (i64) are carried: all pipelined, the ring above the reduction's scratch."""
+    out = variant(name, "ttgir")["ttgir"]
+    assert count("ttg.async_copy_global_to_local", out) == stages
+    assert count("tt.load", out) == 0
+    args = _loop_args(out)
+    if "bp" in name:
+        assert b": i64" in args, "the block pointer's row offset travels as an i64"
+    offset = int(re.search(rb"allocation\.offset = (\d+)", out).group(1))
+    bm, eb = (32, 2) if "fp16" in name else (16, 4)
+    assert shared(out) == offset + (stages - 1) * bm * 64 * eb
+
+
+@pytest.mark.parametrize("name,size", [("colsum_ptr_fp16_s2_aligned", b"16"), ("colsum_ptr_fp16_s5_aligned", b"16"),
+                                       ("colsum_ptr_fp32_s4", b"4"), ("tilesum_bp_fp32_s2", b"16"),
+                                       ("tilesum_bp_fp32_s4", b"4")])
+def test_carried_pointer_keeps_vector_width(name, size):
+    """Axis info of a carried pointer joins its start and its update (Triton's fixpoint): aligned
+    rows keep 16-byte copies (fp16 with 2-byte elements would not be pipelined at all without);
+    an unaligned N leaves one mask bit per element, 4-byte copies."""
+    out = variant(name)["ptx"]
+    sizes = set(re.findall(rb"cp\.async\.c[ag]\.shared\.global \[[^\]]*\], \[[^\]]*\], (\d+)", out))
+    assert sizes == {size}
+
+
 # ---- Triton as an oracle -----------------------------------------------------------------------
 
 TRITON_OWN = """
@@ -270,8 +374,16 @@ print(json.dumps(out))
 
 # Kernels without a loop reduction (whose scratch Triton may size differently) and without
 # indirect loads (Triton 3.6 pipelines those too; this pass leaves them, as specified).
+# colsum_ptr_fp16_s2_aligned is compared by copies only: Triton's coalescing gives the fp16 load and
+# the fp32 store different layouts, and the convert_layout after the loop (4096 B) outgrows its
+# one-slot ring (2048 B); ours keeps one layout.
 ORACLE_SAME = [n for n, v in VARIANTS.items() if v["kernel"] in ("colsum_kernel", "colmax_kernel",
-                                                                 "colsum_plain_kernel", "colsum_step_kernel")]
+                                                                 "colsum_plain_kernel", "colsum_step_kernel",
+                                                                 "colsum_ptr_kernel", "colsum_ptr_after_kernel")
+               and n != "colsum_ptr_fp16_s2_aligned"]
+# With a reduction in the loop: the same copies (Triton's scratch may differ in size).
+ORACLE_COPIES = [n for n, v in VARIANTS.items() if v["kernel"] in ("tilesum_ptr_kernel", "tilesum_bp_kernel")
+                 or n == "colsum_ptr_fp16_s2_aligned"]
 
 
 def test_triton_accepts_our_ttgir(tmp_path):
@@ -293,9 +405,10 @@ def test_triton_pipelines_the_same_loads():
 
     cases = [dict(name=n, kernel=VARIANTS[n]["kernel"], signature=VARIANTS[n]["signature"],
                   constexprs=VARIANTS[n].get("constexprs", {}), num_warps=VARIANTS[n].get("num_warps", 4))
-             for n in ORACLE_SAME]
+             for n in ORACLE_SAME + ORACLE_COPIES]
     theirs = json.loads(run_triton(TRITON_OWN, str(SOURCE), json.dumps(cases)).strip().splitlines()[-1])
-    for name in ORACLE_SAME:
+    for name in ORACLE_SAME + ORACLE_COPIES:
         ours = variant(name, "ttgir")["ttgir"]
         assert count("ttg.async_copy_global_to_local", ours) == theirs[name]["copies"], name
-        assert shared(ours) == theirs[name]["shared"], name
+        if name in ORACLE_SAME:
+            assert shared(ours) == theirs[name]["shared"], name

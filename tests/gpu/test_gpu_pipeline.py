@@ -113,3 +113,48 @@ def test_tiles_with_reduction_in_loop(torch, lib, v, rows):
     y = _poisoned(torch, N)
     lib.variant(v["variant"])[(_cdiv(N, v["constexprs"]["BN"]),)](x, y, rows, N, N)
     _close(torch, y, x.double().sum(0), rows, half=x.dtype == torch.float16)
+
+
+# Trip counts 1, 2, S-1, S, S+1 for every S in 2..5, none, and many.
+CARRIED_ROWS = [0, 1, 2, 3, 4, 5, 6, 1003]
+
+
+@pytest.mark.parametrize("rows", CARRIED_ROWS)
+@pytest.mark.parametrize("v", _ids(("colsum_ptr_kernel",)))
+def test_carried_pointer(torch, lib, v, rows):
+    """`ptrs += stride_m` in a tl.range(num_stages=S) loop: the copies run through the pointer
+    advanced ahead of the loop."""
+    N = _cols(v)
+    gen = torch.Generator(device="cuda").manual_seed(rows * 31 + N)
+    x = torch.randn(rows, N, device="cuda", generator=gen).to(_dtype(torch, v))
+    y = _poisoned(torch, N)
+    lib.variant(v["variant"])[(_cdiv(N, v["constexprs"]["BN"]),)](x, y, rows, N, N)
+    _close(torch, y, x.double().sum(0), rows, half=x.dtype == torch.float16)
+
+
+@pytest.mark.parametrize("rows", [1, 2, 3, 4, 1003])
+@pytest.mark.parametrize("v", _ids(("colsum_ptr_after_kernel",)))
+def test_carried_pointer_read_after_loop(torch, lib, v, rows):
+    """The loop's own pointer reaches the code after the loop unadvanced: z is row M-1 exactly."""
+    N = _cols(v)
+    x = torch.randn(rows, N, device="cuda")
+    y, z = _poisoned(torch, N), _poisoned(torch, N)
+    lib.variant(v["variant"])[(_cdiv(N, v["constexprs"]["BN"]),)](x, y, z, rows, N, N)
+    _close(torch, y, x[:-1].double().sum(0), rows)
+    assert torch.equal(z, x[-1])
+
+
+# Row counts as (tiles, extra rows): 1, 2, S-1, S, S+1 tiles for S in 2..5, with masked tails.
+TILE_ROWS = [(0, 0), (0, 1), (1, 0), (1, 1), (2, 1), (3, 0), (3, -1), (5, 0), (5, 7), (40, 3)]
+
+
+@pytest.mark.parametrize("tiles,extra", TILE_ROWS)
+@pytest.mark.parametrize("v", _ids(("tilesum_ptr_kernel", "tilesum_bp_kernel")))
+def test_carried_tiles_with_masked_tails(torch, lib, v, tiles, extra):
+    """[BM, BN] tiles through carried pointers (tail mask from a carried row offset) and through
+    a block pointer advanced in the loop (bounds checked, zero padding)."""
+    rows, N = tiles * v["constexprs"]["BM"] + extra, _cols(v)
+    x = torch.randn(rows, N, device="cuda").to(_dtype(torch, v))
+    y = _poisoned(torch, N)
+    lib.variant(v["variant"])[(_cdiv(N, v["constexprs"]["BN"]),)](x, y, rows, N, N)
+    _close(torch, y, x.double().sum(0), rows, half=x.dtype == torch.float16)

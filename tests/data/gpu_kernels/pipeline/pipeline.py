@@ -134,3 +134,34 @@ def tilesum_bp_kernel(x_ptr, y_ptr, M, N, stride_m, BM: tl.constexpr, BN: tl.con
         bp = tl.advance(bp, (BM, 0))
     cols = pid * BN + tl.arange(0, BN)
     tl.store(y_ptr + cols, acc, mask=cols < N)
+
+
+@triton.jit
+def colsum_ptr_after_kernel(x_ptr, y_ptr, z_ptr, M, N, stride_m, BN: tl.constexpr, STAGES: tl.constexpr):
+    """y = column sums of rows 0..M-2 through a carried pointer, z = row M-1 read through that
+    pointer after the loop: the loop's own (not advanced) pointer must survive pipelining."""
+    pid = tl.program_id(0)
+    cols = pid * BN + tl.arange(0, BN)
+    cmask = cols < N
+    acc = tl.zeros([BN], tl.float32)
+    ptrs = x_ptr + cols
+    for _ in tl.range(0, M - 1, num_stages=STAGES):
+        acc += tl.load(ptrs, mask=cmask, other=0.0)
+        ptrs += stride_m
+    tl.store(y_ptr + cols, acc, mask=cmask)
+    tl.store(z_ptr + cols, tl.load(ptrs, mask=cmask & (M > 0), other=0.0), mask=cmask)
+
+
+@triton.jit
+def colsum_jump_kernel(x_ptr, jump_ptr, y_ptr, M, N, BN: tl.constexpr, STAGES: tl.constexpr):
+    """Rows visited by jumps read from memory (`ptrs += tl.load(jump_ptr + m)`): the carried
+    pointer's update reads a load, so its load stays a tt.load (CPU test only)."""
+    pid = tl.program_id(0)
+    cols = pid * BN + tl.arange(0, BN)
+    cmask = cols < N
+    acc = tl.zeros([BN], tl.float32)
+    ptrs = x_ptr + cols
+    for m in tl.range(0, M, num_stages=STAGES):
+        acc += tl.load(ptrs, mask=cmask, other=0.0)
+        ptrs += tl.load(jump_ptr + m)
+    tl.store(y_ptr + cols, acc, mask=cmask)

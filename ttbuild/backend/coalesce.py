@@ -30,7 +30,8 @@ SCALAR_REGION_OPS = ("tt.reduce", "tt.scan")
 # Ops whose tensor operands and results need no common layout (handled as constraints or free).
 NO_UNION = ("tt.expand_dims", "tt.reduce", "tt.splat", "tt.make_range", "arith.constant",
             "scf.for", "scf.if", "scf.while", "scf.yield", "scf.condition", "tt.trans",
-            "tt.reshape", "tt.join", "tt.split", "tt.cat", "ttg.convert_layout", "tt.histogram")
+            "tt.reshape", "tt.join", "tt.split", "tt.cat", "ttg.convert_layout", "tt.histogram",
+            "tt.dot")  # operands and result get tensor-core layouts (ttbuild.backend.accelerate_matmul)
 
 
 def vector_elems(ptr_value, axis: AxisAnalysis, order0: int) -> int:

@@ -19,6 +19,7 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     Raises CompilationError when the TTIR does not parse or num_ctas != 1 (not supported yet).
     """
     from ttbuild.backend import mlir_util as mu
+    from ttbuild.backend.accelerate_matmul import accelerate
     from ttbuild.backend.coalesce import assign
     from ttbuild.backend.pipeline import pipeline
     from ttbuild.backend.smem import allocate
@@ -35,6 +36,7 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     with ctx, mu.ir.Location.unknown(ctx):
         module = mu.parse_module(inputs["ttir"], ctx, "ttir")
         assign(module, num_warps)
+        accelerate(module, num_warps, int(target.partition(":")[2] or 90))
         pipeline(module)
         i32 = mu.ir.IntegerType.get_signless(32)
         attrs = module.operation.attributes

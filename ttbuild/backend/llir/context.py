@@ -160,7 +160,11 @@ class Ctx:
             self._cache[key] = out
             return out
         with self.builder.goto_block(self.builder.function.entry_basic_block):
-            out = self._blocked_indices(layout, shape)
+            if hasattr(layout, "thread_base"):  # tensor-core layouts (ttbuild.backend.mma_layout)
+                from ttbuild.backend.llir import mma_index
+                out = mma_index.indices(self, layout, shape)
+            else:
+                out = self._blocked_indices(layout, shape)
         self._cache[key] = out
         return out
 

@@ -8,6 +8,7 @@ from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.axis import AxisAnalysis
 from ttbuild.backend.llir import memory, rules_arith, rules_tt, rules_scf, rules_reduce, rules_misc, rules_atomic, rules_shape, rules_scan, rules_debug  # noqa: F401  (fill the registry)
 from ttbuild.backend.llir import rules_async  # noqa: F401  (pipeliner: cp.async, shared buffers)
+from ttbuild.backend.llir import rules_dot  # noqa: F401  (tensor cores: tt.dot, swizzled tiles)
 from ttbuild.backend.llir.context import Ctx, I32, llvm_type
 from ttbuild.backend.llir.registry import RULES
 from ttbuild.backend.nvptx import TRIPLE
@@ -18,6 +19,27 @@ def _module_int(module, name: str, default: int) -> int:
     attrs = module.operation.attributes
     return mu.int_attr(attrs[name]) if name in attrs else default
 
+
+def _tensor_core_hooks() -> None:
+    """ttg.local_alloc with a register operand and ttg.local_load into #ttg.dot_op go to
+    rules_dot; the pipeliner's forms stay with rules_async."""
+    alloc, load = RULES["ttg.local_alloc"], RULES["ttg.local_load"]
+    if getattr(alloc, "tensor_core_hook", False):
+        return
+
+    def local_alloc(ctx, op, *src):
+        return rules_dot.local_alloc_from(ctx, op, src[0]) if src else alloc(ctx, op)
+
+    def local_load(ctx, op, desc, *token):
+        if mu.encoding_str(op.results[0].type).startswith("#ttg.dot_op<"):
+            return rules_dot.local_load_dot(ctx, op, desc, *token)
+        return load(ctx, op, desc, *token)
+
+    local_alloc.tensor_core_hook = True
+    RULES["ttg.local_alloc"], RULES["ttg.local_load"] = local_alloc, local_load
+
+
+_tensor_core_hooks()
 
 TERMINATORS = ("scf.yield", "tt.reduce.return", "tt.scan.return", "scf.condition")
 

@@ -1,0 +1,127 @@
+"""Test kernels for tl.dot on tensor cores (tests/gpu/test_gpu_dot.py): C = A @ B over a K loop with masks on M, N and K, A and B row- or column-major (A_COL / B_COL), accumulating in fp32, fp16 or int32."""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _tile_ptrs(a_ptr, b_ptr, offs_m, offs_n, offs_k, lda, ldb, A_COL: tl.constexpr, B_COL: tl.constexpr):
+    if A_COL:
+        a_ptrs = a_ptr + offs_m[:, None] + offs_k[None, :] * lda
+    else:
+        a_ptrs = a_ptr + offs_m[:, None] * lda + offs_k[None, :]
+    if B_COL:
+        b_ptrs = b_ptr + offs_k[:, None] + offs_n[None, :] * ldb
+    else:
+        b_ptrs = b_ptr + offs_k[:, None] * ldb + offs_n[None, :]
+    return a_ptrs, b_ptrs
+
+
+@triton.jit
+def dot_f32acc_kernel(a_ptr, b_ptr, c_ptr, M, N, K, lda, ldb, ldc,
+                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                      A_COL: tl.constexpr, B_COL: tl.constexpr, PREC: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    a_ptrs, b_ptrs = _tile_ptrs(a_ptr, b_ptr, offs_m, offs_n, offs_k, lda, ldb, A_COL, B_COL)
+    a_step = BK * lda if A_COL else BK
+    b_step = BK if B_COL else BK * ldb
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        kk = k * BK + offs_k
+        a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (kk[None, :] < K), other=0.0)
+        b = tl.load(b_ptrs, mask=(kk[:, None] < K) & (offs_n[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=PREC)
+        a_ptrs += a_step
+        b_ptrs += b_step
+    c_ptrs = c_ptr + offs_m[:, None] * ldc + offs_n[None, :]
+    tl.store(c_ptrs, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@triton.jit
+def dot_f16acc_kernel(a_ptr, b_ptr, c_ptr, M, N, K, lda, ldb, ldc,
+                      BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                      A_COL: tl.constexpr, B_COL: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    a_ptrs, b_ptrs = _tile_ptrs(a_ptr, b_ptr, offs_m, offs_n, offs_k, lda, ldb, A_COL, B_COL)
+    a_step = BK * lda if A_COL else BK
+    b_step = BK if B_COL else BK * ldb
+    acc = tl.zeros((BM, BN), dtype=tl.float16)
+    for k in range(0, tl.cdiv(K, BK)):
+        kk = k * BK + offs_k
+        a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (kk[None, :] < K), other=0.0)
+        b = tl.load(b_ptrs, mask=(kk[:, None] < K) & (offs_n[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc, out_dtype=tl.float16)
+        a_ptrs += a_step
+        b_ptrs += b_step
+    c_ptrs = c_ptr + offs_m[:, None] * ldc + offs_n[None, :]
+    tl.store(c_ptrs, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@triton.jit
+def dot_i8_kernel(a_ptr, b_ptr, c_ptr, M, N, K, lda, ldb, ldc,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                  A_COL: tl.constexpr, B_COL: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    a_ptrs, b_ptrs = _tile_ptrs(a_ptr, b_ptr, offs_m, offs_n, offs_k, lda, ldb, A_COL, B_COL)
+    a_step = BK * lda if A_COL else BK
+    b_step = BK if B_COL else BK * ldb
+    acc = tl.zeros((BM, BN), dtype=tl.int32)
+    for k in range(0, tl.cdiv(K, BK)):
+        kk = k * BK + offs_k
+        a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (kk[None, :] < K), other=0)
+        b = tl.load(b_ptrs, mask=(kk[:, None] < K) & (offs_n[None, :] < N), other=0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += a_step
+        b_ptrs += b_step
+    c_ptrs = c_ptr + offs_m[:, None] * ldc + offs_n[None, :]
+    tl.store(c_ptrs, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+@triton.jit
+def dot_single_kernel(a_ptr, b_ptr, c_ptr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """One tile, no loop: C = A @ B + C (the accumulator comes from memory: not loop-carried), all row-major."""
+    offs_m = tl.arange(0, BM)
+    offs_n = tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    a = tl.load(a_ptr + offs_m[:, None] * BK + offs_k[None, :])
+    b = tl.load(b_ptr + offs_k[:, None] * BN + offs_n[None, :])
+    c_ptrs = c_ptr + offs_m[:, None] * BN + offs_n[None, :]
+    c = tl.load(c_ptrs)
+    tl.store(c_ptrs, tl.dot(a, b, c))
+
+
+@triton.jit
+def dot_trans_kernel(a_ptr, b_ptr, c_ptr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """C = A @ trans(Bt): Bt is N x K row-major (the attention Q K^T form)."""
+    offs_m = tl.arange(0, BM)
+    offs_n = tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    a = tl.load(a_ptr + offs_m[:, None] * BK + offs_k[None, :])
+    bt = tl.load(b_ptr + offs_n[:, None] * BK + offs_k[None, :])
+    c = tl.dot(a, tl.trans(bt))
+    tl.store(c_ptr + offs_m[:, None] * BN + offs_n[None, :], c)
+
+
+@triton.jit
+def dot_batched_kernel(a_ptr, b_ptr, c_ptr, BB: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """Rank-3 tl.dot: C[b] = A[b] @ B[b] for BB contiguous row-major batches."""
+    ob = tl.arange(0, BB)
+    om = tl.arange(0, BM)
+    on = tl.arange(0, BN)
+    ok = tl.arange(0, BK)
+    a = tl.load(a_ptr + ob[:, None, None] * (BM * BK) + om[None, :, None] * BK + ok[None, None, :])
+    b = tl.load(b_ptr + ob[:, None, None] * (BK * BN) + ok[None, :, None] * BN + on[None, None, :])
+    c = tl.dot(a, b)
+    tl.store(c_ptr + ob[:, None, None] * (BM * BN) + om[None, :, None] * BN + on[None, None, :], c)

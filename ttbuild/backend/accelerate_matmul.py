@@ -1,0 +1,222 @@
+"""TTGIR pass: every `tt.dot` that mma.sync can compute gets a `#ttg.nvidia_mma` (v2) result and `#ttg.dot_op` operands staged through `#ttg.swizzled_shared` memory (Triton's AccelerateMatmul, MMAv2 branch).
+
+Runs after layout assignment (ttbuild.backend.coalesce), which left every tensor `#ttg.blocked`.
+Per dot, as Triton 3.6 spells it (lib/Dialect/TritonGPU/Transforms/AccelerateMatmul.cpp):
+- result `#ttg.nvidia_mma<{versionMajor = 2, versionMinor = 0, warpsPerCTA, instrShape = [16, 8]}>`
+  with warpsPerCTA from `warps_per_tile` (Triton's warpsPerTileV2; chained dots, as in
+  attention, put all warps along M; rank 3 puts them on the batch dimension);
+- each operand: `ttg.local_alloc` of the blocked value (right after its definition when that is
+  in the dot's block) into `#ttg.swizzled_shared` (mma_layout.for_operand: Triton's vec /
+  perPhase / maxPhase, so ldmatrix rows fall in distinct banks), then `ttg.local_load` into
+  `#ttg.dot_op<{opIdx, parent = #mma, kWidth = 32 / element bits}>` just before the dot;
+- the accumulator: when it is a loop-carried value used only by the dot and the dot's result
+  only yielded (the matmul loop), the loop carries it in `#mma` (its init is converted before
+  the loop, or rebuilt in #mma when it is a splat constant) and it is converted back to its
+  blocked layout after the loop; otherwise `ttg.convert_layout` to `#mma` before the dot and back
+  after it.
+Dots that mma.sync cannot compute (fp64, `input_precision = "ieee"` fp32, K below one mma.sync
+k-step) are left on blocked layouts (the FMA path of the LLIR).
+"""
+
+from __future__ import annotations
+
+from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.layout import parse_layout
+from ttbuild.backend.mma_layout import DotOperand, NvidiaMma, for_operand
+
+ir = mu.ir
+
+# (A element, C element, input precision or None for any) -> True: mma.sync covers it (PTX ISA 9.7.14.5.14).
+_MMA_TYPES = {("f16", "f32"), ("f16", "f16"), ("bf16", "f32"), ("f32", "f32"), ("i8", "i32"),
+              ("f8E4M3FN", "f32"), ("f8E5M2", "f32"), ("f8E4M3FN", "f16"), ("f8E5M2", "f16")}
+TF32, TF32X3, IEEE = 0, 1, 2
+
+
+def input_precision(op) -> int:
+    p = mu.props(op)
+    return mu.int_attr(p["inputPrecision"]) if "inputPrecision" in p else TF32
+
+
+def mma_supported(op, cc: int = 90) -> bool:
+    """Whether mma.sync computes this tt.dot: element types in _MMA_TYPES (fp8 from sm_89,
+    fp32 only as tf32), M >= 16, N >= 8 and K a multiple of one mma.sync k-step."""
+    a, c = op.operands[0], op.operands[2]
+    ea, ec = mu.elem_str(a.type), mu.elem_str(c.type)
+    if (ea, ec) not in _MMA_TYPES:
+        return False
+    if ea == "f32" and input_precision(op) == IEEE:
+        return False
+    if ea.startswith("f8") and cc < 89:
+        return False
+    shape_a = mu.shape_of(a.type)
+    shape_c = mu.shape_of(c.type)
+    k_width = max(1, 32 // mu.elem_bits(ea))
+    return shape_c[-2] >= 16 and shape_c[-1] >= 8 and shape_a[-1] % (8 * k_width) == 0
+
+
+def _slice_has_other_dot(op) -> bool:
+    """Whether another tt.dot is reachable from `op` through uses (forward) or definitions
+    (backward) within the function: the chained-dot test of Triton's warpsPerTileV2."""
+    seen, stack = set(), [op]
+    while stack:
+        cur = stack.pop()
+        key = cur.operation if hasattr(cur, "operation") else cur
+        if key in seen:
+            continue
+        seen.add(key)
+        if cur.operation.name == "tt.dot" and cur != op and cur.operation != op.operation:
+            return True
+        for r in cur.results:
+            for use in r.uses:
+                stack.append(use.owner)
+    seen2, stack = set(), [op]
+    while stack:
+        cur = stack.pop()
+        key = cur.operation if hasattr(cur, "operation") else cur
+        if key in seen2:
+            continue
+        seen2.add(key)
+        if cur.operation.name == "tt.dot" and cur.operation != op.operation:
+            return True
+        for v in cur.operands:
+            if isinstance(v, ir.OpResult):
+                stack.append(v.owner)
+    return False
+
+
+def warps_per_tile(op, shape, num_warps: int) -> tuple[int, ...]:
+    """Triton's warpsPerTileV2: rank 3 -> [numWarps, 1, 1]; a dot chained with another ->
+    all warps along the larger of M, N; otherwise double M or N alternately, the one with more
+    16x8 tiles left per warp, until the warps are used up."""
+    if len(shape) == 3:
+        return (num_warps, 1, 1)
+    if _slice_has_other_dot(op):
+        return (num_warps, 1) if shape[0] >= shape[1] else (1, num_warps)
+    ret = [1, 1]
+    while ret[0] * ret[1] < num_warps:
+        if shape[0] // 16 // ret[0] >= shape[1] // (8 * ret[1]):
+            if ret[0] < shape[0] // 16:
+                ret[0] *= 2
+            else:
+                ret[1] *= 2
+        else:
+            ret[1] *= 2
+    return tuple(ret)
+
+
+def _tensor_type(v, layout):
+    t = ir.RankedTensorType(v.type)
+    return ir.RankedTensorType.get(t.shape, t.element_type, ir.Attribute.parse(layout.attr()))
+
+
+def _memdesc_type(shape, elem: str, shared) -> ir.Type:
+    dims = "x".join(str(s) for s in shape)
+    return ir.Type.parse(f"!ttg.memdesc<{dims}x{elem}, {shared.attr()}, #ttg.shared_memory>")
+
+
+def _convert(v, layout, before=None, after=None, loc=None):
+    ip = ir.InsertionPoint(before) if before is not None else ir.InsertionPoint.after(after)
+    with ip:
+        return ir.Operation.create("ttg.convert_layout", results=[_tensor_type(v, layout)],
+                                   operands=[v], loc=loc).results[0]
+
+
+def _stage_operand(dot, idx: int, mma: NvidiaMma) -> None:
+    """Operand idx (0 = A, 1 = B) of `dot`: local_alloc into swizzled shared memory after its
+    definition, local_load into the dot_op layout before the dot."""
+    v = dot.operands[idx]
+    elem = mu.elem_str(v.type)
+    shape = mu.shape_of(v.type)
+    src = parse_layout(mu.encoding_str(v.type))
+    k_width = max(1, 32 // mu.elem_bits(elem))
+    shared = for_operand(idx, shape, src.order, mu.elem_bits(elem), k_width)
+    owner = v.owner if isinstance(v, ir.OpResult) else None
+    same_block = owner is not None and owner.operation.block == dot.operation.block
+    ip = ir.InsertionPoint.after(owner) if same_block else ir.InsertionPoint(dot)
+    with ip:
+        alloc = ir.Operation.create("ttg.local_alloc", results=[_memdesc_type(shape, elem, shared)],
+                                    operands=[v], loc=dot.location)
+    with ir.InsertionPoint(dot):
+        load = ir.Operation.create("ttg.local_load", results=[_tensor_type(v, DotOperand(idx, mma, k_width))],
+                                   operands=[alloc.results[0]], loc=dot.location)
+    dot.operands[idx] = load.results[0]
+
+
+def _loop_carried(dot):
+    """(scf.for op, iter index) when the dot's accumulator is a loop-carried value that only the
+    dot uses and the dot's result only feeds that value's scf.yield; else None."""
+    c, d = dot.operands[2], dot.results[0]
+    if not isinstance(c, ir.BlockArgument):
+        return None
+    blk = c.owner
+    loop = blk.owner
+    if loop.name != "scf.for" or c.arg_number == 0:
+        return None
+    i = c.arg_number - 1
+    if len(list(c.uses)) != 1 or len(list(d.uses)) != 1:
+        return None
+    y = list(d.uses)[0].owner
+    if y.name != "scf.yield" or y.operands[i] != d or y.operation.block != blk:
+        return None
+    return loop, i
+
+
+def _accumulator(dot, mma: NvidiaMma) -> None:
+    c, d = dot.operands[2], dot.results[0]
+    blocked = parse_layout(mu.encoding_str(d.type))
+    carried = _loop_carried(dot)
+    if carried is None:
+        dot.operands[2] = _convert(c, mma, before=dot, loc=dot.location)
+        d.set_type(_tensor_type(d, mma))
+        back = _convert(d, blocked, after=dot, loc=dot.location)
+        d.replace_all_uses_except(back, back.owner.operation)
+        return
+    loop, i = carried
+    init = loop.operands[3 + i]
+    res = loop.results[i]
+    init_op = init.owner if isinstance(init, ir.OpResult) else None
+    splat = (init_op is not None and init_op.name == "arith.constant" and len(list(init.uses)) == 1
+             and isinstance(init_op.attributes["value"], ir.DenseElementsAttr)
+             and init_op.attributes["value"].is_splat)
+    if splat:
+        old = init_op.attributes["value"]
+        init.set_type(_tensor_type(init, mma))
+        init_op.attributes["value"] = ir.DenseElementsAttr.get_splat(init.type, old.get_splat_value())
+    else:
+        loop.operands[3 + i] = _convert(init, mma, before=loop, loc=dot.location)
+    c.set_type(_tensor_type(c, mma))
+    d.set_type(_tensor_type(d, mma))
+    res.set_type(_tensor_type(res, mma))
+    back = _convert(res, blocked, after=loop, loc=dot.location)
+    res.replace_all_uses_except(back, back.owner.operation)
+
+
+def accelerate(module, num_warps: int, cc: int = 90) -> int:
+    """Rewrite every mma-able tt.dot of the module (see the module docstring); returns how many."""
+    dots = []
+
+    def walk(block):
+        for op in block.operations:
+            if op.operation.name == "tt.dot":
+                dots.append(op)
+            for region in op.regions:
+                for blk in region.blocks:
+                    walk(blk)
+
+    for func in module.body.operations:
+        for region in func.regions:
+            for blk in region.blocks:
+                walk(blk)
+    n = 0
+    for dot in dots:
+        if not mma_supported(dot, cc):
+            continue
+        shape = mu.shape_of(dot.results[0].type)
+        warps = warps_per_tile(dot, shape, num_warps)
+        instr = (16, 8) if len(shape) == 2 else (1, 16, 8)
+        mma = NvidiaMma(tuple(warps), instr)
+        _stage_operand(dot, 0, mma)
+        _stage_operand(dot, 1, mma)
+        _accumulator(dot, mma)
+        n += 1
+    return n

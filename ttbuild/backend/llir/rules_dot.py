@@ -1,0 +1,316 @@
+"""LLIR rules for tensor cores: `ttg.local_alloc` of a register tensor into `#ttg.swizzled_shared` memory, `ttg.local_load` into `#ttg.dot_op` (ldmatrix), and `tt.dot` on `#ttg.nvidia_mma` as mma.sync.
+
+Shared tiles: element `index` lives at `SwizzledShared.offset(index, shape)` (groups of `vec`
+elements along the fastest dimension XORed with (row / perPhase) % maxPhase), the layout
+Triton's ldmatrix lowering reads without bank conflicts.
+- local_alloc(src): bar.sync (earlier readers of the buffer, e.g. the previous loop iteration,
+  are done), every thread stores its elements (vectors of up to `vec` elements, 16 bytes),
+  bar.sync (the tile is complete before any warp reads it).
+- local_load -> dot_op: `ldmatrix.sync.aligned.m8n8.x4[.trans].shared.b16` (PTX ISA 9.7.14.5.15)
+  for 16-bit operands whose tile covers whole 8x8 matrices; `.trans` when the operand is stored
+  with M (A) or N (B) fastest. Otherwise one ld.shared per register (kWidth elements along K
+  when K is the fastest dimension, else one element at a time).
+- tt.dot: `mma.sync.aligned.m16n8k{8,16,32}.row.col` (PTX ISA 9.7.14.5.14) per (m tile, n tile,
+  k step), k steps outermost, operand registers packed from the dot_op fragments
+  (ttbuild.backend.mma_layout documents the lane -> element maps), accumulators tied in/out.
+"""
+
+from __future__ import annotations
+
+import re
+from math import gcd
+
+from llvmlite import ir
+
+from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
+from ttbuild.backend.llir.mma_index import warp_origin
+from ttbuild.backend.llir.registry import rule
+from ttbuild.backend.llir.rules_async import MemDesc, parse_memdesc
+from ttbuild.backend.mma_layout import DotOperand, NvidiaMma, SwizzledShared
+from ttbuild.backend.smem import elem_bytes
+from ttbuild.errors import CompilationError, NotSupportedYet
+
+_SWIZZLED = re.compile(r"#ttg\.swizzled_shared<\{[^}]*\}>")
+
+
+def _c(v: int) -> ir.Constant:
+    return ir.Constant(I32, v)
+
+
+def _log2(n: int) -> int:
+    return n.bit_length() - 1
+
+
+def shared_layout(memdesc_type) -> SwizzledShared:
+    """The `#ttg.swizzled_shared` encoding of a memdesc type."""
+    m = _SWIZZLED.search(str(memdesc_type))
+    if not m:
+        raise CompilationError(f"unsupported shared encoding in {memdesc_type}", stage="llir")
+    return SwizzledShared.parse(m.group(0))
+
+
+def full_order(desc: MemDesc) -> tuple[int, ...]:
+    """The view's dimension order fastest-first: its encoding's order, then any leading
+    dimensions (whole tiles, slowest)."""
+    lead = len(desc.shape) - len(desc.order)
+    order = tuple(o + lead for o in desc.order) if lead > 0 and max(desc.order) < len(desc.order) else desc.order
+    return tuple(order) + tuple(d for d in reversed(range(len(desc.shape))) if d not in order)
+
+
+def swizzled_offset(b, sw: SwizzledShared, desc: MemDesc, index) -> ir.Value:
+    """LLIR of SwizzledShared.offset: the element offset (i32) of `index` (one i32 per dimension)."""
+    order = full_order(desc)
+    o0 = order[0]
+    col = index[o0]
+    if len(order) > 1 and sw.max_phase > 1:
+        row = index[order[1]]
+        ph = b.lshr(row, _c(_log2(sw.per_phase))) if sw.per_phase > 1 else row
+        ph = b.and_(ph, _c(sw.max_phase - 1))
+        col = b.xor(col, b.shl(ph, _c(_log2(sw.vec))) if sw.vec > 1 else ph)
+    off, stride = col, desc.shape[o0]
+    for d in order[1:]:
+        off = b.add(off, b.mul(index[d], _c(stride)))
+        stride *= desc.shape[d]
+    return off
+
+
+def _addr(ctx, desc: MemDesc, sw, index, ptype=None):
+    b = ctx.builder
+    p = b.gep(desc.ptr, [b.mul(swizzled_offset(b, sw, desc, index), _c(elem_bytes(desc.elem)))])
+    return b.bitcast(p, ir.PointerType(ptype, addrspace=3)) if ptype is not None else p
+
+
+def _vector_store(b, ptr_i8, vals, eb):
+    ety = vals[0].type
+    if len(vals) == 1:
+        b.store(vals[0], b.bitcast(ptr_i8, ir.PointerType(ety, addrspace=3)), align=eb)
+        return
+    vt = ir.VectorType(ety, len(vals))
+    v = ir.Constant(vt, None)
+    for i, e in enumerate(vals):
+        v = b.insert_element(v, e, _c(i))
+    b.store(v, b.bitcast(ptr_i8, ir.PointerType(vt, addrspace=3)), align=eb * len(vals))
+
+
+def local_alloc_from(ctx, op, src: TensorVal) -> MemDesc:
+    """`ttg.local_alloc %t`: the register tensor into a fresh swizzled tile (see module doc)."""
+    b = ctx.builder
+    attrs = op.operation.attributes
+    if "allocation.offset" not in attrs:
+        raise CompilationError("ttg.local_alloc without allocation.offset (run smem.allocate)", stage="llir")
+    shape, elem, order = parse_memdesc(op.results[0].type)
+    sw = shared_layout(op.results[0].type)
+    desc = MemDesc(ctx.smem(mu.int_attr(attrs["allocation.offset"])), shape, elem, order)
+    eb = elem_bytes(elem)
+    lay = src.layout
+    o0 = lay.order[0]
+    chunk = 1
+    if o0 == full_order(desc)[0]:
+        run = min(lay.size_per_thread[o0], shape[o0])
+        chunk = gcd(gcd(run, max(1, 16 // eb)), sw.vec if sw.max_phase > 1 else run)
+    vals = src.elems
+    if vals and isinstance(vals[0].type, ir.IntType) and vals[0].type.width == 1:
+        vals = [b.zext(v, ir.IntType(8)) for v in vals]
+    idx = ctx.indices(lay, shape)
+    ctx.barrier()
+    for j in range(0, len(vals), chunk):
+        _vector_store(b, _addr(ctx, desc, sw, idx[j]), vals[j:j + chunk], eb)
+    ctx.barrier()
+    return desc
+
+
+def _ldmatrix(ctx, addr_i8, trans: bool, n: int):
+    b = ctx.builder
+    name = f"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{n}{'.trans' if trans else ''}.b16"
+    ret = ir.LiteralStructType([I32] * n) if n > 1 else I32
+    fn = ctx.intrinsic(name, ret, [addr_i8.type])
+    r = b.call(fn, [addr_i8])
+    return [b.extract_value(r, i) for i in range(n)] if n > 1 else [r]
+
+
+def _can_ldmatrix(layout: DotOperand, shape, desc: MemDesc, sw: SwizzledShared) -> bool:
+    if elem_bytes(desc.elem) != 2 or layout.k_width != 2:
+        return False
+    order = full_order(desc)
+    if shape[order[0]] % 8 or (sw.max_phase > 1 and sw.vec % 8):
+        return False
+    r = layout.rank
+    mn = r - 2 if layout.op_idx == 0 else r - 1
+    return all(layout.tile(d) <= shape[d] for d in range(r)) and shape[layout.k_dim] % 16 == 0 and shape[mn] >= 8
+
+
+def _load_ldmatrix(ctx, layout: DotOperand, shape, desc: MemDesc, sw) -> list:
+    """A: one x4 per (m tile, k step) = a0..a3; B: one x4 per two n tiles and a k step
+    (b0, b1 of each; x2 when the warp has a single n tile). Lane L gives the row address of
+    matrix L >> 3, row L & 7 (PTX ldmatrix); matrices ordered as the registers they fill."""
+    b = ctx.builder
+    lane, _ = ctx.lane_warp()
+    r8 = b.and_(lane, _c(7))
+    mi = b.lshr(lane, _c(3))
+    lo = b.and_(mi, _c(1))                 # matrix index bit 0
+    hi = b.lshr(mi, _c(1))                 # matrix index bit 1
+    lo8, hi8 = b.shl(lo, _c(3)), b.shl(hi, _c(3))
+    rank = layout.rank
+    origin = warp_origin(ctx, layout)
+    trans = full_order(desc)[0] != layout.k_dim
+    regs = layout.regs(shape)
+    out = [None] * layout.elems_per_thread(shape)
+    md, kd = (rank - 2, rank - 1) if layout.op_idx == 0 else (rank - 1, rank - 2)
+    tile_mn = layout.tile(md)
+    reps_b = layout.reps(shape, 0) if rank == 3 else 1
+    reps_mn = layout.reps(shape, md)
+    reps_k = shape[kd] // 16
+
+    def put(key, reg, word):
+        pair = b.bitcast(word, ir.VectorType(llvm_type(desc.elem), 2))
+        for e, pos in enumerate(regs[key][reg]):
+            out[pos] = b.extract_element(pair, _c(e))
+
+    for rb in range(reps_b):
+        for rk in range(reps_k):
+            step = 1 if layout.op_idx == 0 else min(2, reps_mn)
+            for rmn in range(0, reps_mn, step):
+                index = [None] * rank
+                if rank == 3:
+                    bidx = b.add(origin[0], _c(rb * layout.tile(0)))
+                    index[0] = b.and_(bidx, _c(shape[0] - 1)) if layout.tile(0) > shape[0] else bidx
+                mn0 = b.add(origin[md], _c(rmn * tile_mn))
+                if layout.op_idx == 0:
+                    # matrices: (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15)
+                    m_off, k_off = lo8, hi8
+                else:
+                    # matrices: (k 0-7, n tile j), (k 8-15, j), (k 0-7, j+1), (k 8-15, j+1)
+                    m_off, k_off = (b.mul(hi, _c(tile_mn)) if step == 2 else _c(0)), lo8
+                mn = b.add(mn0, m_off)
+                k = b.add(_c(rk * 16), k_off)
+                if trans:
+                    k = b.add(k, r8)
+                else:
+                    mn = b.add(mn, r8)
+                index[md], index[kd] = mn, k
+                n = 4 if (layout.op_idx == 0 or step == 2) else 2
+                words = _ldmatrix(ctx, _addr(ctx, desc, sw, index), trans, n)
+                if layout.op_idx == 0:
+                    for reg in range(4):
+                        put((rb, rmn, rk), reg, words[reg])
+                else:
+                    for j in range(n // 2):
+                        put((rb, rmn + j, rk), 0, words[2 * j])
+                        put((rb, rmn + j, rk), 1, words[2 * j + 1])
+    return out
+
+
+def local_load_dot(ctx, op, desc: MemDesc, token=None) -> TensorVal:
+    """`ttg.local_load` of a swizzled tile into a `#ttg.dot_op` layout (see module doc)."""
+    b = ctx.builder
+    res = op.results[0]
+    layout = layout_of(res)
+    shape = tuple(mu.shape_of(res.type))
+    sw = shared_layout(op.operands[0].type)
+    src_op = op.operands[0].owner if isinstance(op.operands[0], mu.ir.OpResult) else None
+    if not (src_op is not None and src_op.name == "ttg.local_alloc" and len(src_op.operands)):
+        ctx.barrier()  # a buffer other threads filled (cp.async): everyone has waited first
+    ety = llvm_type(desc.elem)
+    eb = elem_bytes(desc.elem)
+    if _can_ldmatrix(layout, shape, desc, sw):
+        out = _load_ldmatrix(ctx, layout, shape, desc, sw)
+    else:
+        idx = ctx.indices(layout, shape)
+        kw = layout.k_width if full_order(desc)[0] == layout.k_dim else 1
+        out = []
+        for j in range(0, len(idx), kw):
+            if kw == 1:
+                out.append(b.load(_addr(ctx, desc, sw, idx[j], ety), align=eb))
+                continue
+            vt = ir.VectorType(ety, kw)
+            v = b.load(_addr(ctx, desc, sw, idx[j], vt), align=eb * kw)
+            out += [b.extract_element(v, _c(e)) for e in range(kw)]
+    ctx.after_smem_read()
+    return TensorVal(out, layout, shape)
+
+
+# (A element, B element, C element) -> (shape, PTX type suffix "d.a.b.c")
+_MMA = {
+    ("f16", "f16", "f32"): ("m16n8k16", "f32.f16.f16.f32"),
+    ("bf16", "bf16", "f32"): ("m16n8k16", "f32.bf16.bf16.f32"),
+    ("f16", "f16", "f16"): ("m16n8k16", "f16.f16.f16.f16"),
+    ("f32", "f32", "f32"): ("m16n8k8", "f32.tf32.tf32.f32"),
+    ("i8", "i8", "i32"): ("m16n8k32", "s32.s8.s8.s32"),
+}
+for _a in ("f8E4M3FN", "f8E5M2"):
+    for _b in ("f8E4M3FN", "f8E5M2"):
+        _n = {"f8E4M3FN": "e4m3", "f8E5M2": "e5m2"}
+        _MMA[(_a, _b, "f32")] = ("m16n8k32", f"f32.{_n[_a]}.{_n[_b]}.f32")
+        _MMA[(_a, _b, "f16")] = ("m16n8k32", f"f16.{_n[_a]}.{_n[_b]}.f16")
+
+
+def _pack(b, elems):
+    """kWidth elements of one register -> i32."""
+    if len(elems) == 1:
+        e = elems[0]
+        return e if e.type == I32 else b.bitcast(e, I32)
+    vt = ir.VectorType(elems[0].type, len(elems))
+    v = ir.Constant(vt, None)
+    for i, e in enumerate(elems):
+        v = b.insert_element(v, e, _c(i))
+    return b.bitcast(v, I32)
+
+
+@rule("tt.dot")
+def dot(ctx, op, a: TensorVal, bm: TensorVal, c: TensorVal):
+    """D = A B + C with mma.sync over the fragments (see module doc)."""
+    b = ctx.builder
+    la, lb, lc = a.layout, bm.layout, c.layout
+    if not (isinstance(lc, NvidiaMma) and isinstance(la, DotOperand) and isinstance(lb, DotOperand)):
+        from ttbuild.backend.llir.rules_fma import fma_dot
+        return fma_dot(ctx, op, a, bm, c)
+    ea, eb_, ec = (mu.elem_str(v.type) for v in op.operands)
+    if (ea, eb_, ec) not in _MMA:
+        raise NotSupportedYet(f"tt.dot on tensor cores for {ea} x {eb_} -> {ec}", None, "llir")
+    mshape, types = _MMA[(ea, eb_, ec)]
+    half_acc = ec == "f16"
+    text_c = "f" if ec == "f32" else "r"
+    shape = c.shape
+    rank = lc.rank
+    ra, rb_ = la.regs(a.shape), lb.regs(bm.shape)
+    reps_b = lc.reps(shape, 0) if rank == 3 else 1
+    reps_m, reps_n = lc.reps(shape, rank - 2), lc.reps(shape, rank - 1)
+    reps_k = a.shape[-1] // la.k_instr
+    grid = lc.rep_grid(shape)
+    at = {rep: i for i, rep in enumerate(grid)}
+    acc = {}
+    for rep, i in at.items():
+        vals = c.elems[4 * i:4 * i + 4]
+        acc[rep] = [_pack(b, vals[0:2]), _pack(b, vals[2:4])] if half_acc else list(vals)
+    nacc = 2 if half_acc else 4
+    outs = ",".join([f"={text_c}"] * nacc)
+    cons = outs + "," + ",".join(["r"] * 6) + "," + ",".join(str(i) for i in range(nacc))
+    d_regs = ", ".join(f"${i}" for i in range(nacc))
+    a_regs = ", ".join(f"${nacc + i}" for i in range(4))
+    b_regs = ", ".join(f"${nacc + 4 + i}" for i in range(2))
+    c_regs = ", ".join(f"${nacc + 6 + i}" for i in range(nacc))
+    text = f"mma.sync.aligned.{mshape}.row.col.{types} {{{d_regs}}}, {{{a_regs}}}, {{{b_regs}}}, {{{c_regs}}};"
+    acc_t = acc[grid[0]][0].type
+    ftype = ir.FunctionType(ir.LiteralStructType([acc_t] * nacc), [I32] * 6 + [acc_t] * nacc)
+    pa = {key: [_pack(b, [a.elems[p] for p in reg]) for reg in regs] for key, regs in ra.items()}
+    pb = {key: [_pack(b, [bm.elems[p] for p in reg]) for reg in regs] for key, regs in rb_.items()}
+    for rk in range(reps_k):
+        for rbat in range(reps_b):
+            for rm in range(reps_m):
+                for rn in range(reps_n):
+                    rep = (rbat, rm, rn) if rank == 3 else (rm, rn)
+                    args = pa[(rbat, rm, rk)] + pb[(rbat, rn, rk)] + acc[rep]
+                    r = b.asm(ftype, text, cons, args, side_effect=False)
+                    acc[rep] = [b.extract_value(r, i) for i in range(nacc)]
+    out = [None] * len(c.elems)
+    for rep, i in at.items():
+        if half_acc:
+            vals = []
+            for w in acc[rep]:
+                v = b.bitcast(w, ir.VectorType(llvm_type("f16"), 2))
+                vals += [b.extract_element(v, _c(0)), b.extract_element(v, _c(1))]
+        else:
+            vals = acc[rep]
+        out[4 * i:4 * i + 4] = vals
+    return TensorVal(out, lc, shape)

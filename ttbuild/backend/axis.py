@@ -215,6 +215,8 @@ def _subi(op, shape, ins):
 def _muli(op, shape, ins):
     a, b = ins
     rank = len(shape)
+    if b.value == 1 or a.value == 1:
+        return a if b.value == 1 else b  # x * 1 is x (a unit stride keeps the pointer runs)
     # Only every element's divisibility multiplies: a run's later elements break the rule.
     da = [a.divisibility[d] if a.contiguity[d] == 1 else 1 for d in range(rank)]
     db = [b.divisibility[d] if b.contiguity[d] == 1 else 1 for d in range(rank)]
@@ -224,6 +226,23 @@ def _muli(op, shape, ins):
     const = tuple(gcd(a.constancy[d], b.constancy[d]) for d in range(rank))
     value = a.value * b.value if a.value is not None and b.value is not None else None
     return AxisInfo(contig, div, const, value)
+
+
+@_rule("arith.remsi", "arith.remui")
+def _rem(op, shape, ins):
+    """x % c with c the same along d (a splat): a run of x whose start is a multiple of g =
+    gcd(div x, div c) can only wrap at a multiple of c, hence of g, so runs of gcd(run, g) stay
+    contiguous, and their starts multiples of g (Triton's RemOp rule; offsets are taken as
+    non-negative, as Triton does: `(pid * BN + arange(0, BN)) % N`)."""
+    a, b = ins
+    rank = len(shape)
+    contig, div = [], []
+    for d in range(rank):
+        g = gcd(a.divisibility[d], b.divisibility[d])
+        contig.append(gcd(a.contiguity[d], g) if b.constancy[d] == shape[d] else 1)
+        div.append(g)
+    const = tuple(gcd(a.constancy[d], b.constancy[d]) for d in range(rank))
+    return AxisInfo(tuple(contig), tuple(div), const)
 
 
 @_rule("arith.cmpi", "arith.cmpf")

@@ -38,6 +38,7 @@ scratch of reductions and layout conversions, so they never overlap).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from math import gcd, prod
 
@@ -64,6 +65,8 @@ class Candidate:
     slice_ops: tuple
     vec_bytes: int
     carried: frozenset = frozenset()
+    alloc: object = None   # dot operand: the ttg.local_alloc(load) that stages it ...
+    reader: object = None  # ... and the ttg.local_load into #ttg.dot_op that reads it back
 
 
 def shared_attr(order) -> str:
@@ -71,9 +74,20 @@ def shared_attr(order) -> str:
             + ", ".join(str(o) for o in order) + "]}>")
 
 
-def memdesc_type(shape, elem: str, order) -> ir.Type:
+def memdesc_type(shape, elem: str, order, encoding: str | None = None) -> ir.Type:
+    """A mutable shared-memory descriptor: `encoding` (text) or, without it, the unswizzled
+    encoding of `order`."""
     dims = "x".join(str(s) for s in shape)
-    return ir.Type.parse(f"!ttg.memdesc<{dims}x{elem}, {shared_attr(order)}, #ttg.shared_memory, mutable>")
+    enc = encoding or shared_attr(order)
+    return ir.Type.parse(f"!ttg.memdesc<{dims}x{elem}, {enc}, #ttg.shared_memory, mutable>")
+
+
+def _shared_encoding(memdesc) -> str:
+    """The shared encoding (text) of a memdesc type: `#ttg.swizzled_shared<{...}>`."""
+    m = re.search(r"#ttg\.swizzled_shared<\{[^}]*\}>", str(memdesc))
+    if not m:
+        raise ValueError(f"unsupported shared encoding in {memdesc}")
+    return m.group(0)
 
 
 def token_type() -> ir.Type:
@@ -185,8 +199,33 @@ def _is_zero_other(v) -> bool:
     return ir.IntegerAttr(s).value == 0
 
 
-def candidates(for_op, axis: AxisAnalysis) -> list[Candidate]:
-    """Loads of the loop body that this pass pipelines (see the module docstring for the rules)."""
+def _sole_user(v):
+    uses = list(v.uses)
+    return uses[0].owner if len(uses) == 1 else None
+
+
+def dot_operand_use(load):
+    """(local_alloc, local_load) when the load's sole user is a `ttg.local_alloc` whose memdesc
+    only a `ttg.local_load` into `#ttg.dot_op` reads (accelerate_matmul's staging of a tt.dot
+    operand, Triton's condition for a shared-memory pipelined dot operand); else None."""
+    alloc = _sole_user(load.results[0])
+    if alloc is None or alloc.name != "ttg.local_alloc" or alloc.operation.block != load.operation.block:
+        return None
+    reader = _sole_user(alloc.results[0])
+    if reader is None or reader.name != "ttg.local_load" or reader.operation.block != load.operation.block:
+        return None
+    if not mu.encoding_str(reader.results[0].type).startswith("#ttg.dot_op<"):
+        return None
+    return alloc, reader
+
+
+def has_dot(for_op) -> bool:
+    return any(op.operation.name == "tt.dot" for op in for_op.regions[0].blocks[0].operations)
+
+
+def candidates(for_op, axis: AxisAnalysis, plain: bool = True) -> list[Candidate]:
+    """Loads of the loop body that this pass pipelines (see the module docstring for the rules):
+    dot operands always, other loads only when `plain` (the loop asked for it by tl.range)."""
     body = for_op.regions[0].blocks[0]
     iv = body.arguments[0]
     out = []
@@ -199,14 +238,25 @@ def candidates(for_op, axis: AxisAnalysis) -> list[Candidate]:
         if mu.elem_str(op.results[0].type) not in SLOTTED_ELEMS:
             continue
         seg = _segments(op)
+        staged = dot_operand_use(op)
+        if staged is None and not plain:
+            continue
+        if staged is not None and seg[2] and not _is_zero_other(op.operands[1 + seg[1]]):
+            continue  # the zero-filled slot would not hold `other` (Triton keeps it in registers)
         got = _slice(op, body, iv)
         if got is None:
             continue
         mask = op.operands[1] if seg[1] else None
         nbytes = chunk_bytes(op.operands[0], mask, axis)
+        if staged is not None:
+            # a copy chunk must stay contiguous through the swizzle: at most `vec` elements
+            sw = re.search(r"vec = (\d+)", str(staged[0].results[0].type))
+            elem_b = mu.elem_bits(mu.elem_str(op.results[0].type)) // 8
+            nbytes = min(nbytes, int(sw.group(1)) * elem_b) if sw else nbytes
         if nbytes < 4:
             continue
-        out.append(Candidate(op, got[0], min(nbytes, 16), got[1]))
+        alloc, reader = staged or (None, None)
+        out.append(Candidate(op, got[0], min(nbytes, 16), got[1], alloc, reader))
     return out
 
 
@@ -356,11 +406,18 @@ class _Loop:
             for cand in self.cands:
                 res = cand.load.results[0].type
                 t = ir.RankedTensorType(res)
-                order = parse_layout(str(t.encoding)).order
                 elem = str(t.element_type)
-                alloc = b.op("ttg.local_alloc", [memdesc_type((S - 1, *t.shape), elem, order)], []).results[0]
+                if cand.alloc is not None:
+                    enc = _shared_encoding(cand.alloc.results[0].type)
+                    ring = memdesc_type((S - 1, *t.shape), elem, None, enc)
+                    view = memdesc_type(tuple(t.shape), elem, None, enc)
+                else:
+                    order = parse_layout(str(t.encoding)).order
+                    ring = memdesc_type((S - 1, *t.shape), elem, order)
+                    view = memdesc_type(tuple(t.shape), elem, order)
+                alloc = b.op("ttg.local_alloc", [ring], []).results[0]
                 self.allocs.append(alloc)
-                self.views[id(alloc)] = memdesc_type(tuple(t.shape), elem, order)
+                self.views[id(alloc)] = view
             # Iteration k's copies read the carried values of iteration k: those of k-1
             # advanced by the body's updates (Triton peels the address computation alike).
             tokens = []
@@ -394,6 +451,15 @@ class _Loop:
         for cand, alloc in zip(self.cands, self.allocs):
             load = cand.load
             lb = b.at(load.location)
+            if cand.alloc is not None:
+                # The dot operand's local_load reads the slot itself (no register round trip).
+                with ir.InsertionPoint(cand.reader):
+                    view = lb.op("ttg.memdesc_index", [self.views[id(alloc)]], [alloc, ext]).results[0]
+                    val = lb.op("ttg.local_load", [cand.reader.results[0].type], [view, waited]).results[0]
+                cand.reader.results[0].replace_all_uses_with(val)
+                cand.reader.erase()
+                cand.alloc.erase()
+                continue
             with ir.InsertionPoint(load):
                 view = lb.op("ttg.memdesc_index", [self.views[id(alloc)]], [alloc, ext]).results[0]
                 val = lb.op("ttg.local_load", [load.results[0].type], [view, waited]).results[0]
@@ -576,22 +642,32 @@ def _loops(block, out):
     return out
 
 
-def pipeline(module) -> int:
-    """Pipeline every eligible load of every `scf.for` with `tt.num_stages` >= 2 (inner loops
-    first); returns how many loads became async copies. Raises nothing on loops it skips."""
+def stages_for(for_op, num_stages: int) -> int:
+    """The loop's own `tt.num_stages` (tl.range), else the kernel's num_stages for a loop whose
+    body holds a tt.dot (Triton's default), else 1."""
+    if "tt.num_stages" in for_op.operation.attributes:
+        return num_stages_of(for_op)
+    return num_stages if has_dot(for_op) else 1
+
+
+def pipeline(module, num_stages: int = 1) -> int:
+    """Pipeline every eligible load of every `scf.for` with `tt.num_stages` >= 2, and the dot
+    operands of every loop holding a `tt.dot` at `num_stages` (the variant option) unless the
+    loop says otherwise (inner loops first); returns how many loads became async copies.
+    Raises nothing on loops it skips."""
     count = 0
     for func in module.body.operations:
         if func.operation.name != "tt.func":
             continue
         loops = _loops(func.regions[0].blocks[0], [])
-        if not any(num_stages_of(f) >= 2 for f in loops):
+        if not any(stages_for(f, num_stages) >= 2 for f in loops):
             continue
         axis = AxisAnalysis(func)
         for f in loops:
-            S = num_stages_of(f)
+            S = stages_for(f, num_stages)
             if S < 2:
                 continue
-            cands = candidates(f, axis)
+            cands = candidates(f, axis, plain="tt.num_stages" in f.operation.attributes)
             if not cands:
                 continue
             _Loop(f, S, cands).rewrite()

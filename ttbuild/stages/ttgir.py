@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 7
+VERSION = 8
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:
@@ -37,7 +37,7 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
         module = mu.parse_module(inputs["ttir"], ctx, "ttir")
         assign(module, num_warps)
         accelerate(module, num_warps, int(target.partition(":")[2] or 90))
-        pipeline(module)
+        pipeline(module, int(options.get("num_stages", 3)))
         i32 = mu.ir.IntegerType.get_signless(32)
         attrs = module.operation.attributes
         attrs["ttg.num-ctas"] = mu.ir.IntegerAttr.get(i32, num_ctas)

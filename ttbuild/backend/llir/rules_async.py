@@ -133,34 +133,60 @@ def async_wait(ctx, op, *tokens):
     return ir.Constant(I32, 0)
 
 
+def _swizzle(memdesc_type):
+    """The `#ttg.swizzled_shared` encoding of a memdesc when it permutes elements (maxPhase > 1:
+    a tensor-core operand tile, read back by ldmatrix), else None (row-major slots)."""
+    from ttbuild.backend.llir.rules_dot import shared_layout  # the one home of the swizzle
+    sw = shared_layout(memdesc_type)
+    return sw if sw.max_phase > 1 else None
+
+
+def _slot_addr(ctx, desc: MemDesc, sw, index):
+    """Shared pointer of the element at `index` of a slot: row-major, or through the XOR
+    swizzle the slot's reader (ldmatrix) uses."""
+    if sw is None:
+        return _elem_addr(ctx, desc, index)
+    from ttbuild.backend.llir.rules_dot import swizzled_offset
+    b = ctx.builder
+    return b.gep(desc.ptr, [b.mul(swizzled_offset(b, sw, desc, index), ir.Constant(I32, elem_bytes(desc.elem)))])
+
+
 @rule("ttg.async_copy_global_to_local")
 def async_copy(ctx, op, ptr: TensorVal, desc: MemDesc, mask=None, other=None):
     """Each thread copies its own elements of the tile, chunk by chunk, into the slot at the
     same places `ttg.local_load` reads them back from (so, without shared elements, no thread
-    ever touches another's bytes)."""
+    ever touches another's bytes). Into a swizzled slot (a tensor-core operand ring) the chunks
+    go where the swizzle puts them (at most `vec` elements, which stay contiguous), and since
+    ldmatrix reads other threads' elements, the slot's last reads must be over first
+    (bar.sync when shared memory was read since the last one)."""
     b = ctx.builder
     layout, shape = ptr.layout, ptr.shape
     elem = desc.elem
     eb = elem_bytes(elem)
     o0 = layout.order[0]
+    sw = _swizzle(op.operands[1].type)
     cap = vector_elems(op.operands[0], ctx.axis, o0)
     if mask is not None:
         cap = gcd(cap, ctx.axis.info(op.operands[2]).constancy[o0])
+    if sw is not None:
+        cap = gcd(cap, sw.vec) if o0 == desc.order[0] else 1
     vec = _vec(layout, shape, min(cap, 16 // eb))
     if _shares_elements(ctx, layout, shape):
         # Threads holding the same element write the same bytes; another thread may still be
         # reading this slot's previous contents (write-after-read across threads).
         ctx.barrier()
+    elif sw is not None:
+        ctx.before_smem_write()
     idx = ctx.indices(layout, shape)
     n = len(ptr.elems)
     nbytes = vec * eb
     if nbytes < 4:
-        _sync_copy(ctx, ptr, desc, mask, idx, elem)
+        _sync_copy(ctx, ptr, desc, mask, idx, elem, sw)
         return ir.Constant(I32, 0)
     kind = "cg" if nbytes == 16 else "ca"
     text = f"cp.async.{kind}.shared.global [ $0 + 0 ], [ $1 + 0 ], {nbytes}, $2;"
     for j in range(0, n, vec):
-        dst = _shared_i32(ctx, _elem_addr(ctx, desc, idx[j]))
+        dst = _shared_i32(ctx, _slot_addr(ctx, desc, sw, idx[j]))
         size = ir.Constant(I32, nbytes)
         if mask is not None:
             size = b.select(mask.elems[j], size, ir.Constant(I32, 0))
@@ -168,7 +194,7 @@ def async_copy(ctx, op, ptr: TensorVal, desc: MemDesc, mask=None, other=None):
     return ir.Constant(I32, 0)
 
 
-def _sync_copy(ctx, ptr, desc, mask, idx, elem):
+def _sync_copy(ctx, ptr, desc, mask, idx, elem, sw=None):
     from ttbuild.backend.llir.memory import _load_words  # the predicated scalar load
     b = ctx.builder
     ety = llvm_type(elem)
@@ -176,7 +202,7 @@ def _sync_copy(ctx, ptr, desc, mask, idx, elem):
     for j, p in enumerate(ptr.elems):
         pred = None if mask is None else mask.elems[j]
         v = _load_words(ctx, p, pred, ety, bits, 1, None, [j])[0]
-        b.store(v, b.bitcast(_elem_addr(ctx, desc, idx[j]), ir.PointerType(ety, addrspace=3)))
+        b.store(v, b.bitcast(_slot_addr(ctx, desc, sw, idx[j]), ir.PointerType(ety, addrspace=3)))
 
 
 @rule("ttg.local_load")

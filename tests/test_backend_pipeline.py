@@ -25,14 +25,15 @@ FILECHECK = Path(sys.executable).parent / "filecheck"
 _CACHE: dict = {}
 
 
-def build(kernel: str, signature: str, constexprs: dict, num_warps: int = 4, until: str = "cubin") -> dict[str, bytes]:
+def build(kernel: str, signature: str, constexprs: dict, num_warps: int = 4, until: str = "cubin",
+          num_stages: int = 3) -> dict[str, bytes]:
     """Our stages on SOURCE's `kernel` up to `until`; {stage: output bytes}."""
-    key = (kernel, signature, tuple(sorted(constexprs.items())), num_warps, until)
+    key = (kernel, signature, tuple(sorted(constexprs.items())), num_warps, until, num_stages)
     if key in _CACHE:
         return _CACHE[key]
     p = parse.run({"source": SOURCE.read_bytes()}, {"kernel": kernel, "file": SOURCE.name})
     out = {"ttir": ttir.run({"json": p["json"]}, {"signature": signature.split(","), "constexprs": constexprs})["ttir"]}
-    out["ttgir"] = ttgir.run(out, {"num_warps": num_warps, "num_stages": 3})["ttgir"]
+    out["ttgir"] = ttgir.run(out, {"num_warps": num_warps, "num_stages": num_stages})["ttgir"]
     if until != "ttgir":
         out["llir"] = llir.run(out, {})["llir"]
         out["ptx"] = ptx.run(out, {})["ptx"]
@@ -41,9 +42,10 @@ def build(kernel: str, signature: str, constexprs: dict, num_warps: int = 4, unt
     return out
 
 
-def variant(name: str, until: str = "cubin") -> dict[str, bytes]:
+def variant(name: str, until: str = "cubin", num_stages: int | None = None) -> dict[str, bytes]:
     v = VARIANTS[name]
-    return build(v["kernel"], v["signature"], v.get("constexprs", {}), v.get("num_warps", 4), until)
+    return build(v["kernel"], v["signature"], v.get("constexprs", {}), v.get("num_warps", 4), until,
+                 num_stages or v.get("num_stages", 3))
 
 
 def filecheck(text: bytes, checks: str, tmp_path) -> None:
@@ -342,6 +344,151 @@ def test_carried_pointer_keeps_vector_width(name, size):
     out = variant(name)["ptx"]
     sizes = set(re.findall(rb"cp\.async\.c[ag]\.shared\.global \[[^\]]*\], \[[^\]]*\], (\d+)", out))
     assert sizes == {size}
+
+
+# ---- loops holding a tt.dot, pipelined at the variant's num_stages -------------------------------
+
+# matmul_kernel (Triton's tutorial form) at num_stages=3: Triton 3.6's form for cuda:80 (oracle,
+# /tmp/tcp/matmul_kernel.ttgir): one (S-1)-slot ring per operand in the operand's swizzled
+# encoding, one commit group per iteration, the dot operands' local_loads reading the slots.
+MATMUL_S3 = r"""
+CHECK:      %[[A:.*]] = "ttg.local_alloc"() {{.*}} -> !ttg.memdesc<2x64x32xf16, #ttg.swizzled_shared<{vec = 8, perPhase = 2, maxPhase = 4, order = [1, 0]}>, #ttg.shared_memory, mutable>
+CHECK-NEXT: %[[B:.*]] = "ttg.local_alloc"() {{.*}} -> !ttg.memdesc<2x32x64xf16, #ttg.swizzled_shared<{vec = 8, perPhase = 1, maxPhase = 8, order = [1, 0]}>, #ttg.shared_memory, mutable>
+CHECK:      "ttg.memdesc_index"(%[[A]],
+CHECK:      %[[CA0:.*]] = "ttg.async_copy_global_to_local"
+CHECK:      "ttg.memdesc_index"(%[[B]],
+CHECK:      %[[CB0:.*]] = "ttg.async_copy_global_to_local"
+CHECK-NEXT: %[[G0:.*]] = "ttg.async_commit_group"(%[[CA0]], %[[CB0]])
+CHECK:      %[[G1:.*]] = "ttg.async_commit_group"
+CHECK-NOT:  "tt.load"
+CHECK:      "scf.for"({{.*}}, %[[G0]], %[[G1]],
+CHECK-NEXT: ^bb0(%{{.*}}: i32 {{.*}}, %[[ACC:[a-z0-9]+]]: tensor<64x64xf32, #ttg.nvidia_mma{{.*}}, %[[OLD:[a-z0-9]+]]: !ttg.async.token {{.*}}, %[[NEW:[a-z0-9]+]]: !ttg.async.token
+CHECK:      %[[W:.*]] = "ttg.async_wait"(%[[OLD]]) {num = 1 : i32}
+CHECK-NEXT: %[[VA:.*]] = "ttg.memdesc_index"(%[[A]],
+CHECK-NEXT: %[[XA:.*]] = "ttg.local_load"(%[[VA]], %[[W]]) {{.*}} -> tensor<64x32xf16, #ttg.dot_op<{opIdx = 0
+CHECK-NEXT: %[[VB:.*]] = "ttg.memdesc_index"(%[[B]],
+CHECK-NEXT: %[[XB:.*]] = "ttg.local_load"(%[[VB]], %[[W]]) {{.*}} -> tensor<32x64xf16, #ttg.dot_op<{opIdx = 1
+CHECK-NEXT: %[[D:.*]] = "tt.dot"(%[[XA]], %[[XB]], %[[ACC]])
+CHECK:      "ttg.async_copy_global_to_local"
+CHECK:      "ttg.async_copy_global_to_local"
+CHECK-NEXT: %[[G:.*]] = "ttg.async_commit_group"
+CHECK-NEXT: "scf.yield"(%[[D]], %{{.*}}, %{{.*}}, %[[NEW]], %[[G]],
+CHECK:      "ttg.async_wait"() {num = 0 : i32}
+CHECK-NEXT: "ttg.local_dealloc"(%[[A]])
+CHECK-NEXT: "ttg.local_dealloc"(%[[B]])
+"""
+
+
+def test_golden_dot_loop_s3(tmp_path):
+    out = variant("matmul_s3", "ttgir")["ttgir"]
+    filecheck(out, MATMUL_S3, tmp_path)
+    assert not re.search(rb'"ttg.local_alloc"\(%', out), "no operand goes through registers into shared memory"
+
+
+@pytest.mark.parametrize("stages", [2, 3, 4, 5])
+def test_dot_loop_per_stage_count(stages):
+    """num_stages = S: S-1 slots per operand ring (MMAv2), 2 copies per stage, wait num = S-2,
+    the rings above the epilogue's scratch."""
+    out = variant(f"matmul_s{stages}", "ttgir")["ttgir"]
+    assert count("ttg.async_copy_global_to_local", out) == 2 * stages
+    assert count("ttg.async_commit_group", out) == stages
+    assert re.findall(rb'"ttg.async_wait"\([^)]*\) \{num = (\d+) : i32\}', out) == [str(stages - 2).encode(), b"0"]
+    assert f"!ttg.memdesc<{stages - 1}x64x32xf16".encode() in out
+    assert f"!ttg.memdesc<{stages - 1}x32x64xf16".encode() in out
+    offsets = [int(x) for x in re.findall(rb"allocation\.offset = (\d+)", out)]
+    ring = (stages - 1) * 64 * 32 * 2
+    assert offsets[1] == offsets[0] + ring and shared(out) == offsets[0] + 2 * ring
+    assert _loop_args(out).count(b"x!tt.ptr<f16>") == 2, "only the advanced operand pointers are carried"
+
+
+def test_dot_loop_one_stage_unpipelined():
+    """num_stages = 1 (or a loop without a dot, above) leaves the operands staged by registers."""
+    out = variant("matmul_s3", "ttgir", num_stages=1)["ttgir"]
+    assert count("tt.load", out) == 2 and b"ttg.async" not in out
+    assert len(re.findall(rb'"ttg.local_alloc"\(%', out)) == 2
+
+
+def test_dot_loop_nonzero_other_stays_in_registers():
+    """A's `other` is 1.0: its load stays a tt.load feeding a register local_alloc; B is pipelined."""
+    out = variant("dot_other_s3", "ttgir")["ttgir"]
+    assert count("tt.load", out) == 1 and count("ttg.async_copy_global_to_local", out) == 3
+    load = re.search(rb'(%\d+) = "tt.load"', out).group(1)
+    assert re.search(rb'"ttg.local_alloc"\(' + re.escape(load) + rb'\)', out)
+
+
+def test_dot_loop_unknown_k_divisibility():
+    """K of unknown divisibility: A's K mask may change at every fp16 element along A's contiguous
+    dimension (2-byte chunks, below cp.async's 4: A stays a tt.load); B's K mask is constant
+    along its contiguous N, so B is pipelined (Triton alike, test_triton_pipelines_dot_loops_alike)."""
+    out = variant("matmul_kodd_s3", "ttgir")["ttgir"]
+    assert count("tt.load", out) == 1 and count("ttg.async_copy_global_to_local", out) == 3
+    assert re.search(rb'"tt.load"\([^)]*\)[^\n]*tensor<64x32xf16', out)
+
+
+@pytest.mark.parametrize("name,stages", [("matmul_s2", 2), ("matmul_s3", 3), ("matmul_128x128x64_s4", 4)])
+def test_dot_loop_ptx(name, stages):
+    """16-byte cp.async.cg into the rings, wait_group S-2, ldmatrix(.trans) from the slots, and a
+    bar.sync between the loop's last ldmatrix and its first cp.async (ldmatrix reads what other
+    threads copied, so the slot must be read by every warp before it is refilled)."""
+    out = variant(name)["ptx"].decode()
+    sizes = set(re.findall(r"cp\.async\.(c[ag])\.shared\.global \[[^\]]*\], \[[^\]]*\], (\d+)", out))
+    assert sizes == {("cg", "16")}
+    assert f"cp.async.wait_group {stages - 2};" in out
+    loop = out[out.index(f"cp.async.wait_group {stages - 2};"):]
+    first_copy = loop.index("cp.async.cg")
+    last_ldm = loop[:first_copy].rindex("ldmatrix")
+    assert "bar.sync" in loop[last_ldm:first_copy]
+    assert "bar.sync" in loop[:loop.index("ldmatrix")], "all threads' copies landed before any ldmatrix"
+    assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in out and "mma.sync.aligned.m16n8k16" in out
+
+
+TRITON_DOT = """
+import importlib.util, json, re, sys
+import triton
+from triton.compiler import ASTSource
+from triton.backends.compiler import GPUTarget
+spec = importlib.util.spec_from_file_location("pk", sys.argv[1])
+m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
+out = {}
+for case in json.loads(sys.argv[2]):
+    fn = getattr(m, case["kernel"])
+    sig, attrs = {}, {}
+    for i, (name, s) in enumerate(zip(fn.arg_names, case["signature"].split(","))):
+        t, _, d = s.partition(":")
+        sig[name] = t
+        if d:
+            attrs[(i,)] = [["tt.divisibility", int(d)]]
+    for k in case["constexprs"]:
+        sig[k] = "constexpr"
+    c = triton.compile(ASTSource(fn, sig, constexprs=case["constexprs"], attrs=attrs),
+                       target=GPUTarget("cuda", 80, 32),
+                       options={"num_warps": case["num_warps"], "num_stages": case["num_stages"]})
+    g = c.asm["ttgir"]
+    aliases = dict(re.findall(r"^(#shared\\d*) = (.*)$", g, re.M))
+    rings = [re.sub(r"#shared\\d*", lambda a: aliases[a.group(0)], r)
+             for r in re.findall(r"ttg.local_alloc : \\(\\) -> !ttg.memdesc<([^>]*>)", g)]
+    out[case["name"]] = {"copies": g.count("ttg.async_copy_global_to_local"), "rings": rings}
+print(json.dumps(out))
+"""
+
+
+def test_triton_pipelines_dot_loops_alike():
+    """Triton 3.6 compiling the same matmul for sm_80 (MMAv2): the same number of async copies and
+    the same rings (slots, shape, swizzled encoding)."""
+    import json
+
+    names = ["matmul_s2", "matmul_s3", "matmul_s5", "matmul_128x128x64_s4", "matmul_kodd_s3"]
+    cases = [dict(name=n, kernel=VARIANTS[n]["kernel"], signature=VARIANTS[n]["signature"],
+                  constexprs=VARIANTS[n]["constexprs"], num_warps=VARIANTS[n]["num_warps"],
+                  num_stages=VARIANTS[n]["num_stages"]) for n in names]
+    theirs = json.loads(run_triton(TRITON_DOT, str(SOURCE), json.dumps(cases)).strip().splitlines()[-1])
+    for name in names:
+        ours = variant(name, "ttgir")["ttgir"].decode()
+        assert count("ttg.async_copy_global_to_local", ours.encode()) == theirs[name]["copies"], name
+        rings = re.findall(r'"ttg.local_alloc"\(\) \{[^}]*\} : \(\) -> !ttg.memdesc<(.*?), #ttg.shared_memory, mutable>', ours)
+        mine = sorted(r.replace(" ", "") for r in rings)
+        want = sorted(r.replace(" ", "").replace(",#smem,mutable>", "") for r in theirs[name]["rings"])
+        assert mine == want, (name, mine, want)
 
 
 # ---- Triton as an oracle -----------------------------------------------------------------------

@@ -158,3 +158,30 @@ def test_carried_tiles_with_masked_tails(torch, lib, v, tiles, extra):
     y = _poisoned(torch, N)
     lib.variant(v["variant"])[(_cdiv(N, v["constexprs"]["BN"]),)](x, y, rows, N, N)
     _close(torch, y, x.double().sum(0), rows, half=x.dtype == torch.float16)
+
+
+def _divisible(v, name: str) -> bool:
+    return next(p for p in v["params"] if p["name"] == name)["divisibility"] == 16
+
+
+@pytest.mark.parametrize("tail", [0, 16, 7])
+@pytest.mark.parametrize("tiles", [1, 2, 3, 4, 5, 6])
+@pytest.mark.parametrize("v", _ids(("matmul_kernel",)))
+def test_matmul_pipelined_dot_loop(torch, lib, v, tiles, tail):
+    """C = A @ B (tutorial-form kernel, the K loop pipelined at num_stages = S): K tiles 1..6
+    (1, 2, S-1, S, S+1 for every S in 2..5), the last tile short by `tail` columns (masked,
+    zero-filled by cp.async), M and N off the tile. Small-integer fp16 inputs: every partial sum
+    is exact in fp32, so C must equal the float64 product bit for bit."""
+    c = v["constexprs"]
+    if tail % 16 and _divisible(v, "K"):
+        pytest.skip("K must be a multiple of 16 for this variant")
+    M, N, K = 2 * c["BM"] + 48, c["BN"] + 16, tiles * c["BK"] - tail
+    gen = torch.Generator(device="cuda").manual_seed(tiles * 131 + tail)
+    a = torch.randint(-2, 3, (M, K), device="cuda", generator=gen).half()
+    b = torch.randint(-2, 3, (K, N), device="cuda", generator=gen).half()
+    out = torch.full((M, N), float("nan"), device="cuda")
+    grid = (_cdiv(M, c["BM"]) * _cdiv(N, c["BN"]),)
+    lib.variant(v["variant"])[grid](a, b, out, M, N, K, K, N, N)
+    torch.cuda.synchronize()
+    ref = (a.double() @ b.double()).float()
+    assert torch.equal(out, ref), f"{(out != ref).sum().item()} of {out.numel()} differ"

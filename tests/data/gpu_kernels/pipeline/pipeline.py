@@ -200,3 +200,22 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
     offs_cn = pid_n * BN + tl.arange(0, BN)
     c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + offs_cn[None, :]
     tl.store(c_ptrs, acc, mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
+@triton.jit
+def dot_other_kernel(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """C = A @ B with A's masked-off K columns read as 1 (a non-zero `other`): A's load stays in
+    registers (a zero-filled ring slot would not hold the 1s), B's is pipelined (CPU test only)."""
+    offs_m = tl.arange(0, BM)
+    offs_n = tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    a_ptrs = a_ptr + offs_m[:, None] * K + offs_k[None, :]
+    b_ptrs = b_ptr + offs_k[:, None] * BN + offs_n[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k, other=1.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BK
+        b_ptrs += BK * BN
+    tl.store(c_ptr + offs_m[:, None] * BN + offs_n[None, :], acc)

@@ -171,17 +171,18 @@ def test_matmul_pipelined_dot_loop(torch, lib, v, tiles, tail):
     """C = A @ B (tutorial-form kernel, the K loop pipelined at num_stages = S): K tiles 1..6
     (1, 2, S-1, S, S+1 for every S in 2..5), the last tile short by `tail` columns (masked,
     zero-filled by cp.async), M and N off the tile. Small-integer fp16 inputs: every partial sum
-    is exact in fp32, so C must equal the float64 product bit for bit."""
+    is exact in fp32, so C must equal the float64 product bit for bit. A's rows are padded to a
+    multiple of 16 elements (its row stride is declared i32:16)."""
     c = v["constexprs"]
     if tail % 16 and _divisible(v, "K"):
         pytest.skip("K must be a multiple of 16 for this variant")
     M, N, K = 2 * c["BM"] + 48, c["BN"] + 16, tiles * c["BK"] - tail
     gen = torch.Generator(device="cuda").manual_seed(tiles * 131 + tail)
-    a = torch.randint(-2, 3, (M, K), device="cuda", generator=gen).half()
+    a = torch.randint(-2, 3, (M, -(-K // 16) * 16), device="cuda", generator=gen).half()[:, :K]
     b = torch.randint(-2, 3, (K, N), device="cuda", generator=gen).half()
     out = torch.full((M, N), float("nan"), device="cuda")
     grid = (_cdiv(M, c["BM"]) * _cdiv(N, c["BN"]),)
-    lib.variant(v["variant"])[grid](a, b, out, M, N, K, K, N, N)
+    lib.variant(v["variant"])[grid](a, b, out, M, N, K, a.stride(0), N, N)
     torch.cuda.synchronize()
     ref = (a.double() @ b.double()).float()
     assert torch.equal(out, ref), f"{(out != ref).sum().item()} of {out.numel()} differ"

@@ -4,11 +4,17 @@ What Triton 3.6 does for a loop without `tt.dot` (lib/Dialect/TritonGPU/Transfor
 AssignLatencies.cpp picks the loads, LowerLoops.cpp turns them into async copies,
 PipelineExpander.cpp peels the prologue), and what this pass reproduces op for op:
 
-- Only loops that carry the `tt.num_stages` attribute (written by `tl.range(..., num_stages=S)`)
-  are pipelined; a plain `range` loop, or S == 1, is left alone. The kernel-level `num_stages`
-  option (a variant option) applies in Triton only to loops holding a `tt.dot`, which this
-  backend does not lower: the ttgir stage keeps it recorded in the metadata and does nothing
-  with it.
+- Loops that carry the `tt.num_stages` attribute (written by `tl.range(..., num_stages=S)`)
+  are pipelined at S; a loop whose body holds a `tt.dot` is pipelined at the kernel-level
+  `num_stages` option (the variant's) unless it carries its own. Any other loop, or S == 1, is
+  left alone.
+- Dot loops (after ttbuild.backend.accelerate_matmul): a load whose sole user is a
+  `ttg.local_alloc` read only by a `ttg.local_load` into `#ttg.dot_op` (other = 0 or absent; a
+  non-zero `other` keeps the load in registers) gets an (S-1)-slot ring in that local_alloc's
+  `#ttg.swizzled_shared` encoding (MMAv2: S-1 buffers, Triton's LowerLoops), and the
+  local_load reads the slot (`ttg.memdesc_index`) with the wait's token; the register
+  local_alloc disappears. Other loads of a dot loop are pipelined only when the loop asked for
+  it with tl.range(num_stages=...), by the rules below.
 - A `tt.load` at the top level of the loop body is pipelined when its pointer and mask are
   computed, inside the loop, by pure ops from the induction variable, loop-invariant values and
   loop-carried values that the body itself advances by pure ops from the same (`ptrs +=

@@ -12,9 +12,9 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     ("cuda:90"). Returns {"ttgir": generic-form TTGIR} (docs/CONTRACTS.md, "TTIR and TTGIR").
 
     Loops that carry `tt.num_stages` (from `tl.range(..., num_stages=S)`) get their global loads
-    pipelined through cp.async (ttbuild.backend.pipeline). The `num_stages` option itself is, in
-    Triton, the default for loops holding a `tt.dot`, which this backend does not lower: it is
-    recorded in the metadata and changes nothing in the output.
+    pipelined through cp.async (ttbuild.backend.pipeline). The `num_stages` option is, as in
+    Triton, the default for loops holding a `tt.dot`: their operand loads go through cp.async
+    into (num_stages - 1)-slot swizzled rings that the dot operands' local_loads read.
 
     Raises CompilationError when the TTIR does not parse or num_ctas != 1 (not supported yet).
     """

@@ -175,13 +175,18 @@ def _accumulator(dot, mma: NvidiaMma) -> None:
     init = loop.operands[3 + i]
     res = loop.results[i]
     init_op = init.owner if isinstance(init, ir.OpResult) else None
-    splat = (init_op is not None and init_op.name == "arith.constant" and len(list(init.uses)) == 1
+    splat = (init_op is not None and init_op.name == "arith.constant"
              and isinstance(init_op.attributes["value"], ir.DenseElementsAttr)
              and init_op.attributes["value"].is_splat)
-    if splat:
+    if splat:  # a splat constant is rebuilt in #mma (a copy when others use it too)
         old = init_op.attributes["value"]
-        init.set_type(_tensor_type(init, mma))
-        init_op.attributes["value"] = ir.DenseElementsAttr.get_splat(init.type, old.get_splat_value())
+        with ir.InsertionPoint(loop):
+            cst = ir.Operation.create("arith.constant", results=[_tensor_type(init, mma)], attributes={
+                "value": ir.DenseElementsAttr.get_splat(_tensor_type(init, mma), old.get_splat_value())},
+                loc=init_op.location)
+        loop.operands[3 + i] = cst.results[0]
+        if not list(init.uses):
+            init_op.operation.erase()
     else:
         loop.operands[3 + i] = _convert(init, mma, before=loop, loc=dot.location)
     c.set_type(_tensor_type(c, mma))

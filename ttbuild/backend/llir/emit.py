@@ -90,16 +90,36 @@ def lower_function(module: ir.Module, func_op, num_warps: int, fp_fusion: bool) 
     env = {blk_arg: a for blk_arg, a in zip(body.arguments, fn.args)}
     ctx = Ctx(builder, module, num_warps, AxisAnalysis(func_op), fp_fusion, env,
               lambda blk, args: run_block(ctx, blk, args))
+    if _has_dot(func_op):
+        ctx._cache["local_indices"] = True  # see Ctx.indices
     run_block(ctx, body, list(fn.args))
     with builder.goto_block(entry):
         builder.branch(fn.basic_blocks[1])
     # maxntid: threads per CTA the kernel is compiled for (PTX ISA .maxntid; Triton uses reqntid).
     annotations = module.add_named_metadata("nvvm.annotations")
     annotations.add(module.add_metadata([fn, "maxntidx", ir.Constant(I32, 32 * num_warps)]))
-    cap = max_registers(num_warps)
+    # mma.sync tiles hold large accumulators: no cap, as Triton sets none (a w8 128x128 tile
+    # spills under 128 registers)
+    cap = None if _has_dot(func_op) else max_registers(num_warps)
     if cap is not None:
         annotations.add(module.add_metadata([fn, "maxnreg", ir.Constant(I32, cap)]))
     return fn
+
+
+def _has_dot(func_op) -> bool:
+    found = []
+
+    def walk(block):
+        for op in block.operations:
+            if op.operation.name == "tt.dot":
+                found.append(op)
+            for region in op.regions:
+                for blk in region.blocks:
+                    walk(blk)
+    for region in func_op.regions:
+        for blk in region.blocks:
+            walk(blk)
+    return bool(found)
 
 
 def max_registers(num_warps: int) -> int | None:

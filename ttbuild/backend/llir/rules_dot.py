@@ -140,65 +140,109 @@ def _can_ldmatrix(layout: DotOperand, shape, desc: MemDesc, sw: SwizzledShared) 
     return all(layout.tile(d) <= shape[d] for d in range(r)) and shape[layout.k_dim] % 16 == 0 and shape[mn] >= 8
 
 
-def _load_ldmatrix(ctx, layout: DotOperand, shape, desc: MemDesc, sw) -> list:
-    """A: one x4 per (m tile, k step) = a0..a3; B: one x4 per two n tiles and a k step
-    (b0, b1 of each; x2 when the warp has a single n tile). Lane L gives the row address of
-    matrix L >> 3, row L & 7 (PTX ldmatrix); matrices ordered as the registers they fill."""
-    b = ctx.builder
-    lane, _ = ctx.lane_warp()
-    r8 = b.and_(lane, _c(7))
-    mi = b.lshr(lane, _c(3))
-    lo = b.and_(mi, _c(1))                 # matrix index bit 0
-    hi = b.lshr(mi, _c(1))                 # matrix index bit 1
-    lo8, hi8 = b.shl(lo, _c(3)), b.shl(hi, _c(3))
-    rank = layout.rank
-    origin = warp_origin(ctx, layout)
-    trans = full_order(desc)[0] != layout.k_dim
-    regs = layout.regs(shape)
-    out = [None] * layout.elems_per_thread(shape)
-    md, kd = (rank - 2, rank - 1) if layout.op_idx == 0 else (rank - 1, rank - 2)
-    tile_mn = layout.tile(md)
-    reps_b = layout.reps(shape, 0) if rank == 3 else 1
-    reps_mn = layout.reps(shape, md)
-    reps_k = shape[kd] // 16
+class _Ldmatrix:
+    """ldmatrix loads of one dot operand, issued per k step on demand (`words`), so tt.dot can
+    interleave them with its mma.sync and keep one k step of fragments live instead of the
+    whole tile's. A: one x4 per (m tile, k step) = a0..a3; B: one x4 per two n tiles and a k
+    step (b0, b1 of each; x2 when the warp has a single n tile). Lane L gives the row address
+    of matrix L >> 3, row L & 7 (PTX ldmatrix); matrices ordered as the registers they fill."""
 
-    def put(key, reg, word):
-        pair = b.bitcast(word, ir.VectorType(llvm_type(desc.elem), 2))
-        for e, pos in enumerate(regs[key][reg]):
-            out[pos] = b.extract_element(pair, _c(e))
+    def __init__(self, ctx, layout: DotOperand, shape, desc: MemDesc, sw):
+        self.ctx, self.layout, self.shape, self.desc, self.sw = ctx, layout, shape, desc, sw
+        rank = layout.rank
+        self.md, self.kd = (rank - 2, rank - 1) if layout.op_idx == 0 else (rank - 1, rank - 2)
+        self.reps_b = layout.reps(shape, 0) if rank == 3 else 1
+        self.reps_mn = layout.reps(shape, self.md)
+        self.reps_k = shape[self.kd] // 16
+        self.step = 1 if layout.op_idx == 0 else min(2, self.reps_mn)
+        self.trans = full_order(desc)[0] != layout.k_dim
+        self.cache: dict = {}
 
-    for rb in range(reps_b):
-        for rk in range(reps_k):
-            step = 1 if layout.op_idx == 0 else min(2, reps_mn)
-            for rmn in range(0, reps_mn, step):
-                index = [None] * rank
-                if rank == 3:
-                    bidx = b.add(origin[0], _c(rb * layout.tile(0)))
-                    index[0] = b.and_(bidx, _c(shape[0] - 1)) if layout.tile(0) > shape[0] else bidx
-                mn0 = b.add(origin[md], _c(rmn * tile_mn))
-                if layout.op_idx == 0:
-                    # matrices: (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15)
-                    m_off, k_off = lo8, hi8
-                else:
-                    # matrices: (k 0-7, n tile j), (k 8-15, j), (k 0-7, j+1), (k 8-15, j+1)
-                    m_off, k_off = (b.mul(hi, _c(tile_mn)) if step == 2 else _c(0)), lo8
-                mn = b.add(mn0, m_off)
-                k = b.add(_c(rk * 16), k_off)
-                if trans:
-                    k = b.add(k, r8)
-                else:
-                    mn = b.add(mn, r8)
-                index[md], index[kd] = mn, k
-                n = 4 if (layout.op_idx == 0 or step == 2) else 2
-                words = _ldmatrix(ctx, _addr(ctx, desc, sw, index), trans, n)
-                if layout.op_idx == 0:
-                    for reg in range(4):
-                        put((rb, rmn, rk), reg, words[reg])
-                else:
-                    for j in range(n // 2):
-                        put((rb, rmn + j, rk), 0, words[2 * j])
-                        put((rb, rmn + j, rk), 1, words[2 * j + 1])
-    return out
+    def words(self, rb: int, mn: int, rk: int) -> list:
+        """The i32 registers (4 for A, 2 for B) of fragment (batch rep, m-or-n rep, k step)."""
+        key = (rb, mn, rk)
+        if key not in self.cache:
+            self._issue(rb, mn - mn % self.step, rk)
+        return self.cache[key]
+
+    def _issue(self, rb, rmn, rk):
+        ctx, layout, shape = self.ctx, self.layout, self.shape
+        b = ctx.builder
+        lane, _ = ctx.lane_warp()
+        r8 = b.and_(lane, _c(7))
+        mi = b.lshr(lane, _c(3))
+        lo, hi = b.and_(mi, _c(1)), b.lshr(mi, _c(1))   # matrix index bits
+        lo8, hi8 = b.shl(lo, _c(3)), b.shl(hi, _c(3))
+        rank, md, kd = layout.rank, self.md, self.kd
+        origin = warp_origin(ctx, layout)
+        tile_mn = layout.tile(md)
+        index = [None] * rank
+        if rank == 3:
+            bidx = b.add(origin[0], _c(rb * layout.tile(0)))
+            index[0] = b.and_(bidx, _c(shape[0] - 1)) if layout.tile(0) > shape[0] else bidx
+        mn0 = b.add(origin[md], _c(rmn * tile_mn))
+        if layout.op_idx == 0:
+            # matrices: (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15)
+            m_off, k_off = lo8, hi8
+        else:
+            # matrices: (k 0-7, n tile j), (k 8-15, j), (k 0-7, j+1), (k 8-15, j+1)
+            m_off, k_off = (b.mul(hi, _c(tile_mn)) if self.step == 2 else _c(0)), lo8
+        mn = b.add(mn0, m_off)
+        k = b.add(_c(rk * 16), k_off)
+        if self.trans:
+            k = b.add(k, r8)
+        else:
+            mn = b.add(mn, r8)
+        index[md], index[kd] = mn, k
+        n = 4 if (layout.op_idx == 0 or self.step == 2) else 2
+        words = _ldmatrix(ctx, _addr(ctx, self.desc, self.sw, index), self.trans, n)
+        if layout.op_idx == 0:
+            self.cache[(rb, rmn, rk)] = words
+        else:
+            for j in range(n // 2):
+                self.cache[(rb, rmn + j, rk)] = words[2 * j:2 * j + 2]
+
+    def all_elements(self) -> list:
+        """Every fragment, unpacked into this thread's elements in local_offsets order."""
+        b = self.ctx.builder
+        regs = self.layout.regs(self.shape)
+        out = [None] * self.layout.elems_per_thread(self.shape)
+        ety = llvm_type(self.desc.elem)
+        for (rb, mn, rk), positions in sorted(regs.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][1])):
+            for word, pos in zip(self.words(rb, mn, rk), positions):
+                pair = b.bitcast(word, ir.VectorType(ety, 2))
+                for e, p in enumerate(pos):
+                    out[p] = b.extract_element(pair, _c(e))
+        return out
+
+
+class LazyOperand(TensorVal):
+    """A dot operand whose ldmatrix loads tt.dot issues itself, k step by k step (`frags`)."""
+
+    def __init__(self, frags: _Ldmatrix, layout, shape):
+        super().__init__([], layout, shape)
+        self.frags = frags
+
+
+def _feeds_next_dot(op) -> bool:
+    """Whether the result's only user is a tt.dot that follows with nothing but other
+    local_loads in between (so loading at the dot reads the same bytes)."""
+    res = op.results[0]
+    uses = list(res.uses)
+    if len(uses) != 1 or uses[0].owner.name != "tt.dot":
+        return False
+    dot = uses[0].owner.operation
+    seen = False
+    for o in op.operation.block.operations:
+        o = o.operation
+        if o == op.operation:
+            seen = True
+        elif seen:
+            if o == dot:
+                return True
+            if o.name != "ttg.local_load":
+                return False
+    return False
 
 
 def local_load_dot(ctx, op, desc: MemDesc, token=None) -> TensorVal:
@@ -214,7 +258,11 @@ def local_load_dot(ctx, op, desc: MemDesc, token=None) -> TensorVal:
     ety = llvm_type(desc.elem)
     eb = elem_bytes(desc.elem)
     if _can_ldmatrix(layout, shape, desc, sw):
-        out = _load_ldmatrix(ctx, layout, shape, desc, sw)
+        frags = _Ldmatrix(ctx, layout, shape, desc, sw)
+        if _feeds_next_dot(op):
+            ctx.after_smem_read()
+            return LazyOperand(frags, layout, shape)
+        out = frags.all_elements()
     else:
         idx = ctx.indices(layout, shape)
         kw = layout.k_width if full_order(desc)[0] == layout.k_dim else 1
@@ -293,14 +341,24 @@ def dot(ctx, op, a: TensorVal, bm: TensorVal, c: TensorVal):
     text = f"mma.sync.aligned.{mshape}.row.col.{types} {{{d_regs}}}, {{{a_regs}}}, {{{b_regs}}}, {{{c_regs}}};"
     acc_t = acc[grid[0]][0].type
     ftype = ir.FunctionType(ir.LiteralStructType([acc_t] * nacc), [I32] * 6 + [acc_t] * nacc)
-    pa = {key: [_pack(b, [a.elems[p] for p in reg]) for reg in regs] for key, regs in ra.items()}
-    pb = {key: [_pack(b, [bm.elems[p] for p in reg]) for reg in regs] for key, regs in rb_.items()}
+    def packed(x, regs):
+        if isinstance(x, LazyOperand):
+            return lambda key: x.frags.words(*key)
+        cache = {}
+
+        def get(key):
+            if key not in cache:
+                cache[key] = [_pack(b, [x.elems[p] for p in reg]) for reg in regs[key]]
+            return cache[key]
+        return get
+
+    pa, pb = packed(a, ra), packed(bm, rb_)
     for rk in range(reps_k):
         for rbat in range(reps_b):
             for rm in range(reps_m):
                 for rn in range(reps_n):
                     rep = (rbat, rm, rn) if rank == 3 else (rm, rn)
-                    args = pa[(rbat, rm, rk)] + pb[(rbat, rn, rk)] + acc[rep]
+                    args = pa((rbat, rm, rk)) + pb((rbat, rn, rk)) + acc[rep]
                     r = b.asm(ftype, text, cons, args, side_effect=False)
                     acc[rep] = [b.extract_value(r, i) for i in range(nacc)]
     out = [None] * len(c.elems)

@@ -379,6 +379,15 @@ CHECK-NEXT: "ttg.local_dealloc"(%[[B]])
 """
 
 
+def _scratch(ttgir_text: bytes) -> int:
+    from ttbuild.backend import mlir_util as mu
+    from ttbuild.backend.smem import module_bytes
+
+    ctx = mu.new_context()
+    with ctx, mu.ir.Location.unknown(ctx):
+        return module_bytes(mu.parse_module(ttgir_text, ctx, "ttgir"), 4)
+
+
 def test_golden_dot_loop_s3(tmp_path):
     out = variant("matmul_s3", "ttgir")["ttgir"]
     filecheck(out, MATMUL_S3, tmp_path)
@@ -387,8 +396,9 @@ def test_golden_dot_loop_s3(tmp_path):
 
 @pytest.mark.parametrize("stages", [2, 3, 4, 5])
 def test_dot_loop_per_stage_count(stages):
-    """num_stages = S: S-1 slots per operand ring (MMAv2), 2 copies per stage, wait num = S-2,
-    the rings above the epilogue's scratch."""
+    """num_stages = S: S-1 slots per operand ring (MMAv2), 2 copies per stage, wait num = S-2;
+    the rings (live only around the loop) share bytes with the epilogue's convert_layout
+    scratch (64 x 64 fp32): ttg.shared is the larger of the two, as Triton's."""
     out = variant(f"matmul_s{stages}", "ttgir")["ttgir"]
     assert count("ttg.async_copy_global_to_local", out) == 2 * stages
     assert count("ttg.async_commit_group", out) == stages
@@ -397,7 +407,7 @@ def test_dot_loop_per_stage_count(stages):
     assert f"!ttg.memdesc<{stages - 1}x32x64xf16".encode() in out
     offsets = [int(x) for x in re.findall(rb"allocation\.offset = (\d+)", out)]
     ring = (stages - 1) * 64 * 32 * 2
-    assert offsets[1] == offsets[0] + ring and shared(out) == offsets[0] + 2 * ring
+    assert offsets == [0, ring] and shared(out) == max(2 * ring, 64 * 64 * 4)
     assert _loop_args(out).count(b"x!tt.ptr<f16>") == 2, "only the advanced operand pointers are carried"
 
 
@@ -467,14 +477,15 @@ for case in json.loads(sys.argv[2]):
     aliases = dict(re.findall(r"^(#shared\\d*) = (.*)$", g, re.M))
     rings = [re.sub(r"#shared\\d*", lambda a: aliases[a.group(0)], r)
              for r in re.findall(r"ttg.local_alloc : \\(\\) -> !ttg.memdesc<([^>]*>)", g)]
-    out[case["name"]] = {"copies": g.count("ttg.async_copy_global_to_local"), "rings": rings}
+    out[case["name"]] = {"copies": g.count("ttg.async_copy_global_to_local"), "rings": rings,
+                         "shared": c.metadata.shared}
 print(json.dumps(out))
 """
 
 
 def test_triton_pipelines_dot_loops_alike():
-    """Triton 3.6 compiling the same matmul for sm_80 (MMAv2): the same number of async copies and
-    the same rings (slots, shape, swizzled encoding)."""
+    """Triton 3.6 compiling the same matmul for sm_80 (MMAv2): the same number of async copies,
+    the same rings (slots, shape, swizzled encoding) and the same shared memory."""
     import json
 
     names = ["matmul_s2", "matmul_s3", "matmul_s5", "matmul_128x128x64_s4", "matmul_kodd_s3"]
@@ -489,6 +500,11 @@ def test_triton_pipelines_dot_loops_alike():
         mine = sorted(r.replace(" ", "") for r in rings)
         want = sorted(r.replace(" ", "").replace(",#smem,mutable>", "") for r in theirs[name]["rings"])
         assert mine == want, (name, mine, want)
+        # Triton's epilogue convert_layout may use less scratch than ours: where the rings
+        # dominate, the same bytes; elsewhere our scratch. (An operand staged through registers,
+        # odd K's A, still sits above everything here, while Triton overlaps it too.)
+        if not re.search(r'"ttg.local_alloc"\(%', ours):
+            assert shared(ours.encode()) == max(theirs[name]["shared"], _scratch(ours.encode())), name
 
 
 # ---- Triton as an oracle -----------------------------------------------------------------------

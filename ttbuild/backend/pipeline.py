@@ -681,17 +681,72 @@ def pipeline(module, num_stages: int = 1) -> int:
     return count
 
 
+def feeds_dot(ring) -> bool:
+    """Whether a ring's slots are read into `#ttg.dot_op` (a dot-operand ring)."""
+    for use in ring.results[0].uses:
+        view = use.owner
+        if view.name != "ttg.memdesc_index":
+            continue
+        for u in view.results[0].uses:
+            if u.owner.name == "ttg.local_load" and mu.encoding_str(u.owner.results[0].type).startswith("#ttg.dot_op<"):
+                return True
+    return False
+
+
+def ring_groups(module) -> list:
+    """[(rings, live ops)]: the dot-operand rings of each pipelined loop (a `ttg.local_alloc`
+    without operand whose `ttg.local_dealloc` is in the same block) and the ops of that block
+    from the first ring's alloc to the last one's dealloc (while any of them is live)."""
+    out = []
+
+    def walk(block):
+        ops = list(block.operations)
+        pos = {op.operation: i for i, op in enumerate(ops)}
+        spans = []
+        for i, op in enumerate(ops):
+            if op.operation.name != "ttg.local_alloc" or len(op.operands) or not feeds_dot(op):
+                continue
+            ends = [pos[u.owner] for u in op.results[0].uses
+                    if u.owner.name == "ttg.local_dealloc" and u.owner in pos]
+            if ends:
+                spans.append((i, max(ends), op))
+        group, lo, hi = [], None, None
+        for i, j, op in spans + [(None, None, None)]:
+            if group and (i is None or i > hi):
+                out.append((group, ops[lo:hi + 1]))
+                group = []
+            if i is None:
+                break
+            lo = i if not group else lo
+            hi = j if not group else max(hi, j)
+            group.append(op)
+        for op in ops:
+            for region in op.regions:
+                for blk in region.blocks:
+                    walk(blk)
+
+    for func in module.body.operations:
+        for region in func.regions:
+            for blk in region.blocks:
+                walk(blk)
+    return out
+
+
+def buffer_bytes(alloc) -> int:
+    """Bytes of a `ttg.local_alloc`'s buffer (its memdesc's shape times the element size)."""
+    m = re.match(r"!ttg\.memdesc<([0-9x]+)x([a-zA-Z0-9]+),", str(alloc.results[0].type))
+    shape = [int(s) for s in m.group(1).split("x")]
+    return prod(shape) * mu.elem_bits(m.group(2)) // 8
+
+
 def buffers(module) -> list:
     """Every `ttg.local_alloc` of the module with its byte size: [(op, bytes)] in program order."""
-    import re
     out = []
 
     def walk(block):
         for op in block.operations:
             if op.operation.name == "ttg.local_alloc":
-                m = re.match(r"!ttg\.memdesc<([0-9x]+)x([a-zA-Z0-9]+),", str(op.results[0].type))
-                shape = [int(s) for s in m.group(1).split("x")]
-                out.append((op, prod(shape) * mu.elem_bits(m.group(2)) // 8))
+                out.append((op, buffer_bytes(op)))
             for region in op.regions:
                 for blk in region.blocks:
                     walk(blk)

@@ -10,6 +10,7 @@ The pipeliner's `ttg.local_alloc` buffers (ttbuild.backend.pipeline) are live ac
 loop, while scratch users inside that loop come and go: `allocate` places them one after
 another above the scratch (16-byte aligned, as cp.async.cg needs), so they never overlap it or
 each other, and writes each offset on its op as `allocation.offset` (Triton's attribute name).
+Dot-operand rings sit above the scratch of their loop only (see `allocate`).
 """
 
 from __future__ import annotations
@@ -91,14 +92,24 @@ def scan_bytes(shape, axis: int, threads: int, elems: list[str]) -> int:
 
 def module_bytes(module, num_warps: int = 4) -> int:
     """`ttg.shared` of a TTGIR module: the largest shared-memory user (reduce or convert_layout)."""
+    best = 0
+    for func in module.body.operations:
+        for region in func.regions:
+            for blk in region.blocks:
+                best = max(best, ops_bytes(blk.operations, num_warps))
+    return best
+
+
+def ops_bytes(ops, num_warps: int = 4) -> int:
+    """The largest scratch user among `ops` and the ops nested in them (see module_bytes)."""
     from ttbuild.backend import mlir_util as mu
     from ttbuild.backend.layout import parse_layout
 
     best = 0
 
-    def walk(block):
+    def walk(operations):
         nonlocal best
-        for op in block.operations:
+        for op in operations:
             name = op.operation.name
             if name == "tt.reduce":
                 src = op.operands[0]
@@ -128,12 +139,9 @@ def module_bytes(module, num_warps: int = 4) -> int:
                 best = max(best, convert_bytes(mu.shape_of(src.type), mu.elem_str(src.type)))
             for region in op.regions:
                 for blk in region.blocks:
-                    walk(blk)
+                    walk(blk.operations)
 
-    for func in module.body.operations:
-        for region in func.regions:
-            for blk in region.blocks:
-                walk(blk)
+    walk(ops)
     return best
 
 
@@ -150,18 +158,36 @@ def _align(n: int, a: int = 16) -> int:
 
 
 def allocate(module, num_warps: int = 4) -> int:
-    """Place every `ttg.local_alloc` above the scratch (`allocation.offset = <bytes> : i32` on
-    the op) and return `ttg.shared`: scratch + buffers, in bytes (0 when neither exists)."""
+    """Place every `ttg.local_alloc` (`allocation.offset = <bytes> : i32` on the op) and return
+    `ttg.shared` in bytes (0 when nothing uses shared memory).
+
+    The dot-operand rings of a pipelined loop (ttbuild.backend.pipeline) are live only from their
+    local_alloc to their local_dealloc: they go right above the scratch of the ops in that range,
+    so they may share bytes with scratch used before or after the loop (the epilogue's
+    convert_layout of the accumulator), as Triton's liveness-based allocation lets them; the
+    LLIR keeps that safe (a bar.sync before the first copy when shared memory was read, and after
+    `async_wait {num = 0}` before the next scratch write). Every other buffer goes above all of
+    that, one after another (16-byte aligned)."""
     from ttbuild.backend import mlir_util as mu
-    from ttbuild.backend.pipeline import buffers
+    from ttbuild.backend.pipeline import buffer_bytes, buffers, ring_groups
 
     top = module_bytes(module, num_warps)
     bufs = buffers(module)
     if not bufs:
         return top
     i32 = mu.ir.IntegerType.get_signless(32)
-    top = _align(top)
+    shared = top
+    for group, live_ops in ring_groups(module):
+        at = _align(ops_bytes(live_ops, num_warps))
+        for op in group:
+            op.operation.attributes["allocation.offset"] = mu.ir.IntegerAttr.get(i32, at)
+            at = _align(at + buffer_bytes(op))
+        shared = max(shared, at)
+    top = _align(shared)
     for op, size in bufs:
+        if "allocation.offset" in op.operation.attributes:
+            continue  # a ring placed above
         op.operation.attributes["allocation.offset"] = mu.ir.IntegerAttr.get(i32, top)
         top = _align(top + size)
-    return top
+        shared = top
+    return shared

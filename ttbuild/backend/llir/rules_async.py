@@ -2,7 +2,8 @@
 
 A buffer lives in the kernel's dynamic shared memory at the `allocation.offset` the ttgir stage
 wrote (ttbuild.backend.smem.allocate); slots are row-major with the shared encoding's `order`
-fastest-first (`#ttg.swizzled_shared` with vec = perPhase = maxPhase = 1: no swizzle). A memdesc
+fastest-first (`#ttg.swizzled_shared` with vec = perPhase = maxPhase = 1: no swizzle), except
+the slots of a dot-operand ring, laid out by their XOR swizzle (rules_dot.swizzled_offset). A memdesc
 lowers to a Python `MemDesc` (a shared pointer plus its shape), never to an SSA value that
 crosses a loop: the pipeliner carries slot indices, and tokens lower to a dummy i32.
 
@@ -130,15 +131,34 @@ def async_wait(ctx, op, *tokens):
     attrs = op.operation.attributes
     num = mu.int_attr(attrs["num"] if "num" in attrs else mu.props(op)["num"])
     _asm(ctx, f"cp.async.wait_group {num};", "~{memory}", [])
+    if num == 0:
+        # Dot-operand rings may share bytes with scratch used after the loop: the next scratch
+        # write must wait until every thread's copies have landed (a bar.sync after this wait).
+        ctx.after_smem_read()
     return ir.Constant(I32, 0)
 
 
-def _swizzle(memdesc_type):
-    """The `#ttg.swizzled_shared` encoding of a memdesc when it permutes elements (maxPhase > 1:
-    a tensor-core operand tile, read back by ldmatrix), else None (row-major slots)."""
+def _dot_ring(view) -> bool:
+    """Whether the slot `view` (a ttg.memdesc_index of a ring) belongs to a ring whose slots are
+    read into `#ttg.dot_op`: threads then read elements other threads copied."""
+    if not isinstance(view, mu.ir.OpResult) or view.owner.name != "ttg.memdesc_index":
+        return False
+    for use in view.owner.operands[0].uses:
+        if use.owner.name != "ttg.memdesc_index":
+            continue
+        for u in use.owner.results[0].uses:
+            if u.owner.name == "ttg.local_load" and mu.encoding_str(u.owner.results[0].type).startswith("#ttg.dot_op<"):
+                return True
+    return False
+
+
+def _swizzle(view):
+    """The `#ttg.swizzled_shared` encoding of a dot-operand ring's slot (its reader's layout),
+    else None (row-major slots, read back by the threads that copied them)."""
+    if not _dot_ring(view):
+        return None
     from ttbuild.backend.llir.rules_dot import shared_layout  # the one home of the swizzle
-    sw = shared_layout(memdesc_type)
-    return sw if sw.max_phase > 1 else None
+    return shared_layout(view.type)
 
 
 def _slot_addr(ctx, desc: MemDesc, sw, index):
@@ -164,7 +184,7 @@ def async_copy(ctx, op, ptr: TensorVal, desc: MemDesc, mask=None, other=None):
     elem = desc.elem
     eb = elem_bytes(elem)
     o0 = layout.order[0]
-    sw = _swizzle(op.operands[1].type)
+    sw = _swizzle(op.operands[1])
     cap = vector_elems(op.operands[0], ctx.axis, o0)
     if mask is not None:
         cap = gcd(cap, ctx.axis.info(op.operands[2]).constancy[o0])

@@ -452,6 +452,17 @@ def test_dot_loop_ptx(name, stages):
     assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in out and "mma.sync.aligned.m16n8k16" in out
 
 
+def test_dot_loop_nested_in_tile_loop():
+    """The pipelined K loop inside a loop over tiles: the outer loop (no dot of its own) is left
+    alone, the inner one gets the rings, allocated and freed per tile, placed from offset 0
+    (no scratch user while they live)."""
+    out = variant("matmul_persistent_s3", "ttgir")["ttgir"]
+    assert count("ttg.async_copy_global_to_local", out) == 6 and count("tt.load", out) == 0
+    outer = out.index(b'"scf.for"')
+    assert out.index(b'"ttg.local_alloc"()') > outer, "rings live inside the tile loop"
+    assert [int(x) for x in re.findall(rb"allocation\.offset = (\d+)", out)] == [0, 8192]
+
+
 TRITON_DOT = """
 import importlib.util, json, re, sys
 import triton

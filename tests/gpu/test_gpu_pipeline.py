@@ -186,3 +186,20 @@ def test_matmul_pipelined_dot_loop(torch, lib, v, tiles, tail):
     torch.cuda.synchronize()
     ref = (a.double() @ b.double()).float()
     assert torch.equal(out, ref), f"{(out != ref).sum().item()} of {out.numel()} differ"
+
+
+@pytest.mark.parametrize("tiles,tail", [(1, 0), (2, 16), (3, 0), (5, 16)])
+@pytest.mark.parametrize("v", _ids(("matmul_persistent_kernel",)))
+def test_matmul_pipelined_loop_nested_in_tile_loop(torch, lib, v, tiles, tail):
+    """Each of NUM_PROGS programs walks several output tiles, running the pipelined K loop (and
+    its prologue, and the epilogue scratch sharing the rings' bytes) once per tile: bit-exact."""
+    c = v["constexprs"]
+    M, N, K = 2 * c["BM"] + 48, 3 * c["BN"] + 16, tiles * c["BK"] - tail
+    gen = torch.Generator(device="cuda").manual_seed(tiles * 7 + tail)
+    a = torch.randint(-2, 3, (M, K), device="cuda", generator=gen).half()
+    b = torch.randint(-2, 3, (K, N), device="cuda", generator=gen).half()
+    out = torch.full((M, N), float("nan"), device="cuda")
+    lib.variant(v["variant"])[(c["NUM_PROGS"],)](a, b, out, M, N, K, K, N, N)
+    torch.cuda.synchronize()
+    ref = (a.double() @ b.double()).float()
+    assert torch.equal(out, ref), f"{(out != ref).sum().item()} of {out.numel()} differ"

@@ -176,17 +176,18 @@ def allocate(module, num_warps: int = 4) -> int:
     if not bufs:
         return top
     i32 = mu.ir.IntegerType.get_signless(32)
-    shared = top
+    shared, placed = top, []
     for group, live_ops in ring_groups(module):
         at = _align(ops_bytes(live_ops, num_warps))
         for op in group:
             op.operation.attributes["allocation.offset"] = mu.ir.IntegerAttr.get(i32, at)
             at = _align(at + buffer_bytes(op))
+            placed.append(op.operation)
         shared = max(shared, at)
     top = _align(shared)
     for op, size in bufs:
-        if "allocation.offset" in op.operation.attributes:
-            continue  # a ring placed above
+        if any(op.operation == p for p in placed):  # (Operation compares by identity of the op)
+            continue
         op.operation.attributes["allocation.offset"] = mu.ir.IntegerAttr.get(i32, top)
         top = _align(top + size)
         shared = top

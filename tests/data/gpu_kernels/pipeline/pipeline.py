@@ -219,3 +219,32 @@ def dot_other_kernel(a_ptr, b_ptr, c_ptr, K, BM: tl.constexpr, BN: tl.constexpr,
         a_ptrs += BK
         b_ptrs += BK * BN
     tl.store(c_ptr + offs_m[:, None] * BN + offs_n[None, :], acc)
+
+
+@triton.jit
+def matmul_persistent_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+                             BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, NUM_PROGS: tl.constexpr):
+    """C = A @ B with each program looping over output tiles (a persistent grid): the pipelined
+    K loop is nested in the tile loop, so its prologue, rings and epilogue (whose scratch shares
+    bytes with the rings) run once per tile."""
+    num_n = tl.cdiv(N, BN)
+    num_tiles = tl.cdiv(M, BM) * num_n
+    for tile in range(tl.program_id(0), num_tiles, NUM_PROGS):
+        pid_m = tile // num_n
+        pid_n = tile % num_n
+        offs_am = (pid_m * BM + tl.arange(0, BM)) % M
+        offs_bn = (pid_n * BN + tl.arange(0, BN)) % N
+        offs_k = tl.arange(0, BK)
+        a_ptrs = a_ptr + offs_am[:, None] * stride_am + offs_k[None, :]
+        b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_bn[None, :]
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, tl.cdiv(K, BK)):
+            a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BK, other=0.0)
+            b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BK, other=0.0)
+            acc = tl.dot(a, b, acc)
+            a_ptrs += BK
+            b_ptrs += BK * stride_bk
+        offs_cm = pid_m * BM + tl.arange(0, BM)
+        offs_cn = pid_n * BN + tl.arange(0, BN)
+        tl.store(c_ptr + stride_cm * offs_cm[:, None] + offs_cn[None, :], acc,
+                 mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))

@@ -194,6 +194,32 @@ def _accumulator(dot, mma: NvidiaMma) -> None:
     res.set_type(_tensor_type(res, mma))
     back = _convert(res, blocked, after=loop, loc=dot.location)
     res.replace_all_uses_except(back, back.owner.operation)
+    _sink_past_casts(back.owner)
+
+
+# Element-type casts a conversion moves past (Triton's RemoveLayoutConversions does the same for
+# any elementwise op): the matmul epilogue's `acc.to(tl.float16)` then converts half the bytes.
+CASTS = ("arith.truncf", "arith.extf", "tt.fp_to_fp", "arith.fptosi", "arith.fptoui", "arith.sitofp",
+         "arith.trunci", "arith.extsi", "arith.extui")
+
+
+def _sink_past_casts(conv) -> None:
+    """convert(x) -> cast  ==>  cast(x) -> convert, while the conversion's only user is a cast."""
+    while True:
+        uses = list(conv.results[0].uses)
+        if len(uses) != 1 or uses[0].owner.name not in CASTS or len(uses[0].owner.operands) != 1:
+            return
+        cast = uses[0].owner
+        x = conv.operands[0]
+        layout = parse_layout(mu.encoding_str(x.type))
+        r = cast.results[0]
+        want = parse_layout(mu.encoding_str(r.type))
+        cast.operands[0] = x
+        r.set_type(_tensor_type(r, layout))
+        new = _convert(r, want, after=cast, loc=cast.location)
+        r.replace_all_uses_except(new, new.owner.operation)
+        conv.operation.erase()
+        conv = new.owner
 
 
 def accelerate(module, num_warps: int, cc: int = 90) -> int:

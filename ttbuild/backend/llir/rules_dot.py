@@ -113,11 +113,37 @@ def local_alloc_from(ctx, op, src: TensorVal) -> MemDesc:
     if vals and isinstance(vals[0].type, ir.IntType) and vals[0].type.width == 1:
         vals = [b.zext(v, ir.IntType(8)) for v in vals]
     idx = ctx.indices(lay, shape)
-    ctx.barrier()
+    prev, nxt = _neighbour_allocs(op)
+    if prev is None:
+        ctx.barrier()
     for j in range(0, len(vals), chunk):
         _vector_store(b, _addr(ctx, desc, sw, idx[j]), vals[j:j + chunk], eb)
-    ctx.barrier()
+    if nxt is None:
+        ctx.barrier()
     return desc
+
+
+# Ops that touch no shared memory: two local_allocs separated only by these share their
+# barriers (one before the first's stores, one after the last's).
+_NO_SMEM = ("tt.load", "tt.addptr", "tt.splat", "tt.broadcast", "tt.make_range", "tt.expand_dims",
+            "tt.get_program_id", "tt.bitcast", "tt.fp_to_fp", "arith.constant")
+
+
+def _neighbour_allocs(op):
+    """(previous, next) local_alloc-with-source in op's block reachable across _NO_SMEM /
+    arith ops only, else None for that side."""
+    ops = [o.operation for o in op.operation.block.operations]
+    i = next(k for k, o in enumerate(ops) if o == op.operation)
+
+    def scan(rng):
+        for k in rng:
+            o = ops[k]
+            if o.name == "ttg.local_alloc" and len(o.operands):
+                return o
+            if not (o.name in _NO_SMEM or o.name.startswith("arith.")):
+                return None
+        return None
+    return scan(range(i - 1, -1, -1)), scan(range(i + 1, len(ops)))
 
 
 def _ldmatrix(ctx, addr_i8, trans: bool, n: int):

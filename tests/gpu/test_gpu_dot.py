@@ -1,4 +1,4 @@
-"""tl.dot on tensor cores (mma.sync, ldmatrix, swizzled shared tiles) against torch on a real GPU: bit-exact small-integer inputs (every partial sum exact), one-hot A x arange B (a wrong lane or register names itself), all four A/B majorness combinations, M/N/K off the block, fp16/bf16/tf32/int8 inputs, fp16 accumulate, a dot without a loop, tl.trans feeding a dot, rank-3 dot.
+"""tl.dot on tensor cores (mma.sync, ldmatrix, swizzled shared tiles) against torch on a real GPU: bit-exact small-integer inputs (every partial sum exact), one-hot A x arange B (a wrong lane or register names itself), all four A/B majorness combinations, M/N/K off the block, fp16/bf16/tf32/int8 inputs, fp16 accumulate, a dot without a loop, tl.trans feeding a dot, rank-3 dot, the FMA path (fp64, fp32 ieee).
 
 Artifacts: $TTBUILD_TEST_ARTIFACTS (default build/test-artifacts), tests/data/gpu_kernels/dot.py,
 built by tests/gpu/build_test_artifacts.py on the CPU machine and carried to the GPU machine.
@@ -124,7 +124,7 @@ def test_dot_one_hot(torch, lib, v):
 
 
 def _run_fixed(torch, lib, name, *tensors):
-    v = next((x for x in _variants(("dot_single_kernel", "dot_trans_kernel", "dot_batched_kernel"))
+    v = next((x for x in _variants(("dot_single_kernel", "dot_trans_kernel", "dot_batched_kernel", "dot_fma_kernel"))
               if x["variant"] == name), None)
     if v is None:
         pytest.skip(f"no {name} in {ART}")
@@ -161,6 +161,21 @@ def test_dot_batched(torch, lib):
     want = torch.bmm(a.double(), b.double())
     for i in range(4):
         _check(torch, c[i], want[i], f"batched dot, batch {i}")
+
+
+@pytest.mark.parametrize("name,dtype,shape", [("dot_fma_f64_32x32x16_w4", "float64", (32, 32, 16)),
+                                               ("dot_fma_f32_ieee_64x32x32_w4", "float32", (64, 32, 32))])
+def test_dot_fma_path(torch, lib, name, dtype, shape):
+    """fp64 and fp32 with input_precision="ieee" (no mma shape): C = A @ B twice onto C, exact."""
+    M, N, K = shape
+    dt = getattr(torch, dtype)
+    g = torch.Generator(device="cuda").manual_seed(8)
+    a = torch.randint(-2, 3, (M, K), generator=g, device="cuda").to(dt)
+    b = torch.randint(-2, 3, (K, N), generator=g, device="cuda").to(dt)
+    c = torch.randint(-8, 9, (M, N), generator=g, device="cuda").to(dt)
+    want = 2 * (a.double() @ b.double()) + c.double()
+    _run_fixed(torch, lib, name, a, b, c)
+    _check(torch, c, want, name)
 
 
 @pytest.mark.parametrize("v", _ids(("dot_f32acc_kernel",)))

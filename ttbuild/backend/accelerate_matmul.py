@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.layout import parse_layout
-from ttbuild.backend.mma_layout import DotOperand, NvidiaMma, for_operand
+from ttbuild.backend.mma_layout import DotOperand, FmaOperand, NvidiaMma, for_operand
 
 ir = mu.ir
 
@@ -222,6 +222,21 @@ def _sink_past_casts(conv) -> None:
         conv = new.owner
 
 
+def _fma(dot) -> None:
+    """A dot no mma shape covers stays on its result's blocked layout; the operands convert to
+    `#ttg.dot_op<{opIdx, parent = #blocked}>` (Triton's FMA path: each thread holds whole K rows
+    of A and K columns of B for the outputs it owns)."""
+    d = dot.results[0]
+    if len(mu.shape_of(d.type)) != 2:
+        return  # rank-3 FMA dots are not lowered (the LLIR names them)
+    blocked = parse_layout(mu.encoding_str(d.type))
+    for idx in (0, 1):
+        dot.operands[idx] = _convert(dot.operands[idx], FmaOperand(idx, blocked), before=dot, loc=dot.location)
+    c = dot.operands[2]
+    if parse_layout(mu.encoding_str(c.type)) != blocked:
+        dot.operands[2] = _convert(c, blocked, before=dot, loc=dot.location)
+
+
 def accelerate(module, num_warps: int, cc: int = 90) -> int:
     """Rewrite every mma-able tt.dot of the module (see the module docstring); returns how many."""
     dots = []
@@ -241,6 +256,7 @@ def accelerate(module, num_warps: int, cc: int = 90) -> int:
     n = 0
     for dot in dots:
         if not mma_supported(dot, cc):
+            _fma(dot)
             continue
         shape = mu.shape_of(dot.results[0].type)
         warps = warps_per_tile(dot, shape, num_warps)

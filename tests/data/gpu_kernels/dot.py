@@ -125,3 +125,18 @@ def dot_batched_kernel(a_ptr, b_ptr, c_ptr, BB: tl.constexpr, BM: tl.constexpr, 
     b = tl.load(b_ptr + ob[:, None, None] * (BK * BN) + ok[None, :, None] * BN + on[None, None, :])
     c = tl.dot(a, b)
     tl.store(c_ptr + ob[:, None, None] * (BM * BN) + om[None, :, None] * BN + on[None, None, :], c)
+
+
+@triton.jit
+def dot_fma_kernel(a_ptr, b_ptr, c_ptr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, PREC: tl.constexpr):
+    """C = A @ B + C for one tile, all row-major: fp64, or fp32 with input_precision="ieee" (the FMA path)."""
+    offs_m = tl.arange(0, BM)
+    offs_n = tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    a = tl.load(a_ptr + offs_m[:, None] * BK + offs_k[None, :])
+    b = tl.load(b_ptr + offs_k[:, None] * BN + offs_n[None, :])
+    c_ptrs = c_ptr + offs_m[:, None] * BN + offs_n[None, :]
+    acc = tl.load(c_ptrs)
+    for _ in range(2):
+        acc = tl.dot(a, b, acc, input_precision=PREC)
+    tl.store(c_ptrs, acc)

@@ -1,4 +1,9 @@
-"""Test kernels for tl.dot on tensor cores (tests/gpu/test_gpu_dot.py): C = A @ B over a K loop with masks on M, N and K, A and B row- or column-major (A_COL / B_COL), accumulating in fp32, fp16 or int32."""
+"""Test kernels for tl.dot on tensor cores (tests/gpu/test_gpu_dot.py): C = A @ B over a K loop with masks on M, N and K, A and B row- or column-major (A_COL / B_COL), accumulating in fp32, fp16 or int32.
+
+Pointers are recomputed from the loop index each iteration (not advanced through a loop-carried
+value), so the axis analysis sees which dimension is contiguous and the shared tiles take the
+operand's majorness: row-major B and column-major A are read with ldmatrix.trans.
+"""
 
 import triton
 import triton.language as tl
@@ -26,17 +31,13 @@ def dot_f32acc_kernel(a_ptr, b_ptr, c_ptr, M, N, K, lda, ldb, ldc,
     offs_m = pid_m * BM + tl.arange(0, BM)
     offs_n = pid_n * BN + tl.arange(0, BN)
     offs_k = tl.arange(0, BK)
-    a_ptrs, b_ptrs = _tile_ptrs(a_ptr, b_ptr, offs_m, offs_n, offs_k, lda, ldb, A_COL, B_COL)
-    a_step = BK * lda if A_COL else BK
-    b_step = BK if B_COL else BK * ldb
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     for k in range(0, tl.cdiv(K, BK)):
         kk = k * BK + offs_k
+        a_ptrs, b_ptrs = _tile_ptrs(a_ptr, b_ptr, offs_m, offs_n, kk, lda, ldb, A_COL, B_COL)
         a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (kk[None, :] < K), other=0.0)
         b = tl.load(b_ptrs, mask=(kk[:, None] < K) & (offs_n[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc, input_precision=PREC)
-        a_ptrs += a_step
-        b_ptrs += b_step
     c_ptrs = c_ptr + offs_m[:, None] * ldc + offs_n[None, :]
     tl.store(c_ptrs, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
@@ -50,17 +51,13 @@ def dot_f16acc_kernel(a_ptr, b_ptr, c_ptr, M, N, K, lda, ldb, ldc,
     offs_m = pid_m * BM + tl.arange(0, BM)
     offs_n = pid_n * BN + tl.arange(0, BN)
     offs_k = tl.arange(0, BK)
-    a_ptrs, b_ptrs = _tile_ptrs(a_ptr, b_ptr, offs_m, offs_n, offs_k, lda, ldb, A_COL, B_COL)
-    a_step = BK * lda if A_COL else BK
-    b_step = BK if B_COL else BK * ldb
     acc = tl.zeros((BM, BN), dtype=tl.float16)
     for k in range(0, tl.cdiv(K, BK)):
         kk = k * BK + offs_k
+        a_ptrs, b_ptrs = _tile_ptrs(a_ptr, b_ptr, offs_m, offs_n, kk, lda, ldb, A_COL, B_COL)
         a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (kk[None, :] < K), other=0.0)
         b = tl.load(b_ptrs, mask=(kk[:, None] < K) & (offs_n[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc, out_dtype=tl.float16)
-        a_ptrs += a_step
-        b_ptrs += b_step
     c_ptrs = c_ptr + offs_m[:, None] * ldc + offs_n[None, :]
     tl.store(c_ptrs, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
@@ -74,17 +71,13 @@ def dot_i8_kernel(a_ptr, b_ptr, c_ptr, M, N, K, lda, ldb, ldc,
     offs_m = pid_m * BM + tl.arange(0, BM)
     offs_n = pid_n * BN + tl.arange(0, BN)
     offs_k = tl.arange(0, BK)
-    a_ptrs, b_ptrs = _tile_ptrs(a_ptr, b_ptr, offs_m, offs_n, offs_k, lda, ldb, A_COL, B_COL)
-    a_step = BK * lda if A_COL else BK
-    b_step = BK if B_COL else BK * ldb
     acc = tl.zeros((BM, BN), dtype=tl.int32)
     for k in range(0, tl.cdiv(K, BK)):
         kk = k * BK + offs_k
+        a_ptrs, b_ptrs = _tile_ptrs(a_ptr, b_ptr, offs_m, offs_n, kk, lda, ldb, A_COL, B_COL)
         a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (kk[None, :] < K), other=0)
         b = tl.load(b_ptrs, mask=(kk[:, None] < K) & (offs_n[None, :] < N), other=0)
         acc = tl.dot(a, b, acc)
-        a_ptrs += a_step
-        b_ptrs += b_step
     c_ptrs = c_ptr + offs_m[:, None] * ldc + offs_n[None, :]
     tl.store(c_ptrs, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 

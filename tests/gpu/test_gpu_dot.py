@@ -124,7 +124,8 @@ def test_dot_one_hot(torch, lib, v):
 
 
 def _run_fixed(torch, lib, name, *tensors):
-    v = next((x for x in _variants(("dot_single_kernel", "dot_trans_kernel", "dot_batched_kernel", "dot_fma_kernel"))
+    v = next((x for x in _variants(("dot_single_kernel", "dot_trans_kernel", "dot_batched_kernel", "dot_fma_kernel",
+                                    "dot_chain_kernel"))
               if x["variant"] == name), None)
     if v is None:
         pytest.skip(f"no {name} in {ART}")
@@ -178,6 +179,24 @@ def test_dot_fma_path(torch, lib, name, dtype, shape):
     _check(torch, c, want, name)
 
 
+@pytest.mark.parametrize("name,scale", [("dot_chain_64x32x64_w4", False), ("dot_chain_scaled_64x32x64_w4", True)])
+def test_chained_dots(torch, lib, name, scale):
+    """Attention's two dots per iteration (warpsPerCTA = [4, 1] for both), the second's
+    accumulator either loop-carried as is or scaled first (converted in and out of #mma)."""
+    g = torch.Generator(device="cuda").manual_seed(9)
+    n_ctx = 128
+    q = torch.randint(-2, 3, (64, 64), generator=g, device="cuda").half()
+    k = torch.randint(-2, 3, (n_ctx, 64), generator=g, device="cuda").half()
+    v = torch.randint(-2, 3, (n_ctx, 64), generator=g, device="cuda").half()
+    o = torch.full((64, 64), float("nan"), device="cuda")
+    _run_fixed(torch, lib, name, q, k, v, o, n_ctx)
+    want = torch.zeros((64, 64), dtype=torch.float64, device="cuda")
+    for s in range(0, n_ctx, 32):
+        p = q.double() @ k[s:s + 32].double().t()
+        want = (want * 0.5 if scale else want) + p @ v[s:s + 32].double()
+    _check(torch, o, want, name)
+
+
 @pytest.mark.parametrize("v", _ids(("dot_f32acc_kernel",)))
 def test_dot_random_fp_close(torch, lib, v):
     """Random normal inputs against an fp64 reference, per-dtype tolerance (fp32 accumulate)."""
@@ -190,3 +209,36 @@ def test_dot_random_fp_close(torch, lib, v):
     want = a.double() @ b.double()
     tol = {torch.float32: 2e-2, torch.float16: 1e-2, torch.bfloat16: 1e-2}[dt]  # tf32 inputs round to 10 bits
     assert torch.allclose(got, want, atol=tol * K ** 0.5, rtol=tol), (got - want).abs().max().item()
+
+
+def _library_matmuls():
+    """matmul_kernel variants of the kernels/ library ($TTBUILD_ARTIFACTS, default artifacts/)."""
+    lib_dir = Path(os.environ.get("TTBUILD_ARTIFACTS") or REPO / "artifacts") / "lib"
+    found = [json.loads(p.read_text()) for p in sorted(lib_dir.glob("*.json"))] if lib_dir.is_dir() else []
+    found = [v for v in found if v["kernel"] == "matmul_kernel"]
+    if not found:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no matmul_kernel in {lib_dir}"))]
+    return [pytest.param(v, id=v["variant"]) for v in found]
+
+
+@pytest.mark.parametrize("v", _library_matmuls())
+def test_tutorial_matmul_exact(torch, v):
+    """kernels/matmul.py (tutorial 03: loop-carried pointers, grouped order, K mask, fused
+    leaky ReLU) on small integers, M, N, K off the block: equal to the fp32 reference bit for bit."""
+    import ttbuild.runtime as rt
+    lib = rt.load(str(Path(os.environ.get("TTBUILD_ARTIFACTS") or REPO / "artifacts")))
+    cx = v["constexprs"]
+    bm, bn, bk = cx["BLOCK_SIZE_M"], cx["BLOCK_SIZE_N"], cx["BLOCK_SIZE_K"]
+    g = torch.Generator(device="cuda").manual_seed(3)
+    for M, N, K in [(3 * bm + 5, 2 * bn + 3, 4 * bk + 9), (bm, bn, bk)]:
+        a = torch.randint(-2, 3, (M, K), generator=g, device="cuda").half()
+        b = torch.randint(-2, 3, (K, N), generator=g, device="cuda").half()
+        c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+        grid = (_cdiv(M, bm) * _cdiv(N, bn),)
+        lib.variant(v["variant"])[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                                         c.stride(0), c.stride(1))
+        torch.cuda.synchronize()
+        acc = (a.double() @ b.double()).float()
+        if cx["ACTIVATION"] == "leaky_relu":
+            acc = torch.where(acc >= 0, acc, 0.01 * acc)
+        _check(torch, c, acc.half(), f"{v['variant']} M={M} N={N} K={K}")

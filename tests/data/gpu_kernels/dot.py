@@ -133,3 +133,25 @@ def dot_fma_kernel(a_ptr, b_ptr, c_ptr, BM: tl.constexpr, BN: tl.constexpr, BK: 
     for _ in range(2):
         acc = tl.dot(a, b, acc, input_precision=PREC)
     tl.store(c_ptrs, acc)
+
+
+@triton.jit
+def dot_chain_kernel(q_ptr, k_ptr, v_ptr, o_ptr, N_CTX, BM: tl.constexpr, BN: tl.constexpr, D: tl.constexpr,
+                     SCALE_ACC: tl.constexpr):
+    """Two chained dots per iteration, attention's shape without the softmax: S = Q K^T (K read as
+    N x D and transposed), P = fp16(S), O = O * 0.5 (when SCALE_ACC) + P V."""
+    offs_m = tl.arange(0, BM)
+    offs_n = tl.arange(0, BN)
+    offs_d = tl.arange(0, D)
+    q = tl.load(q_ptr + offs_m[:, None] * D + offs_d[None, :])
+    acc = tl.zeros((BM, D), dtype=tl.float32)
+    for start in range(0, N_CTX, BN):
+        rows = start + offs_n
+        k = tl.load(k_ptr + rows[:, None] * D + offs_d[None, :])
+        v = tl.load(v_ptr + rows[:, None] * D + offs_d[None, :])
+        s = tl.dot(q, tl.trans(k))
+        p = s.to(tl.float16)
+        if SCALE_ACC:
+            acc = acc * 0.5
+        acc = tl.dot(p, v, acc)
+    tl.store(o_ptr + offs_m[:, None] * D + offs_d[None, :], acc)

@@ -231,9 +231,10 @@ def test_tutorial_matmul_exact(torch, v):
     bm, bn, bk = cx["BLOCK_SIZE_M"], cx["BLOCK_SIZE_N"], cx["BLOCK_SIZE_K"]
     g = torch.Generator(device="cuda").manual_seed(3)
     for M, N, K in [(3 * bm + 5, 2 * bn + 3, 4 * bk + 9), (bm, bn, bk)]:
-        a = torch.randint(-2, 3, (M, K), generator=g, device="cuda").half()
-        b = torch.randint(-2, 3, (K, N), generator=g, device="cuda").half()
-        c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+        # leading dimensions padded to multiples of 16 elements (the variants' i32:16 strides)
+        a = torch.randint(-2, 3, (M, _round16(K)), generator=g, device="cuda").half()[:, :K]
+        b = torch.randint(-2, 3, (K, _round16(N)), generator=g, device="cuda").half()[:, :N]
+        c = torch.full((M, _round16(N)), float("nan"), device="cuda", dtype=torch.float16)[:, :N]
         grid = (_cdiv(M, bm) * _cdiv(N, bn),)
         lib.variant(v["variant"])[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
                                          c.stride(0), c.stride(1))

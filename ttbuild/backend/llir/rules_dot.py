@@ -331,6 +331,34 @@ def _pack(b, elems):
     return b.bitcast(v, I32)
 
 
+def _precision(op) -> int:
+    p = mu.props(op)
+    return mu.int_attr(p["inputPrecision"]) if "inputPrecision" in p else 0
+
+
+def _tf32(b, x):
+    """f32 bits -> the nearest tf32 (cvt.rna.tf32.f32, PTX ISA 9.7.9.21), as f32 bits."""
+    return b.asm(ir.FunctionType(I32, [I32]), "cvt.rna.tf32.f32 $0, $1;", "=r,r", [x], side_effect=False)
+
+
+def _split3(b, get):
+    """Per fragment: (big, small) registers with big = tf32(x), small = tf32(x - big)."""
+    cache = {}
+    f32 = ir.FloatType()
+
+    def split(key):
+        if key not in cache:
+            big, small = [], []
+            for w in get(key):
+                hi = _tf32(b, w)
+                lo = b.fsub(b.bitcast(w, f32), b.bitcast(hi, f32))
+                big.append(hi)
+                small.append(_tf32(b, b.bitcast(lo, I32)))
+            cache[key] = (big, small)
+        return cache[key]
+    return split
+
+
 @rule("tt.dot")
 def dot(ctx, op, a: TensorVal, bm: TensorVal, c: TensorVal):
     """D = A B + C with mma.sync over the fragments (see module doc)."""
@@ -379,14 +407,22 @@ def dot(ctx, op, a: TensorVal, bm: TensorVal, c: TensorVal):
         return get
 
     pa, pb = packed(a, ra), packed(bm, rb_)
+    x3 = ea == "f32" and _precision(op) == 1
+    if x3:  # tf32x3: a b ~ a_big b_big + a_big b_small + a_small b_big (Triton's F32DotTC split)
+        pa, pb = _split3(b, pa), _split3(b, pb)
     for rk in range(reps_k):
         for rbat in range(reps_b):
             for rm in range(reps_m):
                 for rn in range(reps_n):
                     rep = (rbat, rm, rn) if rank == 3 else (rm, rn)
-                    args = pa((rbat, rm, rk)) + pb((rbat, rn, rk)) + acc[rep]
-                    r = b.asm(ftype, text, cons, args, side_effect=False)
-                    acc[rep] = [b.extract_value(r, i) for i in range(nacc)]
+                    if x3:
+                        (ab, as_), (bb, bs) = pa((rbat, rm, rk)), pb((rbat, rn, rk))
+                        terms = [(as_, bb), (ab, bs), (ab, bb)]
+                    else:
+                        terms = [(pa((rbat, rm, rk)), pb((rbat, rn, rk)))]
+                    for ta, tb in terms:
+                        r = b.asm(ftype, text, cons, ta + tb + acc[rep], side_effect=False)
+                        acc[rep] = [b.extract_value(r, i) for i in range(nacc)]
     out = [None] * len(c.elems)
     for rep, i in at.items():
         if half_acc:

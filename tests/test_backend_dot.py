@@ -123,11 +123,13 @@ def _count(ptx: bytes, pattern: str) -> int:
     ("dot_f16_cc_64x64x32_w4", "m16n8k16", "f32.f16.f16.f32", 16, 8, 4),
     ("dot_bf16_rr_128x128x64_w8", "m16n8k16", "f32.bf16.bf16.f32", 64, 24, 8),
     ("dot_f16acc_rr_64x64x32_w4", "m16n8k16", "f16.f16.f16.f16", 16, 8, 4),
-    ("dot_f32_tf32_rr_64x64x32_w4", "m16n8k8", "f32.tf32.tf32.f32", 32, 0, 0),
-    ("dot_f32_tf32x3_rr_64x64x32_w4", "m16n8k8", "f32.tf32.tf32.f32", 96, 0, 0),   # three products per step
-    ("dot_fp8e4_rr_64x64x64_w4", "m16n8k32", "f32.e4m3.e4m3.f32", 16, 0, 0),
-    ("dot_fp8e5_cc_64x64x64_w4", "m16n8k32", "f32.e5m2.e5m2.f32", 16, 0, 0),
-    ("dot_i8_rr_64x64x64_w4", "m16n8k32", "s32.s8.s8.s32", 16, 0, 0),
+    # 8- and 32-bit operands use ldmatrix only K-fast (rr: A; cc: B), never .trans
+    ("dot_f32_tf32_rr_64x64x32_w4", "m16n8k8", "f32.tf32.tf32.f32", 32, 8, 0),
+    ("dot_f32_tf32x3_rr_64x64x32_w4", "m16n8k8", "f32.tf32.tf32.f32", 96, 8, 0),   # three products per step
+    ("dot_fp8e4_rr_64x64x64_w4", "m16n8k32", "f32.e4m3.e4m3.f32", 16, 4, 0),
+    ("dot_fp8e5_cc_64x64x64_w4", "m16n8k32", "f32.e5m2.e5m2.f32", 16, 4, 0),
+    ("dot_i8_rr_64x64x64_w4", "m16n8k32", "s32.s8.s8.s32", 16, 4, 0),
+    ("dot_i8_cc_64x64x64_w4", "m16n8k32", "s32.s8.s8.s32", 16, 4, 0),
     ("dot_batched_f16_4x32x32x32_w4", "m16n8k16", "f32.f16.f16.f32", 16, 8, 4),
 ])
 def test_ptx_mma_and_ldmatrix(name, shape, types, count, ldm, trans):

@@ -156,14 +156,20 @@ def _ldmatrix(ctx, addr_i8, trans: bool, n: int):
 
 
 def _can_ldmatrix(layout: DotOperand, shape, desc: MemDesc, sw: SwizzledShared) -> bool:
-    if elem_bytes(desc.elem) != 2 or layout.k_width != 2:
-        return False
+    """ldmatrix moves 8 rows of 16 bytes per matrix: 16-bit operands either way (`.trans` for
+    M/N-fast tiles); 8- and 32-bit ones only K-fast (a 16-byte row then holds kWidth-element
+    groups exactly as the fragment wants; transposing would split them)."""
+    eb = elem_bytes(desc.elem)
     order = full_order(desc)
-    if shape[order[0]] % 8 or (sw.max_phase > 1 and sw.vec % 8):
+    k_fast = order[0] == layout.k_dim
+    if eb not in (1, 2, 4) or layout.k_width * eb != 4 or (eb != 2 and not k_fast):
+        return False
+    if (shape[order[0]] * eb) % 16 or (sw.max_phase > 1 and (sw.vec * eb) % 16):
         return False
     r = layout.rank
     mn = r - 2 if layout.op_idx == 0 else r - 1
-    return all(layout.tile(d) <= shape[d] for d in range(r)) and shape[layout.k_dim] % 16 == 0 and shape[mn] >= 8
+    return (all(layout.tile(d) <= shape[d] for d in range(r)) and shape[layout.k_dim] % (32 // eb) == 0
+            and shape[mn] >= 8)
 
 
 class _Ldmatrix:
@@ -179,7 +185,8 @@ class _Ldmatrix:
         self.md, self.kd = (rank - 2, rank - 1) if layout.op_idx == 0 else (rank - 1, rank - 2)
         self.reps_b = layout.reps(shape, 0) if rank == 3 else 1
         self.reps_mn = layout.reps(shape, self.md)
-        self.reps_k = shape[self.kd] // 16
+        self.kb = 16 // elem_bytes(desc.elem)   # elements of one 16-byte matrix row along K
+        self.reps_k = shape[self.kd] // (2 * self.kb)
         self.step = 1 if layout.op_idx == 0 else min(2, self.reps_mn)
         self.trans = full_order(desc)[0] != layout.k_dim
         self.cache: dict = {}
@@ -199,6 +206,7 @@ class _Ldmatrix:
         mi = b.lshr(lane, _c(3))
         lo, hi = b.and_(mi, _c(1)), b.lshr(mi, _c(1))   # matrix index bits
         lo8, hi8 = b.shl(lo, _c(3)), b.shl(hi, _c(3))
+        lok, hik = b.mul(lo, _c(self.kb)), b.mul(hi, _c(self.kb))
         rank, md, kd = layout.rank, self.md, self.kd
         origin = warp_origin(ctx, layout)
         tile_mn = layout.tile(md)
@@ -209,12 +217,12 @@ class _Ldmatrix:
         mn0 = b.add(origin[md], _c(rmn * tile_mn))
         if layout.op_idx == 0:
             # matrices: (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15)
-            m_off, k_off = lo8, hi8
+            m_off, k_off = lo8, hik
         else:
             # matrices: (k 0-7, n tile j), (k 8-15, j), (k 0-7, j+1), (k 8-15, j+1)
-            m_off, k_off = (b.mul(hi, _c(tile_mn)) if self.step == 2 else _c(0)), lo8
+            m_off, k_off = (b.mul(hi, _c(tile_mn)) if self.step == 2 else _c(0)), lok
         mn = b.add(mn0, m_off)
-        k = b.add(_c(rk * 16), k_off)
+        k = b.add(_c(rk * 2 * self.kb), k_off)
         if self.trans:
             k = b.add(k, r8)
         else:
@@ -236,9 +244,12 @@ class _Ldmatrix:
         ety = llvm_type(self.desc.elem)
         for (rb, mn, rk), positions in sorted(regs.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][1])):
             for word, pos in zip(self.words(rb, mn, rk), positions):
-                pair = b.bitcast(word, ir.VectorType(ety, 2))
+                if len(pos) == 1:
+                    out[pos[0]] = b.bitcast(word, ety) if ety != I32 else word
+                    continue
+                vec = b.bitcast(word, ir.VectorType(ety, len(pos)))
                 for e, p in enumerate(pos):
-                    out[p] = b.extract_element(pair, _c(e))
+                    out[p] = b.extract_element(vec, _c(e))
         return out
 
 

@@ -180,10 +180,12 @@ def test_dot_fma_path(torch, lib, name, dtype, shape):
     _check(torch, c, want, name)
 
 
-@pytest.mark.parametrize("name,scale", [("dot_chain_64x32x64_w4", False), ("dot_chain_scaled_64x32x64_w4", True)])
+@pytest.mark.parametrize("name,scale", [("dot_chain_64x32x64_w4", 0), ("dot_chain_scaled_64x32x64_w4", 1),
+                                        ("dot_chain_rowscaled_64x32x64_w4", 2)])
 def test_chained_dots(torch, lib, name, scale):
     """Attention's two dots per iteration (warpsPerCTA = [4, 1] for both), the second's
-    accumulator either loop-carried as is or scaled first (converted in and out of #mma)."""
+    accumulator loop-carried in #mma as is, scaled by a constant, or by a per-row vector
+    broadcast in #mma (attention's `acc * alpha[:, None]`)."""
     g = torch.Generator(device="cuda").manual_seed(9)
     n_ctx = 128
     q = torch.randint(-2, 3, (64, 64), generator=g, device="cuda").half()
@@ -194,7 +196,11 @@ def test_chained_dots(torch, lib, name, scale):
     want = torch.zeros((64, 64), dtype=torch.float64, device="cuda")
     for s in range(0, n_ctx, 32):
         p = q.double() @ k[s:s + 32].double().t()
-        want = (want * 0.5 if scale else want) + p @ v[s:s + 32].double()
+        if scale == 1:
+            want = want * 0.5
+        if scale == 2:
+            want = want * torch.where(p.max(dim=1).values > 0, 0.5, 0.25)[:, None]
+        want = want + p @ v[s:s + 32].double()
     _check(torch, o, want, name)
 
 

@@ -139,7 +139,8 @@ def dot_fma_kernel(a_ptr, b_ptr, c_ptr, BM: tl.constexpr, BN: tl.constexpr, BK: 
 def dot_chain_kernel(q_ptr, k_ptr, v_ptr, o_ptr, N_CTX, BM: tl.constexpr, BN: tl.constexpr, D: tl.constexpr,
                      SCALE_ACC: tl.constexpr):
     """Two chained dots per iteration, attention's shape without the softmax: S = Q K^T (K read as
-    N x D and transposed), P = fp16(S), O = O * 0.5 (when SCALE_ACC) + P V."""
+    N x D and transposed), P = fp16(S), O = O * alpha + P V with alpha = 1 (SCALE_ACC 0), 0.5
+    (SCALE_ACC 1) or, per row, 0.5 where the row of S has a positive maximum else 0.25 (2)."""
     offs_m = tl.arange(0, BM)
     offs_n = tl.arange(0, BN)
     offs_d = tl.arange(0, D)
@@ -151,7 +152,10 @@ def dot_chain_kernel(q_ptr, k_ptr, v_ptr, o_ptr, N_CTX, BM: tl.constexpr, BN: tl
         v = tl.load(v_ptr + rows[:, None] * D + offs_d[None, :])
         s = tl.dot(q, tl.trans(k))
         p = s.to(tl.float16)
-        if SCALE_ACC:
+        if SCALE_ACC == 1:
             acc = acc * 0.5
+        if SCALE_ACC == 2:
+            alpha = tl.where(tl.max(s, 1) > 0, 0.5, 0.25)
+            acc = acc * alpha[:, None]
         acc = tl.dot(p, v, acc)
     tl.store(o_ptr + offs_m[:, None] * D + offs_d[None, :], acc)

@@ -18,6 +18,8 @@ def fma_dot(ctx, op, a: TensorVal, b_: TensorVal, c: TensorVal) -> TensorVal:
     accumulator's type (operands widened), integers as mul + add."""
     b = ctx.builder
     la, lb, lc = a.layout, b_.layout, c.layout
+    if len(c.shape) != 2:
+        raise NotSupportedYet("rank-3 tt.dot without tensor cores (fp64 or input_precision=\"ieee\")", None, "llir")
     if not (isinstance(la, FmaOperand) and isinstance(lb, FmaOperand) and isinstance(lc, Blocked)):
         raise NotSupportedYet(f"tt.dot with operand layouts {type(la).__name__}/{type(lb).__name__}", None, "llir")
     ec = mu.elem_str(op.operands[2].type)

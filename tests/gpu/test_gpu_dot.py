@@ -1,4 +1,4 @@
-"""tl.dot on tensor cores (mma.sync, ldmatrix, swizzled shared tiles) against torch on a real GPU: bit-exact small-integer inputs (every partial sum exact), one-hot A x arange B (a wrong lane or register names itself), all four A/B majorness combinations, M/N/K off the block, fp16/bf16/tf32/int8 inputs, fp16 accumulate, a dot without a loop, tl.trans feeding a dot, rank-3 dot.
+"""tl.dot on tensor cores (mma.sync, ldmatrix, swizzled shared tiles) against torch on a real GPU: bit-exact small-integer inputs (every partial sum exact), one-hot A x arange B (a wrong lane or register names itself), all four A/B majorness combinations, M/N/K off the block, fp16/bf16/tf32/int8 inputs, fp16 accumulate, a dot without a loop, tl.trans feeding a dot, rank-3 dot, the FMA path (fp64, fp32 ieee).
 
 Artifacts: $TTBUILD_TEST_ARTIFACTS (default build/test-artifacts), tests/data/gpu_kernels/dot.py,
 built by tests/gpu/build_test_artifacts.py on the CPU machine and carried to the GPU machine.
@@ -17,7 +17,8 @@ pytestmark = pytest.mark.gpu
 REPO = Path(__file__).resolve().parents[2]
 ART = Path(os.environ.get("TTBUILD_TEST_ARTIFACTS") or REPO / "build" / "test-artifacts")
 LOOP_KERNELS = ("dot_f32acc_kernel", "dot_f16acc_kernel", "dot_i8_kernel")
-TORCH_DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "i8": "int8", "i32": "int32"}
+TORCH_DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "i8": "int8", "i32": "int32",
+                "fp8e4nv": "float8_e4m3fn", "fp8e5": "float8_e5m2"}
 
 
 def _variants(kernels) -> list[dict]:
@@ -118,13 +119,17 @@ def test_dot_one_hot(torch, lib, v):
     a = torch.zeros((M, K), device="cuda", dtype=dt)
     km = (torch.arange(M, device="cuda") * 3) % K
     a[torch.arange(M, device="cuda"), km] = 1
-    b = ((torch.arange(K, device="cuda")[:, None] * 37 + torch.arange(N, device="cuda")[None, :]) % 512).to(dt)
+    # distinct integers where the type holds them exactly (fp8 e4m3: 0..16; a NaN from an
+    # unrepresentable value would poison whole columns through 0 * NaN)
+    span = 16 if dt.itemsize == 1 else 512
+    b = ((torch.arange(K, device="cuda")[:, None] * 37 + torch.arange(N, device="cuda")[None, :]) % span).to(dt)
     got = _run_loop(torch, lib, v, a, b)
     _check(torch, got, b.double()[km], f"{v['variant']} one-hot")
 
 
 def _run_fixed(torch, lib, name, *tensors):
-    v = next((x for x in _variants(("dot_single_kernel", "dot_trans_kernel", "dot_batched_kernel"))
+    v = next((x for x in _variants(("dot_single_kernel", "dot_trans_kernel", "dot_batched_kernel", "dot_fma_kernel",
+                                    "dot_chain_kernel"))
               if x["variant"] == name), None)
     if v is None:
         pytest.skip(f"no {name} in {ART}")
@@ -163,6 +168,45 @@ def test_dot_batched(torch, lib):
         _check(torch, c[i], want[i], f"batched dot, batch {i}")
 
 
+@pytest.mark.parametrize("name,dtype,shape", [("dot_fma_f64_32x32x16_w4", "float64", (32, 32, 16)),
+                                               ("dot_fma_f32_ieee_64x32x32_w4", "float32", (64, 32, 32))])
+def test_dot_fma_path(torch, lib, name, dtype, shape):
+    """fp64 and fp32 with input_precision="ieee" (no mma shape): C = A @ B twice onto C, exact."""
+    M, N, K = shape
+    dt = getattr(torch, dtype)
+    g = torch.Generator(device="cuda").manual_seed(8)
+    a = torch.randint(-2, 3, (M, K), generator=g, device="cuda").to(dt)
+    b = torch.randint(-2, 3, (K, N), generator=g, device="cuda").to(dt)
+    c = torch.randint(-8, 9, (M, N), generator=g, device="cuda").to(dt)
+    want = 2 * (a.double() @ b.double()) + c.double()
+    _run_fixed(torch, lib, name, a, b, c)
+    _check(torch, c, want, name)
+
+
+@pytest.mark.parametrize("name,scale", [("dot_chain_64x32x64_w4", 0), ("dot_chain_scaled_64x32x64_w4", 1),
+                                        ("dot_chain_rowscaled_64x32x64_w4", 2)])
+def test_chained_dots(torch, lib, name, scale):
+    """Attention's two dots per iteration (warpsPerCTA = [4, 1] for both), the second's
+    accumulator loop-carried in #mma as is, scaled by a constant, or by a per-row vector
+    broadcast in #mma (attention's `acc * alpha[:, None]`)."""
+    g = torch.Generator(device="cuda").manual_seed(9)
+    n_ctx = 128
+    q = torch.randint(-2, 3, (64, 64), generator=g, device="cuda").half()
+    k = torch.randint(-2, 3, (n_ctx, 64), generator=g, device="cuda").half()
+    v = torch.randint(-2, 3, (n_ctx, 64), generator=g, device="cuda").half()
+    o = torch.full((64, 64), float("nan"), device="cuda")
+    _run_fixed(torch, lib, name, q, k, v, o, n_ctx)
+    want = torch.zeros((64, 64), dtype=torch.float64, device="cuda")
+    for s in range(0, n_ctx, 32):
+        p = q.double() @ k[s:s + 32].double().t()
+        if scale == 1:
+            want = want * 0.5
+        if scale == 2:
+            want = want * torch.where(p.max(dim=1).values > 0, 0.5, 0.25)[:, None]
+        want = want + p @ v[s:s + 32].double()
+    _check(torch, o, want, name)
+
+
 @pytest.mark.parametrize("v", _ids(("dot_f32acc_kernel",)))
 def test_dot_random_fp_close(torch, lib, v):
     """Random normal inputs against an fp64 reference, per-dtype tolerance (fp32 accumulate)."""
@@ -173,5 +217,41 @@ def test_dot_random_fp_close(torch, lib, v):
     b = torch.randn((K, N), generator=g, device="cuda").to(dt)
     got = _run_loop(torch, lib, v, a, b).double()
     want = a.double() @ b.double()
-    tol = {torch.float32: 2e-2, torch.float16: 1e-2, torch.bfloat16: 1e-2}[dt]  # tf32 inputs round to 10 bits
+    tol = {torch.float32: 2e-2, torch.float16: 1e-2, torch.bfloat16: 1e-2}.get(dt, 1e-1)  # tf32 inputs: 10 bits
+    if v["constexprs"].get("PREC") == "tf32x3":
+        tol = 1e-5  # three tf32 products recover fp32 accuracy
     assert torch.allclose(got, want, atol=tol * K ** 0.5, rtol=tol), (got - want).abs().max().item()
+
+
+def _library_matmuls():
+    """matmul_kernel variants of the kernels/ library ($TTBUILD_ARTIFACTS, default artifacts/)."""
+    lib_dir = Path(os.environ.get("TTBUILD_ARTIFACTS") or REPO / "artifacts") / "lib"
+    found = [json.loads(p.read_text()) for p in sorted(lib_dir.glob("*.json"))] if lib_dir.is_dir() else []
+    found = [v for v in found if v["kernel"] == "matmul_kernel"]
+    if not found:
+        return [pytest.param(None, marks=pytest.mark.skip(reason=f"no matmul_kernel in {lib_dir}"))]
+    return [pytest.param(v, id=v["variant"]) for v in found]
+
+
+@pytest.mark.parametrize("v", _library_matmuls())
+def test_tutorial_matmul_exact(torch, v):
+    """kernels/matmul.py (tutorial 03: loop-carried pointers, grouped order, K mask, fused
+    leaky ReLU) on small integers, M, N, K off the block: equal to the fp32 reference bit for bit."""
+    import ttbuild.runtime as rt
+    lib = rt.load(str(Path(os.environ.get("TTBUILD_ARTIFACTS") or REPO / "artifacts")))
+    cx = v["constexprs"]
+    bm, bn, bk = cx["BLOCK_SIZE_M"], cx["BLOCK_SIZE_N"], cx["BLOCK_SIZE_K"]
+    g = torch.Generator(device="cuda").manual_seed(3)
+    for M, N, K in [(3 * bm + 5, 2 * bn + 3, 4 * bk + 9), (bm, bn, bk)]:
+        # leading dimensions padded to multiples of 16 elements (the variants' i32:16 strides)
+        a = torch.randint(-2, 3, (M, _round16(K)), generator=g, device="cuda").half()[:, :K]
+        b = torch.randint(-2, 3, (K, _round16(N)), generator=g, device="cuda").half()[:, :N]
+        c = torch.full((M, _round16(N)), float("nan"), device="cuda", dtype=torch.float16)[:, :N]
+        grid = (_cdiv(M, bm) * _cdiv(N, bn),)
+        lib.variant(v["variant"])[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                                         c.stride(0), c.stride(1))
+        torch.cuda.synchronize()
+        acc = (a.double() @ b.double()).float()
+        if cx["ACTIVATION"] == "leaky_relu":
+            acc = torch.where(acc >= 0, acc, 0.01 * acc)
+        _check(torch, c, acc.half(), f"{v['variant']} M={M} N={N} K={K}")

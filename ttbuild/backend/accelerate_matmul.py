@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.layout import parse_layout
-from ttbuild.backend.mma_layout import DotOperand, NvidiaMma, for_operand
+from ttbuild.backend.mma_layout import DotOperand, FmaOperand, NvidiaMma, for_operand
 
 ir = mu.ir
 
@@ -142,23 +142,73 @@ def _stage_operand(dot, idx: int, mma: NvidiaMma) -> None:
     dot.operands[idx] = load.results[0]
 
 
+# Elementwise ops an accumulator may pass through between the loop's iter_arg and the dot
+# (attention's `acc = acc * alpha[:, None]`): they run on #mma too.
+ACC_ELEMENTWISE = ("arith.mulf", "arith.addf", "arith.subf", "arith.divf", "arith.muli", "arith.addi",
+                   "arith.subi")
+
+
 def _loop_carried(dot):
-    """(scf.for op, iter index) when the dot's accumulator is a loop-carried value that only the
-    dot uses and the dot's result only feeds that value's scf.yield; else None."""
+    """(scf.for op, iter index, chain) when the dot's accumulator is a loop-carried value, reached
+    through `chain` [(elementwise op, operand index on the path)] of single-use elementwise ops
+    in the dot's block (empty when the dot takes the iter_arg itself), that nothing else uses,
+    and the dot's result only feeds that value's scf.yield; else None."""
     c, d = dot.operands[2], dot.results[0]
-    if not isinstance(c, ir.BlockArgument):
-        return None
-    blk = c.owner
+    chain, v = [], c
+    while not isinstance(v, ir.BlockArgument):
+        op = v.owner
+        if (op.name not in ACC_ELEMENTWISE or len(list(v.uses)) != 1
+                or op.operation.block != dot.operation.block):
+            return None
+        cand = [k for k, x in enumerate(op.operands) if x.type == v.type and (
+            isinstance(x, ir.BlockArgument) or x.owner.name in ACC_ELEMENTWISE)]
+        if len(cand) != 1:
+            return None
+        chain.append((op, cand[0]))
+        v = op.operands[cand[0]]
+    blk = v.owner
     loop = blk.owner
-    if loop.name != "scf.for" or c.arg_number == 0:
+    if loop.name != "scf.for" or v.arg_number == 0 or blk != dot.operation.block:
         return None
-    i = c.arg_number - 1
-    if len(list(c.uses)) != 1 or len(list(d.uses)) != 1:
+    i = v.arg_number - 1
+    if len(list(v.uses)) != 1 or len(list(d.uses)) != 1:
         return None
     y = list(d.uses)[0].owner
     if y.name != "scf.yield" or y.operands[i] != d or y.operation.block != blk:
         return None
-    return loop, i
+    return loop, i, chain
+
+
+def _splat_copy(x, layout, before):
+    """A copy of splat constant x in `layout`, placed before `before`; None if x is not one."""
+    owner = x.owner if isinstance(x, ir.OpResult) else None
+    if not (owner is not None and owner.name == "arith.constant"
+            and isinstance(owner.attributes["value"], ir.DenseElementsAttr) and owner.attributes["value"].is_splat):
+        return None
+    t = _tensor_type(x, layout)
+    with ir.InsertionPoint(before):
+        return ir.Operation.create("arith.constant", results=[t], attributes={
+            "value": ir.DenseElementsAttr.get_splat(t, owner.attributes["value"].get_splat_value())},
+            loc=owner.location).results[0]
+
+
+def _to_mma(x, mma: NvidiaMma, before):
+    """x (blocked) as #mma for an elementwise op on the accumulator: a splat constant is rebuilt,
+    a single-use tt.broadcast converts its (small) operand and broadcasts in #mma, anything else
+    converts where it is used."""
+    owner = x.owner if isinstance(x, ir.OpResult) else None
+    if owner is not None and len(list(x.uses)) == 1:
+        if owner.name == "tt.broadcast":
+            owner.operands[0] = _to_mma(owner.operands[0], mma, owner)
+            x.set_type(_tensor_type(x, mma))
+            return x
+        if (owner.name == "arith.constant" and isinstance(owner.attributes["value"], ir.DenseElementsAttr)
+                and owner.attributes["value"].is_splat):
+            old = owner.attributes["value"]
+            x.set_type(_tensor_type(x, mma))
+            owner.attributes["value"] = ir.DenseElementsAttr.get_splat(x.type, old.get_splat_value())
+            return x
+    return _splat_copy(x, mma, before) or _convert(x, mma, before=before, loc=before.location)
 
 
 def _accumulator(dot, mma: NvidiaMma) -> None:
@@ -166,12 +216,13 @@ def _accumulator(dot, mma: NvidiaMma) -> None:
     blocked = parse_layout(mu.encoding_str(d.type))
     carried = _loop_carried(dot)
     if carried is None:
-        dot.operands[2] = _convert(c, mma, before=dot, loc=dot.location)
+        dot.operands[2] = _splat_copy(c, mma, dot) or _convert(c, mma, before=dot, loc=dot.location)
         d.set_type(_tensor_type(d, mma))
         back = _convert(d, blocked, after=dot, loc=dot.location)
         d.replace_all_uses_except(back, back.owner.operation)
+        _sink_past_casts(back.owner)
         return
-    loop, i = carried
+    loop, i, chain = carried
     init = loop.operands[3 + i]
     res = loop.results[i]
     init_op = init.owner if isinstance(init, ir.OpResult) else None
@@ -189,11 +240,58 @@ def _accumulator(dot, mma: NvidiaMma) -> None:
             init_op.operation.erase()
     else:
         loop.operands[3 + i] = _convert(init, mma, before=loop, loc=dot.location)
-    c.set_type(_tensor_type(c, mma))
+    arg = chain[-1][0].operands[chain[-1][1]] if chain else c
+    arg.set_type(_tensor_type(arg, mma))
+    for op, k in reversed(chain):
+        for j in range(len(op.operands)):
+            if j != k:
+                op.operands[j] = _to_mma(op.operands[j], mma, op)
+        op.results[0].set_type(_tensor_type(op.results[0], mma))
     d.set_type(_tensor_type(d, mma))
     res.set_type(_tensor_type(res, mma))
     back = _convert(res, blocked, after=loop, loc=dot.location)
     res.replace_all_uses_except(back, back.owner.operation)
+    _sink_past_casts(back.owner)
+
+
+# Element-type casts a conversion moves past (Triton's RemoveLayoutConversions does the same for
+# any elementwise op): the matmul epilogue's `acc.to(tl.float16)` then converts half the bytes.
+CASTS = ("arith.truncf", "arith.extf", "tt.fp_to_fp", "arith.fptosi", "arith.fptoui", "arith.sitofp",
+         "arith.trunci", "arith.extsi", "arith.extui")
+
+
+def _sink_past_casts(conv) -> None:
+    """convert(x) -> cast  ==>  cast(x) -> convert, while the conversion's only user is a cast."""
+    while True:
+        uses = list(conv.results[0].uses)
+        if len(uses) != 1 or uses[0].owner.name not in CASTS or len(uses[0].owner.operands) != 1:
+            return
+        cast = uses[0].owner
+        x = conv.operands[0]
+        layout = parse_layout(mu.encoding_str(x.type))
+        r = cast.results[0]
+        want = parse_layout(mu.encoding_str(r.type))
+        cast.operands[0] = x
+        r.set_type(_tensor_type(r, layout))
+        new = _convert(r, want, after=cast, loc=cast.location)
+        r.replace_all_uses_except(new, new.owner.operation)
+        conv.operation.erase()
+        conv = new.owner
+
+
+def _fma(dot) -> None:
+    """A dot no mma shape covers stays on its result's blocked layout; the operands convert to
+    `#ttg.dot_op<{opIdx, parent = #blocked}>` (Triton's FMA path: each thread holds whole K rows
+    of A and K columns of B for the outputs it owns)."""
+    d = dot.results[0]
+    if len(mu.shape_of(d.type)) != 2:
+        return  # rank-3 FMA dots are not lowered (the LLIR names them)
+    blocked = parse_layout(mu.encoding_str(d.type))
+    for idx in (0, 1):
+        dot.operands[idx] = _convert(dot.operands[idx], FmaOperand(idx, blocked), before=dot, loc=dot.location)
+    c = dot.operands[2]
+    if parse_layout(mu.encoding_str(c.type)) != blocked:
+        dot.operands[2] = _convert(c, blocked, before=dot, loc=dot.location)
 
 
 def accelerate(module, num_warps: int, cc: int = 90) -> int:
@@ -215,6 +313,7 @@ def accelerate(module, num_warps: int, cc: int = 90) -> int:
     n = 0
     for dot in dots:
         if not mma_supported(dot, cc):
+            _fma(dot)
             continue
         shape = mu.shape_of(dot.results[0].type)
         warps = warps_per_tile(dot, shape, num_warps)

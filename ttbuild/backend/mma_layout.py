@@ -287,12 +287,87 @@ def for_operand(op_idx: int, shape, order, elem_bits: int, k_width: int) -> Swiz
     return SwizzledShared(vec, per_phase, max_phase, tuple(order))
 
 
+@dataclass(frozen=True)
+class FmaOperand:
+    """`#ttg.dot_op<{opIdx, parent = #ttg.blocked<...>}>`: an operand of the FMA dot (Triton's
+    fallback where no mma shape applies, e.g. fp64). A thread holds, for every row (A) or
+    column (B) of the result it owns under the blocked parent, the whole K extent."""
+    op_idx: int
+    parent: object  # Blocked
+
+    @property
+    def rank(self) -> int:
+        return self.parent.rank
+
+    @property
+    def k_dim(self) -> int:
+        return self.rank - 1 if self.op_idx == 0 else self.rank - 2
+
+    @property
+    def mn_dim(self) -> int:
+        return self.rank - 2 if self.op_idx == 0 else self.rank - 1
+
+    @property
+    def order(self) -> tuple[int, ...]:
+        return self.parent.order
+
+    @property
+    def size_per_thread(self) -> tuple[int, ...]:
+        return self.parent.size_per_thread
+
+    def attr(self) -> str:
+        return f"#ttg.dot_op<{{opIdx = {self.op_idx}, parent = {self.parent.attr()}}}>"
+
+    def tile(self, d: int) -> int:
+        return 0 if d == self.k_dim else self.parent.tile(d)  # 0: K never wraps
+
+    def mn_offsets(self, extent: int) -> list[int]:
+        """The parent's distinct offsets along the M (A) or N (B) dimension, first-seen order."""
+        shape = [self.parent.tile(d) for d in range(self.rank)]
+        shape[self.mn_dim] = extent
+        seen = []
+        for o in self.parent.local_offsets(tuple(shape)):
+            if o[self.mn_dim] not in seen:
+                seen.append(o[self.mn_dim])
+        return seen
+
+    def local_offsets(self, shape) -> list[tuple[int, ...]]:
+        out = []
+        for m in self.mn_offsets(shape[self.mn_dim]):
+            for k in range(shape[self.k_dim]):
+                off = [0] * self.rank
+                off[self.mn_dim], off[self.k_dim] = m, k
+                out.append(tuple(off))
+        return out
+
+    def elems_per_thread(self, shape) -> int:
+        return len(self.local_offsets(shape))
+
+    def thread_base(self, lane: int, warp: int) -> tuple[int, ...]:
+        shape = [self.parent.tile(d) for d in range(self.rank)]
+        first = self.parent.thread_indices(warp * 32 + lane, tuple(shape))[0]
+        base = [0] * self.rank
+        base[self.mn_dim] = first[self.mn_dim]
+        return tuple(base)
+
+    def thread_indices(self, tid: int, shape) -> list[tuple[int, ...]]:
+        base = self.thread_base(tid % 32, tid // 32)
+        return [tuple((base[d] + off[d]) % shape[d] for d in range(len(shape)))
+                for off in self.local_offsets(shape)]
+
+
 def parse(text: str):
     """`#ttg.nvidia_mma<...>` or `#ttg.dot_op<{opIdx, parent = #ttg.nvidia_mma<...>, kWidth}>` ->
     the dataclass; ValueError otherwise."""
     text = text.strip()
     if text.startswith("#ttg.nvidia_mma<"):
         return NvidiaMma.parse(text)
+    if text.startswith("#ttg.dot_op<") and "#ttg.blocked<" in text:
+        from ttbuild.backend.layout import Blocked
+        m = re.match(r"#ttg\.dot_op<\{\s*opIdx\s*=\s*(\d+)\s*,\s*parent\s*=\s*(#ttg\.blocked<\{[^}]*\}>)\s*(,\s*kWidth\s*=\s*\d+\s*)?\}>$", text, re.S)
+        if not m:
+            raise ValueError(f"unsupported dot_op encoding: {text}")
+        return FmaOperand(int(m.group(1)), Blocked.parse(m.group(2)))
     if text.startswith("#ttg.dot_op<"):
         m = re.match(r"#ttg\.dot_op<\{\s*opIdx\s*=\s*(\d+)\s*,\s*parent\s*=\s*(.*)\s*,\s*kWidth\s*=\s*(\d+)\s*\}>$", text, re.S)
         if not m:

@@ -23,4 +23,6 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     arch = f"sm_{cc}a" if int(cc) >= 90 else f"sm_{cc}"
     fusion = bool(options.get("enable_fp_fusion", True))
     text = lower(inputs["ttgir"], fp_fusion=fusion)
-    return {"llir": nvptx.optimize(text, arch, fusion).encode()}
+    # kernels with tensor cores use 32-bit shared pointers (nvptx.target_machine)
+    short = b'"tt.dot"' in inputs["ttgir"]
+    return {"llir": nvptx.optimize(text, arch, fusion, short_ptr=short).encode()}

@@ -1,4 +1,4 @@
-"""Stage ttgir: TTIR -> TTGIR, giving every tensor a `#ttg.blocked`/`#ttg.slice` encoding (converts where needed), pipelining `tl.range(num_stages=S)` loops, and the module its ttg attributes."""
+"""Stage ttgir: TTIR -> TTGIR, giving every tensor a `#ttg.blocked`/`#ttg.slice` encoding (converts where needed), tt.dot tensor-core encodings (`#ttg.nvidia_mma` v2, `#ttg.dot_op`, `#ttg.swizzled_shared`), pipelining `tl.range(num_stages=S)` loops, and the module its ttg attributes."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     """inputs: {"ttir": generic-form TTIR}; options: num_warps, num_ctas, num_stages, target
     ("cuda:90"). Returns {"ttgir": generic-form TTGIR} (docs/CONTRACTS.md, "TTIR and TTGIR").
 
+    Every tt.dot gets mma.sync encodings (ttbuild.backend.accelerate_matmul) or, where no mma
+    shape applies (fp64, fp32 with input_precision="ieee"), FMA operand encodings.
     Loops that carry `tt.num_stages` (from `tl.range(..., num_stages=S)`) get their global loads
     pipelined through cp.async (ttbuild.backend.pipeline). The `num_stages` option is, as in
     Triton, the default for loops holding a `tt.dot`: their operand loads go through cp.async

@@ -113,11 +113,37 @@ def local_alloc_from(ctx, op, src: TensorVal) -> MemDesc:
     if vals and isinstance(vals[0].type, ir.IntType) and vals[0].type.width == 1:
         vals = [b.zext(v, ir.IntType(8)) for v in vals]
     idx = ctx.indices(lay, shape)
-    ctx.barrier()
+    prev, nxt = _neighbour_allocs(op)
+    if prev is None:
+        ctx.barrier()
     for j in range(0, len(vals), chunk):
         _vector_store(b, _addr(ctx, desc, sw, idx[j]), vals[j:j + chunk], eb)
-    ctx.barrier()
+    if nxt is None:
+        ctx.barrier()
     return desc
+
+
+# Ops that touch no shared memory: two local_allocs separated only by these share their
+# barriers (one before the first's stores, one after the last's).
+_NO_SMEM = ("tt.load", "tt.addptr", "tt.splat", "tt.broadcast", "tt.make_range", "tt.expand_dims",
+            "tt.get_program_id", "tt.bitcast", "tt.fp_to_fp", "arith.constant")
+
+
+def _neighbour_allocs(op):
+    """(previous, next) local_alloc-with-source in op's block reachable across _NO_SMEM /
+    arith ops only, else None for that side."""
+    ops = [o.operation for o in op.operation.block.operations]
+    i = next(k for k, o in enumerate(ops) if o == op.operation)
+
+    def scan(rng):
+        for k in rng:
+            o = ops[k]
+            if o.name == "ttg.local_alloc" and len(o.operands):
+                return o
+            if not (o.name in _NO_SMEM or o.name.startswith("arith.")):
+                return None
+        return None
+    return scan(range(i - 1, -1, -1)), scan(range(i + 1, len(ops)))
 
 
 def _ldmatrix(ctx, addr_i8, trans: bool, n: int):
@@ -130,14 +156,20 @@ def _ldmatrix(ctx, addr_i8, trans: bool, n: int):
 
 
 def _can_ldmatrix(layout: DotOperand, shape, desc: MemDesc, sw: SwizzledShared) -> bool:
-    if elem_bytes(desc.elem) != 2 or layout.k_width != 2:
-        return False
+    """ldmatrix moves 8 rows of 16 bytes per matrix: 16-bit operands either way (`.trans` for
+    M/N-fast tiles); 8- and 32-bit ones only K-fast (a 16-byte row then holds kWidth-element
+    groups exactly as the fragment wants; transposing would split them)."""
+    eb = elem_bytes(desc.elem)
     order = full_order(desc)
-    if shape[order[0]] % 8 or (sw.max_phase > 1 and sw.vec % 8):
+    k_fast = order[0] == layout.k_dim
+    if eb not in (1, 2, 4) or layout.k_width * eb != 4 or (eb != 2 and not k_fast):
+        return False
+    if (shape[order[0]] * eb) % 16 or (sw.max_phase > 1 and (sw.vec * eb) % 16):
         return False
     r = layout.rank
     mn = r - 2 if layout.op_idx == 0 else r - 1
-    return all(layout.tile(d) <= shape[d] for d in range(r)) and shape[layout.k_dim] % 16 == 0 and shape[mn] >= 8
+    return (all(layout.tile(d) <= shape[d] for d in range(r)) and shape[layout.k_dim] % (32 // eb) == 0
+            and shape[mn] >= 8)
 
 
 class _Ldmatrix:
@@ -153,7 +185,8 @@ class _Ldmatrix:
         self.md, self.kd = (rank - 2, rank - 1) if layout.op_idx == 0 else (rank - 1, rank - 2)
         self.reps_b = layout.reps(shape, 0) if rank == 3 else 1
         self.reps_mn = layout.reps(shape, self.md)
-        self.reps_k = shape[self.kd] // 16
+        self.kb = 16 // elem_bytes(desc.elem)   # elements of one 16-byte matrix row along K
+        self.reps_k = shape[self.kd] // (2 * self.kb)
         self.step = 1 if layout.op_idx == 0 else min(2, self.reps_mn)
         self.trans = full_order(desc)[0] != layout.k_dim
         self.cache: dict = {}
@@ -173,6 +206,7 @@ class _Ldmatrix:
         mi = b.lshr(lane, _c(3))
         lo, hi = b.and_(mi, _c(1)), b.lshr(mi, _c(1))   # matrix index bits
         lo8, hi8 = b.shl(lo, _c(3)), b.shl(hi, _c(3))
+        lok, hik = b.mul(lo, _c(self.kb)), b.mul(hi, _c(self.kb))
         rank, md, kd = layout.rank, self.md, self.kd
         origin = warp_origin(ctx, layout)
         tile_mn = layout.tile(md)
@@ -183,12 +217,12 @@ class _Ldmatrix:
         mn0 = b.add(origin[md], _c(rmn * tile_mn))
         if layout.op_idx == 0:
             # matrices: (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15)
-            m_off, k_off = lo8, hi8
+            m_off, k_off = lo8, hik
         else:
             # matrices: (k 0-7, n tile j), (k 8-15, j), (k 0-7, j+1), (k 8-15, j+1)
-            m_off, k_off = (b.mul(hi, _c(tile_mn)) if self.step == 2 else _c(0)), lo8
+            m_off, k_off = (b.mul(hi, _c(tile_mn)) if self.step == 2 else _c(0)), lok
         mn = b.add(mn0, m_off)
-        k = b.add(_c(rk * 16), k_off)
+        k = b.add(_c(rk * 2 * self.kb), k_off)
         if self.trans:
             k = b.add(k, r8)
         else:
@@ -210,9 +244,12 @@ class _Ldmatrix:
         ety = llvm_type(self.desc.elem)
         for (rb, mn, rk), positions in sorted(regs.items(), key=lambda kv: (kv[0][0], kv[0][2], kv[0][1])):
             for word, pos in zip(self.words(rb, mn, rk), positions):
-                pair = b.bitcast(word, ir.VectorType(ety, 2))
+                if len(pos) == 1:
+                    out[pos[0]] = b.bitcast(word, ety) if ety != I32 else word
+                    continue
+                vec = b.bitcast(word, ir.VectorType(ety, len(pos)))
                 for e, p in enumerate(pos):
-                    out[p] = b.extract_element(pair, _c(e))
+                    out[p] = b.extract_element(vec, _c(e))
         return out
 
 
@@ -305,6 +342,34 @@ def _pack(b, elems):
     return b.bitcast(v, I32)
 
 
+def _precision(op) -> int:
+    p = mu.props(op)
+    return mu.int_attr(p["inputPrecision"]) if "inputPrecision" in p else 0
+
+
+def _tf32(b, x):
+    """f32 bits -> the nearest tf32 (cvt.rna.tf32.f32, PTX ISA 9.7.9.21), as f32 bits."""
+    return b.asm(ir.FunctionType(I32, [I32]), "cvt.rna.tf32.f32 $0, $1;", "=r,r", [x], side_effect=False)
+
+
+def _split3(b, get):
+    """Per fragment: (big, small) registers with big = tf32(x), small = tf32(x - big)."""
+    cache = {}
+    f32 = ir.FloatType()
+
+    def split(key):
+        if key not in cache:
+            big, small = [], []
+            for w in get(key):
+                hi = _tf32(b, w)
+                lo = b.fsub(b.bitcast(w, f32), b.bitcast(hi, f32))
+                big.append(hi)
+                small.append(_tf32(b, b.bitcast(lo, I32)))
+            cache[key] = (big, small)
+        return cache[key]
+    return split
+
+
 @rule("tt.dot")
 def dot(ctx, op, a: TensorVal, bm: TensorVal, c: TensorVal):
     """D = A B + C with mma.sync over the fragments (see module doc)."""
@@ -353,14 +418,22 @@ def dot(ctx, op, a: TensorVal, bm: TensorVal, c: TensorVal):
         return get
 
     pa, pb = packed(a, ra), packed(bm, rb_)
+    x3 = ea == "f32" and _precision(op) == 1
+    if x3:  # tf32x3: a b ~ a_big b_big + a_big b_small + a_small b_big (Triton's F32DotTC split)
+        pa, pb = _split3(b, pa), _split3(b, pb)
     for rk in range(reps_k):
         for rbat in range(reps_b):
             for rm in range(reps_m):
                 for rn in range(reps_n):
                     rep = (rbat, rm, rn) if rank == 3 else (rm, rn)
-                    args = pa((rbat, rm, rk)) + pb((rbat, rn, rk)) + acc[rep]
-                    r = b.asm(ftype, text, cons, args, side_effect=False)
-                    acc[rep] = [b.extract_value(r, i) for i in range(nacc)]
+                    if x3:
+                        (ab, as_), (bb, bs) = pa((rbat, rm, rk)), pb((rbat, rn, rk))
+                        terms = [(as_, bb), (ab, bs), (ab, bb)]
+                    else:
+                        terms = [(pa((rbat, rm, rk)), pb((rbat, rn, rk)))]
+                    for ta, tb in terms:
+                        r = b.asm(ftype, text, cons, ta + tb + acc[rep], side_effect=False)
+                        acc[rep] = [b.extract_value(r, i) for i in range(nacc)]
     out = [None] * len(c.elems)
     for rep, i in at.items():
         if half_acc:

@@ -463,6 +463,18 @@ def test_dot_loop_nested_in_tile_loop():
     assert [int(x) for x in re.findall(rb"allocation\.offset = (\d+)", out)] == [0, 8192]
 
 
+def test_range_loop_with_dot_and_other_load():
+    """tl.range(num_stages=3) holding a dot and a plain load: its own S (3) wins over the
+    variant's (2); the operands get swizzled rings sharing bytes with the epilogue scratch, the
+    plain load an unswizzled ring above them; one commit group per stage for all three."""
+    out = variant("matmul_rowsum_s3", "ttgir")["ttgir"]
+    assert count("ttg.async_copy_global_to_local", out) == 9 and count("tt.load", out) == 0
+    rings = re.findall(rb'"ttg.local_alloc"\(\) \{allocation\.offset = (\d+) : i32\} : \(\) -> !ttg\.memdesc<([0-9x]+)xf', out)
+    assert rings == [(b"0", b"2x64x32"), (b"8192", b"2x32x64"), (b"16384", b"2x64")]
+    assert b"!ttg.memdesc<2x64xf32, #ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>" in out
+    assert re.findall(rb'"ttg.async_wait"\([^)]*\) \{num = (\d+) : i32\}', out) == [b"1", b"0"]
+
+
 TRITON_DOT = """
 import importlib.util, json, re, sys
 import triton

@@ -203,3 +203,21 @@ def test_matmul_pipelined_loop_nested_in_tile_loop(torch, lib, v, tiles, tail):
     torch.cuda.synchronize()
     ref = (a.double() @ b.double()).float()
     assert torch.equal(out, ref), f"{(out != ref).sum().item()} of {out.numel()} differ"
+
+
+@pytest.mark.parametrize("tiles", [1, 2, 3, 4])
+@pytest.mark.parametrize("v", _ids(("matmul_rowsum_kernel",)))
+def test_range_loop_with_dot_and_other_load(torch, lib, v, tiles):
+    """C = A @ B + rowsum(R) through one loop with swizzled dot rings and a plain ring: bit-exact
+    (small integers; R integer-valued fp32)."""
+    c = v["constexprs"]
+    M, N, K = c["BM"], c["BN"], tiles * c["BK"] - 16
+    gen = torch.Generator(device="cuda").manual_seed(tiles)
+    a = torch.randint(-2, 3, (M, K), device="cuda", generator=gen).half()
+    b = torch.randint(-2, 3, (K, N), device="cuda", generator=gen).half()
+    r = torch.randint(-8, 9, (tiles, M), device="cuda", generator=gen).float()
+    out = torch.full((M, N), float("nan"), device="cuda")
+    lib.variant(v["variant"])[(1,)](a, b, out, r, M, N, K, K, N)
+    torch.cuda.synchronize()
+    ref = (a.double() @ b.double() + r.double().sum(0)[:, None]).float()
+    assert torch.equal(out, ref), f"{(out != ref).sum().item()} of {out.numel()} differ"

@@ -248,3 +248,26 @@ def matmul_persistent_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk,
         offs_cn = pid_n * BN + tl.arange(0, BN)
         tl.store(c_ptr + stride_cm * offs_cm[:, None] + offs_cn[None, :], acc,
                  mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
+@triton.jit
+def matmul_rowsum_kernel(a_ptr, b_ptr, c_ptr, r_ptr, M, N, K, stride_am, stride_bk,
+                         BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, STAGES: tl.constexpr):
+    """C = A @ B + rowsum(R) for one BM x BN tile, the K loop a tl.range(num_stages=STAGES) (it
+    wins over the variant's num_stages) holding a dot and another load: the dot operands get
+    swizzled rings, R's rows (r[k * BM + m]) a plain one."""
+    offs_m = tl.arange(0, BM)
+    offs_n = tl.arange(0, BN)
+    offs_k = tl.arange(0, BK)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :]
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :]
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    rs = tl.zeros((BM,), dtype=tl.float32)
+    for k in tl.range(0, tl.cdiv(K, BK), num_stages=STAGES):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BK, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BK, other=0.0)
+        acc = tl.dot(a, b, acc)
+        rs += tl.load(r_ptr + k * BM + offs_m)
+        a_ptrs += BK
+        b_ptrs += BK * stride_bk
+    tl.store(c_ptr + offs_m[:, None] * BN + offs_n[None, :], acc + rs[:, None])

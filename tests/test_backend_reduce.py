@@ -102,6 +102,9 @@ def test_triton_accepts_our_ttgir_and_agrees_on_shared_memory(name, tmp_path):
     triton_python()  # skip before building when no Triton can be found
     from ttbuild.errors import NotSupportedYet
 
+    if "tf32x3" in name:
+        pytest.skip("Triton splits tf32x3 dots into three tf32 dots (F32DotTC) before layouts; its verifier "
+                    "rejects an MMA-encoded tf32x3 tt.dot, which ours keeps and splits in LLIR")
     try:
         g = built(name)["ttgir"]
     except NotSupportedYet as e:

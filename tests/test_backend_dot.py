@@ -203,3 +203,16 @@ def test_triton_accepts_our_ttgir(tmp_path):
         ours = _count(variant(name)["ptx"], r"mma\.sync\.aligned")
         if "fma" not in name:
             assert got[path] == ours, (name, got[path], ours)
+
+
+def test_loop_invariant_operand_staged_once_before_the_loop(tmp_path):
+    """Attention's Q (loaded before the loop) is written to shared memory once, before scf.for;
+    K^T and V tiles are staged inside the loop."""
+    checks = """
+CHECK: "ttg.local_alloc"{{.*}} -> !ttg.memdesc<64x64xf16
+CHECK: "scf.for"
+CHECK: "ttg.local_alloc"
+CHECK: "ttg.local_alloc"
+CHECK: "scf.yield"
+"""
+    filecheck(variant("dot_chain_64x32x64_w4", "ttgir")["ttgir"], checks, tmp_path)

@@ -5,8 +5,8 @@ Per dot, as Triton 3.6 spells it (lib/Dialect/TritonGPU/Transforms/AccelerateMat
 - result `#ttg.nvidia_mma<{versionMajor = 2, versionMinor = 0, warpsPerCTA, instrShape = [16, 8]}>`
   with warpsPerCTA from `warps_per_tile` (Triton's warpsPerTileV2; chained dots, as in
   attention, put all warps along M; rank 3 puts them on the batch dimension);
-- each operand: `ttg.local_alloc` of the blocked value (right after its definition when that is
-  in the dot's block) into `#ttg.swizzled_shared` (mma_layout.for_operand: Triton's vec /
+- each operand: `ttg.local_alloc` of the blocked value (right after its definition, so a
+  loop-invariant operand is staged once, before the loop) into `#ttg.swizzled_shared` (mma_layout.for_operand: Triton's vec /
   perPhase / maxPhase, so ldmatrix rows fall in distinct banks), then `ttg.local_load` into
   `#ttg.dot_op<{opIdx, parent = #mma, kWidth = 32 / element bits}>` just before the dot;
 - the accumulator: when it is a loop-carried value used only by the dot and the dot's result
@@ -130,9 +130,10 @@ def _stage_operand(dot, idx: int, mma: NvidiaMma) -> None:
     src = parse_layout(mu.encoding_str(v.type))
     k_width = max(1, 32 // mu.elem_bits(elem))
     shared = for_operand(idx, shape, src.order, mu.elem_bits(elem), k_width)
+    # Right after the definition, also when that is outside the dot's loop (attention's Q): the
+    # tile is then written once, not every iteration (Triton hoists it the same way).
     owner = v.owner if isinstance(v, ir.OpResult) else None
-    same_block = owner is not None and owner.operation.block == dot.operation.block
-    ip = ir.InsertionPoint.after(owner) if same_block else ir.InsertionPoint(dot)
+    ip = ir.InsertionPoint.after(owner) if owner is not None else ir.InsertionPoint(dot)
     with ip:
         alloc = ir.Operation.create("ttg.local_alloc", results=[_memdesc_type(shape, elem, shared)],
                                     operands=[v], loc=dot.location)

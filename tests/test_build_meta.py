@@ -24,12 +24,24 @@ def _docs(proj):
             for v in load_variants(proj.kernels) if v.until == "cubin"}
 
 
-def test_until_variants_have_no_lib_entry(built):
-    partial = [v for v in load_variants(built.kernels) if v.until != "cubin"]
-    assert partial, "kernels/ should list a variant with `until` (matmul stops before llir)"
+def test_until_variants_have_no_lib_entry(fresh_project):
+    """A variant that stops early (`until = "ttgir"`) gets its stage outputs but no lib/ entry,
+    next to one built through cubin."""
+    proj = fresh_project("real")
+    vt = proj.kernels / "variants.toml"
+    blocks = vt.read_text().split("[[variant]]")
+    keep = [b for b in blocks if 'name = "matmul_fp16_leaky_relu_64x64x32"' in b or 'name = "dropout_1024"' in b]
+    keep = [b.rstrip() + ('\nuntil = "ttgir"\n' if "matmul" in b else "\n") for b in keep]
+    vt.write_text("".join("[[variant]]" + b for b in keep))
+    run = proj.doit()
+    assert run.rc == 0, run.text[-3000:]
+    partial = [v for v in load_variants(proj.kernels) if v.until != "cubin"]
+    assert [v.name for v in partial] == ["matmul_fp16_leaky_relu_64x64x32"]
     for v in partial:
-        assert not (built.artifacts / "lib" / f"{v.name}.json").exists(), v.name
-        assert not (built.artifacts / "lib" / f"{v.name}.cubin").exists(), v.name
+        assert not (proj.artifacts / "lib" / f"{v.name}.json").exists(), v.name
+        assert not (proj.artifacts / "lib" / f"{v.name}.cubin").exists(), v.name
+    assert (proj.artifacts / "lib" / "dropout_1024.cubin").exists()
+    assert list((proj.artifacts / "ttgir").rglob("matmul_kernel.ttgir"))
 
 
 def test_every_variant_has_metadata_and_cubin(built):

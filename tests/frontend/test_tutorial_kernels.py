@@ -1,9 +1,8 @@
-"""The frontend's kernels in kernels/ (tutorial 04 dropout, cumsum, argmax, tutorial 03 matmul): their variants build, dropout computes Triton's mask, and matmul stops where the backend stops (tt.dot) with a located "not supported yet"."""
+"""The frontend's kernels in kernels/ (tutorial 04 dropout, cumsum, argmax, tutorial 03 matmul): their variants build, dropout computes Triton's mask, and matmul builds through LLIR on tensor cores, and an op the backend lacks (a rank-3 fp64 tt.dot) stops the build with a located "not supported yet"."""
 
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 import sys
 import tomllib
@@ -12,8 +11,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ttbuild.errors import NotSupportedYet
-from ttbuild.frontend.locs import locate
 from ttbuild.stages import llir, parse, ttgir, ttir
 
 import ttir_eval  # noqa: E402  (tests/frontend is on sys.path)
@@ -69,41 +66,36 @@ def test_dropout_keeps_exactly_where_triton_rand_exceeds_p(p):
     assert 0.2 < keep[:n].mean() < 0.9
 
 
-def _dot_line() -> int:
-    lines = (KERNELS / "matmul.py").read_text().splitlines()
-    return next(i for i, l in enumerate(lines, 1) if "tl.dot(" in l)
-
-
 @pytest.mark.parametrize("name", [v["name"] for v in VARIANTS if v["kernel"] == "matmul_kernel"])
-def test_matmul_past_its_until_stage_names_tt_dot_and_its_line(name):
+def test_matmul_builds_through_llir_on_tensor_cores(name):
     v = next(v for v in VARIANTS if v["name"] == name)
-    assert v["until"] == "ttgir"
-    out = stages(v, "ttgir")
-    assert '"tt.dot"' in out["ttgir"].decode()
-    with pytest.raises(NotSupportedYet) as e:
-        stages(v, "llir")
-    located = locate(e.value, out["loc"])
-    assert located.message == f"not supported yet: tt.dot at matmul.py:{_dot_line()} in stage llir"
-    assert "accumulator = tl.dot(a, b, accumulator)" in str(located)
+    assert "until" not in v
+    out = stages(v, "llir")
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in out["llir"].decode()
 
 
-def test_build_without_until_reports_tt_dot_location(tmp_path):
+BATCHED_F64 = """import triton
+import triton.language as tl
+
+
+@triton.jit
+def bdot(a_ptr, c_ptr):
+    o = tl.arange(0, 16)
+    a = tl.load(a_ptr + o[:, None, None] * 256 + o[None, :, None] * 16 + o[None, None, :])
+    c = tl.dot(a, a)
+    tl.store(c_ptr + o[:, None, None] * 256 + o[None, :, None] * 16 + o[None, None, :], c)
+"""
+
+
+def test_build_reports_unsupported_dot_location(tmp_path):
     lib = tmp_path / "kernels"
     lib.mkdir()
-    shutil.copy(KERNELS / "matmul.py", lib)
-    block = next(v for v in VARIANTS if v["kernel"] == "matmul_kernel")
-    lines = ["[[variant]]"] + [f"{k} = {_toml(val)}" for k, val in block.items() if k != "until"]
-    (lib / "variants.toml").write_text("\n".join(lines) + "\n")
+    (lib / "bdot.py").write_text(BATCHED_F64)
+    (lib / "variants.toml").write_text('[[variant]]\nname = "bdot"\nfile = "bdot.py"\nkernel = "bdot"\n'
+                                      'signature = "*fp64:16,*fp64:16"\nnum_warps = 4\n')
     proc = subprocess.run([sys.executable, "-m", "ttbuild", "build", str(lib), "-o", str(tmp_path / "art"),
                            "--cache", "off"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0
-    assert re.search(rf"not supported yet: tt\.dot at matmul\.py:{_dot_line()} in stage llir", proc.stdout + proc.stderr), \
-        proc.stdout[-3000:] + proc.stderr[-3000:]
-
-
-def _toml(v):
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{k} = {_toml(x)}" for k, x in v.items()) + " }"
-    if isinstance(v, str):
-        return f'"{v}"'
-    return str(v).lower() if isinstance(v, bool) else str(v)
+    line = BATCHED_F64.splitlines().index("    c = tl.dot(a, a)") + 1
+    assert re.search(rf"not supported yet: rank-3 tt\.dot without tensor cores .* at bdot\.py:{line} in stage llir",
+                     proc.stdout + proc.stderr), proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 6
+VERSION = 9  # 9: tensor cores (mma.sync, dot pipelining)
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:
@@ -19,4 +19,6 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
 
     opts = stage_options("llir", options)
     text = lower(inputs["ttgir"], fp_fusion=opts.enable_fp_fusion)
-    return {"llir": llvm.optimize(text, opts.arch, opts.enable_fp_fusion).encode()}
+    # kernels with tensor cores use 32-bit shared pointers (nvptx.llvm.target_machine), as Triton
+    short = b'"tt.dot"' in inputs["ttgir"]
+    return {"llir": llvm.optimize(text, opts.arch, opts.enable_fp_fusion, short_ptr=short).encode()}

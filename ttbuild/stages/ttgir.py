@@ -1,20 +1,22 @@
-"""Stage ttgir: TTIR -> TTGIR, giving every tensor a `#ttg.blocked`/`#ttg.slice` encoding (converts where needed), pipelining `tl.range(num_stages=S)` loops, and the module its ttg attributes."""
+"""Stage ttgir: TTIR -> TTGIR, giving every tensor a `#ttg.blocked`/`#ttg.slice` encoding (converts where needed), tt.dot tensor-core encodings (`#ttg.nvidia_mma` v2, `#ttg.dot_op`, `#ttg.swizzled_shared`), pipelining `tl.range(num_stages=S)` loops, and the module its ttg attributes."""
 
 from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 6
+VERSION = 9  # 9: tensor cores (mma.sync, dot pipelining)
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:
     """inputs: {"ttir": generic-form TTIR}; options: num_warps, num_ctas, num_stages, target
     ("cuda:90"). Returns {"ttgir": generic-form TTGIR} (docs/CONTRACTS.md, "TTIR and TTGIR").
 
+    Every tt.dot gets mma.sync encodings (ttbuild.backend.ttgir.accelerate_matmul) or, where no mma
+    shape applies (fp64, fp32 with input_precision="ieee"), FMA operand encodings.
     Loops that carry `tt.num_stages` (from `tl.range(..., num_stages=S)`) get their global loads
-    pipelined through cp.async (ttbuild.backend.ttgir.pipeline). The `num_stages` option itself is, in
-    Triton, the default for loops holding a `tt.dot`, which this backend does not lower: it is
-    recorded in the metadata and changes nothing in the output.
+    pipelined through cp.async (ttbuild.backend.ttgir.pipeline). The `num_stages` option is, as in
+    Triton, the default for loops holding a `tt.dot`: their operand loads go through cp.async
+    into (num_stages - 1)-slot swizzled rings that the dot operands' local_loads read.
 
     Raises CompilationError when the TTIR does not parse, an option is invalid
     (`ttbuild.options.Options`) or num_ctas != 1 (not supported yet).
@@ -31,7 +33,7 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     ctx = mu.new_context()
     with ctx, mu.ir.Location.unknown(ctx):
         module = mu.parse_module(inputs["ttir"], ctx, "ttir")
-        shared = run_passes(module, num_warps)  # coalesce, pipeline, then allocation
+        shared = run_passes(module, opts)  # coalesce, accelerate_matmul, pipeline, then allocation
         i32 = mu.ir.IntegerType.get_signless(32)
         attrs = module.operation.attributes
         attrs["ttg.num-ctas"] = mu.ir.IntegerAttr.get(i32, num_ctas)

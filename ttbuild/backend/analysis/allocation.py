@@ -10,6 +10,7 @@ The pipeliner's `ttg.local_alloc` buffers (ttbuild.backend.ttgir.pipeline) are l
 loop, while scratch users inside that loop come and go: `allocate` places them one after
 another above the scratch (16-byte aligned, as cp.async.cg needs), so they never overlap it or
 each other, and writes each offset on its op as `allocation.offset` (Triton's attribute name).
+Dot-operand rings sit above the scratch of their loop only (see `allocate`).
 """
 
 from __future__ import annotations
@@ -95,8 +96,18 @@ def module_bytes(module, num_warps: int = 4) -> int:
     """`ttg.shared` of a TTGIR module: the largest shared-memory user (reduce or convert_layout)."""
     best = 0
     for func in module.body.operations:
+        for region in func.regions:
+            for blk in region.blocks:
+                best = max(best, ops_bytes(blk.operations, num_warps))
+    return best
+
+
+def ops_bytes(ops, num_warps: int = 4) -> int:
+    """The largest scratch user among `ops` and the ops nested in them (see module_bytes)."""
+    best = 0
+    for top in ops:
         # combiner regions of tt.reduce / tt.scan hold scalars: no shared-memory users inside
-        for op in walk(func, skip_regions_of=SCALAR_REGIONS):
+        for op in [top.operation, *walk(top, skip_regions_of=SCALAR_REGIONS)]:
             name = op.name
             if name == "tt.reduce":
                 src = op.operands[0]
@@ -130,15 +141,59 @@ def _trans_in_registers(op) -> bool:
     return parse_layout(mu.encoding_str(op.results[0].type)) == transposed(src, trans_order(op))
 
 
+def buffer_bytes(alloc) -> int:
+    """Bytes of a `ttg.local_alloc`'s buffer (its memdesc's shape times the element size)."""
+    m = re.match(r"!ttg\.memdesc<([0-9x]+)x([a-zA-Z0-9]+),", str(alloc.results[0].type))
+    shape = [int(s) for s in m.group(1).split("x")]
+    return prod(shape) * mu.elem_bits(m.group(2)) // 8
+
+
 def buffers(module) -> list:
     """Every `ttg.local_alloc` of the module with its byte size: [(op, bytes)] in program order."""
+    return [(op, buffer_bytes(op)) for func in module.body.operations
+            for op in walk(func) if op.name == "ttg.local_alloc"]
+
+
+def feeds_dot(ring) -> bool:
+    """Whether a ring's slots are read into `#ttg.dot_op` (a dot-operand ring)."""
+    for use in ring.results[0].uses:
+        view = use.owner
+        if view.name != "ttg.memdesc_index":
+            continue
+        for u in view.results[0].uses:
+            if u.owner.name == "ttg.local_load" and mu.encoding_str(u.owner.results[0].type).startswith("#ttg.dot_op<"):
+                return True
+    return False
+
+
+def ring_groups(module) -> list:
+    """[(rings, live ops)]: the dot-operand rings of each pipelined loop (a `ttg.local_alloc`
+    without operand whose `ttg.local_dealloc` is in the same block) and the ops of that block
+    from the first ring's alloc to the last one's dealloc (while any of them is live)."""
     out = []
-    for func in module.body.operations:
-        for op in walk(func):
-            if op.name == "ttg.local_alloc":
-                m = re.match(r"!ttg\.memdesc<([0-9x]+)x([a-zA-Z0-9]+),", str(op.results[0].type))
-                shape = [int(s) for s in m.group(1).split("x")]
-                out.append((op, prod(shape) * mu.elem_bits(m.group(2)) // 8))
+    blocks = [blk for func in module.body.operations for op in [func.operation, *walk(func)]
+              for region in op.regions for blk in region.blocks]
+    for block in blocks:
+        ops = list(block.operations)
+        pos = {op.operation: i for i, op in enumerate(ops)}
+        spans = []
+        for i, op in enumerate(ops):
+            if op.operation.name != "ttg.local_alloc" or len(op.operands) or not feeds_dot(op):
+                continue
+            ends = [pos[u.owner] for u in op.results[0].uses
+                    if u.owner.name == "ttg.local_dealloc" and u.owner in pos]
+            if ends:
+                spans.append((i, max(ends), op))
+        group, lo, hi = [], None, None
+        for i, j, op in spans + [(None, None, None)]:
+            if group and (i is None or i > hi):
+                out.append((group, ops[lo:hi + 1]))
+                group = []
+            if i is None:
+                break
+            lo = i if not group else lo
+            hi = j if not group else max(hi, j)
+            group.append(op)
     return out
 
 
@@ -147,15 +202,34 @@ def _align(n: int, a: int = 16) -> int:
 
 
 def allocate(module, num_warps: int = 4) -> int:
-    """Place every `ttg.local_alloc` above the scratch (`allocation.offset = <bytes> : i32` on
-    the op) and return `ttg.shared`: scratch + buffers, in bytes (0 when neither exists)."""
+    """Place every `ttg.local_alloc` (`allocation.offset = <bytes> : i32` on the op) and return
+    `ttg.shared` in bytes (0 when nothing uses shared memory).
+
+    The dot-operand rings of a pipelined loop (ttbuild.backend.ttgir.pipeline) are live only from their
+    local_alloc to their local_dealloc: they go right above the scratch of the ops in that range,
+    so they may share bytes with scratch used before or after the loop (the epilogue's
+    convert_layout of the accumulator), as Triton's liveness-based allocation lets them; the
+    LLIR keeps that safe (a bar.sync before the first copy when shared memory was read, and after
+    `async_wait {num = 0}` before the next scratch write). Every other buffer goes above all of
+    that, one after another (16-byte aligned)."""
     top = module_bytes(module, num_warps)
     bufs = buffers(module)
     if not bufs:
         return top
     i32 = mu.ir.IntegerType.get_signless(32)
-    top = _align(top)
+    shared, placed = top, []
+    for group, live_ops in ring_groups(module):
+        at = _align(ops_bytes(live_ops, num_warps))
+        for op in group:
+            op.operation.attributes["allocation.offset"] = mu.ir.IntegerAttr.get(i32, at)
+            at = _align(at + buffer_bytes(op))
+            placed.append(op.operation)
+        shared = max(shared, at)
+    top = _align(shared)
     for op, size in bufs:
+        if any(op.operation == p for p in placed):  # (Operation compares by identity of the op)
+            continue
         op.operation.attributes["allocation.offset"] = mu.ir.IntegerAttr.get(i32, top)
         top = _align(top + size)
-    return top
+        shared = top
+    return shared

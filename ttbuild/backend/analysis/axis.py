@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from math import gcd
 
 from ttbuild.backend import mlir_util as mu
-from ttbuild.optraits import walk
 from ttbuild.registry import Registry, RuleSet, build
 
 MAX_DIV = 1 << 30  # what "divisible by everything" (the value 0) is capped to
@@ -39,6 +38,17 @@ class AxisInfo:
         return cls((1,) * max(rank, 1), (1,) * max(rank, 1), (1,) * max(rank, 1))
 
 
+MAX_ROUNDS = 32
+
+
+def join(a: AxisInfo, b: AxisInfo) -> AxisInfo:
+    """What holds for a value that is either `a` or `b` (Triton AxisInfo::join): gcd per dimension,
+    the constant only when both agree."""
+    g = lambda x, y: tuple(gcd(p, q) for p, q in zip(x, y))
+    return AxisInfo(g(a.contiguity, b.contiguity), g(a.divisibility, b.divisibility),
+                    g(a.constancy, b.constancy), a.value if a.value == b.value else None)
+
+
 def _shape(v):
     s = mu.shape_of(v.type)
     return s if s else (1,)
@@ -55,8 +65,11 @@ def vector_elems(ptr_value, axis: AxisAnalysis, order0: int) -> int:
 
 class AxisAnalysis:
     """Runs once over a function body in program order, nested regions included; `info(value)`
-    answers. Loop-carried values (scf.for iter_args and results) get the pessimistic answer; the
-    induction variable of `scf.for lb, ub, step` is divisible by gcd(div(lb), div(step))."""
+    answers. The induction variable of `scf.for lb, ub, step` is divisible by gcd(div(lb),
+    div(step)); a loop-carried value (scf.for iter_arg, and the loop's result) gets the join of its
+    initial value and what the body yields, iterated to a fixpoint (Triton's AxisInfoAnalysis is
+    a dataflow analysis that joins them the same way), so `ptrs += BLOCK_K * stride` keeps the
+    contiguity and divisibility of the initial pointers."""
 
     def __init__(self, func_op):
         self._info: dict = {}
@@ -70,12 +83,45 @@ class AxisAnalysis:
                 if "tt.divisibility" in d:
                     div = mu.int_attr(d["tt.divisibility"])
             self._info[self._key(arg)] = AxisInfo((1,), (div,), (1,))
-        for op in walk(func_op):  # program order, parents (and a loop's induction variable) first
+        self._walk(block)
+
+    def _walk(self, block):
+        # A structured walk, not optraits.walk: a loop body is re-walked until its iter_args'
+        # info reaches a fixpoint (_for), which a flat pre-order list cannot express.
+        for op in block.operations:
             self._visit(op)
-            if op.name == "scf.for" and len(op.regions[0].blocks):
-                iv = op.regions[0].blocks[0].arguments[0]
-                lb, step = self.info(op.operands[0]), self.info(op.operands[2])
-                self._set(iv, AxisInfo((1,), (gcd(lb.divisibility[0], step.divisibility[0]),), (1,)))
+            if op.operation.name == "scf.for" and len(op.regions[0].blocks):
+                self._for(op)
+                continue
+            for region in op.regions:
+                for blk in region.blocks:
+                    self._walk(blk)
+
+    def _for(self, op):
+        """Body of an scf.for walked until its iter_args' info stops changing (each round can
+        only lower contiguity/divisibility/constancy, so a few rounds do; after MAX_ROUNDS the
+        iter_args fall back to unknown), then the loop results get the iter_args' info."""
+        body = op.regions[0].blocks[0]
+        iv, args = body.arguments[0], list(body.arguments)[1:]
+        lb, step = self.info(op.operands[0]), self.info(op.operands[2])
+        self._set(iv, AxisInfo((1,), (gcd(lb.divisibility[0], step.divisibility[0]),), (1,)))
+        cur = [self.info(x) for x in list(op.operands)[3:]]
+        for _ in range(MAX_ROUNDS):
+            for a, i in zip(args, cur):
+                self._set(a, i)
+            self._walk(body)
+            yielded = list(list(body.operations)[-1].operands)
+            new = [join(c, self.info(y)) for c, y in zip(cur, yielded)]
+            if new == cur:
+                break
+            cur = new
+        else:
+            cur = [AxisInfo.unknown(len(_shape(a))) for a in args]
+            for a, i in zip(args, cur):
+                self._set(a, i)
+            self._walk(body)
+        for r, i in zip(op.results, cur):
+            self._set(r, i)
 
     @staticmethod
     def _key(v):
@@ -175,6 +221,8 @@ def _subi(op, shape, ins):
 def _muli(op, shape, ins):
     a, b = ins
     rank = len(shape)
+    if b.value == 1 or a.value == 1:
+        return a if b.value == 1 else b  # x * 1 is x (a unit stride keeps the pointer runs)
     # Only every element's divisibility multiplies: a run's later elements break the rule.
     da = [a.divisibility[d] if a.contiguity[d] == 1 else 1 for d in range(rank)]
     db = [b.divisibility[d] if b.contiguity[d] == 1 else 1 for d in range(rank)]
@@ -184,6 +232,23 @@ def _muli(op, shape, ins):
     const = tuple(gcd(a.constancy[d], b.constancy[d]) for d in range(rank))
     value = a.value * b.value if a.value is not None and b.value is not None else None
     return AxisInfo(contig, div, const, value)
+
+
+@_rule("arith.remsi", "arith.remui")
+def _rem(op, shape, ins):
+    """x % c with c the same along d (a splat): a run of x whose start is a multiple of g =
+    gcd(div x, div c) can only wrap at a multiple of c, hence of g, so runs of gcd(run, g) stay
+    contiguous, and their starts multiples of g (Triton's RemOp rule; offsets are taken as
+    non-negative, as Triton does: `(pid * BN + arange(0, BN)) % N`)."""
+    a, b = ins
+    rank = len(shape)
+    contig, div = [], []
+    for d in range(rank):
+        g = gcd(a.divisibility[d], b.divisibility[d])
+        contig.append(gcd(a.contiguity[d], g) if b.constancy[d] == shape[d] else 1)
+        div.append(g)
+    const = tuple(gcd(a.constancy[d], b.constancy[d]) for d in range(rank))
+    return AxisInfo(tuple(contig), tuple(div), const)
 
 
 @_rule("arith.cmpi", "arith.cmpf")
@@ -206,7 +271,7 @@ def _cmp(op, shape, ins):
 @_rule("arith.andi", "arith.ori", "arith.xori", "arith.select", "arith.addf", "arith.subf",
        "arith.mulf", "arith.divf", "arith.extf", "arith.truncf", "arith.sitofp", "arith.fptosi",
        "arith.uitofp", "arith.fptoui", "arith.negf", "arith.maximumf", "arith.minimumf",
-       "arith.maxnumf", "arith.minnumf", "arith.extsi", "arith.extui", "arith.trunci",
+       "arith.maxnumf", "arith.minnumf",
        "arith.bitcast", "math.exp", "math.log", "math.sqrt", "math.absf")
 def _elementwise(op, shape, ins):
     rank = len(shape)
@@ -238,8 +303,10 @@ def _broadcast(op, shape, ins):
     return AxisInfo(tuple(contig), tuple(div), tuple(const), a.value)
 
 
-@_rule("ttg.convert_layout")
+@_rule("ttg.convert_layout", "arith.extsi", "arith.extui", "arith.trunci")
 def _convert(op, shape, ins):
+    """Integer casts keep runs and divisibility (Triton's CastOpAxisInfoVisitor): block
+    pointers index in i64 from i32 ranges."""
     return ins[0]
 
 

@@ -157,6 +157,9 @@ def parse_layout(text: str) -> "Blocked | Slice":
     """`#ttg.blocked<...>` or `#ttg.slice<{dim = d, parent = ...}>` (nested) -> the dataclass;
     ValueError for other encodings."""
     text = text.strip()
+    if text.startswith(("#ttg.nvidia_mma<", "#ttg.dot_op<")):
+        from ttbuild.backend.analysis import mma_layout  # tensor-core encodings (imports this module)
+        return mma_layout.parse(text)
     if text.startswith("#ttg.slice<"):
         m = re.match(r"#ttg\.slice<\{\s*dim\s*=\s*(\d+)\s*,\s*parent\s*=\s*(.*)\}>$", text, re.S)
         if not m:

@@ -143,6 +143,33 @@ _elementwise(["math.exp"], _approx("llvm.nvvm.ex2.approx.f", 1.0 / math.log(2.0)
 # tl.randn's Box-Muller log must round as Triton's __nv_logf does for bit-identical output.
 
 
+def fp8_bits(v: float, elem: str) -> int:
+    """A float rounded to nearest even as an fp8 byte: e5m2 (bias 15, IEEE-like) or e4m3fn
+    (bias 7, no infinities, saturating at 448), per the OCP FP8 formats."""
+    import math
+    import struct
+    if elem == "f8E5M2":
+        h = struct.unpack("<H", struct.pack("<e", v))[0]
+        return ((h + 0x7F + ((h >> 8) & 1)) >> 8) & 0xFF
+    sign = 0x80 if math.copysign(1.0, v) < 0 else 0
+    a = abs(v)
+    if a != a:
+        return sign | 0x7F
+    if a == 0:
+        return sign
+    m, e = math.frexp(a)           # a = m 2^e, 0.5 <= m < 1
+    exp = e - 1 + 7
+    if exp < 1:                    # subnormal: multiples of 2^-9
+        q = round(a / 2.0 ** -9)
+        return sign | q if q < 8 else sign | 0x08
+    q = round((2 * m - 1) * 8)
+    if q == 8:
+        exp, q = exp + 1, 0
+    if exp > 15 or (exp == 15 and q > 6):
+        return sign | 0x7E         # saturate to 448
+    return sign | (exp << 3) | q
+
+
 @rule("arith.constant")
 def constant(ctx, op):
     """Scalars and splat dense tensors; a non-splat dense tensor is not supported yet."""
@@ -156,7 +183,10 @@ def constant(ctx, op):
             from ttbuild.errors import NotSupportedYet
             raise NotSupportedYet("arith.constant (non-splat dense)", None, "llir")
         attr = dense.get_splat_value()
-    if isinstance(t, ir.IntType):
+    elem = mu.elem_str(res.type)
+    if elem in ("f8E4M3FN", "f8E5M2"):  # fp8 lives in bytes (context.llvm_type)
+        c = ir.Constant(t, fp8_bits(mu.ir.FloatAttr(attr).value, elem))
+    elif isinstance(t, ir.IntType):
         v = mu.ir.IntegerAttr(attr).value
         c = ir.Constant(t, v & ((1 << t.width) - 1))
     else:

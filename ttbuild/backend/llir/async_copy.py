@@ -2,7 +2,8 @@
 
 A buffer lives in the kernel's dynamic shared memory at the `allocation.offset` the ttgir stage
 wrote (ttbuild.backend.analysis.allocation.allocate); slots are row-major with the shared encoding's `order`
-fastest-first (`#ttg.swizzled_shared` with vec = perPhase = maxPhase = 1: no swizzle). A memdesc
+fastest-first (`#ttg.swizzled_shared` with vec = perPhase = maxPhase = 1: no swizzle), except
+the slots of a dot-operand ring, laid out by their XOR swizzle (llir.dot.swizzled_offset). A memdesc
 lowers to a Python `MemDesc` (a shared pointer plus its shape), never to an SSA value that
 crosses a loop: the pipeliner carries slot indices, and tokens lower to a dummy i32.
 
@@ -26,35 +27,14 @@ from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.allocation import elem_bytes
 from ttbuild.backend.analysis.axis import vector_elems
 from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
+from ttbuild.backend.llir import dot  # tensor-core operand tiles: register-sourced allocs, dot_op loads, the swizzle
 from ttbuild.backend.llir.memory import load_words  # the predicated scalar load
+from ttbuild.backend.llir.smem import MemDesc, parse_memdesc
 from ttbuild.errors import CompilationError
 from ttbuild.registry import RuleSet
 
 RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the table
 rule = RULES.rule
-
-_MEMDESC = re.compile(r"!ttg\.memdesc<([0-9x]+)x([a-zA-Z0-9]+),.*?order\s*=\s*\[([0-9,\s]*)\]")
-
-
-@dataclass(frozen=True)
-class MemDesc:
-    """A shared-memory view: `ptr` (i8 addrspace(3)*) to element 0, its shape, element type and
-    the order of its last len(order) dimensions (fastest first)."""
-    ptr: ir.Value
-    shape: tuple[int, ...]
-    elem: str
-    order: tuple[int, ...]
-
-
-def parse_memdesc(t) -> tuple[tuple[int, ...], str, tuple[int, ...]]:
-    """`!ttg.memdesc<2x256xf32, #ttg.swizzled_shared<{..., order = [0]}>, ...>` ->
-    ((2, 256), 'f32', (0,)). Raises CompilationError for other spellings."""
-    m = _MEMDESC.match(str(t))
-    if not m:
-        raise CompilationError(f"unsupported shared-memory descriptor {t}", stage="llir")
-    order = tuple(int(x) for x in m.group(3).split(",") if x.strip())
-    return tuple(int(s) for s in m.group(1).split("x")), m.group(2), order
-
 
 def _strides(shape, order) -> list[int]:
     """Row-major strides (elements) of a tile whose dimensions order[0], order[1], ... are
@@ -100,7 +80,11 @@ def _shares_elements(ctx, layout, shape) -> bool:
 
 
 @rule("ttg.local_alloc")
-def local_alloc(ctx, op):
+def local_alloc(ctx, op, src=None):
+    """A buffer at its `allocation.offset`; with a register operand (accelerate_matmul's dot
+    operand tiles) the tile is stored through its XOR swizzle (llir.dot.local_alloc_from)."""
+    if src is not None:
+        return dot.local_alloc_from(ctx, op, src)
     attrs = op.operation.attributes  # discardable attributes (mu.props reads properties)
     if "allocation.offset" not in attrs:
         raise CompilationError("ttg.local_alloc without allocation.offset (run analysis.allocation.allocate)", stage="llir")
@@ -134,37 +118,80 @@ def async_wait(ctx, op, *tokens):
     attrs = op.operation.attributes
     num = mu.int_attr(attrs["num"] if "num" in attrs else mu.props(op)["num"])
     _asm(ctx, f"cp.async.wait_group {num};", "~{memory}", [])
+    if num == 0:
+        # Dot-operand rings may share bytes with scratch used after the loop: the next scratch
+        # write must wait until every thread's copies have landed (a bar.sync after this wait).
+        ctx.after_smem_read()
     return ir.Constant(I32, 0)
+
+
+def _dot_ring(view) -> bool:
+    """Whether the slot `view` (a ttg.memdesc_index of a ring) belongs to a ring whose slots are
+    read into `#ttg.dot_op`: threads then read elements other threads copied."""
+    if not isinstance(view, mu.ir.OpResult) or view.owner.name != "ttg.memdesc_index":
+        return False
+    for use in view.owner.operands[0].uses:
+        if use.owner.name != "ttg.memdesc_index":
+            continue
+        for u in use.owner.results[0].uses:
+            if u.owner.name == "ttg.local_load" and mu.encoding_str(u.owner.results[0].type).startswith("#ttg.dot_op<"):
+                return True
+    return False
+
+
+def _swizzle(view):
+    """The `#ttg.swizzled_shared` encoding of a dot-operand ring's slot (its reader's layout),
+    else None (row-major slots, read back by the threads that copied them)."""
+    if not _dot_ring(view):
+        return None
+    return dot.shared_layout(view.type)  # the one home of the swizzle
+
+
+def _slot_addr(ctx, desc: MemDesc, sw, index):
+    """Shared pointer of the element at `index` of a slot: row-major, or through the XOR
+    swizzle the slot's reader (ldmatrix) uses."""
+    if sw is None:
+        return _elem_addr(ctx, desc, index)
+    b = ctx.builder
+    return b.gep(desc.ptr, [b.mul(dot.swizzled_offset(b, sw, desc, index), ir.Constant(I32, elem_bytes(desc.elem)))])
 
 
 @rule("ttg.async_copy_global_to_local")
 def async_copy(ctx, op, ptr: TensorVal, desc: MemDesc, mask=None, other=None):
     """Each thread copies its own elements of the tile, chunk by chunk, into the slot at the
     same places `ttg.local_load` reads them back from (so, without shared elements, no thread
-    ever touches another's bytes)."""
+    ever touches another's bytes). Into a swizzled slot (a tensor-core operand ring) the chunks
+    go where the swizzle puts them (at most `vec` elements, which stay contiguous), and since
+    ldmatrix reads other threads' elements, the slot's last reads must be over first
+    (bar.sync when shared memory was read since the last one)."""
     b = ctx.builder
     layout, shape = ptr.layout, ptr.shape
     elem = desc.elem
     eb = elem_bytes(elem)
     o0 = layout.order[0]
+    sw = _swizzle(op.operands[1])
     cap = vector_elems(op.operands[0], ctx.axis, o0)
     if mask is not None:
         cap = gcd(cap, ctx.axis.info(op.operands[2]).constancy[o0])
+    if sw is not None:
+        cap = gcd(cap, sw.vec) if o0 == desc.order[0] else 1
     vec = _vec(layout, shape, min(cap, 16 // eb))
     if _shares_elements(ctx, layout, shape):
         # Threads holding the same element write the same bytes; another thread may still be
         # reading this slot's previous contents (write-after-read across threads).
         ctx.barrier()
+    elif sw is not None:
+        ctx.before_smem_write()
     idx = ctx.indices(layout, shape)
     n = len(ptr.elems)
     nbytes = vec * eb
     if nbytes < 4:
-        _sync_copy(ctx, ptr, desc, mask, idx, elem)
+        _sync_copy(ctx, ptr, desc, mask, idx, elem, sw)
         return ir.Constant(I32, 0)
     kind = "cg" if nbytes == 16 else "ca"
     text = f"cp.async.{kind}.shared.global [ $0 + 0 ], [ $1 + 0 ], {nbytes}, $2;"
     for j in range(0, n, vec):
-        dst = _shared_i32(ctx, _elem_addr(ctx, desc, idx[j]))
+        dst = _shared_i32(ctx, _slot_addr(ctx, desc, sw, idx[j]))
         size = ir.Constant(I32, nbytes)
         if mask is not None:
             size = b.select(mask.elems[j], size, ir.Constant(I32, 0))
@@ -172,24 +199,26 @@ def async_copy(ctx, op, ptr: TensorVal, desc: MemDesc, mask=None, other=None):
     return ir.Constant(I32, 0)
 
 
-def _sync_copy(ctx, ptr, desc, mask, idx, elem):
+def _sync_copy(ctx, ptr, desc, mask, idx, elem, sw=None):
     b = ctx.builder
     ety = llvm_type(elem)
     bits = mu.elem_bits(elem)
     for j, p in enumerate(ptr.elems):
         pred = None if mask is None else mask.elems[j]
         v = load_words(ctx, p, pred, ety, bits, 1, None, [j])[0]
-        b.store(v, b.bitcast(_elem_addr(ctx, desc, idx[j]), ir.PointerType(ety, addrspace=3)))
+        b.store(v, b.bitcast(_slot_addr(ctx, desc, sw, idx[j]), ir.PointerType(ety, addrspace=3)))
 
 
 @rule("ttg.local_load")
 def local_load(ctx, op, desc: MemDesc, token=None):
-    """The thread's elements of the result layout from the view, `vec` at a time (vector
+    """Into `#ttg.dot_op`: ldmatrix fragments (llir.dot.local_load_dot). Otherwise the thread's elements of the result layout from the view, `vec` at a time (vector
     ld.shared up to 16 bytes). cp.async.wait_group has made this thread's own copies visible
     to it (PTX ISA 9.7.9.25.3.3), so when no element is shared between threads (each thread
     reads back exactly what it wrote, same mapping as the copy) no bar.sync is needed; Triton's
     generic membar analysis puts one in regardless. With shared elements a thread may read
     bytes another thread's copy wrote: then all threads must have waited first (bar.sync)."""
+    if mu.encoding_str(op.results[0].type).startswith("#ttg.dot_op<"):
+        return dot.local_load_dot(ctx, op, desc, token)
     b = ctx.builder
     res = op.results[0]
     layout = layout_of(res)

@@ -90,6 +90,9 @@ class Ctx:
     fp_fusion: bool
     env: dict = field(default_factory=dict, compare=False)      # MLIR value -> llvmlite value / TensorVal
     run_block: object = None   # run_block(block, args) -> terminator operands, lowered (emit.py)
+    # Tensor-core kernels compute element indices where they are used (see indices): their
+    # per-thread tiles are large, so hoisting every index to the entry block costs registers.
+    local_indices: bool = False
     _cache: dict = field(default_factory=dict, compare=False)
 
     def smem(self, offset=0) -> ir.Value:
@@ -151,7 +154,12 @@ class Ctx:
         """Per element of this thread, its index along each dimension (i32), per Triton's
         blocked layout: base = (warp coord * threadsPerWarp + lane coord) * sizePerThread;
         a slice layout takes its parent's indices over the shape with 1 inserted at `dim`.
-        Emitted in the entry block (cached), so every region may use them."""
+        Emitted in the entry block (cached), so every region may use them; in functions with
+        tensor cores (`local_indices`, set by emit.lower_function) only the per-thread bases are,
+        and each element's index is added where it is used (hundreds of entry-block values
+        would stay live across the whole kernel and crowd out the mma accumulators)."""
+        if self.local_indices:
+            return self._local_indices(layout, tuple(shape))
         key = ("idx", layout, tuple(shape))
         if key in self._cache:
             return self._cache[key]
@@ -161,8 +169,37 @@ class Ctx:
             self._cache[key] = out
             return out
         with self.builder.goto_block(self.builder.function.entry_basic_block):
-            out = self._blocked_indices(layout, shape)
+            if hasattr(layout, "thread_base"):  # tensor-core layouts (ttbuild.backend.analysis.mma_layout)
+                from ttbuild.backend.llir import mma_index
+                out = mma_index.indices(self, layout, shape)
+            else:
+                out = self._blocked_indices(layout, shape)
         self._cache[key] = out
+        return out
+
+    def _local_indices(self, layout, shape):
+        if isinstance(layout, Slice):
+            d = layout.dim
+            return [t[:d] + t[d + 1:] for t in self._local_indices(layout.parent, layout.parent_shape(shape))]
+        key = ("bases", layout)
+        if key not in self._cache:
+            with self.builder.goto_block(self.builder.function.entry_basic_block):
+                if hasattr(layout, "thread_base"):
+                    from ttbuild.backend.llir import mma_index
+                    self._cache[key] = mma_index.bases(self, layout)
+                else:
+                    self._bases(layout)
+        base = self._cache[key]
+        b = self.builder
+        out = []
+        for off in layout.local_offsets(shape):
+            idx = []
+            for d in range(len(shape)):
+                v = b.add(base[d], ir.Constant(I32, off[d])) if off[d] else base[d]
+                if layout.tile(d) > shape[d]:
+                    v = b.and_(v, ir.Constant(I32, shape[d] - 1))
+                idx.append(v)
+            out.append(tuple(idx))
         return out
 
     def owned(self, layout, shape) -> list | None:

@@ -10,10 +10,11 @@ module left off MODULES fails tests/test_registry.py; two rules for one op fail 
 from __future__ import annotations
 
 from ttbuild.backend.llir import (arith, async_copy, atomic, cast, control_flow, convert_layout, debug,
+                                  dot,
                                   math_ops, memory, reduce, scan, tt, view)
 from ttbuild.registry import Registry, build
 
 MODULES = (arith, math_ops, cast, tt, memory, async_copy, atomic, view, convert_layout, reduce, scan,
-           control_flow, debug)
+           control_flow, debug, dot)
 
 RULES: Registry = build({"default": Registry("LLIR lowering rule")}, MODULES)["default"]

@@ -1,12 +1,15 @@
-"""Scratch shared-memory access for LLIR rules that exchange elements between threads: word stores and loads at byte offsets, row-major linear indices."""
+"""Shared-memory access for LLIR rules: scratch word stores and loads at byte offsets, row-major linear indices, and `MemDesc`, the lowered form of a `!ttg.memdesc` view."""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from math import prod
 
 from llvmlite import ir
 
 from ttbuild.backend.llir.context import I8, I32
+from ttbuild.errors import CompilationError
 
 
 def smem_store(ctx, offset_bytes, v):
@@ -31,3 +34,26 @@ def linear(b, idx, shape):
         term = b.mul(v, ir.Constant(I32, stride)) if stride != 1 else v
         acc = term if acc is None else b.add(acc, term)
     return acc if acc is not None else ir.Constant(I32, 0)
+
+
+_MEMDESC = re.compile(r"!ttg\.memdesc<([0-9x]+)x([a-zA-Z0-9]+),.*?order\s*=\s*\[([0-9,\s]*)\]")
+
+
+@dataclass(frozen=True)
+class MemDesc:
+    """A shared-memory view: `ptr` (i8 addrspace(3)*) to element 0, its shape, element type and
+    the order of its last len(order) dimensions (fastest first)."""
+    ptr: ir.Value
+    shape: tuple[int, ...]
+    elem: str
+    order: tuple[int, ...]
+
+
+def parse_memdesc(t) -> tuple[tuple[int, ...], str, tuple[int, ...]]:
+    """`!ttg.memdesc<2x256xf32, #ttg.swizzled_shared<{..., order = [0]}>, ...>` ->
+    ((2, 256), 'f32', (0,)). Raises CompilationError for other spellings."""
+    m = _MEMDESC.match(str(t))
+    if not m:
+        raise CompilationError(f"unsupported shared-memory descriptor {t}", stage="llir")
+    order = tuple(int(x) for x in m.group(3).split(",") if x.strip())
+    return tuple(int(s) for s in m.group(1).split("x")), m.group(2), order

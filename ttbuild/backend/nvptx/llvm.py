@@ -24,11 +24,23 @@ def _init() -> None:
 
 
 @functools.cache
-def target_machine(arch: str = _ARCH, ptx_version: int = PTX_VERSION):
-    """NVPTX target machine for `arch` emitting PTX ISA `ptx_version` (90 = 9.0); cached per process."""
+def target_machine(arch: str = _ARCH, ptx_version: int = PTX_VERSION, short_ptr: bool = False):
+    """NVPTX target machine for `arch` emitting PTX ISA `ptx_version` (90 = 9.0); cached per process.
+
+    short_ptr: 32-bit pointers for shared/const/local memory (data layout `p3:32:32`, LLVM's
+    `-nvptx-short-ptr`, which Triton always uses): a shared address then takes one register
+    instead of two, which tensor-core kernels (many ldmatrix/st.shared addresses live next to
+    the accumulators) need. The option is global in LLVM, so it is set only while this target
+    machine is created."""
     _init()
     target = llvm.Target.from_triple(TRIPLE)
-    return target.create_target_machine(cpu=arch, features=f"+ptx{ptx_version}", opt=3)
+    if not short_ptr:
+        return target.create_target_machine(cpu=arch, features=f"+ptx{ptx_version}", opt=3)
+    llvm.set_option("", "--nvptx-short-ptr")
+    try:
+        return target.create_target_machine(cpu=arch, features=f"+ptx{ptx_version}", opt=3)
+    finally:
+        llvm.set_option("", "--nvptx-short-ptr=false")
 
 
 # An fadd/fsub/fmul with no fast-math flags yet (ours carry `contract` already when fusing).
@@ -53,14 +65,14 @@ def link_libdevice(mod, tm) -> None:
             g.linkage = "internal"
 
 
-def optimize(text: str, arch: str = _ARCH, fp_fusion: bool = True) -> str:
+def optimize(text: str, arch: str = _ARCH, fp_fusion: bool = True, short_ptr: bool = False) -> str:
     """Parse LLVM IR text, run the new-pass-manager O3 pipeline with the NVPTX target machine
     (so the data layout and TTI are NVPTX's), verify, and return the optimized IR text.
 
     With fp_fusion, libdevice's float adds/multiplies become `contract` too: Triton compiles with
     AllowFPOpFusion=Fast, so its libdevice code may form FMAs (and ptxas may fuse its plain
     mul.f32) where ours would pin mul.rn.f32 — tl.randn's log/cos then round differently."""
-    tm = target_machine(arch)
+    tm = target_machine(arch, short_ptr=short_ptr)
     mod = llvm.parse_assembly(text)
     mod.triple = TRIPLE
     mod.data_layout = str(tm.target_data)
@@ -80,7 +92,8 @@ def optimize(text: str, arch: str = _ARCH, fp_fusion: bool = True) -> str:
 
 def emit_ptx(text: str, arch: str = _ARCH, ptx_version: int = PTX_VERSION) -> str:
     """LLVM IR text -> PTX text, `.target` without `, debug`."""
-    tm = target_machine(arch, ptx_version)
+    short = re.search(r'^target datalayout = "[^"]*\bp3:32:32', text, re.M) is not None
+    tm = target_machine(arch, ptx_version, short)
     mod = llvm.parse_assembly(text)
     mod.verify()
     ptx = tm.emit_assembly(mod)

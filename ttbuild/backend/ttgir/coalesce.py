@@ -29,7 +29,8 @@ MEMORY_OPS = ("tt.load", "tt.store", "tt.atomic_rmw", "tt.atomic_cas")
 # Ops whose tensor operands and results need no common layout (handled as constraints or free).
 NO_UNION = ("tt.expand_dims", "tt.reduce", "tt.splat", "tt.make_range", "arith.constant",
             "scf.for", "scf.if", "scf.while", "scf.yield", "scf.condition", "tt.trans",
-            "tt.reshape", "tt.join", "tt.split", "tt.cat", "ttg.convert_layout", "tt.histogram")
+            "tt.reshape", "tt.join", "tt.split", "tt.cat", "ttg.convert_layout", "tt.histogram",
+            "tt.dot")  # operands and result get tensor-core layouts (ttbuild.backend.ttgir.accelerate_matmul)
 
 
 class _UF:

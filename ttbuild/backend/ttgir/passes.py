@@ -1,4 +1,4 @@
-"""The TTGIR pass driver: runs the transforms in order (layout assignment, pipelining) and the shared-memory allocation, and is the stage's one choke point for error locations.
+"""The TTGIR pass driver: runs the transforms in order (layout assignment, tensor-core layouts, pipelining) and the shared-memory allocation, and is the stage's one choke point for error locations.
 
 A CompilationError a pass raises without a location gets the node id of the kernel function
 (`tt.func`, whose `loc("n0")` is its `def` line); any other exception becomes a CompilationError
@@ -11,14 +11,18 @@ from __future__ import annotations
 
 from ttbuild.backend.analysis.allocation import allocate
 from ttbuild.backend.diagnostics import at_op, internal_error
+from ttbuild.backend.ttgir.accelerate_matmul import accelerate
 from ttbuild.backend.ttgir.coalesce import assign
 from ttbuild.backend.ttgir.pipeline import pipeline
 from ttbuild.errors import CompilationError, TTBuildError
+from ttbuild.options import Options
 
-# (name, fn(module, num_warps)): in the order the ttgir stage runs them.
+# (name, fn(module, options)): in the order the ttgir stage runs them (Triton's make_ttgir:
+# coalesce, accelerate_matmul, ..., pipeline).
 PASSES = (
-    ("coalesce", lambda module, num_warps: assign(module, num_warps)),
-    ("pipeline", lambda module, num_warps: pipeline(module)),
+    ("coalesce", lambda module, o: assign(module, o.num_warps)),
+    ("accelerate_matmul", lambda module, o: accelerate(module, o.num_warps, o.target_info.capability)),
+    ("pipeline", lambda module, o: pipeline(module, o.num_stages)),
 )
 
 
@@ -30,9 +34,9 @@ def _kernel(module):
     return module.operation
 
 
-def _run(name: str, fn, module, num_warps: int):
+def _run(name: str, fn, module, arg):
     try:
-        return fn(module, num_warps)
+        return fn(module, arg)
     except CompilationError as err:
         raise at_op(err, _kernel(module), "ttgir")
     except TTBuildError:
@@ -41,10 +45,11 @@ def _run(name: str, fn, module, num_warps: int):
         raise internal_error(exc, _kernel(module), "ttgir", f"running {name}") from exc
 
 
-def run_passes(module, num_warps: int) -> int:
-    """Run PASSES on `module` (a TTIR module being turned into TTGIR, in place), then place its
-    shared memory; returns `ttg.shared` in bytes (ttbuild.backend.analysis.allocation.allocate).
-    Raises CompilationError (with a node id) for anything that goes wrong."""
+def run_passes(module, options: Options) -> int:
+    """Run PASSES on `module` (a TTIR module being turned into TTGIR, in place) with the
+    variant's options (num_warps, num_stages, target), then place its shared memory; returns
+    `ttg.shared` in bytes (ttbuild.backend.analysis.allocation.allocate). Raises
+    CompilationError (with a node id) for anything that goes wrong."""
     for name, fn in PASSES:
-        _run(name, fn, module, num_warps)
-    return _run("allocation", allocate, module, num_warps)
+        _run(name, fn, module, options)
+    return _run("allocation", allocate, module, options.num_warps)

@@ -4,14 +4,22 @@ What Triton 3.6 does for a loop without `tt.dot` (lib/Dialect/TritonGPU/Transfor
 AssignLatencies.cpp picks the loads, LowerLoops.cpp turns them into async copies,
 PipelineExpander.cpp peels the prologue), and what this pass reproduces op for op:
 
-- Only loops that carry the `tt.num_stages` attribute (written by `tl.range(..., num_stages=S)`)
-  are pipelined; a plain `range` loop, or S == 1, is left alone. The kernel-level `num_stages`
-  option (a variant option) applies in Triton only to loops holding a `tt.dot`, which this
-  backend does not lower: the ttgir stage keeps it recorded in the metadata and does nothing
-  with it.
+- Loops that carry the `tt.num_stages` attribute (written by `tl.range(..., num_stages=S)`)
+  are pipelined at S; a loop whose body holds a `tt.dot` is pipelined at the kernel-level
+  `num_stages` option (the variant's) unless it carries its own. Any other loop, or S == 1, is
+  left alone.
+- Dot loops (after ttbuild.backend.ttgir.accelerate_matmul): a load whose sole user is a
+  `ttg.local_alloc` read only by a `ttg.local_load` into `#ttg.dot_op` (other = 0 or absent; a
+  non-zero `other` keeps the load in registers) gets an (S-1)-slot ring in that local_alloc's
+  `#ttg.swizzled_shared` encoding (MMAv2: S-1 buffers, Triton's LowerLoops), and the
+  local_load reads the slot (`ttg.memdesc_index`) with the wait's token; the register
+  local_alloc disappears. Other loads of a dot loop are pipelined only when the loop asked for
+  it with tl.range(num_stages=...), by the rules below.
 - A `tt.load` at the top level of the loop body is pipelined when its pointer and mask are
-  computed, inside the loop, only from the induction variable and loop-invariant values by pure
-  ops (no other load: indirect loads stay; no other loop-carried value), and each thread's
+  computed, inside the loop, by pure ops from the induction variable, loop-invariant values and
+  loop-carried values that the body itself advances by pure ops from the same (`ptrs +=
+  BLOCK_K * stride`, the offsets of a block pointer carried through the loop): no other load
+  (indirect loads stay), and each thread's
   contiguous chunk is at least 4 bytes (cp.async moves 4, 8 or 16 bytes, PTX ISA 9.7.9.25.3.1;
   Triton's `canBeConvertedToAsyncLoad` has the same 32-bit floor). Narrower loads stay `tt.load`.
 - Per pipelined load: `ttg.local_alloc` of (S-1) x tile (`#ttg.swizzled_shared<{vec = 1,
@@ -23,6 +31,12 @@ PipelineExpander.cpp peels the prologue), and what this pass reproduces op for o
   bytes are zero-filled, as Triton does), then the copies for iteration i+S-1 into the slot just
   consumed, predicated on `iv < ub - (S-1)*step`. Insert/extract slot indices and the S-1 tokens
   in flight are loop-carried. After the loop: `ttg.async_wait {num = 0}` and `ttg.local_dealloc`.
+- Carried addresses (Triton's pipeline expander peels their updates alike): prologue iteration
+  k >= 1 first advances the carried values of iteration k-1 by cloning the body's updates; the
+  loop carries them S-2 iterations ahead and, before its copy for iteration i+S-1, advances them
+  once more. The original carried value stays only where something else needs it (the loop's
+  result, an op that is not its own update); otherwise it is dropped, so the loop carries the
+  advanced pointer alone, as Triton's does.
 
 Offsets of the buffers in shared memory are placed by ttbuild.backend.analysis.allocation.allocate (after the
 scratch of reductions and layout conversions, so they never overlap).
@@ -30,6 +44,7 @@ scratch of reductions and layout conversions, so they never overlap).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from math import gcd
 
@@ -45,10 +60,15 @@ SLOTTED_ELEMS = {"f16", "bf16", "f32", "f64", "i8", "i16", "i32", "i64", "f8E4M3
 
 @dataclass(frozen=True)
 class Candidate:
-    """A load to pipeline: the op and the body ops (program order) its pointer and mask need."""
+    """A load to pipeline: the op, the body ops (program order) its pointer and mask need, and
+    the loop-carried values (iter_arg indices) these reach, directly or through the updates of
+    other carried values (the pointer advanced by `ptrs += step`)."""
     load: object
     slice_ops: tuple
     vec_bytes: int
+    carried: frozenset = frozenset()
+    alloc: object = None   # dot operand: the ttg.local_alloc(load) that stages it ...
+    reader: object = None  # ... and the ttg.local_load into #ttg.dot_op that reads it back
 
 
 def shared_attr(order) -> str:
@@ -56,9 +76,20 @@ def shared_attr(order) -> str:
             + ", ".join(str(o) for o in order) + "]}>")
 
 
-def memdesc_type(shape, elem: str, order) -> ir.Type:
+def memdesc_type(shape, elem: str, order, encoding: str | None = None) -> ir.Type:
+    """A mutable shared-memory descriptor: `encoding` (text) or, without it, the unswizzled
+    encoding of `order`."""
     dims = "x".join(str(s) for s in shape)
-    return ir.Type.parse(f"!ttg.memdesc<{dims}x{elem}, {shared_attr(order)}, #ttg.shared_memory, mutable>")
+    enc = encoding or shared_attr(order)
+    return ir.Type.parse(f"!ttg.memdesc<{dims}x{elem}, {enc}, #ttg.shared_memory, mutable>")
+
+
+def _shared_encoding(memdesc) -> str:
+    """The shared encoding (text) of a memdesc type: `#ttg.swizzled_shared<{...}>`."""
+    m = re.search(r"#ttg\.swizzled_shared<\{[^}]*\}>", str(memdesc))
+    if not m:
+        raise ValueError(f"unsupported shared encoding in {memdesc}")
+    return m.group(0)
 
 
 def token_type() -> ir.Type:
@@ -85,16 +116,18 @@ def _in_body(v, body) -> bool:
     return v.owner.operation.block == body
 
 
-def _slice(load, body, iv):
-    """Body ops that the load's pointer and mask depend on, in program order; None when they
-    reach a loop-carried value other than the induction variable, a load, or an impure op."""
-    seen, ops = set(), []
+def _deps(values, body, iv):
+    """(ops, carried): the body ops the values depend on, in program order, and the iter_arg
+    indices they read; None when they reach a load or an impure op."""
+    seen, ops, carried = set(), [], set()
 
     def visit(v) -> bool:
         if not _in_body(v, body):
             return True
         if isinstance(v, ir.BlockArgument):
-            return v == iv
+            if v != iv:
+                carried.add(v.arg_number - 1)
+            return True
         op = v.owner
         name = op.operation.name
         if not is_pure(name) or len(op.regions):  # ops that may compute an address or mask
@@ -108,11 +141,43 @@ def _slice(load, body, iv):
         ops.append(op)
         return True
 
-    nmask = _segments(load)[1]
-    if not all(visit(x) for x in list(load.operands)[:1 + nmask]):
+    if not all(visit(x) for x in values):
         return None
     order = {op.operation: i for i, op in enumerate(body.operations)}
-    return tuple(sorted(ops, key=lambda o: order[o.operation]))
+    return tuple(sorted(ops, key=lambda o: order[o.operation])), frozenset(carried)
+
+
+def _yielded(body) -> list:
+    return list(list(body.operations)[-1].operands)
+
+
+def _slice(load, body, iv):
+    """(ops, carried) for the load's pointer and mask: the body ops they need (program order) and
+    the loop-carried values they read, closed over those values' updates (each carried value's
+    yielded value must itself be computed by pure ops from carried values, the induction
+    variable and loop invariants); None otherwise."""
+    nmask = _segments(load)[1]
+    got = _deps(list(load.operands)[:1 + nmask], body, iv)
+    if got is None:
+        return None
+    ops, carried = got
+    todo, closed = list(carried), set(carried)
+    ylds = _yielded(body)
+    while todo:
+        j = todo.pop()
+        upd = _deps([ylds[j]], body, iv)
+        if upd is None:
+            return None
+        for k in upd[1] - closed:
+            closed.add(k)
+            todo.append(k)
+    return ops, frozenset(closed)
+
+
+def update_ops(body, iv, carried) -> tuple:
+    """The body ops (program order) that compute the yielded values of the iter_args `carried`."""
+    got = _deps([_yielded(body)[j] for j in sorted(carried)], body, iv)
+    return got[0]
 
 
 def _segments(load) -> list[int]:
@@ -136,8 +201,33 @@ def _is_zero_other(v) -> bool:
     return ir.IntegerAttr(s).value == 0
 
 
-def candidates(for_op, axis: AxisAnalysis) -> list[Candidate]:
-    """Loads of the loop body that this pass pipelines (see the module docstring for the rules)."""
+def _sole_user(v):
+    uses = list(v.uses)
+    return uses[0].owner if len(uses) == 1 else None
+
+
+def dot_operand_use(load):
+    """(local_alloc, local_load) when the load's sole user is a `ttg.local_alloc` whose memdesc
+    only a `ttg.local_load` into `#ttg.dot_op` reads (accelerate_matmul's staging of a tt.dot
+    operand, Triton's condition for a shared-memory pipelined dot operand); else None."""
+    alloc = _sole_user(load.results[0])
+    if alloc is None or alloc.name != "ttg.local_alloc" or alloc.operation.block != load.operation.block:
+        return None
+    reader = _sole_user(alloc.results[0])
+    if reader is None or reader.name != "ttg.local_load" or reader.operation.block != load.operation.block:
+        return None
+    if not mu.encoding_str(reader.results[0].type).startswith("#ttg.dot_op<"):
+        return None
+    return alloc, reader
+
+
+def has_dot(for_op) -> bool:
+    return any(op.operation.name == "tt.dot" for op in for_op.regions[0].blocks[0].operations)
+
+
+def candidates(for_op, axis: AxisAnalysis, plain: bool = True) -> list[Candidate]:
+    """Loads of the loop body that this pass pipelines (see the module docstring for the rules):
+    dot operands always, other loads only when `plain` (the loop asked for it by tl.range)."""
     body = for_op.regions[0].blocks[0]
     iv = body.arguments[0]
     out = []
@@ -150,14 +240,25 @@ def candidates(for_op, axis: AxisAnalysis) -> list[Candidate]:
         if mu.elem_str(op.results[0].type) not in SLOTTED_ELEMS:
             continue
         seg = _segments(op)
-        ops = _slice(op, body, iv)
-        if ops is None:
+        staged = dot_operand_use(op)
+        if staged is None and not plain:
+            continue
+        if staged is not None and seg[2] and not _is_zero_other(op.operands[1 + seg[1]]):
+            continue  # the zero-filled slot would not hold `other` (Triton keeps it in registers)
+        got = _slice(op, body, iv)
+        if got is None:
             continue
         mask = op.operands[1] if seg[1] else None
         nbytes = chunk_bytes(op.operands[0], mask, axis)
+        if staged is not None:
+            # a copy chunk must stay contiguous through the swizzle: at most `vec` elements
+            sw = re.search(r"vec = (\d+)", str(staged[0].results[0].type))
+            elem_b = mu.elem_bits(mu.elem_str(op.results[0].type)) // 8
+            nbytes = min(nbytes, int(sw.group(1)) * elem_b) if sw else nbytes
         if nbytes < 4:
             continue
-        out.append(Candidate(op, ops, min(nbytes, 16)))
+        alloc, reader = staged or (None, None)
+        out.append(Candidate(op, got[0], min(nbytes, 16), got[1], alloc, reader))
     return out
 
 
@@ -236,30 +337,55 @@ class _Loop:
         off = b.const(k * c) if c is not None else b.muli(self.step, b.const(k))
         return b.addi(base, off)
 
-    def _clone_slice(self, cand: Candidate, iv_value):
-        """Clones of the slice ops at the current insertion point with iv -> iv_value; returns
-        (pointer, mask or None) of the load as that iteration computes them."""
+    def _mapping(self, iv_value, cvals):
         m = {self.iv: iv_value}
-        for op in cand.slice_ops:
+        args = list(self.body.arguments)
+        for j, v in (cvals or {}).items():
+            m[args[1 + j]] = v
+        return m
+
+    @staticmethod
+    def _clone_ops(ops, m):
+        """Clones of `ops` at the current insertion point, operands renamed through `m` (which
+        receives the clones' results)."""
+        for op in ops:
             c = op.operation.clone()
             for i, x in enumerate(op.operands):
                 if x in m:
                     c.operands[i] = m[x]
             for r_old, r_new in zip(op.results, c.results):
                 m[r_old] = r_new
+
+    def _update(self, cvals, k: int, base):
+        """The carried values of the next iteration: the body's updates cloned with the
+        iteration at base + k*step reading `cvals` ({iter_arg index: value}); that iteration's
+        induction value is built only when an update reads it."""
+        reads_iv = any(x == self.iv for op in self.upd_ops for x in op.operands)
+        m = self._mapping(self._iter_value(k, base) if reads_iv else None, cvals)
+        self._clone_ops(self.upd_ops, m)
+        ylds = _yielded(self.body)
+        return {j: m.get(ylds[j], ylds[j]) for j in sorted(cvals)}
+
+    def _clone_slice(self, cand: Candidate, iv_value, cvals=None):
+        """Clones of the slice ops at the current insertion point with iv -> iv_value and the
+        carried values -> cvals; returns (pointer, mask or None) of the load as that iteration
+        computes them."""
+        m = self._mapping(iv_value, cvals)
+        self._clone_ops(cand.slice_ops, m)
         load = cand.load
         seg = _segments(load)
         ptr = m.get(load.operands[0], load.operands[0])
         mask = m.get(load.operands[1], load.operands[1]) if seg[1] else None
         return ptr, mask
 
-    def _copies(self, iv_value, pred, slots):
-        """Async copies of every pipelined load for the iteration at iv_value into `slots`
-        (one memdesc per load), then one commit group; returns the group's token."""
+    def _copies(self, iv_value, pred, slots, cvals=None):
+        """Async copies of every pipelined load for the iteration at iv_value (carried values
+        `cvals`) into `slots` (one memdesc per load), then one commit group; returns the
+        group's token."""
         toks = []
         for cand, alloc, slot in zip(self.cands, self.allocs, slots):
             b = self.b.at(cand.load.location)
-            ptr, mask = self._clone_slice(cand, iv_value)
+            ptr, mask = self._clone_slice(cand, iv_value, cvals)
             view = b.op("ttg.memdesc_index", [self.views[id(alloc)]], [alloc, slot]).results[0]
             m = b.splat_i1(pred, ptr)
             if mask is not None:
@@ -274,28 +400,46 @@ class _Loop:
         b, S = self.b, self.S
         i32 = b.i32
         self.allocs, self.views = [], {}
+        carried = frozenset().union(*(c.carried for c in self.cands))
+        self.upd_ops = update_ops(self.body, self.iv, carried) if carried else ()
+        inits = list(self.op.operands)[3:]
+        cvals = {j: inits[j] for j in sorted(carried)}
         with ir.InsertionPoint(self.op):
             for cand in self.cands:
                 res = cand.load.results[0].type
                 t = ir.RankedTensorType(res)
-                order = parse_layout(str(t.encoding)).order
                 elem = str(t.element_type)
-                alloc = b.op("ttg.local_alloc", [memdesc_type((S - 1, *t.shape), elem, order)], []).results[0]
+                if cand.alloc is not None:
+                    enc = _shared_encoding(cand.alloc.results[0].type)
+                    ring = memdesc_type((S - 1, *t.shape), elem, None, enc)
+                    view = memdesc_type(tuple(t.shape), elem, None, enc)
+                else:
+                    order = parse_layout(str(t.encoding)).order
+                    ring = memdesc_type((S - 1, *t.shape), elem, order)
+                    view = memdesc_type(tuple(t.shape), elem, order)
+                alloc = b.op("ttg.local_alloc", [ring], []).results[0]
                 self.allocs.append(alloc)
-                self.views[id(alloc)] = memdesc_type(tuple(t.shape), elem, order)
+                self.views[id(alloc)] = view
+            # Iteration k's copies read the carried values of iteration k: those of k-1
+            # advanced by the body's updates (Triton peels the address computation alike).
             tokens = []
             for k in range(S - 1):
+                if k and cvals:
+                    cvals = self._update(cvals, k - 1, self.lb)
                 ivk = self._iter_value(k, self.lb)
                 pred = b.cmpi(SLT, ivk, self.ub)
                 idx = b.const(k)
-                tokens.append(self._copies(ivk, pred, [idx] * len(self.cands)))
+                tokens.append(self._copies(ivk, pred, [idx] * len(self.cands), cvals))
             init_insert, init_extract = b.const(S - 2), b.const(-1)
         nres = len(self.op.results)
-        new_for = self._new_loop([init_insert, init_extract] + tokens)
+        # The loop carries, next to the originals, the carried values S-2 iterations ahead.
+        ahead = sorted(cvals)
+        new_for = self._new_loop([init_insert, init_extract] + tokens + [cvals[j] for j in ahead])
         body = new_for.regions[0].blocks[0]
         args = list(body.arguments)
         insert, extract = args[1 + nres], args[2 + nres]
-        toks = args[3 + nres:]
+        toks = args[3 + nres:3 + nres + S - 1]
+        ahead_args = {j: a for j, a in zip(ahead, args[3 + nres + S - 1:])}
         ops = list(body.operations)
         first = next(o for o in ops if any(o.operation == c.load.operation for c in self.cands))
         yield_op = ops[-1]
@@ -309,6 +453,15 @@ class _Loop:
         for cand, alloc in zip(self.cands, self.allocs):
             load = cand.load
             lb = b.at(load.location)
+            if cand.alloc is not None:
+                # The dot operand's local_load reads the slot itself (no register round trip).
+                with ir.InsertionPoint(cand.reader):
+                    view = lb.op("ttg.memdesc_index", [self.views[id(alloc)]], [alloc, ext]).results[0]
+                    val = lb.op("ttg.local_load", [cand.reader.results[0].type], [view, waited]).results[0]
+                cand.reader.results[0].replace_all_uses_with(val)
+                cand.reader.erase()
+                cand.alloc.erase()
+                continue
             with ir.InsertionPoint(load):
                 view = lb.op("ttg.memdesc_index", [self.views[id(alloc)]], [alloc, ext]).results[0]
                 val = lb.op("ttg.local_load", [load.results[0].type], [view, waited]).results[0]
@@ -319,11 +472,12 @@ class _Loop:
         with ir.InsertionPoint(yield_op):
             ins = b.addi(insert, b.const(1))
             ins = b.select(b.cmpi(SGE, ins, b.const(S - 1)), b.const(0), ins)
+            ahead_next = self._update(ahead_args, S - 2, self.iv_new) if ahead else {}
             nxt = self._iter_value(S - 1, self.iv_new)
-            tok = self._copies(nxt, pred, [ins] * len(self.cands))
+            tok = self._copies(nxt, pred, [ins] * len(self.cands), ahead_next)
         ir.Operation.create("scf.yield", results=[], operands=list(yield_op.operands)[:nres]
-                            + [ins, ext] + list(toks[1:]) + [tok], loc=yield_op.location,
-                            ip=ir.InsertionPoint(yield_op))
+                            + [ins, ext] + list(toks[1:]) + [tok] + [ahead_next[j] for j in ahead],
+                            loc=yield_op.location, ip=ir.InsertionPoint(yield_op))
         yield_op.erase()
         for cand in self.cands:
             cand.load.erase()
@@ -342,7 +496,62 @@ class _Loop:
                     del pending[key]
                     op.operation.erase()
                     changed = True
+        if ahead:
+            new_for = self._drop_dead_args(ahead)
         return new_for
+
+    def _drop_dead_args(self, idxs):
+        """Removes the iter_args among `idxs` that nothing needs any more (the original pointer,
+        now that the copies read the one carried ahead): unused loop result, and the body only
+        updates it by pure ops that feed nothing but its own yield (or those of other such
+        iter_args). What remains is Triton's form: the loop carries the advanced pointer only."""
+        body = self.op.regions[0].blocks[0]
+        args = list(body.arguments)
+        dead = {j for j in idxs if _unused(self.op.results[j])}
+        while True:
+            chains = {j: _chain(args[1 + j], dead) for j in dead}
+            still = {j for j in dead if chains[j] is not None}
+            if still == dead:
+                break
+            dead = still
+        if not dead:
+            return self.op
+        order = {op.operation: i for i, op in enumerate(body.operations)}
+        ops = {o.operation: o for j in dead for o in chains[j]}
+        yield_op = list(body.operations)[-1]
+        keep = [j for j in range(len(args) - 1) if j not in dead]
+        ylds = list(yield_op.operands)
+        ir.Operation.create("scf.yield", results=[], operands=[ylds[j] for j in keep],
+                            loc=yield_op.location, ip=ir.InsertionPoint(yield_op))
+        yield_op.erase()
+        for key in sorted(ops, key=lambda k: -order[k]):
+            ops[key].operation.erase()
+        return self._rebuild(keep)
+
+    def _rebuild(self, keep):
+        """The loop with only the iter_args `keep` (their indices); the others must be unused."""
+        old = self.op
+        body = old.regions[0].blocks[0]
+        operands = list(old.operands)
+        with ir.InsertionPoint(old):
+            new = ir.Operation.create("scf.for", results=[old.results[j].type for j in keep],
+                                      operands=operands[:3] + [operands[3 + j] for j in keep],
+                                      regions=1, loc=old.location)
+        attrs = old.operation.attributes
+        for name in [a.name if hasattr(a, "name") else a for a in attrs]:
+            new.attributes[name] = attrs[name]
+        args = list(body.arguments)
+        kept = [args[0]] + [args[1 + j] for j in keep]
+        blk = ir.Block.create_at_start(new.regions[0], [a.type for a in kept], [a.location for a in kept])
+        for a_old, a_new in zip(kept, blk.arguments):
+            a_old.replace_all_uses_with(a_new)
+        for op in list(body.operations):
+            _append(blk, op)
+        for i, j in enumerate(keep):
+            old.results[j].replace_all_uses_with(new.results[i])
+        old.operation.erase()
+        self.op = new
+        return new
 
     def _step_times(self, k: int):
         c = _const_int(self.step)
@@ -368,6 +577,7 @@ class _Loop:
             _append(blk, op)
         self.iv_new = blk.arguments[0]
         self.iv = blk.arguments[0]
+        self.body = blk
         for r_old, r_new in zip(old.results, new.results):
             r_old.replace_all_uses_with(r_new)
         old.operation.erase()
@@ -377,6 +587,33 @@ class _Loop:
 
 def _unused(v) -> bool:
     return next(iter(v.uses), None) is None
+
+
+def _pure(op) -> bool:
+    name = op.operation.name
+    return (name in PURE or name.startswith("arith.") or name.startswith("math.")) and not len(op.regions)
+
+
+def _chain(arg, dead) -> list | None:
+    """The ops reached from block argument `arg` through uses, when all are pure and end only in
+    the scf.yield at the positions of iter_args in `dead`; None otherwise."""
+    seen, out, todo = set(), [], [arg]
+    while todo:
+        v = todo.pop()
+        for use in v.uses:
+            op = use.owner
+            if op.name == "scf.yield":
+                if use.operand_number not in dead:
+                    return None
+                continue
+            if not _pure(op):
+                return None
+            if op in seen:
+                continue
+            seen.add(op)
+            out.append(op)
+            todo.extend(op.results)
+    return out
 
 
 def _append(block, op):
@@ -402,22 +639,32 @@ def _loops(func) -> list:
     return [op for op in walk(func, post_order=True) if op.name == "scf.for"]
 
 
-def pipeline(module) -> int:
-    """Pipeline every eligible load of every `scf.for` with `tt.num_stages` >= 2 (inner loops
-    first); returns how many loads became async copies. Raises nothing on loops it skips."""
+def stages_for(for_op, num_stages: int) -> int:
+    """The loop's own `tt.num_stages` (tl.range), else the kernel's num_stages for a loop whose
+    body holds a tt.dot (Triton's default), else 1."""
+    if "tt.num_stages" in for_op.operation.attributes:
+        return num_stages_of(for_op)
+    return num_stages if has_dot(for_op) else 1
+
+
+def pipeline(module, num_stages: int = 1) -> int:
+    """Pipeline every eligible load of every `scf.for` with `tt.num_stages` >= 2, and the dot
+    operands of every loop holding a `tt.dot` at `num_stages` (the variant option) unless the
+    loop says otherwise (inner loops first); returns how many loads became async copies.
+    Raises nothing on loops it skips."""
     count = 0
     for func in module.body.operations:
         if func.operation.name != "tt.func":
             continue
         loops = _loops(func)
-        if not any(num_stages_of(f) >= 2 for f in loops):
+        if not any(stages_for(f, num_stages) >= 2 for f in loops):
             continue
         axis = AxisAnalysis(func)
         for f in loops:
-            S = num_stages_of(f)
+            S = stages_for(f, num_stages)
             if S < 2:
                 continue
-            cands = candidates(f, axis)
+            cands = candidates(f, axis, plain="tt.num_stages" in f.operation.attributes)
             if not cands:
                 continue
             _Loop(f, S, cands).rewrite()

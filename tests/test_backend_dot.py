@@ -1,0 +1,218 @@
+"""tt.dot on tensor cores (CPU): the TTGIR accelerate-matmul produces (filecheck on encodings, swizzle, placement), warpsPerCTA as Triton chooses it, PTX mma.sync shapes/counts and ldmatrix (.trans per majorness), the FMA path, ptxas register use without spills, and Triton (optional oracle) accepting our TTGIR."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from oracle import run_triton
+from ttbuild.stages import cubin, llir, parse, ptx, ttgir, ttir
+
+KDIR = Path(__file__).parent / "data" / "gpu_kernels"
+SOURCE = KDIR / "dot.py"
+VARIANTS = {v["name"]: v for v in tomllib.loads((KDIR / "variants.toml").read_text())["variant"]
+            if v["file"] == "dot.py"}
+FILECHECK = Path(sys.executable).parent / "filecheck"
+MATMUL = Path(__file__).parents[1] / "kernels" / "matmul.py"
+MATMUL_SIG = "*fp16:16,*fp16:16,*fp16:16,i32,i32,i32,i32:16,i32,i32:16,i32,i32:16,i32"
+
+_CACHE: dict = {}
+
+
+def build(source: Path, kernel: str, signature: str, constexprs: dict, num_warps: int = 4,
+          until: str = "ptx") -> dict[str, bytes]:
+    key = (source, kernel, signature, tuple(sorted(constexprs.items())), num_warps, until)
+    if key in _CACHE:
+        return _CACHE[key]
+    p = parse.run({"source": source.read_bytes()}, {"kernel": kernel, "file": source.name})
+    out = {"ttir": ttir.run({"json": p["json"]}, {"signature": signature.split(","), "constexprs": constexprs})["ttir"]}
+    out["ttgir"] = ttgir.run(out, {"num_warps": num_warps})["ttgir"]
+    if until != "ttgir":
+        out["llir"] = llir.run(out, {})["llir"]
+        out["ptx"] = ptx.run(out, {})["ptx"]
+    if until == "cubin":
+        out["cubin"] = cubin.run(out, {})["cubin"]
+    _CACHE[key] = out
+    return out
+
+
+def variant(name: str, until: str = "ptx") -> dict[str, bytes]:
+    v = VARIANTS[name]
+    return build(SOURCE, v["kernel"], v["signature"], v.get("constexprs", {}), v.get("num_warps", 4), until)
+
+
+def matmul(bm, bn, bk, num_warps, until="ptx"):
+    cx = {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8, "ACTIVATION": ""}
+    return build(MATMUL, "matmul_kernel", MATMUL_SIG, cx, num_warps, until)
+
+
+def filecheck(text: bytes, checks: str, tmp_path) -> None:
+    inp, chk = tmp_path / "input", tmp_path / "checks"
+    inp.write_bytes(text)
+    chk.write_text(checks)
+    proc = subprocess.run([str(FILECHECK), str(chk), "--input-file", str(inp)], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+MMA = "#ttg.nvidia_mma<{versionMajor = 2, versionMinor = 0, warpsPerCTA = [2, 2], instrShape = [16, 8]}>"
+
+
+def test_ttgir_matmul_loop_structure(tmp_path):
+    """Operands: local_alloc right after each load into Triton's swizzle, local_load into dot_op
+    right before the dot; the accumulator is carried in #mma and converted once, after the loop."""
+    checks = f"""
+CHECK: "arith.constant"() <{{value = dense<0.000000e+00> : tensor<64x64xf32, {MMA}>}}>
+CHECK: "scf.for"
+CHECK: %[[A:.+]] = "tt.load"
+CHECK-NEXT: %[[SA:.+]] = "ttg.local_alloc"(%[[A]]) {{allocation.offset = {{{{[0-9]+}}}} : i32}} : (tensor<64x32xf16, #ttg.blocked<{{{{.*}}}}>>) -> !ttg.memdesc<64x32xf16, #ttg.swizzled_shared<{{vec = 8, perPhase = 2, maxPhase = 4, order = [1, 0]}}>, #ttg.shared_memory>
+CHECK: %[[B:.+]] = "tt.load"
+CHECK-NEXT: %[[SB:.+]] = "ttg.local_alloc"(%[[B]]) {{allocation.offset = {{{{[0-9]+}}}} : i32}} : (tensor<32x64xf16, #ttg.blocked<{{{{.*}}}}>>) -> !ttg.memdesc<32x64xf16, #ttg.swizzled_shared<{{vec = 8, perPhase = 1, maxPhase = 8, order = [1, 0]}}>, #ttg.shared_memory>
+CHECK: %[[LA:.+]] = "ttg.local_load"(%[[SA]]) {{{{.*}}}} -> tensor<64x32xf16, #ttg.dot_op<{{opIdx = 0, parent = {MMA}, kWidth = 2}}>>
+CHECK-NEXT: %[[LB:.+]] = "ttg.local_load"(%[[SB]]) {{{{.*}}}} -> tensor<32x64xf16, #ttg.dot_op<{{opIdx = 1, parent = {MMA}, kWidth = 2}}>>
+CHECK-NEXT: "tt.dot"(%[[LA]], %[[LB]], %{{{{.+}}}}) {{{{.*}}}} -> tensor<64x64xf32, {MMA}>
+CHECK: "scf.yield"
+CHECK: "ttg.convert_layout"(%{{{{.+}}}}) : (tensor<64x64xf32, {MMA}>) -> tensor<64x64xf32, #ttg.blocked
+CHECK: "tt.store"
+"""
+    filecheck(variant("dot_f16_rr_64x64x32_w4", "ttgir")["ttgir"], checks, tmp_path)
+
+
+def test_ttgir_column_major_operands_keep_their_order(tmp_path):
+    """Column-major A (M fastest) and B (K fastest): the tiles keep order [0, 1], swizzled as
+    Triton's formula gives for those orders."""
+    checks = """
+CHECK: "ttg.local_alloc"{{.*}} -> !ttg.memdesc<64x32xf16, #ttg.swizzled_shared<{vec = 8, perPhase = 1, maxPhase = 8, order = [0, 1]}>
+CHECK: "ttg.local_alloc"{{.*}} -> !ttg.memdesc<32x64xf16, #ttg.swizzled_shared<{vec = 8, perPhase = 2, maxPhase = 4, order = [0, 1]}>
+"""
+    filecheck(variant("dot_f16_cc_64x64x32_w4", "ttgir")["ttgir"], checks, tmp_path)
+
+
+def test_ttgir_epilogue_converts_after_truncf(tmp_path):
+    """The matmul's `accumulator.to(tl.float16)` runs on #mma; the conversion moves fp16."""
+    checks = """
+CHECK: "arith.truncf"{{.*}} : (tensor<128x128xf32, #ttg.nvidia_mma<{{.*}}>>) -> tensor<128x128xf16, #ttg.nvidia_mma
+CHECK-NEXT: "ttg.convert_layout"{{.*}} : (tensor<128x128xf16, #ttg.nvidia_mma<{{.*}}>>) -> tensor<128x128xf16, #ttg.blocked
+"""
+    filecheck(matmul(128, 128, 64, 8, "ttgir")["ttgir"], checks, tmp_path)
+
+
+@pytest.mark.parametrize("name,warps", [("dot_f16_rr_64x64x32_w4", "[2, 2]"), ("dot_f16_rr_128x128x64_w4", "[2, 2]"),
+                                        ("dot_bf16_rr_128x128x64_w8", "[2, 4]"), ("dot_f16_rr_16x16x16_w4", "[1, 4]"),
+                                        ("dot_bf16_cc_32x64x16_w2", "[1, 2]"),
+                                        ("dot_batched_f16_4x32x32x32_w4", "[4, 1, 1]")])
+def test_warps_per_cta_as_triton(name, warps):
+    """Triton's warpsPerTileV2 (values Triton 3.6 prints for the same shapes and warps)."""
+    text = variant(name, "ttgir")["ttgir"].decode()
+    assert f"warpsPerCTA = {warps}, instrShape" in text
+
+
+def _count(ptx: bytes, pattern: str) -> int:
+    return len(re.findall(pattern, ptx.decode()))
+
+
+@pytest.mark.parametrize("name,shape,types,count,ldm,trans", [
+    # rr: A K-fast (plain), B N-fast (.trans); cc: A M-fast (.trans), B K-fast (plain). rc and cr
+    # get one order for both tiles (coalesce gives every tensor tied through the shared offs_m /
+    # offs_n vectors one layout), so they repeat those two cases.
+    ("dot_f16_rr_64x64x32_w4", "m16n8k16", "f32.f16.f16.f32", 16, 8, 4),
+    ("dot_f16_cc_64x64x32_w4", "m16n8k16", "f32.f16.f16.f32", 16, 8, 4),
+    ("dot_bf16_rr_128x128x64_w8", "m16n8k16", "f32.bf16.bf16.f32", 64, 24, 8),
+    ("dot_f16acc_rr_64x64x32_w4", "m16n8k16", "f16.f16.f16.f16", 16, 8, 4),
+    # 8- and 32-bit operands use ldmatrix only K-fast (rr: A; cc: B), never .trans
+    ("dot_f32_tf32_rr_64x64x32_w4", "m16n8k8", "f32.tf32.tf32.f32", 32, 8, 0),
+    ("dot_f32_tf32x3_rr_64x64x32_w4", "m16n8k8", "f32.tf32.tf32.f32", 96, 8, 0),   # three products per step
+    ("dot_fp8e4_rr_64x64x64_w4", "m16n8k32", "f32.e4m3.e4m3.f32", 16, 4, 0),
+    ("dot_fp8e5_cc_64x64x64_w4", "m16n8k32", "f32.e5m2.e5m2.f32", 16, 4, 0),
+    ("dot_i8_rr_64x64x64_w4", "m16n8k32", "s32.s8.s8.s32", 16, 4, 0),
+    ("dot_i8_cc_64x64x64_w4", "m16n8k32", "s32.s8.s8.s32", 16, 4, 0),
+    ("dot_batched_f16_4x32x32x32_w4", "m16n8k16", "f32.f16.f16.f32", 16, 8, 4),
+])
+def test_ptx_mma_and_ldmatrix(name, shape, types, count, ldm, trans):
+    """Per warp, one mma.sync per (m16 tile, n8 tile, k step) of its share, ldmatrix.x4 (x2 for a
+    lone n tile) per fragment group, `.trans` exactly for operands stored M- (A) or N- (B) fast."""
+    p = variant(name)["ptx"]
+    assert _count(p, r"mma\.sync\.aligned\.\w+") == count
+    assert _count(p, rf"mma\.sync\.aligned\.{shape}\.row\.col\.{re.escape(types)} ") == count
+    assert _count(p, r"ldmatrix\.sync\.aligned") == ldm
+    assert _count(p, r"ldmatrix\.sync\.aligned\.m8n8\.x\d\.trans") == trans
+
+
+def test_fma_path_for_fp64_and_ieee():
+    for name in ("dot_fma_f64_32x32x16_w4", "dot_fma_f32_ieee_64x32x32_w4"):
+        out = variant(name)
+        assert "#ttg.dot_op<{opIdx = 0, parent = #ttg.blocked<" in out["ttgir"].decode()
+        assert "nvidia_mma" not in out["ttgir"].decode()
+        assert _count(out["ptx"], r"mma\.sync") == 0
+        assert _count(out["ptx"], r"\bfma\.rn\.f(64|32)") > 0
+
+
+def _ptxas_v(ptx_text: bytes, tmp_path) -> str:
+    from ttbuild.backend.ptxas import find_ptxas
+    f = tmp_path / "k.ptx"
+    f.write_bytes(ptx_text)
+    proc = subprocess.run([str(find_ptxas()), "-arch=sm_90a", "-v", "-o", str(tmp_path / "k.cubin"), str(f)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stderr
+
+
+@pytest.mark.parametrize("cfg", [(64, 64, 32, 4), (64, 128, 32, 4), (128, 64, 32, 4)])
+def test_ptxas_no_spills_matmul(cfg, tmp_path):
+    """Tutorial-03 matmul tiles compile without local-memory spills (ptxas -v)."""
+    info = _ptxas_v(matmul(*cfg)["ptx"], tmp_path)
+    assert re.search(r"\b0 bytes spill stores, 0 bytes spill loads", info), info
+
+
+def test_ptx_uses_32bit_shared_pointers_and_reqntid():
+    p = variant("dot_f16_rr_64x64x32_w4")["ptx"].decode()
+    assert ".reqntid 128" in p
+    assert re.search(r"ldmatrix\.sync\.aligned\.m8n8\.x4(\.trans)?\.shared\.b16 \{[^}]*\}, \[%r\d+", p)
+
+
+ORACLE_VARIANTS = ["dot_f16_rr_64x64x32_w4", "dot_f16_cc_64x64x32_w4", "dot_bf16_rr_128x128x64_w8",
+                   "dot_f32_tf32_rr_64x64x32_w4", "dot_i8_rc_64x64x64_w4", "dot_f16acc_rr_64x64x32_w4",
+                   "dot_batched_f16_4x32x32x32_w4", "dot_trans_f16_64x64x32_w4", "dot_fma_f64_32x32x16_w4"]
+
+COMPILE_COUNT = """
+import os, sys, triton
+os.environ["DISABLE_MMA_V3"] = "1"
+from triton.backends.compiler import GPUTarget
+for path in sys.argv[1:]:
+    k = triton.compile(path, target=GPUTarget("cuda", 90, 32))
+    print("ok", path, k.asm["ptx"].count("mma.sync"))
+"""
+
+
+def test_triton_accepts_our_ttgir(tmp_path):
+    """Triton 3.6 takes our TTGIR (the encodings we print are its own) through to cubin, and
+    emits the same number of mma.sync as we do."""
+    paths = []
+    for name in ORACLE_VARIANTS:
+        p = tmp_path / f"{name}.ttgir"
+        p.write_bytes(variant(name, "ttgir")["ttgir"])
+        paths.append(str(p))
+    out = run_triton(COMPILE_COUNT, *paths)
+    got = {line.split()[1]: int(line.split()[2]) for line in out.splitlines() if line.startswith("ok ")}
+    assert len(got) == len(paths), out
+    for name, path in zip(ORACLE_VARIANTS, paths):
+        ours = _count(variant(name)["ptx"], r"mma\.sync\.aligned")
+        if "fma" not in name:
+            assert got[path] == ours, (name, got[path], ours)
+
+
+def test_loop_invariant_operand_staged_once_before_the_loop(tmp_path):
+    """Attention's Q (loaded before the loop) is written to shared memory once, before scf.for;
+    K^T and V tiles are staged inside the loop."""
+    checks = """
+CHECK: "ttg.local_alloc"{{.*}} -> !ttg.memdesc<64x64xf16
+CHECK: "scf.for"
+CHECK: "ttg.local_alloc"
+CHECK: "ttg.local_alloc"
+CHECK: "scf.yield"
+"""
+    filecheck(variant("dot_chain_64x32x64_w4", "ttgir")["ttgir"], checks, tmp_path)

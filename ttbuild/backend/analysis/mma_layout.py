@@ -1,0 +1,376 @@
+"""Tensor-core encodings: `#ttg.nvidia_mma` (v2, mma.sync accumulator), `#ttg.dot_op` (mma.sync operand fragments) and `#ttg.swizzled_shared` (XOR-swizzled shared tiles), with their per-thread element maps.
+
+Each distributed layout has the interface of ttbuild.backend.analysis.layout.Blocked that LLIR relies on:
+a thread owns `local_offsets(shape)` (fixed offsets, the same in every thread) added to a base
+index that depends only on its lane and warp (`thread_base`), wrapped modulo the shape where
+the layout's tile exceeds it (several warps then hold the same elements).
+
+Fragment maps (PTX ISA 9.7.14.5.8, "Matrix Fragments for mma.m16n8k16"; CuTe SM80_16x8x16;
+../shared/TENSORCORE.md section 3), lane = 4g + t (g = lane >> 2, t = lane & 3), kW = kWidth =
+32 / element bits (elements of one operand register, consecutive along K):
+- accumulator 16x8 per warp: c0, c1 = (g, 2t), (g, 2t+1); c2, c3 = (g+8, 2t), (g+8, 2t+1);
+- A 16x(8 kW): register r holds row g + 8 (r & 1), columns kW t + 4 kW (r >> 1) + [0, kW);
+- B (8 kW)x8: register r holds rows kW t + 4 kW r + [0, kW), column g.
+Warps tile the accumulator with warpsPerCTA, dimension N fastest (Triton's MMAv2 warp order);
+an A fragment is shared by the warps of one row of warps, a B fragment by one column.
+Triton: include/triton/Dialect/TritonGPU/IR/TritonGPUAttrDefs.td (NvidiaMmaEncodingAttr,
+DotOperandEncodingAttr, SwizzledSharedEncodingAttr).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from itertools import product
+
+
+def _ints(text: str, key: str) -> tuple[int, ...]:
+    m = re.search(key + r"\s*=\s*\[([^\]]*)\]", text)
+    if not m:
+        raise ValueError(f"{key} missing in {text}")
+    return tuple(int(x) for x in m.group(1).split(",") if x.strip())
+
+
+def _int(text: str, key: str) -> int:
+    m = re.search(key + r"\s*=\s*(\d+)", text)
+    if not m:
+        raise ValueError(f"{key} missing in {text}")
+    return int(m.group(1))
+
+
+def _f(xs) -> str:
+    return "[" + ", ".join(str(x) for x in xs) + "]"
+
+
+class _Affine:
+    """Shared machinery: `_tile_offsets` (a thread's offsets inside one warp tile), `_warp_tile`
+    (elements one warp covers per dimension), `_warps` (warps per dimension, 1 where the
+    fragment is replicated), `_lane_base`/`_warp_coords`; repetitions slowest-first."""
+
+    def tile(self, d: int) -> int:
+        """Elements the CTA covers along d in one repetition."""
+        return self._warp_tile()[d] * self._warps()[d]
+
+    def reps(self, shape, d: int) -> int:
+        return max(1, shape[d] // self.tile(d))
+
+    def elems_per_thread(self, shape) -> int:
+        n = len(self._tile_offsets())
+        for d in range(len(shape)):
+            n *= self.reps(shape, d)
+        return n
+
+    def rep_grid(self, shape) -> list[tuple[int, ...]]:
+        """The repetition coordinates in element order (dimension 0 slowest)."""
+        return list(product(*(range(self.reps(shape, d)) for d in range(len(shape)))))
+
+    def local_offsets(self, shape) -> list[tuple[int, ...]]:
+        inner = self._tile_offsets()
+        out = []
+        for rep in self._rep_order(shape):
+            for off in inner:
+                out.append(tuple(rep[d] * self.tile(d) + off[d] for d in range(len(shape))))
+        return out
+
+    def _rep_order(self, shape):
+        return self.rep_grid(shape)
+
+    def thread_base(self, lane: int, warp: int) -> tuple[int, ...]:
+        """Index of this thread's element 0 before wrapping (pure Python reference of the LLIR)."""
+        lb = self._lane_base(lane)
+        wc = self._warp_coords(warp)
+        wt = self._warp_tile()
+        return tuple(wc[d] * wt[d] + lb[d] for d in range(len(lb)))
+
+    def thread_indices(self, tid: int, shape) -> list[tuple[int, ...]]:
+        base = self.thread_base(tid % 32, tid // 32)
+        return [tuple((base[d] + off[d]) % shape[d] for d in range(len(shape)))
+                for off in self.local_offsets(shape)]
+
+
+@dataclass(frozen=True)
+class NvidiaMma(_Affine):
+    """`#ttg.nvidia_mma<{versionMajor = 2, versionMinor = 0, warpsPerCTA, instrShape}>`: the
+    mma.sync m16n8 accumulator (rank 2, or rank 3 with a leading batch dimension whose
+    instrShape entry is 1)."""
+    warps_per_cta: tuple[int, ...]
+    instr_shape: tuple[int, ...] = (16, 8)
+    version: tuple[int, int] = (2, 0)
+
+    @property
+    def rank(self) -> int:
+        return len(self.warps_per_cta)
+
+    @property
+    def order(self) -> tuple[int, ...]:
+        return tuple(reversed(range(self.rank)))
+
+    @property
+    def size_per_thread(self) -> tuple[int, ...]:
+        return (1,) * (self.rank - 1) + (2,)
+
+    def attr(self) -> str:
+        return (f"#ttg.nvidia_mma<{{versionMajor = {self.version[0]}, versionMinor = {self.version[1]}, "
+                f"warpsPerCTA = {_f(self.warps_per_cta)}, instrShape = {_f(self.instr_shape)}}}>")
+
+    @classmethod
+    def parse(cls, text: str) -> "NvidiaMma":
+        return cls(_ints(text, "warpsPerCTA"), _ints(text, "instrShape"),
+                   (_int(text, "versionMajor"), _int(text, "versionMinor")))
+
+    def _warp_tile(self):
+        return (1,) * (self.rank - 2) + (16, 8)
+
+    def _warps(self):
+        return self.warps_per_cta
+
+    def _tile_offsets(self):
+        z = (0,) * (self.rank - 2)
+        return [z + (0, 0), z + (0, 1), z + (8, 0), z + (8, 1)]
+
+    def _lane_base(self, lane: int):
+        return (0,) * (self.rank - 2) + (lane >> 2, 2 * (lane & 3))
+
+    def warp_coords(self, warp: int) -> tuple[int, ...]:
+        """Warp index -> its coordinate per dimension (last dimension fastest); the last
+        coordinate of dimension 0 keeps any excess warps (they wrap, as blocked layouts do)."""
+        out = [0] * self.rank
+        for d in reversed(range(self.rank)):
+            w = self.warps_per_cta[d]
+            out[d] = warp % w
+            warp //= w
+        return tuple(out)
+
+    def _warp_coords(self, warp: int):
+        return self.warp_coords(warp)
+
+
+@dataclass(frozen=True)
+class DotOperand(_Affine):
+    """`#ttg.dot_op<{opIdx, parent = #ttg.nvidia_mma<...>, kWidth}>`: operand A (opIdx 0,
+    [..., M, K]) or B (opIdx 1, [..., K, N]) of mma.sync, kWidth elements per 32-bit register."""
+    op_idx: int
+    parent: NvidiaMma
+    k_width: int
+
+    @property
+    def rank(self) -> int:
+        return self.parent.rank
+
+    @property
+    def k_dim(self) -> int:
+        return self.rank - 1 if self.op_idx == 0 else self.rank - 2
+
+    @property
+    def order(self) -> tuple[int, ...]:
+        k, r = self.k_dim, self.rank
+        return (k,) + tuple(d for d in reversed(range(r)) if d != k)
+
+    @property
+    def size_per_thread(self) -> tuple[int, ...]:
+        s = [1] * self.rank
+        s[self.k_dim] = self.k_width
+        return tuple(s)
+
+    @property
+    def k_instr(self) -> int:
+        """K of one mma.sync: 16 for 16-bit, 8 for tf32, 32 for 8-bit elements."""
+        return 8 * self.k_width
+
+    def attr(self) -> str:
+        return f"#ttg.dot_op<{{opIdx = {self.op_idx}, parent = {self.parent.attr()}, kWidth = {self.k_width}}}>"
+
+    def _warp_tile(self):
+        z = (1,) * (self.rank - 2)
+        return z + ((16, self.k_instr) if self.op_idx == 0 else (self.k_instr, 8))
+
+    def _warps(self):
+        w = list(self.parent.warps_per_cta)
+        w[self.k_dim] = 1  # K is never split over warps: every warp holds all of K
+        return tuple(w)
+
+    def _tile_offsets(self):
+        z = (0,) * (self.rank - 2)
+        kw = self.k_width
+        out = []
+        if self.op_idx == 0:
+            for r in range(4):
+                for e in range(kw):
+                    out.append(z + (8 * (r & 1), 4 * kw * (r >> 1) + e))
+        else:
+            for r in range(2):
+                for e in range(kw):
+                    out.append(z + (4 * kw * r + e, 0))
+        return out
+
+    def _lane_base(self, lane: int):
+        g, t = lane >> 2, lane & 3
+        z = (0,) * (self.rank - 2)
+        return z + ((g, self.k_width * t) if self.op_idx == 0 else (self.k_width * t, g))
+
+    def _warp_coords(self, warp: int):
+        wc = list(self.parent.warp_coords(warp))
+        wc[self.k_dim] = 0
+        if self.op_idx == 0:
+            wc[self.rank - 1] = 0
+        else:
+            wc[self.rank - 2] = 0
+        return tuple(wc)
+
+    def _rep_order(self, shape):
+        """Repetitions with K fastest: one (m or n) tile's fragments for every k step in a row."""
+        return self.rep_grid(shape) if self.op_idx == 0 else sorted(
+            self.rep_grid(shape), key=lambda r: tuple(r[:-2]) + (r[-1], r[-2]))
+
+    def regs(self, shape) -> dict:
+        """(batch rep, m-or-n rep, k rep) -> this thread's element positions per 32-bit register
+        (4 registers for A, 2 for B, kWidth elements each, in local_offsets order)."""
+        per = len(self._tile_offsets())
+        out = {}
+        for i, rep in enumerate(self._rep_order(shape)):
+            b = rep[0] if self.rank == 3 else 0
+            mn, k = (rep[-2], rep[-1]) if self.op_idx == 0 else (rep[-1], rep[-2])
+            out[(b, mn, k)] = [list(range(i * per + r * self.k_width, i * per + (r + 1) * self.k_width))
+                               for r in range(per // self.k_width)]
+        return out
+
+
+@dataclass(frozen=True)
+class SwizzledShared:
+    """`#ttg.swizzled_shared<{vec, perPhase, maxPhase, order}>`: a shared-memory tile, row-major
+    with dimension order[0] fastest, whose groups of `vec` elements along order[0] are permuted
+    per row: group ^= (row / perPhase) % maxPhase (row = index along order[1]). Leading
+    dimensions beyond the last two are whole tiles one after another."""
+    vec: int
+    per_phase: int
+    max_phase: int
+    order: tuple[int, ...]
+
+    def attr(self) -> str:
+        return (f"#ttg.swizzled_shared<{{vec = {self.vec}, perPhase = {self.per_phase}, "
+                f"maxPhase = {self.max_phase}, order = {_f(self.order)}}}>")
+
+    @classmethod
+    def parse(cls, text: str) -> "SwizzledShared":
+        return cls(_int(text, "vec"), _int(text, "perPhase"), _int(text, "maxPhase"), _ints(text, "order"))
+
+    def offset(self, index, shape) -> int:
+        """Element offset of `index` in a tile of `shape` (pure Python; LLIR mirrors it)."""
+        rank = len(shape)
+        o0, o1 = self.order[0], (self.order[1] if rank > 1 else None)
+        col = index[o0]
+        if o1 is not None:
+            phase = (index[o1] // self.per_phase) % self.max_phase
+            col = ((col // self.vec) ^ phase) * self.vec + col % self.vec
+        off, stride = col, shape[o0]
+        for d in self.order[1:]:
+            off += index[d] * stride
+            stride *= shape[d]
+        return off
+
+
+def for_operand(op_idx: int, shape, order, elem_bits: int, k_width: int) -> SwizzledShared:
+    """Triton's SwizzledSharedEncodingAttr::get for an MMAv2 dot operand (Ampere branch):
+    perPhase = max(1, 128 / (inner extent * 4 / kWidth)); an 8 x 8 x (4 kWidth) matrix shape;
+    vec = the operand's extent of that matrix along the contiguous dimension, maxPhase = its
+    extent along the other one / perPhase. `order` is the tile's memory order (fastest first)."""
+    rank = len(shape)
+    inner = shape[order[0]]
+    per_phase = max(1, 128 // max(1, inner * 4 // k_width))
+    mat = (8, 8, 4 * k_width)
+    k_fast = order[0] == (rank - 1 if op_idx == 0 else rank - 2)
+    mn = mat[0] if op_idx == 0 else mat[1]
+    k = mat[2]
+    vec = k if k_fast else mn
+    stride = mn if k_fast else k
+    max_phase = max(stride // per_phase, 1)
+    return SwizzledShared(vec, per_phase, max_phase, tuple(order))
+
+
+@dataclass(frozen=True)
+class FmaOperand:
+    """`#ttg.dot_op<{opIdx, parent = #ttg.blocked<...>}>`: an operand of the FMA dot (Triton's
+    fallback where no mma shape applies, e.g. fp64). A thread holds, for every row (A) or
+    column (B) of the result it owns under the blocked parent, the whole K extent."""
+    op_idx: int
+    parent: object  # Blocked
+
+    @property
+    def rank(self) -> int:
+        return self.parent.rank
+
+    @property
+    def k_dim(self) -> int:
+        return self.rank - 1 if self.op_idx == 0 else self.rank - 2
+
+    @property
+    def mn_dim(self) -> int:
+        return self.rank - 2 if self.op_idx == 0 else self.rank - 1
+
+    @property
+    def order(self) -> tuple[int, ...]:
+        return self.parent.order
+
+    @property
+    def size_per_thread(self) -> tuple[int, ...]:
+        return self.parent.size_per_thread
+
+    def attr(self) -> str:
+        return f"#ttg.dot_op<{{opIdx = {self.op_idx}, parent = {self.parent.attr()}}}>"
+
+    def tile(self, d: int) -> int:
+        return 0 if d == self.k_dim else self.parent.tile(d)  # 0: K never wraps
+
+    def mn_offsets(self, extent: int) -> list[int]:
+        """The parent's distinct offsets along the M (A) or N (B) dimension, first-seen order."""
+        shape = [self.parent.tile(d) for d in range(self.rank)]
+        shape[self.mn_dim] = extent
+        seen = []
+        for o in self.parent.local_offsets(tuple(shape)):
+            if o[self.mn_dim] not in seen:
+                seen.append(o[self.mn_dim])
+        return seen
+
+    def local_offsets(self, shape) -> list[tuple[int, ...]]:
+        out = []
+        for m in self.mn_offsets(shape[self.mn_dim]):
+            for k in range(shape[self.k_dim]):
+                off = [0] * self.rank
+                off[self.mn_dim], off[self.k_dim] = m, k
+                out.append(tuple(off))
+        return out
+
+    def elems_per_thread(self, shape) -> int:
+        return len(self.local_offsets(shape))
+
+    def thread_base(self, lane: int, warp: int) -> tuple[int, ...]:
+        shape = [self.parent.tile(d) for d in range(self.rank)]
+        first = self.parent.thread_indices(warp * 32 + lane, tuple(shape))[0]
+        base = [0] * self.rank
+        base[self.mn_dim] = first[self.mn_dim]
+        return tuple(base)
+
+    def thread_indices(self, tid: int, shape) -> list[tuple[int, ...]]:
+        base = self.thread_base(tid % 32, tid // 32)
+        return [tuple((base[d] + off[d]) % shape[d] for d in range(len(shape)))
+                for off in self.local_offsets(shape)]
+
+
+def parse(text: str):
+    """`#ttg.nvidia_mma<...>` or `#ttg.dot_op<{opIdx, parent = #ttg.nvidia_mma<...>, kWidth}>` ->
+    the dataclass; ValueError otherwise."""
+    text = text.strip()
+    if text.startswith("#ttg.nvidia_mma<"):
+        return NvidiaMma.parse(text)
+    if text.startswith("#ttg.dot_op<") and "#ttg.blocked<" in text:
+        from ttbuild.backend.analysis.layout import Blocked
+        m = re.match(r"#ttg\.dot_op<\{\s*opIdx\s*=\s*(\d+)\s*,\s*parent\s*=\s*(#ttg\.blocked<\{[^}]*\}>)\s*(,\s*kWidth\s*=\s*\d+\s*)?\}>$", text, re.S)
+        if not m:
+            raise ValueError(f"unsupported dot_op encoding: {text}")
+        return FmaOperand(int(m.group(1)), Blocked.parse(m.group(2)))
+    if text.startswith("#ttg.dot_op<"):
+        m = re.match(r"#ttg\.dot_op<\{\s*opIdx\s*=\s*(\d+)\s*,\s*parent\s*=\s*(.*)\s*,\s*kWidth\s*=\s*(\d+)\s*\}>$", text, re.S)
+        if not m:
+            raise ValueError(f"unsupported dot_op encoding: {text}")
+        return DotOperand(int(m.group(1)), parse(m.group(2)), int(m.group(3)))
+    raise ValueError(f"not a tensor-core encoding: {text}")

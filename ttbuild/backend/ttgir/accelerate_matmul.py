@@ -1,0 +1,315 @@
+"""TTGIR pass: every `tt.dot` that mma.sync can compute gets a `#ttg.nvidia_mma` (v2) result and `#ttg.dot_op` operands staged through `#ttg.swizzled_shared` memory (Triton's AccelerateMatmul, MMAv2 branch).
+
+Runs after layout assignment (ttbuild.backend.ttgir.coalesce), which left every tensor `#ttg.blocked`.
+Per dot, as Triton 3.6 spells it (lib/Dialect/TritonGPU/Transforms/AccelerateMatmul.cpp):
+- result `#ttg.nvidia_mma<{versionMajor = 2, versionMinor = 0, warpsPerCTA, instrShape = [16, 8]}>`
+  with warpsPerCTA from `warps_per_tile` (Triton's warpsPerTileV2; chained dots, as in
+  attention, put all warps along M; rank 3 puts them on the batch dimension);
+- each operand: `ttg.local_alloc` of the blocked value (right after its definition, so a
+  loop-invariant operand is staged once, before the loop) into `#ttg.swizzled_shared` (mma_layout.for_operand: Triton's vec /
+  perPhase / maxPhase, so ldmatrix rows fall in distinct banks), then `ttg.local_load` into
+  `#ttg.dot_op<{opIdx, parent = #mma, kWidth = 32 / element bits}>` just before the dot;
+- the accumulator: when it is a loop-carried value used only by the dot and the dot's result
+  only yielded (the matmul loop), the loop carries it in `#mma` (its init is converted before
+  the loop, or rebuilt in #mma when it is a splat constant) and it is converted back to its
+  blocked layout after the loop; otherwise `ttg.convert_layout` to `#mma` before the dot and back
+  after it.
+Dots that mma.sync cannot compute (fp64, `input_precision = "ieee"` fp32, K below one mma.sync
+k-step) are left on blocked layouts (the FMA path of the LLIR).
+"""
+
+from __future__ import annotations
+
+from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.analysis.layout import parse_layout
+from ttbuild.backend.analysis.mma_layout import DotOperand, FmaOperand, NvidiaMma, for_operand
+from ttbuild.optraits import walk
+
+ir = mu.ir
+
+# (A element, C element, input precision or None for any) -> True: mma.sync covers it (PTX ISA 9.7.14.5.14).
+_MMA_TYPES = {("f16", "f32"), ("f16", "f16"), ("bf16", "f32"), ("f32", "f32"), ("i8", "i32"),
+              ("f8E4M3FN", "f32"), ("f8E5M2", "f32"), ("f8E4M3FN", "f16"), ("f8E5M2", "f16")}
+TF32, TF32X3, IEEE = 0, 1, 2
+
+
+def input_precision(op) -> int:
+    p = mu.props(op)
+    return mu.int_attr(p["inputPrecision"]) if "inputPrecision" in p else TF32
+
+
+def mma_supported(op, cc: int = 90) -> bool:
+    """Whether mma.sync computes this tt.dot: element types in _MMA_TYPES (fp8 from sm_89,
+    fp32 only as tf32), M >= 16, N >= 8 and K a multiple of one mma.sync k-step."""
+    a, c = op.operands[0], op.operands[2]
+    ea, ec = mu.elem_str(a.type), mu.elem_str(c.type)
+    if (ea, ec) not in _MMA_TYPES:
+        return False
+    if ea == "f32" and input_precision(op) == IEEE:
+        return False
+    if ea.startswith("f8") and cc < 89:
+        return False
+    shape_a = mu.shape_of(a.type)
+    shape_c = mu.shape_of(c.type)
+    k_width = max(1, 32 // mu.elem_bits(ea))
+    return shape_c[-2] >= 16 and shape_c[-1] >= 8 and shape_a[-1] % (8 * k_width) == 0
+
+
+def _slice_has_other_dot(op) -> bool:
+    """Whether another tt.dot is reachable from `op` through uses (forward) or definitions
+    (backward) within the function: the chained-dot test of Triton's warpsPerTileV2."""
+    seen, stack = set(), [op]
+    while stack:
+        cur = stack.pop()
+        key = cur.operation if hasattr(cur, "operation") else cur
+        if key in seen:
+            continue
+        seen.add(key)
+        if cur.operation.name == "tt.dot" and cur != op and cur.operation != op.operation:
+            return True
+        for r in cur.results:
+            for use in r.uses:
+                stack.append(use.owner)
+    seen2, stack = set(), [op]
+    while stack:
+        cur = stack.pop()
+        key = cur.operation if hasattr(cur, "operation") else cur
+        if key in seen2:
+            continue
+        seen2.add(key)
+        if cur.operation.name == "tt.dot" and cur.operation != op.operation:
+            return True
+        for v in cur.operands:
+            if isinstance(v, ir.OpResult):
+                stack.append(v.owner)
+    return False
+
+
+def warps_per_tile(op, shape, num_warps: int) -> tuple[int, ...]:
+    """Triton's warpsPerTileV2: rank 3 -> [numWarps, 1, 1]; a dot chained with another ->
+    all warps along the larger of M, N; otherwise double M or N alternately, the one with more
+    16x8 tiles left per warp, until the warps are used up."""
+    if len(shape) == 3:
+        return (num_warps, 1, 1)
+    if _slice_has_other_dot(op):
+        return (num_warps, 1) if shape[0] >= shape[1] else (1, num_warps)
+    ret = [1, 1]
+    while ret[0] * ret[1] < num_warps:
+        if shape[0] // 16 // ret[0] >= shape[1] // (8 * ret[1]):
+            if ret[0] < shape[0] // 16:
+                ret[0] *= 2
+            else:
+                ret[1] *= 2
+        else:
+            ret[1] *= 2
+    return tuple(ret)
+
+
+def _tensor_type(v, layout):
+    t = ir.RankedTensorType(v.type)
+    return ir.RankedTensorType.get(t.shape, t.element_type, ir.Attribute.parse(layout.attr()))
+
+
+def _memdesc_type(shape, elem: str, shared) -> ir.Type:
+    dims = "x".join(str(s) for s in shape)
+    return ir.Type.parse(f"!ttg.memdesc<{dims}x{elem}, {shared.attr()}, #ttg.shared_memory>")
+
+
+def _convert(v, layout, before=None, after=None, loc=None):
+    ip = ir.InsertionPoint(before) if before is not None else ir.InsertionPoint.after(after)
+    with ip:
+        return ir.Operation.create("ttg.convert_layout", results=[_tensor_type(v, layout)],
+                                   operands=[v], loc=loc).results[0]
+
+
+def _stage_operand(dot, idx: int, mma: NvidiaMma) -> None:
+    """Operand idx (0 = A, 1 = B) of `dot`: local_alloc into swizzled shared memory after its
+    definition, local_load into the dot_op layout before the dot."""
+    v = dot.operands[idx]
+    elem = mu.elem_str(v.type)
+    shape = mu.shape_of(v.type)
+    src = parse_layout(mu.encoding_str(v.type))
+    k_width = max(1, 32 // mu.elem_bits(elem))
+    shared = for_operand(idx, shape, src.order, mu.elem_bits(elem), k_width)
+    # Right after the definition, also when that is outside the dot's loop (attention's Q): the
+    # tile is then written once, not every iteration (Triton hoists it the same way).
+    owner = v.owner if isinstance(v, ir.OpResult) else None
+    ip = ir.InsertionPoint.after(owner) if owner is not None else ir.InsertionPoint(dot)
+    with ip:
+        alloc = ir.Operation.create("ttg.local_alloc", results=[_memdesc_type(shape, elem, shared)],
+                                    operands=[v], loc=dot.location)
+    with ir.InsertionPoint(dot):
+        load = ir.Operation.create("ttg.local_load", results=[_tensor_type(v, DotOperand(idx, mma, k_width))],
+                                   operands=[alloc.results[0]], loc=dot.location)
+    dot.operands[idx] = load.results[0]
+
+
+# Elementwise ops an accumulator may pass through between the loop's iter_arg and the dot
+# (attention's `acc = acc * alpha[:, None]`): they run on #mma too.
+ACC_ELEMENTWISE = ("arith.mulf", "arith.addf", "arith.subf", "arith.divf", "arith.muli", "arith.addi",
+                   "arith.subi")
+
+
+def _loop_carried(dot):
+    """(scf.for op, iter index, chain) when the dot's accumulator is a loop-carried value, reached
+    through `chain` [(elementwise op, operand index on the path)] of single-use elementwise ops
+    in the dot's block (empty when the dot takes the iter_arg itself), that nothing else uses,
+    and the dot's result only feeds that value's scf.yield; else None."""
+    c, d = dot.operands[2], dot.results[0]
+    chain, v = [], c
+    while not isinstance(v, ir.BlockArgument):
+        op = v.owner
+        if (op.name not in ACC_ELEMENTWISE or len(list(v.uses)) != 1
+                or op.operation.block != dot.operation.block):
+            return None
+        cand = [k for k, x in enumerate(op.operands) if x.type == v.type and (
+            isinstance(x, ir.BlockArgument) or x.owner.name in ACC_ELEMENTWISE)]
+        if len(cand) != 1:
+            return None
+        chain.append((op, cand[0]))
+        v = op.operands[cand[0]]
+    blk = v.owner
+    loop = blk.owner
+    if loop.name != "scf.for" or v.arg_number == 0 or blk != dot.operation.block:
+        return None
+    i = v.arg_number - 1
+    if len(list(v.uses)) != 1 or len(list(d.uses)) != 1:
+        return None
+    y = list(d.uses)[0].owner
+    if y.name != "scf.yield" or y.operands[i] != d or y.operation.block != blk:
+        return None
+    return loop, i, chain
+
+
+def _splat_copy(x, layout, before):
+    """A copy of splat constant x in `layout`, placed before `before`; None if x is not one."""
+    owner = x.owner if isinstance(x, ir.OpResult) else None
+    if not (owner is not None and owner.name == "arith.constant"
+            and isinstance(owner.attributes["value"], ir.DenseElementsAttr) and owner.attributes["value"].is_splat):
+        return None
+    t = _tensor_type(x, layout)
+    with ir.InsertionPoint(before):
+        return ir.Operation.create("arith.constant", results=[t], attributes={
+            "value": ir.DenseElementsAttr.get_splat(t, owner.attributes["value"].get_splat_value())},
+            loc=owner.location).results[0]
+
+
+def _to_mma(x, mma: NvidiaMma, before):
+    """x (blocked) as #mma for an elementwise op on the accumulator: a splat constant is rebuilt,
+    a single-use tt.broadcast converts its (small) operand and broadcasts in #mma, anything else
+    converts where it is used."""
+    owner = x.owner if isinstance(x, ir.OpResult) else None
+    if owner is not None and len(list(x.uses)) == 1:
+        if owner.name == "tt.broadcast":
+            owner.operands[0] = _to_mma(owner.operands[0], mma, owner)
+            x.set_type(_tensor_type(x, mma))
+            return x
+        if (owner.name == "arith.constant" and isinstance(owner.attributes["value"], ir.DenseElementsAttr)
+                and owner.attributes["value"].is_splat):
+            old = owner.attributes["value"]
+            x.set_type(_tensor_type(x, mma))
+            owner.attributes["value"] = ir.DenseElementsAttr.get_splat(x.type, old.get_splat_value())
+            return x
+    return _splat_copy(x, mma, before) or _convert(x, mma, before=before, loc=before.location)
+
+
+def _accumulator(dot, mma: NvidiaMma) -> None:
+    c, d = dot.operands[2], dot.results[0]
+    blocked = parse_layout(mu.encoding_str(d.type))
+    carried = _loop_carried(dot)
+    if carried is None:
+        dot.operands[2] = _splat_copy(c, mma, dot) or _convert(c, mma, before=dot, loc=dot.location)
+        d.set_type(_tensor_type(d, mma))
+        back = _convert(d, blocked, after=dot, loc=dot.location)
+        d.replace_all_uses_except(back, back.owner.operation)
+        _sink_past_casts(back.owner)
+        return
+    loop, i, chain = carried
+    init = loop.operands[3 + i]
+    res = loop.results[i]
+    init_op = init.owner if isinstance(init, ir.OpResult) else None
+    splat = (init_op is not None and init_op.name == "arith.constant"
+             and isinstance(init_op.attributes["value"], ir.DenseElementsAttr)
+             and init_op.attributes["value"].is_splat)
+    if splat:  # a splat constant is rebuilt in #mma (a copy when others use it too)
+        old = init_op.attributes["value"]
+        with ir.InsertionPoint(loop):
+            cst = ir.Operation.create("arith.constant", results=[_tensor_type(init, mma)], attributes={
+                "value": ir.DenseElementsAttr.get_splat(_tensor_type(init, mma), old.get_splat_value())},
+                loc=init_op.location)
+        loop.operands[3 + i] = cst.results[0]
+        if not list(init.uses):
+            init_op.operation.erase()
+    else:
+        loop.operands[3 + i] = _convert(init, mma, before=loop, loc=dot.location)
+    arg = chain[-1][0].operands[chain[-1][1]] if chain else c
+    arg.set_type(_tensor_type(arg, mma))
+    for op, k in reversed(chain):
+        for j in range(len(op.operands)):
+            if j != k:
+                op.operands[j] = _to_mma(op.operands[j], mma, op)
+        op.results[0].set_type(_tensor_type(op.results[0], mma))
+    d.set_type(_tensor_type(d, mma))
+    res.set_type(_tensor_type(res, mma))
+    back = _convert(res, blocked, after=loop, loc=dot.location)
+    res.replace_all_uses_except(back, back.owner.operation)
+    _sink_past_casts(back.owner)
+
+
+# Element-type casts a conversion moves past (Triton's RemoveLayoutConversions does the same for
+# any elementwise op): the matmul epilogue's `acc.to(tl.float16)` then converts half the bytes.
+CASTS = ("arith.truncf", "arith.extf", "tt.fp_to_fp", "arith.fptosi", "arith.fptoui", "arith.sitofp",
+         "arith.trunci", "arith.extsi", "arith.extui")
+
+
+def _sink_past_casts(conv) -> None:
+    """convert(x) -> cast  ==>  cast(x) -> convert, while the conversion's only user is a cast."""
+    while True:
+        uses = list(conv.results[0].uses)
+        if len(uses) != 1 or uses[0].owner.name not in CASTS or len(uses[0].owner.operands) != 1:
+            return
+        cast = uses[0].owner
+        x = conv.operands[0]
+        layout = parse_layout(mu.encoding_str(x.type))
+        r = cast.results[0]
+        want = parse_layout(mu.encoding_str(r.type))
+        cast.operands[0] = x
+        r.set_type(_tensor_type(r, layout))
+        new = _convert(r, want, after=cast, loc=cast.location)
+        r.replace_all_uses_except(new, new.owner.operation)
+        conv.operation.erase()
+        conv = new.owner
+
+
+def _fma(dot) -> None:
+    """A dot no mma shape covers stays on its result's blocked layout; the operands convert to
+    `#ttg.dot_op<{opIdx, parent = #blocked}>` (Triton's FMA path: each thread holds whole K rows
+    of A and K columns of B for the outputs it owns)."""
+    d = dot.results[0]
+    if len(mu.shape_of(d.type)) != 2:
+        return  # rank-3 FMA dots are not lowered (the LLIR names them)
+    blocked = parse_layout(mu.encoding_str(d.type))
+    for idx in (0, 1):
+        dot.operands[idx] = _convert(dot.operands[idx], FmaOperand(idx, blocked), before=dot, loc=dot.location)
+    c = dot.operands[2]
+    if parse_layout(mu.encoding_str(c.type)) != blocked:
+        dot.operands[2] = _convert(c, blocked, before=dot, loc=dot.location)
+
+
+def accelerate(module, num_warps: int, cc: int = 90) -> int:
+    """Rewrite every mma-able tt.dot of the module (see the module docstring); returns how many."""
+    dots = [op.opview for func in module.body.operations for op in walk(func) if op.name == "tt.dot"]
+    n = 0
+    for dot in dots:
+        if not mma_supported(dot, cc):
+            _fma(dot)
+            continue
+        shape = mu.shape_of(dot.results[0].type)
+        warps = warps_per_tile(dot, shape, num_warps)
+        instr = (16, 8) if len(shape) == 2 else (1, 16, 8)
+        mma = NvidiaMma(tuple(warps), instr)
+        _stage_operand(dot, 0, mma)
+        _stage_operand(dot, 1, mma)
+        _accumulator(dot, mma)
+        n += 1
+    return n

@@ -152,10 +152,10 @@ def test_fma_path_for_fp64_and_ieee():
 
 
 def _ptxas_v(ptx_text: bytes, tmp_path) -> str:
-    from ttbuild.backend.ptxas import find_ptxas
+    from ttbuild.toolchain import ptxas_path
     f = tmp_path / "k.ptx"
     f.write_bytes(ptx_text)
-    proc = subprocess.run([str(find_ptxas()), "-arch=sm_90a", "-v", "-o", str(tmp_path / "k.cubin"), str(f)],
+    proc = subprocess.run([str(ptxas_path()), "-arch=sm_90a", "-v", "-o", str(tmp_path / "k.cubin"), str(f)],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return proc.stderr

@@ -17,8 +17,6 @@ load and a shared store (correct, only not asynchronous).
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from math import gcd, prod
 
 from llvmlite import ir

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.layout import Blocked

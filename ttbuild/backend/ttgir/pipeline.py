@@ -590,8 +590,7 @@ def _unused(v) -> bool:
 
 
 def _pure(op) -> bool:
-    name = op.operation.name
-    return (name in PURE or name.startswith("arith.") or name.startswith("math.")) and not len(op.regions)
+    return is_pure(op.operation.name) and not len(op.regions)
 
 
 def _chain(arg, dead) -> list | None:

@@ -138,7 +138,10 @@ def test_matmul_fp8_small_integers_are_exact(torch, lib, name):
 
 # ---------------------------------------------------------------------------- linear layer
 
-LINEAR_SIZES = [(333, 517, 129), (64, 128, 64), (1, 7, 5), (1000, 96, 200)]
+# (M, N, K): the plain variants promise N and K (and row strides) multiples of 16, as in real
+# layers, M anything; *_any variants take anything.
+LINEAR_SIZES_16 = [(333, 528, 144), (64, 128, 64), (1, 16, 16), (1000, 96, 208)]
+LINEAR_SIZES_ANY = [(333, 517, 129), (1, 7, 5), (65, 33, 17)]
 
 
 @pytest.mark.parametrize("name", _names("linear_kernel"))
@@ -146,12 +149,13 @@ def test_linear_matches_torch(torch, lib, name):
     run = _launcher(lib, name)
     spec = _spec(name)["constexprs"]
     F = torch.nn.functional
-    for i, (M, N, K) in enumerate(LINEAR_SIZES):
+    pad = 16 if _sixteen(name) else 3
+    for i, (M, N, K) in enumerate(LINEAR_SIZES_16 if _sixteen(name) else LINEAR_SIZES_ANY):
         gen = torch.Generator(device="cuda").manual_seed(31 * i + N)
         x = torch.randn(M, K, device="cuda", generator=gen).half()
         w = (torch.randn(N, K, device="cuda", generator=gen) / math.sqrt(K)).half()
         bias = torch.randn(N, device="cuda", generator=gen).half()
-        y_full = torch.full((M + 1, N + 3), float("nan"), device="cuda", dtype=torch.float16)
+        y_full = torch.full((M + 1, N + pad), float("nan"), device="cuda", dtype=torch.float16)
         y = y_full[:M, :N]
         grid = (_cdiv(M, spec["BLOCK_SIZE_M"]) * _cdiv(N, spec["BLOCK_SIZE_N"]),)
         run[grid](x, w, bias, y, M, N, K, x.stride(0), x.stride(1), w.stride(0), w.stride(1),

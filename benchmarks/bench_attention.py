@@ -85,8 +85,8 @@ def worker(job: dict) -> None:
         ref = _sdpa(torch, q, k, v, causal)
         grid = (_cdiv(N, BLOCK_M), Z * H, 1)
 
-        def fn():
-            return mod._attn_fwd[grid](*_args(q, k, v, o, m), HEAD_DIM=d, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
+        def fn(grid=grid, t=(q, k, v, o, m), d=d, causal=causal):
+            return mod._attn_fwd[grid](*_args(*t), HEAD_DIM=d, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
                                        STAGE=3 if causal else 1, num_warps=WARPS[d], num_stages=NUM_STAGES)
         try:
             o.fill_(float("nan"))
@@ -95,8 +95,6 @@ def worker(job: dict) -> None:
             results.append({"case": case, "ok": _close(torch, o, ref), "mma": mma_kind(compiled), "ms": bench_ms(fn)})
         except Exception as e:  # noqa: BLE001  (one case failing must not lose the others)
             results.append({"case": case, "error": f"{type(e).__name__}: {e}"[:300]})
-        del q, k, v, o, m, ref
-        torch.cuda.empty_cache()
     report_worker_result({"results": results})
 
 
@@ -148,14 +146,14 @@ def main(argv=None):
         Z, H, N, d, causal = case
         q, k, v, o, m = _tensors(torch, case)
         ref = _sdpa(torch, q, k, v, causal)
-        sdpa = _tflops(case, bench_ms(lambda: _sdpa(torch, q, k, v, causal)))
+        sdpa = _tflops(case, bench_ms(lambda t=(q, k, v), c=causal: _sdpa(torch, *t, c)))
         launcher, why = variant_or_reason(lib, _name(d, causal))
         ours = None
         if launcher is None:
             notes.append(f"skip ttbuild {_name(d, causal)}: {why}")
         else:
             grid = (_cdiv(N, BLOCK_M), Z * H, 1)
-            fn = lambda: launcher[grid](*_args(q, k, v, o, m))
+            fn = lambda launcher=launcher, grid=grid, t=(q, k, v, o, m): launcher[grid](*_args(*t))
             try:
                 o.fill_(float("nan"))
                 fn()
@@ -170,8 +168,6 @@ def main(argv=None):
         rows.append((d, N, "yes" if causal else "no", _fmt(ours), _fmt(t2) + (f" ({k2})" if k2 else ""),
                      _ratio(ours, t2), _fmt(t3) + (f" ({k3})" if k3 else ""), _ratio(ours, t3), _fmt(sdpa),
                      _ratio(ours, sdpa)))
-        del q, k, v, o, m, ref
-        torch.cuda.empty_cache()
     print(f"\nattention forward fp16, Z={args.batch} H={args.heads}, BLOCK_M={BLOCK_M} BLOCK_N={BLOCK_N} "
           f"{NUM_STAGES} stages, {gpu}, TFLOP/s, medians of triton.testing.do_bench")
     print(table(["d", "N_CTX", "causal", "ttbuild", "triton DISABLE_MMA_V3=1", "x triton mma.sync",

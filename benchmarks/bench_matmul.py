@@ -80,8 +80,8 @@ def worker(job: dict) -> None:
         for name, bm, bn, bk, w, s in job["configs"]:
             grid = (_cdiv(shape[0], bm) * _cdiv(shape[1], bn),)
 
-            def fn(bm=bm, bn=bn, bk=bk, w=w, s=s, grid=grid):
-                return mod.matmul_kernel[grid](*_args(a, b, c), BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk,
+            def fn(bm=bm, bn=bn, bk=bk, w=w, s=s, grid=grid, t=(a, b, c)):
+                return mod.matmul_kernel[grid](*_args(*t), BLOCK_SIZE_M=bm, BLOCK_SIZE_N=bn, BLOCK_SIZE_K=bk,
                                                GROUP_SIZE_M=8, ACTIVATION="", num_warps=w, num_stages=s)
             try:
                 c.fill_(float("nan"))

@@ -1,8 +1,8 @@
-"""doit entry point: builds kernels/variants.toml into artifacts/ (see ttbuild.build); only wiring here."""
+"""doit entry point: builds kernels/variants.toml into artifacts/ (see ttbuild.graph); only wiring here."""
 
 from pathlib import Path
 
-from ttbuild.build import namespace
+from ttbuild.graph import namespace
 
 # doit runs with the working directory set to this file's folder: relative paths keep
 # the dependency DB portable between checkouts and CI machines.

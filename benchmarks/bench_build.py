@@ -62,9 +62,10 @@ def generate(root: Path, n_variants: int, files: int = 10) -> list[str]:
     return names
 
 
-def ttbuild(root: Path, env: dict, *args: str) -> tuple[float, subprocess.CompletedProcess]:
+def ttbuild(root: Path, env: dict, *args: str, stage_package: str = "ttbuild.stages") -> tuple[float, subprocess.CompletedProcess]:
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "ttbuild", *args], cwd=root, env=env,
+    code = f"import sys; from ttbuild.cli import main; sys.exit(main(sys.argv[1:], stage_package={stage_package!r}))"
+    proc = subprocess.run([sys.executable, "-c", code, *args], cwd=root, env=env,
                           capture_output=True, text=True)
     secs = time.perf_counter() - start
     if proc.returncode != 0:
@@ -91,32 +92,29 @@ def main(argv=None) -> int:
     root = Path(args.keep or tempfile.mkdtemp(prefix="ttbuild-bench-"))
     env = dict(os.environ, CI="1", PYTHONPATH=str(REPO), TTBUILD_CACHE_DIR=str(root / "cache"))
     env.pop("TTBUILD_CACHE", None)
-    if args.stages == "fake":
-        sys.path.insert(0, str(REPO / "tests"))
-        from conftest import write_fake_stages
-
-        write_fake_stages(root / "fake")
-        env["PYTHONPATH"] += os.pathsep + str(root / "fake")
-        env["TTBUILD_STAGE_PACKAGE"] = "fakestages"
+    package = "ttbuild.stages"
+    if args.stages == "fake":  # tests/fake_stages, passed through the CLI's Python API
+        env["PYTHONPATH"] += os.pathsep + str(REPO / "tests")
+        package = "fake_stages"
     proj = root / "lib"
     files = generate(proj, args.variants)
     jobs = ["-j", str(args.jobs)]
     rows = []
 
-    secs, proc = ttbuild(proj, env, "build", *jobs)
+    secs, proc = ttbuild(proj, env, "build", *jobs, stage_package=package)
     rows.append(("cold build", secs, counts(proc.stdout)))
-    secs, proc = ttbuild(proj, env, "build", *jobs)
+    secs, proc = ttbuild(proj, env, "build", *jobs, stage_package=package)
     rows.append(("no-op rebuild", secs, counts(proc.stdout)))
-    secs, proc = ttbuild(proj, env, "list")
+    secs, proc = ttbuild(proj, env, "list", stage_package=package)
     rows.append(("list (status of all)", secs, proc.stdout.strip().splitlines()[-1]))
     edited = next(f for f in files if f.startswith("axpy"))
     path = proj / "kernels" / edited
     path.write_text(path.read_text().replace("a * x + y", "a * x - y"))
-    secs, proc = ttbuild(proj, env, "build", *jobs)
+    secs, proc = ttbuild(proj, env, "build", *jobs, stage_package=package)
     rows.append((f"one-kernel edit ({edited})", secs, counts(proc.stdout)))
     fresh = root / "fresh"
     shutil.copytree(proj / "kernels", fresh / "kernels")
-    secs, proc = ttbuild(fresh, env, "build", *jobs)
+    secs, proc = ttbuild(fresh, env, "build", *jobs, stage_package=package)
     rows.append(("fresh checkout, from cache", secs, counts(proc.stdout)))
 
     print(f"ttbuild build benchmark: {args.variants} variants in {len(files)} files, -j {args.jobs}, "

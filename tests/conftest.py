@@ -15,100 +15,16 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 KERNELS = REPO / "kernels"
 
-# A stand-in stage set with the real stage API (docs/CONTRACTS.md), for graph behaviour
-# that must not wait on the compiler: parse drops positions like the real one, so
-# comment edits cut off after parse; ttir rejects `with` by AST node id, like later
-# real stages do; ttgir writes the module attributes the metadata task reads. With
-# $TTBUILD_FAKE_RUNLOG set, every run() appends its stage name there: tests count executions;
-# $TTBUILD_FAKE_DELAY (seconds) slows each run() so a test can kill a build midway.
-FAKE_PARSE = '''
-VERSION = 1
-
-def run(inputs, options):
-    import ast, json, os
-    from ttbuild.errors import CompilationError, Loc
-    if os.environ.get("TTBUILD_FAKE_RUNLOG"):
-        with open(os.environ["TTBUILD_FAKE_RUNLOG"], "a") as fh:
-            fh.write("parse\\n")
-    if os.environ.get("TTBUILD_FAKE_DELAY"):
-        import time
-        time.sleep(float(os.environ["TTBUILD_FAKE_DELAY"]))
-    src = inputs["source"].decode()
-    try:
-        tree = ast.parse(src)
-    except SyntaxError as e:
-        line = (e.text or "").rstrip("\\n")
-        raise CompilationError(e.msg, Loc(options["file"], e.lineno, max((e.offset or 1) - 1, 0), line), stage="parse")
-    fns = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == options["kernel"]]
-    if not fns:
-        raise CompilationError(f"no @jit function {options['kernel']!r}", Loc(options["file"], 1, 0, ""), stage="parse")
-    fn = fns[0]
-    ids, nodes, lines = {}, {}, src.splitlines()
-    for i, node in enumerate(n for n in ast.walk(fn) if hasattr(n, "lineno")):
-        ids[node] = i
-        nodes[str(i)] = [node.lineno, node.col_offset]
-    withs = [ids[n] for n in ast.walk(fn) if isinstance(n, ast.With)]
-    params = [{"name": a.arg,
-               "annotation": {"_t": "Attribute", "attr": "constexpr"} if a.annotation is not None else None,
-               "default": None} for a in fn.args.args]
-    doc = {"kernel": fn.name, "with_nodes": withs,
-           "functions": {fn.name: {"params": params, "body": ast.dump(ast.Module(fn.body, []))}}}
-    loc = {"file": options["file"], "nodes": nodes,
-           "lines": {str(l): lines[l - 1] for l, _ in nodes.values()}}
-    return {"json": json.dumps(doc, sort_keys=True).encode(), "loc": json.dumps(loc, sort_keys=True).encode()}
-'''
-
-FAKE_LOWER = '''
-VERSION = 1
-STAGE = {stage!r}
-
-def run(inputs, options):
-    import hashlib, json, os
-    from ttbuild.errors import CompilationError
-    if os.environ.get("TTBUILD_FAKE_RUNLOG"):
-        with open(os.environ["TTBUILD_FAKE_RUNLOG"], "a") as fh:
-            fh.write(STAGE + "\\n")
-    if os.environ.get("TTBUILD_FAKE_DELAY"):
-        import time
-        time.sleep(float(os.environ["TTBUILD_FAKE_DELAY"]))
-    (data,) = inputs.values()
-    if STAGE == "ttir":
-        withs = json.loads(data).get("with_nodes")
-        if withs:
-            raise CompilationError("unsupported construct: with", stage="ttir", node_id=withs[0])
-    extra = ""
-    if STAGE == "ttgir":
-        extra = ' {{"ttg.num-warps" = %d : i32, "ttg.shared" = 0 : i32}}' % options["num_warps"]
-    body = "%s %s %s%s" % (STAGE, hashlib.sha256(data).hexdigest(), json.dumps(options, sort_keys=True), extra)
-    return {{STAGE: body.encode()}}
-'''
-
-
-def write_fake_stages(root: Path) -> Path:
-    """Write the `fakestages` package under `root`; returns `root` (put it on PYTHONPATH)."""
-    pkg = root / "fakestages"
-    pkg.mkdir(parents=True, exist_ok=True)
-    (pkg / "__init__.py").write_text('"""Fake stages for build-graph tests."""\n')
-    (pkg / "parse.py").write_text(FAKE_PARSE)
-    for stage in ("ttir", "ttgir", "llir", "ptx", "cubin"):
-        (pkg / f"{stage}.py").write_text(FAKE_LOWER.format(stage=stage))
-    return root
-
-
-def real_stages_available() -> bool:
-    """True once every real stage module exists and is importable (the other engineers' work)."""
-    try:
-        from ttbuild.build import stage_versions
-
-        stage_versions("ttbuild.stages")
-        return True
-    except Exception:
-        return False
+# The stand-in stage set (tests/fake_stages/, a package beside this file): graph behaviour
+# that must not wait on the compiler. Tests name it "fake_stages" through the Python API.
+FAKE_STAGES = "fake_stages"
+TESTS = Path(__file__).resolve().parent
 
 
 @pytest.fixture(scope="session")
-def fake_stage_root(tmp_path_factory) -> Path:
-    return write_fake_stages(tmp_path_factory.mktemp("fakestages"))
+def fake_stage_root() -> Path:
+    """The folder to put on the path for `import fake_stages` (tests/)."""
+    return TESTS
 
 
 RUN_LINE = re.compile(r"^(\.  |C  |-- |!! )(\S+)", re.M)
@@ -152,8 +68,6 @@ class Project:
         env = dict(os.environ, PYTHONPATH=self.pythonpath, PYTHONDONTWRITEBYTECODE="1")
         env.pop("TTBUILD_CACHE", None)
         env.pop("TTBUILD_CACHE_READONLY", None)
-        if self.stages == "fake":
-            env["TTBUILD_STAGE_PACKAGE"] = "fakestages"  # what the CLI builds with (dodo.py names it itself)
         env.update(self.env)
         return env
 
@@ -178,8 +92,16 @@ class Project:
         return self._parse(self.run(["-m", "doit", *args], timeout=timeout))
 
     def ttbuild(self, *args: str, timeout: float = 900) -> DoitRun:
-        """`python -m ttbuild ARGS` in the project root (CI=1: plain output), parsed like doit's."""
-        return self._parse(self.run(["-m", "ttbuild", *args], timeout=timeout))
+        """`python -m ttbuild ARGS` in the project root (CI=1: plain output), parsed like doit's;
+        a fake-stage project calls `ttbuild.cli.main(ARGS, stage_package="fake_stages")`."""
+        return self._parse(self.run(self.ttbuild_argv(*args), timeout=timeout))
+
+    def ttbuild_argv(self, *args: str) -> list[str]:
+        """Python's arguments for `ttbuild ARGS` on this project's stages."""
+        if self.stages == "fake":
+            code = f"import sys; from ttbuild.cli import main; sys.exit(main(sys.argv[1:], stage_package={FAKE_STAGES!r}))"
+            return ["-c", code, *args]
+        return ["-m", "ttbuild", *args]
 
     def run(self, argv: list[str], timeout: float = 900) -> subprocess.CompletedProcess:
         env = self.run_env()
@@ -220,8 +142,8 @@ def make_project(dest: Path, stages: str, fake_root: Path | None, source: Path |
         else:
             (dest / "dodo.py").write_text(
                 '"""Test dodo: the ttbuild graph over fake stages."""\n'
-                "from ttbuild.build import namespace\n"
-                '_ns = namespace("kernels", "artifacts", stage_package="fakestages")\n'
+                "from ttbuild.graph import namespace\n"
+                f'_ns = namespace("kernels", "artifacts", stage_package={FAKE_STAGES!r})\n'
                 'DOIT_CONFIG = _ns["DOIT_CONFIG"]\n'
                 'task_ttbuild = _ns["task_ttbuild"]\n')
     paths = [str(REPO)] + ([str(fake_root)] if fake_root else [])
@@ -233,12 +155,10 @@ _BUILT: dict[str, Path] = {}
 
 @pytest.fixture(scope="session")
 def built_project_factory(tmp_path_factory, fake_stage_root):
-    """`factory(stages)` -> a project built once per session ("fake" or "real"; real skips
-    until the stage modules exist). Tests that mutate take a copy via `project_copy`."""
+    """`factory(stages)` -> a project built once per session ("fake" or "real"). Tests that
+    mutate take a copy via `project_copy`."""
 
     def factory(stages: str) -> Project:
-        if stages == "real" and not real_stages_available():
-            pytest.skip("real stage modules are not all importable yet")
         if stages not in _BUILT:
             root = tmp_path_factory.mktemp(f"built-{stages}") / "proj"
             proj = make_project(root, stages, fake_stage_root)
@@ -273,8 +193,6 @@ def fresh_project(tmp_path, fake_stage_root):
     """`fresh(stages)` -> an unbuilt project (kernels + dodo) in a tmp dir."""
 
     def fresh(stages: str) -> Project:
-        if stages == "real" and not real_stages_available():
-            pytest.skip("real stage modules are not all importable yet")
         return make_project(tmp_path / f"fresh-{stages}", stages, fake_stage_root)
 
     return fresh
@@ -283,11 +201,9 @@ def fresh_project(tmp_path, fake_stage_root):
 @pytest.fixture(scope="session")
 def new_project(fake_stage_root):
     """`new(dest, stages="fake", source=None)` -> make_project at `dest` (tests cannot import this
-    conftest by name: tests/gpu has one too); real stages skip until they are importable."""
+    conftest by name: tests/gpu has one too)."""
 
     def new(dest: Path, stages: str = "fake", source: Path | None = None) -> Project:
-        if stages == "real" and not real_stages_available():
-            pytest.skip("real stage modules are not all importable yet")
         return make_project(dest, stages, fake_stage_root, source=source)
 
     return new

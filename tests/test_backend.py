@@ -153,7 +153,7 @@ def test_unsupported_op_names_op_stage_and_node():
     g = ttgir.run({"ttir": text.encode()}, {"num_warps": 4})["ttgir"]
     with pytest.raises(NotSupportedYet) as e:
         llir.run({"ttgir": g}, {"target": "cuda:90"})
-    assert e.value.op == "tt.fancy_add" and e.value.stage == "llir" and e.value.node == "n27"
+    assert e.value.op == "tt.fancy_add" and e.value.stage == "llir" and e.value.node_id == 27
     assert "not supported yet: tt.fancy_add" in str(e.value)
 
 

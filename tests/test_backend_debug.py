@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from ttbuild.build.keys import extra_inputs, stage_key, stage_options, stage_versions
-from ttbuild.build.variants import load_variants
+from ttbuild.graph.keys import extra_inputs, stage_key, stage_options, stage_versions
+from ttbuild.graph.variants import load_variants
 from ttbuild.stages import cubin, llir, parse, ptx, ttgir, ttir
 
 REPO = Path(__file__).resolve().parents[1]

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ttbuild.backend.layout import Blocked, default_blocked
+from ttbuild.backend.analysis.layout import Blocked, default_blocked
 
 DATA = Path(__file__).parent / "data"
 
@@ -58,7 +58,7 @@ def test_encoding_spelling_round_trips(layout):
 def _axis(text):
     """(analysis, ops, keep-alive): the module must outlive the ops the test looks at."""
     from ttbuild.backend import mlir_util as mu
-    from ttbuild.backend.axis import AxisAnalysis
+    from ttbuild.backend.analysis.axis import AxisAnalysis
     ctx = mu.new_context()
     module = mu.parse_module(text, ctx, "ttir")
     func = module.body.operations[0]

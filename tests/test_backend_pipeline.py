@@ -175,7 +175,7 @@ def test_buffers_sit_above_reduction_scratch():
     """A cross-warp reduction in the loop keeps its scratch at offset 0; the ring starts above it
     (16-byte aligned) and ttg.shared = scratch + (S-1) slots."""
     from ttbuild.backend import mlir_util as mu
-    from ttbuild.backend.smem import module_bytes
+    from ttbuild.backend.analysis.allocation import module_bytes
 
     for name, slots, tile in [("tilesum_fp32_s3", 2, 16 * 64 * 4), ("tilesum_fp16_s4", 3, 32 * 64 * 2)]:
         out = variant(name, "ttgir")["ttgir"]

@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from oracle import run_triton, triton_python
-from ttbuild.backend.layout import Blocked, Slice, default_blocked, parse_layout
-from ttbuild.backend.smem import reduce_plan
+from ttbuild.backend.analysis.layout import Blocked, Slice, default_blocked, parse_layout
+from ttbuild.backend.analysis.allocation import reduce_plan
 from ttbuild.stages import cubin, llir, parse, ptx, ttgir, ttir
 
 DATA = Path(__file__).parent / "data"
@@ -293,7 +293,7 @@ def test_layer_norm_first_pass_keeps_all_loads_in_flight(tmp_path):
 def test_unflatten_keeps_each_flat_index_on_its_thread(spt_bits, lane_bits, wbits, dims_bits):
     """unflatten(flat, shape) puts element ix on the thread that holds its row-major flat index
     under `flat` (the pairing Triton's reshape inference demands)."""
-    from ttbuild.backend.layout import unflatten
+    from ttbuild.backend.analysis.layout import unflatten
 
     shape = tuple(2 ** b for b in dims_bits)
     n = prod(shape)

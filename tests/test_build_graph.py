@@ -12,9 +12,11 @@ import pytest
 import xxhash
 from hypothesis import given, strategies as st
 
-from ttbuild.build import chain, doit_config, generate_tasks, load_variants, stage_key
-from ttbuild.build.fileio import XXHashChecker, atomic_write, file_digest
-from ttbuild.build.meta import MetaError, build_params, ttgir_module_int
+from ttbuild.graph import chain, doit_config, generate_tasks, load_variants, stage_key
+from ttbuild.fileio import atomic_write, file_digest
+from ttbuild.graph.state import XXHashChecker
+from ttbuild.graph.meta import MetaError, build_params
+from ttbuild.irattrs import module_attrs, module_int
 
 REPO = Path(__file__).resolve().parent.parent
 VERSIONS = {s: 1 for s in ("parse", "ttir", "ttgir", "llir", "ptx", "cubin")}
@@ -55,7 +57,7 @@ def test_variants_differing_in_num_warps_share_parse_and_ttir():
 def _tasks(root: Path, fake_root):
     sys.path.insert(0, str(fake_root))
     try:
-        return list(generate_tasks(root / "kernels", root / "artifacts", "fakestages"))
+        return list(generate_tasks(root / "kernels", root / "artifacts", "fake_stages"))
     finally:
         sys.path.remove(str(fake_root))
 
@@ -134,12 +136,23 @@ def test_atomic_write_keeps_identical_files_and_cleans_up(tmp_path, monkeypatch)
     assert sorted(p.name for p in path.parent.iterdir()) == ["x.ptx"]
 
 
-def test_ttgir_attribute_regex_reads_generic_form():
+def test_ttgir_module_attributes_read_from_generic_form():
     text = '"builtin.module"() ({\n}) {"ttg.num-ctas" = 1 : i32, "ttg.num-warps" = 8 : i32, ' \
            '"ttg.shared" = 4096 : i32, "ttg.target" = "cuda:90"} : () -> ()'
-    assert ttgir_module_int(text, "ttg.num-warps") == 8
-    assert ttgir_module_int(text, "ttg.shared") == 4096
-    assert ttgir_module_int(text, "ttg.missing") is None
+    assert module_int(text, "ttg.num-warps") == 8
+    assert module_int(text, "ttg.shared") == 4096
+    assert module_int(text, "ttg.missing") is None
+    assert module_attrs(text)["ttg.target"] == "cuda:90"
+
+
+def test_module_attributes_ignore_an_op_attribute_of_the_same_name():
+    # An op inside the body carrying `ttg.shared` must not answer for the module's own.
+    text = ('"builtin.module"() ({\n  "x.op"() {"ttg.shared" = 7 : i32} : () -> ()\n'
+            '}) {"ttg.num-warps" = 4 : i32, ttg.shared = 128 : i32} : () -> () loc(unknown)\n')
+    assert module_attrs(text) == {"ttg.num-warps": 4, "ttg.shared": 128}
+    custom = 'module attributes {"ttg.num-warps" = 2 : i32, ttg.target = "cuda:80"} {\n}\n'
+    assert module_attrs(custom) == {"ttg.num-warps": 2, "ttg.target": "cuda:80"}
+    assert module_attrs('"builtin.module"() ({\n}) : () -> ()') == {}
 
 
 def _variant(sig, constexprs):

@@ -7,8 +7,8 @@ import json
 import pytest
 import xxhash
 
-from ttbuild.build import chain, load_variants, stage_versions
-from ttbuild.build.graph import output_paths
+from ttbuild.graph import chain, load_variants, stage_versions
+from ttbuild.graph.tasks import output_paths
 
 STAGES = ("parse", "ttir", "ttgir", "llir", "ptx", "cubin")
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from ttbuild.build import VariantError, load_variants, parse_signature
-from ttbuild.build.signature import DTYPES
+from ttbuild.graph import VariantError, load_variants
+from ttbuild.signature import DTYPES, parse_signature
 from ttbuild.errors import CompilationError
 
 REPO = Path(__file__).resolve().parent.parent
@@ -139,7 +139,8 @@ def test_signature_roundtrips(items):
 
 @pytest.mark.parametrize("bad, why", [
     ("", "empty"), ("*fp32,,i32", "entry 2 is empty"), ("1024", "constexprs"),
-    ("fp32:16", "only pointers and integers"), ("*f32", "unknown dtype 'f32'"),
+    ("fp32:16", "only pointers and integers"), ("*f33", "unknown dtype 'f33'"),
+    ("*fp32:8", "divisibility must be 16"),
 ])
 def test_bad_signatures(bad, why):
     with pytest.raises(ValueError, match=why):

@@ -6,7 +6,7 @@ import warnings
 import pytest
 
 from ttbuild.cache import (CacheError, CacheWarning, DirCache, HttpCache, LayeredCache, NullCache,
-                           action_key, digest, open_cache, run_cached, stage_key)
+                           action_key, digest, open_cache, run_cached, module_action_key)
 from ttbuild.cache.config import default_local_dir
 
 
@@ -119,7 +119,7 @@ def test_run_cached_runs_once_per_action(tmp_path):
     run_cached("ttgir", mod, {"ttir": b"module2"}, opts, cache=cache)
     run_cached("ttgir", _fake_stage(version=2), {"ttir": b"module"}, opts, cache=cache)
     assert len(mod.calls) == 3
-    assert stage_key("ttgir", mod, {"ttir": b"module"}, opts) != stage_key("ttgir", _fake_stage(2), {"ttir": b"module"}, opts)
+    assert module_action_key("ttgir", mod, {"ttir": b"module"}, opts) != module_action_key("ttgir", _fake_stage(2), {"ttir": b"module"}, opts)
 
 
 def test_run_cached_stores_nothing_on_failure(tmp_path):

@@ -10,7 +10,10 @@ import pytest
 from hypothesis import given, strategies as st
 
 from ttbuild.cache import keys
+from ttbuild import toolchain
 from ttbuild.cache.keys import action_key, canonical_action, digest, fast_hash, is_key
+from ttbuild.cache.stage import module_action_key
+from ttbuild.errors import ToolError
 
 json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-2**40, 2**40),
                          st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=8))
@@ -98,19 +101,47 @@ def test_stage_tools_cover_every_stage():
 
 
 def test_ptxas_version_from_the_wheel_and_probed_once(monkeypatch):
+    monkeypatch.delenv("TTBUILD_PTXAS", raising=False)
     try:
-        path = keys.ptxas_path()
-    except FileNotFoundError:
+        path = toolchain.ptxas_path()
+    except ToolError:
         pytest.skip("nvidia-cuda-nvcc wheel (ptxas) not installed")
     assert "nvidia" in path.parts and path.name == "ptxas"
-    keys.ptxas_version.cache_clear()
+    toolchain.ptxas_version.cache_clear()
     calls = []
     real_run = subprocess.run
-    monkeypatch.setattr(keys.subprocess, "run", lambda *a, **k: calls.append(a) or real_run(*a, **k))
+    monkeypatch.setattr(toolchain.subprocess, "run", lambda *a, **k: calls.append(a) or real_run(*a, **k))
     v1 = keys.tool_versions("ptxas")["ptxas"]
     v2 = keys.tool_versions_for("cubin")["ptxas"]
     assert re.match(r"V\d+\.\d+\.\d+", v1) and v1 == v2
     assert len(calls) == 1
+
+
+def _fake_ptxas(path, release):
+    path.write_text(f"#!/bin/sh\necho 'ptxas: NVIDIA (R) Ptx optimizing assembler'\n"
+                    f"echo 'Cuda compilation tools, release 12.4, {release}'\n"
+                    f"echo 'Build cuda_12.4.r12.4/compiler.0_0'\n")
+    path.chmod(0o755)
+    return path
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="shell-script stand-in for ptxas")
+def test_cubin_key_names_the_ptxas_that_TTBUILD_PTXAS_selects(tmp_path, monkeypatch):
+    # The cubin stage runs toolchain.ptxas_path(), which honours TTBUILD_PTXAS: the cache key
+    # must name that ptxas too, or a cached cubin of one ptxas would answer for another.
+    class Cubin:
+        VERSION = 1
+
+    inputs, opts = {"ptx": b".version 9.0"}, {"arch": "sm_90a", "ptxas_options": []}
+    monkeypatch.setenv("TTBUILD_PTXAS", str(_fake_ptxas(tmp_path / "ptxas-a", "V12.4.131")))
+    key_a = module_action_key("cubin", Cubin, inputs, opts)
+    assert keys.tool_versions("ptxas")["ptxas"].startswith("V12.4.131")
+    monkeypatch.setenv("TTBUILD_PTXAS", str(_fake_ptxas(tmp_path / "ptxas-b", "V12.8.93")))
+    key_b = module_action_key("cubin", Cubin, inputs, opts)
+    assert key_a != key_b
+    assert toolchain.ptxas_path() == tmp_path / "ptxas-b"
+    monkeypatch.setenv("TTBUILD_PTXAS", str(tmp_path / "ptxas-a"))
+    assert module_action_key("cubin", Cubin, inputs, opts) == key_a
 
 
 def test_llvm_version_matches_llvmlite():

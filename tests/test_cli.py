@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, strategies as st
 
-from ttbuild.build import in_shard, load_variants
+from ttbuild.graph import in_shard, load_variants
 from ttbuild.cli import parse_shard
 
 BAD_VARIANT = '''
@@ -96,10 +96,10 @@ def test_list_and_explain_follow_edits(proj, tmp_path):
     assert "would run: nothing" in ex.out, ex.out
 
     # A stage implementation bumped: every variant's ttgir key changes, and explain says why.
-    fake_ttgir = Path(proj.pythonpath.split(os.pathsep)[-1]) / "fakestages" / "ttgir.py"
+    fake_ttgir = Path(proj.pythonpath.split(os.pathsep)[-1]) / "fake_stages" / "ttgir.py"
     local = tmp_path / "stages"
-    shutil.copytree(fake_ttgir.parent, local / "fakestages")
-    (local / "fakestages" / "ttgir.py").write_text(fake_ttgir.read_text().replace("VERSION = 1", "VERSION = 2", 1))
+    shutil.copytree(fake_ttgir.parent, local / "fake_stages")
+    (local / "fake_stages" / "ttgir.py").write_text(fake_ttgir.read_text().replace("VERSION = 1", "VERSION = 2", 1))
     proj.pythonpath = os.pathsep.join([proj.pythonpath.split(os.pathsep)[0], str(local)])
     ex = proj.ttbuild("explain", "axpy_fp32")
     assert "ttgir stage VERSION: 1 -> 2" in ex.out and "would run: ttgir, llir, ptx, cubin" in ex.out, ex.out
@@ -199,7 +199,7 @@ def test_terminal_gets_the_live_display_and_a_table(proj):
     env = proj.run_env()
     env.pop("CI", None)
     env["COLUMNS"] = "120"
-    proc = subprocess.Popen([sys.executable, "-m", "ttbuild", "build"], cwd=proj.root, env=env,
+    proc = subprocess.Popen([sys.executable, *proj.ttbuild_argv("build")], cwd=proj.root, env=env,
                             stdout=slave, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL)
     os.close(slave)
     chunks = []
@@ -224,7 +224,7 @@ def test_list_and_explain_import_no_compiler(proj):
     assert proj.ttbuild("build").rc == 0
     code = ("import sys, io\nfrom ttbuild.cli import main\n"
             "for argv in (['list'], ['explain', 'axpy_fp32'], ['show', 'axpy_fp32']):\n"
-            "    assert main(argv) == 0\n"
+            "    assert main(argv, stage_package='fake_stages') == 0\n"
             "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('mlir', 'llvmlite', 'cuda', 'rich'))\n"
             "print('HEAVY=' + ','.join(heavy))\n")
     out = proj.run(["-c", code])
@@ -238,12 +238,12 @@ def test_tasks_pickle_for_worker_processes(proj):
     import pickle
     import sys as _sys
 
-    from ttbuild.build import generate_tasks
-    from ttbuild.build.fileio import XXHashChecker
+    from ttbuild.graph import generate_tasks
+    from ttbuild.graph.state import XXHashChecker
 
     _sys.path.insert(0, proj.pythonpath.split(os.pathsep)[-1])
     try:
-        tasks = [t for t in generate_tasks(proj.kernels, proj.artifacts, "fakestages") if t.get("actions")]
+        tasks = [t for t in generate_tasks(proj.kernels, proj.artifacts, "fake_stages") if t.get("actions")]
     finally:
         _sys.path.pop(0)
     assert tasks

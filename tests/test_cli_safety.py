@@ -27,7 +27,7 @@ def _runlog(proj) -> list[str]:
 def _start(proj, *args, tool: str = "ttbuild") -> subprocess.Popen:
     env = proj.run_env()
     env["CI"] = "1"
-    argv = ["-m", "ttbuild", "build", *args] if tool == "ttbuild" else ["-m", "doit", *args]
+    argv = proj.ttbuild_argv("build", *args) if tool == "ttbuild" else ["-m", "doit", *args]
     return subprocess.Popen([sys.executable, *argv], cwd=proj.root, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)

@@ -12,9 +12,9 @@ import sys
 
 import pytest
 
-from ttbuild.build import chain, load_variants, stage_versions
+from ttbuild.graph import chain, load_variants, stage_versions
 
-STAGE_PKG = {"fake": "fakestages", "real": "ttbuild.stages"}
+STAGE_PKG = {"fake": "fake_stages", "real": "ttbuild.stages"}
 
 
 def _kernel_of(doc: str) -> str:

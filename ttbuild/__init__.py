@@ -1,6 +1,7 @@
 """ttbuild: Triton-language kernels compiled ahead of time as an incremental build; `jit` marks kernels.
 
-Importing this package is cheap: it pulls in neither MLIR, llvmlite, doit nor CUDA, so the
+`ttbuild.compile(...)` compiles one kernel in memory (ttbuild.compiler). Importing this package is
+cheap: it pulls in neither MLIR, llvmlite, doit nor CUDA, so the
 runtime (`ttbuild.runtime`) and kernel source files (`@ttbuild.jit`) can import it anywhere.
 """
 
@@ -34,3 +35,13 @@ def jit(fn=None, **options):
     if fn is None:
         return lambda f: JITFunction(f, **options)
     return JITFunction(fn, **options)
+
+
+def __getattr__(name: str):
+    # `ttbuild.compile` loads the driver on first use: `import ttbuild` stays free of doit,
+    # MLIR and llvmlite (kernel files and the runtime import it).
+    if name == "compile":
+        from ttbuild.compiler import compile
+
+        return compile
+    raise AttributeError(f"module 'ttbuild' has no attribute {name!r}")

@@ -1,4 +1,4 @@
-"""Atomic file replacement shared by the build and the cache: a temp file in the target's directory, then os.replace."""
+"""Atomic file writes shared by the build and the cache (a temp file in the target's directory, then os.replace) and file digests."""
 
 from __future__ import annotations
 
@@ -33,3 +33,31 @@ def replace_file(path: str | os.PathLike, data: bytes) -> None:
         except OSError:
             pass
         raise
+
+
+def file_digest(path: str | os.PathLike) -> str:
+    """xxh3_64 of a file's bytes, 16 hex digits; OSError if it cannot be read."""
+    import xxhash  # a dependency of ttbuild; imported here so `replace_file` users need only the stdlib
+
+    hasher = xxhash.xxh3_64()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            hasher.update(chunk)
+    return hasher.hexdigest()
+
+
+def atomic_write(path: str | os.PathLike, data: bytes) -> bool:
+    """Write `data` to `path` so readers see the old file or the new one, never a torn one.
+
+    Through `replace_file` (temp file in the same directory + os.replace). If `path` already
+    holds exactly `data`, the file is left alone (keeping its mtime), so an unchanged rebuild
+    output costs the next check no hashing. Returns True when the file was (re)written.
+    """
+    path = Path(path)
+    try:
+        if path.stat().st_size == len(data) and path.read_bytes() == data:
+            return False
+    except OSError:
+        pass
+    replace_file(path, data)
+    return True

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import ttbuild.language as tl
-from ttbuild.frontend import builtins as B
+from ttbuild.frontend import builtin_table as B
 
 REPO = Path(__file__).resolve().parents[2]
 

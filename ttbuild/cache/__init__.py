@@ -24,15 +24,15 @@ from ttbuild.cache.base import (BlobRef, Cache, CacheError, CacheStats, CacheWar
 from ttbuild.cache.config import default_local_dir, open_cache, remote_from_url
 from ttbuild.cache.http import HttpCache
 from ttbuild.cache.keys import (STAGE_TOOLS, action_key, canonical_action, digest, fast_hash, is_key,
-                                ptxas_path, tool_versions, tool_versions_for)
+                                tool_versions, tool_versions_for)
 from ttbuild.cache.layered import LayeredCache, NullCache
 from ttbuild.cache.local import DirCache
-from ttbuild.cache.stage import default_cache, run_cached, run_cached_hit, set_default_cache, stage_key
+from ttbuild.cache.stage import default_cache, run_cached, run_cached_hit, set_default_cache, module_action_key
 
 __all__ = [
     "BlobRef", "Cache", "CacheError", "CacheStats", "CacheWarning", "DirCache", "HttpCache",
     "LayeredCache", "NullCache", "PruneReport", "STAGE_TOOLS", "VerifyReport", "action_key",
     "canonical_action", "default_local_dir", "digest", "fast_hash", "is_key", "open_cache",
-    "ptxas_path", "remote_from_url", "tool_versions", "tool_versions_for", "default_cache",
-    "run_cached", "run_cached_hit", "set_default_cache", "stage_key",
+    "remote_from_url", "tool_versions", "tool_versions_for", "default_cache",
+    "run_cached", "run_cached_hit", "set_default_cache", "module_action_key",
 ]

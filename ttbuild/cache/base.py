@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from ttbuild.cache.keys import digest, is_key
+from ttbuild.canonical import canonical_bytes
 from ttbuild.errors import TTBuildError
 
 log = logging.getLogger("ttbuild.cache")
@@ -64,7 +65,7 @@ def encode_entry(outputs: Mapping[str, bytes]) -> tuple[bytes, dict[str, BlobRef
         refs[role] = BlobRef(digest(data), len(data))
     body = {"schema": AC_SCHEMA,
             "outputs": {r: {"sha256": b.sha256, "size": b.size} for r, b in refs.items()}}
-    return json.dumps(body, sort_keys=True, separators=(",", ":")).encode(), refs
+    return canonical_bytes(body, ensure_ascii=True), refs
 
 
 def decode_entry(raw: bytes) -> dict[str, BlobRef]:

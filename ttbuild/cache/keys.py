@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import importlib.util
-import json
 import math
-import os
 import re
-import subprocess
-from pathlib import Path
 from typing import Any, Mapping
+
+from ttbuild.canonical import canonical_bytes
+from ttbuild.toolchain import llvm_version, mlir_version, ptxas_version
 
 ACTION_SCHEMA = "ttbuild.action/1"
 
@@ -90,8 +88,7 @@ def canonical_action(stage: str, stage_version: int, input_hashes: Mapping[str, 
         "tools": dict(tool_versions),
     }
     _check_json(desc, "action")
-    return json.dumps(desc, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                      allow_nan=False).encode("utf-8")
+    return canonical_bytes(desc, allow_nan=False)
 
 
 def action_key(stage: str, stage_version: int, input_hashes: Mapping[str, str],
@@ -121,67 +118,6 @@ def python_version() -> str:
     import sys
 
     return f"{sys.version_info[0]}.{sys.version_info[1]}"
-
-
-@functools.cache
-def llvm_version() -> str:
-    """LLVM version inside llvmlite plus llvmlite's own, e.g. `22.1.0/llvmlite-0.50.0`.
-
-    Imports `llvmlite.binding` (about 0.3 s, loads libLLVM), hence only on first call.
-    """
-    import llvmlite
-    import llvmlite.binding as llvm
-
-    return ".".join(map(str, llvm.llvm_version_info)) + f"/llvmlite-{llvmlite.__version__}"
-
-
-@functools.cache
-def mlir_version() -> str:
-    """Version of the installed MLIR Python bindings distribution (read from package metadata)."""
-    from importlib import metadata
-
-    for dist in ("xtc-mlir-python-bindings", "mlir-python-bindings", "mlir"):
-        try:
-            return f"{dist}-{metadata.version(dist)}"
-        except metadata.PackageNotFoundError:
-            continue
-    return "unknown"
-
-
-def ptxas_path() -> Path:
-    """ptxas from the `nvidia-cuda-nvcc` wheel (`nvidia/cu13/bin/ptxas`), never a system CUDA.
-
-    Raises FileNotFoundError when the wheel is not installed.
-    """
-    spec = importlib.util.find_spec("nvidia")
-    roots = list(spec.submodule_search_locations or []) if spec else []
-    for root in roots:
-        for rel in ("cu13/bin/ptxas", "cuda_nvcc/bin/ptxas"):
-            cand = Path(root) / rel
-            if cand.is_file() and os.access(cand, os.X_OK):
-                return cand
-    raise FileNotFoundError("ptxas not found: install nvidia-cuda-nvcc (looked under "
-                            f"{roots or 'no nvidia package'} for cu13/bin/ptxas)")
-
-
-@functools.cache
-def ptxas_version(path: str | None = None) -> str:
-    """ptxas's build id from `ptxas --version`, e.g. `V13.0.88 (cuda_13.0.r13.0/compiler.36424714_0)`.
-
-    Raises ToolError when ptxas cannot be run or prints no version.
-    """
-    from ttbuild.errors import ToolError
-
-    exe = path or str(ptxas_path())
-    try:
-        proc = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise ToolError("ptxas", str(exc), f"{exe} --version") from exc
-    release = re.search(r"\bV\d+\.\d+\.\d+\b", proc.stdout)
-    build = re.search(r"^Build (\S+)", proc.stdout, re.M)
-    if proc.returncode != 0 or not release:
-        raise ToolError("ptxas", proc.stderr or proc.stdout, f"{exe} --version")
-    return release.group(0) + (f" ({build.group(1)})" if build else "")
 
 
 TOOL_VERSIONS = {

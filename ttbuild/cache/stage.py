@@ -36,8 +36,8 @@ def set_default_cache(cache: Cache | None) -> None:
         _default = cache
 
 
-def stage_key(stage: str, module: Any, inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> str:
-    """Action key of running stage module `module` (with its `VERSION`) on `inputs` with `options`."""
+def module_action_key(stage: str, module: Any, inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> str:
+    """The cache's action key (`keys.action_key`, sha256) of running stage module `module` (with its `VERSION`) on `inputs` with `options`."""
     return action_key(stage, module.VERSION, {role: digest(bytes(b)) for role, b in inputs.items()},
                       options, tool_versions_for(stage))
 
@@ -47,7 +47,7 @@ def run_cached_hit(stage: str, module: Any, inputs: Mapping[str, bytes], options
     """Like `run_cached`, also saying whether the outputs came from the cache (True) or from
     running `module.run` (False): the build reporter counts stages served from the cache."""
     cache = default_cache() if cache is None else cache
-    key = stage_key(stage, module, inputs, options)
+    key = module_action_key(stage, module, inputs, options)
     hit = cache.get(key)
     if hit is not None:
         return hit, True

@@ -19,7 +19,7 @@ import os
 import re
 import sys
 
-from .loader import Project
+from .loader import DEFAULT_STAGE_PACKAGE, Project
 
 COMMANDS = ("build", "list", "explain", "show", "clean", "cache", "doit")
 
@@ -89,19 +89,23 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, stage_package: str = DEFAULT_STAGE_PACKAGE) -> int:
+    """Run the command line on `argv` (default sys.argv[1:]); returns the exit status.
+
+    stage_package: the package whose stage modules compile (`ttbuild.stages`; tests pass
+    their stand-ins here, never through the environment)."""
     args_in = list(sys.argv[1:] if argv is None else argv)
     if not args_in or (args_in[0].startswith("-") and args_in[0] not in ("-h", "--help")):
         args_in.insert(0, "build")
     if args_in[0] == "doit":
-        return _doit(args_in[1:])
+        return _doit(args_in[1:], stage_package)
     if args_in[0] == "cache":
         from ttbuild.cache.__main__ import main as cache_main
 
         return cache_main(args_in[1:])
     args = parser().parse_args(args_in)
     try:
-        return _dispatch(args)
+        return _dispatch(args, stage_package)
     except SystemExit as exc:
         if isinstance(exc.code, str):
             print(exc.code, file=sys.stderr)
@@ -110,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:
         from doit.exceptions import InvalidDodoFile
 
-        from ttbuild.build import VariantError
+        from ttbuild.graph import VariantError
 
         if isinstance(exc, (VariantError, InvalidDodoFile)):
             print(f"ERROR: {exc.render() if isinstance(exc, VariantError) else exc}", file=sys.stderr)
@@ -118,8 +122,9 @@ def main(argv: list[str] | None = None) -> int:
         raise
 
 
-def _dispatch(args) -> int:
-    project = Project.from_args(getattr(args, "kernels", None), args.artifacts, getattr(args, "shard", None))
+def _dispatch(args, stage_package: str = DEFAULT_STAGE_PACKAGE) -> int:
+    project = Project.from_args(getattr(args, "kernels", None), args.artifacts, getattr(args, "shard", None),
+                                stage_package)
     if args.cmd == "build":
         from .build import build
 
@@ -142,9 +147,9 @@ def _dispatch(args) -> int:
     raise AssertionError(args.cmd)
 
 
-def _doit(rest: list[str]) -> int:
+def _doit(rest: list[str], stage_package: str = DEFAULT_STAGE_PACKAGE) -> int:
     """`ttbuild doit ARGS`: doit's own command line over ./kernels and ./artifacts."""
     from doit.cmd_base import ModuleTaskLoader
     from doit.doit_cmd import DoitMain
 
-    return DoitMain(ModuleTaskLoader(Project.from_args(None, None).namespace())).run(rest)
+    return DoitMain(ModuleTaskLoader(Project.from_args(None, None, stage_package=stage_package).namespace())).run(rest)

@@ -15,7 +15,7 @@ def pick_reporter(stream=None):
     """The rich live display on a terminal; plain lines when not a TTY or when `CI` is set."""
     stream = sys.stdout if stream is None else stream
     if os.environ.get("CI") or not getattr(stream, "isatty", lambda: False)():
-        from ttbuild.build.reporter import BuildReporter
+        from ttbuild.graph.reporter import BuildReporter
 
         return BuildReporter
     from .progress import RichBuildReporter
@@ -104,7 +104,7 @@ def clean(project: Project) -> int:
     """Remove everything ttbuild writes under artifacts/ (stage directories, lib/, doit's DB),
     leaving any other file there alone. Waits for a running build first. The lock file stays:
     unlinking it could hand a waiter and a newcomer two different locks."""
-    from ttbuild.build.graph import DEP_FILE, TASK_GROUPS
+    from ttbuild.graph.tasks import DEP_FILE, TASK_GROUPS
 
     art = project.artifacts
     if not art.is_dir():

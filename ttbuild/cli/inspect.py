@@ -56,7 +56,7 @@ def _describe(reasons: dict, db_has: bool) -> list[str]:
 
 def variant_states(project: Project, variant, tasks: dict, dep) -> list[TaskState]:
     """Status of each task `variant` builds (its stage chain, then its meta task), in order."""
-    from ttbuild.build import chain, stage_versions
+    from ttbuild.graph import chain, stage_versions
 
     names = [f"{n.stage}:{n.key}" for n in chain(variant, stage_versions(project.stage_package))]
     if variant.until == "cubin":
@@ -130,8 +130,8 @@ def option_changes(old: dict, new: dict) -> list[str]:
 
 def cmd_explain(project: Project, name: str, out=None) -> int:
     """Which of VARIANT's tasks would run and why; the option changes since its last build."""
-    from ttbuild.build import stage_versions
-    from ttbuild.build.graph import variant_doc
+    from ttbuild.graph import stage_versions
+    from ttbuild.graph.tasks import variant_doc
 
     out = out or sys.stdout
     variant = _find(project, name)
@@ -168,8 +168,8 @@ def cmd_explain(project: Project, name: str, out=None) -> int:
 def cmd_show(project: Project, name: str, stage: str, role: str | None = None,
              path_only: bool = False, out=None) -> int:
     """Print VARIANT's output file of STAGE (text), or its path and size (binary cubin, or --path)."""
-    from ttbuild.build import chain, output_paths, stage_versions
-    from ttbuild.build.keys import OUTPUT_ROLES
+    from ttbuild.graph import chain, output_paths, stage_versions
+    from ttbuild.graph.keys import OUTPUT_ROLES
 
     out = out or sys.stdout
     variant = _find(project, name)

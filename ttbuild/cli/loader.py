@@ -1,44 +1,44 @@
 """The CLI's view of a project: kernels and artifacts paths, the doit namespace, the loaded tasks and doit's state DB.
 
-`ttbuild` and `doit` (dodo.py) build the same namespace from `ttbuild.build.namespace`, so they
+`ttbuild` and `doit` (dodo.py) build the same namespace from `ttbuild.graph.namespace`, so they
 share one task graph and one `artifacts/.doit.db`. Nothing here imports MLIR or llvmlite.
 """
 
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ttbuild.build.fileio import LOCK_FILE, BuildLock
-STAGE_PACKAGE_ENV = "TTBUILD_STAGE_PACKAGE"
+from ttbuild.graph.state import LOCK_FILE, BuildLock
+
+DEFAULT_STAGE_PACKAGE = "ttbuild.stages"
 
 
 @dataclass(frozen=True)
 class Project:
     """Where a build reads kernels and writes artifacts, and which stage package compiles them
-    (`ttbuild.stages`; `$TTBUILD_STAGE_PACKAGE` swaps in test doubles)."""
+    (`ttbuild.stages`; tests pass another through `ttbuild.cli.main(argv, stage_package=...)`)."""
 
     kernels: Path
     artifacts: Path
-    stage_package: str = "ttbuild.stages"
+    stage_package: str = DEFAULT_STAGE_PACKAGE
     shard: tuple[int, int] | None = None
 
     @classmethod
-    def from_args(cls, kernels: str | None, artifacts: str | None, shard=None) -> "Project":
-        return cls(Path(kernels or "kernels"), Path(artifacts or "artifacts"),
-                   os.environ.get(STAGE_PACKAGE_ENV) or "ttbuild.stages", shard)
+    def from_args(cls, kernels: str | None, artifacts: str | None, shard=None,
+                  stage_package: str = DEFAULT_STAGE_PACKAGE) -> "Project":
+        return cls(Path(kernels or "kernels"), Path(artifacts or "artifacts"), stage_package, shard)
 
     def namespace(self, config: dict | None = None) -> dict:
-        from ttbuild.build import namespace
+        from ttbuild.graph import namespace
 
         return namespace(self.kernels, self.artifacts, self.stage_package, self.shard, config)
 
     def variants(self):
         """The variants this project builds (after sharding). Raises VariantError."""
-        from ttbuild.build import in_shard, load_variants
+        from ttbuild.graph import in_shard, load_variants
 
         variants = load_variants(self.kernels)
         if self.shard is not None:
@@ -58,8 +58,8 @@ class Project:
         """doit's Dependency manager over `artifacts/.doit.db` with ttbuild's checker (read it, then close())."""
         from doit.dependency import Dependency, SqliteDB
 
-        from ttbuild.build.fileio import XXHashChecker
-        from ttbuild.build.graph import DEP_FILE
+        from ttbuild.graph.state import XXHashChecker
+        from ttbuild.graph.tasks import DEP_FILE
 
         self.artifacts.mkdir(parents=True, exist_ok=True)
         return Dependency(SqliteDB, str(self.artifacts / DEP_FILE), checker_cls=XXHashChecker)
@@ -67,7 +67,7 @@ class Project:
 
 @contextlib.contextmanager
 def build_lock(artifacts: Path):
-    """Hold artifacts/' BuildLock (ttbuild.build.fileio) around a command that is not a doit
+    """Hold artifacts/' BuildLock (ttbuild.graph.state) around a command that is not a doit
     run (`clean`); a build takes it in its reporter. Says so on stderr when it has to wait."""
 
     def waiting(path):

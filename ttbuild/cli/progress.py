@@ -7,7 +7,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 from rich.text import Text
 
-from ttbuild.build.reporter import COLUMNS, HEADINGS, BuildReporter
+from ttbuild.graph.reporter import COLUMNS, HEADINGS, BuildReporter
 
 
 class RichBuildReporter(BuildReporter):

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from . import semantic as S
 from . import types as T
-from .builtins import NotSupportedFrontend, _mask_other, _ptr, builtin, cval
+from .args import BuiltinRules, NotSupportedFrontend, cval, mask_other, pointer_arg
 from .irtext import Value
 from .semantic import fail
+
+RULES = BuiltinRules()  # this module's rules; ttbuild.frontend.builtin_table builds the tables
+builtin = RULES.builtin
 
 
 # triton::RMWOp, MemSemantic, MemSyncScope (I32EnumAttr values, TritonAttrDefs.td).
@@ -18,13 +21,13 @@ _SCOPE = {"gpu": 1, "cta": 2, "sys": 3}
 def _atomic(cx, op: str, pointer, val, mask, sem, scope):
     """tt.atomic_rmw with Triton's checks (`semantic.atom_red_typechecking_impl`): no int1/int8/
     int16/bf16 elements, fp16 only for add; value cast to the element type; mask defaults to all."""
-    ptr = _ptr(cx, pointer, f"tl.atomic_{op}")
+    ptr = pointer_arg(cx, pointer, f"tl.atomic_{op}")
     elt = ptr.type.scalar.element
     if elt in (T.int1, T.DTYPES["int8"], T.DTYPES["int16"], T.bf16) or (elt == T.fp16 and op != "add"):
         fail(cx, f"atomic_{op} does not support {elt}")
     shape = ptr.type.shape
     v = S.broadcast_to(cx, S.cast(cx, val, elt) if isinstance(val, Value) else S.to_value(cx, val, elt), shape)
-    m, _ = _mask_other(cx, ptr, mask, None)
+    m, _ = mask_other(cx, ptr, mask, None)
     if m is None:
         m = cx.b.constant(True, S.with_shape(T.int1, shape))
     s, sc = cval(cx, sem, "sem") or "acq_rel", cval(cx, scope, "scope") or "gpu"
@@ -50,7 +53,7 @@ for _op in ("add", "max", "min", "and", "or", "xor", "xchg"):
 
 @builtin("atomic_cas")
 def atomic_cas(cx, pointer, cmp, val, sem=None, scope=None):
-    ptr = _ptr(cx, pointer, "tl.atomic_cas")
+    ptr = pointer_arg(cx, pointer, "tl.atomic_cas")
     elt = ptr.type.scalar.element
     if elt.bits not in (16, 32, 64) or elt == T.bf16:
         fail(cx, f"atomic_cas does not support {elt}")

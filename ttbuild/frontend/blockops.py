@@ -1,6 +1,6 @@
 """Lowering rules for block-shaped `tl` builtins: expand_dims, broadcast, trans, reshape, dot (tt.dot).
 
-Registered into `builtins.BUILTINS` by the same decorator; semantics from Triton 3.6
+Collected in this module's RULES (tables: builtin_table); semantics from Triton 3.6
 `triton/language/{core,standard,semantic}.py`.
 """
 
@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from . import semantic as S
 from . import types as T
-from .builtins import builtin, cval, dtype_arg, shape_arg, tensor
+from .args import BuiltinRules, cval, dtype_arg, shape_arg, tensor
 from .irtext import Value
 from .semantic import Constexpr, fail
+
+RULES = BuiltinRules()  # this module's rules; ttbuild.frontend.builtin_table builds the tables
+builtin = RULES.builtin
 
 
 @builtin("expand_dims", method="expand_dims")
@@ -86,7 +89,7 @@ def dot(cx, input, other, acc=None, input_precision=None, allow_tf32=None, max_n
 
 def _need_tensor(cx, input, what: str) -> Value:
     if not isinstance(input, Value):
-        fail(cx, f"tl.{what} needs a tensor, got {S._describe(input)}")
+        fail(cx, f"tl.{what} needs a tensor, got {S.describe(input)}")
     return input
 
 

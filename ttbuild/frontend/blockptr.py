@@ -15,9 +15,12 @@ from __future__ import annotations
 
 from . import semantic as S
 from . import types as T
-from .builtins import builtin, cval, fail
+from .args import BuiltinRules, cval
 from .irtext import Value
-from .semantic import Constexpr
+from .semantic import Constexpr, fail
+
+RULES = BuiltinRules()  # this module's rules; ttbuild.frontend.builtin_table builds the tables
+builtin = RULES.builtin
 
 
 class BlockPtr:
@@ -46,7 +49,7 @@ def _ints(cx, v, what: str) -> list:
         ok = (isinstance(x, Value) and not x.type.shape and x.type.scalar.is_int()) or \
              (isinstance(x, Constexpr) and isinstance(x.value, int) and not isinstance(x.value, bool))
         if not ok:
-            fail(cx, f"{what} must be integer scalars, got {S._describe(x)}")
+            fail(cx, f"{what} must be integer scalars, got {S.describe(x)}")
         out.append(x)
     return out
 
@@ -70,7 +73,7 @@ def make_block_ptr(cx, base, shape, strides, offsets, block_shape, order):
     """Triton `semantic.make_block_ptr`: shape/strides become i64, block_shape must be powers of
     two, `order` a permutation; all four tuples of one length."""
     if not (isinstance(base, Value) and not base.type.shape and base.type.scalar.is_ptr()):
-        fail(cx, f"tl.make_block_ptr needs a scalar pointer base, got {S._describe(base)}")
+        fail(cx, f"tl.make_block_ptr needs a scalar pointer base, got {S.describe(base)}")
     bs = cval(cx, block_shape, "block_shape")
     bs = (bs,) if isinstance(bs, int) else tuple(bs)
     od = cval(cx, order, "order")
@@ -88,7 +91,7 @@ def make_block_ptr(cx, base, shape, strides, offsets, block_shape, order):
 
 def _block_ptr(cx, p, what) -> BlockPtr:
     if not isinstance(p, BlockPtr):
-        fail(cx, f"{what} needs a block pointer (tl.make_block_ptr), got {S._describe(p)}")
+        fail(cx, f"{what} needs a block pointer (tl.make_block_ptr), got {S.describe(p)}")
     return p
 
 

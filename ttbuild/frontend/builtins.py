@@ -1,4 +1,4 @@
-"""Lowering rules for `tl.*` builtins and tensor methods, one `rule(cx, *args, **kwargs)` each, registered by decorator.
+"""Lowering rules for the core `tl.*` builtins and tensor methods (program ids, load/store, constructors, casts, math, hints), one `rule(cx, *args, **kwargs)` each.
 
 Parameter names and defaults mirror `triton.language` (Triton 3.6) so keyword calls such as
 `tl.load(p, mask=m, other=0.0)` bind the same way. Arguments arrive as `Constexpr` or IR `Value`;
@@ -7,86 +7,19 @@ defaults arrive as plain Python values (`cval` accepts both).
 
 from __future__ import annotations
 
-import inspect
-from typing import Callable
-
+from . import blockptr
 from . import semantic as S
 from . import types as T
+from .args import BuiltinRules, cval, dtype_arg, mask_other, pointer_arg, shape_arg, tensor
 from .irtext import Value
-from ttbuild.errors import CompilationError, NotSupportedYet
+from .semantic import Constexpr, fail
 
-from .semantic import Constexpr, Ctx, fail
+RULES = BuiltinRules()  # this module's rules; ttbuild.frontend.builtin_table builds the tables
+builtin = RULES.builtin
 
-
-class NotSupportedFrontend(NotSupportedYet):
-    """Something Triton accepts that this frontend cannot lower yet; raised like any ttir error
-    (with `node_id`, no `loc`), so NotSupportedYet's Loc-taking constructor is bypassed."""
-
-    def __init__(self, message, loc=None, *, stage=None, node_id=None, op=""):
-        CompilationError.__init__(self, message, loc, stage=stage, node_id=node_id)
-        self.op = op
-
-BUILTINS: dict[str, Callable] = {}
-METHODS: dict[str, Callable] = {}
-# Qualified names outside `triton.language` that mean a builtin.
-ALIASES = {"triton.cdiv": "cdiv", "ttbuild.cdiv": "cdiv", "triton.language.math.cdiv": "cdiv"}
 
 _CACHE = {"": 1, ".ca": 2, ".cg": 3, ".wb": 4, ".cs": 5, ".wt": 6, ".cv": 7}  # triton::CacheModifier
 _EVICT = {"": 1, "evict_normal": 1, "evict_first": 2, "evict_last": 3}    # triton::EvictionPolicy
-
-
-def builtin(*names: str, method: str | None = None):
-    """Register a rule under `tl.<name>` (and as tensor method `x.<method>(...)` if given)."""
-    def deco(fn):
-        sig = inspect.signature(fn)
-        for n in names:
-            BUILTINS[n] = fn
-        if method:
-            METHODS[method] = fn
-        fn.signature = sig
-        return fn
-    return deco
-
-
-def call(cx: Ctx, fn: Callable, name: str, args: list, kwargs: dict):
-    """Bind and run a rule; arity or keyword mistakes become CompilationErrors naming `tl.<name>`."""
-    try:
-        fn.signature.bind(cx, *args, **kwargs)
-    except TypeError as e:
-        fail(cx, f"tl.{name}: {e}")
-    return fn(cx, *args, **kwargs)
-
-
-def cval(cx: Ctx, v, what: str):
-    """The Python value of a constexpr argument; an IR value here is an error naming `what`."""
-    if isinstance(v, Constexpr):
-        return v.value
-    if isinstance(v, Value):
-        fail(cx, f"{what} must be a constexpr, got a runtime value of type {v.type}")
-    return v
-
-
-def dtype_arg(cx: Ctx, v, what: str = "dtype") -> T.DType:
-    d = cval(cx, v, what)
-    if isinstance(d, T.DType):
-        return d
-    fail(cx, f"{what} must be a tl dtype (e.g. tl.float32), got {d!r}")
-
-
-def tensor(cx: Ctx, v, what: str) -> Value:
-    if isinstance(v, Value):
-        return v
-    if S.is_number(v):
-        return S.to_value(cx, v)
-    fail(cx, f"{what} must be a tensor, got {S._describe(v)}")
-
-
-def shape_arg(cx: Ctx, v) -> tuple[int, ...]:
-    s = cval(cx, v, "shape")
-    s = (s,) if isinstance(s, int) else tuple(s)
-    if not all(isinstance(d, int) and d > 0 and d & (d - 1) == 0 for d in s):
-        fail(cx, f"shape {list(s)} must be a list of powers of two")
-    return s
 
 
 @builtin("program_id")
@@ -118,44 +51,14 @@ def arange(cx, start, end):
     return cx.b.op1("tt.make_range", [], T.BlockType(T.int32, (n,)), {"start": f"{s} : i32", "end": f"{e} : i32"})
 
 
-def _mask_other(cx, ptr: Value, mask, other):
-    shape = ptr.type.shape
-    if mask is not None and not (isinstance(mask, Constexpr) and mask.value is None):
-        m = tensor(cx, mask, "mask")
-        if not m.type.scalar.is_bool():
-            m = S.cast(cx, m, T.int1)
-        mask = S.broadcast_to(cx, m, shape)
-    else:
-        mask = None
-    if other is not None and not (isinstance(other, Constexpr) and other.value is None):
-        if mask is None:
-            fail(cx, "`other` given without a `mask`")
-        elt = ptr.type.scalar.element
-        if isinstance(other, Constexpr):
-            if not S.is_number(other):
-                fail(cx, f"other must be a number or a tensor, got {other.value!r}")
-            other = cx.b.constant(other.value, S.with_shape(elt, shape))
-        else:
-            other = S.broadcast_to(cx, S.cast(cx, other, elt), shape)
-    else:
-        other = None
-    return mask, other
-
-
-def _ptr(cx, pointer, what) -> Value:
-    if not (isinstance(pointer, Value) and pointer.type.scalar.is_ptr()):
-        fail(cx, f"{what} needs a pointer (or a block of pointers), got {S._describe(pointer)}")
-    return pointer
-
-
 @builtin("load")
 def load(cx, pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
          eviction_policy="", volatile=False):
     if isinstance(pointer, blockptr.BlockPtr):
         return blockptr.load_block(cx, pointer, mask, other, boundary_check, padding_option, load,
                                    cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
-    ptr = _bool_as_i8(cx, _ptr(cx, pointer, "tl.load"))
-    mask, other = _mask_other(cx, ptr, mask, other)
+    ptr = _bool_as_i8(cx, pointer_arg(cx, pointer, "tl.load"))
+    mask, other = mask_other(cx, ptr, mask, other)
     cache = _CACHE.get(cval(cx, cache_modifier, "cache_modifier"))
     evict = _EVICT.get(cval(cx, eviction_policy, "eviction_policy"))
     if cache is None or evict is None:
@@ -182,11 +85,11 @@ def store(cx, pointer, value, mask=None, boundary_check=(), cache_modifier="", e
     if isinstance(pointer, blockptr.BlockPtr):
         return blockptr.store_block(cx, pointer, value, mask, boundary_check, store,
                                     cache_modifier=cache_modifier, eviction_policy=eviction_policy)
-    ptr = _bool_as_i8(cx, _ptr(cx, pointer, "tl.store"))
+    ptr = _bool_as_i8(cx, pointer_arg(cx, pointer, "tl.store"))
     elt = ptr.type.scalar.element
     val = S.broadcast_to(cx, S.cast(cx, value, elt) if isinstance(value, Value) else
                          S.to_value(cx, value, elt), ptr.type.shape)
-    mask, _ = _mask_other(cx, ptr, mask, None)
+    mask, _ = mask_other(cx, ptr, mask, None)
     cache = _CACHE.get(cval(cx, cache_modifier, "cache_modifier"))
     evict = _EVICT.get(cval(cx, eviction_policy, "eviction_policy"))
     if cache is None or evict is None:
@@ -217,7 +120,7 @@ def zeros(cx, shape, dtype):
 @builtin("zeros_like")
 def zeros_like(cx, input):
     if not isinstance(input, Value):
-        fail(cx, f"tl.zeros_like needs a tensor, got {S._describe(input)}")
+        fail(cx, f"tl.zeros_like needs a tensor, got {S.describe(input)}")
     x = input
     return cx.b.constant(0, x.type)
 
@@ -241,21 +144,10 @@ def where(cx, condition, x, y):
     c = tensor(cx, condition, "condition")
     if not c.type.scalar.is_bool():
         c = S.cast(cx, c, T.int1)
-    vx, vy, _ = S._operands(cx, x, y, allow_ptr=True)
+    vx, vy, _ = S.binary_operands(cx, x, y, allow_ptr=True)
     shape = T.broadcast_shapes(c.type.shape, vx.type.shape)
     vx, vy = S.broadcast_to(cx, vx, shape), S.broadcast_to(cx, vy, shape)
     return cx.b.op1("arith.select", [S.broadcast_to(cx, c, shape), vx, vy], vx.type)
-
-
-def _minmax(cx, x, y, is_max: bool):
-    if isinstance(x, Constexpr) and isinstance(y, Constexpr):
-        return Constexpr(max(x.value, y.value) if is_max else min(x.value, y.value))
-    vx, vy, ct = S._operands(cx, x, y)
-    if ct.is_float():
-        name = "arith.maxnumf" if is_max else "arith.minnumf"
-        return cx.b.op1(name, [vx, vy], vx.type, S.FM)
-    sign = "u" if ct.is_unsigned() else "s"
-    return cx.b.op1(f"arith.{'max' if is_max else 'min'}{sign}i", [vx, vy], vx.type)
 
 
 def _minmax_args(cx, x, y):
@@ -270,12 +162,12 @@ def _minmax_args(cx, x, y):
 
 @builtin("maximum", "math.max")
 def maximum(cx, x, y, propagate_nan=0):
-    return _minmax(cx, *_minmax_args(cx, x, y), True)
+    return S.minmax(cx, *_minmax_args(cx, x, y), True)
 
 
 @builtin("minimum", "math.min")
 def minimum(cx, x, y, propagate_nan=0):
-    return _minmax(cx, *_minmax_args(cx, x, y), False)
+    return S.minmax(cx, *_minmax_args(cx, x, y), False)
 
 
 def _float_unary(math_op: str):
@@ -290,10 +182,11 @@ def _float_unary(math_op: str):
     return rule
 
 
+MATH_UNARY: dict = {}  # name -> rule, for rules that call tl.exp & co. (sigmoid, random)
 for _name, _op in {"exp": "math.exp", "exp2": "math.exp2", "log": "math.log", "log2": "math.log2",
                    "sqrt": "math.sqrt", "rsqrt": "math.rsqrt", "sin": "math.sin", "cos": "math.cos",
                    "floor": "math.floor", "ceil": "math.ceil", "erf": "math.erf"}.items():
-    builtin(_name, f"math.{_name}", method=_name)(_float_unary(_op))
+    MATH_UNARY[_name] = builtin(_name, f"math.{_name}", method=_name)(_float_unary(_op))
 
 
 @builtin("abs", "math.abs", method="abs")
@@ -309,8 +202,8 @@ def abs_(cx, x):
 
 @builtin("fma", "math.fma")
 def fma(cx, x, y, z):
-    vx, vy, _ = S._operands(cx, x, y)
-    vx, vz, _ = S._operands(cx, vx, z)
+    vx, vy, _ = S.binary_operands(cx, x, y)
+    vx, vz, _ = S.binary_operands(cx, vx, z)
     vx, vy = S.broadcast_pair(cx, vx, vy)
     return cx.b.op1("math.fma", [vx, vy, vz], vx.type, S.FM)
 
@@ -319,7 +212,7 @@ def fma(cx, x, y, z):
 def sigmoid(cx, x):
     v = tensor(cx, x, "x")
     return S.binary(cx, "/", Constexpr(1.0), S.binary(cx, "+", Constexpr(1.0),
-                                                       BUILTINS["exp"](cx, S.unary(cx, "-", v))))
+                                                       MATH_UNARY["exp"](cx, S.unary(cx, "-", v))))
 
 
 def _hint(attr: str, what: str):
@@ -358,8 +251,3 @@ def static_print(cx, *values, sep=" ", end="\n", file=None, flush=False):
 def debug_barrier(cx):
     cx.b.op("gpu.barrier", [], [])
     return Constexpr(None)
-
-
-
-from . import atomics, blockops, blockptr, debugops, extra, random, reductions  # noqa: E402,F401  (register the rules in those modules)
-

@@ -7,10 +7,10 @@ level builds without them. Output format: docs/CONTRACTS.md "parse output".
 from __future__ import annotations
 
 import ast
-import json
 import math
 from dataclasses import dataclass, field
 
+from ttbuild.canonical import canonical_bytes
 from ttbuild.errors import CompilationError, Loc
 
 from .astjson import encode
@@ -23,7 +23,7 @@ _LANG_MODULES = ("triton.language", "ttbuild.language")
 
 def dumps(obj) -> bytes:
     """The canonical JSON spelling every frontend artifact uses (sorted keys, no spaces)."""
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return canonical_bytes(obj)
 
 
 @dataclass

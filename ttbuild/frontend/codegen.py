@@ -1,7 +1,7 @@
 """The AST visitor behind the ttir stage: lowers the canonical kernel description to TTIR text, one `visit_<Node>` per construct.
 
 Names resolve in order: local scope, parameters, constexpr globals, import aliases. `tl.*` calls go
-through `builtins.BUILTINS`; calls to other `@jit` functions are inlined. Constructs Triton does
+through `builtin_table.BUILTINS`; calls to other `@jit` functions are inlined. Constructs Triton does
 not support in kernels (with, try, lambda, nested def, ...) raise CompilationError at the node.
 """
 
@@ -10,11 +10,13 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from ttbuild.signature import SignatureError, parse_entry
+
 from . import semantic as S
 from . import types as T
 from .astjson import decode
 from .controlflow import ControlFlow
-from .expressions import _BINOPS, LANG, Expressions, FuncRef, ModuleRef, _default_nodes, _Return
+from .expressions import BINOPS, LANG, Expressions, FuncRef, ModuleRef, default_nodes, ReturnValue
 from .irtext import IRBuilder, Positions, Value
 from .semantic import Constexpr, Ctx, fail
 
@@ -60,7 +62,7 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
         args_nodes = fn.args.posonlyargs + fn.args.args
         if fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs:
             fail(self.cx, "kernels take positional parameters only (no *args, **kwargs or keyword-only)")
-        defaults = _default_nodes(fn)
+        defaults = default_nodes(fn)
         for p, node in zip(params, args_nodes):
             if self._param_is_constexpr(p):
                 if p["name"] in self.constexprs:
@@ -83,20 +85,22 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
         args = []
         for (p, node), entry in zip(runtime, self.signature):
             try:
-                sig = T.parse_signature_entry(entry)
-            except ValueError as e:
+                sig = parse_entry(entry)
+            except SignatureError as e:
                 self.b.loc = node._id
-                fail(self.cx, str(e))
-            v = self.b.fresh(sig.type)
+                what = "unknown signature type" if e.field == "dtype" else "bad signature entry"
+                fail(self.cx, f"{what} {entry!r}: {e}")
+            ty = T.signature_type(sig)
+            v = self.b.fresh(ty)
             args.append(v)
-            types.append(sig.type.mlir)
+            types.append(ty.mlir)
             attrs.append(f"{{tt.divisibility = {sig.divisibility} : i32}}" if sig.divisibility > 1 else "{}")
             locs.append(self.b.loc_of(node._id))
             self.scope[p["name"]] = v
         self.b.open_block()
         try:
             self.visit_body(fn.body)
-        except _Return:
+        except ReturnValue:
             pass  # a `return` at kernel level ends it (one inside runtime control flow is rejected)
         self.b.loc = fn._id
         self.b.op("tt.return", [], [])
@@ -109,7 +113,7 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
     def _call_value(self, fn, args: list):
         """Call a function value from a builtin (tl.reduce's combine_fn): only @jit functions."""
         if not isinstance(fn, FuncRef) or fn.kind != "jit":
-            fail(self.cx, f"combine_fn must be a @jit function, got {S._describe(fn)}")
+            fail(self.cx, f"combine_fn must be a @jit function, got {S.describe(fn)}")
         return self.inline(fn.name, list(args), {})
 
     def _constexpr_value(self, v):
@@ -203,7 +207,7 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
         ann = self.visit(node.annotation)
         if isinstance(ann, FuncRef) and ann.name == "tl.constexpr":  # `X: tl.constexpr = 4`
             if not isinstance(value, Constexpr):
-                fail(self.cx, f"a tl.constexpr must be a compile-time value, got {S._describe(value)}")
+                fail(self.cx, f"a tl.constexpr must be a compile-time value, got {S.describe(value)}")
             self._assign(node.target, value)
         else:
             self._assign(node.target, self._sanitize(value))
@@ -212,15 +216,15 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
         if not isinstance(node.target, ast.Name):
             fail(self.cx, "augmented assignment needs a plain name")
         cur = self.load_name(node.target.id, node.target)
-        value = S.binary(self.cx, _BINOPS[type(node.op)], cur, self.visit(node.value))
+        value = S.binary(self.cx, BINOPS[type(node.op)], cur, self.visit(node.value))
         self.scope[node.target.id] = self._sanitize(value)
 
     def visit_Return(self, node):
         if self.depth == 0:
             if node.value is not None:
                 fail(self.cx, "a kernel cannot return a value")
-            raise _Return(None, node._id)
-        raise _Return(self.visit(node.value) if node.value is not None else Constexpr(None), node._id)
+            raise ReturnValue(None, node._id)
+        raise ReturnValue(self.visit(node.value) if node.value is not None else Constexpr(None), node._id)
 
     def visit_Assert(self, node):
         test = self.visit(node.test)

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import ast
 
-from . import builtins as B
+from . import args as A
 from . import semantic as S
 from . import types as T
 from .blockptr import BlockPtr, as_value
-from .expressions import _Return
+from .expressions import ReturnValue
 from .irtext import Value
 from .semantic import Constexpr, fail
 
@@ -26,7 +26,7 @@ class ControlFlow:
         self.loops += loop
         try:
             self.visit_body(stmts)
-        except _Return as r:
+        except ReturnValue as r:
             self.b.loc = r.node_id if r.node_id is not None else self.b.loc
             fail(self.cx, f"`return` inside {'a loop' if self.loops else what} is not supported yet")
         finally:
@@ -44,7 +44,7 @@ class ControlFlow:
         cond = self.visit(node.test)
         if isinstance(cond, Constexpr):
             self.visit_body((node.body if cond.value else node.orelse) + rest)
-            raise _Return(Constexpr(None), None)
+            raise ReturnValue(Constexpr(None), None)
         if cond.type.shape:
             fail(self.cx, f"an `if` condition must be a scalar, got a block of shape {list(cond.type.shape)}")
         cond = S.cast(self.cx, cond, T.int1)
@@ -53,13 +53,13 @@ class ControlFlow:
             self.b.open_block()
             try:
                 self.visit_body(stmts)
-            except _Return:
+            except ReturnValue:
                 pass  # this path of the kernel ends here
             self.scope, self.b.loc = dict(before), loc
             self.b.op("scf.yield", [], [])
             regions.append(self.b.close_block())
         self.b.op("scf.if", [cond], [], regions=regions)
-        raise _Return(Constexpr(None), None)
+        raise ReturnValue(Constexpr(None), None)
 
     def visit_If(self, node):
         cond = self.visit(node.test)
@@ -96,7 +96,7 @@ class ControlFlow:
             for val, which in ((then_scope[n], "then"), (else_scope[n], "else")):
                 if not isinstance(val, Value) or val.type != before[n].type:
                     fail(self.cx, f"initial value for `{n}` is of type {before[n].type}, but the {which} "
-                                  f"block redefines it as {S._describe(val)}")
+                                  f"block redefines it as {S.describe(val)}")
             merged.append(n)
             tvals.append(then_scope[n])
             evals.append(else_scope[n])
@@ -109,8 +109,8 @@ class ControlFlow:
             elif isinstance(t, Constexpr) and isinstance(e, Constexpr) and t == e:
                 self.scope[n] = t
             else:
-                fail(self.cx, f"mismatched type for `{n}` between then block ({S._describe(t)}) "
-                              f"and else block ({S._describe(e)})")
+                fail(self.cx, f"mismatched type for `{n}` between then block ({S.describe(t)}) "
+                              f"and else block ({S.describe(e)})")
         regions = []
         for blk, vals in ((then_blk, tvals), (else_blk, evals)):
             self.b.resume(blk)
@@ -208,7 +208,7 @@ class ControlFlow:
             value = self.visit(kw.value)
             if kind != "tl.range" or kw.arg not in self._RANGE_KW:
                 fail(self.cx, f"{kind}() got an unexpected keyword argument {kw.arg!r}")
-            v = B.cval(self.cx, value, kw.arg)
+            v = A.cval(self.cx, value, kw.arg)
             if v is None or v is False:
                 continue
             name = self._RANGE_KW[kw.arg]
@@ -236,7 +236,7 @@ class ControlFlow:
         if node.orelse:
             fail(self.cx, "`for ... else` is not supported")
         if kind == "tl.static_range":
-            vals = [B.cval(self.cx, a, "tl.static_range bounds") for a in args]
+            vals = [A.cval(self.cx, a, "tl.static_range bounds") for a in args]
             for i in range(*vals):
                 self.scope[node.target.id] = Constexpr(i)
                 self._body_no_return(node.body, "a loop")

@@ -11,9 +11,12 @@ import string
 
 from . import semantic as S
 from . import types as T
-from .builtins import builtin, cval, tensor
+from .args import BuiltinRules, cval, tensor
 from .irtext import Value, mlir_string
 from .semantic import Constexpr, fail
+
+RULES = BuiltinRules()  # this module's rules; ttbuild.frontend.builtin_table builds the tables
+builtin = RULES.builtin
 
 
 def munge_prefix(prefix: str, has_args: bool) -> str:
@@ -41,7 +44,7 @@ def _literal(cx, v, what: str) -> str:
 def device_print(cx, prefix, *args, hex=False):
     """`tt.print` of `args` (tensors or scalars, any dtype; numbers become constants) after
     `prefix` (a constexpr printable-ASCII string). Every thread prints its own elements, one
-    line each; see ttbuild/backend/llir/rules_debug.py for the format."""
+    line each; see ttbuild/backend/llir/debug.py for the format."""
     text = _literal(cx, prefix, "device_print prefix")
     as_hex = cval(cx, hex, "device_print hex")
     if not isinstance(as_hex, bool):

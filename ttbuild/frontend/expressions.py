@@ -6,14 +6,15 @@ import ast
 
 from ttbuild.errors import CompilationError
 
-from . import builtins as B
+from . import args as A
+from . import builtin_table as B
 from . import semantic as S
 from . import types as T
 from .irtext import Value
 from .semantic import Constexpr, fail
 
 LANG = ("triton.language", "ttbuild.language")
-_BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
+BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
            ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
 _CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
 _UNARY = {ast.USub: "-", ast.UAdd: "+", ast.Invert: "~", ast.Not: "not"}
@@ -32,7 +33,7 @@ class FuncRef:
         self.kind, self.name = kind, name
 
 
-class _Return(Exception):
+class ReturnValue(Exception):
     """Unwinds a `return` to the inlined call (or the kernel) it leaves."""
 
     def __init__(self, value, node_id=None):
@@ -141,7 +142,7 @@ class Expressions:
                 return self._type_attr(base.value, node.attr)
             if node.attr == "value":
                 return base
-        fail(self.cx, f"unsupported attribute access .{node.attr} on {S._describe(base)}")
+        fail(self.cx, f"unsupported attribute access .{node.attr} on {S.describe(base)}")
 
     def _dtype_attr(self, dt: T.DType, attr: str):
         probes = {"is_floating": dt.is_float(), "is_int": dt.is_int(), "is_int_signed": dt.is_signed(),
@@ -165,7 +166,7 @@ class Expressions:
         fail(self.cx, f"{ty} has no attribute {attr!r}")
 
     def visit_BinOp(self, node):
-        return S.binary(self.cx, _BINOPS[type(node.op)], self.visit(node.left), self.visit(node.right))
+        return S.binary(self.cx, BINOPS[type(node.op)], self.visit(node.left), self.visit(node.right))
 
     def visit_UnaryOp(self, node):
         return S.unary(self.cx, _UNARY[type(node.op)], self.visit(node.operand))
@@ -194,8 +195,8 @@ class Expressions:
         # Triton lowers `and`/`or` on runtime values as logical & / | of booleans.
         acc = values[0]
         for v in values[1:]:
-            a = S.cast(self.cx, B.tensor(self.cx, acc, "operand"), T.int1)
-            c = S.cast(self.cx, B.tensor(self.cx, v, "operand"), T.int1)
+            a = S.cast(self.cx, A.tensor(self.cx, acc, "operand"), T.int1)
+            c = S.cast(self.cx, A.tensor(self.cx, v, "operand"), T.int1)
             acc = S.binary(self.cx, "&" if isinstance(node.op, ast.And) else "|", a, c)
         return acc
 
@@ -211,7 +212,7 @@ class Expressions:
         values, regions = [], []
         for branch in (node.body, node.orelse):
             self.b.open_block()
-            values.append(B.tensor(self.cx, self.visit(branch), "conditional expression branch"))
+            values.append(A.tensor(self.cx, self.visit(branch), "conditional expression branch"))
             self.b.op("scf.yield", [values[-1]], [])
             regions.append(self.b.close_block())
         if values[0].type != values[1].type:
@@ -243,7 +244,7 @@ class Expressions:
             key = self.visit(idx)
             return base[key.value]
         if not isinstance(base, Value):
-            fail(self.cx, f"cannot index {S._describe(base)}")
+            fail(self.cx, f"cannot index {S.describe(base)}")
         # x[:, None]: full slices keep a dim, None inserts a size-1 dim (Triton `tensor.__getitem__`).
         dim, v = 0, base
         for it in items:
@@ -264,13 +265,13 @@ class Expressions:
             fail(self.cx, "`**kwargs` in a call is not supported")
         if isinstance(fn, tuple) and fn[0] == "method":
             _, obj, name = fn
-            rule = B.METHODS.get(name) or B.BUILTINS[name]
+            rule = B.METHODS.get(name) or B.BUILTINS.lookup(name)
             return B.call(self.cx, rule, name, [obj] + args, kwargs)
         if isinstance(fn, tuple) and fn[0] == "const_method":
             return Constexpr(fn[1])
         if isinstance(fn, FuncRef):
             if fn.kind == "builtin":
-                return B.call(self.cx, B.BUILTINS[fn.name], fn.name, args, kwargs)
+                return B.call(self.cx, B.BUILTINS.lookup(fn.name), fn.name, args, kwargs)
             if fn.kind == "jit":
                 return self.inline(fn.name, args, kwargs)
             return self.py_builtin(fn.name, args, kwargs)
@@ -279,18 +280,18 @@ class Expressions:
                 fail(self.cx, f"cannot call {fn.name}: only tl builtins and @jit functions defined in "
                               f"the kernel's own file can be called (the compiler never imports modules)")
             fail(self.cx, f"{fn.name} is a module, not a function")
-        fail(self.cx, f"cannot call {S._describe(fn)}")
+        fail(self.cx, f"cannot call {S.describe(fn)}")
 
     def py_builtin(self, name, args, kwargs):
         if name == "print":  # Triton's code_generator maps Python print to tl.device_print
-            return B.call(self.cx, B.BUILTINS["device_print"], "device_print", args, kwargs)
+            return B.call(self.cx, B.BUILTINS.lookup("device_print"), "device_print", args, kwargs)
         if name in ("tl.constexpr",):
             return args[0] if isinstance(args[0], Constexpr) else fail(self.cx, "tl.constexpr() needs a constant")
         if name in ("range", "tl.range", "tl.static_range"):
             fail(self.cx, f"{name}() is only supported as the iterable of a for loop")
         if not all(isinstance(a, Constexpr) for a in args):
             if name in ("min", "max") and len(args) == 2:
-                return B._minmax(self.cx, args[0], args[1], name == "max")
+                return S.minmax(self.cx, args[0], args[1], name == "max")
             fail(self.cx, f"Python builtin {name}() needs constexpr arguments in a kernel")
         vals = [a.value for a in args]
         try:
@@ -316,7 +317,7 @@ class Expressions:
             if k not in names or k in bound:
                 fail(self.cx, f"{name}() got an unexpected or repeated argument {k!r}")
             bound[k] = v
-        defaults = _default_nodes(fn)
+        defaults = default_nodes(fn)
         for p in params:
             if p["name"] not in bound:
                 if p["name"] not in defaults:
@@ -337,7 +338,7 @@ class Expressions:
         try:
             self.visit_body(fn.body)
             result = Constexpr(None)
-        except _Return as r:
+        except ReturnValue as r:
             result = r.value
         finally:
             self.scope = saved_scope
@@ -348,13 +349,13 @@ class Expressions:
 
 def _not_supported(attr: str):
     """The error class for a real `tl` function the frontend cannot lower yet."""
-    class FrontendNotSupported(B.NotSupportedFrontend):
+    class FrontendNotSupported(A.NotSupportedFrontend):
         def __init__(self, message, loc=None, *, stage=None, node_id=None):
             super().__init__(message, loc, stage=stage, node_id=node_id, op=f"tl.{attr}")
     return FrontendNotSupported
 
 
-def _default_nodes(fn: ast.FunctionDef) -> dict[str, ast.expr]:
+def default_nodes(fn: ast.FunctionDef) -> dict[str, ast.expr]:
     """Parameter name → its default's AST node (defaults align with the last parameters)."""
     args = fn.args.posonlyargs + fn.args.args
     return {a.arg: d for a, d in zip(args[len(args) - len(fn.args.defaults):], fn.args.defaults)}

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from . import semantic as S
 from . import types as T
-from .builtins import builtin, cval, dtype_arg, tensor
+from .args import BuiltinRules, cval, dtype_arg, tensor
 from .irtext import Value
 from .semantic import Constexpr, fail
+
+RULES = BuiltinRules()  # this module's rules; ttbuild.frontend.builtin_table builds the tables
+builtin = RULES.builtin
 
 _NAN = {0: 0, 0xFFFF: 0xFFFF}  # triton::PropagateNan: NONE, ALL
 
@@ -21,9 +24,9 @@ def _tensors(cx, *vs):
 def clamp(cx, x, min, max, propagate_nan=0):
     """Float-only clamp: bf16 widened to fp32, then min/max and x promoted pairwise."""
     x, lo, hi = (S.cast(cx, v, T.fp32) if v.type.scalar == T.bf16 else v for v in _tensors(cx, x, min, max))
-    lo, hi, _ = S._operands(cx, lo, hi)
-    x, lo, _ = S._operands(cx, x, lo)
-    x, hi, ct = S._operands(cx, x, hi)
+    lo, hi, _ = S.binary_operands(cx, lo, hi)
+    x, lo, _ = S.binary_operands(cx, x, lo)
+    x, hi, ct = S.binary_operands(cx, x, hi)
     if not ct.is_float():
         fail(cx, f"tl.clamp supports floating-point tensors only, got {ct}")
     nan = cval(cx, propagate_nan, "propagate_nan")
@@ -53,7 +56,7 @@ def div_rn(cx, x, y):
     for v in (x, y):
         if isinstance(v, Value) and v.type.scalar != T.fp32:
             fail(cx, f"tl.div_rn expects dtype fp32 but got {v.type.scalar}")
-    a, b, ct = S._operands(cx, *_tensors(cx, x, y))
+    a, b, ct = S.binary_operands(cx, *_tensors(cx, x, y))
     if ct != T.fp32:
         fail(cx, f"tl.div_rn computes in fp32, but its operands promote to {ct}")
     return cx.b.op1("tt.precise_divf", [a, b], a.type)
@@ -73,7 +76,7 @@ def umulhi(cx, x, y):
     for v in (a, b):
         if v.type.scalar.name not in ("int32", "int64", "uint32", "uint64"):
             fail(cx, f"tl.umulhi expects int32, int64, uint32 or uint64 but got {v.type.scalar}")
-    a, b, _ = S._operands(cx, a, b)
+    a, b, _ = S.binary_operands(cx, a, b)
     return cx.b.op1("tt.mulhiui", [a, b], a.type)
 
 
@@ -94,7 +97,7 @@ def join(cx, a, b):
 def split(cx, a):
     """Split a block whose minor dim is 2 into its two halves (tt.split, two results)."""
     if not isinstance(a, Value) or not a.type.shape or a.type.shape[-1] != 2:
-        fail(cx, f"tl.split needs a block whose last dimension is 2, got {S._describe(a)}")
+        fail(cx, f"tl.split needs a block whose last dimension is 2, got {S.describe(a)}")
     rt = S.with_shape(a.type.scalar, a.type.shape[:-1])
     return tuple(cx.b.op("tt.split", [a], [rt, rt]))
 

@@ -32,12 +32,9 @@ def node_loc(node_id: int, loc_table: bytes | str | dict) -> Loc | None:
 
 
 def error_node_id(error: CompilationError) -> int | None:
-    """The AST node id an error points at: `node_id`, or the backend's `node` (`"n17"`, set on a
-    NotSupportedYet raised for an op with no lowering rule)."""
-    if error.node_id is not None:
-        return error.node_id
-    node = getattr(error, "node", None)
-    return node_id_of(node) if isinstance(node, str) else node
+    """The AST node id an error points at (`node_id`: set by the frontend, and by the backend's
+    choke points, ttbuild.backend.diagnostics), or None."""
+    return error.node_id
 
 
 def locate(error: CompilationError, loc_table: bytes | str | dict) -> CompilationError:

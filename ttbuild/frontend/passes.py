@@ -2,7 +2,7 @@
 
 Upstream MLIR cannot do this for us: the `tt` dialect is unregistered there, and unregistered ops
 count as having unknown side effects, so its CSE/DCE would keep every `tt` op. The effect rules
-below are Triton's (TritonOps.td): `tt` ops are Pure except loads (read memory: removable when
+(ttbuild.optraits) are Triton's (TritonOps.td): `tt` ops are Pure except loads (read memory: removable when
 unused, never merged or hoisted), stores, atomics, prints/asserts and barriers (kept). Inlining
 and `tl.static_range` unrolling already happen during code generation.
 """
@@ -11,31 +11,16 @@ from __future__ import annotations
 
 import re
 
-# Pure: no memory effects (TritonOps.td `Pure`; arith/math ops are NoMemoryEffect upstream).
-_PURE_TT = {
-    "tt.splat", "tt.broadcast", "tt.expand_dims", "tt.make_range", "tt.addptr", "tt.get_program_id",
-    "tt.get_num_programs", "tt.reshape", "tt.trans", "tt.mulhiui", "tt.bitcast", "tt.int_to_ptr",
-    "tt.ptr_to_int", "tt.fp_to_fp", "tt.join", "tt.split", "tt.cat", "tt.clampf", "tt.precise_divf",
-    "tt.precise_sqrt", "tt.dot", "tt.reduce", "tt.scan", "tt.histogram", "tt.make_tensor_ptr", "tt.advance",
-}
-# Pure but not speculatable (integer division traps on zero): never hoisted out of a loop.
-_NO_HOIST = {"arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.ceildivsi", "arith.ceildivui",
-             "arith.floordivsi", "tt.reduce", "tt.scan"}
-# Regions that see the values of enclosing regions (not IsolatedFromAbove combiner bodies).
-_OPEN_REGIONS = {"scf.for", "scf.if", "scf.while", "tt.func"}
+from ttbuild.optraits import NOT_SPECULATABLE, OPEN_REGIONS, is_pure, walk
+
 _NAME = re.compile(r"%[\w#]+")
-
-
-def _pure(op) -> bool:
-    name = op.name
-    return name.startswith(("arith.", "math.")) or name in _PURE_TT
 
 
 def _removable(op) -> bool:
     """Trivially dead when unused: pure ops, and non-volatile loads (read-only effects)."""
     if op.name == "tt.load":
         return "isVolatile = true" not in _text(op)
-    return _pure(op)
+    return is_pure(op.name)
 
 
 def _text(op) -> str:
@@ -69,18 +54,9 @@ def _blocks(op):
             yield block
 
 
-def _walk(op):
-    """Every op nested in `op`, parents before children."""
-    for block in _blocks(op):
-        for inner in list(block.operations):
-            inner = inner.operation
-            yield inner
-            yield from _walk(inner)
-
-
 def _fold_splat_constants(func, ir) -> None:
     """`tt.splat(arith.constant c)` → `arith.constant dense<c>` (Triton's canonical form)."""
-    for op in list(_walk(func)):
+    for op in walk(func):
         if op.name != "tt.splat":
             continue
         src = op.operands[0].owner
@@ -100,8 +76,8 @@ def _hoist_constants(func, entry) -> None:
     """Constants inside scf regions move to the function's entry block (Triton's canonicalizer
     materializes them there), where CSE can merge them; combiner regions keep theirs."""
     first = next(iter(entry.operations), None)
-    for op in list(_walk(func)):
-        if op.name == "arith.constant" and op.parent.name in _OPEN_REGIONS - {"tt.func"} and first is not None:
+    for op in walk(func):
+        if op.name == "arith.constant" and op.parent.name in OPEN_REGIONS - {"tt.func"} and first is not None:
             op.move_before(first)
 
 
@@ -120,13 +96,13 @@ def _defined_inside(value, loop) -> bool:
 def _licm(func) -> None:
     """Pure, speculatable ops in an scf.for body whose operands all come from outside the loop
     move in front of it (MLIR's loop-invariant-code-motion, as Triton runs it)."""
-    for loop in [op for op in _walk(func) if op.name == "scf.for"][::-1]:
+    for loop in [op for op in walk(func) if op.name == "scf.for"][::-1]:
         moved = True
         while moved:
             moved = False
             for op in list(loop.regions[0].blocks[0].operations):
                 op = op.operation
-                if (not _pure(op) or op.name in _NO_HOIST or len(op.regions)
+                if (not is_pure(op.name) or op.name in NOT_SPECULATABLE or len(op.regions)
                         or any(_defined_inside(v, loop) for v in op.operands)):
                     continue
                 op.move_before(loop)
@@ -142,8 +118,8 @@ def _cse(func) -> None:
             op = op.operation
             if op.regions:
                 for inner in _blocks(op):
-                    visit(inner, local if op.name in _OPEN_REGIONS else {})
-            if not _pure(op) or op.regions or not len(op.results):
+                    visit(inner, local if op.name in OPEN_REGIONS else {})
+            if not is_pure(op.name) or op.regions or not len(op.results):
                 continue
             key = (_text(op), tuple(op.operands))
             prev = local.get(key)
@@ -163,7 +139,7 @@ def _dce(func) -> None:
     changed = True
     while changed:
         changed = False
-        for op in reversed(list(_walk(func))):
+        for op in reversed(walk(func)):
             if _removable(op) and all(not list(r.uses) for r in op.results):
                 op.erase()
                 changed = True

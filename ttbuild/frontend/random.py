@@ -10,9 +10,14 @@ from __future__ import annotations
 
 from . import semantic as S
 from . import types as T
-from .builtins import BUILTINS, builtin, cval, tensor
+from .args import BuiltinRules, cval, tensor
+from .builtins import MATH_UNARY, maximum, where
+from .extra import umulhi
 from .irtext import Value
 from .semantic import Constexpr, fail
+
+RULES = BuiltinRules()  # this module's rules; ttbuild.frontend.builtin_table builds the tables
+builtin = RULES.builtin
 
 N_ROUNDS_DEFAULT = 10
 # Philox 4x32 constants (Salmon et al. 2011; Triton `philox_impl`, uint32 branch).
@@ -36,7 +41,6 @@ def _rounds(cx, n_rounds) -> int:
 def philox_impl(cx, c0, c1, c2, c3, k0, k1, n_rounds: int):
     """`n_rounds` Philox rounds on counters (c0..c3) with key (k0, k1), all uint32.
     The key bump after the last round feeds nothing, so it is not emitted."""
-    umulhi = BUILTINS["umulhi"]
     for i in range(n_rounds):
         _c0, _c2 = c0, c2
         c0 = S.binary(cx, "^", S.binary(cx, "^", umulhi(cx, _c(PHILOX_ROUND_B), _c2), c1), k0)
@@ -92,7 +96,7 @@ def uint_to_uniform_float(cx, x: Value) -> Value:
     x = S.cast(cx, x, T.int32, bitcast=True)
     scale = S.to_value(cx, _c(UNIFORM_SCALE))  # a plain assignment in Triton: an fp32 scalar tensor
     neg = S.binary(cx, "-", S.unary(cx, "-", x), _c(1))
-    x = BUILTINS["where"](cx, S.binary(cx, "<", x, _c(0)), neg, x)
+    x = where(cx, S.binary(cx, "<", x, _c(0)), neg, x)
     return S.binary(cx, "*", x, scale)
 
 
@@ -110,11 +114,11 @@ def rand4x(cx, seed, offsets, n_rounds=N_ROUNDS_DEFAULT):
 def pair_uniform_to_normal(cx, u1: Value, u2: Value, both: bool = True):
     """Box–Muller: (r cos θ, r sin θ) with r = sqrt(-2 ln max(1e-7, u1)), θ = 2π u2; with
     `both=False` only r cos θ (the sin would be dead code)."""
-    u1 = BUILTINS["maximum"](cx, _c(1.0e-7), u1)
+    u1 = maximum(cx, _c(1.0e-7), u1)
     th = S.binary(cx, "*", _c(6.283185307179586), u2)
-    r = BUILTINS["sqrt"](cx, S.binary(cx, "*", _c(-2.0), BUILTINS["log"](cx, u1)))
-    n1 = S.binary(cx, "*", r, BUILTINS["cos"](cx, th))
-    return (n1, S.binary(cx, "*", r, BUILTINS["sin"](cx, th))) if both else (n1,)
+    r = MATH_UNARY["sqrt"](cx, S.binary(cx, "*", _c(-2.0), MATH_UNARY["log"](cx, u1)))
+    n1 = S.binary(cx, "*", r, MATH_UNARY["cos"](cx, th))
+    return (n1, S.binary(cx, "*", r, MATH_UNARY["sin"](cx, th))) if both else (n1,)
 
 
 @builtin("randn")

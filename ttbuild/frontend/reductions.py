@@ -9,15 +9,18 @@ from __future__ import annotations
 
 from . import semantic as S
 from . import types as T
-from .builtins import _minmax, builtin, cval
+from .args import BuiltinRules, cval
 from .irtext import Value
 from .semantic import Constexpr, fail
+
+RULES = BuiltinRules()  # this module's rules; ttbuild.frontend.builtin_table builds the tables
+builtin = RULES.builtin
 
 
 def _need_tensor(cx, input, what: str) -> Value:
     # Triton reductions read `input.dtype`: a Python number is an error, not a 0-d tensor.
     if not isinstance(input, Value):
-        fail(cx, f"tl.{what} needs a tensor, got {S._describe(input)}")
+        fail(cx, f"tl.{what} needs a tensor, got {S.describe(input)}")
     return input
 
 
@@ -136,7 +139,7 @@ def _max_min(is_max: bool, what: str):
         if cval(cx, return_indices, "return_indices"):
             return tuple(_with_indices(cx, v, axis, keep_dims, is_max, return_indices_tie_break_left, what))
         v = _widen(cx, v)
-        return reduce_values(cx, [v], axis, keep_dims, _one(lambda c, a, b: _minmax(c, a, b, is_max)), what)[0]
+        return reduce_values(cx, [v], axis, keep_dims, _one(lambda c, a, b: S.minmax(c, a, b, is_max)), what)[0]
     return rule
 
 

@@ -60,11 +60,11 @@ def to_value(cx: Ctx, v, dtype: T.DType | None = None) -> Value:
     if isinstance(v, Value):
         return v
     if not is_number(v):
-        fail(cx, f"expected a tensor or a number, got {_describe(v)}")
+        fail(cx, f"expected a tensor or a number, got {describe(v)}")
     return cx.b.constant(v.value, dtype or py_dtype(cx, v.value))
 
 
-def _describe(v) -> str:
+def describe(v) -> str:
     if isinstance(v, Value):
         return f"a value of type {v.type}"
     if isinstance(v, Constexpr):
@@ -126,7 +126,7 @@ def cast(cx: Ctx, v, dst: T.Scalar, bitcast: bool = False, rounding: str | None 
     if isinstance(v, Constexpr):
         if is_number(v) and isinstance(dst, T.DType):
             return to_value(cx, v, dst)
-        fail(cx, f"cannot cast {_describe(v)} to {dst}")
+        fail(cx, f"cannot cast {describe(v)} to {dst}")
     src = v.type.scalar
     rt = with_shape(dst, v.type.shape)
     if bitcast:
@@ -197,11 +197,11 @@ def fold(cx: Ctx, op: str, a: Constexpr, b: Constexpr) -> Constexpr:
         fail(cx, f"cannot evaluate constexpr {a.value!r} {op} {b.value!r}: {e}")
 
 
-def _operands(cx: Ctx, a, b, div_or_mod=False, allow_ptr=False) -> tuple[Value, Value, T.DType]:
+def binary_operands(cx: Ctx, a, b, div_or_mod=False, allow_ptr=False) -> tuple[Value, Value, T.DType]:
     """Promote and broadcast two operands (Triton `binary_op_type_checking_impl`)."""
     for v in (a, b):
         if not isinstance(v, Value) and not is_number(v):
-            fail(cx, f"unsupported operand: {_describe(v)}")
+            fail(cx, f"unsupported operand: {describe(v)}")
     at = a.type.scalar if isinstance(a, Value) else py_dtype(cx, a.value)
     bt = b.type.scalar if isinstance(b, Value) else py_dtype(cx, b.value)
     if at.is_ptr() or bt.is_ptr():
@@ -255,7 +255,7 @@ def binary(cx: Ctx, op: str, a, b):
             except TypeError as e:
                 fail(cx, str(e))
             a, b = (cast(cx, v, T.fp32) if isinstance(v, Value) else Constexpr(float(v.value)) for v in (a, b))
-    va, vb, ct = _operands(cx, a, b, div_or_mod=op in ("/", "%", "//"))
+    va, vb, ct = binary_operands(cx, a, b, div_or_mod=op in ("/", "%", "//"))
     rt = va.type
     if ct.is_float():
         if op not in _FLOAT_OPS:
@@ -279,7 +279,7 @@ def _ptr_arith(cx: Ctx, op: str, a, b) -> Value:
         fail(cx, "cannot add two pointers")
     if isinstance(off, Constexpr):
         if not isinstance(off.value, int) or isinstance(off.value, bool):
-            fail(cx, f"pointer offset must be an integer, got {_describe(off)}")
+            fail(cx, f"pointer offset must be an integer, got {describe(off)}")
         off = to_value(cx, Constexpr(-off.value if op == "-" else off.value))
     else:
         if not off.type.scalar.is_int():
@@ -297,7 +297,7 @@ _CMPF = {"==": 1, ">": 2, ">=": 3, "<": 4, "<=": 5, "!=": 13}  # arith.cmpf: oeq
 def compare(cx: Ctx, op: str, a, b) -> Value:
     if isinstance(a, Constexpr) and isinstance(b, Constexpr):
         return fold(cx, op, a, b)
-    va, vb, ct = _operands(cx, a, b, allow_ptr=True)
+    va, vb, ct = binary_operands(cx, a, b, allow_ptr=True)
     rt = with_shape(T.int1, va.type.shape)
     if ct is None or ct.is_int():
         pred = _CMPI[op]
@@ -332,3 +332,14 @@ def unary(cx: Ctx, op: str, v):
     if op == "not":
         return compare(cx, "==", v, Constexpr(0))
     fail(cx, f"unsupported unary operator {op}")
+
+
+def minmax(cx, x, y, is_max: bool):
+    if isinstance(x, Constexpr) and isinstance(y, Constexpr):
+        return Constexpr(max(x.value, y.value) if is_max else min(x.value, y.value))
+    vx, vy, ct = binary_operands(cx, x, y)
+    if ct.is_float():
+        name = "arith.maxnumf" if is_max else "arith.minnumf"
+        return cx.b.op1(name, [vx, vy], vx.type, FM)
+    sign = "u" if ct.is_unsigned() else "s"
+    return cx.b.op1(f"arith.{'max' if is_max else 'min'}{sign}i", [vx, vy], vx.type)

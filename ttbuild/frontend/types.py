@@ -1,4 +1,4 @@
-"""Triton's type system for the frontend: scalar dtypes, pointers, blocks, signature parsing and the promotion rules.
+"""Triton's type system for the frontend: scalar dtypes, pointers, blocks, signature entries as types and the promotion rules.
 
 Rules follow Triton 3.6 `triton/language/semantic.py` (`computation_type_impl`,
 `integer_promote_impl`, `to_tensor`): a Python number (literal or constexpr) of a kind no higher
@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
+
+from ttbuild.signature import SigEntry
 
 
 class Kind(IntEnum):
@@ -145,32 +147,10 @@ DTYPES = {n: DType(n) for n in _BITS}
 int1, int32, int64, uint32, uint64 = (DTYPES[n] for n in ("int1", "int32", "int64", "uint32", "uint64"))
 fp16, bf16, fp32, fp64 = (DTYPES[n] for n in ("fp16", "bf16", "fp32", "fp64"))
 
-# Signature spelling (Triton AOT, docs/CONTRACTS.md) → dtype name.
-_SIG_NAMES = {"i1": "int1", **{f"i{b}": f"int{b}" for b in (8, 16, 32, 64)},
-              **{f"u{b}": f"uint{b}" for b in (8, 16, 32, 64)}, "u1": "int1",
-              "fp8e4nv": "fp8e4nv", "fp8e5": "fp8e5", "fp16": "fp16", "bf16": "bf16",
-              "fp32": "fp32", "f32": "fp32", "fp64": "fp64", "f64": "fp64", "f16": "fp16"}
-
-
-@dataclass(frozen=True)
-class SigEntry:
-    """One parsed signature entry: `*fp16:16` → (PointerType(fp16), divisibility 16)."""
-
-    type: Scalar
-    divisibility: int = 1
-
-
-def parse_signature_entry(text: str) -> SigEntry:
-    """Parse `*fp32:16`, `i32`, `fp32`, `*u8` ... Raises ValueError naming the bad entry."""
-    body, _, div = text.strip().partition(":")
-    pointer = body.startswith("*")
-    name = _SIG_NAMES.get(body.lstrip("*"))
-    if name is None:
-        raise ValueError(f"unknown signature type {text!r} (expected e.g. *fp32:16, i32, fp16)")
-    if div and not div.isdigit():
-        raise ValueError(f"bad divisibility in signature entry {text!r}")
-    ty: Scalar = PointerType(DTYPES[name]) if pointer else DTYPES[name]
-    return SigEntry(ty, int(div) if div else 1)
+def signature_type(entry: SigEntry) -> Scalar:
+    """The frontend type of a parsed signature entry (`ttbuild.signature`): `*fp16` -> PointerType(fp16)."""
+    dtype = DTYPES[entry.language_dtype]
+    return PointerType(dtype) if entry.is_pointer else dtype
 
 
 def dtype_of_python(value) -> DType:

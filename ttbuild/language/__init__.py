@@ -2,7 +2,7 @@
 
 Kernel sources import this module at top level, so it must import with nothing but the standard
 library. The compiler never calls these stubs: it reads the kernel's AST and lowers each `tl.*`
-call through `ttbuild.frontend.builtins`. The names and parameters mirror `triton.language`
+call through `ttbuild.frontend.builtin_table`. The names and parameters mirror `triton.language`
 (Triton 3.6) so the same kernel source builds with either import.
 """
 

@@ -13,6 +13,7 @@ import struct
 import sys
 import threading
 
+from ..errors import TTBuildError
 from .args import _dtype_cache, _extractors, classify, torch_types
 from .driver import default_driver
 from .metadata import MetadataError, Variant
@@ -36,7 +37,7 @@ def _bf16_bits(x: float) -> int:
     return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16) & 0xFFFF
 
 
-class LaunchError(TypeError):
+class LaunchError(TTBuildError, TypeError):
     """A launch the runtime refuses before reaching the driver: bad grid, missing argument."""
 
 

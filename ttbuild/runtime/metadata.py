@@ -8,15 +8,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import TTBuildError
+from ..options import DEFAULTS, MAX_NUM_WARPS
+from ..signature import DIVISIBILITIES, DTYPE_BYTES
+from ..target import Target, TargetError
 
 SCHEMA = "ttbuild.kernel/1"
-
-# Dtype names as Triton's (docs/CONTRACTS.md, "Signature entries") with their size in bytes.
-DTYPE_BYTES = {
-    "i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8,
-    "u8": 1, "u16": 2, "u32": 4, "u64": 8,
-    "fp16": 2, "bf16": 2, "fp32": 4, "fp64": 8, "fp8e4nv": 1, "fp8e5": 1,
-}
 
 
 class MetadataError(TTBuildError, ValueError):
@@ -52,12 +48,12 @@ class Variant:
     params: tuple[Param, ...]
     signature: str
     constexprs: dict = field(hash=False, compare=False)
-    num_warps: int = 4
-    num_ctas: int = 1
-    num_stages: int = 3
+    num_warps: int = DEFAULTS.num_warps
+    num_ctas: int = DEFAULTS.num_ctas
+    num_stages: int = DEFAULTS.num_stages
     shared: int = 0
-    target: str = "cuda:90"
-    arch: str = "sm_90a"
+    target: str = DEFAULTS.target
+    arch: str = DEFAULTS.arch
     json_path: str = ""
 
     @property
@@ -68,10 +64,10 @@ class Variant:
     @property
     def capability(self) -> tuple[int, int]:
         """Compute capability the target names: "cuda:90" -> (9, 0)."""
-        backend, _, cc = self.target.partition(":")
-        if backend != "cuda" or not cc.isdigit() or len(cc) < 2:
-            raise MetadataError(f"{self.json_path}: target {self.target!r} is not 'cuda:<cc>'")
-        return int(cc[:-1]), int(cc[-1])
+        try:
+            return Target.parse(self.target).major_minor
+        except TargetError:
+            raise MetadataError(f"{self.json_path}: target {self.target!r} is not 'cuda:<cc>'") from None
 
     def describe(self) -> str:
         cx = ",".join(f"{k}={v}" for k, v in sorted(self.constexprs.items()))
@@ -104,7 +100,7 @@ def _param(raw: Any, where: str) -> Param:
     if dtype not in DTYPE_BYTES:
         raise MetadataError(f"{where}: param {name!r} has unknown dtype {dtype!r}")
     div = raw.get("divisibility", 1)
-    if div not in (1, 16):
+    if div not in DIVISIBILITIES:
         raise MetadataError(f"{where}: param {name!r} divisibility must be 1 or 16, got {div!r}")
     return Param(name, kind, dtype=dtype, divisibility=div)
 
@@ -138,16 +134,16 @@ def parse_variant(doc: Any, json_path: str) -> Variant:
         signature=doc.get("signature", ""),
         constexprs=constexprs,
         num_warps=_need(doc, "num_warps", int, where),
-        num_ctas=doc.get("num_ctas", 1),
-        num_stages=doc.get("num_stages", 3),
+        num_ctas=doc.get("num_ctas", DEFAULTS.num_ctas),
+        num_stages=doc.get("num_stages", DEFAULTS.num_stages),
         shared=_need(doc, "shared", int, where),
         target=_need(doc, "target", str, where),
         arch=doc.get("arch", ""),
         json_path=json_path,
     )
     v.capability  # validate the target string now, not at the first launch
-    if not 1 <= v.num_warps <= 32:
-        raise MetadataError(f"{where}: num_warps {v.num_warps} out of range 1..32")
+    if not 1 <= v.num_warps <= MAX_NUM_WARPS:
+        raise MetadataError(f"{where}: num_warps {v.num_warps} out of range 1..{MAX_NUM_WARPS}")
     return v
 
 

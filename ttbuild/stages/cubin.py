@@ -1,4 +1,4 @@
-"""Stage cubin: PTX -> cubin with ptxas from the nvidia-cuda-nvcc wheel."""
+"""Stage cubin: PTX -> cubin with the ptxas `ttbuild.toolchain` names (the nvidia-cuda-nvcc wheel's)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,10 @@ VERSION = 1
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:
     """inputs: {"ptx"}; options: arch ("sm_90a"), ptxas_options (list of str, e.g. ["-O3"]).
     Returns {"cubin": ELF bytes}. Raises ToolError (stderr + repro command) when ptxas fails."""
-    from ttbuild.backend.ptxas import assemble
+    from ttbuild.backend.nvptx.ptxas import assemble
+    from ttbuild.options import stage_options
+    from ttbuild.target import DEFAULT_TARGET
 
-    arch = str(options.get("arch", "sm_90a"))
-    extra = [str(o) for o in options.get("ptxas_options", []) or []]
+    arch = str(options.get("arch", DEFAULT_TARGET.arch))
+    extra = list(stage_options("cubin", {"ptxas_options": options.get("ptxas_options") or ()}).ptxas_options)
     return {"cubin": assemble(inputs["ptx"], arch, extra)}

@@ -10,17 +10,13 @@ VERSION = 6
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:
     """inputs: {"ttgir"}; options: target ("cuda:90"), enable_fp_fusion (bool: fmul/fadd/fsub
     carry `contract`, so LLVM may form FMAs), debug (bool: accepted; line tables not emitted yet).
-    Returns {"llir": LLVM IR text after the O3 pipeline}. Raises CompilationError/NotSupportedYet.
+    Returns {"llir": LLVM IR text after the O3 pipeline}. Raises CompilationError (a bad option,
+    TTGIR without `ttg.num-warps`) / NotSupportedYet.
     """
-    from ttbuild.backend import nvptx
     from ttbuild.backend.llir.emit import lower
-    from ttbuild.errors import CompilationError
+    from ttbuild.backend.nvptx import llvm
+    from ttbuild.options import stage_options
 
-    target = str(options.get("target", "cuda:90"))
-    backend, _, cc = target.partition(":")
-    if backend != "cuda" or not cc.isdigit():
-        raise CompilationError(f"unsupported target {target!r} (expected 'cuda:<cc>')", stage="llir")
-    arch = f"sm_{cc}a" if int(cc) >= 90 else f"sm_{cc}"
-    fusion = bool(options.get("enable_fp_fusion", True))
-    text = lower(inputs["ttgir"], fp_fusion=fusion)
-    return {"llir": nvptx.optimize(text, arch, fusion).encode()}
+    opts = stage_options("llir", options)
+    text = lower(inputs["ttgir"], fp_fusion=opts.enable_fp_fusion)
+    return {"llir": llvm.optimize(text, opts.arch, opts.enable_fp_fusion).encode()}

@@ -12,35 +12,31 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     ("cuda:90"). Returns {"ttgir": generic-form TTGIR} (docs/CONTRACTS.md, "TTIR and TTGIR").
 
     Loops that carry `tt.num_stages` (from `tl.range(..., num_stages=S)`) get their global loads
-    pipelined through cp.async (ttbuild.backend.pipeline). The `num_stages` option itself is, in
+    pipelined through cp.async (ttbuild.backend.ttgir.pipeline). The `num_stages` option itself is, in
     Triton, the default for loops holding a `tt.dot`, which this backend does not lower: it is
     recorded in the metadata and changes nothing in the output.
 
-    Raises CompilationError when the TTIR does not parse or num_ctas != 1 (not supported yet).
+    Raises CompilationError when the TTIR does not parse, an option is invalid
+    (`ttbuild.options.Options`) or num_ctas != 1 (not supported yet).
     """
     from ttbuild.backend import mlir_util as mu
-    from ttbuild.backend.coalesce import assign
-    from ttbuild.backend.pipeline import pipeline
-    from ttbuild.backend.smem import allocate
+    from ttbuild.backend.ttgir.passes import run_passes
     from ttbuild.errors import CompilationError
+    from ttbuild.options import stage_options
 
-    num_warps = int(options.get("num_warps", 4))
-    num_ctas = int(options.get("num_ctas", 1))
-    target = str(options.get("target", "cuda:90"))
-    if num_warps < 1 or num_warps & (num_warps - 1):
-        raise CompilationError(f"num_warps must be a power of two, got {num_warps}", stage="ttgir")
+    opts = stage_options("ttgir", options)  # absent options take the one set of defaults
+    num_warps, num_ctas, target = opts.num_warps, opts.num_ctas, opts.target
     if num_ctas != 1:
         raise CompilationError(f"num_ctas={num_ctas}: only 1 CTA per program is supported yet", stage="ttgir")
     ctx = mu.new_context()
     with ctx, mu.ir.Location.unknown(ctx):
         module = mu.parse_module(inputs["ttir"], ctx, "ttir")
-        assign(module, num_warps)
-        pipeline(module)
+        shared = run_passes(module, num_warps)  # coalesce, pipeline, then allocation
         i32 = mu.ir.IntegerType.get_signless(32)
         attrs = module.operation.attributes
         attrs["ttg.num-ctas"] = mu.ir.IntegerAttr.get(i32, num_ctas)
         attrs["ttg.num-warps"] = mu.ir.IntegerAttr.get(i32, num_warps)
-        attrs["ttg.shared"] = mu.ir.IntegerAttr.get(i32, allocate(module, num_warps))
+        attrs["ttg.shared"] = mu.ir.IntegerAttr.get(i32, shared)
         attrs["ttg.target"] = mu.ir.StringAttr.get(target)
         attrs["ttg.threads-per-warp"] = mu.ir.IntegerAttr.get(i32, 32)
         return {"ttgir": mu.print_module(module)}

@@ -1,1 +1,1 @@
-"""TTGIR -> LLVM IR: per-thread code from blocked layouts, one lowering rule per op name (see registry)."""
+"""TTGIR -> LLVM IR: per-thread code from blocked layouts, one lowering rule per op name (see rules)."""

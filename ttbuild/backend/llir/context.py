@@ -7,9 +7,10 @@ from dataclasses import dataclass, field
 from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
-from ttbuild.backend.axis import AxisAnalysis
-from ttbuild.backend.layout import Blocked, Slice, parse_layout
+from ttbuild.backend.analysis.axis import AxisAnalysis
+from ttbuild.backend.analysis.layout import Blocked, Slice, parse_layout
 from ttbuild.errors import CompilationError
+
 
 class BFloatType(ir.types._BaseFloatType):
     """LLVM's `bfloat` (llvmlite has none): constants print as 0xR + the top 16 bits of the f32,

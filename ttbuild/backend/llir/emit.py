@@ -5,21 +5,18 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
-from ttbuild.backend.axis import AxisAnalysis
-from ttbuild.backend.llir import memory, rules_arith, rules_tt, rules_scf, rules_reduce, rules_misc, rules_atomic, rules_shape, rules_scan, rules_debug  # noqa: F401  (fill the registry)
-from ttbuild.backend.llir import rules_async  # noqa: F401  (pipeliner: cp.async, shared buffers)
-from ttbuild.backend.llir.context import Ctx, I32, llvm_type
-from ttbuild.backend.llir.registry import RULES
+from ttbuild.backend.analysis.axis import AxisAnalysis
+from ttbuild.backend.diagnostics import at_op, internal_error
+from ttbuild.backend.llir.context import I32, Ctx, llvm_type
+from ttbuild.backend.llir.rules import RULES
 from ttbuild.backend.nvptx import TRIPLE
-from ttbuild.errors import CompilationError, NotSupportedYet
+from ttbuild.errors import CompilationError, NotSupportedYet, TTBuildError
+from ttbuild.optraits import TERMINATORS
 
 
 def _module_int(module, name: str, default: int) -> int:
     attrs = module.operation.attributes
     return mu.int_attr(attrs[name]) if name in attrs else default
-
-
-TERMINATORS = ("scf.yield", "tt.reduce.return", "tt.scan.return", "scf.condition")
 
 
 def run_block(ctx: Ctx, block, args: list) -> list:
@@ -34,15 +31,17 @@ def run_block(ctx: Ctx, block, args: list) -> list:
             return [env[v] for v in op.operands]
         r = RULES.get(opname)
         if r is None:
-            err = NotSupportedYet(opname, None, "llir")
-            err.node = mu.loc_name(op)  # the build layer maps node ids to file:line:col
-            raise err
+            raise at_op(NotSupportedYet(opname, None, "llir"), op, "llir")
+        # The choke point of the stage: whatever a rule raises leaves with this op's node id
+        # (the build layer maps it to file:line:col), a non-deliberate error as "internal error".
         try:
             out = r(ctx, op, *(env[v] for v in op.operands))
-        except NotSupportedYet as err:
-            if getattr(err, "node", None) is None:
-                err.node = mu.loc_name(op)
+        except CompilationError as err:
+            raise at_op(err, op, "llir")
+        except TTBuildError:
             raise
+        except Exception as exc:
+            raise internal_error(exc, op, "llir", f"lowering {opname}") from exc
         results = list(op.results)
         if len(results) == 1:
             env[results[0]] = out
@@ -99,11 +98,15 @@ def max_registers(num_warps: int) -> int | None:
 
 def lower(ttgir: str | bytes, *, fp_fusion: bool = True) -> str:
     """TTGIR text -> unoptimized LLVM IR text (one kernel per tt.func). Raises CompilationError
-    (parse errors, types) and NotSupportedYet (an op with no rule; `.node` = its node id)."""
+    (parse errors, types) and NotSupportedYet (an op with no rule); every error raised while
+    lowering an op carries that op's `node_id`, and an unexpected exception inside a rule
+    becomes a CompilationError "internal error while lowering <op>" (cause: the original)."""
     ctx = mu.new_context()
     with ctx, mu.ir.Location.unknown(ctx):
         mod = mu.parse_module(ttgir, ctx, "ttgir")
-        num_warps = _module_int(mod, "ttg.num-warps", 4)
+        if "ttg.num-warps" not in mod.operation.attributes:
+            raise CompilationError("TTGIR module has no ttg.num-warps attribute (the ttgir stage sets it)", stage="llir")
+        num_warps = _module_int(mod, "ttg.num-warps", 0)
         if _module_int(mod, "ttg.num-ctas", 1) != 1:
             raise CompilationError("num-ctas > 1 is not supported yet", stage="llir")
         module = ir.Module(name="ttbuild")
@@ -113,8 +116,15 @@ def lower(ttgir: str | bytes, *, fp_fusion: bool = True) -> str:
         module.add_named_metadata("llvm.module.flags").add(
             module.add_metadata([ir.Constant(I32, 4), "nvvm-reflect-ftz", ir.Constant(I32, 1)]))
         for op in mod.body.operations:
-            if op.operation.name == "tt.func":
+            if op.operation.name != "tt.func":
+                raise at_op(NotSupportedYet(op.operation.name, None, "llir"), op, "llir")
+            # Errors outside any op's rule (arguments, analyses) point at the function.
+            try:
                 lower_function(module, op, num_warps, fp_fusion)
-            else:
-                raise NotSupportedYet(op.operation.name, None, "llir")
+            except CompilationError as err:
+                raise at_op(err, op, "llir")
+            except TTBuildError:
+                raise
+            except Exception as exc:
+                raise internal_error(exc, op, "llir", "lowering the function") from exc
         return str(module)

@@ -14,9 +14,12 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
-from ttbuild.backend.coalesce import vector_elems
-from ttbuild.backend.llir.context import GPTR, I1, I32, TensorVal, duplicated_dims, llvm_type
-from ttbuild.backend.llir.registry import rule
+from ttbuild.backend.analysis.axis import vector_elems
+from ttbuild.backend.llir.context import I1, I32, TensorVal, duplicated_dims, llvm_type
+from ttbuild.registry import RuleSet
+
+RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the table
+rule = RULES.rule
 
 _REG = {16: "h", 32: "r", 64: "l"}
 
@@ -129,7 +132,7 @@ def _mask_uniform(ctx, mask_value, layout, vec) -> bool:
     return vec == 1 or ctx.axis.info(mask_value).constancy[layout.order[0]] % vec == 0
 
 
-def _load_words(ctx, ptr, pred, ety, word, nwords, others, idx):
+def load_words(ctx, ptr, pred, ety, word, nwords, others, idx):
     b = ctx.builder
     k = len(idx) // nwords
     ow = [_pack(b, [others[i] for i in idx[w * k:(w + 1) * k]], ety, word) for w in range(nwords)] if others else []
@@ -163,18 +166,18 @@ def load(ctx, op, ptr, *rest):
     for idx in _chunks(len(ptrs), vec):
         if masks is None or _mask_uniform(ctx, mask_v, layout, vec):
             pred = None if masks is None else masks[idx[0]]
-            out += _load_words(ctx, ptrs[idx[0]], pred, mem_ety, word, nwords, others, idx)
+            out += load_words(ctx, ptrs[idx[0]], pred, mem_ety, word, nwords, others, idx)
             continue
         # Mask not provably uniform over the chunk: vector path when every lane is in bounds.
         with b.if_else(_all(b, [masks[i] for i in idx])) as (whole, part):
             with whole:
-                fast = _load_words(ctx, ptrs[idx[0]], None, mem_ety, word, nwords, others, idx)
+                fast = load_words(ctx, ptrs[idx[0]], None, mem_ety, word, nwords, others, idx)
                 fast_bb = b.block
             with part:
                 sw = mu.elem_bits(elem) if ety != I1 else 8
                 slow = []
                 for i in idx:
-                    slow += _load_words(ctx, ptrs[i], masks[i], mem_ety, sw, 1, others, [i])
+                    slow += load_words(ctx, ptrs[i], masks[i], mem_ety, sw, 1, others, [i])
                 slow_bb = b.block
         for f, s in zip(fast, slow):
             phi = b.phi(f.type)

@@ -1,0 +1,9 @@
+"""Fake ttgir stage (tests/fake_stages/lowering.py)."""
+
+from .lowering import lower
+
+VERSION = 1
+
+
+def run(inputs, options):
+    return lower("ttgir", inputs, options)

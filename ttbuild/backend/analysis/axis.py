@@ -1,0 +1,247 @@
+"""Axis analysis: per value and dimension, contiguity, divisibility and constancy (Triton's AxisInfo).
+
+- contiguity[d]: elements come in runs of this length that increase by 1 along d;
+- divisibility[d]: the first element of every such run (every element when contiguity is 1) is a
+  multiple of this (for pointers: in bytes);
+- constancy[d]: elements come in runs of this length that are equal along d.
+Source of the rules: Triton lib/Analysis/AxisInfo.cpp (same definitions, a subset of the ops).
+Unknown ops give the pessimistic answer (1, 1, 1), never a wrong one.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from math import gcd
+
+from ttbuild.backend import mlir_util as mu
+from ttbuild.optraits import walk
+from ttbuild.registry import Registry, RuleSet, build
+
+MAX_DIV = 1 << 30  # what "divisible by everything" (the value 0) is capped to
+
+
+def pow2_div(v: int) -> int:
+    """Largest power of two dividing v (0 -> MAX_DIV)."""
+    v = abs(int(v))
+    return MAX_DIV if v == 0 else min(MAX_DIV, v & -v)
+
+
+@dataclass(frozen=True)
+class AxisInfo:
+    contiguity: tuple[int, ...]
+    divisibility: tuple[int, ...]
+    constancy: tuple[int, ...]
+    value: int | None = None  # known constant (scalar or splat)
+
+    @classmethod
+    def unknown(cls, rank: int) -> "AxisInfo":
+        return cls((1,) * max(rank, 1), (1,) * max(rank, 1), (1,) * max(rank, 1))
+
+
+def _shape(v):
+    s = mu.shape_of(v.type)
+    return s if s else (1,)
+
+
+def vector_elems(ptr_value, axis: AxisAnalysis, order0: int) -> int:
+    """Elements per 16-byte-or-smaller access that the pointer tensor's axis info allows."""
+    elem = mu.pointee(mu.elem_str(ptr_value.type))
+    ebytes = mu.elem_bits(elem) // 8
+    info = axis.info(ptr_value)
+    align_elems = max(1, info.divisibility[order0] // ebytes)
+    return max(1, min(16 // ebytes, info.contiguity[order0], align_elems))
+
+
+class AxisAnalysis:
+    """Runs once over a function body in program order, nested regions included; `info(value)`
+    answers. Loop-carried values (scf.for iter_args and results) get the pessimistic answer; the
+    induction variable of `scf.for lb, ub, step` is divisible by gcd(div(lb), div(step))."""
+
+    def __init__(self, func_op):
+        self._info: dict = {}
+        p = mu.props(func_op)
+        arg_attrs = list(p["arg_attrs"]) if "arg_attrs" in p else []
+        block = func_op.regions[0].blocks[0]
+        for i, arg in enumerate(block.arguments):
+            div = 1
+            if i < len(arg_attrs):
+                d = mu.ir.DictAttr(arg_attrs[i])
+                if "tt.divisibility" in d:
+                    div = mu.int_attr(d["tt.divisibility"])
+            self._info[self._key(arg)] = AxisInfo((1,), (div,), (1,))
+        for op in walk(func_op):  # program order, parents (and a loop's induction variable) first
+            self._visit(op)
+            if op.name == "scf.for" and len(op.regions[0].blocks):
+                iv = op.regions[0].blocks[0].arguments[0]
+                lb, step = self.info(op.operands[0]), self.info(op.operands[2])
+                self._set(iv, AxisInfo((1,), (gcd(lb.divisibility[0], step.divisibility[0]),), (1,)))
+
+    @staticmethod
+    def _key(v):
+        return v  # ir.Value hashes and compares by the underlying SSA value
+
+    def info(self, v) -> AxisInfo:
+        return self._info.get(self._key(v)) or AxisInfo.unknown(len(_shape(v)))
+
+    def _set(self, v, info: AxisInfo):
+        self._info[self._key(v)] = info
+
+    def _visit(self, op):
+        name = op.operation.name
+        if len(op.results) != 1:
+            return  # multi-result ops (loops, reductions) stay unknown
+        res = op.results[0]
+        shape = _shape(res)
+        rank = len(shape)
+        ins = [self.info(x) for x in op.operands]
+        fn = TABLE.get(name)
+        out = fn(op, shape, ins) if fn else None
+        self._set(res, out or AxisInfo.unknown(rank))
+
+
+RULES = RuleSet()  # per-op rules `fn(op, shape, ins) -> AxisInfo | None`; TABLE below is built from them
+_rule = RULES.rule
+
+
+def _elem_bytes_of_ptr(op) -> int:
+    return mu.elem_bits(mu.pointee(mu.elem_str(op.results[0].type))) // 8
+
+
+@_rule("arith.constant")
+def _constant(op, shape, ins):
+    attr = op.attributes["value"]
+    try:
+        if isinstance(attr, mu.ir.DenseElementsAttr) or "dense" in str(attr):
+            dense = mu.ir.DenseIntElementsAttr(attr)
+            if not dense.is_splat:
+                return None
+            v = dense.get_splat_value().value
+        else:
+            v = mu.ir.IntegerAttr(attr).value
+    except (ValueError, TypeError):
+        return AxisInfo((1,) * len(shape), (1,) * len(shape), tuple(shape))
+    return AxisInfo((1,) * len(shape), (pow2_div(v),) * len(shape), tuple(shape), v)
+
+
+@_rule("tt.make_range")
+def _make_range(op, shape, ins):
+    p = mu.props(op)
+    start, end = mu.int_attr(p["start"]), mu.int_attr(p["end"])
+    return AxisInfo((end - start,), (pow2_div(start),), (1,))
+
+
+@_rule("tt.splat")
+def _splat(op, shape, ins):
+    s = ins[0]
+    return AxisInfo((1,) * len(shape), (s.divisibility[0],) * len(shape), tuple(shape), s.value)
+
+
+def _add_like(op, shape, ins, rhs_scale=1):
+    a, b = ins
+    rank = len(shape)
+    contig = tuple(max(gcd(a.contiguity[d], b.constancy[d]), gcd(a.constancy[d], b.contiguity[d]))
+                   for d in range(rank))
+    div = tuple(gcd(a.divisibility[d], b.divisibility[d] * rhs_scale) for d in range(rank))
+    const = tuple(gcd(a.constancy[d], b.constancy[d]) for d in range(rank))
+    value = None
+    if a.value is not None and b.value is not None and op.operation.name == "arith.addi":
+        value = a.value + b.value
+    return AxisInfo(contig, div, const, value)
+
+
+@_rule("arith.addi")
+def _addi(op, shape, ins):
+    return _add_like(op, shape, ins)
+
+
+@_rule("tt.addptr")
+def _addptr(op, shape, ins):
+    return _add_like(op, shape, ins, _elem_bytes_of_ptr(op))
+
+
+@_rule("arith.subi")
+def _subi(op, shape, ins):
+    a, b = ins
+    rank = len(shape)
+    # x - c keeps x's runs; c - x reverses them (not contiguous in Triton's sense).
+    contig = tuple(gcd(a.contiguity[d], b.constancy[d]) for d in range(rank))
+    div = tuple(gcd(a.divisibility[d], b.divisibility[d]) for d in range(rank))
+    const = tuple(gcd(a.constancy[d], b.constancy[d]) for d in range(rank))
+    return AxisInfo(contig, div, const)
+
+
+@_rule("arith.muli")
+def _muli(op, shape, ins):
+    a, b = ins
+    rank = len(shape)
+    # Only every element's divisibility multiplies: a run's later elements break the rule.
+    da = [a.divisibility[d] if a.contiguity[d] == 1 else 1 for d in range(rank)]
+    db = [b.divisibility[d] if b.contiguity[d] == 1 else 1 for d in range(rank)]
+    contig = tuple(a.contiguity[d] if b.value == 1 else b.contiguity[d] if a.value == 1 else 1
+                   for d in range(rank))
+    div = tuple(min(MAX_DIV, da[d] * db[d]) for d in range(rank))
+    const = tuple(gcd(a.constancy[d], b.constancy[d]) for d in range(rank))
+    value = a.value * b.value if a.value is not None and b.value is not None else None
+    return AxisInfo(contig, div, const, value)
+
+
+@_rule("arith.cmpi", "arith.cmpf")
+def _cmp(op, shape, ins):
+    a, b = ins
+    rank = len(shape)
+    const = []
+    for d in range(rank):
+        c = gcd(a.constancy[d], b.constancy[d])
+        # A run [k*D, k*D + C) compared with a splat that is a multiple of D is constant over
+        # chunks of gcd(C, D): the comparison can only flip at a multiple of D.
+        if a.contiguity[d] > 1 and b.constancy[d] == shape[d] and op.operation.name == "arith.cmpi":
+            c = max(c, gcd(a.contiguity[d], gcd(a.divisibility[d], b.divisibility[d])))
+        if b.contiguity[d] > 1 and a.constancy[d] == shape[d] and op.operation.name == "arith.cmpi":
+            c = max(c, gcd(b.contiguity[d], gcd(a.divisibility[d], b.divisibility[d])))
+        const.append(c)
+    return AxisInfo((1,) * rank, (1,) * rank, tuple(const))
+
+
+@_rule("arith.andi", "arith.ori", "arith.xori", "arith.select", "arith.addf", "arith.subf",
+       "arith.mulf", "arith.divf", "arith.extf", "arith.truncf", "arith.sitofp", "arith.fptosi",
+       "arith.uitofp", "arith.fptoui", "arith.negf", "arith.maximumf", "arith.minimumf",
+       "arith.maxnumf", "arith.minnumf", "arith.extsi", "arith.extui", "arith.trunci",
+       "arith.bitcast", "math.exp", "math.log", "math.sqrt", "math.absf")
+def _elementwise(op, shape, ins):
+    rank = len(shape)
+    const = tuple(shape)
+    for i in ins:
+        const = tuple(gcd(const[d], i.constancy[d]) for d in range(rank))
+    return AxisInfo((1,) * rank, (1,) * rank, const)
+
+
+@_rule("tt.expand_dims")
+def _expand_dims(op, shape, ins):
+    a = ins[0]
+    d = mu.int_attr(mu.props(op)["axis"])
+    # The new size-1 dimension: every element stands alone, so its divisibility is that of every
+    # element (the run start's only when runs have length 1).
+    every = min(a.divisibility[k] if a.contiguity[k] == 1 else 1 for k in range(len(a.contiguity)))
+    ins_ = lambda t, v: t[:d] + (v,) + t[d:]
+    return AxisInfo(ins_(a.contiguity, 1), ins_(a.divisibility, every), ins_(a.constancy, 1), a.value)
+
+
+@_rule("tt.broadcast")
+def _broadcast(op, shape, ins):
+    a = ins[0]
+    src = _shape(op.operands[0])
+    contig, div, const = list(a.contiguity), list(a.divisibility), list(a.constancy)
+    for d in range(len(shape)):
+        if src[d] == 1 and shape[d] != 1:
+            contig[d], const[d] = 1, shape[d]
+    return AxisInfo(tuple(contig), tuple(div), tuple(const), a.value)
+
+
+@_rule("ttg.convert_layout")
+def _convert(op, shape, ins):
+    return ins[0]
+
+
+# This module is its own (one-module) list of rule modules.
+TABLE: Registry = build({"default": Registry("axis-info rule")}, [sys.modules[__name__]])["default"]

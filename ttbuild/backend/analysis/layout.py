@@ -1,0 +1,202 @@
+"""`#ttg.blocked` encodings: the dataclass, its exact Triton spelling, and Triton's default construction.
+
+A blocked layout tiles a tensor over a CTA: each thread owns `sizePerThread` contiguous elements
+per dimension, `threadsPerWarp` threads and `warpsPerCTA` warps tile the rest, `order` lists the
+dimensions fastest-first; the tile repeats (or wraps, broadcasting) to cover the shape.
+Source: Triton `BlockedEncodingAttr` (include/triton/Dialect/TritonGPU/IR/TritonGPUAttrDefs.td).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from itertools import product
+
+from ttbuild.backend import mlir_util as mu
+
+
+@dataclass(frozen=True)
+class Blocked:
+    size_per_thread: tuple[int, ...]
+    threads_per_warp: tuple[int, ...]
+    warps_per_cta: tuple[int, ...]
+    order: tuple[int, ...]
+
+    @property
+    def rank(self) -> int:
+        return len(self.order)
+
+    def attr(self) -> str:
+        """Triton's spelling, e.g. `#ttg.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>`."""
+        f = lambda xs: "[" + ", ".join(str(x) for x in xs) + "]"
+        return (f"#ttg.blocked<{{sizePerThread = {f(self.size_per_thread)}, threadsPerWarp = "
+                f"{f(self.threads_per_warp)}, warpsPerCTA = {f(self.warps_per_cta)}, order = {f(self.order)}}}>")
+
+    @classmethod
+    def parse(cls, text: str) -> "Blocked":
+        """Inverse of attr(); ValueError if `text` is not a blocked encoding."""
+        if not text.startswith("#ttg.blocked<"):
+            raise ValueError(f"not a blocked encoding: {text}")
+        get = lambda key: tuple(int(x) for x in re.search(key + r"\s*=\s*\[([^\]]*)\]", text).group(1).split(",") if x.strip())
+        return cls(get("sizePerThread"), get("threadsPerWarp"), get("warpsPerCTA"), get("order"))
+
+    def tile(self, d: int) -> int:
+        """Elements one CTA covers along dimension d in one repetition."""
+        return self.size_per_thread[d] * self.threads_per_warp[d] * self.warps_per_cta[d]
+
+    def reps(self, shape, d: int) -> int:
+        return max(1, shape[d] // self.tile(d))
+
+    def elems_per_thread(self, shape) -> int:
+        n = 1
+        for d in range(self.rank):
+            n *= min(self.size_per_thread[d], shape[d]) * self.reps(shape, d)
+        return n
+
+    def local_offsets(self, shape) -> list[tuple[int, ...]]:
+        """Per-thread element j -> its offset from the thread's base index, per dimension.
+
+        Elements enumerate with order[0] fastest, so a run of size_per_thread[order[0]] elements is
+        contiguous in memory along the fastest dimension (what vector loads need).
+        """
+        per_dim = []
+        for d in range(self.rank):
+            spt = min(self.size_per_thread[d], shape[d])
+            per_dim.append([r * self.tile(d) + k for r in range(self.reps(shape, d)) for k in range(spt)])
+        # product() varies its last argument fastest: feed dims slowest-first.
+        dims_slow_first = list(reversed(self.order))
+        out = []
+        for combo in product(*(per_dim[d] for d in dims_slow_first)):
+            off = [0] * self.rank
+            for d, v in zip(dims_slow_first, combo):
+                off[d] = v
+            out.append(tuple(off))
+        return out
+
+    def thread_indices(self, tid: int, shape) -> list[tuple[int, ...]]:
+        """Reference (pure Python) of what the LLIR index math computes: thread `tid`'s element
+        indices, in local_offsets order. Lanes and warps split over dimensions fastest-first."""
+        lane, warp = tid % 32, tid // 32
+        base = [0] * self.rank
+        for i, d in enumerate(self.order):
+            tpw, wpc = self.threads_per_warp[d], self.warps_per_cta[d]
+            ld, lane = lane % tpw, lane // tpw
+            wd = warp % wpc if i < self.rank - 1 else warp
+            warp //= wpc
+            base[d] = (wd * tpw + ld) * self.size_per_thread[d]
+        return [tuple((base[d] + off[d]) % shape[d] for d in range(self.rank))
+                for off in self.local_offsets(shape)]
+
+
+def default_blocked(shape, num_warps: int, spt_fast: int = 1, threads_per_warp: int = 32,
+                    order=None) -> Blocked:
+    """Triton's `BlockedEncodingAttr::get(shape, sizePerThread, order, numWarps, 32, numCTAs=1)`:
+    lanes then warps fill the dimensions fastest-first, never more than a dimension can hold."""
+    rank = len(shape)
+    order = tuple(order) if order is not None else tuple(reversed(range(rank)))
+    spt = [1] * rank
+    spt[order[0]] = max(1, min(spt_fast, shape[order[0]]))
+    tpw, wpc = [1] * rank, [1] * rank
+    lanes, warps = threads_per_warp, num_warps
+    shape_per_cta = list(shape)
+    for i, d in enumerate(order):
+        last = i == rank - 1
+        room = max(1, shape_per_cta[d] // spt[d])
+        tpw[d] = lanes if last else max(1, min(lanes, room))
+        lanes //= tpw[d]
+    for i, d in enumerate(order):
+        last = i == rank - 1
+        room = max(1, shape_per_cta[d] // (spt[d] * tpw[d]))
+        wpc[d] = warps if last else max(1, min(warps, room))
+        warps //= wpc[d]
+    return Blocked(tuple(spt), tuple(tpw), tuple(wpc), order)
+
+
+@dataclass(frozen=True)
+class Slice:
+    """`#ttg.slice<{dim, parent}>`: the parent layout with dimension `dim` removed, as a reduction
+    along `dim` leaves it (Triton `SliceEncodingAttr`). A thread owns the parent's elements over the
+    parent shape with a 1 inserted at `dim`; indices are the parent's with `dim` dropped."""
+    dim: int
+    parent: "Blocked | Slice"
+
+    @property
+    def rank(self) -> int:
+        return self.parent.rank - 1
+
+    @property
+    def order(self) -> tuple[int, ...]:
+        return tuple(o - (o > self.dim) for o in self.parent.order if o != self.dim)
+
+    @property
+    def size_per_thread(self) -> tuple[int, ...]:
+        s = self.parent.size_per_thread
+        return s[:self.dim] + s[self.dim + 1:]
+
+    def attr(self) -> str:
+        return f"#ttg.slice<{{dim = {self.dim}, parent = {self.parent.attr()}}}>"
+
+    def parent_shape(self, shape) -> tuple[int, ...]:
+        shape = tuple(shape)
+        return shape[:self.dim] + (1,) + shape[self.dim:]
+
+    def _drop(self, t):
+        return t[:self.dim] + t[self.dim + 1:]
+
+    def elems_per_thread(self, shape) -> int:
+        return self.parent.elems_per_thread(self.parent_shape(shape))
+
+    def local_offsets(self, shape) -> list[tuple[int, ...]]:
+        return [self._drop(o) for o in self.parent.local_offsets(self.parent_shape(shape))]
+
+    def thread_indices(self, tid: int, shape) -> list[tuple[int, ...]]:
+        return [self._drop(o) for o in self.parent.thread_indices(tid, self.parent_shape(shape))]
+
+
+def parse_layout(text: str) -> "Blocked | Slice":
+    """`#ttg.blocked<...>` or `#ttg.slice<{dim = d, parent = ...}>` (nested) -> the dataclass;
+    ValueError for other encodings."""
+    text = text.strip()
+    if text.startswith("#ttg.slice<"):
+        m = re.match(r"#ttg\.slice<\{\s*dim\s*=\s*(\d+)\s*,\s*parent\s*=\s*(.*)\}>$", text, re.S)
+        if not m:
+            raise ValueError(f"bad slice encoding: {text}")
+        return Slice(int(m.group(1)), parse_layout(m.group(2)))
+    return Blocked.parse(text)
+
+
+def unflatten(flat: Blocked, shape) -> Blocked:
+    """The blocked layout of `shape` that holds each element where the 1-D layout `flat` holds its
+    row-major flat index: each of flat's levels (sizePerThread, threadsPerWarp, warpsPerCTA)
+    splits over the dimensions last-first; what a level has left once every dimension is covered
+    replicates along dimension 0.
+
+    This is the layout pair Triton's `inferReshapeOpEncoding` maps onto each other (equal as
+    linear layouts), so a `tt.reshape` between unflatten(f, a) and unflatten(f, b) verifies
+    without allow_reorder. Powers of two only, as blocked layouts are.
+    """
+    rank, rem, levels = len(shape), list(shape), []
+    for f in (flat.size_per_thread[0], flat.threads_per_warp[0], flat.warps_per_cta[0]):
+        per = [1] * rank
+        for d in reversed(range(rank)):
+            g = min(f, rem[d])
+            per[d], rem[d], f = g, rem[d] // g, f // g
+        per[0] *= f
+        levels.append(tuple(per))
+    return Blocked(levels[0], levels[1], levels[2], tuple(reversed(range(rank))))
+
+
+def trans_order(op) -> list[int]:
+    """tt.trans `order`: result dimension k is operand dimension order[k]."""
+    text = str(mu.props(op)["order"])
+    return [int(x) for x in text.split(":")[1].strip(" >").split(",")]
+
+
+def transposed(lay, order):
+    """The layout tt.trans infers for its result (Triton's inferTransOpEncoding for blocked
+    layouts): per-dimension fields permuted by `order`, `order` renumbered; None for others."""
+    if not isinstance(lay, Blocked):
+        return None
+    perm = lambda t: tuple(t[o] for o in order)
+    return Blocked(perm(lay.size_per_thread), perm(lay.threads_per_warp), perm(lay.warps_per_cta),
+                   tuple(order.index(o) for o in lay.order))

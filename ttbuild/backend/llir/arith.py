@@ -1,0 +1,211 @@
+"""LLIR rules for `arith.*` and `math.*`: one elementwise emitter per op, applied to each element.
+
+Semantics: MLIR arith dialect docs (predicate numbering of CmpIPredicate / CmpFPredicate);
+math.exp lowers as Triton does for f32 (ex2.approx with a log2(e) pre-scale); exp2/log/log2 use libdevice.
+"""
+
+from __future__ import annotations
+
+import math
+
+from llvmlite import ir
+
+from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.llir.context import F32, TensorVal, layout_of, llvm_type
+from ttbuild.backend.llir.elementwise import elementwise, result_type
+from ttbuild.errors import CompilationError
+from ttbuild.registry import RuleSet
+
+RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the table
+rule = RULES.rule
+
+
+def _elementwise(names, make):
+    elementwise(RULES, names, make)  # this module's rules: `make(ctx, op) -> fn(*scalars)`
+
+
+_FBIN = {"arith.addf": "fadd", "arith.subf": "fsub", "arith.mulf": "fmul", "arith.divf": "fdiv",
+         "arith.remf": "frem"}
+_FAST_F32 = {"arith.divf", "math.sqrt"}  # f32 forms Triton lowers to PTX's full-range approximations
+for _n, _m in _FBIN.items():
+    if _n == "arith.divf":
+        _elementwise([_n], lambda ctx, op: _divf(ctx, op))
+        continue
+
+    def _mk(ctx, op, _m=_m):
+        flags = ("contract",) if ctx.fp_fusion and _m in ("fadd", "fsub", "fmul") else ()
+        return lambda a, b: getattr(ctx.builder, _m)(a, b, flags=flags)
+    _elementwise([_n], _mk)
+
+_IBIN = {"arith.addi": "add", "arith.subi": "sub", "arith.muli": "mul", "arith.divsi": "sdiv",
+         "arith.divui": "udiv", "arith.remsi": "srem", "arith.remui": "urem", "arith.andi": "and_",
+         "arith.ori": "or_", "arith.xori": "xor", "arith.shli": "shl", "arith.shrsi": "ashr",
+         "arith.shrui": "lshr"}
+for _n, _m in _IBIN.items():
+    _elementwise([_n], lambda ctx, op, _m=_m: (lambda a, b: getattr(ctx.builder, _m)(a, b)))
+
+_ICMP = {0: ("s", "=="), 1: ("s", "!="), 2: ("s", "<"), 3: ("s", "<="), 4: ("s", ">"), 5: ("s", ">="),
+         6: ("u", "<"), 7: ("u", "<="), 8: ("u", ">"), 9: ("u", ">=")}
+
+
+def _cmpi(ctx, op):
+    kind, pred = _ICMP[mu.int_attr(op.attributes["predicate"])]
+    f = ctx.builder.icmp_signed if kind == "s" else ctx.builder.icmp_unsigned
+    return lambda a, b: f(pred, a, b)
+
+
+_elementwise(["arith.cmpi"], _cmpi)
+
+# CmpFPredicate: 0 false, 1-6 ordered (eq gt ge lt le ne), 7 ord, 8-13 unordered, 14 uno, 15 true.
+_FCMP = {1: ("o", "=="), 2: ("o", ">"), 3: ("o", ">="), 4: ("o", "<"), 5: ("o", "<="), 6: ("o", "!="),
+         7: ("o", "ord"), 8: ("u", "=="), 9: ("u", ">"), 10: ("u", ">="), 11: ("u", "<"),
+         12: ("u", "<="), 13: ("u", "!="), 14: ("u", "uno")}
+
+
+def _cmpf(ctx, op):
+    p = mu.int_attr(op.attributes["predicate"])
+    if p in (0, 15):
+        return lambda a, b: ir.Constant(ir.IntType(1), int(p == 15))
+    kind, pred = _FCMP[p]
+    f = ctx.builder.fcmp_ordered if kind == "o" else ctx.builder.fcmp_unordered
+    return lambda a, b: f(pred, a, b)
+
+
+_elementwise(["arith.cmpf"], _cmpf)
+_elementwise(["arith.select"], lambda ctx, op: ctx.builder.select)
+
+_CASTS = {"arith.extf": "fpext", "arith.truncf": "fptrunc", "arith.sitofp": "sitofp",
+          "arith.uitofp": "uitofp", "arith.fptosi": "fptosi", "arith.fptoui": "fptoui",
+          "arith.extsi": "sext", "arith.extui": "zext", "arith.trunci": "trunc",
+          "arith.bitcast": "bitcast"}
+for _n, _m in _CASTS.items():
+    _elementwise([_n], lambda ctx, op, _m=_m: (
+        lambda a, _t=result_type(op): getattr(ctx.builder, _m)(a, _t)))
+
+_elementwise(["arith.negf"], lambda ctx, op: ctx.builder.fneg)
+
+
+def _min_max(signed_pred):
+    def make(ctx, op):
+        b = ctx.builder
+        kind, pred = signed_pred
+        f = b.icmp_signed if kind == "s" else b.icmp_unsigned
+        return lambda x, y: b.select(f(pred, x, y), x, y)
+    return make
+
+
+for _n, _p in {"arith.maxsi": ("s", ">"), "arith.minsi": ("s", "<"), "arith.maxui": ("u", ">"),
+               "arith.minui": ("u", "<")}.items():
+    _elementwise([_n], _min_max(_p))
+
+
+def _intrinsic_call(base):
+    """LLVM's overloaded float intrinsics (`llvm.maximum.f32`, `llvm.sqrt.f16`, ...)."""
+    def make(ctx, op):
+        t = result_type(op)
+        suffix = {"half": "f16", "bfloat": "bf16", "float": "f32", "double": "f64"}[str(t)]
+        def call(*xs):
+            fn = ctx.intrinsic(f"llvm.{base}.{suffix}", t, [t] * len(xs))
+            return ctx.builder.call(fn, list(xs))
+        return call
+    return make
+
+
+for _n, _b in {"arith.maximumf": "maximum", "arith.minimumf": "minimum", "arith.maxnumf": "maxnum",
+               "arith.minnumf": "minnum", "math.absf": "fabs",
+               "math.floor": "floor", "math.ceil": "ceil", "math.fma": "fma"}.items():
+    _elementwise([_n], _intrinsic_call(_b))
+
+
+def _approx(nvvm_name, pre_scale, post_scale):
+    """f32 via PTX's approximate base-2 units (ex2.approx.f32 / lg2.approx.f32), as Triton does;
+    f16/bf16 go through f32 and back."""
+    def make(ctx, op):
+        b = ctx.builder
+        t = result_type(op)
+        fn = ctx.intrinsic(nvvm_name, F32, [F32])
+        def call(x):
+            y = b.fpext(x, F32) if t != F32 else x
+            if pre_scale != 1.0:  # may fuse with the producer (Triton emits a plain mul.f32)
+                y = b.fmul(y, ir.Constant(F32, pre_scale), flags=("contract",) if ctx.fp_fusion else ())
+            y = b.call(fn, [y])
+            if post_scale != 1.0:
+                y = b.fmul(y, ir.Constant(F32, post_scale))
+            return b.fptrunc(y, t) if t != F32 else y
+        if str(t) == "double":
+            raise CompilationError(f"{op.operation.name} on f64 is not supported yet", stage="llir")
+        return call
+    return make
+
+
+_elementwise(["math.exp"], _approx("llvm.nvvm.ex2.approx.f", 1.0 / math.log(2.0), 1.0))
+# math.exp2 / log / log2 go through libdevice (math_ops.LIBDEVICE), as Triton 3.6 lowers them:
+# tl.randn's Box-Muller log must round as Triton's __nv_logf does for bit-identical output.
+
+
+@rule("arith.constant")
+def constant(ctx, op):
+    """Scalars and splat dense tensors; a non-splat dense tensor is not supported yet."""
+    res = op.results[0]
+    attr = op.attributes["value"]
+    t = llvm_type(mu.elem_str(res.type))
+    shape = mu.shape_of(res.type)
+    if shape:
+        dense = mu.ir.DenseElementsAttr(attr)
+        if not dense.is_splat:
+            from ttbuild.errors import NotSupportedYet
+            raise NotSupportedYet("arith.constant (non-splat dense)", None, "llir")
+        attr = dense.get_splat_value()
+    if isinstance(t, ir.IntType):
+        v = mu.ir.IntegerAttr(attr).value
+        c = ir.Constant(t, v & ((1 << t.width) - 1))
+    else:
+        c = ir.Constant(t, mu.ir.FloatAttr(attr).value)
+    if not shape:
+        return c
+    layout = layout_of(res)
+    return TensorVal([c] * layout.elems_per_thread(shape), layout, shape)
+
+
+def _divf(ctx, op):
+    """f32: `div.full.f32` (2 ulp, full range; Triton's FDivOpConversion), other types: IEEE fdiv.
+    `tl.math.div_rn` is the frontend's way to ask for the rounded form."""
+    b = ctx.builder
+    if result_type(op) != F32:
+        return lambda x, y: b.fdiv(x, y)
+    ftype = ir.FunctionType(F32, [F32, F32])
+    return lambda x, y: b.asm(ftype, "div.full.f32 $0, $1, $2;", "=r,r,r", [x, y], side_effect=False)
+
+
+def _sqrt(ctx, op):
+    """f32: `sqrt.approx.ftz.f32` (Triton's math.sqrt lowering); other types: llvm.sqrt."""
+    b = ctx.builder
+    t = result_type(op)
+    if t == F32:
+        fn = ctx.intrinsic("llvm.nvvm.sqrt.approx.ftz.f", F32, [F32])
+        return lambda x: b.call(fn, [x])
+    return _intrinsic_call("sqrt")(ctx, op)
+
+
+def _rsqrt(ctx, op):
+    """`rsqrt.approx.ftz.f32` (Triton's math.rsqrt); f16/bf16 through f32."""
+    b = ctx.builder
+    t = result_type(op)
+    if str(t) == "double":
+        fn = ctx.intrinsic("llvm.nvvm.rsqrt.approx.d", t, [t])
+        return lambda x: b.call(fn, [x])
+    fn = ctx.intrinsic("llvm.nvvm.rsqrt.approx.ftz.f", F32, [F32])
+
+    def call(x):
+        y = b.call(fn, [b.fpext(x, F32) if t != F32 else x])
+        return b.fptrunc(y, t) if t != F32 else y
+    return call
+
+
+def _div_rn(ctx, op):
+    b = ctx.builder
+    return lambda x, y: b.fdiv(x, y)
+
+
+_elementwise(["math.sqrt"], _sqrt)
+_elementwise(["math.rsqrt"], _rsqrt)

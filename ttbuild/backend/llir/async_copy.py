@@ -1,0 +1,213 @@
+"""LLIR rules for the pipeliner's ops: shared-memory buffers (`ttg.local_alloc`, `ttg.memdesc_index`, `ttg.local_load`, `ttg.local_dealloc`) and cp.async (`ttg.async_copy_global_to_local`, `ttg.async_commit_group`, `ttg.async_wait`).
+
+A buffer lives in the kernel's dynamic shared memory at the `allocation.offset` the ttgir stage
+wrote (ttbuild.backend.analysis.allocation.allocate); slots are row-major with the shared encoding's `order`
+fastest-first (`#ttg.swizzled_shared` with vec = perPhase = maxPhase = 1: no swizzle). A memdesc
+lowers to a Python `MemDesc` (a shared pointer plus its shape), never to an SSA value that
+crosses a loop: the pipeliner carries slot indices, and tokens lower to a dummy i32.
+
+Copies follow PTX ISA 9.7.9.25.3.1 (cp.async): per thread and per contiguous chunk of its
+blocked layout, `cp.async.cg.shared.global` for 16 bytes (L2 only, as Triton) and `.ca` for 4
+or 8, with src-size 0 when the chunk's mask bit is false, so the slot is zero-filled (Triton's
+lowering relies on the same). Chunks narrower than 4 bytes cannot be cp.async'd; the pipeliner
+never creates them, but should axis info differ here they fall back to a synchronous predicated
+load and a shared store (correct, only not asynchronous).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from math import gcd, prod
+
+from llvmlite import ir
+
+from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.analysis.allocation import elem_bytes
+from ttbuild.backend.analysis.axis import vector_elems
+from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
+from ttbuild.backend.llir.memory import load_words  # the predicated scalar load
+from ttbuild.errors import CompilationError
+from ttbuild.registry import RuleSet
+
+RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the table
+rule = RULES.rule
+
+_MEMDESC = re.compile(r"!ttg\.memdesc<([0-9x]+)x([a-zA-Z0-9]+),.*?order\s*=\s*\[([0-9,\s]*)\]")
+
+
+@dataclass(frozen=True)
+class MemDesc:
+    """A shared-memory view: `ptr` (i8 addrspace(3)*) to element 0, its shape, element type and
+    the order of its last len(order) dimensions (fastest first)."""
+    ptr: ir.Value
+    shape: tuple[int, ...]
+    elem: str
+    order: tuple[int, ...]
+
+
+def parse_memdesc(t) -> tuple[tuple[int, ...], str, tuple[int, ...]]:
+    """`!ttg.memdesc<2x256xf32, #ttg.swizzled_shared<{..., order = [0]}>, ...>` ->
+    ((2, 256), 'f32', (0,)). Raises CompilationError for other spellings."""
+    m = _MEMDESC.match(str(t))
+    if not m:
+        raise CompilationError(f"unsupported shared-memory descriptor {t}", stage="llir")
+    order = tuple(int(x) for x in m.group(3).split(",") if x.strip())
+    return tuple(int(s) for s in m.group(1).split("x")), m.group(2), order
+
+
+def _strides(shape, order) -> list[int]:
+    """Row-major strides (elements) of a tile whose dimensions order[0], order[1], ... are
+    fastest to slowest."""
+    st, acc = [0] * len(shape), 1
+    for d in order:
+        st[d] = acc
+        acc *= shape[d]
+    return st
+
+
+def _elem_addr(ctx, desc: MemDesc, index):
+    """Shared pointer of the element at `index` (one i32 per dimension) of a tile view."""
+    b = ctx.builder
+    st = _strides(desc.shape, desc.order)
+    off = None
+    for v, s in zip(index, st):
+        t = b.mul(v, ir.Constant(I32, s)) if s != 1 else v
+        off = t if off is None else b.add(off, t)
+    nbytes = b.mul(off, ir.Constant(I32, elem_bytes(desc.elem)))
+    return b.gep(desc.ptr, [nbytes])
+
+
+def _shared_i32(ctx, p):
+    """A shared pointer as the 32-bit address cp.async takes in an `r` register (shared-window
+    addresses fit in 32 bits; Triton passes them the same way)."""
+    return ctx.builder.ptrtoint(p, I32)
+
+
+def _vec(layout, shape, cap_elems: int) -> int:
+    o0 = layout.order[0]
+    v = min(layout.size_per_thread[o0], shape[o0], cap_elems)
+    return 1 << (v.bit_length() - 1)
+
+
+def _asm(ctx, text: str, cons: str, args, ret=None):
+    ftype = ir.FunctionType(ret or ir.VoidType(), [a.type for a in args])
+    return ctx.builder.asm(ftype, text, cons, args, side_effect=True)
+
+
+def _shares_elements(ctx, layout, shape) -> bool:
+    return ctx.owned(layout, shape) is not None
+
+
+@rule("ttg.local_alloc")
+def local_alloc(ctx, op):
+    attrs = op.operation.attributes  # discardable attributes (mu.props reads properties)
+    if "allocation.offset" not in attrs:
+        raise CompilationError("ttg.local_alloc without allocation.offset (run analysis.allocation.allocate)", stage="llir")
+    shape, elem, order = parse_memdesc(op.results[0].type)
+    return MemDesc(ctx.smem(mu.int_attr(attrs["allocation.offset"])), shape, elem, order)
+
+
+@rule("ttg.memdesc_index")
+def memdesc_index(ctx, op, desc: MemDesc, idx):
+    """Slot `idx` of the leading dimension: the pointer moves by idx * slot bytes."""
+    b = ctx.builder
+    slot = prod(desc.shape[1:]) * elem_bytes(desc.elem)
+    return MemDesc(b.gep(desc.ptr, [b.mul(idx, ir.Constant(I32, slot))]), desc.shape[1:], desc.elem, desc.order)
+
+
+@rule("ttg.local_dealloc")
+def local_dealloc(ctx, op, desc):
+    return None  # offsets are static: nothing to free
+
+
+@rule("ttg.async_commit_group")
+def async_commit_group(ctx, op, *tokens):
+    _asm(ctx, "cp.async.commit_group;", "~{memory}", [])
+    return ir.Constant(I32, 0)
+
+
+@rule("ttg.async_wait")
+def async_wait(ctx, op, *tokens):
+    """`cp.async.wait_group N`: all but the N most recent groups of this thread are complete and
+    their writes visible to this thread (PTX ISA 9.7.9.25.3.3)."""
+    attrs = op.operation.attributes
+    num = mu.int_attr(attrs["num"] if "num" in attrs else mu.props(op)["num"])
+    _asm(ctx, f"cp.async.wait_group {num};", "~{memory}", [])
+    return ir.Constant(I32, 0)
+
+
+@rule("ttg.async_copy_global_to_local")
+def async_copy(ctx, op, ptr: TensorVal, desc: MemDesc, mask=None, other=None):
+    """Each thread copies its own elements of the tile, chunk by chunk, into the slot at the
+    same places `ttg.local_load` reads them back from (so, without shared elements, no thread
+    ever touches another's bytes)."""
+    b = ctx.builder
+    layout, shape = ptr.layout, ptr.shape
+    elem = desc.elem
+    eb = elem_bytes(elem)
+    o0 = layout.order[0]
+    cap = vector_elems(op.operands[0], ctx.axis, o0)
+    if mask is not None:
+        cap = gcd(cap, ctx.axis.info(op.operands[2]).constancy[o0])
+    vec = _vec(layout, shape, min(cap, 16 // eb))
+    if _shares_elements(ctx, layout, shape):
+        # Threads holding the same element write the same bytes; another thread may still be
+        # reading this slot's previous contents (write-after-read across threads).
+        ctx.barrier()
+    idx = ctx.indices(layout, shape)
+    n = len(ptr.elems)
+    nbytes = vec * eb
+    if nbytes < 4:
+        _sync_copy(ctx, ptr, desc, mask, idx, elem)
+        return ir.Constant(I32, 0)
+    kind = "cg" if nbytes == 16 else "ca"
+    text = f"cp.async.{kind}.shared.global [ $0 + 0 ], [ $1 + 0 ], {nbytes}, $2;"
+    for j in range(0, n, vec):
+        dst = _shared_i32(ctx, _elem_addr(ctx, desc, idx[j]))
+        size = ir.Constant(I32, nbytes)
+        if mask is not None:
+            size = b.select(mask.elems[j], size, ir.Constant(I32, 0))
+        _asm(ctx, text, "r,l,r,~{memory}", [dst, ptr.elems[j], size])
+    return ir.Constant(I32, 0)
+
+
+def _sync_copy(ctx, ptr, desc, mask, idx, elem):
+    b = ctx.builder
+    ety = llvm_type(elem)
+    bits = mu.elem_bits(elem)
+    for j, p in enumerate(ptr.elems):
+        pred = None if mask is None else mask.elems[j]
+        v = load_words(ctx, p, pred, ety, bits, 1, None, [j])[0]
+        b.store(v, b.bitcast(_elem_addr(ctx, desc, idx[j]), ir.PointerType(ety, addrspace=3)))
+
+
+@rule("ttg.local_load")
+def local_load(ctx, op, desc: MemDesc, token=None):
+    """The thread's elements of the result layout from the view, `vec` at a time (vector
+    ld.shared up to 16 bytes). cp.async.wait_group has made this thread's own copies visible
+    to it (PTX ISA 9.7.9.25.3.3), so when no element is shared between threads (each thread
+    reads back exactly what it wrote, same mapping as the copy) no bar.sync is needed; Triton's
+    generic membar analysis puts one in regardless. With shared elements a thread may read
+    bytes another thread's copy wrote: then all threads must have waited first (bar.sync)."""
+    b = ctx.builder
+    res = op.results[0]
+    layout = layout_of(res)
+    shape = tuple(mu.shape_of(res.type))
+    ety = llvm_type(desc.elem)
+    eb = elem_bytes(desc.elem)
+    vec = _vec(layout, shape, 16 // eb)
+    if _shares_elements(ctx, layout, shape):
+        ctx.barrier()
+    idx = ctx.indices(layout, shape)
+    out = []
+    for j in range(0, len(idx), vec):
+        p = _elem_addr(ctx, desc, idx[j])
+        if vec == 1:
+            v = b.load(b.bitcast(p, ir.PointerType(ety, addrspace=3)), align=eb)
+            out.append(v)
+            continue
+        vt = ir.VectorType(ety, vec)
+        v = b.load(b.bitcast(p, ir.PointerType(vt, addrspace=3)), align=vec * eb)
+        out += [b.extract_element(v, ir.Constant(I32, k)) for k in range(vec)]
+    return TensorVal(out, layout, shape)

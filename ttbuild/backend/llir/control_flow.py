@@ -1,0 +1,155 @@
+"""LLIR rules for structured control flow: scf.for / scf.if / scf.while as LLVM basic blocks and phis.
+
+Semantics: MLIR SCF dialect docs. `scf.for %iv = %lb to %ub step %step iter_args(...)` runs while
+iv < ub (signed compare for signless integers, as the SCF-to-CF lowering does); loop-carried
+tensors become one phi per element this thread owns (the layout is fixed across iterations).
+"""
+
+from __future__ import annotations
+
+from ttbuild.backend.llir.context import TensorVal
+from ttbuild.optraits import walk
+from ttbuild.registry import RuleSet
+
+RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the table
+rule = RULES.rule
+
+
+def flatten(values) -> list:
+    out = []
+    for v in values:
+        out.extend(v.elems if isinstance(v, TensorVal) else [v])
+    return out
+
+
+def rebuild(templates, scalars) -> list:
+    out, i = [], 0
+    for t in templates:
+        if isinstance(t, TensorVal):
+            n = len(t.elems)
+            out.append(TensorVal(list(scalars[i:i + n]), t.layout, t.shape))
+            i += n
+        else:
+            out.append(scalars[i])
+            i += 1
+    return out
+
+
+def _uses_smem(op) -> bool:
+    """Whether a region op holds a shared-memory user (reduction or layout conversion)."""
+    return any(o.name in ("tt.reduce", "ttg.convert_layout", "tt.scan") for o in walk(op))
+
+
+def _after_regions(ctx, op=None):
+    # A region (or the next loop iteration) that writes shared memory may race with reads on
+    # another path; without shared-memory users inside, the barrier state flows through.
+    if op is None or _uses_smem(op):
+        ctx.after_smem_read()
+
+
+@rule("scf.for")
+def scf_for(ctx, op, lb, ub, step, *inits):
+    b = ctx.builder
+    fn = b.function
+    pre = b.block
+    header = fn.append_basic_block("for.header")
+    body = fn.append_basic_block("for.body")
+    exit_ = fn.append_basic_block("for.exit")
+    b.branch(header)
+    b.position_at_end(header)
+    iv = b.phi(lb.type, name="iv")
+    iv.add_incoming(lb, pre)
+    flat = flatten(inits)
+    phis = []
+    for v in flat:
+        p = b.phi(v.type)
+        p.add_incoming(v, pre)
+        phis.append(p)
+    b.cbranch(b.icmp_signed("<", iv, ub), body, exit_)
+    b.position_at_end(body)
+    _after_regions(ctx, op)
+    carried = rebuild(inits, phis)
+    yields = ctx.run_block(op.regions[0].blocks[0], [iv] + carried)
+    _after_regions(ctx, op)
+    latch = b.block
+    nxt = b.add(iv, step, name="iv.next")
+    iv.add_incoming(nxt, latch)
+    for p, v in zip(phis, flatten(yields)):
+        p.add_incoming(v, latch)
+    b.branch(header)
+    b.position_at_end(exit_)
+    res = rebuild(inits, phis)
+    return res[0] if len(res) == 1 else res
+
+
+@rule("scf.if")
+def scf_if(ctx, op, cond):
+    b = ctx.builder
+    fn = b.function
+    then_bb = fn.append_basic_block("if.then")
+    else_bb = fn.append_basic_block("if.else")
+    merge = fn.append_basic_block("if.end")
+    b.cbranch(cond, then_bb, else_bb)
+    arms = []
+    for region, bb in zip(op.regions, (then_bb, else_bb)):
+        b.position_at_end(bb)
+        _after_regions(ctx, op)
+        ys = ctx.run_block(region.blocks[0], []) if len(region.blocks) else []
+        _after_regions(ctx, op)
+        arms.append((ys, b.block))
+        b.branch(merge)
+    b.position_at_end(merge)
+    n = len(op.results)
+    if not n:
+        return None
+    (ty, tbb), (ey, ebb) = arms
+    out = []
+    for tv, ev in zip(flatten(ty), flatten(ey)):
+        p = b.phi(tv.type)
+        p.add_incoming(tv, tbb)
+        p.add_incoming(ev, ebb)
+        out.append(p)
+    res = rebuild(ty, out)
+    return res[0] if n == 1 else res
+
+
+@rule("scf.while")
+def scf_while(ctx, op, *inits):
+    """before-region computes the condition and forwards values to the after-region, whose
+    yield feeds the before-region again (MLIR scf.while)."""
+    b = ctx.builder
+    fn = b.function
+    pre = b.block
+    before = fn.append_basic_block("while.before")
+    after = fn.append_basic_block("while.after")
+    exit_ = fn.append_basic_block("while.exit")
+    b.branch(before)
+    b.position_at_end(before)
+    phis = []
+    for v in flatten(inits):
+        p = b.phi(v.type)
+        p.add_incoming(v, pre)
+        phis.append(p)
+    _after_regions(ctx, op)
+    blk = op.regions[0].blocks[0]
+    ops = list(blk.operations)
+    cond_op = ops[-1]
+    vals = ctx.run_block(blk, rebuild(inits, phis))
+    cond, fwd = vals[0], vals[1:]
+    b.cbranch(cond, after, exit_)
+    cond_bb = b.block
+    b.position_at_end(after)
+    _after_regions(ctx, op)
+    ys = ctx.run_block(op.regions[1].blocks[0], fwd)
+    _after_regions(ctx, op)
+    for p, v in zip(phis, flatten(ys)):
+        p.add_incoming(v, b.block)
+    b.branch(before)
+    b.position_at_end(exit_)
+    n = len(op.results)
+    if not n:
+        return None
+    # Results are the forwarded values as they were when the condition failed.
+    res = fwd
+    del cond_op, cond_bb
+    return res[0] if n == 1 else res

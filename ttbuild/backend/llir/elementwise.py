@@ -1,0 +1,45 @@
+"""Elementwise lowering shared by the arith, math and cast rules: apply a scalar emitter per element, reusing results over runs the axis analysis proves constant."""
+
+from __future__ import annotations
+
+from math import gcd
+
+from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.llir.context import TensorVal, llvm_type
+from ttbuild.registry import RuleSet
+
+
+def result_type(op):
+    return llvm_type(mu.elem_str(op.results[0].type))
+
+
+def map_elements(op, fn, *operands, ctx=None):
+    """Apply fn(*scalars) per element (tensors) or once (scalars); splat scalars share one value.
+
+    Where the axis analysis proves the result constant over aligned runs along the fastest
+    dimension, one element per run is computed and reused (Triton's maybeDeduplicate): e.g.
+    `cols < N` with N % 16 == 0 costs one compare per 8 fp16 elements, not eight."""
+    tensors = [x for x in operands if isinstance(x, TensorVal)]
+    if not tensors:
+        return fn(*operands)
+    t0 = tensors[0]
+    n = len(t0.elems)
+    cols = [x.elems if isinstance(x, TensorVal) else [x] * n for x in operands]
+    c = 1
+    if ctx is not None and len(op.results) == 1:
+        fast = t0.layout.order[0]
+        spt = min(t0.layout.size_per_thread[fast], t0.shape[fast])
+        c = gcd(ctx.axis.info(op.results[0]).constancy[fast], spt)
+    out = []
+    for j, row in enumerate(zip(*cols)):
+        out.append(out[j - j % c] if j % c else fn(*row))
+    return TensorVal(out, t0.layout, t0.shape)
+
+
+def elementwise(rules: RuleSet, names, make):
+    """Add to `rules`, for each op name, the rule applying `make(ctx, op) -> fn(*scalars)` per
+    element (map_elements)."""
+    for name in names:
+        def r(ctx, op, *operands, _make=make):
+            return map_elements(op, _make(ctx, op), *operands, ctx=ctx)
+        rules.rule(name)(r)

@@ -1,0 +1,102 @@
+"""LLIR rules for `math.*` through libdevice and Triton's own math ops: math.absi, tt.mulhiui, tt.clampf, tt.precise_divf, tt.precise_sqrt.
+
+libdevice: functions `__nv_<name>f` (f32) / `__nv_<name>` (f64) from NVIDIA's libdevice.10.bc,
+declared here and linked in by ttbuild.backend.nvptx before the O3 pipeline (Triton's
+`tl.math` lowers the same way). f16/bf16 go through f32, as Triton's elementwise lowering does.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.llir.context import F32, F64
+from ttbuild.backend.llir.elementwise import elementwise, result_type
+from ttbuild.registry import RuleSet
+
+RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the table
+rule = RULES.rule
+
+
+def _elementwise(names, make):
+    elementwise(RULES, names, make)  # this module's rules: `make(ctx, op) -> fn(*scalars)`
+
+# math op -> libdevice base name (Triton's tl.math, MLIR math dialect op names)
+LIBDEVICE = {
+    "math.sin": "sin", "math.cos": "cos", "math.tan": "tan", "math.erf": "erf", "math.erfc": "erfc",
+    "math.asin": "asin", "math.acos": "acos", "math.atan": "atan", "math.sinh": "sinh",
+    "math.cosh": "cosh", "math.tanh": "tanh", "math.asinh": "asinh", "math.acosh": "acosh",
+    "math.atanh": "atanh", "math.log1p": "log1p", "math.expm1": "expm1", "math.log10": "log10",
+    "math.cbrt": "cbrt", "math.round": "round", "math.trunc": "trunc", "math.atan2": "atan2",
+    "math.powf": "pow", "math.copysign": "copysign", "math.roundeven": "rint",
+    "math.log": "log", "math.log2": "log2", "math.exp2": "exp2",
+}
+
+
+def _libdevice(base):
+    def make(ctx, op):
+        b = ctx.builder
+        t = result_type(op)
+        ct = F64 if str(t) == "double" else F32
+        name = f"__nv_{base}" + ("f" if ct == F32 else "")
+        n = len(op.operands)
+        fn = ctx.intrinsic(name, ct, [ct] * n)
+
+        def call(*xs):
+            xs = [b.fpext(x, ct) if x.type != ct else x for x in xs]
+            y = b.call(fn, xs)
+            return b.fptrunc(y, t) if t != ct else y
+        return call
+    return make
+
+
+for _n, _b in LIBDEVICE.items():
+    _elementwise([_n], _libdevice(_b))
+
+
+def _absi(ctx, op):
+    b = ctx.builder
+    return lambda x: b.select(b.icmp_signed("<", x, ir.Constant(x.type, 0)), b.neg(x), x)
+
+
+_elementwise(["math.absi"], _absi)
+
+
+def _mulhi(ctx, op):
+    """High 32 bits of the 64-bit product (PTX mul.hi; Triton's tt.mulhiui for Philox)."""
+    b = ctx.builder
+    t = result_type(op)
+    wide = ir.IntType(2 * t.width)
+    sh = ir.Constant(wide, t.width)
+    return lambda x, y: b.trunc(b.lshr(b.mul(b.zext(x, wide), b.zext(y, wide)), sh), t)
+
+
+_elementwise(["tt.mulhiui"], _mulhi)
+
+
+def _clampf(ctx, op):
+    """tt.clampf(x, lo, hi): min(max(x, lo), hi); propagateNan ALL (0xffff) keeps NaN operands
+    (llvm.maximum/minimum = PTX max.NaN), NONE ignores them (maxnum/minnum), as Triton."""
+    b = ctx.builder
+    t = result_type(op)
+    p = mu.props(op)
+    nan = "propagateNan" in p and mu.int_attr(p["propagateNan"]) != 0
+    suffix = {"half": "f16", "bfloat": "bf16", "float": "f32", "double": "f64"}[str(t)]
+    mx = ctx.intrinsic(f"llvm.{'maximum' if nan else 'maxnum'}.{suffix}", t, [t, t])
+    mn = ctx.intrinsic(f"llvm.{'minimum' if nan else 'minnum'}.{suffix}", t, [t, t])
+    return lambda x, lo, hi: b.call(mn, [b.call(mx, [x, lo]), hi])
+
+
+_elementwise(["tt.clampf"], _clampf)
+# IEEE-rounded forms (tl.div_rn, tl.sqrt_rn): LLVM's fdiv / llvm.sqrt are div.rn / sqrt.rn on NVPTX.
+_elementwise(["tt.precise_divf"], lambda ctx, op: (lambda x, y: ctx.builder.fdiv(x, y)))
+
+
+def _precise_sqrt(ctx, op):
+    t = result_type(op)
+    suffix = {"half": "f16", "bfloat": "bf16", "float": "f32", "double": "f64"}[str(t)]
+    fn = ctx.intrinsic(f"llvm.sqrt.{suffix}", t, [t])
+    return lambda x: ctx.builder.call(fn, [x])
+
+
+_elementwise(["tt.precise_sqrt"], _precise_sqrt)

@@ -1,0 +1,133 @@
+"""LLIR rule for tt.reduce: in-thread combine, warp shuffles, then shared memory across warps.
+
+tt.reduce (Triton ReduceOpToLLVM's three steps): combine the elements a thread holds along the
+axis (left to right, as Triton does: the products of a sum of products fuse into FMAs and
+need not all be live at once); then butterfly shuffles (`shfl.sync.bfly.b32`, PTX ISA 9.7.9.6) across the lanes
+that hold distinct data along the axis, so every lane ends with its group's result; then, when
+several warps hold distinct data along the axis, lane 0 of each writes its partial to shared
+memory, one barrier, and every thread combines the partials in warp order. The user's combine
+region is inlined at each step (multi-operand reductions such as argmax carry tuples).
+Shared memory: the plan of ttbuild.backend.analysis.allocation (offset 0; a barrier before a write only when
+shared memory was read since the last barrier).
+"""
+
+from __future__ import annotations
+
+import functools
+from math import prod
+
+from llvmlite import ir
+
+from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.analysis.allocation import elem_bytes, reduce_plan, round4
+from ttbuild.backend.analysis.layout import Blocked, Slice
+from ttbuild.backend.llir.context import I32, I64, TensorVal
+from ttbuild.backend.llir.smem import linear, smem_load, smem_store
+from ttbuild.errors import NotSupportedYet
+from ttbuild.registry import RuleSet
+
+RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the table
+rule = RULES.rule
+
+
+def _log2(n: int) -> int:
+    return n.bit_length() - 1
+
+
+def shfl_bfly(ctx, v, lane_mask: int):
+    """Value of lane (lane ^ lane_mask) in this warp; any type up to 64 bits."""
+    b = ctx.builder
+    fn = ctx.intrinsic("llvm.nvvm.shfl.sync.bfly.i32", I32, [I32, I32, I32, I32])
+    call = lambda w: b.call(fn, [ir.Constant(I32, -1), w, ir.Constant(I32, lane_mask), ir.Constant(I32, 0x1F)])
+    t = v.type
+    bits = t.width if isinstance(t, ir.IntType) else {"half": 16, "bfloat": 16, "float": 32, "double": 64}[str(t)]
+    it = ir.IntType(bits)
+    w = v if isinstance(t, ir.IntType) else b.bitcast(v, it)
+    if bits == 64:
+        lo, hi = b.trunc(w, I32), b.trunc(b.lshr(w, ir.Constant(I64, 32)), I32)
+        lo, hi = call(lo), call(hi)
+        r = b.or_(b.zext(lo, I64), b.shl(b.zext(hi, I64), ir.Constant(I64, 32)))
+    elif bits == 32:
+        r = call(w)
+    else:
+        r = b.trunc(call(b.zext(w, I32)), it)
+    return r if isinstance(t, ir.IntType) else b.bitcast(r, t)
+
+
+def tree(combine, items: list) -> list:
+    """Combine `items` (each a tuple of operand values) pairwise, neighbours first, keeping their
+    order: depth log2(n) instead of a chain of n - 1 dependent steps (the combiner is associative,
+    as tl.reduce requires; floating-point sums may round differently from a left fold)."""
+    while len(items) > 1:
+        nxt = [combine(items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
+        if len(items) % 2:
+            nxt.append(items[-1])
+        items = nxt
+    return items[0]
+
+
+@rule("tt.reduce")
+def reduce(ctx, op, *srcs):
+    b = ctx.builder
+    axis = mu.int_attr(mu.props(op)["axis"])
+    layout, shape = srcs[0].layout, srcs[0].shape
+    if not isinstance(layout, Blocked):
+        raise NotSupportedYet("tt.reduce of a tensor with a slice layout", None, "llir")
+    block = op.regions[0].blocks[0]
+    combine = lambda acc, val: ctx.run_block(block, list(acc) + list(val))
+
+    # 1. within the thread, grouped by the element's offsets off the axis
+    groups: dict = {}
+    for j, off in enumerate(layout.local_offsets(shape)):
+        groups.setdefault(off[:axis] + off[axis + 1:], []).append(j)
+    # left to right, Triton's order within a thread (ReduceOpToLLVM reduceWithinThreads)
+    accs = [functools.reduce(combine, [[s.elems[j] for s in srcs] for j in js]) for js in groups.values()]
+
+    # 2. across lanes
+    plan = reduce_plan(layout, shape, axis)
+    k = 1
+    while k < plan.lanes:
+        accs = [combine(acc, [shfl_bfly(ctx, v, k * plan.lane_stride) for v in acc]) for acc in accs]
+        k *= 2
+
+    # 3. across warps, through shared memory
+    out_shape = shape[:axis] + shape[axis + 1:]
+    if plan.warps > 1:
+        lane, warp = ctx.lane_warp()
+        tpw, wpc = layout.threads_per_warp[axis], layout.warps_per_cta[axis]
+        lane_a = b.and_(b.lshr(lane, ir.Constant(I32, _log2(plan.lane_stride))), ir.Constant(I32, tpw - 1))
+        warp_a = b.and_(b.lshr(warp, ir.Constant(I32, _log2(plan.warp_stride))), ir.Constant(I32, wpc - 1))
+        writer = b.and_(b.icmp_unsigned("==", lane_a, ir.Constant(I32, 0)),
+                        b.icmp_unsigned("<", warp_a, ir.Constant(I32, plan.warps)))
+        idx = ctx.indices(layout, shape)
+        lins = [linear(b, idx[js[0]][:axis] + idx[js[0]][axis + 1:], out_shape) for js in groups.values()]
+        outs = prod(out_shape)
+        slots = [round4(elem_bytes(mu.elem_str(v.type))) for v in op.operands]
+        bases = [outs * plan.warps * sum(slots[:i]) for i in range(len(slots))]
+        W = ir.Constant(I32, plan.warps)
+        ctx.before_smem_write()
+        with b.if_then(writer):
+            for lin, acc in zip(lins, accs):
+                for i, v in enumerate(acc):
+                    slot = b.add(b.mul(lin, W), warp_a)
+                    off = b.add(b.mul(slot, ir.Constant(I32, slots[i])), ir.Constant(I32, bases[i]))
+                    smem_store(ctx, off, v)
+        ctx.barrier()
+        new = []
+        for lin, acc in zip(lins, accs):
+            parts = []
+            for w in range(plan.warps):
+                slot = b.add(b.mul(lin, W), ir.Constant(I32, w))
+                parts.append([smem_load(ctx, b.add(b.mul(slot, ir.Constant(I32, slots[i])),
+                                                    ir.Constant(I32, bases[i])), v.type)
+                              for i, v in enumerate(acc)])
+            new.append(tree(combine, parts))
+        accs = new
+        ctx.after_smem_read()
+
+    if not out_shape:
+        res = accs[0]
+    else:
+        sl = Slice(axis, layout)
+        res = [TensorVal([acc[i] for acc in accs], sl, out_shape) for i in range(len(srcs))]
+    return res[0] if len(res) == 1 else res

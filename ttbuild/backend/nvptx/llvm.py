@@ -1,0 +1,87 @@
+"""LLVM via llvmlite for NVPTX: the target machine, the O3 pipeline, and PTX emission.
+
+Facts (docs/DESIGN.md "Backend facts"): cpu sm_90a, features +ptx90 (LLVM silently falls back
+for versions it lacks), `, debug` stripped from `.target` or ptxas builds a debug binary.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+import llvmlite.binding as llvm
+
+from ttbuild.backend.nvptx import TRIPLE
+from ttbuild.target import DEFAULT_TARGET, PTX_VERSION
+
+_ARCH = DEFAULT_TARGET.arch
+
+
+@functools.cache
+def _init() -> None:
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+
+
+@functools.cache
+def target_machine(arch: str = _ARCH, ptx_version: int = PTX_VERSION):
+    """NVPTX target machine for `arch` emitting PTX ISA `ptx_version` (90 = 9.0); cached per process."""
+    _init()
+    target = llvm.Target.from_triple(TRIPLE)
+    return target.create_target_machine(cpu=arch, features=f"+ptx{ptx_version}", opt=3)
+
+
+# An fadd/fsub/fmul with no fast-math flags yet (ours carry `contract` already when fusing).
+_CONTRACTABLE = re.compile(r"= (fadd|fsub|fmul) (?=float|double|<)")
+
+
+def link_libdevice(mod, tm) -> None:
+    """Link libdevice into `mod` and make every function but the kernels internal, so O3 keeps
+    only what is called (Triton links the same file the same way)."""
+    from ttbuild.toolchain import libdevice_path
+
+    lib = llvm.parse_bitcode(libdevice_path().read_bytes())
+    lib.triple = TRIPLE
+    lib.data_layout = str(tm.target_data)
+    keep = {f.name for f in mod.functions if not f.is_declaration}
+    mod.link_in(lib)
+    for f in mod.functions:
+        if not f.is_declaration and f.name not in keep:
+            f.linkage = "internal"
+    for g in mod.global_variables:
+        if not g.is_declaration and g.name.startswith("__"):
+            g.linkage = "internal"
+
+
+def optimize(text: str, arch: str = _ARCH, fp_fusion: bool = True) -> str:
+    """Parse LLVM IR text, run the new-pass-manager O3 pipeline with the NVPTX target machine
+    (so the data layout and TTI are NVPTX's), verify, and return the optimized IR text.
+
+    With fp_fusion, libdevice's float adds/multiplies become `contract` too: Triton compiles with
+    AllowFPOpFusion=Fast, so its libdevice code may form FMAs (and ptxas may fuse its plain
+    mul.f32) where ours would pin mul.rn.f32 — tl.randn's log/cos then round differently."""
+    tm = target_machine(arch)
+    mod = llvm.parse_assembly(text)
+    mod.triple = TRIPLE
+    mod.data_layout = str(tm.target_data)
+    mod.verify()
+    if any(f.is_declaration and f.name.startswith("__nv_") for f in mod.functions):
+        link_libdevice(mod, tm)
+        if fp_fusion:
+            mod = llvm.parse_assembly(_CONTRACTABLE.sub(r"= \1 contract ", str(mod)))
+            mod.verify()
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pb = llvm.create_pass_builder(tm, pto)
+    pm = pb.getModulePassManager()
+    pm.run(mod, pb)
+    mod.verify()
+    return str(mod)
+
+
+def emit_ptx(text: str, arch: str = _ARCH, ptx_version: int = PTX_VERSION) -> str:
+    """LLVM IR text -> PTX text, `.target` without `, debug`."""
+    tm = target_machine(arch, ptx_version)
+    mod = llvm.parse_assembly(text)
+    mod.verify()
+    ptx = tm.emit_assembly(mod)
+    return re.sub(r"^(\.target\s+\S+?)\s*,\s*debug\s*$", r"\1", ptx, flags=re.M)

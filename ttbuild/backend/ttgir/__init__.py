@@ -1,0 +1,1 @@
+"""TTGIR transforms of the ttgir stage: layout assignment (coalesce), software pipelining (pipeline), and the pass driver."""

@@ -1,0 +1,306 @@
+"""Layout assignment for the ttgir stage: every tensor value gets a `#ttg.blocked` or `#ttg.slice`
+encoding, memory ops get coalesced 16-byte-per-thread layouts, and `ttg.convert_layout` is
+inserted only where two demands on one value disagree.
+
+Triton's intent (lib/Dialect/TritonGPU/Transforms/Coalesce.cpp, RemoveLayoutConversions.cpp):
+values tied by elementwise ops, broadcasts and loop-carried edges must share one layout, so they
+form one group (union-find). Groups resolve from the highest rank down:
+- a group with memory ops takes the coalesced blocked layout of its pointer: order = dimensions by
+  decreasing contiguity, sizePerThread along the fastest = min(16 bytes / element, contiguity,
+  alignment, elements / threads) (the widest over its memory ops);
+- otherwise (or when the group is no larger than the CTA's thread count, so coalescing gains
+  nothing) a group that a reduction produces, or that feeds a tt.expand_dims, takes
+  `#ttg.slice<{dim, parent}>` of the group on the other side;
+- otherwise Triton's default blocked layout (1 element per thread).
+A conversion is inserted only on a reduce result or expand_dims operand whose group chose
+otherwise (so conversions that are not needed never appear).
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.analysis.axis import AxisAnalysis, vector_elems
+from ttbuild.backend.analysis.layout import Blocked, Slice, default_blocked, trans_order, transposed, unflatten
+from ttbuild.optraits import SCALAR_REGIONS, walk
+
+MEMORY_OPS = ("tt.load", "tt.store", "tt.atomic_rmw", "tt.atomic_cas")
+# Ops whose tensor operands and results need no common layout (handled as constraints or free).
+NO_UNION = ("tt.expand_dims", "tt.reduce", "tt.splat", "tt.make_range", "arith.constant",
+            "scf.for", "scf.if", "scf.while", "scf.yield", "scf.condition", "tt.trans",
+            "tt.reshape", "tt.join", "tt.split", "tt.cat", "ttg.convert_layout", "tt.histogram")
+
+
+class _UF:
+    def __init__(self):
+        self.parent: dict = {}
+
+    def find(self, v):
+        self.parent.setdefault(v, v)
+        while self.parent[v] != v:
+            self.parent[v] = self.parent[self.parent[v]]
+            v = self.parent[v]
+        return v
+
+    def union(self, a, b):
+        ra, rb = self.find(a), self.find(b)
+        if ra != rb:
+            self.parent[rb] = ra
+
+
+def _is_tensor(v) -> bool:
+    return isinstance(v.type, mu.ir.RankedTensorType)
+
+
+def _terminator(region):
+    blk = region.blocks[0]
+    ops = list(blk.operations)
+    return ops[-1] if ops else None
+
+
+def order_of(ptr_value, axis: AxisAnalysis) -> tuple[int, ...]:
+    """Dimensions by decreasing contiguity, ties to the later dimension (Triton's argSort)."""
+    info = axis.info(ptr_value)
+    rank = len(mu.shape_of(ptr_value.type))
+    return tuple(sorted(reversed(range(rank)), key=lambda d: -info.contiguity[d]))
+
+
+class _Assigner:
+    def __init__(self, func, num_warps: int, threads_per_warp: int):
+        self.func, self.num_warps, self.tpw = func, num_warps, threads_per_warp
+        self.axis = AxisAnalysis(func)
+        self.uf = _UF()
+        self.values: list = []
+        self.mem: dict = {}          # root -> [pointer values]
+        self.reduces: list = []      # (op, axis)
+        self.expands: list = []      # (op, dim)
+        self.transes: list = []      # (op, order)
+        self.reshapes: list = []     # tt.reshape ops
+
+    def collect(self):
+        body = self.func.regions[0].blocks[0]
+        for a in body.arguments:
+            if _is_tensor(a):
+                self.values.append(a)
+        for op in walk(self.func, skip_regions_of=SCALAR_REGIONS):  # combiners hold scalars
+            self._op(op)
+
+    def _op(self, op):
+        name = op.operation.name
+        for r in op.results:
+            if _is_tensor(r):
+                self.values.append(r)
+                self.uf.find(r)
+        for region in op.regions:
+            if name in SCALAR_REGIONS:
+                break
+            for blk in region.blocks:
+                for a in blk.arguments:
+                    if _is_tensor(a):
+                        self.values.append(a)
+                        self.uf.find(a)
+        u = self.uf.union
+        tens = [v for v in list(op.operands) + list(op.results) if _is_tensor(v)]
+        if name == "tt.reduce":
+            ins, outs = list(op.operands), [r for r in op.results if _is_tensor(r)]
+            for v in ins[1:]:
+                u(ins[0], v)
+            for v in outs[1:]:
+                u(outs[0], v)
+            self.reduces.append((op, mu.int_attr(mu.props(op)["axis"])))
+        elif name == "tt.expand_dims":
+            self.expands.append((op, mu.int_attr(mu.props(op)["axis"])))
+        elif name == "tt.trans":
+            self.transes.append((op, trans_order(op)))
+        elif name == "tt.reshape":
+            self.reshapes.append(op)
+        elif name == "scf.for":
+            args = op.regions[0].blocks[0].arguments
+            y = _terminator(op.regions[0])
+            for i, r in enumerate(op.results):
+                if _is_tensor(r):
+                    u(r, op.operands[3 + i])
+                    u(r, args[1 + i])
+                    u(r, y.operands[i])
+        elif name == "scf.if":
+            for region in op.regions:
+                if len(region.blocks):
+                    y = _terminator(region)
+                    for i, r in enumerate(op.results):
+                        if _is_tensor(r):
+                            u(r, y.operands[i])
+        elif name == "scf.while":
+            before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
+            cond, yld = _terminator(op.regions[0]), _terminator(op.regions[1])
+            for i, a in enumerate(before.arguments):
+                if _is_tensor(a):
+                    u(a, op.operands[i])
+                    u(a, yld.operands[i])
+            for i, r in enumerate(op.results):
+                if _is_tensor(r):
+                    u(r, cond.operands[1 + i])
+                    u(r, after.arguments[i])
+        elif name not in NO_UNION and tens:
+            ranks = {len(mu.shape_of(v.type)) for v in tens}
+            if len(ranks) == 1:
+                for v in tens[1:]:
+                    u(tens[0], v)
+        if name in MEMORY_OPS and _is_tensor(op.operands[0]):
+            self.mem.setdefault(self.uf.find(op.operands[0]), []).append(op.operands[0])
+
+    def resolve(self) -> dict:
+        groups: dict = {}
+        for v in self.values:
+            groups.setdefault(self.uf.find(v), []).append(v)
+        mem = {}
+        for root, ptrs in self.mem.items():
+            mem.setdefault(self.uf.find(root), []).extend(ptrs)
+        demand: dict = {}  # root -> (dim, parent root)
+        for op, ax in self.reduces:
+            for r in op.results:
+                if _is_tensor(r):
+                    demand.setdefault(self.uf.find(r), (ax, self.uf.find(op.operands[0])))
+        for op, d in self.expands:
+            demand.setdefault(self.uf.find(op.operands[0]), (d, self.uf.find(op.results[0])))
+        for op, order in self.transes:
+            demand.setdefault(self.uf.find(op.results[0]), (("trans", order), self.uf.find(op.operands[0])))
+        layout: dict = {}
+        rank_of = lambda root: len(mu.shape_of(root.type))
+
+        def solve(root):
+            if root in layout:
+                return layout[root]
+            vals = groups[root]
+            shape = max((tuple(mu.shape_of(v.type)) for v in vals), key=prod)
+            small = prod(shape) <= self.tpw * self.num_warps
+            if root in mem and not (small and root in demand):
+                layout[root] = self._coalesced(shape, mem[root])
+            elif root in demand:
+                d, parent = demand[root]
+                if isinstance(d, tuple):  # tt.trans: the operand's layout, dimensions permuted
+                    layout[root] = transposed(solve(parent), d[1]) or default_blocked(
+                        shape, self.num_warps, 1, self.tpw)
+                else:
+                    layout[root] = Slice(d, solve(parent))
+            else:
+                layout[root] = default_blocked(shape, self.num_warps, 1, self.tpw)
+            return layout[root]
+
+        for root in sorted(groups, key=lambda r: -rank_of(r)):
+            solve(root)
+        return {v: layout[self.uf.find(v)] for v in self.values}
+
+    def _coalesced(self, shape, ptrs) -> Blocked:
+        threads = self.tpw * self.num_warps
+        best, order = 1, None
+        for p in ptrs:
+            o = order_of(p, self.axis)
+            pshape = mu.shape_of(p.type)
+            vec = vector_elems(p, self.axis, o[0])
+            cap = max(1, prod(pshape) // threads)
+            v = min(vec, cap, pshape[o[0]])
+            if order is None or v > best:
+                best, order = max(best, v), o
+        return default_blocked(shape, self.num_warps, best, self.tpw, order)
+
+
+def _retype(v, lay):
+    t = mu.ir.RankedTensorType(v.type)
+    new = mu.ir.RankedTensorType.get(t.shape, t.element_type, mu.ir.Attribute.parse(lay.attr()))
+    v.set_type(new)
+    owner = getattr(v, "owner", None)
+    if isinstance(v, mu.ir.OpResult) and v.owner.name == "arith.constant":
+        old = owner.attributes["value"]
+        if isinstance(old, mu.ir.DenseElementsAttr) and old.is_splat:
+            owner.attributes["value"] = mu.ir.DenseElementsAttr.get_splat(new, old.get_splat_value())
+        else:
+            text = str(old)
+            owner.attributes["value"] = mu.ir.Attribute.parse(text[: text.rindex(":")] + ": " + str(new))
+    return new
+
+
+def _typed(v, lay):
+    t = mu.ir.RankedTensorType(v.type)
+    return mu.ir.RankedTensorType.get(t.shape, t.element_type, mu.ir.Attribute.parse(lay.attr()))
+
+
+def assign(module, num_warps: int, threads_per_warp: int = 32) -> dict[tuple[int, ...], object]:
+    """Give every tensor of every tt.func its encoding, inserting `ttg.convert_layout` where a
+    reduce result or expand_dims operand disagrees with its group. Returns shape -> layout of
+    the last value of each shape (for tests). Raises nothing on unknown ops."""
+    out: dict = {}
+    for func in module.body.operations:
+        if func.operation.name != "tt.func":
+            continue
+        a = _Assigner(func, num_warps, threads_per_warp)
+        a.collect()
+        chosen = a.resolve()
+        for v, lay in chosen.items():
+            _retype(v, lay)
+            out[tuple(mu.shape_of(v.type))] = lay
+        for op, ax in a.reduces:
+            src = chosen.get(op.operands[0])
+            for r in op.results:
+                if not _is_tensor(r):
+                    continue
+                need = Slice(ax, src)
+                have = chosen[r]
+                if have == need:
+                    continue
+                r.set_type(_typed(r, need))
+                with mu.ir.InsertionPoint.after(op):
+                    c = mu.ir.Operation.create("ttg.convert_layout", results=[_typed(r, have)],
+                                               operands=[r], loc=op.location)
+                r.replace_all_uses_except(c.results[0], c)
+        for op, order in a.transes:
+            r = op.results[0]
+            need = transposed(chosen.get(op.operands[0]), order)
+            have = chosen[r]
+            if need is None or need == have:
+                continue
+            r.set_type(_typed(r, need))
+            with mu.ir.InsertionPoint.after(op):
+                c = mu.ir.Operation.create("ttg.convert_layout", results=[_typed(r, have)],
+                                           operands=[r], loc=op.location)
+            r.replace_all_uses_except(c.results[0], c)
+        for op in a.reshapes:
+            _reshape_through_flat(op, chosen, num_warps, threads_per_warp)
+        for op, d in a.expands:
+            x = op.operands[0]
+            need = Slice(d, chosen[op.results[0]])
+            if chosen.get(x) == need:
+                continue
+            with mu.ir.InsertionPoint(op):
+                c = mu.ir.Operation.create("ttg.convert_layout", results=[_typed(x, need)],
+                                           operands=[x], loc=op.location)
+            op.operands[0] = c.results[0]
+    return out
+
+
+def _reshape_through_flat(op, chosen, num_warps: int, threads_per_warp: int) -> None:
+    """Give a tt.reshape the operand and result layouts Triton infers from each other (both views
+    of one 1-D layout, `unflatten`), converting from/to the chosen ones where they differ: Triton's
+    verifier rejects any other pair unless allow_reorder is set. The 1-D layout is the result's
+    (flattening) or the operand's (unflattening) when blocked, else Triton's default."""
+    src, res = op.operands[0], op.results[0]
+    have_src, have_res = chosen.get(src), chosen.get(res)
+    src_shape, res_shape = mu.shape_of(src.type), mu.shape_of(res.type)
+    if isinstance(have_res, Blocked) and len(res_shape) == 1:
+        flat = have_res
+    elif isinstance(have_src, Blocked) and len(src_shape) == 1:
+        flat = have_src
+    else:
+        flat = default_blocked((prod(src_shape),), num_warps, 1, threads_per_warp)
+    need_src, need_res = unflatten(flat, src_shape), unflatten(flat, res_shape)
+    if have_src != need_src:
+        with mu.ir.InsertionPoint(op):
+            c = mu.ir.Operation.create("ttg.convert_layout", results=[_typed(src, need_src)],
+                                       operands=[src], loc=op.location)
+        op.operands[0] = c.results[0]
+    if have_res != need_res:
+        res.set_type(_typed(res, need_res))
+        with mu.ir.InsertionPoint.after(op):
+            c = mu.ir.Operation.create("ttg.convert_layout", results=[_typed(res, have_res)],
+                                       operands=[res], loc=op.location)
+        res.replace_all_uses_except(c.results[0], c)

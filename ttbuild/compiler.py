@@ -1,0 +1,199 @@
+"""In-memory compile driver: `compile(source, kernel=, signature=, constexprs=, until=, start=) -> {ext: bytes}` over the build's own stages and options.
+
+One path: the doit actions (graph/actions.py) run every stage through `run_stage` below, and
+`compile` chains the same calls in memory with the per-stage options of
+`ttbuild.graph.keys.stage_options_of`, so a kernel compiled here gets the bytes a build writes.
+Like Triton's `IRSource`, it may start from TTIR or TTGIR text (`start="ttgir"`, or a `.ttgir`
+path). Importing this module pulls in neither MLIR nor llvmlite (the stages import them in `run`).
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib
+import os
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ttbuild.errors import CompilationError
+from ttbuild.options import Options
+from ttbuild.signature import SigEntry, parse_entry, parse_signature
+from ttbuild.stages import STAGES
+
+DEFAULT_PACKAGE = "ttbuild.stages"
+# File suffix -> the stage whose output such a file holds (a `.py` file is parse's input).
+SUFFIX_STAGE = {".ttir": "ttir", ".ttgir": "ttgir", ".llir": "llir", ".ll": "llir", ".ptx": "ptx"}
+
+
+def run_stage(stage: str, inputs: Mapping[str, bytes], options: Mapping[str, Any], *,
+              package: str = DEFAULT_PACKAGE, cache=None) -> tuple[dict[str, bytes], bool]:
+    """Run stage `stage` of `package` on `inputs` (role -> bytes) with its `options`.
+
+    cache: None runs the stage; a `ttbuild.cache.Cache` answers from it when the same action
+    ran before (`run_cached_hit`; a package other than ttbuild.stages is part of the key, so
+    test doubles never answer for the real compiler). Returns (role -> bytes for every output
+    role of docs/CONTRACTS.md, whether it came from the cache). Raises what the stage raises
+    (CompilationError, ToolError), and RuntimeError when it breaks its contract (a missing
+    output role, an output that is not bytes).
+    """
+    from ttbuild.graph.keys import OUTPUT_ROLES
+
+    module = importlib.import_module(f"{package}.{stage}")
+    if cache is None:
+        result, cached = module.run(inputs, dict(options)), False
+    else:
+        from ttbuild.cache import run_cached_hit
+
+        key_options = options if package == DEFAULT_PACKAGE else {**options, "_stage_package": package}
+        result, cached = run_cached_hit(stage, _Keyed(module, options), inputs, key_options, cache)
+    missing = sorted(set(OUTPUT_ROLES[stage]) - set(result or {}))
+    if missing:
+        raise RuntimeError(f"stage {stage} returned no {', '.join(missing)} output "
+                           f"(got {sorted(result or {})}); docs/CONTRACTS.md lists its roles")
+    out = {}
+    for role in OUTPUT_ROLES[stage]:
+        if not isinstance(result[role], (bytes, bytearray)):
+            raise RuntimeError(f"stage {stage} output {role!r} is {type(result[role]).__name__}, not bytes")
+        out[role] = bytes(result[role])
+    return out, cached
+
+
+class _Keyed:
+    """A stage module whose `run` ignores the key-only options: the key may name more than the
+    stage reads (its package), while the stage still gets exactly its contract's options."""
+
+    def __init__(self, module, options: Mapping[str, Any]):
+        self.VERSION = module.VERSION
+        self._module, self._options = module, dict(options)
+
+    def run(self, inputs, _key_options):
+        return self._module.run(inputs, self._options)
+
+
+def compile(source: str | bytes | os.PathLike, *, kernel: str | None = None,
+            signature: str | Sequence[str] | None = None, constexprs: Mapping[str, Any] | None = None,
+            options: Options | None = None, until: str = "cubin", start: str | None = None,
+            file: str | None = None, package: str = DEFAULT_PACKAGE, cache=None,
+            **opts: Any) -> dict[str, bytes]:
+    """Compile one kernel in memory; returns {ext: bytes} for every stage it ran.
+
+    source: a path (`.py` kernel file, or `.ttir` / `.ttgir` / `.llir` / `.ptx` to start from
+    that stage's output, as Triton's IRSource), or the text/bytes itself (Python source unless
+    `start` says otherwise). kernel: the @jit function's name (default: the file's only @jit
+    function). signature: `"*fp32:16,i32"` or its entries, one per non-constexpr parameter
+    (needed from source; `ttbuild.signature` grammar). constexprs: name -> value.
+    options / **opts: `ttbuild.options.Options` or its fields (num_warps=8, target="cuda:80",
+    ...). until: the last stage to run (parse, ttir, ttgir, llir, ptx, cubin). start: the stage
+    whose output `source` is ("ttir", "ttgir", ...). file: the name locations and
+    diagnostics give the kernel file (default: the path's name, or "<string>"). package: the
+    stage package (test doubles); cache: a `ttbuild.cache.Cache` to read and fill (default none).
+
+    Keys of the result: parse gives "json" and "loc", every later stage its own name
+    ("ttir", "ttgir", "llir", "ptx", "cubin"). Raises CompilationError (a bad kernel, at
+    file:line:col when the parse table can place it; a bad signature or option), ToolError
+    (ptxas), ValueError for a bad `until` / `start` or a missing kernel/signature,
+    FileNotFoundError for a path that does not exist.
+    """
+    from ttbuild.graph.keys import INPUT_ROLE, PARENT_ROLE, extra_inputs, stage_options_of
+
+    data, suffix = _read(source)
+    if start is None:
+        start = SUFFIX_STAGE.get(suffix, "source")
+    if start != "source" and start not in STAGES[:-1]:
+        raise ValueError(f"start must be one of ttir, ttgir, llir, ptx (the stage whose output "
+                         f"`source` holds), got {start!r}")
+    if until not in STAGES:
+        raise ValueError(f"until must be one of {', '.join(STAGES)}, got {until!r}")
+    first = 0 if start == "source" else STAGES.index(start) + 1
+    stages = STAGES[first: STAGES.index(until) + 1]
+    if not stages:
+        raise ValueError(f"nothing to run: source is already {start} and until={until!r}")
+    if file is None:
+        file = Path(source).name if isinstance(source, os.PathLike) or _is_path(source) else "<string>"
+    options = dataclasses.replace(options or Options(), **opts) if opts else (options or Options())
+    params = _params(signature) if "ttir" in stages and start == "source" else ()
+    if stages[0] == "parse" and kernel is None:
+        kernel = _only_kernel(data, file)
+    per_stage = stage_options_of(kernel or "", file, params, constexprs or {}, options)
+
+    produced: dict[tuple[str, str], bytes] = {}
+    if start == "source":
+        produced[("source", "source")] = data
+    else:
+        produced[(start, start)] = data
+    result: dict[str, bytes] = {}
+    for stage in stages:
+        opts_s = per_stage[stage]
+        if stage == "parse":
+            inputs = {INPUT_ROLE["parse"]: data}
+        else:
+            inputs = {INPUT_ROLE[stage]: produced[PARENT_ROLE[stage]]}
+            inputs.update({role: produced[key] for role, key in extra_inputs(stage, opts_s).items()
+                           if key in produced})
+        try:
+            outputs, _ = run_stage(stage, inputs, opts_s, package=package, cache=cache)
+        except CompilationError as exc:
+            raise _located(exc, produced.get(("parse", "loc"))) from None
+        for role, blob in outputs.items():
+            produced[(stage, role)] = blob
+            result[role] = blob
+    return result
+
+
+def _is_path(source) -> bool:
+    """True for a str naming a kernel or IR file (`k.py`, `k.ttgir`, ...); FileNotFoundError
+    when it names one that does not exist (rather than compiling the name as source text)."""
+    if not (isinstance(source, str) and "\n" not in source and len(source) < 4096
+            and Path(source).suffix in (".py", *SUFFIX_STAGE)):
+        return False
+    if not Path(source).is_file():
+        raise FileNotFoundError(f"no such kernel or IR file: {source}")
+    return True
+
+
+def _read(source) -> tuple[bytes, str]:
+    """(bytes, file suffix or "") of a path, text or bytes."""
+    if isinstance(source, os.PathLike) or _is_path(source):
+        path = Path(source)
+        return path.read_bytes(), path.suffix
+    if isinstance(source, str):
+        return source.encode("utf-8"), ""
+    if isinstance(source, (bytes, bytearray)):
+        return bytes(source), ""
+    raise TypeError(f"source must be a path, str or bytes, got {type(source).__name__}")
+
+
+def _params(signature) -> list[SigEntry]:
+    if signature is None:
+        raise ValueError("compiling from source needs signature=, e.g. '*fp32:16,*fp32:16,i32'")
+    try:
+        if isinstance(signature, str):
+            return parse_signature(signature)
+        return [parse_entry(entry) for entry in signature]
+    except ValueError as exc:
+        raise CompilationError(f"bad signature {signature!r}: {exc}") from None
+
+
+def _only_kernel(data: bytes, file: str) -> str:
+    """The name of the one `@jit` / `@triton.jit` function of a source; ValueError unless exactly one."""
+    try:
+        tree = ast.parse(data)
+    except SyntaxError:
+        raise ValueError(f"{file}: pass kernel= (the source does not parse, so no @jit function can be found)") from None
+
+    def is_jit(dec) -> bool:
+        dec = dec.func if isinstance(dec, ast.Call) else dec
+        return (isinstance(dec, ast.Name) and dec.id == "jit") or (isinstance(dec, ast.Attribute) and dec.attr == "jit")
+
+    names = [n.name for n in tree.body if isinstance(n, ast.FunctionDef) and any(map(is_jit, n.decorator_list))]
+    if len(names) != 1:
+        raise ValueError(f"{file} has {len(names)} @jit functions ({', '.join(names) or 'none'}): pass kernel=")
+    return names[0]
+
+
+def _located(exc: CompilationError, loc_table: bytes | None) -> CompilationError:
+    """`exc` placed at file:line:col through the parse `loc` table when it carries only a node id."""
+    from ttbuild.graph.diagnostics import locate_error
+
+    return locate_error(exc, loc_table)

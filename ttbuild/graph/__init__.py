@@ -1,0 +1,55 @@
+"""The build graph: variant list -> chained stage keys -> doit tasks; importing it never imports MLIR or llvmlite.
+
+`dodo.py` and `python -m ttbuild` both wire `doit_config()` and `task_creators()` from here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .tasks import DEP_FILE, TASK_GROUPS, doit_config, generate_tasks, output_paths
+from .keys import chain, stage_key, stage_options, stage_versions, xxh3_hex
+from .variants import Variant, VariantError, load_variants
+
+__all__ = [
+    "DEP_FILE", "TASK_GROUPS", "Variant", "VariantError", "chain", "doit_config", "generate_tasks",
+    "in_shard", "load_variants", "namespace", "output_paths", "stage_key", "stage_options",
+    "stage_versions", "xxh3_hex",
+]
+
+
+def namespace(kernels_dir: str | Path = "kernels", artifacts_dir: str | Path = "artifacts",
+              stage_package: str = "ttbuild.stages", shard: tuple[int, int] | None = None,
+              config: dict | None = None) -> dict:
+    """A doit namespace (what a dodo module holds): DOIT_CONFIG plus one task creator.
+
+    shard: (i, n), 1 <= i <= n, keeps only the variants `in_shard` assigns to shard i (a CI
+    matrix job builds one shard; stage tasks two shards share are built by both, and the
+    cache makes the second one a hit). config: entries that override DOIT_CONFIG (the CLI's
+    reporter and `continue`). A bad variant list surfaces as doit's InvalidDodoFile, which doit
+    prints as `ERROR: <file:line:col ...>` and exit status 3, without a traceback.
+    """
+
+    def task_ttbuild():
+        """ttbuild kernels: parse -> ttir -> ttgir -> llir -> ptx -> cubin -> meta."""
+        from doit.exceptions import InvalidDodoFile
+
+        try:
+            variants = load_variants(kernels_dir)
+            if shard is not None:
+                variants = [v for v in variants if in_shard(v.name, *shard)]
+            yield from generate_tasks(kernels_dir, artifacts_dir, stage_package, variants=variants)
+        except VariantError as exc:
+            raise InvalidDodoFile(exc.render()) from None
+
+    return {"DOIT_CONFIG": {**doit_config(artifacts_dir), **(config or {})}, "task_ttbuild": task_ttbuild}
+
+
+def in_shard(variant_name: str, i: int, n: int) -> bool:
+    """True when variant `variant_name` belongs to shard `i` of `n` (1-based): xxh3_64 of the
+    name modulo n, so the split depends on nothing but the name (not the list's order, the
+    machine or Python's per-process hash seed) and every variant lands in exactly one shard.
+    Raises ValueError unless 1 <= i <= n."""
+    if not 1 <= i <= n:
+        raise ValueError(f"shard {i}/{n}: need 1 <= I <= N")
+    return int(xxh3_hex(variant_name), 16) % n == i - 1

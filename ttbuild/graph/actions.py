@@ -1,0 +1,85 @@
+"""doit actions: run one stage on its input files (through the content-addressed cache), or write a variant's lib/ files.
+
+Every action reads its inputs, computes all outputs in memory (from the cache when the same
+action ran before, anywhere the cache is shared), then writes them atomically;
+a stage that raises CompilationError / ToolError yields doit's TaskFailed with the rendered
+diagnostic, writes nothing, and removes that task's stale outputs (make's .DELETE_ON_ERROR),
+so nothing downstream can consume a result that no longer matches its source.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Mapping
+
+from doit.exceptions import TaskFailed
+
+from ttbuild.errors import CompilationError, ToolError
+
+from .diagnostics import render_error
+from ttbuild.fileio import atomic_write
+
+
+def run_stage(stage: str, package: str, inputs: Mapping[str, str], outputs: Mapping[str, str],
+              options: dict, loc_path: str | None, label: str):
+    """doit python-action for one (stage, key) task.
+
+    inputs: role -> path to read; outputs: role -> path to write; options: the stage's JSON
+    options; loc_path: the parse `loc` table used to resolve node ids in diagnostics (read
+    only on failure, so it is not a file_dep: a blank-line edit must not rerun later stages);
+    label: "kernel (variants)" for messages.
+
+    The stage runs through `ttbuild.compiler.run_stage`, the one the in-memory driver
+    (`ttbuild.compile`) uses, with the process's cache (`ttbuild.cache.default_cache`): the
+    action key covers the stage, its VERSION, input contents, options and tool versions
+    (docs/CONTRACTS.md, "## Cache"); a stage package other than ttbuild.stages (test doubles)
+    is part of the key too, so its outputs never answer for the real compiler's. Returns doit
+    task values on success, `{"cached": bool, "seconds": float}` (the reporter's summary reads
+    them), or TaskFailed.
+    """
+    from ttbuild.cache import default_cache
+    from ttbuild.compiler import run_stage as compile_stage
+
+    start = time.perf_counter()
+    try:
+        data = {role: Path(path).read_bytes() for role, path in inputs.items()}
+        result, cached = compile_stage(stage, data, options, package=package, cache=default_cache())
+    except (CompilationError, ToolError) as exc:
+        _remove(outputs.values())
+        return TaskFailed(f"{stage} failed for {label}:\n{render_error(exc, loc_path)}")
+    except BaseException:
+        _remove(outputs.values())
+        raise
+    for role, path in outputs.items():
+        atomic_write(path, bytes(result[role]))
+    return {"cached": cached, "seconds": round(time.perf_counter() - start, 6)}
+
+
+def write_meta(variant_doc: dict, paths: Mapping[str, str], json_path: str, cubin_path: str):
+    """doit python-action for `meta:<variant>`: writes lib/<variant>.cubin, then lib/<variant>.json.
+
+    paths: stage -> the output file whose hash the metadata records (parse: its `json`).
+    The cubin goes first so a reader that finds the JSON always finds its cubin.
+    """
+    from .meta import MetaError, build_metadata
+
+    try:
+        blobs = {stage: Path(p).read_bytes() for stage, p in paths.items()}
+        doc = build_metadata(variant_doc, blobs, cubin_name=os.path.basename(cubin_path))
+    except MetaError as exc:
+        _remove([json_path, cubin_path])
+        return TaskFailed(f"meta failed for variant {variant_doc['name']}:\n{exc}")
+    atomic_write(cubin_path, blobs["cubin"])
+    atomic_write(json_path, (json.dumps(doc, indent=2) + "\n").encode("utf-8"))
+    return None
+
+
+def _remove(paths) -> None:
+    for path in paths:
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass

@@ -1,0 +1,111 @@
+"""Stage options per variant and chained stage keys: key = xxh3_64(parent key, stage, VERSION, options JSON)."""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import xxhash
+
+from ttbuild.canonical import canonical_json
+from ttbuild.options import Options
+from ttbuild.signature import SigEntry
+from ttbuild.stages import STAGES
+
+from .variants import Variant
+
+# Input and output roles of each stage (docs/CONTRACTS.md, "Stage modules").
+INPUT_ROLE = {"parse": "source", "ttir": "json", "ttgir": "ttir", "llir": "ttgir",
+              "ptx": "llir", "cubin": "ptx"}
+# The parent output each stage reads: (parent stage, parent role).
+PARENT_ROLE = {"ttir": ("parse", "json"), "ttgir": ("ttir", "ttir"), "llir": ("ttgir", "ttgir"),
+               "ptx": ("llir", "llir"), "cubin": ("ptx", "ptx")}
+OUTPUT_ROLES = {"parse": ("json", "loc"), "ttir": ("ttir",), "ttgir": ("ttgir",),
+                "llir": ("llir",), "ptx": ("ptx",), "cubin": ("cubin",)}
+
+
+def extra_inputs(stage: str, options: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
+    """Inputs a stage reads beyond its parent's output, as role -> (stage, role): a debug ttir
+    also reads the parse `loc` table, to write real file:line positions into its locations (the
+    assert messages name them). Only then: a non-debug ttir must not rerun on a blank-line edit."""
+    if stage == "ttir" and options.get("debug"):
+        return {"loc": ("parse", "loc")}
+    return {}
+
+
+def xxh3_hex(data: str | bytes) -> str:
+    """xxh3_64 of `data` (str is UTF-8 encoded) as 16 lowercase hex digits."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return xxhash.xxh3_64_hexdigest(data)
+
+
+def stage_key(parent: str, stage: str, version: int, options: Mapping[str, Any]) -> str:
+    """A stage's key in the build graph (its output directory, `artifacts/<stage>/<key>/`; not
+    the cache's action key, `ttbuild.cache.action_key`): xxh3_64 over `parent \\0 stage \\0 VERSION \\0 canonical-JSON(options)`.
+
+    `parent` is the parent stage's key ("" for parse). Two variants with equal options up to
+    a stage share that stage's key, hence its task and output directory.
+    """
+    return xxh3_hex(f"{parent}\0{stage}\0{int(version)}\0{canonical_json(dict(options))}")
+
+
+def stage_options(variant: Variant) -> dict[str, dict[str, Any]]:
+    """The options each stage of `variant` runs with (CONTRACTS.md table), JSON-serialisable."""
+    return stage_options_of(variant.kernel, variant.file, variant.params, variant.constexprs, variant.options)
+
+
+def stage_options_of(kernel: str, file: str, params: Sequence[SigEntry], constexprs: Mapping[str, Any],
+                     options: Options) -> dict[str, dict[str, Any]]:
+    """Stage name -> that stage's options, from a kernel's name, its `file` (as locations name
+    it), its signature entries, constexpr values and compile options. The build (through
+    `stage_options`) and the in-memory driver (`ttbuild.compiler`) both take their options here.
+    """
+    target = options.target_info
+    return {
+        "parse": {"kernel": kernel, "file": file},
+        # `debug` keys ttir only when on, so non-debug variants keep their keys and cached outputs.
+        "ttir": {"signature": [str(p) for p in params], "constexprs": dict(constexprs),
+                 **({"debug": True} if options.debug else {})},
+        "ttgir": {"num_warps": options.num_warps, "num_ctas": options.num_ctas,
+                  "num_stages": options.num_stages, "target": options.target},
+        "llir": {"target": options.target, "enable_fp_fusion": options.enable_fp_fusion,
+                 "debug": options.debug},
+        "ptx": {"arch": target.arch, "ptx_version": target.ptx_version},
+        "cubin": {"arch": target.arch, "ptxas_options": list(options.ptxas_options)},
+    }
+
+
+def stage_versions(package: str = "ttbuild.stages") -> dict[str, int]:
+    """`VERSION` of every stage module in `package`. Importing a stage module is cheap by
+    contract (heavy imports live inside `run`); a missing module or VERSION raises ImportError."""
+    versions = {}
+    for stage in STAGES:
+        mod = importlib.import_module(f"{package}.{stage}")
+        version = getattr(mod, "VERSION", None)
+        if not isinstance(version, int):
+            raise ImportError(f"{package}.{stage} has no integer VERSION")
+        versions[stage] = version
+    return versions
+
+
+@dataclass(frozen=True)
+class StageNode:
+    """One stage of one variant: its key, options, and the key of the stage it reads."""
+
+    stage: str
+    key: str
+    parent_key: str
+    options: dict
+
+
+def chain(variant: Variant, versions: Mapping[str, int]) -> list[StageNode]:
+    """The stages `variant` builds (parse .. its `until`), keys chained from parse."""
+    opts = stage_options(variant)
+    nodes, parent = [], ""
+    for stage in variant.stages:
+        key = stage_key(parent, stage, versions[stage], opts[stage])
+        nodes.append(StageNode(stage, key, parent, opts[stage]))
+        parent = key
+    return nodes

@@ -1,0 +1,115 @@
+"""The runtime's metadata JSON (schema "ttbuild.kernel/1", docs/CONTRACTS.md) built from stage outputs, no MLIR import."""
+
+from __future__ import annotations
+
+import json
+
+import ttbuild
+from ttbuild.errors import TTBuildError
+from ttbuild.irattrs import module_attrs
+
+from .keys import xxh3_hex
+
+SCHEMA = "ttbuild.kernel/1"
+HASHED_STAGES = ("parse", "ttir", "ttgir", "llir", "ptx", "cubin")
+
+
+
+class MetaError(TTBuildError):
+    """The stage outputs disagree with the variant (parameter count, missing constexpr value)."""
+
+
+def _is_constexpr_annotation(node) -> bool:
+    if not isinstance(node, dict):
+        return isinstance(node, str) and node.split(".")[-1] == "constexpr"
+    kind = node.get("_t")
+    if kind == "Attribute":
+        return node.get("attr") == "constexpr"
+    if kind == "Name":
+        return node.get("id") == "constexpr"
+    if kind == "Constant":
+        return str(node.get("value", "")).split(".")[-1] == "constexpr"
+    return False
+
+
+def _constant(node):
+    if isinstance(node, dict) and node.get("_t") == "Constant":
+        return node.get("value")
+    if isinstance(node, dict) and node.get("_t") == "UnaryOp" and node.get("op", {}).get("_t") == "USub":
+        inner = _constant(node.get("operand"))
+        return -inner if isinstance(inner, (int, float)) else None
+    return node if isinstance(node, (int, float, bool, str)) else None
+
+
+def build_params(variant: dict, parse_doc: dict) -> list[dict]:
+    """Every Python parameter of the kernel in order, as `pointer` / `scalar` / `constexpr`.
+
+    A parameter named in the variant's constexprs is a constexpr with that value; one
+    annotated `tl.constexpr` but not named takes its default; every other parameter takes
+    the next signature entry (the signature lists non-constexpr parameters in order).
+    Raises MetaError when the counts disagree or a constexpr has no value.
+    """
+    fn = parse_doc.get("functions", {}).get(variant["kernel"])
+    if not isinstance(fn, dict):
+        raise MetaError(f"parse output has no function {variant['kernel']!r}")
+    sig = list(variant["params"])
+    constexprs = variant["constexprs"]
+    params, used = [], 0
+    for p in fn.get("params", []):
+        name = p.get("name")
+        if name in constexprs:
+            params.append({"name": name, "kind": "constexpr", "value": constexprs[name]})
+        elif _is_constexpr_annotation(p.get("annotation")):
+            value = _constant(p.get("default"))
+            if value is None:
+                raise MetaError(f"constexpr parameter {name!r} of {variant['kernel']} has no value: "
+                                f"add it to the variant's constexprs")
+            params.append({"name": name, "kind": "constexpr", "value": value})
+        else:
+            if used >= len(sig):
+                raise MetaError(f"signature {variant['signature']!r} has {len(sig)} entries but "
+                                f"{variant['kernel']} has more non-constexpr parameters (first extra: {name!r})")
+            kind, dtype, div = sig[used]
+            used += 1
+            params.append({"name": name, "kind": kind, "dtype": dtype, "divisibility": div})
+    if used != len(sig):
+        raise MetaError(f"signature {variant['signature']!r} has {len(sig)} entries but "
+                        f"{variant['kernel']} has {used} non-constexpr parameters")
+    unknown = sorted(set(constexprs) - {p.get("name") for p in fn.get("params", [])})
+    if unknown:
+        raise MetaError(f"constexprs {unknown} are not parameters of {variant['kernel']}")
+    return params
+
+
+def build_metadata(variant: dict, blobs: dict[str, bytes], cubin_name: str) -> dict:
+    """The `lib/<variant>.json` document for `variant` (a dict of Variant fields plus `arch`
+    and `params` as [kind, dtype, divisibility]) from its stage outputs `blobs` (stage ->
+    bytes; parse = its `json` output). `num_warps`, `num_ctas`, `shared` come from the TTGIR
+    module attributes, falling back to the variant when an attribute is absent (shared: 0)."""
+    try:
+        parse_doc = json.loads(blobs["parse"])
+    except ValueError as exc:
+        raise MetaError(f"parse output is not JSON: {exc}") from None
+    # TTGIR module attributes through the one stdlib reader: metadata writing imports no MLIR.
+    attrs = {k: v for k, v in module_attrs(blobs["ttgir"]).items() if isinstance(v, int)}
+    num_warps = attrs.get("ttg.num-warps")
+    num_ctas = attrs.get("ttg.num-ctas")
+    shared = attrs.get("ttg.shared")
+    return {
+        "schema": SCHEMA,
+        "variant": variant["name"],
+        "kernel": variant["kernel"],
+        "entry": variant["kernel"],
+        "cubin": cubin_name,
+        "params": build_params(variant, parse_doc),
+        "signature": variant["signature"],
+        "constexprs": dict(variant["constexprs"]),
+        "num_warps": num_warps if num_warps is not None else variant["num_warps"],
+        "num_ctas": num_ctas if num_ctas is not None else variant["num_ctas"],
+        "num_stages": variant["num_stages"],
+        "shared": shared if shared is not None else 0,
+        "target": variant["target"],
+        "arch": variant["arch"],
+        "hashes": {stage: xxh3_hex(blobs[stage]) for stage in HASHED_STAGES},
+        "ttbuild_version": ttbuild.__version__,
+    }

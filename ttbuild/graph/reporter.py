@@ -1,0 +1,223 @@
+"""doit reporter for ttbuild: one line per finished task (ran / from cache / up to date / skipped), then a per-stage summary.
+
+Line marks (one task per line, what CI logs and the tests read):
+  `.  task  doc`   the stage ran (its action executed the compiler)
+  `C  task  doc`   the action executed but its outputs came from the content-addressed cache
+  `-- task  doc`   up to date, nothing executed
+  `!! task  (skipped: needs failed X)`   not run because a task it needs failed
+  `TaskFailed - taskid:task`             the task failed; its diagnostic is printed once, in the summary
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from doit.exceptions import UnmetDependency
+from doit.reporter import ConsoleReporter
+
+COLUMNS = ("ran", "cached", "cutoff", "uptodate", "failed", "skipped")
+HEADINGS = {"ran": "ran", "cached": "cached", "cutoff": "cut off", "uptodate": "up to date",
+            "failed": "failed", "skipped": "skipped"}
+
+
+def stage_of(task) -> str:
+    """`ttgir` for task `ttgir:<key>`, `meta` for `meta:<variant>`."""
+    return task.name.split(":", 1)[0]
+
+
+@dataclass
+class BuildStats:
+    """What happened to each stage task in one run, by stage; `seconds` sums the actions' own timings
+    (reported by the action itself, so parallel builds count work, not queueing)."""
+
+    counts: dict = field(default_factory=dict)     # stage -> {column: n}
+    seconds: dict = field(default_factory=dict)    # stage -> float
+    done: set = field(default_factory=set)         # names of tasks that executed (ran or cached)
+    failures: list = field(default_factory=list)   # (task, fail) in the order they failed
+    total: int = 0                                 # stage/meta tasks this run may touch
+    start: float = field(default_factory=time.monotonic)
+
+    def add(self, task, column: str, seconds: float = 0.0) -> None:
+        stage = stage_of(task)
+        row = self.counts.setdefault(stage, dict.fromkeys(COLUMNS, 0))
+        row[column] += 1
+        self.seconds[stage] = self.seconds.get(stage, 0.0) + seconds
+
+    def total_of(self, column: str) -> int:
+        return sum(row[column] for row in self.counts.values())
+
+    @property
+    def finished(self) -> int:
+        return sum(self.total_of(c) for c in COLUMNS)
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+    def rows(self, order) -> list[tuple[str, dict, float]]:
+        """(stage, counts, seconds) in pipeline order, stages that saw no task left out."""
+        known = [s for s in order if s in self.counts] + sorted(set(self.counts) - set(order))
+        return [(s, self.counts[s], self.seconds.get(s, 0.0)) for s in known]
+
+
+def _closure(tasks: dict, selected) -> set:
+    """Names of every task `selected` reaches through task_dep (doit adds file_dep producers there)."""
+    seen, todo = set(), list(selected or ())
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in tasks:
+            continue
+        seen.add(name)
+        todo.extend(tasks[name].task_dep)
+    return seen
+
+
+class BuildReporter(ConsoleReporter):
+    """Plain, line-oriented build output (not a terminal, or `CI` set); selected through
+    DOIT_CONFIG["reporter"]. Task lines are written when a task finishes (its values say whether
+    the cache served it); the closing summary counts, per stage, tasks that ran, were served from
+    the cache, were cut off early (up to date although a task they depend on executed in this run:
+    its output came out byte-identical), were up to date, failed, or were skipped behind a failure,
+    with the seconds spent in the stage's actions. Each failure's diagnostic appears once, there.
+    """
+
+    desc = "ttbuild console output"
+    STAGE_ORDER = ("parse", "ttir", "ttgir", "llir", "ptx", "cubin", "meta")
+    lock_dir: str | None = None  # set by `for_artifacts`: the artifacts/ whose lock a run holds
+
+    def __init__(self, outstream, options):
+        super().__init__(outstream, options)
+        self.stats = BuildStats()
+        self._lock = None
+
+    @classmethod
+    def for_artifacts(cls, artifacts_dir) -> type:
+        """This reporter class bound to `artifacts_dir`: each `doit run` with it holds that
+        folder's BuildLock from `initialize` (before doit checks any task) to `complete_run`
+        (after doit saved its state), and sweeps killed builds' temp files first. The reporter
+        is the one hook doit calls exactly there, in the main process only, for `doit` and
+        `ttbuild build` alike (`-n` workers never call it)."""
+        return type(cls.__name__, (cls,), {"lock_dir": str(artifacts_dir), "__module__": cls.__module__,
+                                            "__doc__": cls.__doc__})
+
+    def _take_lock(self):
+        if self.lock_dir is None:
+            return
+        import sys
+
+        from .state import BuildLock, sweep_temp_files
+
+        def waiting(path):
+            print(f"ttbuild: waiting for another ttbuild on {path}", file=sys.stderr, flush=True)
+
+        self._lock = BuildLock(self.lock_dir).acquire(on_wait=waiting)
+        sweep_temp_files(self.lock_dir)
+        self.stats.start = time.monotonic()  # time the build, not the wait
+
+    def _drop_lock(self):
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    # -- doit hooks ------------------------------------------------------------------------------
+    def initialize(self, tasks, selected_tasks):
+        self._take_lock()
+        try:
+            reach = _closure(tasks, selected_tasks)
+            self.stats.total = sum(1 for n in reach if tasks[n].actions and not n.startswith("_"))
+        except (AttributeError, TypeError, KeyError):
+            self.stats.total = 0
+
+    def execute_task(self, task):
+        pass  # the line is written when the task finishes, once we know whether the cache served it
+
+    def add_success(self, task):
+        if not task.actions or task.name.startswith("_"):
+            return
+        values = task.values if isinstance(task.values, dict) else {}
+        cached = bool(values.get("cached"))
+        self.stats.done.add(task.name)
+        self.stats.add(task, "cached" if cached else "ran", float(values.get("seconds") or 0.0))
+        self.task_line("C  " if cached else ".  ", task)
+
+    def skip_uptodate(self, task):
+        if not task.actions or task.name.startswith("_"):
+            return
+        cut = any(dep in self.stats.done for dep in task.task_dep)
+        self.stats.add(task, "cutoff" if cut else "uptodate")
+        self.task_line("-- ", task)
+
+    def add_failure(self, task, fail):
+        if isinstance(fail, UnmetDependency):
+            if task.actions and not task.name.startswith("_"):
+                self.stats.add(task, "skipped")
+                needs = " ".join(sorted(fail.message.split()))
+                self.write(f"!! {task.name}  (skipped: needs failed {needs})\n")
+            return
+        self.stats.add(task, "failed")
+        self.stats.failures.append((task, fail))
+        if fail.report:
+            self.failures.append({"task": task, "exception": fail})
+        self.task_line(".  ", task)
+        self.write(f"{fail.get_name()} - taskid:{task.name}\n")
+
+    def complete_run(self):
+        self._drop_lock()  # doit has saved its state by now (Runner.finish)
+        self.write_summary()
+        self.write_failures()
+        if self.runtime_errors:
+            self.write("#" * 40 + "\nExecution aborted.\n" + "\n".join(self.runtime_errors) + "\n")
+
+    # -- output ----------------------------------------------------------------------------------
+    def task_line(self, mark: str, task) -> None:
+        self.write(f"{mark}{task.title()}\n")
+
+    @property
+    def n_failed(self) -> int:
+        return self.stats.total_of("failed")
+
+    @property
+    def n_skipped(self) -> int:
+        return self.stats.total_of("skipped")
+
+    def summary_lines(self) -> list[str]:
+        st = self.stats
+        if not st.counts:
+            return []
+        width = max(len(s) for s, _, _ in st.rows(self.STAGE_ORDER))
+        head = f"{'stage':<{max(width, 5)}}" + "".join(f"{HEADINGS[c]:>11}" for c in COLUMNS) + f"{'time':>10}"
+        lines = [head]
+        for stage, row, secs in st.rows(self.STAGE_ORDER):
+            lines.append(f"{stage:<{max(width, 5)}}" + "".join(f"{row[c]:>11}" for c in COLUMNS)
+                         + f"{secs:>9.2f}s")
+        totals = {c: st.total_of(c) for c in COLUMNS}
+        lines.append(f"{'total':<{max(width, 5)}}" + "".join(f"{totals[c]:>11}" for c in COLUMNS)
+                     + f"{sum(st.seconds.values()):>9.2f}s")
+        meta = st.counts.get("meta", dict.fromkeys(COLUMNS, 0))
+        stage = {c: totals[c] - meta[c] for c in COLUMNS}
+        lines.append(f"ttbuild: {stage['ran']} stages ran, {stage['cached']} from cache, {stage['cutoff']} cut off "
+                     f"early, {stage['uptodate']} up to date, {stage['failed']} failed, "
+                     f"{stage['skipped']} skipped; {meta['ran']} variants written to lib/ in {st.elapsed():.2f}s")
+        return lines
+
+    def write_summary(self) -> None:
+        for line in self.summary_lines():
+            self.write(line + "\n")
+        if self.n_failed or self.n_skipped:
+            self.write(f"ttbuild: {self.n_failed} task(s) failed, {self.n_skipped} skipped behind them\n")
+
+    def failure_texts(self) -> list[tuple[str, str]]:
+        """(heading, text) per failed task: the diagnostic (which names the kernel and its variants)
+        plus anything the action printed."""
+        out = []
+        for task, fail in self.stats.failures:
+            text = fail.get_msg().rstrip("\n")
+            printed = "".join(a.out or "" for a in task.actions) + "".join(a.err or "" for a in task.actions)
+            if printed.strip():
+                text += "\n" + printed.rstrip("\n")
+            out.append((f"FAILED {task.name}  {task.doc or ''}".rstrip(), text))
+        return out
+
+    def write_failures(self) -> None:
+        for heading, text in self.failure_texts():
+            self.write("#" * 40 + "\n" + heading + "\n" + text + "\n")

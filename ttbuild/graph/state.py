@@ -1,0 +1,103 @@
+"""Build state on disk: doit's xxh3_64 file checker, the artifacts lock and the sweep of temp files a killed build left."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from doit.dependency import FileChangedChecker
+
+from ttbuild.fileio import TMP_PREFIX, file_digest
+
+
+class XXHashChecker(FileChangedChecker):
+    """doit `check_file_uptodate` checker comparing xxh3_64 digests of file contents.
+
+    State saved per dependency: [mtime_ns, size, inode, digest]. When mtime, size and inode
+    all match the saved state the file is taken as unchanged without reading it; otherwise
+    its digest decides. So a parent stage that reruns and writes identical bytes does not
+    rerun its children (early cutoff). The inode is part of the fast path because atomic
+    writes always make a new inode: a replaced file is re-hashed even on filesystems with
+    coarse mtimes.
+    """
+
+    def check_modified(self, file_path, file_stat, state):
+        if not isinstance(state, (list, tuple)) or len(state) != 4:
+            return True
+        mtime_ns, size, inode, digest = state
+        if file_stat.st_size != size:
+            return True
+        if file_stat.st_mtime_ns == mtime_ns and file_stat.st_ino == inode:
+            return False
+        return file_digest(file_path) != digest
+
+    def get_state(self, dep, current_state):
+        st = os.stat(dep)
+        if (isinstance(current_state, (list, tuple)) and len(current_state) == 4
+                and current_state[:3] in ([st.st_mtime_ns, st.st_size, st.st_ino],
+                                          (st.st_mtime_ns, st.st_size, st.st_ino))):
+            return None
+        return [st.st_mtime_ns, st.st_size, st.st_ino, file_digest(dep)]
+
+
+LOCK_FILE = ".ttbuild.lock"
+
+
+class BuildLock:
+    """An exclusive `flock` on `<artifacts>/.ttbuild.lock`, held while a build runs.
+
+    Two builds on one artifacts/ (`ttbuild build`, `doit`, or one of each) then run one after
+    the other: the second checks up-to-date status only after the first saved its state, so it
+    finds that work done instead of repeating it. The kernel drops the lock when its holder
+    dies (SIGKILL included), so a killed build never wedges the next. Not reentrant: take it
+    once per process (flock locks belong to the open file, and a second open would wait on
+    the first).
+    """
+
+    def __init__(self, artifacts_dir: str | os.PathLike):
+        self.path = Path(artifacts_dir) / LOCK_FILE
+        self._fd: int | None = None
+
+    def acquire(self, on_wait=None) -> "BuildLock":
+        """Block until the lock is ours; `on_wait(path)` is called once if we have to wait."""
+        import fcntl
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                if on_wait is not None:
+                    on_wait(self.path)
+                fcntl.flock(fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing the last descriptor of the open file drops the lock
+            self._fd = None
+
+    def __enter__(self) -> "BuildLock":
+        return self.acquire()
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def sweep_temp_files(artifacts_dir: str | os.PathLike) -> int:
+    """Delete temp files a killed build left behind (`atomic_write`'s `.tmp-*`; nobody ever
+    reads them: readers only see files after their os.replace). Call only under BuildLock,
+    where no other build is mid-write. Returns how many were removed."""
+    n = 0
+    for path in Path(artifacts_dir).rglob(TMP_PREFIX + "*"):
+        try:
+            path.unlink()
+            n += 1
+        except OSError:
+            pass
+    return n

@@ -1,0 +1,162 @@
+"""The doit task graph: one task per unique (stage, key), one `meta:<variant>` per built variant, and DOIT_CONFIG."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import asdict
+from pathlib import Path
+
+from doit.tools import config_changed
+
+import ttbuild
+from ttbuild.stages import STAGES
+
+from .actions import run_stage, write_meta
+from .state import XXHashChecker
+from .reporter import BuildReporter
+from ttbuild.canonical import canonical_json
+
+from .keys import INPUT_ROLE, PARENT_ROLE, OUTPUT_ROLES, chain, extra_inputs, stage_versions
+from .variants import Variant, load_variants
+
+GROUP_DOCS = {
+    "parse": "kernel source -> canonical kernel description (JSON) + location table",
+    "ttir": "kernel description -> TTIR (MLIR generic form)",
+    "ttgir": "TTIR -> TTGIR with layout encodings",
+    "llir": "TTGIR -> LLVM IR",
+    "ptx": "LLVM IR -> PTX",
+    "cubin": "PTX -> cubin (ptxas)",
+    "meta": "artifacts/lib/<variant>.json + .cubin, what the runtime loads",
+}
+TASK_GROUPS = (*STAGES, "meta")
+DEP_FILE = ".doit.db"
+
+
+def doit_config(artifacts_dir: str | Path = "artifacts") -> dict:
+    """DOIT_CONFIG for a ttbuild project.
+
+    The dependency DB lives inside artifacts/ (`artifacts/.doit.db`): it describes exactly
+    the files there, so deleting artifacts/ resets both together, and a CI cache of
+    artifacts/ carries the up-to-date state with it (paths in it are relative).
+    """
+    Path(artifacts_dir).mkdir(parents=True, exist_ok=True)
+    return {
+        "backend": "sqlite3",
+        "dep_file": os.path.join(str(artifacts_dir), DEP_FILE),
+        "continue": True,
+        "check_file_uptodate": XXHashChecker,
+        "default_tasks": list(TASK_GROUPS),
+        "verbosity": 1,
+        "reporter": BuildReporter.for_artifacts(artifacts_dir),
+    }
+
+
+def output_paths(artifacts: Path, stage: str, key: str, kernel: str) -> dict[str, str]:
+    """role -> path of a stage's outputs: artifacts/<stage>/<key>/<kernel>.<ext> (CONTRACTS.md)."""
+    base = artifacts / stage / key
+    if stage == "parse":
+        return {"json": str(base / f"{kernel}.json"), "loc": str(base / f"{kernel}.loc.json")}
+    return {role: str(base / f"{kernel}.{role}") for role in OUTPUT_ROLES[stage]}
+
+
+def _title(task) -> str:
+    return f"{task.name}  {task.doc}" if task.doc else task.name
+
+
+def _rel(path: str | Path) -> Path:
+    """`path` relative to the working directory when inside it: keeps the doit DB portable."""
+    path = Path(path)
+    try:
+        return Path(os.path.relpath(path)) if path.is_absolute() else path
+    except ValueError:  # another drive on Windows
+        return path
+
+
+def variant_doc(v: Variant) -> dict:
+    """The JSON-serialisable fields of a variant that the metadata task needs."""
+    doc = asdict(v)
+    doc["params"] = [[p.kind, p.dtype, p.divisibility] for p in v.params]
+    doc["ptxas_options"] = list(v.ptxas_options)
+    doc["arch"] = v.arch
+    return doc
+
+
+def generate_tasks(kernels_dir: str | Path = "kernels", artifacts_dir: str | Path = "artifacts",
+                   stage_package: str = "ttbuild.stages", variants: list[Variant] | None = None):
+    """Yield doit task dicts for every variant in `kernels_dir`/variants.toml.
+
+    Stage tasks are named `<stage>:<key>` and appear once however many variants share them;
+    their doc names the kernel and every variant that uses them. Raises VariantError for a
+    bad variant list and ImportError when a stage module or its VERSION is missing.
+    """
+    kernels, artifacts = _rel(kernels_dir), _rel(artifacts_dir)
+    if variants is None:
+        variants = load_variants(kernels)
+    versions = stage_versions(stage_package)
+
+    stage_tasks: dict[str, dict] = {}
+    users: dict[str, list[str]] = {}
+    meta_tasks = []
+    for v in variants:
+        outs_of: dict[str, dict[str, str]] = {}
+        loc_path = None
+        for node in chain(v, versions):
+            outs = output_paths(artifacts, node.stage, node.key, v.kernel)
+            outs_of[node.stage] = outs
+            if node.stage == "parse":
+                loc_path = outs["loc"]
+                inputs = {INPUT_ROLE["parse"]: str(kernels / v.file)}
+            else:
+                pstage, prole = PARENT_ROLE[node.stage]
+                inputs = {INPUT_ROLE[node.stage]: outs_of[pstage][prole]}
+                # a debug ttir also reads the loc table (real positions for assert messages)
+                inputs.update({role: outs_of[s][r] for role, (s, r) in extra_inputs(node.stage, node.options).items()})
+            name = f"{node.stage}:{node.key}"
+            users.setdefault(name, []).append(v.name)
+            if name in stage_tasks:
+                continue
+            stage_tasks[name] = {
+                "basename": node.stage, "name": node.key,
+                "actions": [(run_stage, [node.stage, stage_package, inputs, outs, node.options,
+                                         loc_path, None])],
+                "file_dep": list(inputs.values()),
+                "targets": list(outs.values()),
+                "uptodate": [config_changed(canonical_json(
+                    {"stage": node.stage, "version": versions[node.stage], "options": node.options}))],
+                "clean": True,
+                "title": _title,
+                "_kernel": f"{v.kernel} ({v.file})",
+            }
+        if v.until == "cubin":
+            meta_tasks.append(_meta_task(v, artifacts, outs_of, versions))
+
+    for name, task in stage_tasks.items():
+        kernel = task.pop("_kernel")
+        label = f"{kernel} -> {', '.join(users[name])}"
+        task["doc"] = label
+        action, args = task["actions"][0]
+        args[-1] = label
+    for group in TASK_GROUPS:
+        yield {"basename": group, "name": None, "doc": GROUP_DOCS[group]}
+    yield from stage_tasks.values()
+    yield from meta_tasks
+
+
+def _meta_task(v: Variant, artifacts: Path, outs_of: dict, versions: dict) -> dict:
+    lib = artifacts / "lib"
+    json_path, cubin_path = str(lib / f"{v.name}.json"), str(lib / f"{v.name}.cubin")
+    paths = {stage: outs_of[stage][OUTPUT_ROLES[stage][0]] for stage in STAGES}
+    doc = variant_doc(v)
+    return {
+        "basename": "meta", "name": v.name,
+        "actions": [(write_meta, [doc, paths, json_path, cubin_path])],
+        "file_dep": list(paths.values()),
+        "targets": [json_path, cubin_path],
+        # The stage versions ride along so `ttbuild explain` can name a bumped VERSION (the
+        # stage keys already change with it, so this reruns nothing more than they do).
+        "uptodate": [config_changed(canonical_json({"variant": doc, "ttbuild": ttbuild.__version__,
+                                                    "versions": dict(versions)}))],
+        "clean": True,
+        "title": _title,
+        "doc": f"{v.kernel} ({v.file}) -> lib/{v.name}.json, lib/{v.name}.cubin",
+    }

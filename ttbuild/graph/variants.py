@@ -1,0 +1,265 @@
+"""Load and validate kernels/variants.toml into Variant records; bad input raises VariantError at file:line:col."""
+
+from __future__ import annotations
+
+import difflib
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ttbuild.canonical import canonical_json
+from ttbuild.errors import CompilationError, Loc
+from ttbuild.options import DEFAULTS, OptionError, Options
+from ttbuild.signature import SigEntry, parse_signature
+from ttbuild.stages import STAGES
+from ttbuild.target import Target
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised only on 3.10
+    import tomli as tomllib
+
+VARIANTS_FILE = "variants.toml"
+
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+# Variant names become file names under artifacts/lib/: keep them portable.
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z")
+
+# Field -> (required, default); option defaults are `ttbuild.options.Options`'. Order is the
+# order errors are reported in.
+FIELDS: dict[str, tuple[bool, Any]] = {
+    "name": (False, None),
+    "file": (True, None),
+    "kernel": (True, None),
+    "signature": (True, None),
+    "constexprs": (False, {}),
+    "num_warps": (False, DEFAULTS.num_warps),
+    "num_stages": (False, DEFAULTS.num_stages),
+    "num_ctas": (False, DEFAULTS.num_ctas),
+    "target": (False, DEFAULTS.target),
+    "until": (False, "cubin"),
+    "enable_fp_fusion": (False, DEFAULTS.enable_fp_fusion),
+    "debug": (False, DEFAULTS.debug),
+    "ptxas_options": (False, list(DEFAULTS.ptxas_options)),
+}
+
+
+class VariantError(CompilationError):
+    """A variant list the build cannot use: names the file, the variant (1-based index and
+    name when known) and the field, at the field's line when it can be found."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One compiled kernel configuration: a row of kernels/variants.toml with defaults applied.
+
+    `file` is relative to the kernels directory (POSIX separators); `signature` is the AOT
+    string and `params` its parsed entries; `until` is the last stage to build.
+    """
+
+    index: int
+    name: str
+    file: str
+    kernel: str
+    signature: str
+    params: tuple[SigEntry, ...]
+    constexprs: dict = field(hash=False)
+    num_warps: int = DEFAULTS.num_warps
+    num_stages: int = DEFAULTS.num_stages
+    num_ctas: int = DEFAULTS.num_ctas
+    target: str = DEFAULTS.target
+    until: str = "cubin"
+    enable_fp_fusion: bool = DEFAULTS.enable_fp_fusion
+    debug: bool = DEFAULTS.debug
+    ptxas_options: tuple[str, ...] = DEFAULTS.ptxas_options
+
+    @property
+    def options(self) -> Options:
+        """The variant's compile options as one validated value."""
+        return Options(num_warps=self.num_warps, num_ctas=self.num_ctas, num_stages=self.num_stages,
+                       target=self.target, enable_fp_fusion=self.enable_fp_fusion, debug=self.debug,
+                       ptxas_options=self.ptxas_options)
+
+    @property
+    def capability(self) -> int:
+        return Target.parse(self.target).capability
+
+    @property
+    def arch(self) -> str:
+        """ptxas/LLVM arch for the target (`Target.arch`: `sm_90a` for 9.0 and newer)."""
+        return Target.parse(self.target).arch
+
+    @property
+    def stages(self) -> tuple[str, ...]:
+        return STAGES[: STAGES.index(self.until) + 1]
+
+
+def load_variants(kernels_dir: str | Path) -> list[Variant]:
+    """Read `<kernels_dir>/variants.toml` and return its variants in file order.
+
+    Raises VariantError (a CompilationError, rendered with file:line:col, the line and a
+    caret) for TOML syntax errors, unknown or missing fields, wrong types, bad signatures,
+    constexprs that name a signature parameter, missing kernel files and duplicate names.
+    """
+    kernels_dir = Path(kernels_dir)
+    path = kernels_dir / VARIANTS_FILE
+    shown = f"{kernels_dir.name}/{VARIANTS_FILE}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise VariantError(f"cannot read the variant list: {exc.strerror}", Loc(shown, 1, 0)) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise _toml_error(exc, text, shown) from None
+    locator = _Locator(text, shown)
+    extra = sorted(set(data) - {"variant"})
+    if extra:
+        raise VariantError(f"unknown top-level key {extra[0]!r}: only [[variant]] tables belong here",
+                           locator.top(extra[0]))
+    rows = data.get("variant", [])
+    if not isinstance(rows, list):
+        raise VariantError("`variant` must be an array of tables: write [[variant]]", locator.top("variant"))
+    variants, seen = [], {}
+    for index, row in enumerate(rows, start=1):
+        variant = _validate(index, row, kernels_dir, locator)
+        if variant.name in seen:
+            raise VariantError(
+                f"variant #{index}: name {variant.name!r} is already used by variant #{seen[variant.name]}",
+                locator.field(index, "name"))
+        seen[variant.name] = index
+        variants.append(variant)
+    return variants
+
+
+def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator") -> Variant:
+    label = f"variant #{index}" + (f" ({row['name']})" if isinstance(row.get("name"), str) else "")
+
+    def fail(fld: str, why: str) -> VariantError:
+        return VariantError(f"{label}: field {fld!r}: {why}", locator.field(index, fld))
+
+    for key in row:
+        if key not in FIELDS:
+            near = difflib.get_close_matches(key, FIELDS, n=1)
+            raise fail(key, "unknown field" + (f"; did you mean {near[0]!r}?" if near else
+                                                f"; known fields: {', '.join(FIELDS)}"))
+    values = {}
+    for key, (required, default) in FIELDS.items():
+        if key not in row:
+            if required:
+                raise VariantError(f"{label}: missing required field {key!r}", locator.header(index))
+            values[key] = default
+        else:
+            values[key] = row[key]
+
+    for key in ("file", "kernel", "signature", "target", "until"):
+        if not isinstance(values[key], str):
+            raise fail(key, f"must be a string, got {_tname(values[key])}")
+    if values["name"] is not None and (not isinstance(values["name"], str) or not _NAME.match(values["name"])):
+        raise fail("name", "must be a string of letters, digits, '_', '.', '-' starting with a letter or '_'")
+    if not _IDENT.match(values["kernel"]):
+        raise fail("kernel", f"{values['kernel']!r} is not a Python identifier")
+
+    rel = values["file"]
+    if Path(rel).is_absolute() or ".." in Path(rel).parts or "\\" in rel:
+        raise fail("file", f"{rel!r} must be a relative path inside the kernels directory")
+    if not rel.endswith(".py"):
+        raise fail("file", f"{rel!r} is not a Python file")
+    if not (kernels_dir / rel).is_file():
+        raise fail("file", f"{rel!r} does not exist in {kernels_dir.name}/")
+
+    try:
+        params = parse_signature(values["signature"])
+    except ValueError as exc:
+        raise fail("signature", str(exc)) from None
+
+    constexprs = values["constexprs"]
+    if not isinstance(constexprs, dict):
+        raise fail("constexprs", f"must be a table like {{ BLOCK_SIZE = 1024 }}, got {_tname(constexprs)}")
+    for cname, cval in constexprs.items():
+        if not _IDENT.match(cname):
+            raise fail("constexprs", f"{cname!r} is not a parameter name")
+        if not isinstance(cval, (bool, int, float, str)):
+            raise fail("constexprs", f"{cname} = {cval!r}: a constexpr is an int, float, bool or string")
+
+    opts = values["ptxas_options"]
+    if not isinstance(opts, list):  # a TOML array; Options also takes a tuple
+        raise fail("ptxas_options", "must be a list of strings")
+    try:
+        options = Options.from_mapping(values)
+    except OptionError as exc:
+        raise fail(exc.field, exc.why) from None
+    if values["until"] not in STAGES:
+        raise fail("until", f"must be one of {', '.join(STAGES)}, got {values['until']!r}")
+
+    name = values["name"] or _default_name(values)
+    return Variant(index=index, name=name, file=rel, kernel=values["kernel"],
+                   signature=",".join(str(p) for p in params), params=tuple(params),
+                   constexprs=dict(constexprs), num_warps=options.num_warps,
+                   num_stages=options.num_stages, num_ctas=options.num_ctas,
+                   target=options.target, until=values["until"],
+                   enable_fp_fusion=options.enable_fp_fusion, debug=options.debug,
+                   ptxas_options=options.ptxas_options)
+
+
+def _default_name(values: dict) -> str:
+    from .keys import xxh3_hex
+
+    opts = {k: v for k, v in values.items() if k not in ("name", "until")}
+    return f"{values['kernel']}_{xxh3_hex(canonical_json(opts))[:8]}"
+
+
+def _tname(value: Any) -> str:
+    return {dict: "a table", list: "an array", bool: "a boolean", int: "an integer",
+            float: "a float", str: "a string"}.get(type(value), type(value).__name__)
+
+
+def _toml_error(exc: "tomllib.TOMLDecodeError", text: str, shown: str) -> VariantError:
+    # tomllib's message ends with "(at line L, column C)" (1-based both).
+    msg = str(exc)
+    match = re.search(r"\(at line (\d+), column (\d+)\)", msg)
+    if not match:
+        return VariantError(f"invalid TOML: {msg}", Loc(shown, 1, 0))
+    line, col = int(match.group(1)), int(match.group(2))
+    lines = text.splitlines()
+    src = lines[line - 1] if 0 < line <= len(lines) else ""
+    return VariantError(f"invalid TOML: {msg[: match.start()].strip()}", Loc(shown, line, max(col - 1, 0), src))
+
+
+class _Locator:
+    """Finds the line of a variant's field by scanning the text (tomllib keeps no positions):
+    the N-th `[[variant]]` header, then `field =` inside that block."""
+
+    def __init__(self, text: str, shown: str):
+        self.lines = text.splitlines()
+        self.shown = shown
+        self.headers = [i for i, ln in enumerate(self.lines) if re.match(r"\s*\[\[\s*variant\s*\]\]", ln)]
+
+    def _loc(self, i: int, col: int = 0) -> Loc:
+        return Loc(self.shown, i + 1, col, self.lines[i])
+
+    def header(self, index: int) -> Loc | None:
+        if index - 1 < len(self.headers):
+            i = self.headers[index - 1]
+            return self._loc(i, len(self.lines[i]) - len(self.lines[i].lstrip()))
+        return Loc(self.shown, 1, 0)
+
+    def field(self, index: int, name: str) -> Loc | None:
+        if index - 1 >= len(self.headers):
+            return Loc(self.shown, 1, 0)
+        start = self.headers[index - 1]
+        end = self.headers[index] if index < len(self.headers) else len(self.lines)
+        pat = re.compile(rf"\s*{re.escape(name)}\s*=")
+        for i in range(start + 1, end):
+            m = pat.match(self.lines[i])
+            if m:
+                return self._loc(i, len(self.lines[i]) - len(self.lines[i].lstrip()))
+        return self.header(index)
+
+    def top(self, name: str) -> Loc:
+        for i, ln in enumerate(self.lines):
+            if re.match(rf"\s*\[*\s*{re.escape(name)}\b", ln):
+                return self._loc(i)
+        return Loc(self.shown, 1, 0)

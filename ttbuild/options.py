@@ -1,0 +1,102 @@
+"""Compile options as one frozen value (`Options`), every default stated once and validated once; stdlib only.
+
+Modelled on Triton's `CUDAOptions` (third_party/nvidia/backend/compiler.py): a frozen dataclass
+whose fields are the knobs a kernel variant sets. The variant list (graph/variants.py), the
+stages (stages/*.py) and the in-memory driver (compiler.py) all build their options here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, Mapping
+
+from ttbuild.errors import TTBuildError
+from ttbuild.target import DEFAULT_TARGET, Target, TargetError
+
+# Triton's limit: a CTA holds at most 1024 threads = 32 warps of 32 threads.
+MAX_NUM_WARPS = 32
+
+
+class OptionError(TTBuildError, ValueError):
+    """An option value the compiler cannot use; `field` names the option, `why` says what is
+    wrong (`str()` is "<field>: <why>")."""
+
+    def __init__(self, field: str, why: str):
+        self.field, self.why = field, why
+        super().__init__(f"{field}: {why}")
+
+
+@dataclass(frozen=True)
+class Options:
+    """The options of one kernel variant past its signature and constexprs.
+
+    num_warps: warps per program (CTA), a power of two 1..32. num_ctas: CTAs per program
+    (only 1 is lowered). num_stages: default software-pipelining depth (>= 1). target: the
+    GPU, "cuda:<cc>" (`ttbuild.target.Target`). enable_fp_fusion: let LLVM contract
+    mul+add into FMA. debug: keep tl.device_assert (Triton's debug=True). ptxas_options:
+    extra ptxas flags, e.g. ("-O3",).
+
+    Raises OptionError (a ValueError) from `__post_init__` for a value of the wrong type or
+    range; the messages are the ones the variant list reports at the field's line.
+    """
+
+    num_warps: int = 4
+    num_ctas: int = 1
+    num_stages: int = 3
+    target: str = str(DEFAULT_TARGET)
+    enable_fp_fusion: bool = True
+    debug: bool = False
+    ptxas_options: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        for name in ("num_warps", "num_stages", "num_ctas"):
+            val = getattr(self, name)
+            if isinstance(val, bool) or not isinstance(val, int) or val < 1:
+                raise OptionError(name, f"must be a positive integer, got {val!r}")
+        if self.num_warps & (self.num_warps - 1) or self.num_warps > MAX_NUM_WARPS:
+            raise OptionError("num_warps", f"must be a power of two from 1 to {MAX_NUM_WARPS}, got {self.num_warps}")
+        if not isinstance(self.target, str):
+            raise OptionError("target", f"must be a string, got {self.target!r}")
+        try:
+            Target.parse(self.target)
+        except TargetError as exc:
+            raise OptionError("target", str(exc)) from None
+        for name in ("enable_fp_fusion", "debug"):
+            if not isinstance(getattr(self, name), bool):
+                raise OptionError(name, f"must be true or false, got {getattr(self, name)!r}")
+        opts = self.ptxas_options
+        if not isinstance(opts, (list, tuple)) or not all(isinstance(o, str) for o in opts):
+            raise OptionError("ptxas_options", "must be a list of strings")
+        object.__setattr__(self, "ptxas_options", tuple(opts))
+
+    @property
+    def target_info(self) -> Target:
+        """`target` parsed: backend, capability, arch, PTX version."""
+        return Target.parse(self.target)
+
+    @property
+    def arch(self) -> str:
+        """ptxas/LLVM arch of `target` ("sm_90a")."""
+        return self.target_info.arch
+
+    @classmethod
+    def from_mapping(cls, options: Mapping[str, Any]) -> "Options":
+        """Options from a stage's option dict: the keys named like fields are read, the rest
+        (signature, arch, ...) ignored; absent fields take the defaults above. Raises OptionError."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in options.items() if k in names})
+
+
+FIELD_NAMES = tuple(f.name for f in fields(Options))
+DEFAULTS = Options()
+
+
+def stage_options(stage: str, options: Mapping[str, Any]) -> Options:
+    """`Options.from_mapping(options)` for stage `stage`'s `run`: an invalid value becomes a
+    CompilationError naming the stage (a stage reports bad input, never a traceback)."""
+    from ttbuild.errors import CompilationError
+
+    try:
+        return Options.from_mapping(options)
+    except OptionError as exc:
+        raise CompilationError(f"option {exc}", stage=stage) from None

@@ -1,0 +1,115 @@
+"""Triton AOT signature strings (`*fp32:16,i32`): the one grammar, parsed into typed entries or ValueError; stdlib only.
+
+Used by the variant list (graph/variants.py), the frontend (frontend/codegen.py) and the
+runtime's metadata checks (runtime/metadata.py), so all three agree on what is valid.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ttbuild.errors import TTBuildError
+
+# Dtype names as Triton spells them in signatures (triton/compiler/code_generator.py,
+# triton/tools/compile.py), with their size in bytes; docs/CONTRACTS.md lists the same set.
+DTYPE_BYTES = {
+    "i1": 1, "i8": 1, "i16": 2, "i32": 4, "i64": 8,
+    "u8": 1, "u16": 2, "u32": 4, "u64": 8,
+    "fp16": 2, "bf16": 2, "fp32": 4, "fp64": 8, "fp8e4nv": 1, "fp8e5": 1,
+}
+DTYPES = frozenset(DTYPE_BYTES)
+
+# Other spellings the frontend has accepted (`f32`, `u1`, ...), read as the canonical name:
+# a parsed entry always prints canonically, so metadata and keys see one spelling.
+ALIASES = {"u1": "i1", "f16": "fp16", "f32": "fp32", "f64": "fp64"}
+
+# Triton's frontend dtype name of each signature dtype (triton.language: int32, uint8, ...).
+LANGUAGE_NAMES = {"i1": "int1", **{f"i{b}": f"int{b}" for b in (8, 16, 32, 64)},
+                  **{f"u{b}": f"uint{b}" for b in (8, 16, 32, 64)},
+                  **{n: n for n in ("fp8e4nv", "fp8e5", "fp16", "bf16", "fp32", "fp64")}}
+
+# Triton specialises on 16: an address or integer value that is a multiple of 16
+# (`tt.divisibility = 16`). 1 means "nothing known" and is the default.
+DIVISIBILITIES = (1, 16)
+
+
+class SignatureError(TTBuildError, ValueError):
+    """A signature entry the compiler cannot use; `field` is "dtype", "divisibility" or "entry"."""
+
+    def __init__(self, message: str, field: str = "entry"):
+        self.field = field
+        super().__init__(message)
+
+
+@dataclass(frozen=True)
+class SigEntry:
+    """One non-constexpr kernel parameter: `kind` is "pointer" or "scalar", `dtype` a Triton
+    signature dtype name (the pointee for pointers; canonical, see DTYPES), `divisibility` 1
+    or 16 (bytes for pointers, value for integers)."""
+
+    kind: str
+    dtype: str
+    divisibility: int = 1
+
+    @property
+    def is_pointer(self) -> bool:
+        return self.kind == "pointer"
+
+    @property
+    def language_dtype(self) -> str:
+        """The dtype's triton.language name: "i32" -> "int32", "fp16" -> "fp16"."""
+        return LANGUAGE_NAMES[self.dtype]
+
+    def __str__(self) -> str:
+        star = "*" if self.is_pointer else ""
+        div = f":{self.divisibility}" if self.divisibility != 1 else ""
+        return f"{star}{self.dtype}{div}"
+
+
+def parse_entry(text: str) -> SigEntry:
+    """Parse one entry: `*fp32:16`, `i32`, `fp16`, `*u8`, `i64:16` (aliases `f32`, `u1`, ...
+    read as their canonical names).
+
+    Raises SignatureError (a ValueError; `field` says which part is wrong) for an empty entry,
+    an unknown dtype, a divisibility other than 1 or 16, or a divisibility on a float scalar.
+    """
+    item = text.strip() if isinstance(text, str) else ""
+    if not item:
+        raise SignatureError("entry is empty (stray comma?)")
+    pointer = item.startswith("*")
+    body = item[1:] if pointer else item
+    dtype, sep, div_text = body.partition(":")
+    dtype = ALIASES.get(dtype, dtype)
+    if dtype not in DTYPES:
+        hint = " (constant values go in `constexprs`)" if dtype.lstrip("-").isdigit() else ""
+        raise SignatureError(f"unknown dtype {body.partition(':')[0]!r}{hint}; "
+                             f"expected one of {' '.join(sorted(DTYPES))}", "dtype")
+    divisibility = 1
+    if sep:
+        if not div_text.isdigit() or int(div_text) not in DIVISIBILITIES:
+            raise SignatureError(f"divisibility must be 16, got {div_text!r}", "divisibility")
+        divisibility = int(div_text)
+        if not pointer and not dtype.startswith(("i", "u")):
+            raise SignatureError("only pointers and integers take a divisibility", "divisibility")
+    return SigEntry("pointer" if pointer else "scalar", dtype, divisibility)
+
+
+def parse_signature(text: str) -> list[SigEntry]:
+    """Parse `"*fp32:16,*fp32:16,i32"` into SigEntry items, one per non-constexpr parameter.
+
+    Raises SignatureError naming the bad entry (by 1-based position) and why: unknown dtype,
+    divisibility other than 16, a float scalar with a divisibility, or an empty entry.
+    Constant values (Triton AOT's `1024` entries) belong in `constexprs`, not here.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise SignatureError("signature is empty: list the non-constexpr parameters, e.g. '*fp32:16,i32'")
+    entries = []
+    for pos, raw in enumerate(text.split(","), start=1):
+        item = raw.strip()
+        if not item:
+            raise SignatureError(f"entry {pos} is empty (stray comma?)")
+        try:
+            entries.append(parse_entry(item))
+        except SignatureError as exc:
+            raise SignatureError(f"entry {pos} {item!r}: {exc}", exc.field) from None
+    return entries

@@ -57,3 +57,58 @@ def table(headers, rows) -> str:
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)) for r in cells]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
+
+
+# Triton in a child process. DISABLE_MMA_V3 is read when Triton compiles and is part of its cache
+# key (triton.knobs), so setting it in the environment of a fresh interpreter, before `triton` is
+# imported there, is the one reliable way to force Triton onto mma.sync next to a default run.
+WORKER_FLAG = "--triton-worker"
+RESULT_TAG = "TTBUILD_BENCH_RESULT "
+
+
+def triton_worker(script: str, job: dict, disable_mma_v3: bool, timeout: float = 1800) -> dict:
+    """Run `python <script> --triton-worker <job json>` with or without DISABLE_MMA_V3=1 and return
+    the dict it printed after RESULT_TAG; {"error": ...} when it failed (the benchmark goes on)."""
+    import json
+    import subprocess
+    import sys
+
+    env = dict(os.environ)
+    env.pop("DISABLE_MMA_V3", None)
+    if disable_mma_v3:
+        env["DISABLE_MMA_V3"] = "1"
+    try:
+        proc = subprocess.run([sys.executable, script, WORKER_FLAG, json.dumps(job)], env=env,
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout:.0f} s"}
+    for line in proc.stdout.splitlines():
+        if line.startswith(RESULT_TAG):
+            return json.loads(line[len(RESULT_TAG):])
+    return {"error": f"exit {proc.returncode}: {(proc.stderr or proc.stdout)[-1500:]}"}
+
+
+def report_worker_result(result: dict) -> None:
+    """Print a worker's result for the parent (the last line of stdout it reads)."""
+    import json
+
+    print(RESULT_TAG + json.dumps(result), flush=True)
+
+
+def mma_kind(compiled) -> str:
+    """'wgmma', 'mma.sync' or '?' from a Triton CompiledKernel's PTX: which path it really took."""
+    try:
+        ptx = compiled.asm["ptx"]
+    except Exception:  # noqa: BLE001  (older/newer Triton objects: the label is informative only)
+        return "?"
+    if "wgmma.mma_async" in ptx:
+        return "wgmma"
+    return "mma.sync" if "mma.sync" in ptx else "no mma"
+
+
+def variant_or_reason(lib, name: str):
+    """(launcher, "") for a built variant, else (None, why): a variant kept short of cubin by
+    `until` in variants.toml is not in lib/ until the compiler can build it."""
+    if any(v.variant == name for v in lib.variants):
+        return lib.variant(name), ""
+    return None, f"variant {name} is not built (not in {lib.lib_dir}; `until` in kernels/variants.toml?)"

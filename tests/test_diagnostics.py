@@ -170,17 +170,6 @@ def test_chained_comparison():
     assert_at(err, lines, "m = 0 < n", "0 < n")
 
 
-def test_constexpr_parameter_given_a_runtime_value():
-    src = (HEADER + "def helper(x, K: tl.constexpr):\n    return x * K\n\n\n@triton.jit\n"
-           "def k(p, n):\n    tl.store(p, helper(1.0, n))\n")
-    out = parse.run({"source": src.encode()}, {"kernel": "k", "file": "h.py"})
-    with pytest.raises(CompilationError) as ei:
-        ttir.run({"json": out["json"]}, {"signature": ["*fp32", "i32"], "constexprs": {}})
-    err = locate(ei.value, out["loc"])
-    assert "argument 'K' of helper() is constexpr but got a runtime value" in err.message
-    assert err.loc.line == 12 and err.loc.col == len("    tl.store(p, ")
-
-
 def test_math_on_fp16_needs_an_explicit_cast():
     err, lines = compile_error("y = tl.exp(tl.load(p))\n", signature=("*fp16", "i32"))
     assert err.message == "tl.exp expects dtype fp32 or fp64 but got fp16; cast with .to(tl.float32)"

@@ -127,7 +127,10 @@ def zeros_like(cx, input):
 
 @builtin("cast")
 def cast(cx, input, dtype, fp_downcast_rounding=None, bitcast=False):
-    return S.cast(cx, tensor(cx, input, "input"), dtype_arg(cx, dtype), bitcast=cval(cx, bitcast, "bitcast"),
+    # A pointer type is a valid target too (`x.to(tl.pointer_type(tl.float16))`: int -> pointer).
+    dst = cval(cx, dtype, "dtype")
+    dst = dst if isinstance(dst, T.PointerType) else dtype_arg(cx, dtype)
+    return S.cast(cx, tensor(cx, input, "input"), dst, bitcast=cval(cx, bitcast, "bitcast"),
                   rounding=cval(cx, fp_downcast_rounding, "fp_downcast_rounding"))
 
 

@@ -128,6 +128,8 @@ class Expressions:
                 return Constexpr(st)
             if node.attr == "shape":
                 return Constexpr(tuple(base.type.shape))
+            if node.attr == "type":  # Triton's tensor.type: the block type, or the scalar type
+                return Constexpr(base.type)
             if node.attr == "T" and len(base.type.shape) == 2:
                 fail(self.cx, "transpose (.T) is not supported yet")
             if node.attr in B.METHODS or node.attr in B.BUILTINS:
@@ -136,6 +138,8 @@ class Expressions:
         if isinstance(base, Constexpr):
             if isinstance(base.value, T.DType):
                 return self._dtype_attr(base.value, node.attr)
+            if isinstance(base.value, (T.PointerType, T.BlockType)):
+                return self._type_attr(base.value, node.attr)
             if node.attr == "value":
                 return base
         fail(self.cx, f"unsupported attribute access .{node.attr} on {S.describe(base)}")
@@ -149,6 +153,17 @@ class Expressions:
         if attr in probes:
             return ("const_method", probes[attr])
         fail(self.cx, f"dtype has no attribute {attr!r}")
+
+    def _type_attr(self, ty, attr: str):
+        """`.element_ty` of a pointer type (the pointee) or of a block type (its element), as
+        Triton's `pointer_type.element_ty` / `block_type.element_ty`; a block type's `.shape`."""
+        if attr == "element_ty":
+            return Constexpr(ty.element)
+        if attr == "shape" and isinstance(ty, T.BlockType):
+            return Constexpr(tuple(ty.shape))
+        if attr == "is_ptr":
+            return ("const_method", isinstance(ty, T.PointerType))
+        fail(self.cx, f"{ty} has no attribute {attr!r}")
 
     def visit_BinOp(self, node):
         return S.binary(self.cx, BINOPS[type(node.op)], self.visit(node.left), self.visit(node.right))
@@ -313,8 +328,9 @@ class Expressions:
                     bound[p["name"]] = self.visit(defaults[p["name"]])
                 finally:
                     self.scope = saved
-            if self._param_is_constexpr(p, kernel=False) and not isinstance(bound[p["name"]], Constexpr):
-                fail(self.cx, f"argument {p['name']!r} of {name}() is constexpr but got a runtime value")
+            # A helper's `tl.constexpr` annotation does not force the argument: as in Triton 3.6
+            # (code_generator.call_JitFunction), what the caller passes decides, so a runtime
+            # value (tutorial 06 passes offs_m and N_CTX this way) stays a runtime value.
         saved_scope, self.scope = self.scope, bound
         # The callee's own loops decide whether its early returns can be lowered, not the caller's.
         saved_loops, self.loops = self.loops, 0

@@ -1,12 +1,12 @@
-"""Less common `tl` builtins, each after Triton 3.6 `core`/`math`/`semantic`: clamp (tt.clampf), fdiv, div_rn (tt.precise_divf), sqrt_rn (tt.precise_sqrt), umulhi (tt.mulhiui), join (tt.join), split (tt.split)."""
+"""Less common `tl` builtins, each after Triton 3.6 `core`/`math`/`semantic`: clamp (tt.clampf), fdiv, div_rn (tt.precise_divf), sqrt_rn (tt.precise_sqrt), umulhi (tt.mulhiui), join (tt.join), split (tt.split), pointer_type."""
 
 from __future__ import annotations
 
 from . import semantic as S
 from . import types as T
-from .args import BuiltinRules, cval, tensor
+from .args import BuiltinRules, cval, dtype_arg, tensor
 from .irtext import Value
-from .semantic import fail
+from .semantic import Constexpr, fail
 
 RULES = BuiltinRules()  # this module's rules; ttbuild.frontend.builtin_table builds the tables
 builtin = RULES.builtin
@@ -102,4 +102,12 @@ def split(cx, a):
     return tuple(cx.b.op("tt.split", [a], [rt, rt]))
 
 
+@builtin("pointer_type")
+def pointer_type(cx, element_ty, address_space=1, const=False):
+    """`tl.pointer_type(tl.float16)`: the type of a global pointer to fp16, a constexpr usable as a
+    cast target (`tl.load(table + g).to(tl.pointer_type(tl.float16))`, tutorial 08) and in
+    comparisons. Only address space 1 (global) and non-const pointers, as `!tt.ptr<f16>` is."""
+    if cval(cx, address_space, "address_space") != 1 or cval(cx, const, "const"):
+        fail(cx, "tl.pointer_type supports global (address_space=1), non-const pointers only")
+    return Constexpr(T.PointerType(dtype_arg(cx, element_ty, "element_ty")))
 

@@ -1,0 +1,191 @@
+"""FlashAttention-2 forward, fp16 (tutorial 06 form with pointer loads, kernels/attention.py `_attn_fwd`): TFLOP/s of ttbuild's build vs Triton 3.6 compiled from the same source and config, forced onto mma.sync (DISABLE_MMA_V3=1: the comparison the ratios use) and by default (for reference), and torch SDPA; same run, same GPU.
+
+Z=4, H=32, head dim 64 and 128, N_CTX 4096 and 16384, causal and not; BLOCK_M 128, BLOCK_N 64,
+4 warps at d64 and 8 at d128, 3 stages (variants attn_fwd_d{64,128}[_causal]). FLOPs counted as
+the tutorial: 4 Z H N^2 d, halved when causal. Triton runs in child processes (one with
+DISABLE_MMA_V3=1 set before triton is imported), each checking its output against SDPA.
+A ttbuild variant that is not built (`until` in kernels/variants.toml) is reported and skipped.
+Artifacts: `doit` (kernels/ -> artifacts/; elsewhere $TTBUILD_ARTIFACTS or --artifacts DIR).
+Usage: python benchmarks/bench_attention.py [--artifacts DIR] [--ctx 4096,16384] [--dims 64,128]
+       [--batch 4] [--heads 32] [--no-triton]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+
+from _common import (
+    WORKER_FLAG,
+    bench_ms,
+    have_triton,
+    kernel_module,
+    mma_kind,
+    report_worker_result,
+    table,
+    triton_worker,
+    variant_or_reason,
+)
+
+BLOCK_M, BLOCK_N, NUM_STAGES = 128, 64, 3
+WARPS = {64: 4, 128: 8}
+SM_SCALE = 0.5
+
+
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+def _name(d, causal):
+    return f"attn_fwd_d{d}" + ("_causal" if causal else "")
+
+
+def _tflops(case, ms):
+    Z, H, N, d, causal = case
+    return 4.0 * Z * H * N * N * d * (0.5 if causal else 1.0) / (ms * 1e-3) / 1e12
+
+
+def _tensors(torch, case):
+    Z, H, N, d, _ = case
+    gen = torch.Generator(device="cuda").manual_seed(N + d)
+    q, k, v = ((torch.randn(Z, H, N, d, device="cuda", generator=gen) * 0.5).half() for _ in range(3))
+    o = torch.empty_like(q)
+    m = torch.empty(Z * H * N, device="cuda", dtype=torch.float32)
+    return q, k, v, o, m
+
+
+def _args(q, k, v, o, m):
+    Z, H, N, _ = q.shape
+    return (q, k, v, SM_SCALE, m, o, *q.stride(), *k.stride(), *v.stride(), *o.stride(), Z, H, N)
+
+
+def _sdpa(torch, q, k, v, causal):
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=SM_SCALE)
+
+
+def _close(torch, o, ref):
+    return bool(torch.allclose(o.float(), ref.float(), rtol=0, atol=2e-2))
+
+
+def worker(job: dict) -> None:
+    """Child process: Triton's _attn_fwd from kernels/attention.py on every case."""
+    import torch
+
+    mod = kernel_module("attention")
+    results = []
+    for case in map(tuple, job["cases"]):
+        Z, H, N, d, causal = case
+        q, k, v, o, m = _tensors(torch, case)
+        ref = _sdpa(torch, q, k, v, causal)
+        grid = (_cdiv(N, BLOCK_M), Z * H, 1)
+
+        def fn(grid=grid, t=(q, k, v, o, m), d=d, causal=causal):
+            return mod._attn_fwd[grid](*_args(*t), HEAD_DIM=d, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
+                                       STAGE=3 if causal else 1, num_warps=WARPS[d], num_stages=NUM_STAGES)
+        try:
+            o.fill_(float("nan"))
+            compiled = fn()
+            torch.cuda.synchronize()
+            results.append({"case": case, "ok": _close(torch, o, ref), "mma": mma_kind(compiled), "ms": bench_ms(fn)})
+        except Exception as e:  # noqa: BLE001  (one case failing must not lose the others)
+            results.append({"case": case, "error": f"{type(e).__name__}: {e}"[:300]})
+    report_worker_result({"results": results})
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--artifacts", default=os.environ.get("TTBUILD_ARTIFACTS", "artifacts"))
+    ap.add_argument("--ctx", default="4096,16384")
+    ap.add_argument("--dims", default="64,128")
+    ap.add_argument("--batch", type=int, default=4)
+    ap.add_argument("--heads", type=int, default=32)
+    ap.add_argument("--no-triton", action="store_true")
+    args = ap.parse_args(argv)
+
+    import torch
+
+    import ttbuild.runtime as rt
+
+    gpu = torch.cuda.get_device_name()
+    cases = [(args.batch, args.heads, n, d, causal) for d in map(int, args.dims.split(","))
+             for n in map(int, args.ctx.split(",")) for causal in (False, True)]
+
+    tri_v2 = tri_v3 = {}
+    if not args.no_triton and have_triton():
+        tri_v2 = triton_worker(__file__, {"cases": cases}, disable_mma_v3=True)
+        tri_v3 = triton_worker(__file__, {"cases": cases}, disable_mma_v3=False)
+        for label, res in (("DISABLE_MMA_V3=1", tri_v2), ("default", tri_v3)):
+            if "error" in res:
+                print(f"triton ({label}) failed: {res['error']}")
+    elif not args.no_triton:
+        print("triton is not importable here: Triton columns left empty")
+    v2 = {tuple(r["case"]): r for r in tri_v2.get("results", [])}
+    v3 = {tuple(r["case"]): r for r in tri_v3.get("results", [])}
+
+    lib = rt.load(args.artifacts)
+    notes, rows = [], []
+
+    def tri(index, case):
+        r = index.get(case)
+        if r is None:
+            return None, ""
+        if "error" in r:
+            notes.append(f"triton {case}: {r['error']}")
+            return None, "error"
+        if not r["ok"]:
+            notes.append(f"triton {case} ({r['mma']}): WRONG result")
+        return _tflops(case, r["ms"]), r["mma"]
+
+    for case in cases:
+        Z, H, N, d, causal = case
+        q, k, v, o, m = _tensors(torch, case)
+        ref = _sdpa(torch, q, k, v, causal)
+        sdpa = _tflops(case, bench_ms(lambda t=(q, k, v), c=causal: _sdpa(torch, *t, c)))
+        launcher, why = variant_or_reason(lib, _name(d, causal))
+        ours = None
+        if launcher is None:
+            notes.append(f"skip ttbuild {_name(d, causal)}: {why}")
+        else:
+            grid = (_cdiv(N, BLOCK_M), Z * H, 1)
+            fn = lambda launcher=launcher, grid=grid, t=(q, k, v, o, m): launcher[grid](*_args(*t))
+            try:
+                o.fill_(float("nan"))
+                fn()
+                torch.cuda.synchronize()
+                if not _close(torch, o, ref):
+                    notes.append(f"ttbuild {_name(d, causal)} at N={N}: WRONG result")
+                ours = _tflops(case, bench_ms(fn))
+            except Exception as e:  # noqa: BLE001
+                notes.append(f"ttbuild {_name(d, causal)} at N={N}: {type(e).__name__}: {e}")
+        t2, k2 = tri(v2, case)
+        t3, k3 = tri(v3, case)
+        rows.append((d, N, "yes" if causal else "no", _fmt(ours), _fmt(t2) + (f" ({k2})" if k2 else ""),
+                     _ratio(ours, t2), _fmt(t3) + (f" ({k3})" if k3 else ""), _ratio(ours, t3), _fmt(sdpa),
+                     _ratio(ours, sdpa)))
+    print(f"\nattention forward fp16, Z={args.batch} H={args.heads}, BLOCK_M={BLOCK_M} BLOCK_N={BLOCK_N} "
+          f"{NUM_STAGES} stages, {gpu}, TFLOP/s, medians of triton.testing.do_bench")
+    print(table(["d", "N_CTX", "causal", "ttbuild", "triton DISABLE_MMA_V3=1", "x triton mma.sync",
+                 "triton default", "x triton default", "torch SDPA", "x SDPA"], rows))
+    for n in dict.fromkeys(notes):
+        print("note:", n)
+
+
+def _fmt(x):
+    return "" if x is None else f"{x:,.0f}"
+
+
+def _ratio(a, b):
+    return f"{a / b:.3f}" if a and b else ""
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 3 and sys.argv[1] == WORKER_FLAG:
+        worker(json.loads(sys.argv[2]))
+    else:
+        main()

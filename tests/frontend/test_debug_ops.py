@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -15,10 +13,10 @@ from ttbuild.errors import CompilationError
 from ttbuild.frontend.debugops import munge_prefix
 from ttbuild.frontend.locs import locate, node_id_of
 from ttbuild.stages import parse, ttir
+from filecheck_util import filecheck
 
 HERE = Path(__file__).resolve().parent
 GOLDEN = HERE / "kernels" / "debug_ops.py"
-FILECHECK = Path(sys.executable).parent / "filecheck"
 HEADER = "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
 OPTS = {"signature": ["*i32:16", "*fp32:16", "i32"], "constexprs": {"BLOCK": 128}}
 
@@ -32,11 +30,7 @@ def build(src: bytes, *, debug: bool, with_loc: bool = True, kernel="debug_kerne
 
 def test_debug_golden(tmp_path):
     """The DEBUG lines of the golden kernel (its CHECK lines, debug off, run in tests/test_ttir.py)."""
-    inp = tmp_path / "in.ttir"
-    inp.write_text(build(GOLDEN.read_bytes(), debug=True))
-    proc = subprocess.run([str(FILECHECK), str(GOLDEN), "--check-prefix", "DEBUG", "--input-file", str(inp)],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr + inp.read_text()
+    filecheck(build(GOLDEN.read_bytes(), debug=True), GOLDEN, tmp_path, prefix="DEBUG")
 
 
 def test_without_debug_asserts_vanish_and_the_loc_table_is_ignored():

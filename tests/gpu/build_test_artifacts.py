@@ -20,7 +20,7 @@ def main(argv: list[str]) -> None:
                     "-o", str(out), "--cache", "off"], check=True, cwd=REPO)
     subprocess.run([sys.executable, "-m", "ttbuild", "build", str(REPO / "tests" / "data" / "gpu_kernels" / "pipeline"),
                     "-o", str(out / "pipeline"), "--cache", "off"], check=True, cwd=REPO)
-    sys.path[:0] = [str(REPO), str(REPO / "tests")]
+    sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "gpu"), str(REPO / "tests" / "backend")]
     from test_backend_gpu import KERNELS, build_cubin
 
     (out / "cubins").mkdir(parents=True, exist_ok=True)

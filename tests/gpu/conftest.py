@@ -29,7 +29,7 @@ def built_variants() -> list[tuple[str, str]]:
 
 
 # Kernels the generic per-variant tests (test_gpu_kernels.py) know how to call and check; the
-# tutorial kernels have their own tests (test_gpu_tutorials.py, ../test_backend_gpu_*.py).
+# tutorial kernels have their own tests (test_gpu_tutorials.py, test_backend_gpu_*.py).
 ELEMENTWISE_KERNELS = ("add_kernel", "axpy_kernel")
 
 

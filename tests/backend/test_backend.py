@@ -4,8 +4,6 @@ lines hold (filecheck), accesses are 16 bytes wide, cubins are ELF, real Triton 
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,10 +12,10 @@ from oracle import run_triton
 from ttbuild.backend.llir.emit import max_registers
 from ttbuild.errors import CompilationError, NotSupportedYet, ToolError
 from ttbuild.stages import cubin, llir, ptx, ttgir
+from filecheck_util import filecheck
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 CHECKS = DATA / "checks"
-FILECHECK = Path(sys.executable).parent / "filecheck"
 
 # (ttir file, kernel name, num_warps, elements per 16 bytes, #params, n divisible by 16)
 CASES = [  # noqa: E501
@@ -47,12 +45,6 @@ def built():
     return {(f, w): build(f, w) for f, _, w, *_ in CASES}
 
 
-def filecheck(text: bytes, check: str, tmp_path) -> None:
-    inp = tmp_path / "input"
-    inp.write_bytes(text)
-    proc = subprocess.run([str(FILECHECK), str(CHECKS / check), "--input-file", str(inp)],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-w{c[2]}" for c in CASES])
@@ -99,15 +91,15 @@ def test_ptx_entry_params_and_vector_accesses(built, case):
 
 
 def test_golden_ttgir(built, tmp_path):
-    filecheck(built[("add_kernel.ttir", 4)]["ttgir"], "add_kernel.ttgir.check", tmp_path)
-    filecheck(built[("add_kernel_fp16.ttir", 4)]["ttgir"], "add_kernel_fp16.ttgir.check", tmp_path)
+    filecheck(built[("add_kernel.ttir", 4)]["ttgir"], CHECKS / "add_kernel.ttgir.check", tmp_path)
+    filecheck(built[("add_kernel_fp16.ttir", 4)]["ttgir"], CHECKS / "add_kernel_fp16.ttgir.check", tmp_path)
 
 
 def test_golden_llir_and_ptx(built, tmp_path):
     out = built[("add_kernel.ttir", 4)]
-    filecheck(out["llir"], "add_kernel.llir.check", tmp_path)
-    filecheck(out["ptx"], "add_kernel.ptx.check", tmp_path)
-    filecheck(built[("axpy_kernel_fp16.ttir", 8)]["ptx"], "axpy_kernel_fp16.ptx.check", tmp_path)
+    filecheck(out["llir"], CHECKS / "add_kernel.llir.check", tmp_path)
+    filecheck(out["ptx"], CHECKS / "add_kernel.ptx.check", tmp_path)
+    filecheck(built[("axpy_kernel_fp16.ttir", 8)]["ptx"], CHECKS / "axpy_kernel_fp16.ptx.check", tmp_path)
 
 
 def test_elementwise_ops_lower_to_their_ptx_instructions():

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from ttbuild.backend.analysis.layout import Blocked, default_blocked
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 pow2 = lambda lo, hi: st.integers(lo, hi).map(lambda e: 1 << e)
 

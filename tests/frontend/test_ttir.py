@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -12,11 +10,11 @@ import pytest
 
 from oracle import assert_triton_compiles
 from ttbuild.stages import parse, ttir
+from filecheck_util import filecheck
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 KERNELS = REPO / "kernels"
-GOLDEN = Path(__file__).resolve().parent / "frontend"
-FILECHECK = Path(sys.executable).parent / "filecheck"
+GOLDEN = Path(__file__).resolve().parents[1] / "frontend"
 VARIANTS = tomllib.loads((KERNELS / "variants.toml").read_text())["variant"]
 
 
@@ -27,12 +25,6 @@ def build(variant: dict) -> bytes:
                                           "constexprs": variant.get("constexprs", {})})["ttir"]
 
 
-def filecheck(text: bytes, check_file: Path, tmp_path: Path) -> None:
-    inp = tmp_path / "input.ttir"
-    inp.write_bytes(text)
-    proc = subprocess.run([str(FILECHECK), str(check_file), "--input-file", str(inp)],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr + "\n--- input ---\n" + text.decode()
 
 
 @pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v["name"])

@@ -41,7 +41,7 @@ def reference(name, x, y, a):
 
 
 def build_cubin(name: str) -> bytes:
-    sys.path.insert(0, str(Path(__file__).parent))
+    sys.path.insert(0, str(Path(__file__).parents[1] / "backend"))
     from test_backend import build
     f, _, w, *_ = KERNELS[name]
     return build(f, w)["cubin"]
@@ -78,7 +78,7 @@ def cuda():
 
 
 def _load(cu, name):
-    d = os.environ.get("TTBUILD_TEST_ARTIFACTS") or Path(__file__).parents[1] / "build" / "test-artifacts"
+    d = os.environ.get("TTBUILD_TEST_ARTIFACTS") or Path(__file__).parents[2] / "build" / "test-artifacts"
     f = Path(d, "cubins", f"{name}.cubin")
     image = f.read_bytes() if f.is_file() else build_cubin(name)
     mod = _check(cu.cuModuleLoadData(image))

@@ -9,13 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
 
 from ttbuild.graph.keys import extra_inputs, stage_key, stage_options, stage_versions
 from ttbuild.graph.variants import load_variants
 from ttbuild.stages import cubin, llir, parse, ptx, ttgir, ttir
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 GPU_KERNELS = REPO / "tests" / "data" / "gpu_kernels"
 SOURCE = GPU_KERNELS / "debug_ops.py"
 

@@ -1,6 +1,6 @@
 """Philox on the GPU: tl.rand / randint / randn / randint4x from our cubin equal Triton's kernel compiled from the same source, bit for bit (skips without triton), and the dropout of kernels/ keeps exactly the elements Triton's dropout keeps.
 
-Artifacts: the test-only kernels as in tests/test_backend_gpu_reduce.py (`$TTBUILD_TEST_ARTIFACTS`,
+Artifacts: the test-only kernels as in tests/gpu/test_backend_gpu_reduce.py (`$TTBUILD_TEST_ARTIFACTS`,
 else ./build/test-artifacts, else built here); the dropout variants from the library
 (`$TTBUILD_ARTIFACTS`, else ./artifacts).
 """
@@ -16,7 +16,7 @@ import pytest
 from test_backend_gpu_reduce import lib, torch  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.gpu
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _triton_module(path: Path):

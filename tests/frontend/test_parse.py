@@ -16,7 +16,7 @@ from ttbuild.errors import CompilationError
 from ttbuild.frontend.astjson import decode, encode
 from ttbuild.stages import parse
 
-KERNELS = Path(__file__).resolve().parent.parent / "kernels"
+KERNELS = Path(__file__).resolve().parents[2] / "kernels"
 
 
 def run(src: str, kernel: str, file: str = "k.py") -> tuple[dict, dict, bytes]:

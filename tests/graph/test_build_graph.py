@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -18,7 +17,7 @@ from ttbuild.graph.state import XXHashChecker
 from ttbuild.graph.meta import MetaError, build_params
 from ttbuild.irattrs import module_attrs, module_int
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 VERSIONS = {s: 1 for s in ("parse", "ttir", "ttgir", "llir", "ptx", "cubin")}
 
 json_values = st.recursive(

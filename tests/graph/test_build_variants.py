@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
@@ -12,7 +11,7 @@ from ttbuild.graph import VariantError, load_variants
 from ttbuild.signature import DTYPES, parse_signature
 from ttbuild.errors import CompilationError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 GOOD = '''# comment
 [[variant]]

@@ -5,8 +5,6 @@ kernel through cubin, and Triton (optional oracle) accepting our TTGIR and pipel
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -16,11 +14,11 @@ from hypothesis import strategies as st
 
 from oracle import run_triton
 from ttbuild.stages import cubin, llir, parse, ptx, ttgir, ttir
+from filecheck_util import filecheck
 
-KDIR = Path(__file__).parent / "data" / "gpu_kernels" / "pipeline"
+KDIR = Path(__file__).parents[1] / "data" / "gpu_kernels" / "pipeline"
 SOURCE = KDIR / "pipeline.py"
 VARIANTS = {v["name"]: v for v in tomllib.loads((KDIR / "variants.toml").read_text())["variant"]}
-FILECHECK = Path(sys.executable).parent / "filecheck"
 
 _CACHE: dict = {}
 
@@ -48,12 +46,6 @@ def variant(name: str, until: str = "cubin", num_stages: int | None = None) -> d
                  num_stages or v.get("num_stages", 3))
 
 
-def filecheck(text: bytes, checks: str, tmp_path) -> None:
-    inp, chk = tmp_path / "input", tmp_path / "checks"
-    inp.write_bytes(text)
-    chk.write_text(checks)
-    proc = subprocess.run([str(FILECHECK), str(chk), "--input-file", str(inp)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def shared(ttgir_text: bytes) -> int:

@@ -15,13 +15,13 @@ from pathlib import Path
 import pytest
 
 pytestmark = pytest.mark.gpu
-KERNELS = Path(__file__).parent / "data" / "gpu_kernels"
+KERNELS = Path(__file__).parents[1] / "data" / "gpu_kernels"
 
 
 def prebuilt_test_artifacts() -> str | None:
     """Prebuilt artifacts of the test-only kernels, or None to build them here."""
     d = os.environ.get("TTBUILD_TEST_ARTIFACTS")
-    default = Path(__file__).parents[1] / "build" / "test-artifacts"
+    default = Path(__file__).parents[2] / "build" / "test-artifacts"
     return d or (str(default) if (default / "lib").is_dir() else None)
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 
@@ -12,13 +11,13 @@ import pytest
 
 from oracle import run_triton
 from ttbuild.stages import cubin, llir, parse, ptx, ttgir, ttir
+from filecheck_util import filecheck
 
-KDIR = Path(__file__).parent / "data" / "gpu_kernels"
+KDIR = Path(__file__).parents[1] / "data" / "gpu_kernels"
 SOURCE = KDIR / "dot.py"
 VARIANTS = {v["name"]: v for v in tomllib.loads((KDIR / "variants.toml").read_text())["variant"]
             if v["file"] == "dot.py"}
-FILECHECK = Path(sys.executable).parent / "filecheck"
-MATMUL = Path(__file__).parents[1] / "kernels" / "matmul.py"
+MATMUL = Path(__file__).parents[2] / "kernels" / "matmul.py"
 MATMUL_SIG = "*fp16:16,*fp16:16,*fp16:16,i32,i32,i32,i32:16,i32,i32:16,i32,i32:16,i32"
 
 _CACHE: dict = {}
@@ -51,12 +50,6 @@ def matmul(bm, bn, bk, num_warps, until="ptx"):
     return build(MATMUL, "matmul_kernel", MATMUL_SIG, cx, num_warps, until)
 
 
-def filecheck(text: bytes, checks: str, tmp_path) -> None:
-    inp, chk = tmp_path / "input", tmp_path / "checks"
-    inp.write_bytes(text)
-    chk.write_text(checks)
-    proc = subprocess.run([str(FILECHECK), str(chk), "--input-file", str(inp)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 MMA = "#ttg.nvidia_mma<{versionMajor = 2, versionMinor = 0, warpsPerCTA = [2, 2], instrShape = [16, 8]}>"

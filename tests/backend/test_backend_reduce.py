@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 import tomllib
 from math import prod
 from pathlib import Path
@@ -20,12 +19,12 @@ from oracle import run_triton, triton_python
 from ttbuild.backend.analysis.layout import Blocked, Slice, default_blocked, parse_layout
 from ttbuild.backend.analysis.allocation import reduce_plan
 from ttbuild.stages import cubin, llir, parse, ptx, ttgir, ttir
+from filecheck_util import filecheck
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 CHECKS = DATA / "checks"
-FILECHECK = Path(sys.executable).parent / "filecheck"
 # The tutorial kernels of the library (kernels/) and the test-only ones (tests/data/gpu_kernels).
-KDIRS = (Path(__file__).parents[1] / "kernels", DATA / "gpu_kernels")
+KDIRS = (Path(__file__).parents[2] / "kernels", DATA / "gpu_kernels")
 VARIANTS = {v["name"]: dict(v, dir=d) for d in KDIRS for v in tomllib.loads((d / "variants.toml").read_text())["variant"]}
 
 
@@ -50,11 +49,6 @@ def built(name: str) -> dict[str, bytes]:
     return _CACHE[name]
 
 
-def filecheck(text: bytes, check: Path, tmp_path) -> None:
-    inp = tmp_path / "input"
-    inp.write_bytes(text)
-    proc = subprocess.run([str(FILECHECK), str(check), "--input-file", str(inp)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
 def _skip_declared_partial(name: str) -> None:
@@ -215,7 +209,7 @@ def test_reduce_plan_partners_hold_distinct_elements_of_one_output(lay_shape, ax
                 assert vals == set(range(shape[axis])), (k, sorted(vals))
 
 
-FRONTEND_GOLDEN = sorted((Path(__file__).parent / "frontend" / "kernels").glob("*.py"))
+FRONTEND_GOLDEN = sorted((Path(__file__).parents[1] / "frontend" / "kernels").glob("*.py"))
 
 
 @pytest.mark.parametrize("path", FRONTEND_GOLDEN, ids=lambda p: p.stem)

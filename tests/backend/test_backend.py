@@ -15,7 +15,6 @@ from ttbuild.stages import cubin, llir, ptx, ttgir
 from filecheck_util import filecheck
 
 DATA = Path(__file__).parents[1] / "data"
-CHECKS = DATA / "checks"
 
 # (ttir file, kernel name, num_warps, elements per 16 bytes, #params, n divisible by 16)
 CASES = [  # noqa: E501
@@ -91,15 +90,15 @@ def test_ptx_entry_params_and_vector_accesses(built, case):
 
 
 def test_golden_ttgir(built, tmp_path):
-    filecheck(built[("add_kernel.ttir", 4)]["ttgir"], CHECKS / "add_kernel.ttgir.check", tmp_path)
-    filecheck(built[("add_kernel_fp16.ttir", 4)]["ttgir"], CHECKS / "add_kernel_fp16.ttgir.check", tmp_path)
+    filecheck(built[("add_kernel.ttir", 4)]["ttgir"], DATA / "add_kernel.ttgir.check", tmp_path)
+    filecheck(built[("add_kernel_fp16.ttir", 4)]["ttgir"], DATA / "add_kernel_fp16.ttgir.check", tmp_path)
 
 
 def test_golden_llir_and_ptx(built, tmp_path):
     out = built[("add_kernel.ttir", 4)]
-    filecheck(out["llir"], CHECKS / "add_kernel.llir.check", tmp_path)
-    filecheck(out["ptx"], CHECKS / "add_kernel.ptx.check", tmp_path)
-    filecheck(built[("axpy_kernel_fp16.ttir", 8)]["ptx"], CHECKS / "axpy_kernel_fp16.ptx.check", tmp_path)
+    filecheck(out["llir"], DATA / "add_kernel.llir.check", tmp_path)
+    filecheck(out["ptx"], DATA / "add_kernel.ptx.check", tmp_path)
+    filecheck(built[("axpy_kernel_fp16.ttir", 8)]["ptx"], DATA / "axpy_kernel_fp16.ptx.check", tmp_path)
 
 
 def test_elementwise_ops_lower_to_their_ptx_instructions():

@@ -19,10 +19,9 @@ from oracle import run_triton, triton_python
 from ttbuild.backend.analysis.layout import Blocked, Slice, default_blocked, parse_layout
 from ttbuild.backend.analysis.allocation import reduce_plan
 from ttbuild.stages import cubin, llir, parse, ptx, ttgir, ttir
-from filecheck_util import filecheck
+from filecheck_util import filecheck, goldens
 
 DATA = Path(__file__).parents[1] / "data"
-CHECKS = DATA / "checks"
 # The tutorial kernels of the library (kernels/) and the test-only ones (tests/data/gpu_kernels).
 KDIRS = (Path(__file__).parents[2] / "kernels", DATA / "gpu_kernels")
 VARIANTS = {v["name"]: dict(v, dir=d) for d in KDIRS for v in tomllib.loads((d / "variants.toml").read_text())["variant"]}
@@ -78,12 +77,13 @@ def test_every_gpu_test_kernel_builds_to_cubin(name):
     assert (shared > 0) == uses_smem, "ttg.shared must be nonzero exactly when shared memory is used"
 
 
-@pytest.mark.parametrize("check", sorted(CHECKS.glob("*.check")), ids=lambda p: p.stem)
-def test_golden(check, tmp_path):
-    name, stage = check.name.split(".")[:2]
-    if name not in VARIANTS:
-        pytest.skip("golden of another test module")
-    filecheck(built(name)[stage], check, tmp_path)
+VARIANT_GOLDENS = [g for d in KDIRS for g in goldens(d) if g.variant and g.stage != "ttir"]
+
+
+@pytest.mark.parametrize("golden", VARIANT_GOLDENS, ids=lambda g: f"{g.variant}.{g.stage}")
+def test_golden(golden, tmp_path):
+    """`<file>.<variant>.<stage>.check` next to a kernel of kernels/ or tests/data/gpu_kernels."""
+    filecheck(built(golden.variant)[golden.stage], golden.check, tmp_path)
 
 
 def test_layer_norm_loops_keep_16_byte_accesses_and_three_barriers():
@@ -209,30 +209,25 @@ def test_reduce_plan_partners_hold_distinct_elements_of_one_output(lay_shape, ax
                 assert vals == set(range(shape[axis])), (k, sorted(vals))
 
 
-FRONTEND_GOLDEN = sorted((Path(__file__).parents[1] / "frontend" / "kernels").glob("*.py"))
+FRONTEND_GOLDEN = goldens(Path(__file__).parents[1] / "frontend" / "kernels", "ttir")
 
 
-@pytest.mark.parametrize("path", FRONTEND_GOLDEN, ids=lambda p: p.stem)
-def test_frontend_golden_kernels_build_to_cubin(path):
+@pytest.mark.parametrize("golden", FRONTEND_GOLDEN, ids=lambda g: g.source.stem)
+def test_frontend_golden_kernels_build_to_cubin(golden):
     """Every golden kernel of the frontend builds through cubin, or stops at an op the backend
     names as not supported yet (tt.dot today) — never with any other error."""
+    import ttbuild
     from ttbuild.errors import NotSupportedYet
 
-    src = path.read_text()
-    found = re.findall(r"# VARIANT: kernel=(\S+) signature=(\S+) constexprs=(.*)", src)
-    if not found:
-        pytest.skip("no variant line")
+    found = golden.variant_lines()
+    assert found, f"{golden.check}: no # VARIANT line"
     for kernel, sig, cx in found:
-        p = parse.run({"source": src.encode()}, {"kernel": kernel, "file": path.name})
-        out = {"ttir": ttir.run({"json": p["json"]}, {"signature": sig.split(","), "constexprs": json.loads(cx)})["ttir"]}
         try:
-            out["ttgir"] = ttgir.run(out, {"num_warps": 4})["ttgir"]
-            out["llir"] = llir.run(out, {})["llir"]
+            out = ttbuild.compile(golden.source, kernel=kernel, signature=sig, constexprs=cx, num_warps=4)
         except NotSupportedYet as e:
             assert "tt.dot" in str(e), f"{kernel}: {e}"
             continue
-        out["ptx"] = ptx.run(out, {})["ptx"]
-        assert cubin.run(out, {})["cubin"][:4] == b"\x7fELF"
+        assert out["cubin"][:4] == b"\x7fELF"
 
 
 def test_mulhiui_is_one_mul_hi():

@@ -17,6 +17,7 @@ from filecheck_util import filecheck
 
 HERE = Path(__file__).resolve().parent
 GOLDEN = HERE / "kernels" / "debug_ops.py"
+GOLDEN_CHECK = HERE / "kernels" / "debug_ops.ttir.check"  # its CHECK and DEBUG lines
 HEADER = "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
 OPTS = {"signature": ["*i32:16", "*fp32:16", "i32"], "constexprs": {"BLOCK": 128}}
 
@@ -30,7 +31,7 @@ def build(src: bytes, *, debug: bool, with_loc: bool = True, kernel="debug_kerne
 
 def test_debug_golden(tmp_path):
     """The DEBUG lines of the golden kernel (its CHECK lines, debug off, run in tests/test_ttir.py)."""
-    filecheck(build(GOLDEN.read_bytes(), debug=True), GOLDEN, tmp_path, prefix="DEBUG")
+    filecheck(build(GOLDEN.read_bytes(), debug=True), GOLDEN_CHECK, tmp_path, prefix="DEBUG")
 
 
 def test_without_debug_asserts_vanish_and_the_loc_table_is_ignored():
@@ -50,7 +51,7 @@ def test_blank_line_edit_changes_only_the_debug_ttir():
     assert build(edited, debug=False) == build(src, debug=False)
     before, after = build(src, debug=True), build(edited, debug=True)
     assert before != after
-    assert '"debug_ops.py":45:5' in before and '"debug_ops.py":46:5' in after  # the "x too big" assert
+    assert '"debug_ops.py":22:5' in before and '"debug_ops.py":23:5' in after  # the "x too big" assert
 
 
 def test_debug_ttir_node_ids_still_locate_errors():

@@ -10,11 +10,11 @@ import pytest
 
 from oracle import assert_triton_compiles
 from ttbuild.stages import parse, ttir
-from filecheck_util import filecheck
+from filecheck_util import filecheck, goldens
 
 REPO = Path(__file__).resolve().parents[2]
 KERNELS = REPO / "kernels"
-GOLDEN = Path(__file__).resolve().parents[1] / "frontend"
+FRONTEND_KERNELS = Path(__file__).resolve().parent / "kernels"  # test-only golden kernels
 VARIANTS = tomllib.loads((KERNELS / "variants.toml").read_text())["variant"]
 
 
@@ -53,10 +53,14 @@ def test_variant_ttir_parses_with_upstream_mlir(variant):
     assert "tt.load" in every and "tt.store" in every
 
 
-@pytest.mark.parametrize("name", ["add_kernel_fp32", "add_kernel_fp16", "axpy_fp32", "axpy_fp16"])
-def test_golden_ttir(name, tmp_path):
-    variant = next(v for v in VARIANTS if v["name"] == name)
-    filecheck(build(variant), GOLDEN / f"{name}.check", tmp_path)
+LIBRARY_GOLDENS = [g for g in goldens(KERNELS, "ttir") if g.variant]
+
+
+@pytest.mark.parametrize("golden", LIBRARY_GOLDENS, ids=lambda g: g.variant)
+def test_golden_ttir(golden, tmp_path):
+    """kernels/<file>.<variant>.ttir.check: the TTIR of that variant of kernels/variants.toml."""
+    variant = next(v for v in VARIANTS if v["name"] == golden.variant)
+    filecheck(build(variant), golden.check, tmp_path)
 
 
 def test_ttir_is_deterministic_and_self_contained():
@@ -105,31 +109,30 @@ def test_triton_accepts_our_ttir_for_every_variant(tmp_path):
     assert_triton_compiles(paths)
 
 
-# Golden kernels beyond the library: each file under tests/frontend/kernels/ names its variant in
-# a `# VARIANT: kernel=... signature=... constexprs={json}` line and carries its CHECK lines.
-GOLDEN_KERNELS = sorted((GOLDEN / "kernels").glob("*.py"))
+# Golden kernels with their own `# VARIANT:` line in the side file: the test-only kernels of
+# tests/frontend/kernels/ and the library's kernels checked beyond one variant (tests/filecheck_util).
+GOLDEN_KERNELS = ([g for g in goldens(FRONTEND_KERNELS, "ttir")]
+                  + [g for g in goldens(KERNELS, "ttir") if not g.variant])
 
 
-def build_golden(path: Path) -> bytes:
-    import re
-
-    src = path.read_bytes()
-    m = re.search(r"# VARIANT: kernel=(\S+) signature=(\S+) constexprs=(.*)", src.decode())
-    p = parse.run({"source": src}, {"kernel": m[1], "file": path.name})
-    return ttir.run({"json": p["json"]}, {"signature": m[2].split(","), "constexprs": json.loads(m[3])})["ttir"]
+def build_golden(golden) -> bytes:
+    (kernel, signature, constexprs), = golden.variant_lines()[:1]
+    src = golden.source.read_bytes()
+    p = parse.run({"source": src}, {"kernel": kernel, "file": golden.source.name})
+    return ttir.run({"json": p["json"]}, {"signature": signature, "constexprs": constexprs})["ttir"]
 
 
-@pytest.mark.parametrize("path", GOLDEN_KERNELS, ids=lambda p: p.stem)
-def test_golden_kernels(path, tmp_path):
-    filecheck(build_golden(path), path, tmp_path)
+@pytest.mark.parametrize("golden", GOLDEN_KERNELS, ids=lambda g: g.source.stem)
+def test_golden_kernels(golden, tmp_path):
+    filecheck(build_golden(golden), golden.check, tmp_path)
 
 
 def test_triton_accepts_golden_kernels(tmp_path):
     """Oracle for the wider language: Triton compiles each golden kernel's TTIR to cubin."""
     paths = []
-    for src in GOLDEN_KERNELS:
-        p = tmp_path / f"{src.stem}.ttir"
-        p.write_bytes(build_golden(src))
+    for golden in GOLDEN_KERNELS:
+        p = tmp_path / f"{golden.source.stem}.ttir"
+        p.write_bytes(build_golden(golden))
         paths.append(str(p))
     assert_triton_compiles(paths)
 

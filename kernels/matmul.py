@@ -4,7 +4,6 @@ The tutorial's @triton.autotune list becomes variants in variants.toml (ttbuild 
 """
 
 import torch  # noqa: F401  (building never imports this file: it only needs to parse)
-
 import triton
 import triton.language as tl
 

@@ -1,7 +1,6 @@
 """Vector addition, Triton tutorial 01 form, unmodified: `output = x + y`."""
 
 import torch  # noqa: F401  (building never imports this file: it only needs to parse)
-
 import triton
 import triton.language as tl
 

@@ -7,12 +7,12 @@ import re
 from pathlib import Path
 
 import pytest
-
+from filecheck_util import filecheck
 from oracle import run_triton
+
 from ttbuild.backend.llir.emit import max_registers
 from ttbuild.errors import CompilationError, NotSupportedYet, ToolError
 from ttbuild.stages import cubin, llir, ptx, ttgir
-from filecheck_util import filecheck
 
 DATA = Path(__file__).parents[1] / "data"
 
@@ -48,8 +48,8 @@ def built():
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-w{c[2]}" for c in CASES])
 def test_every_stage_output_parses(built, case):
-    from mlir import ir
     import llvmlite.binding as llvm
+    from mlir import ir
 
     f, kernel, w, vec, nparams, _ = case
     out = built[(f, w)]
@@ -159,8 +159,8 @@ def test_ptxas_failure_is_tool_error_with_repro():
 @pytest.mark.parametrize("case", CASES, ids=[f"{c[0]}-w{c[2]}" for c in CASES])
 def test_triton_accepts_our_ttgir(built, case, tmp_path):
     pytest.importorskip("triton")
-    from triton.backends.compiler import GPUTarget
     import triton
+    from triton.backends.compiler import GPUTarget
 
     f, kernel, w, *_ = case
     path = tmp_path / f"{kernel}.ttgir"

@@ -9,7 +9,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-
 from ttbuild.graph.keys import extra_inputs, stage_key, stage_options, stage_versions
 from ttbuild.graph.variants import load_variants
 from ttbuild.stages import cubin, llir, parse, ptx, ttgir, ttir

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import re
 import subprocess
-import tomllib
 from pathlib import Path
 
 import pytest
-
-from oracle import run_triton
-from ttbuild.stages import cubin, llir, parse, ptx, ttgir, ttir
+import tomllib
 from filecheck_util import filecheck
+from oracle import run_triton
+
+from ttbuild.stages import cubin, llir, parse, ptx, ttgir, ttir
 
 KDIR = Path(__file__).parents[1] / "data" / "gpu_kernels"
 SOURCE = KDIR / "dot.py"

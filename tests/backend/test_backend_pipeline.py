@@ -5,16 +5,16 @@ kernel through cubin, and Triton (optional oracle) accepting our TTGIR and pipel
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
+from filecheck_util import filecheck
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from oracle import run_triton
+
 from ttbuild.stages import cubin, llir, parse, ptx, ttgir, ttir
-from filecheck_util import filecheck
 
 KDIR = Path(__file__).parents[1] / "data" / "gpu_kernels" / "pipeline"
 SOURCE = KDIR / "pipeline.py"

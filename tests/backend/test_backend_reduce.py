@@ -7,19 +7,19 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import tomllib
 from math import prod
 from pathlib import Path
 
 import pytest
+import tomllib
+from filecheck_util import filecheck, goldens
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from oracle import run_triton, triton_python
-from ttbuild.backend.analysis.layout import Blocked, Slice, default_blocked, parse_layout
+
 from ttbuild.backend.analysis.allocation import reduce_plan
+from ttbuild.backend.analysis.layout import Blocked, Slice, default_blocked, parse_layout
 from ttbuild.stages import cubin, llir, parse, ptx, ttgir, ttir
-from filecheck_util import filecheck, goldens
 
 DATA = Path(__file__).parents[1] / "data"
 # The tutorial kernels of the library (kernels/) and the test-only ones (tests/data/gpu_kernels).

@@ -5,8 +5,19 @@ import warnings
 
 import pytest
 
-from ttbuild.cache import (CacheError, CacheWarning, DirCache, HttpCache, LayeredCache, NullCache,
-                           action_key, digest, open_cache, run_cached, module_action_key)
+from ttbuild.cache import (
+    CacheError,
+    CacheWarning,
+    DirCache,
+    HttpCache,
+    LayeredCache,
+    NullCache,
+    action_key,
+    digest,
+    module_action_key,
+    open_cache,
+    run_cached,
+)
 from ttbuild.cache.config import default_local_dir
 
 

@@ -234,7 +234,8 @@ def test_stats_and_prune_on_an_empty_or_absent_root(tmp_path):
     assert cache.verify().ok
 
 
-from hypothesis import given, settings, HealthCheck, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 
 @settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)

@@ -4,8 +4,8 @@ import hashlib
 import warnings
 
 import pytest
-
 from cache_server import NginxDav, ScriptedServer, find_nginx, free_port
+
 from ttbuild.cache import CacheWarning, DirCache, HttpCache, LayeredCache, action_key, digest
 from ttbuild.cache import http as http_mod
 

@@ -7,10 +7,11 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from ttbuild.cache import keys
 from ttbuild import toolchain
+from ttbuild.cache import keys
 from ttbuild.cache.keys import action_key, canonical_action, digest, fast_hash, is_key
 from ttbuild.cache.stage import module_action_key
 from ttbuild.errors import ToolError

@@ -10,10 +10,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from ttbuild.graph import in_shard, load_variants
 from ttbuild.cli import parse_shard
+from ttbuild.graph import in_shard, load_variants
 
 BAD_VARIANT = '''
 [[variant]]

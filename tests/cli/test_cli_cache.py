@@ -6,7 +6,6 @@ import hashlib
 import os
 
 import pytest
-
 from cache_server import free_port
 
 

@@ -11,7 +11,6 @@ import time
 import pytest
 
 
-
 def _project(tmp_path, name, new_project, **env):
     proj = new_project(tmp_path / name)
     proj.env = {"TTBUILD_CACHE_DIR": str(tmp_path / f"cache-{name}"),

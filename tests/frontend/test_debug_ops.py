@@ -6,6 +6,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from filecheck_util import filecheck
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -13,7 +14,6 @@ from ttbuild.errors import CompilationError
 from ttbuild.frontend.debugops import munge_prefix
 from ttbuild.frontend.locs import locate, node_id_of
 from ttbuild.stages import parse, ttir
-from filecheck_util import filecheck
 
 HERE = Path(__file__).resolve().parent
 GOLDEN = HERE / "kernels" / "debug_ops.py"

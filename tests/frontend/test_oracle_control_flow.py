@@ -6,8 +6,8 @@ import json
 import random
 
 import pytest
-
 from oracle import run_triton, triton_python
+
 from ttbuild.errors import CompilationError
 from ttbuild.stages import parse, ttir
 

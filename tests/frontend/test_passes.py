@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from pathlib import Path
 
+import tomllib
 from oracle import run_triton
+
 from ttbuild.stages import parse, ttir
 
 REPO = Path(__file__).resolve().parents[2]

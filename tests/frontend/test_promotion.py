@@ -7,8 +7,8 @@ import json
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from oracle import run_triton, triton_python
+
 from ttbuild.frontend import types as T
 from ttbuild.stages import parse, ttir
 

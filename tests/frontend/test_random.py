@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
-
+import ttir_eval  # noqa: E402  (tests/frontend is on sys.path: rootdir-relative test modules)
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from oracle import assert_triton_compiles
+
 from ttbuild.errors import CompilationError
 from ttbuild.stages import parse, ttir
-
-import ttir_eval  # noqa: E402  (tests/frontend is on sys.path: rootdir-relative test modules)
 
 M0, M1 = 0xD2511F53, 0xCD9E8D57  # Random123 philox4x32 multipliers
 W0, W1 = 0x9E3779B9, 0xBB67AE85  # Weyl key increments

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import json
-import tomllib
 from pathlib import Path
 
 import pytest
-
-from oracle import assert_triton_compiles
-from ttbuild.stages import parse, ttir
+import tomllib
 from filecheck_util import filecheck, goldens
+from oracle import assert_triton_compiles
+
+from ttbuild.stages import parse, ttir
 
 REPO = Path(__file__).resolve().parents[2]
 KERNELS = REPO / "kernels"

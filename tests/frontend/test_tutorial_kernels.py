@@ -5,16 +5,15 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import numpy as np
 import pytest
-
-from ttbuild.stages import llir, parse, ttgir, ttir
-
+import tomllib
 import ttir_eval  # noqa: E402  (tests/frontend is on sys.path)
 from test_random import reference, uniform  # noqa: E402
+
+from ttbuild.stages import llir, parse, ttgir, ttir
 
 REPO = Path(__file__).resolve().parents[2]
 KERNELS = REPO / "kernels"

@@ -12,7 +12,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from test_backend_gpu_reduce import lib, torch  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.gpu

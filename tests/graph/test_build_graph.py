@@ -9,12 +9,13 @@ from pathlib import Path
 
 import pytest
 import xxhash
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from ttbuild.graph import chain, doit_config, generate_tasks, load_variants, stage_key
 from ttbuild.fileio import atomic_write, file_digest
-from ttbuild.graph.state import XXHashChecker
+from ttbuild.graph import chain, doit_config, generate_tasks, load_variants, stage_key
 from ttbuild.graph.meta import MetaError, build_params
+from ttbuild.graph.state import XXHashChecker
 from ttbuild.irattrs import module_attrs, module_int
 
 REPO = Path(__file__).resolve().parents[2]

@@ -5,11 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
+from ttbuild.errors import CompilationError
 from ttbuild.graph import VariantError, load_variants
 from ttbuild.signature import DTYPES, parse_signature
-from ttbuild.errors import CompilationError
 
 REPO = Path(__file__).resolve().parents[2]
 

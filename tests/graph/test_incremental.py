@@ -149,7 +149,8 @@ sys.exit(rc)
 
 
 def test_loading_the_task_list_imports_no_compiler(stages, fresh_project):
-    import subprocess, os
+    import os
+    import subprocess
 
     proj = fresh_project(stages)
     env = dict(os.environ, PYTHONPATH=proj.pythonpath)

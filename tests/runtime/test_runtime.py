@@ -10,12 +10,12 @@ import subprocess
 import sys
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import ttbuild.runtime as rt
 from ttbuild.runtime.args import dtype_name, typestr_name
 from ttbuild.runtime.driver import CudaDriver, CudaError
-
 
 # ---------------------------------------------------------------- fakes
 

@@ -19,15 +19,22 @@ Importing this package is cheap (standard library only); llvmlite and ptxas are 
 when their versions are first asked for.
 """
 
-from ttbuild.cache.base import (BlobRef, Cache, CacheError, CacheStats, CacheWarning, PruneReport,
-                                VerifyReport)
+from ttbuild.cache.base import BlobRef, Cache, CacheError, CacheStats, CacheWarning, PruneReport, VerifyReport
 from ttbuild.cache.config import default_local_dir, open_cache, remote_from_url
 from ttbuild.cache.http import HttpCache
-from ttbuild.cache.keys import (STAGE_TOOLS, action_key, canonical_action, digest, fast_hash, is_key,
-                                tool_versions, tool_versions_for)
+from ttbuild.cache.keys import (
+                                STAGE_TOOLS,
+                                action_key,
+                                canonical_action,
+                                digest,
+                                fast_hash,
+                                is_key,
+                                tool_versions,
+                                tool_versions_for,
+)
 from ttbuild.cache.layered import LayeredCache, NullCache
 from ttbuild.cache.local import DirCache
-from ttbuild.cache.stage import default_cache, run_cached, run_cached_hit, set_default_cache, module_action_key
+from ttbuild.cache.stage import default_cache, module_action_key, run_cached, run_cached_hit, set_default_cache
 
 __all__ = [
     "BlobRef", "Cache", "CacheError", "CacheStats", "CacheWarning", "DirCache", "HttpCache",

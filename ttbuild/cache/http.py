@@ -21,8 +21,18 @@ import threading
 import urllib.parse
 from typing import Mapping
 
-from ttbuild.cache.base import (Cache, CacheError, CacheStats, check_blob, check_key, decode_entry,
-                                encode_entry, log, warn, MAX_AC_BYTES)
+from ttbuild.cache.base import (
+    MAX_AC_BYTES,
+    Cache,
+    CacheError,
+    CacheStats,
+    check_blob,
+    check_key,
+    decode_entry,
+    encode_entry,
+    log,
+    warn,
+)
 
 _warned_down: set[str] = set()
 _warned_lock = threading.Lock()

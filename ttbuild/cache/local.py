@@ -16,11 +16,22 @@ import time
 from pathlib import Path
 from typing import Mapping
 
-from ttbuild.cache.base import (Cache, CacheError, CacheStats, PruneReport, VerifyReport, check_blob, check_key,
-                                decode_entry, encode_entry, log, warn, MAX_AC_BYTES)
+from ttbuild.cache.base import (
+    MAX_AC_BYTES,
+    Cache,
+    CacheError,
+    CacheStats,
+    PruneReport,
+    VerifyReport,
+    check_blob,
+    check_key,
+    decode_entry,
+    encode_entry,
+    log,
+    warn,
+)
 from ttbuild.cache.keys import digest, is_key
 from ttbuild.fileio import TMP_PREFIX, replace_file
-
 
 
 def write_atomic(path: Path, data: bytes) -> None:

@@ -60,7 +60,7 @@ def setup_cache(url: str | None) -> None:
     agrees. An HTTP remote that does not answer is dropped here with ONE warning for the whole
     build (workers inherit the local-only cache), instead of one per worker process.
     """
-    from ttbuild.cache import CacheError, LayeredCache, HttpCache, open_cache, set_default_cache
+    from ttbuild.cache import CacheError, HttpCache, LayeredCache, open_cache, set_default_cache
 
     quiet_cache_warnings()
     if url is not None:

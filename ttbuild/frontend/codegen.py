@@ -16,7 +16,7 @@ from . import semantic as S
 from . import types as T
 from .astjson import decode
 from .controlflow import ControlFlow
-from .expressions import BINOPS, LANG, Expressions, FuncRef, ModuleRef, default_nodes, ReturnValue
+from .expressions import BINOPS, LANG, Expressions, FuncRef, ModuleRef, ReturnValue, default_nodes
 from .irtext import IRBuilder, Positions, Value
 from .semantic import Constexpr, Ctx, fail
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .tasks import DEP_FILE, TASK_GROUPS, doit_config, generate_tasks, output_paths
 from .keys import chain, stage_key, stage_options, stage_versions, xxh3_hex
+from .tasks import DEP_FILE, TASK_GROUPS, doit_config, generate_tasks, output_paths
 from .variants import Variant, VariantError, load_variants
 
 __all__ = [

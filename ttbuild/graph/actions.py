@@ -18,9 +18,9 @@ from typing import Mapping
 from doit.exceptions import TaskFailed
 
 from ttbuild.errors import CompilationError, ToolError
+from ttbuild.fileio import atomic_write
 
 from .diagnostics import render_error
-from ttbuild.fileio import atomic_write
 
 
 def run_stage(stage: str, package: str, inputs: Mapping[str, str], outputs: Mapping[str, str],

@@ -9,14 +9,13 @@ from pathlib import Path
 from doit.tools import config_changed
 
 import ttbuild
+from ttbuild.canonical import canonical_json
 from ttbuild.stages import STAGES
 
 from .actions import run_stage, write_meta
-from .state import XXHashChecker
+from .keys import INPUT_ROLE, OUTPUT_ROLES, PARENT_ROLE, chain, extra_inputs, stage_versions
 from .reporter import BuildReporter
-from ttbuild.canonical import canonical_json
-
-from .keys import INPUT_ROLE, PARENT_ROLE, OUTPUT_ROLES, chain, extra_inputs, stage_versions
+from .state import XXHashChecker
 from .variants import Variant, load_variants
 
 GROUP_DOCS = {

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 
 from .driver import CtypesCudaDriver, CudaDriver, CudaError, Driver, default_driver
-from .launcher import LaunchError, Launcher
+from .launcher import Launcher, LaunchError
 from .metadata import MetadataError, Param, Variant, read_library
 from .select import NoMatchingVariant
 

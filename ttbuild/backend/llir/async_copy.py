@@ -24,8 +24,8 @@ from llvmlite import ir
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.allocation import elem_bytes
 from ttbuild.backend.analysis.axis import vector_elems
-from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
 from ttbuild.backend.llir import dot  # tensor-core operand tiles: register-sourced allocs, dot_op loads, the swizzle
+from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
 from ttbuild.backend.llir.memory import load_words  # the predicated scalar load
 from ttbuild.backend.llir.smem import MemDesc, parse_memdesc
 from ttbuild.errors import CompilationError

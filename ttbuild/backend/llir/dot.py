@@ -23,14 +23,14 @@ from math import gcd
 from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.analysis.allocation import elem_bytes
+from ttbuild.backend.analysis.mma_layout import DotOperand, NvidiaMma, SwizzledShared
 from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
 from ttbuild.backend.llir.fma import fma_dot
 from ttbuild.backend.llir.mma_index import warp_origin
 from ttbuild.backend.llir.smem import MemDesc, parse_memdesc
-from ttbuild.registry import RuleSet
-from ttbuild.backend.analysis.mma_layout import DotOperand, NvidiaMma, SwizzledShared
-from ttbuild.backend.analysis.allocation import elem_bytes
 from ttbuild.errors import CompilationError, NotSupportedYet
+from ttbuild.registry import RuleSet
 
 RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the table
 rule = RULES.rule

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.layout import Blocked
-from ttbuild.backend.llir.context import TensorVal
 from ttbuild.backend.analysis.mma_layout import FmaOperand
+from ttbuild.backend.llir.context import TensorVal
 from ttbuild.errors import NotSupportedYet
 
 _FLOAT = {"f64": "f64", "f32": "f32", "f16": "f16", "bf16": "bf16"}

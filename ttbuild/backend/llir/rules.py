@@ -9,9 +9,22 @@ module left off MODULES fails tests/test_registry.py; two rules for one op fail 
 
 from __future__ import annotations
 
-from ttbuild.backend.llir import (arith, async_copy, atomic, cast, control_flow, convert_layout, debug,
+from ttbuild.backend.llir import (
+                                  arith,
+                                  async_copy,
+                                  atomic,
+                                  cast,
+                                  control_flow,
+                                  convert_layout,
+                                  debug,
                                   dot,
-                                  math_ops, memory, reduce, scan, tt, view)
+                                  math_ops,
+                                  memory,
+                                  reduce,
+                                  scan,
+                                  tt,
+                                  view,
+)
 from ttbuild.registry import Registry, build
 
 MODULES = (arith, math_ops, cast, tt, memory, async_copy, atomic, view, convert_layout, reduce, scan,

@@ -4,7 +4,6 @@ accepting our TTGIR, and properties of slice layouts and reduction plans."""
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 from math import prod

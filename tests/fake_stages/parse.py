@@ -17,7 +17,7 @@ def run(inputs, options):
         tree = ast.parse(src)
     except SyntaxError as e:
         line = (e.text or "").rstrip("\n")
-        raise CompilationError(e.msg, Loc(options["file"], e.lineno, max((e.offset or 1) - 1, 0), line), stage="parse")
+        raise CompilationError(e.msg, Loc(options["file"], e.lineno, max((e.offset or 1) - 1, 0), line), stage="parse") from None
     fns = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == options["kernel"]]
     if not fns:
         raise CompilationError(f"no @jit function {options['kernel']!r}", Loc(options["file"], 1, 0, ""), stage="parse")

@@ -45,7 +45,7 @@ def stmts(rng: random.Random, depth: int, indent: str, loop_vars: list[str]) -> 
 
 
 def kernel(name: str, body: list[str], asserts: list[str] = ()) -> str:
-    lines = [f"@triton.jit", f"def {name}(pf, pi, n, a, BLOCK: tl.constexpr):",
+    lines = ["@triton.jit", f"def {name}(pf, pi, n, a, BLOCK: tl.constexpr):",
              "    offs = tl.arange(0, BLOCK)", "    xf = tl.load(pf + offs)", "    xi = tl.load(pi + offs)",
              "    v0 = 0", "    v1 = xf", "    v2 = n", *body, *asserts,
              "    tl.store(pf + offs, v0 + v1 + v2)", "", ""]

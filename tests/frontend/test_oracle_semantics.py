@@ -114,7 +114,7 @@ def test_result_types_match_triton(tmp_path, seed):
     path.write_text(HEADER + "".join(KERNEL.format(name=n, expr=e, dtype=d, rank=r) for n, (e, d, r) in cases.items()))
     theirs = json.loads(run_triton(ORACLE, str(path), json.dumps(list(cases)), json.dumps(SIG)).splitlines()[-1])
     disagree = []
-    for name, (e, dt, rank) in cases.items():
+    for name, (e, _dt, _rank) in cases.items():
         we_accept, they_accept = mine[e] is not None, theirs[name] == "ok"
         if we_accept != they_accept:
             disagree.append((e, mine[e], theirs[name]))

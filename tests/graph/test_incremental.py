@@ -68,7 +68,7 @@ def test_comment_and_blank_line_edit_reruns_only_that_parse(stages, project_copy
 def test_num_warps_change_reruns_ttgir_to_cubin_of_that_variant(stages, project_copy, monkeypatch,
                                                                  fake_stage_root):
     proj = project_copy(stages)
-    before = _settled(proj)
+    _settled(proj)
     old = _keys(proj, stages, "axpy_fp32", monkeypatch, fake_stage_root)
     toml = proj.kernels / "variants.toml"
     text = toml.read_text()

@@ -177,7 +177,7 @@ def test_load_accepts_the_lib_folder_itself(lib_dir, drv):
 
 def test_unknown_kernel_lists_kernels(lib):
     with pytest.raises(AttributeError, match="no kernel 'mul_kernel'.*add_kernel, axpy_kernel"):
-        lib.mul_kernel
+        _ = lib.mul_kernel
 
 
 def test_missing_artifacts_dir(tmp_path):

@@ -176,7 +176,7 @@ class Cache(ABC):
         until the store holds at most `max_bytes`; then blobs no entry names."""
         raise CacheError(f"{self.name} cannot be pruned from a client: the server owns its size")
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027  (optional hook: most tiers hold nothing to release)
         """Release connections; the cache stays usable (it reconnects on demand)."""
 
     def __enter__(self):

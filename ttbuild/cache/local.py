@@ -231,7 +231,7 @@ class DirCache(Cache):
     def verify(self) -> VerifyReport:
         rep = VerifyReport()
         good: dict[str, int] = {}
-        for sha, path, s in self._scan_cas():
+        for sha, path, _stat in self._scan_cas():
             if sha is None:
                 continue  # temp files and strays belong to prune
             rep.blobs_checked += 1
@@ -246,7 +246,7 @@ class DirCache(Cache):
                     rep.blobs_dropped += 1
                 continue
             good[sha] = len(data)
-        for key, path, s in self._scan_ac():
+        for key, path, _stat in self._scan_ac():
             if key is None:
                 continue
             rep.entries_checked += 1
@@ -310,7 +310,7 @@ class DirCache(Cache):
         total = sum(e[3] for e in entries) + sum(b[1] for b in blobs.values())
         if max_bytes is not None and total > max_bytes:
             entries.sort(key=lambda e: (e[0], e[1]))  # least recently used first
-            for _, key, path, size, shas in entries:
+            for _, _key, path, size, shas in entries:
                 if total <= max_bytes:
                     break
                 if remove(path, size):

@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ttbuild.graph.state import LOCK_FILE, BuildLock
+from ttbuild.graph.state import BuildLock
 
 DEFAULT_STAGE_PACKAGE = "ttbuild.stages"
 

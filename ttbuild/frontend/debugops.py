@@ -10,9 +10,8 @@ from __future__ import annotations
 import string
 
 from . import semantic as S
-from . import types as T
 from .args import BuiltinRules, cval, tensor
-from .irtext import Value, mlir_string
+from .irtext import mlir_string
 from .semantic import Constexpr, fail
 
 RULES = BuiltinRules()  # this module's rules; ttbuild.frontend.builtin_table builds the tables

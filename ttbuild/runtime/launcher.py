@@ -170,7 +170,6 @@ class Launcher:
 
     def _bind(self, args, kwargs):
         """(runtime values in order, constexpr kwargs, launch-option kwargs)."""
-        n = len(self.runtime_names)
         if len(args) > len(self.param_names):
             raise LaunchError(f"{self.kernel} takes {len(self.param_names)} arguments "
                               f"({', '.join(self.param_names)}), got {len(args)} positional")

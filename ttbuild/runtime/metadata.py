@@ -141,7 +141,7 @@ def parse_variant(doc: Any, json_path: str) -> Variant:
         arch=doc.get("arch", ""),
         json_path=json_path,
     )
-    v.capability  # validate the target string now, not at the first launch
+    _ = v.capability  # validate the target string now, not at the first launch
     if not 1 <= v.num_warps <= MAX_NUM_WARPS:
         raise MetadataError(f"{where}: num_warps {v.num_warps} out of range 1..{MAX_NUM_WARPS}")
     return v

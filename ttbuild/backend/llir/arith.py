@@ -80,7 +80,7 @@ _CASTS = {"arith.extf": "fpext", "arith.truncf": "fptrunc", "arith.sitofp": "sit
           "arith.bitcast": "bitcast"}
 for _n, _m in _CASTS.items():
     _elementwise([_n], lambda ctx, op, _m=_m: (
-        lambda a, _t=result_type(op): getattr(ctx.builder, _m)(a, _t)))
+        lambda a, _t=result_type(op): getattr(ctx.builder, _m)(a, _t)))  # noqa: B008  (bound once per op)
 
 _elementwise(["arith.negf"], lambda ctx, op: ctx.builder.fneg)
 

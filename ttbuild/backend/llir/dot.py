@@ -209,7 +209,7 @@ class _Ldmatrix:
         r8 = b.and_(lane, _c(7))
         mi = b.lshr(lane, _c(3))
         lo, hi = b.and_(mi, _c(1)), b.lshr(mi, _c(1))   # matrix index bits
-        lo8, hi8 = b.shl(lo, _c(3)), b.shl(hi, _c(3))
+        lo8 = b.shl(lo, _c(3))
         lok, hik = b.mul(lo, _c(self.kb)), b.mul(hi, _c(self.kb))
         rank, md, kd = layout.rank, self.md, self.kd
         origin = warp_origin(ctx, layout)

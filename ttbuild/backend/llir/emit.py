@@ -37,7 +37,7 @@ def run_block(ctx: Ctx, block, args: list) -> list:
         try:
             out = r(ctx, op, *(env[v] for v in op.operands))
         except CompilationError as err:
-            raise at_op(err, op, "llir")
+            raise at_op(err, op, "llir")  # noqa: B904  (re-raises err itself, now located)
         except TTBuildError:
             raise
         except Exception as exc:
@@ -128,7 +128,7 @@ def lower(ttgir: str | bytes, *, fp_fusion: bool = True) -> str:
             try:
                 lower_function(module, op, num_warps, fp_fusion)
             except CompilationError as err:
-                raise at_op(err, op, "llir")
+                raise at_op(err, op, "llir")  # noqa: B904  (re-raises err itself, now located)
             except TTBuildError:
                 raise
             except Exception as exc:

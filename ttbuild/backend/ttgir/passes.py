@@ -38,7 +38,7 @@ def _run(name: str, fn, module, arg):
     try:
         return fn(module, arg)
     except CompilationError as err:
-        raise at_op(err, _kernel(module), "ttgir")
+        raise at_op(err, _kernel(module), "ttgir")  # noqa: B904  (re-raises err itself, now located)
     except TTBuildError:
         raise
     except Exception as exc:

@@ -10,9 +10,10 @@ import pytest
 from filecheck_util import filecheck
 from oracle import run_triton
 
+import ttbuild
 from ttbuild.backend.llir.emit import max_registers
 from ttbuild.errors import CompilationError, NotSupportedYet, ToolError
-from ttbuild.stages import cubin, llir, ptx, ttgir
+from ttbuild.stages import cubin, llir, ttgir
 
 DATA = Path(__file__).parents[1] / "data"
 
@@ -29,14 +30,9 @@ CASES = [  # noqa: E501
 
 
 def build(name: str, num_warps: int = 4, fusion: bool = True) -> dict[str, bytes]:
-    out = {"ttir": (DATA / name).read_bytes()}
-    out.update(ttgir.run({"ttir": out["ttir"]}, {"num_warps": num_warps, "num_ctas": 1,
-                                                 "num_stages": 3, "target": "cuda:90"}))
-    out.update(llir.run({"ttgir": out["ttgir"]}, {"target": "cuda:90", "enable_fp_fusion": fusion,
-                                                  "debug": False}))
-    out.update(ptx.run({"llir": out["llir"]}, {"arch": "sm_90a", "ptx_version": 90}))
-    out.update(cubin.run({"ptx": out["ptx"]}, {"arch": "sm_90a", "ptxas_options": []}))
-    return out
+    """A TTIR file of tests/data through cubin (ttbuild.compile from a .ttir, as Triton's IRSource)."""
+    return {"ttir": (DATA / name).read_bytes(),
+            **ttbuild.compile(DATA / name, num_warps=num_warps, enable_fp_fusion=fusion)}
 
 
 @pytest.fixture(scope="module")

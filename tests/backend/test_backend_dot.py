@@ -11,7 +11,7 @@ import tomllib
 from filecheck_util import filecheck
 from oracle import run_triton
 
-from ttbuild.stages import cubin, llir, parse, ptx, ttgir, ttir
+import ttbuild
 
 KDIR = Path(__file__).parents[1] / "data" / "gpu_kernels"
 SOURCE = KDIR / "dot.py"
@@ -24,25 +24,18 @@ _CACHE: dict = {}
 
 
 def build(source: Path, kernel: str, signature: str, constexprs: dict, num_warps: int = 4,
-          until: str = "ptx") -> dict[str, bytes]:
-    key = (source, kernel, signature, tuple(sorted(constexprs.items())), num_warps, until)
-    if key in _CACHE:
-        return _CACHE[key]
-    p = parse.run({"source": source.read_bytes()}, {"kernel": kernel, "file": source.name})
-    out = {"ttir": ttir.run({"json": p["json"]}, {"signature": signature.split(","), "constexprs": constexprs})["ttir"]}
-    out["ttgir"] = ttgir.run(out, {"num_warps": num_warps})["ttgir"]
-    if until != "ttgir":
-        out["llir"] = llir.run(out, {})["llir"]
-        out["ptx"] = ptx.run(out, {})["ptx"]
-    if until == "cubin":
-        out["cubin"] = cubin.run(out, {})["cubin"]
-    _CACHE[key] = out
-    return out
+          until: str = "ptx", num_stages: int = 3) -> dict[str, bytes]:
+    key = (source, kernel, signature, tuple(sorted(constexprs.items())), num_warps, until, num_stages)
+    if key not in _CACHE:
+        _CACHE[key] = ttbuild.compile(source, kernel=kernel, signature=signature, constexprs=constexprs,
+                                      num_warps=num_warps, num_stages=num_stages, until=until)
+    return _CACHE[key]
 
 
 def variant(name: str, until: str = "ptx") -> dict[str, bytes]:
     v = VARIANTS[name]
-    return build(SOURCE, v["kernel"], v["signature"], v.get("constexprs", {}), v.get("num_warps", 4), until)
+    return build(SOURCE, v["kernel"], v["signature"], v.get("constexprs", {}), v.get("num_warps", 4), until,
+                 v.get("num_stages", 3))
 
 
 def matmul(bm, bn, bk, num_warps, until="ptx"):

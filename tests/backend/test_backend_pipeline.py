@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracle import run_triton
 
-from ttbuild.stages import cubin, llir, parse, ptx, ttgir, ttir
+import ttbuild
+from ttbuild.stages import parse, ttgir, ttir
 
 KDIR = Path(__file__).parents[1] / "data" / "gpu_kernels" / "pipeline"
 SOURCE = KDIR / "pipeline.py"
@@ -29,13 +30,8 @@ def build(kernel: str, signature: str, constexprs: dict, num_warps: int = 4, unt
     key = (kernel, signature, tuple(sorted(constexprs.items())), num_warps, until, num_stages)
     if key in _CACHE:
         return _CACHE[key]
-    p = parse.run({"source": SOURCE.read_bytes()}, {"kernel": kernel, "file": SOURCE.name})
-    out = {"ttir": ttir.run({"json": p["json"]}, {"signature": signature.split(","), "constexprs": constexprs})["ttir"]}
-    out["ttgir"] = ttgir.run(out, {"num_warps": num_warps, "num_stages": num_stages})["ttgir"]
-    if until != "ttgir":
-        out["llir"] = llir.run(out, {})["llir"]
-        out["ptx"] = ptx.run(out, {})["ptx"]
-        out["cubin"] = cubin.run(out, {})["cubin"]
+    out = ttbuild.compile(SOURCE, kernel=kernel, signature=signature, constexprs=constexprs,
+                          num_warps=num_warps, num_stages=num_stages, until=until)
     _CACHE[key] = out
     return out
 

@@ -16,9 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracle import run_triton, triton_python
 
+import ttbuild
 from ttbuild.backend.analysis.allocation import reduce_plan
 from ttbuild.backend.analysis.layout import Blocked, Slice, default_blocked, parse_layout
-from ttbuild.stages import cubin, llir, parse, ptx, ttgir, ttir
+from ttbuild.stages import llir, ptx, ttgir
 
 DATA = Path(__file__).parents[1] / "data"
 # The tutorial kernels of the library (kernels/) and the test-only ones (tests/data/gpu_kernels).
@@ -27,15 +28,11 @@ VARIANTS = {v["name"]: dict(v, dir=d) for d in KDIRS for v in tomllib.loads((d /
 
 
 def _build(name: str) -> dict[str, bytes]:
+    """A variant of KDIRS built in memory with the options the build gives it (ttbuild.compile)."""
     v = VARIANTS[name]
-    p = parse.run({"source": (v["dir"] / v["file"]).read_bytes()}, {"kernel": v["kernel"], "file": v["file"]})
-    out = {"ttir": ttir.run({"json": p["json"]}, {"signature": v["signature"].split(","),
-                                                 "constexprs": v.get("constexprs", {})})["ttir"]}
-    out["ttgir"] = ttgir.run(out, {"num_warps": v.get("num_warps", 4)})["ttgir"]
-    out["llir"] = llir.run(out, {})["llir"]
-    out["ptx"] = ptx.run(out, {})["ptx"]
-    out["cubin"] = cubin.run(out, {})["cubin"]
-    return out
+    return ttbuild.compile(v["dir"] / v["file"], kernel=v["kernel"], signature=v["signature"],
+                           constexprs=v.get("constexprs", {}), num_warps=v.get("num_warps", 4),
+                           num_stages=v.get("num_stages", 3))
 
 
 _CACHE: dict = {}

@@ -15,6 +15,27 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 KERNELS = REPO / "kernels"
 
+# Build-graph tests copy kernels/ into a project and build it many times. They keep the library's
+# memory-bound variants and two tutorial-03 matmul variants: the tensor-core kernels (attention,
+# grouped GEMM, linear, fp8 and the rest of the autotune list: 60 variants) take minutes per real
+# build on the 2-core CI machine and add no build-graph behaviour; tests/backend builds every one.
+PROJECT_TENSOR_CORE_KEEP = ("matmul_fp16_128x128x64_w4_s4", "matmul_fp16_leaky_relu_64x64x32_w4_s4")
+PROJECT_TENSOR_CORE_FILES = ("matmul.py", "matmul_fp8.py", "attention.py", "grouped_gemm.py", "linear.py")
+
+
+def project_variants(text: str) -> str:
+    """kernels/variants.toml for a test project: the blocks described above, comments kept."""
+    head, *blocks = text.split("[[variant]]")
+
+    def field(block: str, key: str) -> str:
+        m = re.search(rf'^{key}\s*=\s*"([^"]+)"', block, re.M)
+        return m.group(1) if m else ""
+
+    keep = [b for b in blocks if field(b, "file") not in PROJECT_TENSOR_CORE_FILES
+            or field(b, "name") in PROJECT_TENSOR_CORE_KEEP]
+    return head + "".join("[[variant]]" + b for b in keep)
+
+
 # The stand-in stage set (tests/fake_stages/, a package beside this file): graph behaviour
 # that must not wait on the compiler. Tests name it "fake_stages" through the Python API.
 FAKE_STAGES = "fake_stages"
@@ -137,6 +158,7 @@ def make_project(dest: Path, stages: str, fake_root: Path | None, source: Path |
     else:
         dest.mkdir(parents=True, exist_ok=True)
         shutil.copytree(KERNELS, dest / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
+        (dest / "kernels" / "variants.toml").write_text(project_variants((KERNELS / "variants.toml").read_text()))
         if stages == "real":
             shutil.copy2(REPO / "dodo.py", dest / "dodo.py")
         else:

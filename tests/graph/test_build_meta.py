@@ -30,13 +30,13 @@ def test_until_variants_have_no_lib_entry(fresh_project):
     proj = fresh_project("real")
     vt = proj.kernels / "variants.toml"
     blocks = vt.read_text().split("[[variant]]")
-    keep = [b for b in blocks if 'name = "matmul_fp16_leaky_relu_64x64x32"' in b or 'name = "dropout_1024"' in b]
+    keep = [b for b in blocks if 'name = "matmul_fp16_leaky_relu_64x64x32_w4_s4"' in b or 'name = "dropout_1024"' in b]
     keep = [b.rstrip() + ('\nuntil = "ttgir"\n' if "matmul" in b else "\n") for b in keep]
     vt.write_text("".join("[[variant]]" + b for b in keep))
     run = proj.doit()
     assert run.rc == 0, run.text[-3000:]
     partial = [v for v in load_variants(proj.kernels) if v.until != "cubin"]
-    assert [v.name for v in partial] == ["matmul_fp16_leaky_relu_64x64x32"]
+    assert [v.name for v in partial] == ["matmul_fp16_leaky_relu_64x64x32_w4_s4"]
     for v in partial:
         assert not (proj.artifacts / "lib" / f"{v.name}.json").exists(), v.name
         assert not (proj.artifacts / "lib" / f"{v.name}.cubin").exists(), v.name

@@ -92,7 +92,7 @@ def scan_bytes(shape, axis: int, threads: int, elems: list[str]) -> int:
     return sum((prod(shape) + lines * P) * round4(elem_bytes(e)) for e in elems)
 
 
-def module_bytes(module, num_warps: int = 4) -> int:
+def module_bytes(module, num_warps: int) -> int:
     """`ttg.shared` of a TTGIR module: the largest shared-memory user (reduce or convert_layout)."""
     best = 0
     for func in module.body.operations:
@@ -102,7 +102,7 @@ def module_bytes(module, num_warps: int = 4) -> int:
     return best
 
 
-def ops_bytes(ops, num_warps: int = 4) -> int:
+def ops_bytes(ops, num_warps: int) -> int:
     """The largest scratch user among `ops` and the ops nested in them (see module_bytes)."""
     best = 0
     for top in ops:
@@ -201,7 +201,7 @@ def _align(n: int, a: int = 16) -> int:
     return (n + a - 1) // a * a
 
 
-def allocate(module, num_warps: int = 4) -> int:
+def allocate(module, num_warps: int) -> int:
     """Place every `ttg.local_alloc` (`allocation.offset = <bytes> : i32` on the op) and return
     `ttg.shared` in bytes (0 when nothing uses shared memory).
 

@@ -95,6 +95,13 @@ class Ctx:
     local_indices: bool = False
     _cache: dict = field(default_factory=dict, compare=False)
 
+    def memo(self, key, make):
+        """The value `make()` gave for `key` the first time this function asked (rules keep
+        per-function values here: string constants, stack buffers), without recomputing it."""
+        if key not in self._cache:
+            self._cache[key] = make()
+        return self._cache[key]
+
     def smem(self, offset=0) -> ir.Value:
         """`i8 addrspace(3)*` into the kernel's dynamic shared memory (`global_smem`, as Triton;
         its size is the TTGIR `ttg.shared`, passed at launch) at byte `offset`."""

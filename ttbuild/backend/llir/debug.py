@@ -32,17 +32,18 @@ _FILE_LINE = re.compile(r'\("((?:[^"\\]|\\.)*)":(\d+):(\d+)\)')
 def _string(ctx, prefix: str, text: str) -> ir.Value:
     """A NUL-terminated internal constant `@<prefix><n>` holding `text` (one per distinct text),
     in the generic address space as Triton's addStringToModule (NVPTX places it in .global)."""
-    key = ("str", prefix, text)
-    if key not in ctx._cache:
+    def make():
         data = bytearray(text.encode("utf-8") + b"\0")
-        n = sum(1 for k in ctx._cache if isinstance(k, tuple) and k[:2] == ("str", prefix))
-        g = ir.GlobalVariable(ctx.module, ir.ArrayType(I8, len(data)), f"{prefix}{n}")
+        count = ctx.memo(("str-count", prefix), lambda: [0])  # names in creation order: prefix0, prefix1, ...
+        g = ir.GlobalVariable(ctx.module, ir.ArrayType(I8, len(data)), f"{prefix}{count[0]}")
+        count[0] += 1
         g.linkage = "internal"
         g.global_constant = True
         g.initializer = ir.Constant(ir.ArrayType(I8, len(data)), data)
         g.align = 1
-        ctx._cache[key] = g
-    g = ctx._cache[key]
+        return g
+
+    g = ctx.memo(("str", prefix, text), make)
     return g if g.type == PTR else ctx.builder.bitcast(g, PTR)
 
 
@@ -123,11 +124,11 @@ def _vprintf(ctx, fmt: str, args: list[ir.Value]) -> None:
         b.call(vprintf, [fmt_ptr, ir.Constant(PTR, None)])
         return
     struct = ir.LiteralStructType([a.type for a in args])
-    key = ("printbuf", str(struct))
-    if key not in ctx._cache:
+    def make():
         with b.goto_block(b.function.entry_basic_block):
-            ctx._cache[key] = b.alloca(struct)
-    buf = ctx._cache[key]
+            return b.alloca(struct)
+
+    buf = ctx.memo(("printbuf", str(struct)), make)
     for i, a in enumerate(args):
         b.store(a, b.gep(buf, [ir.Constant(I32, 0), ir.Constant(I32, i)], inbounds=True))
     b.call(vprintf, [fmt_ptr, b.bitcast(buf, PTR)])

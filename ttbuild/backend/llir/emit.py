@@ -11,12 +11,8 @@ from ttbuild.backend.llir.context import I32, Ctx, llvm_type
 from ttbuild.backend.llir.rules import RULES
 from ttbuild.backend.nvptx import TRIPLE
 from ttbuild.errors import CompilationError, NotSupportedYet, TTBuildError
+from ttbuild.irattrs import module_attrs
 from ttbuild.optraits import TERMINATORS, walk
-
-
-def _module_int(module, name: str, default: int) -> int:
-    attrs = module.operation.attributes
-    return mu.int_attr(attrs[name]) if name in attrs else default
 
 
 def run_block(ctx: Ctx, block, args: list) -> list:
@@ -110,10 +106,11 @@ def lower(ttgir: str | bytes, *, fp_fusion: bool = True) -> str:
     ctx = mu.new_context()
     with ctx, mu.ir.Location.unknown(ctx):
         mod = mu.parse_module(ttgir, ctx, "ttgir")
-        if "ttg.num-warps" not in mod.operation.attributes:
+        attrs = module_attrs(ttgir)  # the one reader of module attributes (ttbuild.irattrs)
+        if "ttg.num-warps" not in attrs:
             raise CompilationError("TTGIR module has no ttg.num-warps attribute (the ttgir stage sets it)", stage="llir")
-        num_warps = _module_int(mod, "ttg.num-warps", 0)
-        if _module_int(mod, "ttg.num-ctas", 1) != 1:
+        num_warps = int(attrs["ttg.num-warps"])
+        if attrs.get("ttg.num-ctas", 1) != 1:  # absent: one CTA per program, as Triton reads it
             raise CompilationError("num-ctas > 1 is not supported yet", stage="llir")
         module = ir.Module(name="ttbuild")
         module.triple = TRIPLE

@@ -59,10 +59,7 @@ def load(cx, pointer, mask=None, other=None, boundary_check=(), padding_option="
                                    cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
     ptr = _bool_as_i8(cx, pointer_arg(cx, pointer, "tl.load"))
     mask, other = mask_other(cx, ptr, mask, other)
-    cache = _CACHE.get(cval(cx, cache_modifier, "cache_modifier"))
-    evict = _EVICT.get(cval(cx, eviction_policy, "eviction_policy"))
-    if cache is None or evict is None:
-        fail(cx, f"unknown cache modifier or eviction policy: {cache_modifier!r}, {eviction_policy!r}")
+    cache, evict = _modifiers(cx, cache_modifier, eviction_policy)
     operands = [ptr] + ([mask] if mask else []) + ([other] if other else [])
     rt = S.with_shape(ptr.type.scalar.element, ptr.type.shape)
     loaded = cx.b.op1("tt.load", operands, rt, {
@@ -70,6 +67,16 @@ def load(cx, pointer, mask=None, other=None, boundary_check=(), padding_option="
         "isVolatile": "true" if cval(cx, volatile, "volatile") else "false",
         "operandSegmentSizes": f"array<i32: 1, {int(bool(mask))}, {int(bool(other))}>"})
     return S.cast(cx, loaded, T.int1) if pointer.type.scalar.element.is_bool() else loaded
+
+
+def _modifiers(cx, cache_modifier, eviction_policy) -> tuple[int, int]:
+    """(triton::CacheModifier, triton::EvictionPolicy) values of a load/store's options; a falsy
+    value (None, "") means none, as Triton 3.6's _str_to_load_cache_modifier reads it."""
+    cm = cval(cx, cache_modifier, "cache_modifier") or ""
+    ep = cval(cx, eviction_policy, "eviction_policy") or ""
+    if cm not in _CACHE or ep not in _EVICT:
+        fail(cx, f"unknown cache modifier or eviction policy: {cm!r}, {ep!r}")
+    return _CACHE[cm], _EVICT[ep]
 
 
 def _bool_as_i8(cx, ptr: Value) -> Value:
@@ -90,10 +97,7 @@ def store(cx, pointer, value, mask=None, boundary_check=(), cache_modifier="", e
     val = S.broadcast_to(cx, S.cast(cx, value, elt) if isinstance(value, Value) else
                          S.to_value(cx, value, elt), ptr.type.shape)
     mask, _ = mask_other(cx, ptr, mask, None)
-    cache = _CACHE.get(cval(cx, cache_modifier, "cache_modifier"))
-    evict = _EVICT.get(cval(cx, eviction_policy, "eviction_policy"))
-    if cache is None or evict is None:
-        fail(cx, f"unknown cache modifier or eviction policy: {cache_modifier!r}, {eviction_policy!r}")
+    cache, evict = _modifiers(cx, cache_modifier, eviction_policy)
     cx.b.op("tt.store", [ptr, val] + ([mask] if mask else []), [], {
         "boundaryCheck": "array<i32>", "cache": f"{cache} : i32", "evict": f"{evict} : i32"})
     return Constexpr(None)

@@ -31,6 +31,16 @@ OPEN_REGIONS = frozenset({"scf.for", "scf.if", "scf.while", "tt.func"})
 SCALAR_REGIONS = frozenset({"tt.reduce", "tt.scan"})
 # Ops that end a region by handing values to the op that holds it (tt.return ends a function).
 TERMINATORS = frozenset({"scf.yield", "tt.reduce.return", "tt.scan.return", "scf.condition"})
+# `tt` ops with Triton's Elementwise trait: each result element depends only on the operands'
+# elements at the same index, so the op runs in any layout (arith/math ops are elementwise too).
+ELEMENTWISE_TT = frozenset({"tt.fp_to_fp", "tt.bitcast", "tt.precise_divf", "tt.precise_sqrt", "tt.clampf",
+                            "tt.mulhiui", "tt.addptr", "tt.int_to_ptr", "tt.ptr_to_int"})
+
+
+def is_elementwise(name: str) -> bool:
+    """Whether the op named `name` maps operand elements to result elements index by index
+    (arith and math ops but arith.constant, and ELEMENTWISE_TT)."""
+    return (name.startswith(PURE_DIALECTS) and name != "arith.constant") or name in ELEMENTWISE_TT
 
 
 def is_pure(name: str) -> bool:
@@ -56,3 +66,17 @@ def walk(op, *, post_order: bool = False, skip_regions_of=frozenset()) -> list[i
 
     root.walk(visit, walk_order=ir.WalkOrder.POST_ORDER if post_order else ir.WalkOrder.PRE_ORDER)
     return out
+
+
+def erase_dead(func, removable=lambda op: is_pure(op.name)) -> int:
+    """Erase the ops of `func` for which `removable(op)` holds (default: pure ops) and whose
+    results are all unused, innermost and last first, to a fixpoint; returns how many."""
+    n, changed = 0, True
+    while changed:
+        changed = False
+        for op in reversed(walk(func)):
+            if removable(op) and all(not list(r.uses) for r in op.results):
+                op.erase()
+                n += 1
+                changed = True
+    return n

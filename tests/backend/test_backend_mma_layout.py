@@ -94,3 +94,41 @@ def test_spelling_round_trips():
     assert parse_layout(op.attr()) == op and parse_layout(mma.attr()) == mma
     sw = SwizzledShared(8, 1, 8, (1, 0))
     assert SwizzledShared.parse(sw.attr()) == sw
+
+
+@pytest.mark.parametrize("warps,shape", [((4, 1), (128, 64)), ((2, 2), (64, 64)), ((8, 1), (128, 128))])
+def test_slices_of_the_accumulator_hold_each_row_once_per_thread(warps, shape):
+    """A reduction along N leaves `#ttg.slice<{dim = 1, parent = #mma}>`: each thread holds its rows
+    (g and g + 8 of each m16 repetition) once, in the order the in-thread reduction groups them."""
+    from ttbuild.backend.analysis.layout import Slice
+
+    lay = NvidiaMma(warps)
+    sl = Slice(1, lay)
+    rows = [off[0] for off in lay.local_offsets(shape)]
+    groups = list(dict.fromkeys(rows))          # first appearance order, as tt.reduce groups
+    assert [off[0] for off in sl.local_offsets((shape[0],))] == groups
+    assert sl.elems_per_thread((shape[0],)) == len(groups)
+    # expand_dims back to [M, 1] then broadcast: the same rows, columns clipped to the shape
+    assert [off for off in lay.local_offsets((shape[0], 1))] == [(r, 0) for r in groups]
+
+
+@pytest.mark.parametrize("warps,axis,plan", [
+    ((4, 1), 1, (4, 1, 1, 4, 1)),     # softmax over N with all warps on M: a quad of lanes, no shared memory
+    ((2, 2), 1, (4, 1, 2, 4, 2)),     # N split over 2 warps (warp stride 1: N is the fastest warp dimension)
+    ((2, 2), 0, (8, 4, 2, 8, 2)),     # M: lanes g (stride 4), then 2 warps (stride 2)
+])
+def test_reduce_plan_on_the_accumulator(warps, axis, plan):
+    from ttbuild.backend.analysis.allocation import reduce_plan
+
+    p = reduce_plan(NvidiaMma(warps), (128, 64), axis)
+    assert (p.lanes, p.lane_stride, p.warps, p.lane_span, p.warp_span) == plan
+    assert p.warp_stride == (warps[1] if axis == 0 else 1)
+
+
+def test_accumulator_to_a_operand_is_a_register_renaming():
+    """Triton's mma -> dot_op shortcut: with warps only on M, an f16 accumulator's registers are
+    the A operand's of the next dot; with warps on N they are not."""
+    from ttbuild.backend.analysis.layout import same_thread_map
+
+    assert same_thread_map(NvidiaMma((4, 1)), DotOperand(0, NvidiaMma((4, 1)), 2), (128, 64), 128) is not None
+    assert same_thread_map(NvidiaMma((2, 2)), DotOperand(0, NvidiaMma((2, 2)), 2), (128, 64), 128) is None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from ttbuild.optraits import NOT_SPECULATABLE, OPEN_REGIONS, is_pure, walk
+from ttbuild.optraits import NOT_SPECULATABLE, OPEN_REGIONS, erase_dead, is_pure, walk
 
 _NAME = re.compile(r"%[\w#]+")
 
@@ -136,10 +136,4 @@ def _cse(func) -> None:
 
 def _dce(func) -> None:
     """Erase removable ops whose results are unused, innermost and last first, to a fixpoint."""
-    changed = True
-    while changed:
-        changed = False
-        for op in reversed(walk(func)):
-            if _removable(op) and all(not list(r.uses) for r in op.results):
-                op.erase()
-                changed = True
+    erase_dead(func, _removable)

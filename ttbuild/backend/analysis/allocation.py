@@ -20,19 +20,24 @@ from dataclasses import dataclass
 from math import prod
 
 from ttbuild.backend import mlir_util as mu
-from ttbuild.backend.analysis.layout import Blocked, parse_layout, trans_order, transposed
+from ttbuild.backend.analysis.layout import Blocked, parse_layout, same_thread_map, trans_order, transposed
+from ttbuild.backend.analysis.mma_layout import NvidiaMma
 from ttbuild.optraits import SCALAR_REGIONS, walk
 
 
 @dataclass(frozen=True)
 class ReducePlan:
     """How a reduction along `axis` crosses threads: butterfly shuffles over `lanes` lanes spaced
-    `lane_stride` apart, then `warps` partials per output through shared memory."""
+    `lane_stride` apart, then `warps` partials per output through shared memory. A thread's lane
+    coordinate along the axis is (lane / lane_stride) % lane_span, its warp's (warp /
+    warp_stride) % warp_span."""
     axis: int
     lanes: int
     lane_stride: int
     warps: int
     warp_stride: int
+    lane_span: int
+    warp_span: int
 
 
 def _distinct(total: int, per: int, count: int) -> int:
@@ -41,7 +46,16 @@ def _distinct(total: int, per: int, count: int) -> int:
     return max(1, min(count, total // per if total >= per else 1))
 
 
-def reduce_plan(layout: Blocked, shape, axis: int) -> ReducePlan:
+def reduce_plan(layout, shape, axis: int) -> ReducePlan:
+    """The plan for a blocked layout, or for the `#ttg.nvidia_mma` accumulator (lane = 4g + t:
+    t holds 2 columns of an n8 tile, g one row of each 8-row half of an m16 tile; warps N
+    fastest), whose softmax reductions stay within a quad of lanes when warps split only M."""
+    if isinstance(layout, NvidiaMma):
+        r = layout.rank
+        wt, wpc = layout._warp_tile(), layout.warps_per_cta
+        span, per, stride = {r - 1: (4, 2, 1), r - 2: (8, 1, 4)}.get(axis, (1, 1, 1))
+        return ReducePlan(axis, _distinct(shape[axis], per, span), stride,
+                          _distinct(shape[axis], wt[axis], wpc[axis]), prod(wpc[axis + 1:]), span, wpc[axis])
     spt = min(layout.size_per_thread[axis], shape[axis])
     tpw, wpc = layout.threads_per_warp[axis], layout.warps_per_cta[axis]
     lanes = _distinct(shape[axis], spt, tpw)
@@ -49,7 +63,7 @@ def reduce_plan(layout: Blocked, shape, axis: int) -> ReducePlan:
     pos = layout.order.index(axis)
     lane_stride = prod(layout.threads_per_warp[d] for d in layout.order[:pos])
     warp_stride = prod(layout.warps_per_cta[d] for d in layout.order[:pos])
-    return ReducePlan(axis, lanes, lane_stride, warps, warp_stride)
+    return ReducePlan(axis, lanes, lane_stride, warps, warp_stride, tpw, wpc)
 
 
 def elem_bytes(elem: str) -> int:
@@ -58,7 +72,7 @@ def elem_bytes(elem: str) -> int:
 
 def reduce_bytes(layout, shape, axis: int, elems: list[str]) -> int:
     """Bytes of shared memory a tt.reduce needs (0 when it stays within warps)."""
-    if not isinstance(layout, Blocked):
+    if not isinstance(layout, (Blocked, NvidiaMma)):
         return 0
     plan = reduce_plan(layout, shape, axis)
     if plan.warps == 1:
@@ -130,10 +144,21 @@ def ops_bytes(ops, num_warps: int) -> int:
                 ax = mu.int_attr(mu.props(op)["axis"])
                 best = max(best, scan_bytes(mu.shape_of(src.type), ax, 32 * num_warps,
                                             [mu.elem_str(v.type) for v in op.operands]))
-            if name == "ttg.convert_layout":
+            if name == "ttg.convert_layout" and not _in_registers(op, num_warps):
                 src = op.operands[0]
                 best = max(best, convert_bytes(mu.shape_of(src.type), mu.elem_str(src.type)))
     return best
+
+
+def _in_registers(op, num_warps: int) -> bool:
+    """Whether a ttg.convert_layout to or from a tensor-core layout is a register renaming
+    (layout.same_thread_map; checked for those only, where it is cheap and common: the
+    accumulator -> dot operand shortcut)."""
+    src, dst = (mu.encoding_str(v.type) or "" for v in (op.operands[0], op.results[0]))
+    if not any(k in e for e in (src, dst) for k in ("#ttg.nvidia_mma<", "#ttg.dot_op<")):
+        return False
+    shape = tuple(mu.shape_of(op.results[0].type))
+    return same_thread_map(parse_layout(src), parse_layout(dst), shape, 32 * num_warps) is not None
 
 
 def _trans_in_registers(op) -> bool:

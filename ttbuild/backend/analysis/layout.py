@@ -153,6 +153,25 @@ class Slice:
         return [self._drop(o) for o in self.parent.thread_indices(tid, self.parent_shape(shape))]
 
 
+def same_thread_map(src_l, dst_l, shape, threads: int) -> list[int] | None:
+    """Per element of `dst_l` (its local_offsets order), its position among the same thread's
+    elements of `src_l` when every one of `threads` threads already holds what it needs (a
+    conversion between the two is a register renaming, as Triton's mma -> dot_op shortcut), else
+    None. Layouts are any with `thread_indices` (blocked, slice, tensor-core)."""
+    pos = None
+    for tid in range(threads):
+        have = {ix: j for j, ix in reversed(list(enumerate(src_l.thread_indices(tid, shape))))}
+        try:
+            p = [have[ix] for ix in dst_l.thread_indices(tid, shape)]
+        except KeyError:
+            return None
+        if pos is None:
+            pos = p
+        elif p != pos:
+            return None
+    return pos
+
+
 def parse_layout(text: str) -> "Blocked | Slice":
     """`#ttg.blocked<...>` or `#ttg.slice<{dim = d, parent = ...}>` (nested) -> the dataclass;
     ValueError for other encodings."""

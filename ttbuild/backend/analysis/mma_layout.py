@@ -55,17 +55,20 @@ class _Affine:
         return max(1, shape[d] // self.tile(d))
 
     def elems_per_thread(self, shape) -> int:
-        n = len(self._tile_offsets())
-        for d in range(len(shape)):
-            n *= self.reps(shape, d)
-        return n
+        return len(self.local_offsets(shape))
 
     def rep_grid(self, shape) -> list[tuple[int, ...]]:
         """The repetition coordinates in element order (dimension 0 slowest)."""
         return list(product(*(range(self.reps(shape, d)) for d in range(len(shape)))))
 
     def local_offsets(self, shape) -> list[tuple[int, ...]]:
-        inner = self._tile_offsets()
+        """Offsets from the thread base, repetitions slowest-first; along a dimension the shape
+        makes smaller than one warp's tile (a size-1 dimension of a broadcast operand, a reduced
+        dimension) only the offsets inside the shape are kept, as blocked layouts clip
+        sizePerThread, so each thread holds each of its elements once."""
+        wt = self._warp_tile()
+        inner = [off for off in self._tile_offsets()
+                 if all(off[d] < shape[d] or shape[d] >= wt[d] for d in range(len(shape)))]
         out = []
         for rep in self._rep_order(shape):
             for off in inner:

@@ -180,16 +180,21 @@ def async_copy(ctx, op, ptr: TensorVal, desc: MemDesc, mask=None, other=None):
         ctx.barrier()
     elif sw is not None:
         ctx.before_smem_write()
-    idx = ctx.indices(layout, shape)
     n = len(ptr.elems)
     nbytes = vec * eb
     if nbytes < 4:
-        _sync_copy(ctx, ptr, desc, mask, idx, elem, sw)
+        _sync_copy(ctx, ptr, desc, mask, ctx.indices(layout, shape), elem, sw)
         return ir.Constant(I32, 0)
     kind = "cg" if nbytes == 16 else "ca"
     text = f"cp.async.{kind}.shared.global [ $0 + 0 ], [ $1 + 0 ], {nbytes}, $2;"
-    for j in range(0, n, vec):
-        dst = _shared_i32(ctx, _slot_addr(ctx, desc, sw, idx[j]))
+    starts = range(0, n, vec)
+    if sw is not None:
+        dsts = dot.tile_addresses(ctx, desc, sw, layout, shape, starts)
+    else:
+        idx = ctx.indices(layout, shape)
+        dsts = [_slot_addr(ctx, desc, sw, idx[j]) for j in starts]
+    for j, dst_p in zip(starts, dsts):
+        dst = _shared_i32(ctx, dst_p)
         size = ir.Constant(I32, nbytes)
         if mask is not None:
             size = b.select(mask.elems[j], size, ir.Constant(I32, 0))

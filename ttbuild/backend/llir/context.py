@@ -116,8 +116,21 @@ class Ctx:
     def barrier(self) -> None:
         """`bar.sync 0`: all warps of the CTA meet (PTX ISA 9.7.13.1). Through the convergent
         intrinsic (as Triton), so LLVM never duplicates it into divergent branches."""
-        self.builder.call(self.intrinsic("llvm.nvvm.barrier0", ir.VoidType(), []), [])
+        self._cache["last_barrier"] = self.builder.call(self.intrinsic("llvm.nvvm.barrier0", ir.VoidType(), []), [])
         self._cache["smem_read"] = False
+
+    def barrier_unless_fresh(self) -> None:
+        """A barrier, unless the current block's last memory instruction is already one: two
+        back-to-back `bar.sync` order nothing more than one (e.g. the A and B ring slots a dot
+        reads after one async_wait)."""
+        last = self._cache.get("last_barrier")
+        block = self.builder.block
+        if last is not None and last.parent is block:
+            insts = block.instructions
+            tail = insts[insts.index(last) + 1:] if last in insts else None
+            if tail is not None and not any(isinstance(i, (ir.CallInstr, ir.LoadInstr, ir.StoreInstr)) for i in tail):
+                return
+        self.barrier()
 
     def before_smem_write(self) -> None:
         """A barrier only if shared memory was read since the last one (write-after-read)."""
@@ -184,10 +197,11 @@ class Ctx:
         self._cache[key] = out
         return out
 
-    def _local_indices(self, layout, shape):
-        if isinstance(layout, Slice):
-            d = layout.dim
-            return [t[:d] + t[d + 1:] for t in self._local_indices(layout.parent, layout.parent_shape(shape))]
+    def thread_base(self, layout) -> list:
+        """Per dimension, this thread's unwrapped index of its element 0 (i32, emitted once in the
+        entry block): element j's index is this plus `layout.local_offsets(shape)[j]`, wrapped
+        modulo the shape where the layout's tile exceeds it. `layout` is blocked or a
+        tensor-core layout, not a slice."""
         key = ("bases", layout)
         if key not in self._cache:
             with self.builder.goto_block(self.builder.function.entry_basic_block):
@@ -196,7 +210,13 @@ class Ctx:
                     self._cache[key] = mma_index.bases(self, layout)
                 else:
                     self._bases(layout)
-        base = self._cache[key]
+        return self._cache[key]
+
+    def _local_indices(self, layout, shape):
+        if isinstance(layout, Slice):
+            d = layout.dim
+            return [t[:d] + t[d + 1:] for t in self._local_indices(layout.parent, layout.parent_shape(shape))]
+        base = self.thread_base(layout)
         b = self.builder
         out = []
         for off in layout.local_offsets(shape):

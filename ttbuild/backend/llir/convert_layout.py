@@ -6,29 +6,13 @@ from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.allocation import elem_bytes, round4
+from ttbuild.backend.analysis.layout import same_thread_map
 from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
 from ttbuild.backend.llir.smem import linear, smem_load, smem_store
 from ttbuild.registry import RuleSet
 
 RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the table
 rule = RULES.rule
-
-
-def _same_thread_map(src_l, dst_l, shape, threads: int):
-    """Per destination element, its position in the thread's source elements when every thread
-    already holds what it needs (the conversion is a register renaming), else None."""
-    pos = None
-    for tid in range(threads):
-        have = {ix: j for j, ix in reversed(list(enumerate(src_l.thread_indices(tid, shape))))}
-        try:
-            p = [have[ix] for ix in dst_l.thread_indices(tid, shape)]
-        except KeyError:
-            return None
-        if pos is None:
-            pos = p
-        elif p != pos:
-            return None
-    return pos
 
 
 @rule("ttg.convert_layout")
@@ -40,7 +24,7 @@ def convert_layout(ctx, op, src):
     lay, shape = layout_of(res), tuple(mu.shape_of(res.type))
     if src.layout == lay:
         return src
-    pos = _same_thread_map(src.layout, lay, shape, 32 * ctx.num_warps)
+    pos = same_thread_map(src.layout, lay, shape, 32 * ctx.num_warps)
     if pos is not None:
         return TensorVal([src.elems[p] for p in pos], lay, shape)
     ety = llvm_type(mu.elem_str(res.type))

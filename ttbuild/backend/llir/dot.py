@@ -79,6 +79,58 @@ def swizzled_offset(b, sw: SwizzledShared, desc: MemDesc, index) -> ir.Value:
     return off
 
 
+def swizzle_periods(sw: SwizzledShared, desc: MemDesc) -> dict[int, int]:
+    """Per dimension, the shifts (multiples of this many elements) that leave an element's XOR
+    swizzle unchanged and so move its offset by shift * stride: vec * maxPhase along the fastest
+    dimension, perPhase * maxPhase along the next, 1 along the others (whole tiles)."""
+    order = full_order(desc)
+    out = {d: 1 for d in order}
+    if sw.max_phase > 1:
+        out[order[0]] = sw.vec * sw.max_phase
+        if len(order) > 1:
+            out[order[1]] = sw.per_phase * sw.max_phase
+    return out
+
+
+def element_strides(desc: MemDesc) -> dict[int, int]:
+    """Per dimension, the element stride of the view's slots (fastest dimension 1)."""
+    strides, stride = {}, 1
+    for d in full_order(desc):
+        strides[d] = stride
+        stride *= desc.shape[d]
+    return strides
+
+
+def tile_addresses(ctx, desc: MemDesc, sw: SwizzledShared, layout, shape, js) -> list:
+    """Shared pointers (i8 addrspace(3)*) of this thread's elements `js` (positions in
+    `layout.local_offsets(shape)`) in the swizzled view: elements whose offsets from the thread
+    base differ by swizzle-invariant shifts (swizzle_periods) share one address register and
+    differ by an immediate, as Triton addresses its repetitions. Layouts that wrap (tile larger
+    than the shape) or slices take the per-element path."""
+    rank = len(shape)
+    if not hasattr(layout, "local_offsets") or not hasattr(layout, "tile") or getattr(layout, "dim", None) is not None \
+            or any(layout.tile(d) > shape[d] for d in range(rank)):
+        idx = ctx.indices(layout, shape)
+        return [_addr(ctx, desc, sw, idx[j]) for j in js]
+    b = ctx.builder
+    offs = layout.local_offsets(shape)
+    base = ctx.thread_base(layout)
+    periods, strides = swizzle_periods(sw, desc), element_strides(desc)
+    eb = elem_bytes(desc.elem)
+    classes: dict = {}
+    out = []
+    for j in js:
+        off = offs[j]
+        res = tuple(off[d] % periods[d] for d in range(rank))
+        const = sum((off[d] - res[d]) * strides[d] for d in range(rank))
+        if res not in classes:
+            index = [b.add(base[d], _c(res[d])) if res[d] else base[d] for d in range(rank)]
+            classes[res] = _addr(ctx, desc, sw, index)
+        p = classes[res]
+        out.append(b.gep(p, [_c(const * eb)]) if const else p)
+    return out
+
+
 def _addr(ctx, desc: MemDesc, sw, index, ptype=None):
     b = ctx.builder
     p = b.gep(desc.ptr, [b.mul(swizzled_offset(b, sw, desc, index), _c(elem_bytes(desc.elem)))])
@@ -116,12 +168,12 @@ def local_alloc_from(ctx, op, src: TensorVal) -> MemDesc:
     vals = src.elems
     if vals and isinstance(vals[0].type, ir.IntType) and vals[0].type.width == 1:
         vals = [b.zext(v, ir.IntType(8)) for v in vals]
-    idx = ctx.indices(lay, shape)
+    starts = range(0, len(vals), chunk)
     prev, nxt = _neighbour_allocs(op)
     if prev is None:
         ctx.barrier()
-    for j in range(0, len(vals), chunk):
-        _vector_store(b, _addr(ctx, desc, sw, idx[j]), vals[j:j + chunk], eb)
+    for j, addr in zip(starts, tile_addresses(ctx, desc, sw, lay, shape, starts)):
+        _vector_store(b, addr, vals[j:j + chunk], eb)
     if nxt is None:
         ctx.barrier()
     return desc
@@ -203,6 +255,36 @@ class _Ldmatrix:
         return self.cache[key]
 
     def _issue(self, rb, rmn, rk):
+        """ldmatrix of fragment (rb, rmn, rk). Its row addresses are those of a base fragment
+        plus a constant when the shift between them leaves the XOR swizzle unchanged (a row
+        shift by a multiple of perPhase * maxPhase, a column shift by a multiple of
+        vec * maxPhase): one address register per residue class, the rest `[reg + imm]`, as
+        Triton's ldmatrix lowering addresses its repetitions."""
+        layout = self.layout
+        shifts = {self.md: rmn * layout.tile(self.md), self.kd: rk * 2 * self.kb}
+        periods, strides = swizzle_periods(self.sw, self.desc), element_strides(self.desc)
+        residue, const = {}, 0
+        for d, shift in shifts.items():
+            residue[d] = shift % periods[d]
+            const += (shift - residue[d]) * strides[d]
+        key = ("base", rb, residue[self.md], residue[self.kd])
+        if key not in self.cache:
+            self.cache[key] = self._row_address(rb, residue[self.md], residue[self.kd])
+        b = self.ctx.builder
+        addr = self.cache[key]
+        if const:
+            addr = b.gep(addr, [_c(const * elem_bytes(self.desc.elem))])
+        n = 4 if (layout.op_idx == 0 or self.step == 2) else 2
+        words = _ldmatrix(self.ctx, addr, self.trans, n)
+        if layout.op_idx == 0:
+            self.cache[(rb, rmn, rk)] = words
+        else:
+            for j in range(n // 2):
+                self.cache[(rb, rmn + j, rk)] = words[2 * j:2 * j + 2]
+
+    def _row_address(self, rb, shift_mn: int, shift_k: int):
+        """This lane's ldmatrix row address (i8 addrspace(3)*) for the fragment whose m-or-n
+        origin is shifted by `shift_mn` elements and whose k origin by `shift_k`."""
         ctx, layout, shape = self.ctx, self.layout, self.shape
         b = ctx.builder
         lane, _ = ctx.lane_warp()
@@ -218,7 +300,7 @@ class _Ldmatrix:
         if rank == 3:
             bidx = b.add(origin[0], _c(rb * layout.tile(0)))
             index[0] = b.and_(bidx, _c(shape[0] - 1)) if layout.tile(0) > shape[0] else bidx
-        mn0 = b.add(origin[md], _c(rmn * tile_mn))
+        mn0 = b.add(origin[md], _c(shift_mn))
         if layout.op_idx == 0:
             # matrices: (m 0-7, k 0-7), (m 8-15, k 0-7), (m 0-7, k 8-15), (m 8-15, k 8-15)
             m_off, k_off = lo8, hik
@@ -226,19 +308,13 @@ class _Ldmatrix:
             # matrices: (k 0-7, n tile j), (k 8-15, j), (k 0-7, j+1), (k 8-15, j+1)
             m_off, k_off = (b.mul(hi, _c(tile_mn)) if self.step == 2 else _c(0)), lok
         mn = b.add(mn0, m_off)
-        k = b.add(_c(rk * 2 * self.kb), k_off)
+        k = b.add(_c(shift_k), k_off)
         if self.trans:
             k = b.add(k, r8)
         else:
             mn = b.add(mn, r8)
         index[md], index[kd] = mn, k
-        n = 4 if (layout.op_idx == 0 or self.step == 2) else 2
-        words = _ldmatrix(ctx, _addr(ctx, self.desc, self.sw, index), self.trans, n)
-        if layout.op_idx == 0:
-            self.cache[(rb, rmn, rk)] = words
-        else:
-            for j in range(n // 2):
-                self.cache[(rb, rmn + j, rk)] = words[2 * j:2 * j + 2]
+        return _addr(ctx, self.desc, self.sw, index)
 
     def all_elements(self) -> list:
         """Every fragment, unpacked into this thread's elements in local_offsets order."""
@@ -265,9 +341,15 @@ class LazyOperand(TensorVal):
         self.frags = frags
 
 
+# Ops that may sit between a dot operand's local_load and its tt.dot without changing what
+# loading at the dot reads: they write no shared memory.
+_NO_SMEM_WRITE = ("ttg.local_load", "ttg.memdesc_index", "ttg.memdesc_subslice", "ttg.memdesc_trans")
+
+
 def _feeds_next_dot(op) -> bool:
-    """Whether the result's only user is a tt.dot that follows with nothing but other
-    local_loads in between (so loading at the dot reads the same bytes)."""
+    """Whether the result's only user is a tt.dot that follows with nothing in between that
+    writes shared memory (other local_loads, ring-slot views, scalar arithmetic), so loading at
+    the dot reads the same bytes."""
     res = op.results[0]
     uses = list(res.uses)
     if len(uses) != 1 or uses[0].owner.name != "tt.dot":
@@ -281,7 +363,7 @@ def _feeds_next_dot(op) -> bool:
         elif seen:
             if o == dot:
                 return True
-            if o.name != "ttg.local_load":
+            if not (o.name in _NO_SMEM_WRITE or o.name.startswith("arith.")):
                 return False
     return False
 
@@ -295,7 +377,7 @@ def local_load_dot(ctx, op, desc: MemDesc, token=None) -> TensorVal:
     sw = shared_layout(op.operands[0].type)
     src_op = op.operands[0].owner if isinstance(op.operands[0], mu.ir.OpResult) else None
     if not (src_op is not None and src_op.name == "ttg.local_alloc" and len(src_op.operands)):
-        ctx.barrier()  # a buffer other threads filled (cp.async): everyone has waited first
+        ctx.barrier_unless_fresh()  # a buffer other threads filled (cp.async): everyone has waited first
     ety = llvm_type(desc.elem)
     eb = elem_bytes(desc.elem)
     if _can_ldmatrix(layout, shape, desc, sw):

@@ -21,6 +21,7 @@ from llvmlite import ir
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.allocation import elem_bytes, reduce_plan, round4
 from ttbuild.backend.analysis.layout import Blocked, Slice
+from ttbuild.backend.analysis.mma_layout import NvidiaMma
 from ttbuild.backend.llir.context import I32, I64, TensorVal
 from ttbuild.backend.llir.smem import linear, smem_load, smem_store
 from ttbuild.errors import NotSupportedYet
@@ -71,7 +72,7 @@ def reduce(ctx, op, *srcs):
     b = ctx.builder
     axis = mu.int_attr(mu.props(op)["axis"])
     layout, shape = srcs[0].layout, srcs[0].shape
-    if not isinstance(layout, Blocked):
+    if not isinstance(layout, (Blocked, NvidiaMma)):
         raise NotSupportedYet("tt.reduce of a tensor with a slice layout", None, "llir")
     block = op.regions[0].blocks[0]
     combine = lambda acc, val: ctx.run_block(block, list(acc) + list(val))
@@ -94,7 +95,7 @@ def reduce(ctx, op, *srcs):
     out_shape = shape[:axis] + shape[axis + 1:]
     if plan.warps > 1:
         lane, warp = ctx.lane_warp()
-        tpw, wpc = layout.threads_per_warp[axis], layout.warps_per_cta[axis]
+        tpw, wpc = plan.lane_span, plan.warp_span
         lane_a = b.and_(b.lshr(lane, ir.Constant(I32, _log2(plan.lane_stride))), ir.Constant(I32, tpw - 1))
         warp_a = b.and_(b.lshr(warp, ir.Constant(I32, _log2(plan.warp_stride))), ir.Constant(I32, wpc - 1))
         writer = b.and_(b.icmp_unsigned("==", lane_a, ir.Constant(I32, 0)),

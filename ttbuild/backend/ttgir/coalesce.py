@@ -30,7 +30,8 @@ MEMORY_OPS = ("tt.load", "tt.store", "tt.atomic_rmw", "tt.atomic_cas")
 NO_UNION = ("tt.expand_dims", "tt.reduce", "tt.splat", "tt.make_range", "arith.constant",
             "scf.for", "scf.if", "scf.while", "scf.yield", "scf.condition", "tt.trans",
             "tt.reshape", "tt.join", "tt.split", "tt.cat", "ttg.convert_layout", "tt.histogram",
-            "tt.dot")  # operands and result get tensor-core layouts (ttbuild.backend.ttgir.accelerate_matmul)
+            "tt.dot",  # operands and result get tensor-core layouts (ttbuild.backend.ttgir.accelerate_matmul)
+            "tt.broadcast")  # unioned after the walk, per operand (see _Assigner.collect)
 
 
 class _UF:
@@ -78,14 +79,28 @@ class _Assigner:
         self.expands: list = []      # (op, dim)
         self.transes: list = []      # (op, order)
         self.reshapes: list = []     # tt.reshape ops
+        self.broadcasts: dict = {}   # operand value -> its tt.broadcast users
+        self.split_bcasts: list = [] # tt.broadcast ops whose operand keeps its own layout
 
     def collect(self):
+        _split_constants(self.func)
         body = self.func.regions[0].blocks[0]
         for a in body.arguments:
             if _is_tensor(a):
                 self.values.append(a)
         for op in walk(self.func, skip_regions_of=SCALAR_REGIONS):  # combiners hold scalars
             self._op(op)
+        # A value broadcast to one shape shares its result's layout. One broadcast to several
+        # shapes (attention's key mask row, to the K^T tile and to the score tile) would tie
+        # tiles of different shapes and memory access patterns into one layout: it takes the
+        # first result's layout instead, and the other broadcasts convert it (a small tensor).
+        for x, ops in self.broadcasts.items():
+            shapes = {tuple(mu.shape_of(o.results[0].type)) for o in ops}
+            if len(shapes) == 1:
+                for o in ops:
+                    self.uf.union(x, o.results[0])
+            else:
+                self.split_bcasts.extend(ops)
 
     def _op(self, op):
         name = op.operation.name
@@ -116,6 +131,8 @@ class _Assigner:
             self.transes.append((op, trans_order(op)))
         elif name == "tt.reshape":
             self.reshapes.append(op)
+        elif name == "tt.broadcast":
+            self.broadcasts.setdefault(op.operands[0], []).append(op)
         elif name == "scf.for":
             args = op.regions[0].blocks[0].arguments
             y = _terminator(op.regions[0])
@@ -166,6 +183,8 @@ class _Assigner:
             demand.setdefault(self.uf.find(op.operands[0]), (d, self.uf.find(op.results[0])))
         for op, order in self.transes:
             demand.setdefault(self.uf.find(op.results[0]), (("trans", order), self.uf.find(op.operands[0])))
+        for op in self.split_bcasts:
+            demand.setdefault(self.uf.find(op.operands[0]), ("same", self.uf.find(op.results[0])))
         layout: dict = {}
         rank_of = lambda root: len(mu.shape_of(root.type))
 
@@ -179,7 +198,9 @@ class _Assigner:
                 layout[root] = self._coalesced(shape, mem[root])
             elif root in demand:
                 d, parent = demand[root]
-                if isinstance(d, tuple):  # tt.trans: the operand's layout, dimensions permuted
+                if d == "same":  # a split broadcast's operand: its first result's layout
+                    layout[root] = solve(parent)
+                elif isinstance(d, tuple):  # tt.trans: the operand's layout, dimensions permuted
                     layout[root] = transposed(solve(parent), d[1]) or default_blocked(
                         shape, self.num_warps, 1, self.tpw)
                 else:
@@ -206,6 +227,22 @@ class _Assigner:
         return default_blocked(shape, self.num_warps, best, self.tpw, order)
 
 
+def _split_constants(func) -> None:
+    """One splat tensor constant per use: a constant shared by unrelated ops (CSE gives attention's
+    K^T and V loads one `other = 0.0`) would tie their layout groups together; a splat costs
+    nothing to have in several layouts (Triton rematerializes constants the same way)."""
+    for op in walk(func, skip_regions_of=SCALAR_REGIONS):
+        if op.name != "arith.constant" or not _is_tensor(op.results[0]):
+            continue
+        attr = op.attributes["value"]
+        if not isinstance(attr, mu.ir.DenseElementsAttr) or not attr.is_splat:
+            continue
+        uses = [(u.owner, u.operand_number) for u in op.results[0].uses]
+        for owner, i in uses[1:]:
+            clone = op.clone(mu.ir.InsertionPoint.after(op))
+            owner.operands[i] = clone.results[0]
+
+
 def _retype(v, lay):
     t = mu.ir.RankedTensorType(v.type)
     new = mu.ir.RankedTensorType.get(t.shape, t.element_type, mu.ir.Attribute.parse(lay.attr()))
@@ -228,7 +265,7 @@ def _typed(v, lay):
 
 def assign(module, num_warps: int, threads_per_warp: int = 32) -> dict[tuple[int, ...], object]:
     """Give every tensor of every tt.func its encoding, inserting `ttg.convert_layout` where a
-    reduce result or expand_dims operand disagrees with its group. Returns shape -> layout of
+    reduce result, expand_dims operand or split broadcast's operand disagrees with its group. Returns shape -> layout of
     the last value of each shape (for tests). Raises nothing on unknown ops."""
     out: dict = {}
     for func in module.body.operations:
@@ -267,6 +304,15 @@ def assign(module, num_warps: int, threads_per_warp: int = 32) -> dict[tuple[int
             r.replace_all_uses_except(c.results[0], c)
         for op in a.reshapes:
             _reshape_through_flat(op, chosen, num_warps, threads_per_warp)
+        for op in a.split_bcasts:
+            x = op.operands[0]
+            need = chosen[op.results[0]]
+            if chosen.get(x) == need:
+                continue
+            with mu.ir.InsertionPoint(op):
+                c = mu.ir.Operation.create("ttg.convert_layout", results=[_typed(x, need)],
+                                           operands=[x], loc=op.location)
+            op.operands[0] = c.results[0]
         for op, d in a.expands:
             x = op.operands[0]
             need = Slice(d, chosen[op.results[0]])

@@ -14,14 +14,16 @@ from ttbuild.backend.diagnostics import at_op, internal_error
 from ttbuild.backend.ttgir.accelerate_matmul import accelerate
 from ttbuild.backend.ttgir.coalesce import assign
 from ttbuild.backend.ttgir.pipeline import pipeline
+from ttbuild.backend.ttgir.remove_layout_conversions import remove_layout_conversions
 from ttbuild.errors import CompilationError, TTBuildError
 from ttbuild.options import Options
 
 # (name, fn(module, options)): in the order the ttgir stage runs them (Triton's make_ttgir:
-# coalesce, accelerate_matmul, ..., pipeline).
+# coalesce, accelerate_matmul, remove_layout_conversions, ..., pipeline).
 PASSES = (
     ("coalesce", lambda module, o: assign(module, o.num_warps)),
     ("accelerate_matmul", lambda module, o: accelerate(module, o.num_warps, o.target_info.capability)),
+    ("remove_layout_conversions", lambda module, o: remove_layout_conversions(module, o.num_warps)),
     ("pipeline", lambda module, o: pipeline(module, o.num_stages)),
 )
 

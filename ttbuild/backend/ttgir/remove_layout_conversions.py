@@ -1,0 +1,343 @@
+"""TTGIR pass: a dot result's conversion to a blocked layout is pushed forward through the ops that run in any layout (elementwise ops, reductions, expand_dims/broadcast, loop-carried values), so attention's softmax runs on the `#ttg.nvidia_mma` accumulator fragments and P reaches the second dot as a register-only `#mma -> #dot_op` conversion (Triton's RemoveLayoutConversions forward propagation and its mma -> dot_op shortcut).
+
+Per `ttg.convert_layout %x : #mma -> #blocked` (accelerate_matmul puts one after every dot whose
+result is not a loop-carried matmul accumulator), the forward slice of its result is collected:
+values reached through elementwise ops (ttbuild.optraits.is_elementwise), `tt.reduce`,
+`tt.expand_dims`, `tt.broadcast`, and through `scf.for` iter_args / results / inits / yields.
+Every value in the slice takes the encoding with `#blocked` replaced by `#mma` (`#ttg.slice`s of
+it by slices of `#mma`). Operands from outside the slice are rebuilt in the encoding their op
+needs when they are constants, splats, ranges, views or elementwise ops on vectors of those
+(rematerialized where they were defined), else converted; uses outside the slice (stores,
+shared-memory stages, other ops) get a conversion back, and conversions the slice now feeds are
+folded or rebuilt the same way (fold_conversions). A slice is rewritten only when it holds a `tt.reduce` (the softmax pattern:
+reducing in the mma layout saves a shared-memory round trip of the whole tile per iteration);
+other conversions (a matmul epilogue before its store) stay where they are, as in Triton.
+
+Then `ttg.local_load(ttg.local_alloc(convert(%x : #mma -> #blocked)))` into a `#ttg.dot_op`
+becomes `ttg.convert_layout %x : #mma -> #dot_op` when every thread already holds the operand
+elements it needs (ttbuild.backend.analysis.layout.same_thread_map: the accumulator of two
+adjacent n8 tiles is the A fragment of one k16 step when the warps split only M).
+"""
+
+from __future__ import annotations
+
+from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.analysis.layout import Blocked, Slice, parse_layout, same_thread_map
+from ttbuild.backend.analysis.mma_layout import NvidiaMma
+from ttbuild.optraits import erase_dead, is_elementwise, walk
+
+ir = mu.ir
+
+_VIEWS = ("tt.expand_dims", "tt.broadcast")
+_REMAT_DEPTH = 8
+
+
+def _remap_layout(layout, old, new):
+    """`layout` with the blocked layout `old` replaced by `new` (through slices), else None."""
+    if layout == old:
+        return new
+    if isinstance(layout, Slice):
+        parent = _remap_layout(layout.parent, old, new)
+        return Slice(layout.dim, parent) if parent is not None else None
+    return None
+
+
+def _retyped(t, layout) -> ir.Type:
+    rt = ir.RankedTensorType(t)
+    return ir.RankedTensorType.get(rt.shape, rt.element_type, ir.Attribute.parse(layout.attr()))
+
+
+def _is_tensor(v) -> bool:
+    return isinstance(v.type, ir.RankedTensorType)
+
+
+def _layout(v):
+    enc = mu.encoding_str(v.type)
+    try:
+        return parse_layout(enc) if enc else None
+    except ValueError:
+        return None
+
+
+class _Slice:
+    """The forward slice of one conversion's result and what rewriting it takes."""
+
+    def __init__(self, root, old, new):
+        self.root, self.old, self.new = root, old, new
+        self.values: list = []          # values whose type changes, in discovery order
+        self.keys: set = set()
+        self.ops: list = []             # ops computing in the new layout (their operands need it)
+        self.op_keys: set = set()
+        self.loops: list = []           # (scf.for op, iter index) carried in the new layout
+        self.loop_keys: set = set()
+        self.boundary: list = []        # (op, operand index): uses that keep the old layout
+        self.reduces = 0
+
+    def add(self, v) -> None:
+        if v not in self.keys:
+            self.keys.add(v)
+            self.values.append(v)
+
+    def add_op(self, op) -> None:
+        if op not in self.op_keys:
+            self.op_keys.add(op)
+            self.ops.append(op)
+            if op.name == "tt.reduce":
+                self.reduces += 1
+            for r in op.results:
+                if _is_tensor(r):
+                    self.add(r)
+
+    def add_loop(self, loop, i: int) -> None:
+        if (loop, i) not in self.loop_keys:
+            self.loop_keys.add((loop, i))
+            self.loops.append((loop, i))
+            self.add(loop.regions[0].blocks[0].arguments[1 + i])
+            self.add(loop.results[i])
+
+    def collect(self) -> None:
+        self.add(self.root.results[0])
+        k = 0
+        while k < len(self.values):
+            v = self.values[k]
+            k += 1
+            for use in v.uses:
+                op = use.owner
+                if op.name == "scf.yield" and op.parent.name == "scf.for":
+                    self.add_loop(op.parent.opview, use.operand_number)
+                elif op.name == "scf.for" and use.operand_number >= 3:
+                    self.add_loop(op.opview, use.operand_number - 3)
+                elif is_elementwise(op.name) or op.name in _VIEWS or op.name == "tt.reduce":
+                    self.add_op(op)
+                else:
+                    self.boundary.append((op, use.operand_number))
+
+    def feasible(self) -> bool:
+        """Whether every value of the slice has an encoding derived from the converted-to
+        blocked layout (operands from outside are rebuilt or converted to what their op needs)."""
+        return all(self.new_type(v) is not None for v in self.values)
+
+    def new_type(self, v):
+        layout = _layout(v)
+        mapped = _remap_layout(layout, self.old, self.new) if layout is not None else None
+        return _retyped(v.type, mapped) if mapped is not None else None
+
+
+def _insert_after(v):
+    """Insertion point right after `v`'s definition (the start of its block for an argument)."""
+    if isinstance(v, ir.BlockArgument):
+        ops = list(v.owner.operations)
+        return ir.InsertionPoint(ops[0]) if ops else ir.InsertionPoint(v.owner)
+    return ir.InsertionPoint.after(v.owner)
+
+
+def _convert(v, t, ip, loc):
+    with ip:
+        return ir.Operation.create("ttg.convert_layout", results=[t], operands=[v], loc=loc).results[0]
+
+
+def _cheap_twice(v) -> bool:
+    """Whether recomputing `v` costs little: a vector-like tensor (at most one dimension above
+    1), or a value with a single use (the original then dies: nothing is computed twice)."""
+    return sum(1 for d in mu.shape_of(v.type) if d > 1) <= 1 or len(list(v.uses)) == 1
+
+
+class _Remat:
+    """Values in a wanted encoding, rebuilt where they were defined when that is cheap
+    (constants, splats, ranges, views, conversions, elementwise ops that are cheap to compute twice, recursively),
+    else converted right after their definition."""
+
+    def __init__(self, loc):
+        self.loc = loc
+        self.cache: dict = {}
+
+    def get(self, v, layout):
+        """`v` in `layout`: rebuilt if cheap, else through a new ttg.convert_layout."""
+        t = _retyped(v.type, layout)
+        if t == v.type:
+            return v
+        out = self.rebuild(v, layout)
+        if out is None:
+            key = ("cvt", v, str(t))
+            if key not in self.cache:
+                self.cache[key] = _convert(v, t, _insert_after(v), self.loc)
+            out = self.cache[key]
+        return out
+
+    def rebuild(self, v, layout, depth: int = 0):
+        """`v` recomputed in `layout` from cheap ops, or None."""
+        t = _retyped(v.type, layout)
+        if t == v.type:
+            return v
+        key = (v, str(t))
+        if key in self.cache:
+            return self.cache[key]
+        out = self._rebuild(v, layout, t, depth)
+        if out is not None:
+            self.cache[key] = out
+        return out
+
+    def _rebuild(self, v, layout, t, depth):
+        if isinstance(v, ir.BlockArgument) or depth > _REMAT_DEPTH:
+            return None
+        op = v.owner
+        name = op.name
+        if name == "arith.constant":
+            attr = op.attributes["value"]
+            if not isinstance(attr, ir.DenseElementsAttr) or not attr.is_splat:
+                return None
+            with ir.InsertionPoint.after(op):
+                return ir.Operation.create("arith.constant", results=[t],
+                                           attributes={"value": ir.DenseElementsAttr.get_splat(t, attr.get_splat_value())},
+                                           loc=op.location).results[0]
+        if name in ("tt.splat", "tt.make_range"):
+            return _clone(op, t, {})
+        if name == "ttg.convert_layout":
+            return self.rebuild(op.operands[0], layout, depth + 1)
+        if name == "tt.expand_dims":
+            src = self.rebuild(op.operands[0], Slice(mu.int_attr(mu.props(op)["axis"]), layout), depth + 1)
+            return _clone(op, t, {0: src}) if src is not None else None
+        if name == "tt.broadcast" or (is_elementwise(name) and len(op.results) == 1 and _cheap_twice(v)):
+            new = {}
+            for i, w in enumerate(op.operands):
+                if _is_tensor(w):
+                    new[i] = self.rebuild(w, layout, depth + 1)
+                    if new[i] is None:
+                        return None
+            return _clone(op, t, new)
+        return None
+
+
+def _clone(op, t, operands: dict):
+    clone = op.clone(ir.InsertionPoint.after(op))
+    for i, w in operands.items():
+        clone.operands[i] = w
+    clone.results[0].set_type(t)
+    return clone.results[0]
+
+
+def _required(op, i: int):
+    """The layout operand `i` of `op` (whose results already have their new types) must have."""
+    res = _layout(op.results[0])
+    if op.name == "tt.expand_dims":
+        return Slice(mu.int_attr(mu.props(op)["axis"]), res)
+    if op.name == "tt.reduce":
+        return res.parent if isinstance(res, Slice) else _layout(op.operands[i])
+    return res
+
+
+def _rewrite(sl: _Slice, remat: _Remat) -> None:
+    old_types = {v: v.type for v in sl.values}
+    new_types = {v: sl.new_type(v) for v in sl.values}
+    for v in sl.values:
+        v.set_type(new_types[v])
+    for op in sl.ops:
+        for i, w in enumerate(op.operands):
+            if _is_tensor(w) and w not in sl.keys:
+                op.operands[i] = remat.get(w, _required(op, i))
+    for loop, i in sl.loops:
+        want = _layout(loop.results[i])
+        init = loop.operands[3 + i]
+        if init not in sl.keys:
+            loop.operands[3 + i] = remat.get(init, want)
+        yield_op = list(loop.regions[0].blocks[0].operations)[-1]
+        y = yield_op.operands[i]
+        if y not in sl.keys:
+            yield_op.operands[i] = remat.get(y, want)
+    for op, i in sl.boundary:
+        v = op.operands[i]
+        if op.name == "ttg.convert_layout":
+            continue  # it now converts from the new layout (fold_conversions may remove it)
+        op.operands[i] = _convert(v, old_types[v], ir.InsertionPoint(op), op.location)
+    root = sl.root
+    root.results[0].replace_all_uses_with(root.operands[0])
+    root.erase()
+
+
+def _mma_derived(layout) -> bool:
+    while isinstance(layout, Slice):
+        layout = layout.parent
+    return isinstance(layout, NvidiaMma) or hasattr(layout, "op_idx")
+
+
+def fold_conversions(func, remat: _Remat) -> int:
+    """Conversions from or to a tensor-core layout (or a slice of one) that convert nothing are
+    dropped, and those whose operand is cheap to recompute (see _Remat) are replaced by the
+    recomputation in the result's layout; returns how many were removed."""
+    n = 0
+    for op in walk(func):
+        if op.name != "ttg.convert_layout":
+            continue
+        src, dst = _layout(op.operands[0]), _layout(op.results[0])
+        if src is None or dst is None or not (_mma_derived(src) or _mma_derived(dst)):
+            continue
+        new = op.operands[0] if op.operands[0].type == op.results[0].type else remat.rebuild(op.operands[0], dst)
+        if new is None:
+            continue
+        op.results[0].replace_all_uses_with(new)
+        op.erase()
+        n += 1
+    return n
+
+
+def _candidates(func) -> list:
+    out = []
+    for op in walk(func):
+        if op.name != "ttg.convert_layout":
+            continue
+        src, dst = _layout(op.operands[0]), _layout(op.results[0])
+        if isinstance(src, NvidiaMma) and isinstance(dst, Blocked):
+            out.append((op, dst, src))
+    return out
+
+
+def _mma_to_dot_shortcut(func, num_warps: int) -> int:
+    """local_load(local_alloc(convert(x: #mma -> #blocked))) into a #dot_op -> one register-only
+    convert_layout(x: #mma -> #dot_op); returns how many were rewritten."""
+    n = 0
+    for load in walk(func):
+        if load.name != "ttg.local_load" or len(load.operands) != 1:
+            continue
+        alloc = load.operands[0].owner if isinstance(load.operands[0], ir.OpResult) else None
+        if alloc is None or alloc.name != "ttg.local_alloc" or len(alloc.operands) != 1:
+            continue
+        if len(list(alloc.results[0].uses)) != 1:
+            continue
+        conv = alloc.operands[0].owner if isinstance(alloc.operands[0], ir.OpResult) else None
+        if conv is None or conv.name != "ttg.convert_layout":
+            continue
+        x = conv.operands[0]
+        src, dst = _layout(x), _layout(load.results[0])
+        if not isinstance(src, NvidiaMma) or dst is None or not hasattr(dst, "op_idx"):
+            continue
+        if same_thread_map(src, dst, tuple(mu.shape_of(x.type)), 32 * num_warps) is None:
+            continue
+        new = _convert(x, load.results[0].type, ir.InsertionPoint(load), load.location)
+        load.results[0].replace_all_uses_with(new)
+        load.erase()
+        alloc.erase()
+        if not list(conv.results[0].uses):
+            conv.erase()
+        n += 1
+    return n
+
+
+def remove_layout_conversions(module, num_warps: int) -> int:
+    """Rewrite every eligible #mma -> #blocked conversion's forward slice of `module` (in place,
+    see the module doc), then the mma -> dot_op shortcuts; returns the number of slices
+    rewritten plus shortcuts taken."""
+    n = 0
+    for func in [op for op in module.body.operations if op.operation.name == "tt.func"]:
+        remat = _Remat(func.location)
+        for conv, dst, src in _candidates(func):
+            sl = _Slice(conv, dst, src)
+            sl.collect()
+            if sl.reduces == 0 or not sl.feasible():
+                continue
+            _rewrite(sl, remat)
+            n += 1
+        if n:
+            n += fold_conversions(func, remat)
+            erase_dead(func)
+        n += _mma_to_dot_shortcut(func, num_warps)
+    return n

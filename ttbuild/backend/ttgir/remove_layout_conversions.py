@@ -261,15 +261,21 @@ def _mma_derived(layout) -> bool:
 
 
 def fold_conversions(func, remat: _Remat) -> int:
-    """Conversions from or to a tensor-core layout (or a slice of one) that convert nothing are
-    dropped, and those whose operand is cheap to recompute (see _Remat) are replaced by the
-    recomputation in the result's layout; returns how many were removed."""
+    """Conversions that convert nothing are dropped, and those whose operand is cheap to
+    recompute (see _Remat) are replaced by the recomputation in the result's layout: the ones
+    from or to a tensor-core layout (or a slice of one) and, since they sit in the dot loop of a
+    tensor-core kernel, those of vectors (a mask row needed along another dimension would
+    otherwise cross shared memory with two barriers every iteration; Triton's backward
+    rematerialization rebuilds it). Returns how many were removed."""
     n = 0
     for op in walk(func):
         if op.name != "ttg.convert_layout":
             continue
         src, dst = _layout(op.operands[0]), _layout(op.results[0])
-        if src is None or dst is None or not (_mma_derived(src) or _mma_derived(dst)):
+        if src is None or dst is None:
+            continue
+        vector = sum(1 for d in mu.shape_of(op.results[0].type) if d > 1) <= 1
+        if not (_mma_derived(src) or _mma_derived(dst) or vector):
             continue
         new = op.operands[0] if op.operands[0].type == op.results[0].type else remat.rebuild(op.operands[0], dst)
         if new is None:
@@ -336,8 +342,10 @@ def remove_layout_conversions(module, num_warps: int) -> int:
                 continue
             _rewrite(sl, remat)
             n += 1
-        if n:
-            n += fold_conversions(func, remat)
-            erase_dead(func)
+        if any(op.name == "tt.dot" for op in walk(func)):
+            folded = fold_conversions(func, remat)
+            if n or folded:
+                erase_dead(func)
+            n += folded
         n += _mma_to_dot_shortcut(func, num_warps)
     return n

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 12  # 9: tensor cores (mma.sync, dot pipelining); 10-12: softmax on the mma layout, P as an mma -> dot_op register conversion (remove_layout_conversions), splat constants and multi-shape broadcasts no longer tie layout groups (coalesce), vector conversions of dot kernels rebuilt
+VERSION = 13  # 9: tensor cores (mma.sync, dot pipelining); 10-13: softmax on the mma layout, P as an mma -> dot_op register conversion (remove_layout_conversions), splat constants and multi-shape broadcasts no longer tie layout groups (coalesce), vector conversions of dot kernels rebuilt, liveness-based shared memory for register-staged operands, loop-carried and round-trip slices carried in #mma
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

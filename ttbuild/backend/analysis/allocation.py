@@ -236,7 +236,8 @@ def allocate(module, num_warps: int) -> int:
     convert_layout of the accumulator), as Triton's liveness-based allocation lets them; the
     LLIR keeps that safe (a bar.sync before the first copy when shared memory was read, and after
     `async_wait {num = 0}` before the next scratch write). Every other buffer goes above all of
-    that, one after another (16-byte aligned)."""
+    that, at the lowest 16-byte-aligned offset where it overlaps no buffer live at the same time
+    (_live_ranges), first come first placed."""
     top = module_bytes(module, num_warps)
     bufs = buffers(module)
     if not bufs:
@@ -251,10 +252,70 @@ def allocate(module, num_warps: int) -> int:
             placed.append(op.operation)
         shared = max(shared, at)
     top = _align(shared)
-    for op, size in bufs:
-        if any(op.operation == p for p in placed):  # (Operation compares by identity of the op)
-            continue
-        op.operation.attributes["allocation.offset"] = mu.ir.IntegerAttr.get(i32, top)
-        top = _align(top + size)
-        shared = top
+    rest = [(op, size) for op, size in bufs if not any(op.operation == p for p in placed)]
+    if not rest:
+        return shared
+    live = _live_ranges(module)
+    taken = [(live[op.operation], int(op.operation.attributes["allocation.offset"].value), buffer_bytes(op))
+             for g, _ in ring_groups(module) for op in g]
+    for op, size in sorted(rest, key=lambda b: live[b[0].operation][0]):
+        span = live[op.operation]
+        at = top
+        for (lo, hi), off, n in sorted(taken, key=lambda t: t[1]):
+            if lo <= span[1] and span[0] <= hi and off < at + size and at < off + n:
+                at = _align(off + n)
+        op.operation.attributes["allocation.offset"] = mu.ir.IntegerAttr.get(i32, at)
+        taken.append((span, at, size))
+        shared = max(shared, _align(at + size))
     return shared
+
+
+def _live_ranges(module) -> dict:
+    """Per `ttg.local_alloc` (Operation), its live range (first, last) in pre-order op positions:
+    from the alloc to the last reader of its memory (through memdesc views, and the users of a
+    `ttg.local_load`, where a lazy ldmatrix reads), widened to the whole of any loop that reads
+    it without containing the alloc (the buffer must survive every iteration). Buffers whose
+    ranges are disjoint may share bytes (Triton's liveness-based allocation); the LLIR puts a
+    bar.sync before a register tile is written into shared memory (llir.dot.local_alloc_from)."""
+    pos, last = {}, {}
+    for func in module.body.operations:
+        ops = [func.operation, *walk(func)]
+        for op in ops:
+            pos[op] = len(pos)
+        for op in reversed(ops):  # a loop's range ends at its last nested op
+            inner = [pos[o] for r in op.regions for b in r.blocks for o in b.operations]
+            last[op] = max([pos[op]] + [last.get(o.operation, pos[o.operation]) for r in op.regions
+                                        for b in r.blocks for o in b.operations] + inner)
+    out = {}
+    for func in module.body.operations:
+        for op in walk(func):
+            if op.name != "ttg.local_alloc":
+                continue
+            alloc = op.operation
+            lo = hi = pos[alloc]
+            ancestors = set()
+            p = alloc.parent
+            while p is not None and p.name != "builtin.module":
+                ancestors.add(p)
+                p = p.parent
+            todo, readers = [alloc.results[0]], []
+            while todo:
+                v = todo.pop()
+                for u in v.uses:
+                    o = u.owner.operation
+                    readers.append(o)
+                    if o.name.startswith("ttg.memdesc_"):
+                        todo.append(o.results[0])
+                    elif o.name == "ttg.local_load":
+                        readers += [w.owner.operation for w in o.results[0].uses]
+            for o in readers:
+                hi = max(hi, pos[o])
+                p, outer = o.parent, None
+                while p is not None and p not in ancestors and p.name != "builtin.module":
+                    if p.name in ("scf.for", "scf.while"):
+                        outer = p
+                    p = p.parent
+                if outer is not None:
+                    hi = max(hi, last[outer])
+            out[alloc] = (lo, hi)
+    return out

@@ -9,9 +9,15 @@ it by slices of `#mma`). Operands from outside the slice are rebuilt in the enco
 needs when they are constants, splats, ranges, views or elementwise ops on vectors of those
 (rematerialized where they were defined), else converted; uses outside the slice (stores,
 shared-memory stages, other ops) get a conversion back, and conversions the slice now feeds are
-folded or rebuilt the same way (fold_conversions). A slice is rewritten only when it holds a `tt.reduce` (the softmax pattern:
-reducing in the mma layout saves a shared-memory round trip of the whole tile per iteration);
-other conversions (a matmul epilogue before its store) stay where they are, as in Triton.
+folded or rebuilt the same way (fold_conversions).
+
+A slice is rewritten when that saves work in the loop: it holds a `tt.reduce` (the softmax:
+reducing on the fragments saves a shared-memory round trip of the whole tile per iteration), a
+loop-carried value (an accumulator updated by elementwise ops then a dot, as attention
+backward's dK/dV: carried in #mma, converted once after the loop), a staged dot operand (P of
+a chained dot: then the mma -> dot_op shortcut below applies) or a conversion back to #mma (a
+round trip through shared memory that then disappears). Other conversions (a matmul
+epilogue before its store) stay where they are, as in Triton.
 
 Then `ttg.local_load(ttg.local_alloc(convert(%x : #mma -> #blocked)))` into a `#ttg.dot_op`
 becomes `ttg.convert_layout %x : #mma -> #dot_op` when every thread already holds the operand
@@ -72,6 +78,8 @@ class _Slice:
         self.loop_keys: set = set()
         self.boundary: list = []        # (op, operand index): uses that keep the old layout
         self.reduces = 0
+        self.to_dot = 0                 # boundary local_allocs that stage a dot operand
+        self.to_mma = 0                 # boundary conversions back to a tensor-core layout
 
     def add(self, v) -> None:
         if v not in self.keys:
@@ -111,6 +119,10 @@ class _Slice:
                     self.add_op(op)
                 else:
                     self.boundary.append((op, use.operand_number))
+                    if op.name == "ttg.local_alloc" and _stages_dot_operand(op):
+                        self.to_dot += 1
+                    if op.name == "ttg.convert_layout" and _mma_derived(_layout(op.results[0])):
+                        self.to_mma += 1
 
     def feasible(self) -> bool:
         """Whether every value of the slice has an encoding derived from the converted-to
@@ -121,6 +133,14 @@ class _Slice:
         layout = _layout(v)
         mapped = _remap_layout(layout, self.old, self.new) if layout is not None else None
         return _retyped(v.type, mapped) if mapped is not None else None
+
+
+def _stages_dot_operand(alloc) -> bool:
+    """Whether a register tile's local_alloc is read back only into a #ttg.dot_op (an operand
+    accelerate_matmul staged, which may take the mma -> dot_op shortcut instead)."""
+    uses = list(alloc.results[0].uses)
+    return bool(uses) and all(u.owner.name == "ttg.local_load" and hasattr(_layout(u.owner.results[0]), "op_idx")
+                              for u in uses)
 
 
 def _insert_after(v):
@@ -178,6 +198,10 @@ class _Remat:
         return out
 
     def _rebuild(self, v, layout, t, depth):
+        if depth > 0 and sum(1 for d in mu.shape_of(v.type) if d > 1) <= 1 and not self._rebuildable(v):
+            # a vector nothing cheap computes (a loaded row of M or Delta): convert it, not the
+            # tile it is broadcast into
+            return _convert(v, t, _insert_after(v), self.loc)
         if isinstance(v, ir.BlockArgument) or depth > _REMAT_DEPTH:
             return None
         op = v.owner
@@ -206,6 +230,15 @@ class _Remat:
                         return None
             return _clone(op, t, new)
         return None
+
+
+    @staticmethod
+    def _rebuildable(v) -> bool:
+        if isinstance(v, ir.BlockArgument):
+            return False
+        name = v.owner.name
+        return name in ("arith.constant", "tt.splat", "tt.make_range", "ttg.convert_layout") or name in _VIEWS \
+            or is_elementwise(name)
 
 
 def _clone(op, t, operands: dict):
@@ -278,7 +311,7 @@ def fold_conversions(func, remat: _Remat) -> int:
         if not (_mma_derived(src) or _mma_derived(dst) or vector):
             continue
         new = op.operands[0] if op.operands[0].type == op.results[0].type else remat.rebuild(op.operands[0], dst)
-        if new is None:
+        if new is None or new == op.results[0]:  # (a conversion _Remat made: it is the rebuild)
             continue
         op.results[0].replace_all_uses_with(new)
         op.erase()
@@ -338,7 +371,7 @@ def remove_layout_conversions(module, num_warps: int) -> int:
         for conv, dst, src in _candidates(func):
             sl = _Slice(conv, dst, src)
             sl.collect()
-            if sl.reduces == 0 or not sl.feasible():
+            if not (sl.reduces or sl.loops or sl.to_dot or sl.to_mma) or not sl.feasible():
                 continue
             _rewrite(sl, remat)
             n += 1

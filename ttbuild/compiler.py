@@ -65,6 +65,7 @@ class _Keyed:
 
     def __init__(self, module, options: Mapping[str, Any]):
         self.VERSION = module.VERSION
+        self.__name__ = module.__name__  # the cache key names the code this module runs
         self._module, self._options = module, dict(options)
 
     def run(self, inputs, _key_options):

@@ -37,9 +37,21 @@ def set_default_cache(cache: Cache | None) -> None:
 
 
 def module_action_key(stage: str, module: Any, inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> str:
-    """The cache's action key (`keys.action_key`, sha256) of running stage module `module` (with its `VERSION`) on `inputs` with `options`."""
+    """The cache's action key (`keys.action_key`, sha256) of running stage module `module` (with its `VERSION`) on `inputs` with `options`.
+
+    Its `ttbuild` tool version names the code too (ttbuild.codedigest.code_version: the digest of
+    the sources the stage module runs), so a compiler edit never reuses an entry."""
+    from ttbuild.codedigest import code_version
+
+    tools = dict(tool_versions_for(stage))
+    name = getattr(module, "__name__", None)
+    if "ttbuild" in tools and name:
+        try:
+            tools["ttbuild"] = code_version(name)
+        except ImportError:  # a stand-in without source (tests' doubles): the release alone
+            pass
     return action_key(stage, module.VERSION, {role: digest(bytes(b)) for role, b in inputs.items()},
-                      options, tool_versions_for(stage))
+                      options, tools)
 
 
 def run_cached_hit(stage: str, module: Any, inputs: Mapping[str, bytes], options: Mapping[str, Any],

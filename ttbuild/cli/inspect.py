@@ -33,7 +33,35 @@ class TaskState:
     reasons: list
 
 
-def _describe(reasons: dict, db_has: bool) -> list[str]:
+def _config_now(task) -> str | None:
+    """The string a task's config_changed up-to-date check compares (its stage, VERSION, code
+    digest and options, as ttbuild.graph.tasks writes them), or None."""
+    from doit.tools import config_changed
+
+    for u in task.uptodate:
+        obj = u[0] if isinstance(u, tuple) else u
+        if isinstance(obj, config_changed):
+            return obj.config if isinstance(obj.config, str) else None
+    return None
+
+
+def _config_reasons(saved: str | None, now: str | None) -> list[str]:
+    """What changed in a stage task's config: the compiler (code digest), the VERSION, options."""
+    try:
+        before, after = json.loads(saved), json.loads(now)
+    except (TypeError, ValueError):
+        return []
+    out = []
+    if before.get("code") != after.get("code"):
+        out.append("compiler changed (the source of what this stage runs: ttbuild.codedigest)")
+    if before.get("version") != after.get("version"):
+        out.append(f"stage VERSION {before.get('version')} -> {after.get('version')}")
+    if before.get("options") != after.get("options"):
+        out.append("options changed")
+    return out
+
+
+def _describe(reasons: dict, db_has: bool, config: list[str] | None = None) -> list[str]:
     out = []
     if not db_has:
         out.append("never built")
@@ -45,7 +73,7 @@ def _describe(reasons: dict, db_has: bool) -> list[str]:
     for path in reasons.get("missing_file_dep", []):
         out.append(f"input not built yet: {path}")
     if reasons.get("uptodate_false") and db_has:
-        out.append("options or ttbuild version changed since the last build")
+        out.extend(config or ["options or ttbuild version changed since the last build"])
     if reasons.get("checker_changed"):
         out.append("file checker changed")
     for key in ("added_file_dep", "removed_file_dep"):
@@ -75,7 +103,9 @@ def variant_states(project: Project, variant, tasks: dict, dep) -> list[TaskStat
             status = "after"
             reasons = [f"runs if {', '.join(upstream)} writes different bytes (else cut off early)"]
         elif res.status != "up-to-date" or not db_has:
-            status, reasons = "run", _describe(res.reasons, db_has)
+            config = _config_reasons(dep.get_values(name).get("_config_changed"), _config_now(task)) \
+                if not name.startswith("meta:") else None
+            status, reasons = "run", _describe(res.reasons, db_has, config)
         else:
             status, reasons = "up-to-date", []
         if status != "up-to-date":
@@ -149,6 +179,11 @@ def cmd_explain(project: Project, name: str, out=None) -> int:
         for stage, version in (before.get("versions") or {}).items():
             if now.get(stage) != version:
                 changes.append(f"{stage} stage VERSION: {version} -> {now.get(stage)}  ({stage} and later)")
+        from ttbuild.codedigest import stage_digest
+
+        for stage, code in (before.get("code") or {}).items():
+            if stage_digest(stage, project.stage_package) != code:
+                changes.append(f"compiler changed: the source {stage} runs  ({stage} and later)")
         out.write("options or stage versions changed since the last build:\n" if changes else
                   "options: unchanged since the last build\n")
         for line in changes:

@@ -10,6 +10,7 @@ from doit.tools import config_changed
 
 import ttbuild
 from ttbuild.canonical import canonical_json
+from ttbuild.codedigest import stage_digest
 from ttbuild.stages import STAGES
 
 from .actions import run_stage, write_meta
@@ -92,6 +93,9 @@ def generate_tasks(kernels_dir: str | Path = "kernels", artifacts_dir: str | Pat
     if variants is None:
         variants = load_variants(kernels)
     versions = stage_versions(stage_package)
+    # The source of what each stage runs (ttbuild.codedigest): an edit to the compiler reruns
+    # the stages it can affect even when no VERSION was bumped.
+    codes = {stage: stage_digest(stage, stage_package) for stage in STAGES}
 
     stage_tasks: dict[str, dict] = {}
     users: dict[str, list[str]] = {}
@@ -121,13 +125,14 @@ def generate_tasks(kernels_dir: str | Path = "kernels", artifacts_dir: str | Pat
                 "file_dep": list(inputs.values()),
                 "targets": list(outs.values()),
                 "uptodate": [config_changed(canonical_json(
-                    {"stage": node.stage, "version": versions[node.stage], "options": node.options}))],
+                    {"stage": node.stage, "version": versions[node.stage], "code": codes[node.stage],
+                     "options": node.options}))],
                 "clean": True,
                 "title": _title,
                 "_kernel": f"{v.kernel} ({v.file})",
             }
         if v.until == "cubin":
-            meta_tasks.append(_meta_task(v, artifacts, outs_of, versions))
+            meta_tasks.append(_meta_task(v, artifacts, outs_of, versions, codes))
 
     for name, task in stage_tasks.items():
         kernel = task.pop("_kernel")
@@ -141,7 +146,7 @@ def generate_tasks(kernels_dir: str | Path = "kernels", artifacts_dir: str | Pat
     yield from meta_tasks
 
 
-def _meta_task(v: Variant, artifacts: Path, outs_of: dict, versions: dict) -> dict:
+def _meta_task(v: Variant, artifacts: Path, outs_of: dict, versions: dict, codes: dict) -> dict:
     lib = artifacts / "lib"
     json_path, cubin_path = str(lib / f"{v.name}.json"), str(lib / f"{v.name}.cubin")
     paths = {stage: outs_of[stage][OUTPUT_ROLES[stage][0]] for stage in STAGES}
@@ -151,10 +156,10 @@ def _meta_task(v: Variant, artifacts: Path, outs_of: dict, versions: dict) -> di
         "actions": [(write_meta, [doc, paths, json_path, cubin_path])],
         "file_dep": list(paths.values()),
         "targets": [json_path, cubin_path],
-        # The stage versions ride along so `ttbuild explain` can name a bumped VERSION (the
-        # stage keys already change with it, so this reruns nothing more than they do).
+        # The stage versions and code digests ride along so `ttbuild explain` can name a bumped
+        # VERSION or a compiler edit (the stage tasks already rerun for them).
         "uptodate": [config_changed(canonical_json({"variant": doc, "ttbuild": ttbuild.__version__,
-                                                    "versions": dict(versions)}))],
+                                                    "versions": dict(versions), "code": dict(codes)}))],
         "clean": True,
         "title": _title,
         "doc": f"{v.kernel} ({v.file}) -> lib/{v.name}.json, lib/{v.name}.cubin",

@@ -1,0 +1,85 @@
+"""Compiler edits invalidate (issue 14, item 1): every stage key names the source of what the stage runs (ttbuild.codedigest), so an edit reruns the stages it can affect, is never served from the cache, and `explain` says so."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from ttbuild.codedigest import closure, stage_digest
+
+REPO = Path(__file__).parents[2]
+FAKE = Path(__file__).parents[1] / "fake_stages"
+
+
+def test_closure_is_what_the_stage_runs():
+    ttgir = closure("ttbuild.stages.ttgir")
+    assert "ttbuild.backend.ttgir.remove_layout_conversions" in ttgir
+    assert "ttbuild.backend.analysis.allocation" in ttgir
+    # neither the build graph, the cache, the runtime nor other stages' code
+    assert not [m for m in ttgir if m.startswith(("ttbuild.graph", "ttbuild.cache", "ttbuild.runtime",
+                                                  "ttbuild.backend.llir", "ttbuild.frontend"))]
+    ptx = closure("ttbuild.stages.ptx")
+    assert "ttbuild.backend.nvptx.llvm" in ptx and "ttbuild.backend.ttgir.passes" not in ptx
+    assert len({stage_digest(s) for s in ("parse", "ttir", "ttgir", "llir", "ptx", "cubin")}) == 6
+
+
+def _digest_in(root: Path, stage: str) -> str:
+    code = f"from ttbuild.codedigest import stage_digest; print(stage_digest({stage!r}))"
+    return subprocess.run([sys.executable, "-c", code], cwd=root, env={"PYTHONPATH": str(root), "PATH": ""},
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_an_edit_changes_the_digest_of_the_stages_that_run_it_only(tmp_path):
+    shutil.copytree(REPO / "ttbuild", tmp_path / "ttbuild", ignore=shutil.ignore_patterns("__pycache__"))
+    before = {s: _digest_in(tmp_path, s) for s in ("ttgir", "ptx")}
+    assert before == {"ttgir": stage_digest("ttgir"), "ptx": stage_digest("ptx")}
+    llvm = tmp_path / "ttbuild" / "backend" / "nvptx" / "llvm.py"
+    llvm.write_text(llvm.read_text().replace("def emit_ptx(", "def emit_ptx(  # edited\n    ", 1))
+    after = {s: _digest_in(tmp_path, s) for s in ("ttgir", "ptx")}
+    assert after["ptx"] != before["ptx"] and after["ttgir"] == before["ttgir"]
+    runtime = tmp_path / "ttbuild" / "runtime" / "__init__.py"
+    runtime.write_text(runtime.read_text() + "\n# edited\n")
+    assert _digest_in(tmp_path, "ptx") == after["ptx"]
+
+
+def _edit_fake_ptx(stages: Path) -> None:
+    """What the reviewers did: change what the ptx stage emits, bump nothing."""
+    f = stages / "fake_stages" / "ptx.py"
+    f.write_text(f.read_text().replace('return lower("ptx", inputs, options)',
+                                       'return {k: b"// edited\\n" + v for k, v in lower("ptx", inputs, options).items()}'))
+
+
+def test_a_compiler_edit_reruns_its_stage_and_is_not_served_from_the_cache(tmp_path, new_project):
+    stages = tmp_path / "stages"
+    shutil.copytree(FAKE, stages / "fake_stages", ignore=shutil.ignore_patterns("__pycache__"))
+    proj = new_project(tmp_path / "p")
+    proj.pythonpath = f"{REPO}{os.pathsep}{stages}"
+    proj.env = {"TTBUILD_CACHE_DIR": str(tmp_path / "cache")}
+    first = proj.ttbuild("build")
+    assert first.rc == 0, first.text
+    _edit_fake_ptx(stages)
+    second = proj.ttbuild("build")
+    assert second.rc == 0, second.text
+    ptx_ran = {t for t in second.ran if t.startswith("ptx:")}
+    assert ptx_ran, second.text                           # reran, not "up to date"
+    assert not {t for t in second.cached if t.startswith("ptx:")}, second.text   # and not from the cache
+    assert not {t for t in second.ran if t.startswith(("parse:", "ttir:", "ttgir:", "llir:"))}, second.text
+    ptx_out = [p for p in (proj.artifacts / "ptx").rglob("*") if p.is_file()]
+    assert ptx_out and all(p.read_bytes().startswith(b"// edited\n") for p in ptx_out)
+
+
+def test_explain_names_a_compiler_edit(tmp_path, new_project):
+    stages = tmp_path / "stages"
+    shutil.copytree(FAKE, stages / "fake_stages", ignore=shutil.ignore_patterns("__pycache__"))
+    proj = new_project(tmp_path / "p")
+    proj.pythonpath = f"{REPO}{os.pathsep}{stages}"
+    assert proj.ttbuild("build").rc == 0
+    variant = proj.ttbuild("list").out.split()[0]
+    _edit_fake_ptx(stages)
+    out = proj.run(proj.ttbuild_argv("explain", variant)).stdout
+    assert "compiler changed: the source ptx runs" in out, out
+    assert "compiler changed (the source of what this stage runs" in out, out
+    assert "ptx    would run" in out, out

@@ -1,0 +1,122 @@
+"""Per stage, a digest of the source of the modules that stage runs (its import closure inside the stage's package and ttbuild), so a compiler edit changes every key that edit can affect.
+
+Triton hashes its compiler sources and libtriton into its cache key; ttbuild does the same per
+stage. The closure is found statically: the stage module's file, then every module it imports
+(at top level or inside functions: stages import their heavy dependencies inside `run`) that
+lives in the `ttbuild` package or the stage's own package, recursively, with the `__init__.py`
+of each package on the way. The digest (xxh3_64 hex) covers each file's path relative to its
+package root and its bytes, so an installed release and a working tree with edits never share a
+key. Computed at most once per process and stage package; an edit during a running build is
+seen by the next one.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import importlib.util
+from pathlib import Path
+
+import xxhash
+
+ROOT = "ttbuild"
+
+
+@functools.cache
+def _package_dir(top: str) -> Path | None:
+    """The directory of top-level package `top`, located without importing it."""
+    try:
+        spec = importlib.util.find_spec(top)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _module_file(name: str) -> Path | None:
+    """The source file of module `name` (a package's `__init__.py`), found from its top-level
+    package's directory without importing anything (importing a package would run its
+    `__init__`, and the build must stay free of MLIR and llvmlite until a stage runs), or None."""
+    top, *rest = name.split(".")
+    base = _package_dir(top)
+    if base is None:
+        return None
+    path = base.joinpath(*rest)
+    for candidate in (path.with_suffix(".py") if rest else None, path / "__init__.py"):
+        if candidate is not None and candidate.is_file():
+            return candidate
+    return None
+
+
+def _imports(path: Path, module: str, top_level: bool = False) -> set[str]:
+    """Absolute names of the modules `path` (the source of `module`) imports, as written; for
+    `from X import y` both X and X.y (y may be a submodule). `top_level`: only the statements
+    that run on import (not those inside functions)."""
+    tree = ast.parse(path.read_bytes(), filename=str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    out: set[str] = set()
+    nodes = tree.body if top_level else ast.walk(tree)
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[:len(base) - (node.level - 1)] if node.level > 1 else base
+                head = ".".join(base + ([node.module] if node.module else []))
+            else:
+                head = node.module or ""
+            out.add(head)
+            out.update(f"{head}.{alias.name}" for alias in node.names if alias.name != "*")
+    return out
+
+
+def closure(stage_module: str, roots: tuple[str, ...] = (ROOT,)) -> dict[str, Path]:
+    """Module name -> source file for `stage_module` and every module under the `roots`
+    packages it reaches through imports (see the module doc); the parents' `__init__.py` too."""
+    roots = tuple(dict.fromkeys(roots + (stage_module.split(".")[0],)))
+    seen: dict[str, Path] = {}
+    followed: set[tuple[str, bool]] = set()
+    todo = [(stage_module, False)]
+    while todo:
+        name, parent_only = todo.pop()
+        if (name, parent_only) in followed or (name, False) in followed \
+                or not any(name == r or name.startswith(r + ".") for r in roots):
+            continue
+        path = _module_file(name)
+        if path is None:
+            continue
+        followed.add((name, parent_only))
+        seen[name] = path
+        parts = name.split(".")
+        todo.extend((".".join(parts[:i]), True) for i in range(1, len(parts)))
+        # ttbuild's own __init__ imports the in-memory driver lazily (`ttbuild.compile`): a
+        # package on the way, or the root, contributes what runs when it is imported.
+        todo.extend((m, False) for m in _imports(path, name, top_level=parent_only or name == ROOT))
+    return seen
+
+
+@functools.cache
+def module_digest(module: str) -> str:
+    """xxh3_64 hex of the sources stage module `module` (a dotted name) runs: its closure over
+    ttbuild and its own top-level package, computed once per process. Raises ImportError when
+    the module cannot be found."""
+    if _module_file(module) is None:
+        raise ImportError(f"no stage module {module}")
+    h = xxhash.xxh3_64()
+    for name, path in sorted(closure(module, (ROOT, module.split(".")[0])).items()):
+        h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def stage_digest(stage: str, package: str = "ttbuild.stages") -> str:
+    """module_digest of `package`.`stage`."""
+    return module_digest(f"{package}.{stage}")
+
+
+def code_version(module: str) -> str:
+    """What a stage's keys record as the `ttbuild` tool version: `__version__+digest`."""
+    from ttbuild import __version__
+
+    return f"{__version__}+{module_digest(module)}"

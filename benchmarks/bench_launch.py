@@ -1,5 +1,7 @@
 """Host time per launch of a tiny kernel (add_kernel, n = 1, one program): ttbuild vs Triton `kernel[grid]` vs torch.add vs raw cuLaunchKernel.
 
+"x raw" divides by the fastest raw cuLaunchKernel row (parameters packed once, outside the loop).
+
 Each figure is the median over repetitions of (wall time of N back-to-back launches) / N, with a
 synchronize between repetitions (outside the timed region). Also the first launch in a fresh
 process (import ttbuild.runtime + load + launch + synchronize, torch already imported).
@@ -70,42 +72,40 @@ def main(argv=None):
     out = torch.empty_like(x)
     rows = []
 
-    for label, drv in (("cuda.bindings launch", rt.CudaDriver()),
-                       ("ctypes launch", rt.CtypesCudaDriver())):
-        lib = rt.load(args.artifacts, driver=drv)
-        k = lib.add_kernel
-        rows.append((f"ttbuild lib.add_kernel[grid](...) [{label}]",
-                     per_launch_us(lambda: k[(1,)](x, y, out, 1))))
-        rows.append((f"ttbuild ... callable grid [{label}]",
-                     per_launch_us(lambda: k[lambda m: (1,)](x, y, out, 1))))
+    drv = rt.CudaDriver()
+    lib = rt.load(args.artifacts, driver=drv)
+    k = lib.add_kernel
+    ours = per_launch_us(lambda: k[(1,)](x, y, out, 1))
+    rows.append(("ttbuild lib.add_kernel[(1,)](x, y, out, 1)", ours))
+    rows.append(("ttbuild lib.add_kernel[lambda meta: (1,)](...)  (callable grid)",
+                 per_launch_us(lambda: k[lambda m: (1,)](x, y, out, 1))))
+    ax = lib.axpy_kernel
+    ours_axpy = per_launch_us(lambda: ax[(1,)](x, y, out, 2.0, 1))
+    rows.append(("ttbuild lib.axpy_kernel[(1,)](x, y, out, 2.0, 1)  (3 pointers, 2 scalars)", ours_axpy))
+    generic = per_launch_us(lambda: k[(1,)](x, y, output_ptr=out, n_elements=1))
+    rows.append(("ttbuild ... by keyword (the generic path)", generic))
     if have_triton():
         rows.append(("triton add_kernel[grid](..., BLOCK_SIZE=1024)",
                      per_launch_us(lambda: triton_add_kernel[(1,)](x, y, out, 1, BLOCK_SIZE=1024))))
     rows.append(("torch.add(x, y, out=out)", per_launch_us(lambda: torch.add(x, y, out=out))))
 
-    # Raw launches of our add_kernel_fp32 cubin with pre-packed parameters.
-    drv = rt.CudaDriver()
-    lib = rt.load(args.artifacts, driver=drv)
-    lib.add_kernel[(1,)](x, y, out, 1)
-    comp = lib.add_kernel._dispatch[next(iter(lib.add_kernel._dispatch))]
-    ctx, _ = drv.context(None)
+    # Raw launches of our add_kernel_fp32 cubin with parameters packed once, outside the loop.
+    comp = k._compiled[k.select(x, y, out, 1).variant]
+    ctx, _ = drv.context(torch.cuda.current_device())
     fn = comp.functions[ctx]
-    addr = comp.params_address
+    buf, addr, _keep = comp.new_slot()
+    comp.packer.pack_into(buf, 0, x.data_ptr(), y.data_ptr(), out.data_ptr(), 1)
     stream = torch.cuda.current_stream().cuda_stream
     launch = cu.cuLaunchKernel
-    rows.append(("raw cuLaunchKernel (cuda.bindings)",
-                 per_launch_us(lambda: launch(fn, 1, 1, 1, comp.block_x, 1, 1, 0, stream, addr, 0))))
-    hstream = cu.CUstream(stream)
-    rows.append(("raw cuLaunchKernel (cuda.bindings, CUstream object)",
-                 per_launch_us(lambda: launch(fn, 1, 1, 1, comp.block_x, 1, 1, 0, hstream, addr, 0))))
+    raw = per_launch_us(lambda: launch(fn, 1, 1, 1, comp.block_x, 1, 1, 0, stream, addr, 0))
+    rows.append(("raw cuLaunchKernel (cuda.bindings, int stream, pre-packed)", raw))
     libcuda = ctypes.CDLL("libcuda.so.1")
     c_launch = libcuda.cuLaunchKernel
     u32, vp = ctypes.c_uint, ctypes.c_void_p
     c_launch.argtypes = [vp, u32, u32, u32, u32, u32, u32, u32, vp, vp, vp]
     raw_fn = int(fn)
-    rows.append(("raw cuLaunchKernel (ctypes)",
-                 per_launch_us(lambda: c_launch(raw_fn, 1, 1, 1, comp.block_x, 1, 1, 0, stream,
-                                                addr, None))))
+    raw_ctypes = per_launch_us(lambda: c_launch(raw_fn, 1, 1, 1, comp.block_x, 1, 1, 0, stream, addr, None))
+    rows.append(("raw cuLaunchKernel (ctypes)", raw_ctypes))
     torch.cuda.synchronize()
     ok = torch.allclose(out[:1], x[:1] + y[:1])
 
@@ -116,7 +116,10 @@ def main(argv=None):
         first.append(p.stdout.strip() or p.stderr.strip()[-300:])
 
     print(f"\nhost time per launch, tiny kernel, {torch.cuda.get_device_name()} (result ok: {ok})")
-    print(table(["launch", "us/launch"], [(name, f"{us:.2f}") for name, us in rows]))
+    best_raw = min(raw, raw_ctypes)
+    print(table(["launch", "us/launch", "x raw"], [(name, f"{us:.2f}", f"{us / best_raw:.2f}") for name, us in rows]))
+    print(f"ttbuild / fastest raw cuLaunchKernel: add_kernel {ours / best_raw:.2f}x, "
+          f"axpy_kernel {ours_axpy / best_raw:.2f}x (goal <= 1.2x)")
     print(f"first launch in a fresh process (import ttbuild.runtime + load + launch + sync), s: "
           f"{', '.join(first)}")
 

@@ -17,6 +17,28 @@ BACKENDS = ("cuda",)
 PTX_VERSION = 90
 
 
+# The CUDA release that introduced each PTX ISA version (PTX ISA manual, "Release Notes"; the
+# inverse of triton/backends/nvidia/compiler.py's ptx version table): a driver older than that
+# release cannot JIT the PTX, nor load cubins built by its ptxas. Driver versions are spelled
+# as cuDriverGetVersion returns them: 1000 * major + 10 * minor (13000 = CUDA 13.0, driver 580).
+PTX_ISA_CUDA = {80: 12000, 81: 12010, 82: 12020, 83: 12030, 84: 12040, 85: 12050, 86: 12070,
+                87: 12080, 88: 12090, 90: 13000, 91: 13010}
+
+
+def min_cuda_driver(ptx_version: int) -> int:
+    """Lowest CUDA driver version (cuDriverGetVersion encoding) that runs PTX ISA `ptx_version`
+    (90 = 9.0 -> 13000); a version newer than the table is assumed to need its own major.minor."""
+    if ptx_version in PTX_ISA_CUDA:
+        return PTX_ISA_CUDA[ptx_version]
+    major, minor = divmod(ptx_version, 10)
+    return (major + 4) * 1000 + minor * 10
+
+
+def cuda_version_text(version: int) -> str:
+    """13000 -> "13.0"."""
+    return f"{version // 1000}.{version % 1000 // 10}"
+
+
 class TargetError(TTBuildError, ValueError):
     """A target string that is not `cuda:<capability>`."""
 

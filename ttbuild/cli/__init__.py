@@ -7,6 +7,7 @@
     ttbuild clean [-o ARTIFACTS]
     ttbuild cache [--cache URL] [--remote] stats|verify|prune [--max-bytes 10G] [--max-age 30d]
     ttbuild doit [DOIT ARGS...]      (any doit command on the same graph and state DB)
+    ttbuild package [--name N --version V] [-o dist]   (artifacts/lib as a wheel; ttbuild.wheel)
 
 `ttbuild` alone is `ttbuild build`. Exit status: 0 ok; build: doit's (1 a task failed, 2 a task
 failed and others were skipped behind it or raised), 3 a bad variant list; others: 2 bad usage.
@@ -21,7 +22,7 @@ import sys
 
 from .loader import DEFAULT_STAGE_PACKAGE, Project
 
-COMMANDS = ("build", "list", "explain", "show", "clean", "cache", "doit")
+COMMANDS = ("build", "list", "explain", "show", "clean", "cache", "doit", "package")
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -86,6 +87,7 @@ def parser() -> argparse.ArgumentParser:
     ca.add_argument("rest", nargs=argparse.REMAINDER)
 
     sub.add_parser("doit", help="run any doit command on the same graph", add_help=False)
+    sub.add_parser("package", help="turn artifacts/lib into a wheel needing only the runtime", add_help=False)
     return ap
 
 
@@ -99,6 +101,10 @@ def main(argv: list[str] | None = None, *, stage_package: str = DEFAULT_STAGE_PA
         args_in.insert(0, "build")
     if args_in[0] == "doit":
         return _doit(args_in[1:], stage_package)
+    if args_in[0] == "package":
+        from ttbuild.wheel import main as package_main
+
+        return package_main(args_in[1:])
     if args_in[0] == "cache":
         from ttbuild.cache.__main__ import main as cache_main
 

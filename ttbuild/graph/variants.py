@@ -115,10 +115,11 @@ def load_variants(kernels_dir: str | Path) -> list[Variant]:
     except tomllib.TOMLDecodeError as exc:
         raise _toml_error(exc, text, shown) from None
     locator = _Locator(text, shown)
-    extra = sorted(set(data) - {"variant"})
+    # [package]: name/version of the wheel `ttbuild package` makes (ttbuild.wheel); not a build input.
+    extra = sorted(set(data) - {"variant", "package"})
     if extra:
-        raise VariantError(f"unknown top-level key {extra[0]!r}: only [[variant]] tables belong here",
-                           locator.top(extra[0]))
+        raise VariantError(f"unknown top-level key {extra[0]!r}: only [[variant]] tables and a [package] "
+                           "table belong here", locator.top(extra[0]))
     rows = data.get("variant", [])
     if not isinstance(rows, list):
         raise VariantError("`variant` must be an array of tables: write [[variant]]", locator.top("variant"))

@@ -9,12 +9,15 @@ from __future__ import annotations
 import os
 
 from .driver import CtypesCudaDriver, CudaDriver, CudaError, Driver, default_driver
+from .interop import InteropError
 from .launcher import Launcher, LaunchError
 from .metadata import MetadataError, Param, Variant, read_library
 from .select import NoMatchingVariant
+from .torchop import TorchOpError, torch_op
 
 __all__ = ["load", "Library", "Launcher", "Variant", "Param", "Driver", "CudaDriver", "CtypesCudaDriver",
-           "CudaError", "MetadataError", "NoMatchingVariant", "LaunchError", "default_driver"]
+           "CudaError", "MetadataError", "NoMatchingVariant", "LaunchError", "InteropError", "TorchOpError",
+           "default_driver", "torch_op"]
 
 
 class Library:

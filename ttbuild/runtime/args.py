@@ -10,7 +10,7 @@ attribute reads the object needs (data_ptr(), dtype).
 
 from __future__ import annotations
 
-import sys
+from .interop import InteropError, cai_stream, dlpack_device, dlpack_pointer
 
 # torch / numpy / cupy dtype names (str(dtype), "torch." stripped) -> Triton dtype names.
 DTYPE_NAMES = {
@@ -90,6 +90,10 @@ _extractors: dict = {bool: _bool, int: _int, float: _float}
 torch_types: set = set()
 
 
+def _dlpack(obj):
+    raise AssertionError("DLPack arguments are read by classify(..., stream=)")  # marker only
+
+
 def _extractor_for(tp, value):
     if tp.__module__.startswith("torch") and hasattr(tp, "data_ptr"):
         torch_types.add(tp)
@@ -98,6 +102,8 @@ def _extractor_for(tp, value):
         return _data_ptr_only
     if hasattr(value, "__cuda_array_interface__"):  # a property on cupy/numba types, or per instance
         return _cuda_array
+    if hasattr(tp, "__dlpack__") and hasattr(tp, "__dlpack_device__"):  # after CAI: no capsule to build
+        return _dlpack
     if issubclass(tp, bool) or tp.__name__ in ("bool_", "bool"):  # numpy.bool_
         return _bool
     if hasattr(tp, "__index__"):  # numpy integer scalars
@@ -107,8 +113,9 @@ def _extractor_for(tp, value):
     return None
 
 
-def classify(value, name: str):
-    """(key item, packed value) of one argument. Raises TypeError for unsupported objects."""
+def extractor(value, name: str):
+    """The cached per-type reader of `value` (one of this module's `_torch_like`, `_cuda_array`,
+    `_dlpack`, ...). Raises TypeError for objects a kernel cannot take."""
     tp = type(value)
     ex = _extractors.get(tp)
     if ex is None:
@@ -116,24 +123,83 @@ def classify(value, name: str):
         if ex is None:
             raise TypeError(
                 f"argument {name!r}: cannot pass a {tp.__module__}.{tp.__qualname__} to a kernel "
-                "(expected a tensor with data_ptr() or __cuda_array_interface__, or an int, "
-                "float or bool)")
+                "(expected a tensor with data_ptr(), __cuda_array_interface__ or __dlpack__, or "
+                "an int, float or bool)")
         _extractors[tp] = ex
+    return ex
+
+
+def classify(value, name: str, stream: int = 0):
+    """(key item, packed value) of one argument. Raises TypeError for unsupported objects.
+    `stream`: the launch stream a DLPack producer is asked to order its work before."""
+    ex = extractor(value, name)
+    if ex is _dlpack:
+        ptr, dtype, _, _ = dlpack_pointer(value, name, stream)
+        return ("ptr", dtype, ptr & 15 == 0), ptr
     return ex(value)
 
 
-def is_torch(value) -> bool:
-    return type(value) in torch_types
+class ArgsRead:
+    """What the generic launch path needs to know about its runtime arguments, read in one
+    pass: key items and packed values (None at DLPack positions until `resolve_dlpack`), the
+    device they live on (None: unknown, i.e. the current one), the torch tensor type seen (or
+    None), CAI producer streams to wait on as (name, stream), DLPack positions."""
+
+    __slots__ = ("keys", "packed", "device", "torch_type", "producers", "dlpack")
+
+    def __init__(self):
+        self.keys, self.packed, self.producers, self.dlpack = [], [], [], []
+        self.device = self.torch_type = None
 
 
-def torch_stream_and_device():
-    """(raw current stream handle, device index) from torch, which must already be imported."""
-    torch = sys.modules["torch"]
-    dev = torch.cuda.current_device()
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw is not None:
-        return raw(dev), dev
-    return torch.cuda.current_stream(dev).cuda_stream, dev
+def read_args(values, names, kernel: str) -> ArgsRead:
+    """Read every runtime argument once (see ArgsRead). Raises TypeError for unsupported
+    objects, InteropError for host memory, a CAI stream of 0 or tensors on two devices."""
+    out = ArgsRead()
+    where = None
+    ext = _extractors
+    for name, v in zip(names, values):
+        ex = ext.get(type(v)) or extractor(v, name)
+        dev = None
+        if ex is _dlpack:
+            dev = dlpack_device(v, name)
+            out.dlpack.append(len(out.keys))
+            k = p = None
+        elif ex is _cuda_array:
+            cai = v.__cuda_array_interface__
+            p = cai["data"][0] or 0
+            k = ("ptr", typestr_name(cai.get("typestr", "")), p & 15 == 0)
+            s = cai_stream(cai, name)
+            if s is not None:
+                out.producers.append((name, s))
+        else:
+            k, p = ex(v)
+            if ex is _torch_like or ex is _data_ptr_only:
+                if ex is _torch_like:
+                    out.torch_type = type(v)
+                get = getattr(v, "get_device", None)
+                if get is not None:
+                    dev = get()
+                    if dev < 0:
+                        raise InteropError(f"{kernel}: argument {name!r}: tensor is in host memory (device "
+                                           f"{getattr(v, 'device', 'cpu')}); a kernel needs CUDA device memory")
+        out.keys.append(k)
+        out.packed.append(p)
+        if dev is not None:
+            if out.device is None:
+                out.device, where = dev, name
+            elif dev != out.device:
+                raise InteropError(f"{kernel}: arguments are on different devices: {where!r} on "
+                                   f"cuda:{out.device}, {name!r} on cuda:{dev}; move them to one device")
+    return out
+
+
+def resolve_dlpack(read: ArgsRead, values, names, stream: int) -> None:
+    """Fill the DLPack positions of `read`, asking each producer to order its work before `stream`."""
+    for i in read.dlpack:
+        ptr, dtype, _, _ = dlpack_pointer(values[i], names[i], stream)
+        read.keys[i] = ("ptr", dtype, ptr & 15 == 0)
+        read.packed[i] = ptr
 
 
 def describe(key: tuple, value) -> str:

@@ -1,8 +1,10 @@
 """`lib.<kernel>[grid](*args, **constexprs)`: binds arguments, picks the variant (cached per argument signature), packs parameters, launches.
 
-Per launch the host path is: classify each argument (one dict lookup per type), one dict lookup
-for the selected variant, one lookup for the function handle of the current context, one
-`struct.pack_into` into a buffer that a pre-built void*[] points at, and the driver call.
+Two paths. The generated one (ttbuild.runtime.fastpath) takes positional torch tensors and
+Python scalars on torch's current device: one dict lookup from (dtypes, alignment bits, scalar
+classes, device) to a packed launch. The generic one here takes everything else: arguments by
+name, constexprs, launch options, DLPack and __cuda_array_interface__ objects (with their
+streams), tensors on another device; it also fills the generated path's dict.
 """
 
 from __future__ import annotations
@@ -14,10 +16,16 @@ import sys
 import threading
 
 from ..errors import TTBuildError
-from .args import _dtype_cache, _extractors, classify, torch_types
+from . import fastpath
+from .args import classify, read_args, resolve_dlpack
 from .driver import default_driver
+from .interop import same_stream
 from .metadata import MetadataError, Variant
 from .select import LAUNCH_OPTIONS, select
+
+# Bounds on the per-launcher caches (grid -> bound launch function, fast key -> launch state):
+# a program that launches with ever-new grids or alignments must not grow without limit.
+MAX_CACHED = 4096
 
 # struct codes per dtype; each parameter gets its own 8-byte slot (natural alignment for all of
 # them), so the void*[] entries are base + 8*i.
@@ -54,11 +62,12 @@ class _Compiled:
                 raise MetadataError(f"{variant.json_path}: cannot pass {p.dtype} parameter {p.name}")
             fmt += code + "x" * (_SLOT - struct.calcsize("<" + code))
         self.packer = struct.Struct(fmt)
-        n = max(len(params), 1)
-        self.buffer = ctypes.create_string_buffer(_SLOT * n)
-        base = ctypes.addressof(self.buffer)
-        self.pointers = (ctypes.c_void_p * n)(*[base + _SLOT * i for i in range(n)])
-        self.params_address = ctypes.addressof(self.pointers)
+        self.n_slots = max(len(params), 1)
+        # Parameter buffers, taken and given back per launch: list.pop/append are atomic, so
+        # threads never share one (cuLaunchKernel reads it with the GIL released), at a third
+        # of a lock's cost. A launch that finds the pool empty (another thread holds the only
+        # buffer, or a launch raised) makes a new one.
+        self.pool = [self.new_slot()]
         self.block_x = 32 * variant.num_warps
         self.shared = variant.shared
         self.convert = tuple(
@@ -67,6 +76,9 @@ class _Compiled:
             else None
             for p in params)
         self.needs_convert = any(c is not None for c in self.convert)
+        convert = self.convert
+        self.conv = ((lambda vals: [v if c is None else c(v) for c, v in zip(convert, vals)])
+                     if self.needs_convert else None)
         self.functions: dict = {}
         self.lock = threading.Lock()
         # What a grid callable sees besides the arguments (Triton passes constexprs and options).
@@ -87,10 +99,50 @@ class _Compiled:
                     self.functions[ctx_key] = fn
         return fn
 
+    def new_slot(self) -> tuple:
+        """(buffer of 8-byte parameter slots, address of the void*[] pointing at them, that
+        array): what cuLaunchKernel's kernelParams wants."""
+        n = self.n_slots
+        buffer = ctypes.create_string_buffer(_SLOT * n)
+        base = ctypes.addressof(buffer)
+        pointers = (ctypes.c_void_p * n)(*[base + _SLOT * i for i in range(n)])
+        return buffer, ctypes.addressof(pointers), pointers
+
+    def take_slot(self) -> tuple:
+        try:
+            return self.pool.pop()
+        except IndexError:
+            return self.new_slot()
+
+    def fast_state(self, fn) -> tuple:
+        """What the generated launch unpacks: (pool, new_slot, pack_into, conv, fn, block_x,
+        shared, meta for a callable grid)."""
+        return (self.pool, self.new_slot, self.packer.pack_into, self.conv, fn, self.block_x,
+                self.shared, self.meta)
+
+
 def _torch_get_device() -> int:
     torch = sys.modules["torch"]
     get = getattr(torch._C, "_cuda_getDevice", None)
     return get() if get is not None else torch.cuda.current_device()
+
+
+def _stream_handle(stream) -> int:
+    """A launch stream as an int handle: an int, a torch.cuda.Stream (.cuda_stream), a
+    cuda.core / CUDA-Python stream (__cuda_stream__() -> (version, handle)), a CUstream."""
+    if isinstance(stream, int):
+        return stream
+    handle = getattr(stream, "cuda_stream", None)
+    if handle is not None:
+        return int(handle)
+    proto = getattr(stream, "__cuda_stream__", None)
+    if proto is not None:
+        return int(proto()[1])
+    try:
+        return int(stream)
+    except (TypeError, ValueError):
+        raise LaunchError(f"stream= must be a CUstream handle (int), a torch.cuda.Stream or an object "
+                          f"with __cuda_stream__, got {stream!r}") from None
 
 
 def _torch_raw_stream(device: int) -> int:
@@ -129,10 +181,12 @@ class Launcher:
     """All variants of one kernel. `launcher[grid]` returns a callable that launches.
 
     Call arguments: the kernel's parameters positionally or by name (pointers: tensors with
-    data_ptr() or __cuda_array_interface__; scalars: int, float, bool); constexprs by name
-    (must equal the variant's; omitted means any); num_warps/num_stages/num_ctas select among
-    variants; stream= a raw CUstream handle (default: torch's current stream when a torch tensor
-    is passed, else the legacy default stream 0).
+    data_ptr(), __cuda_array_interface__ or __dlpack__; scalars: int, float, bool); constexprs
+    by name (must equal the variant's; omitted means any); num_warps/num_stages/num_ctas select
+    among variants; stream= a CUstream handle or a stream object (default: torch's current
+    stream on the tensors' device when a torch tensor is passed, else the legacy default
+    stream 0). The launch runs on the device that holds the tensors (InteropError when they are
+    on different devices or in host memory); a CAI array's producer stream is waited on.
     """
 
     def __init__(self, kernel: str, variants: list[Variant], driver=None):
@@ -149,12 +203,17 @@ class Launcher:
         self.param_names = tuple(p.name for p in first.params)
         self.runtime_names = tuple(p.name for p in first.launch_params)
         self.constexpr_names = frozenset(p.name for p in first.params if p.kind == "constexpr")
+        self._name_set = frozenset(self.param_names)
         # Fast positional path: runtime params come first, constexprs after them.
         self._runtime_first = self.param_names[:len(self.runtime_names)] == self.runtime_names
         self._n_runtime = len(self.runtime_names)
         self._driver = driver
         self._compiled = {v.variant: _Compiled(v) for v in self.variants}
         self._dispatch: dict = {}
+        self._bound: dict = {}
+        self._maker = None
+        self._maker_dyn = None
+        self._kinds = fastpath.position_kinds(self.variants) if self._runtime_first else None
 
     @property
     def driver(self):
@@ -163,85 +222,162 @@ class Launcher:
         return self._driver
 
     def __getitem__(self, grid):
+        tp = type(grid)
+        if tp is tuple or tp is int:
+            fn = self._bound.get(grid)
+            if fn is None:
+                fn = self._bind_grid(grid)
+            return fn
+        if callable(grid):
+            if self._maker_dyn is None:
+                self._maker_dyn = self._make_maker(dynamic=True) or False
+            if self._maker_dyn:
+                return self._maker_dyn(grid)
         return functools.partial(self._launch, grid)
 
     def __repr__(self):
         return f"<ttbuild kernel {self.kernel}: {', '.join(v.variant for v in self.variants)}>"
 
+    # ------------------------------------------------------------ the generated path
+
+    def _bind_grid(self, grid):
+        """The launch function for a fixed grid: generated (fastpath) when the kernel allows,
+        else the generic path; an empty grid launches nothing but still checks arguments."""
+        g = _grid3(grid)
+        if g[0] == 0 or g[1] == 0 or g[2] == 0:
+            return functools.partial(self._launch, grid)
+        if self._maker is None:
+            self._maker = self._make_maker() or False
+        fn = self._maker(grid, *g) if self._maker else functools.partial(self._launch, grid)
+        if len(self._bound) >= MAX_CACHED:
+            self._bound.clear()
+        self._bound[grid] = fn
+        return fn
+
+    def _make_maker(self, dynamic=False):
+        if self._kinds is None:
+            return None
+        ns = getattr(self, "_ns", None)
+        if ns is not None:  # the second maker shares the first one's globals (TT, D, ...)
+            return fastpath.compile_maker(self._kinds, ns, ns["L"] is not None, self.runtime_names, dynamic)
+        driver = self.driver
+        raw = getattr(driver, "cu_launch", None)
+        runtime_names = self.runtime_names
+
+        def tok(value, i):
+            return classify(value, runtime_names[i])[0]
+
+        def fail(result, hit, g0, g1, g2):
+            driver.check("cuLaunchKernel", result, f"grid={(g0, g1, g2)}, block=({hit[5]},1,1), "
+                                                   f"shared={hit[6]}")
+
+        def slow(grid, args, kw, stream):
+            return self._launch(grid, *args, stream=stream, **kw)
+
+        self._ns = {
+            "TT": fastpath._NoTensorYet, "getdev": None, "rawstream": None, "D": {},
+            "fill": self._fill, "slow": slow, "tok": tok, "FT": "float", "fail": fail,
+            "norm_stream": _stream_handle, "L": raw, "OK": getattr(driver, "cu_success", 0),
+            "driver_launch": driver.launch, "grid3": _grid3,
+        }
+        return fastpath.compile_maker(self._kinds, self._ns, raw is not None, self.runtime_names, dynamic)
+
+    def _enable_torch(self, tp):
+        """Let the generated path take `tp` (torch.Tensor) now that torch is known to be loaded."""
+        ns = getattr(self, "_ns", None)
+        if ns is None or ns["TT"] is tp or tp.__name__ != "Tensor" or not hasattr(tp, "get_device"):
+            return
+        C = getattr(sys.modules.get("torch"), "_C", None)
+        getdev = getattr(C, "_cuda_getDevice", None)
+        rawstream = getattr(C, "_cuda_getCurrentRawStream", None)
+        if getdev is not None and rawstream is not None:
+            ns.update(TT=tp, getdev=getdev, rawstream=rawstream)
+
+    def _fill(self, key, args, device):
+        """Launch state for a new fast key (all tensors on `device`, torch's current one)."""
+        names = self.runtime_names
+        keys, packed = [], []
+        for v, n in zip(args, names):
+            k, p = classify(v, n)
+            keys.append(k)
+            packed.append(p)
+        driver = self.driver
+        ctx, capability = driver.context(device)
+        comp = self._select_compiled(tuple(keys), None, None, capability, packed, ctx)
+        hit = comp.fast_state(comp.function(driver, ctx))
+        table = self._ns["D"]
+        if len(table) >= MAX_CACHED:
+            table.clear()
+        table[key] = hit
+        return hit
+
+    # ------------------------------------------------------------ the generic path
+
     def _bind(self, args, kwargs):
         """(runtime values in order, constexpr kwargs, launch-option kwargs)."""
-        if len(args) > len(self.param_names):
-            raise LaunchError(f"{self.kernel} takes {len(self.param_names)} arguments "
-                              f"({', '.join(self.param_names)}), got {len(args)} positional")
-        named = dict(zip(self.param_names, args))
+        names = self.param_names
+        if len(args) > len(names):
+            raise LaunchError(f"{self.kernel} takes {len(names)} arguments "
+                              f"({', '.join(names)}), got {len(args)} positional")
+        named = dict(zip(names, args))
+        options = {}
         for k, v in kwargs.items():
             if k in named:
                 raise LaunchError(f"{self.kernel}: argument {k!r} given twice")
-            named[k] = v
-        options = {k: named.pop(k) for k in LAUNCH_OPTIONS if k in named}
-        unknown = [k for k in named if k not in self.param_names]
-        if unknown:
-            raise LaunchError(f"{self.kernel}: unknown argument(s) {', '.join(unknown)}; "
-                              f"parameters are {', '.join(self.param_names)}")
-        missing = [k for k in self.runtime_names if k not in named]
-        if missing:
-            raise LaunchError(f"{self.kernel}: missing argument(s) {', '.join(missing)}")
-        constexprs = {k: v for k, v in named.items() if k in self.constexpr_names}
-        return tuple(named[k] for k in self.runtime_names), constexprs, options
+            if k in LAUNCH_OPTIONS:
+                options[k] = v
+            elif k in self._name_set:
+                named[k] = v
+            else:
+                unknown = [k for k in kwargs if k not in self._name_set and k not in LAUNCH_OPTIONS]
+                raise LaunchError(f"{self.kernel}: unknown argument(s) {', '.join(unknown)}; "
+                                  f"parameters are {', '.join(names)}")
+        try:
+            values = tuple([named[k] for k in self.runtime_names])
+        except KeyError:
+            missing = [k for k in self.runtime_names if k not in named]
+            raise LaunchError(f"{self.kernel}: missing argument(s) {', '.join(missing)}") from None
+        constexprs = None
+        if len(named) > len(values):
+            constexprs = {k: v for k, v in named.items() if k in self.constexpr_names}
+        return values, constexprs, options or None
 
     def run(self, *args, grid, **kwargs):
         """Launch on `grid`; see the class docstring for the arguments. Returns None."""
         return self._launch(grid, *args, **kwargs)
 
-    def _launch(self, grid, *args, **kwargs):
-        # The hot path: locals only, no helper frames unless something is new or unusual.
-        stream = None
-        if kwargs:
-            stream = kwargs.pop("stream", None)
-            if stream is not None and not isinstance(stream, int):
-                stream = getattr(stream, "cuda_stream", stream)  # torch.cuda.Stream
+    def _launch(self, grid, *args, stream=None, **kwargs):
         if not kwargs and len(args) == self._n_runtime and self._runtime_first:
             values, constexprs, options = args, None, None
         else:
             values, constexprs, options = self._bind(args, kwargs)
-        keys = []
-        packed = []
-        torch_arg = False
-        ext = _extractors
-        dtypes = _dtype_cache
-        for v in values:
-            tp = type(v)
-            if tp in torch_types and v.dtype in dtypes:  # inlined args._torch_like
-                p = v.data_ptr()
-                k = ("ptr", dtypes[v.dtype], p & 15 == 0)
-                torch_arg = True
-            else:
-                f = ext.get(tp)
-                if f is None:
-                    k, p = classify(v, self.runtime_names[len(keys)])
-                else:
-                    k, p = f(v)
-                if tp in torch_types:
-                    torch_arg = True
-            keys.append(k)
-            packed.append(p)
-        driver = self._driver or self.driver
-        device = None
-        if torch_arg:
-            device = _torch_get_device()
-            if stream is None:
-                stream = _torch_raw_stream(device)
+        read = read_args(values, self.runtime_names, self.kernel)
+        device = read.device
+        if read.torch_type is not None:
+            self._enable_torch(read.torch_type)
+            current = _torch_get_device()
+            if device is not None and device != current:
+                with sys.modules["torch"].cuda.device(device):  # launch where the tensors are
+                    return self._launch_on(grid, values, constexprs, options, stream, device, read)
+            return self._launch_on(grid, values, constexprs, options, stream, current, read)
+        if device is not None:
+            on_device = getattr(self.driver, "on_device", None)
+            if on_device is not None:
+                with on_device(device):
+                    return self._launch_on(grid, values, constexprs, options, stream, None, read)
+        return self._launch_on(grid, values, constexprs, options, stream, None, read)
+
+    def _launch_on(self, grid, values, constexprs, options, stream, device, read):
+        if stream is None:
+            stream = _torch_raw_stream(device) if read.torch_type is not None else 0
+        elif type(stream) is not int:
+            stream = _stream_handle(stream)
+        if read.dlpack:
+            resolve_dlpack(read, values, self.runtime_names, stream)
+        packed = read.packed
+        driver = self.driver
         ctx, capability = driver.context(device)
-        keys.append(ctx)
-        if constexprs or options:
-            keys.append((tuple(constexprs.items()), tuple(options.items())))
-        dkey = tuple(keys)
-        comp = self._dispatch.get(dkey)
-        if comp is None:
-            variant = select(self.variants, dkey[:self._n_runtime], constexprs or {},
-                             options or {}, capability, kernel=self.kernel,
-                             names=self.runtime_names, values=packed)
-            comp = self._dispatch[dkey] = self._compiled[variant.variant]
+        comp = self._select_compiled(tuple(read.keys), constexprs, options, capability, packed, ctx)
         if callable(grid):
             meta = dict(zip(self.runtime_names, values))
             meta.update(comp.meta)
@@ -255,19 +391,40 @@ class Launcher:
         fn = comp.functions.get(ctx)
         if fn is None:
             fn = comp.function(driver, ctx)
+        for name, s in read.producers:
+            if same_stream(s, stream):
+                continue
+            wait = getattr(driver, "stream_wait", None)
+            if wait is None:
+                raise LaunchError(f"{self.kernel}: argument {name!r} asks for a wait on stream {s:#x} "
+                                  f"(__cuda_array_interface__ v3) and this driver cannot wait on streams")
+            wait(stream, s)
         if comp.needs_convert:
-            packed = [v if c is None else c(v) for c, v in zip(comp.convert, packed)]
-        with comp.lock:  # the buffer is shared; cuLaunchKernel copies it before returning
-            comp.packer.pack_into(comp.buffer, 0, *packed)
-            driver.launch(fn, g, comp.block_x, comp.shared, stream or 0, comp.params_address,
-                          packed)
+            packed = comp.conv(packed)
+        slot = comp.take_slot()
+        comp.packer.pack_into(slot[0], 0, *packed)
+        driver.launch(fn, g, comp.block_x, comp.shared, stream, slot[1], tuple(packed))
+        comp.pool.append(slot)  # cuLaunchKernel copied the parameters before returning
         return None
+
+    def _select_compiled(self, keys, constexprs, options, capability, packed, ctx) -> _Compiled:
+        dkey = (keys, ctx, capability)
+        if constexprs or options:
+            dkey += (tuple((constexprs or {}).items()), tuple((options or {}).items()))
+        comp = self._dispatch.get(dkey)
+        if comp is None:
+            variant = select(self.variants, keys, constexprs or {}, options or {}, capability,
+                             kernel=self.kernel, names=self.runtime_names, values=packed)
+            comp = self._compiled[variant.variant]
+            if len(self._dispatch) >= MAX_CACHED:
+                self._dispatch.clear()
+            self._dispatch[dkey] = comp
+        return comp
 
     def select(self, *args, **kwargs) -> Variant:
         """The variant a launch with these arguments would use (no driver call but `context`)."""
         values, constexprs, options = self._bind(args, kwargs)
-        keys = tuple(classify(v, n)[0] for n, v in zip(self.runtime_names, values))
+        classified = [classify(v, n) for n, v in zip(self.runtime_names, values)]
         _, capability = self.driver.context(None)
-        return select(self.variants, keys, constexprs, options, capability, kernel=self.kernel,
-                      names=self.runtime_names,
-                      values=[classify(v, n)[1] for n, v in zip(self.runtime_names, values)])
+        return select(self.variants, tuple(k for k, _ in classified), constexprs or {}, options or {}, capability,
+                      kernel=self.kernel, names=self.runtime_names, values=[p for _, p in classified])

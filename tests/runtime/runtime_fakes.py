@@ -1,0 +1,164 @@
+"""Stand-ins for the runtime's CPU tests: a recording driver (both launch seams), torch-like tensors under a fake `torch` module, metadata documents and library folders."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import sys
+import types
+
+from ttbuild.runtime.driver import CudaError
+
+
+class RecordingDriver:
+    """Records loads and launches and reads the packed parameter bytes back at launch time.
+
+    raw=True also offers `cu_launch` (cuLaunchKernel's signature, returns (CUresult,)), the seam
+    the generated launch path calls; `result` is what it returns (0 = success).
+    """
+
+    def __init__(self, capability=(9, 0), ctx=1, raw=True, version=13000):
+        self.capability = capability
+        self.ctx = ctx
+        self.loads = []
+        self.launches = []
+        self.waits = []
+        self.result = 0
+        self.version = version
+        self.contexts = []
+        self.cu_success = 0
+        if raw:
+            self.cu_launch = self._cu_launch
+
+    def context(self, device_hint):
+        self.contexts.append(device_hint)
+        ctx = self.ctx if device_hint is None else (self.ctx, device_hint)
+        return ctx, self.capability
+
+    def load_function(self, image, entry, shared):
+        self.loads.append((self.ctx, image, entry, shared))
+        return ("fn", entry, self.ctx)
+
+    def _record(self, function, grid, block_x, shared, stream, params_address, n, path):
+        ptrs = (ctypes.c_void_p * n).from_address(params_address)
+        raw = [ctypes.string_at(ptrs[i], 8) for i in range(n)]
+        self.launches.append(dict(function=function, grid=grid, block_x=block_x, shared=shared,
+                                  stream=stream, raw=raw, path=path))
+
+    def launch(self, function, grid, block_x, shared, stream, params_address, values):
+        self._record(function, grid, block_x, shared, stream, params_address, len(values), "launch")
+
+    def _cu_launch(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        n = self.n_params(fn)
+        self._record(fn, (gx, gy, gz), bx, shared, stream, params, n, "cu_launch")
+        return (self.result,)
+
+    def n_params(self, fn):
+        return self.params_of[fn[1]]
+
+    def check(self, call, result, detail=""):
+        if result[0] != 0:
+            raise CudaError(call, f"CUDA_ERROR_{result[0]}", detail)
+
+    def stream_wait(self, stream, producer):
+        self.waits.append((stream, producer))
+
+    def driver_version(self):
+        return self.version
+
+
+class Dtype:
+    def __init__(self, name):
+        self.name = name
+
+    def __str__(self):
+        return self.name
+
+
+DTYPES = {name: Dtype(f"torch.{name}") for name in ("float32", "float16", "bfloat16", "int32", "float64")}
+
+
+class FakeTorch:
+    """Installs a fake `torch` module: `Tensor` (its __module__ is "torch"), a current device,
+    a raw current stream per device, and `cuda.device(d)` that switches the current device."""
+
+    def __init__(self, monkeypatch, device=0):
+        self.device = device
+        self.stream_calls = []
+        mod = types.ModuleType("torch")
+        fake = self
+
+        def raw_stream(dev):
+            fake.stream_calls.append(dev)
+            return 0x5000 + dev
+
+        class device_guard:
+            def __init__(self, d):
+                self.d = d
+
+            def __enter__(self):
+                self.prev, fake.device = fake.device, self.d
+
+            def __exit__(self, *exc):
+                fake.device = self.prev
+
+        mod._C = types.SimpleNamespace(_cuda_getDevice=lambda: fake.device,
+                                       _cuda_getCurrentRawStream=raw_stream)
+        mod.cuda = types.SimpleNamespace(device=device_guard)
+
+        class Tensor:
+            def __init__(self, ptr, dtype="float32", device=0):
+                self.ptr = ptr
+                self.dtype = DTYPES[dtype]
+                self.dev = device
+
+            def data_ptr(self):
+                return self.ptr
+
+            def get_device(self):
+                return self.dev
+
+        Tensor.__module__ = "torch"
+        mod.Tensor = self.Tensor = Tensor
+        monkeypatch.setitem(sys.modules, "torch", mod)
+
+
+def add_params(dt, div=16):
+    return ([{"name": n, "kind": "pointer", "dtype": dt, "divisibility": div}
+             for n in ("x_ptr", "y_ptr", "output_ptr")]
+            + [{"name": "n_elements", "kind": "scalar", "dtype": "i32", "divisibility": 1},
+               {"name": "BLOCK_SIZE", "kind": "constexpr", "value": 1024}])
+
+
+def meta(variant, kernel, params, num_warps=4, shared=0, target="cuda:90", arch="sm_90a", **extra):
+    sig = ",".join(f"*{p['dtype']}:{p['divisibility']}" if p["kind"] == "pointer" else p["dtype"]
+                   for p in params if p["kind"] != "constexpr")
+    doc = {
+        "schema": "ttbuild.kernel/1", "variant": variant, "kernel": kernel, "entry": kernel,
+        "cubin": f"{variant}.cubin", "params": params, "signature": sig,
+        "constexprs": {p["name"]: p["value"] for p in params if p["kind"] == "constexpr"},
+        "num_warps": num_warps, "num_ctas": 1, "num_stages": 3, "shared": shared,
+        "target": target, "arch": arch,
+        "hashes": {s: "0" * 16 for s in ("parse", "ttir", "ttgir", "llir", "ptx", "cubin")},
+        "ttbuild_version": "0.1.0",
+    }
+    doc.update(extra)
+    return doc
+
+
+def write_lib(root, docs, extra_files=()):
+    """root/lib/<variant>.json + a fake cubin per document (+ `extra_files` name -> bytes)."""
+    lib = root / "lib"
+    lib.mkdir(parents=True, exist_ok=True)
+    for d in docs:
+        (lib / f"{d['variant']}.json").write_text(json.dumps(d))
+        (lib / d["cubin"]).write_bytes(b"CUBIN:" + d["variant"].encode())
+    for name, data in dict(extra_files).items():
+        (lib / name).write_bytes(data)
+    return root
+
+
+def attach(lib, drv):
+    """Teach a RecordingDriver how many parameters each kernel entry of `lib` has."""
+    drv.params_of = {v.entry: len(v.launch_params) for v in lib.variants}
+    return lib

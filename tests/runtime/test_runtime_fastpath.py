@@ -1,0 +1,221 @@
+"""The generated launch path (ttbuild.runtime.fastpath) against the generic one: same variant, same parameter bytes, same checks, on fake torch tensors and a recording driver."""
+
+from __future__ import annotations
+
+import struct
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from runtime_fakes import FakeTorch, RecordingDriver, add_params, attach, meta, write_lib
+
+import ttbuild.runtime as rt
+from ttbuild.runtime import fastpath
+from ttbuild.runtime.interop import InteropError
+
+LIBRARY = [
+    meta("add_fp32", "add_kernel", add_params("fp32")),
+    meta("add_fp32_any", "add_kernel", add_params("fp32", div=1)),
+    meta("add_fp16", "add_kernel", add_params("fp16")),
+    meta("axpy_fp32", "axpy_kernel",
+         [{"name": n, "kind": "pointer", "dtype": "fp32", "divisibility": 16} for n in ("x", "y", "o")]
+         + [{"name": "a", "kind": "scalar", "dtype": "bf16", "divisibility": 1},
+            {"name": "n", "kind": "scalar", "dtype": "i64", "divisibility": 16},
+            {"name": "BLOCK", "kind": "constexpr", "value": 256}]),
+    meta("axpy_fp32_i32", "axpy_kernel",
+         [{"name": n, "kind": "pointer", "dtype": "fp32", "divisibility": 16} for n in ("x", "y", "o")]
+         + [{"name": "a", "kind": "scalar", "dtype": "fp32", "divisibility": 1},
+            {"name": "n", "kind": "scalar", "dtype": "i32", "divisibility": 1},
+            {"name": "BLOCK", "kind": "constexpr", "value": 256}]),
+]
+
+
+@pytest.fixture
+def torch(monkeypatch):
+    return FakeTorch(monkeypatch)
+
+
+@pytest.fixture
+def lib_dir(tmp_path):
+    return write_lib(tmp_path, LIBRARY)
+
+
+def load(lib_dir, **kw):
+    drv = RecordingDriver(**kw)
+    return attach(rt.load(str(lib_dir), driver=drv), drv), drv
+
+
+def test_torch_tensors_take_the_generated_path_after_the_first_launch(lib_dir, torch):
+    lib, drv = load(lib_dir)
+    t = [torch.Tensor(0x1000 * (i + 1)) for i in range(3)]
+    for _ in range(3):
+        lib.add_kernel[(2,)](*t, 77)
+    assert [c["path"] for c in drv.launches] == ["launch", "cu_launch", "cu_launch"]
+    assert all(c["stream"] == 0x5000 and c["grid"] == (2, 1, 1) for c in drv.launches)
+    assert all(c["raw"] == drv.launches[0]["raw"] for c in drv.launches)
+    assert struct.unpack("<QQQi", b"".join(r[:8] for r in drv.launches[0]["raw"][:3])
+                         + drv.launches[0]["raw"][3][:4]) == (0x1000, 0x2000, 0x3000, 77)
+    assert len(drv.loads) == 1
+
+
+def test_dtype_alignment_and_int_class_change_the_variant(lib_dir, torch):
+    lib, drv = load(lib_dir)
+    T = torch.Tensor
+    lib.add_kernel[(1,)](T(0x1000), T(0x2000), T(0x3000), 5)
+    lib.add_kernel[(1,)](T(0x1000), T(0x2000), T(0x3000), 5)  # generated path, same variant
+    lib.add_kernel[(1,)](T(0x1004), T(0x2000), T(0x3000), 5)  # misaligned: the :1 variant
+    lib.add_kernel[(1,)](T(0x1000, "float16"), T(0x2000, "float16"), T(0x3000, "float16"), 5)
+    assert len(drv.launches) == 4 and set(drv.contexts) == {0}  # torch's current device
+    assert [l[1] for l in drv.loads] == [b"CUBIN:add_fp32", b"CUBIN:add_fp32_any", b"CUBIN:add_fp16"]
+    with pytest.raises(rt.NoMatchingVariant, match="value out of range"):
+        lib.add_kernel[(1,)](T(0x1000), T(0x2000), T(0x3000), 2**31)
+    with pytest.raises(rt.NoMatchingVariant, match="got a float64 tensor|got a None tensor|fp64"):
+        lib.add_kernel[(1,)](T(0x1000, "float64"), T(0x2000), T(0x3000), 5)
+
+
+def test_int_and_float_scalars_pick_and_pack_like_the_generic_path(lib_dir, torch):
+    lib, drv = load(lib_dir)
+    T = torch.Tensor
+    x, y, o = T(0x1000), T(0x2000), T(0x3000)
+    lib.axpy_kernel[(1,)](x, y, o, 2.5, 7)        # i32 fits, 7 % 16 != 0: the i32 variant
+    lib.axpy_kernel[(1,)](x, y, o, 2.5, 32)       # i64:16 exactly? no: i32 is exact for small ints
+    lib.axpy_kernel[(1,)](x, y, o, 1.00390625, 2**33)  # only i64:16 holds it; bf16 rounds to even
+    names = [drv.loads[i][1] for i in range(len(drv.loads))]
+    assert names == [b"CUBIN:axpy_fp32_i32", b"CUBIN:axpy_fp32"]
+    assert struct.unpack("<f", drv.launches[0]["raw"][3][:4])[0] == 2.5
+    assert struct.unpack("<H", drv.launches[2]["raw"][3][:2])[0] == 0x3F80
+    assert struct.unpack("<q", drv.launches[2]["raw"][4])[0] == 2**33
+    with pytest.raises(rt.NoMatchingVariant, match="multiple of 16"):
+        lib.axpy_kernel[(1,)](x, y, o, 1.0, 2**33 + 1)
+
+
+def test_generated_and_generic_paths_agree(lib_dir, torch):
+    """Property: for any dtypes, alignments and scalars the generated path launches the
+    variant and bytes that the generic path (the same call by keyword) launches."""
+    lib, drv = load(lib_dir)
+    T = torch.Tensor
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.lists(st.sampled_from(["float32", "float16"]), min_size=3, max_size=3),
+           st.lists(st.sampled_from([0, 4, 8, 16]), min_size=3, max_size=3),
+           st.one_of(st.integers(-(2**64), 2**64), st.floats(allow_nan=False, width=32)))
+    def check(dtypes, offsets, n):
+        args = [T(0x10000 * (i + 1) + off, dt) for i, (dt, off) in enumerate(zip(dtypes, offsets))]
+        outcomes = []
+        for call in (lambda: lib.add_kernel[(1,)](*args, n),
+                     lambda: lib.add_kernel[(1,)](*args, n_elements=n)):
+            before = len(drv.launches)
+            try:
+                call()
+                got = drv.launches[before]
+                outcomes.append((got["function"], got["raw"]))
+            except (rt.NoMatchingVariant, TypeError) as exc:
+                outcomes.append(type(exc).__name__)
+        assert outcomes[0] == outcomes[1]
+
+    check()
+
+
+def test_callable_grid_on_the_generated_path(lib_dir, torch):
+    lib, drv = load(lib_dir)
+    T = torch.Tensor
+    seen = []
+
+    def grid(meta):
+        seen.append(dict(meta))
+        return (-(-meta["n_elements"] // meta["BLOCK_SIZE"]), 2)
+
+    for _ in range(2):
+        lib.add_kernel[grid](T(0x1000), T(0x2000), T(0x3000), 3000)
+    lib.add_kernel[lambda m: (0,)](T(0x1000), T(0x2000), T(0x3000), 3000)  # empty: no launch
+    assert [c["grid"] for c in drv.launches] == [(3, 2, 1)] * 2
+    assert [c["path"] for c in drv.launches] == ["launch", "cu_launch"]
+    assert seen[1]["num_warps"] == 4 and seen[1]["x_ptr"].ptr == 0x1000
+
+
+def test_explicit_stream_and_a_failed_launch(lib_dir, torch):
+    lib, drv = load(lib_dir)
+    T = torch.Tensor
+    args = (T(0x1000), T(0x2000), T(0x3000), 3)
+    lib.add_kernel[(1,)](*args)
+
+    class Stream:
+        cuda_stream = 0xABC
+
+    lib.add_kernel[(1,)](*args, stream=0x77)
+    lib.add_kernel[(1,)](*args, stream=Stream())
+    assert [c["stream"] for c in drv.launches] == [0x5000, 0x77, 0xABC]
+    drv.result = 700
+    with pytest.raises(rt.CudaError, match="cuLaunchKernel failed: CUDA_ERROR_700"):
+        lib.add_kernel[(1,)](*args)
+    drv.result = 0
+    lib.add_kernel[(1,)](*args)  # the parameter buffer went back to the pool either way
+
+
+def test_binding_errors_on_the_generated_path(lib_dir, torch):
+    lib, _ = load(lib_dir)
+    T = torch.Tensor
+    with pytest.raises(rt.LaunchError, match="missing argument\\(s\\) n_elements"):
+        lib.add_kernel[(1,)](T(0x1000), T(0x2000), T(0x3000))
+    with pytest.raises(rt.LaunchError, match="takes 5 arguments"):
+        lib.add_kernel[(1,)](T(0x1000), T(0x2000), T(0x3000), 3, 1024, 7)
+    with pytest.raises(rt.NoMatchingVariant, match="BLOCK_SIZE=7 passed"):
+        lib.add_kernel[(1,)](T(0x1000), T(0x2000), T(0x3000), 3, BLOCK_SIZE=7)
+
+
+def test_tensors_on_another_device_launch_there(lib_dir, torch):
+    lib, drv = load(lib_dir)
+    T = torch.Tensor
+    lib.add_kernel[(1,)](T(0x1000, device=1), T(0x2000, device=1), T(0x3000, device=1), 3)
+    assert drv.launches[0]["stream"] == 0x5001 and drv.contexts[-1] == 1
+    assert torch.device == 0  # the device guard put the current device back
+    lib.add_kernel[(1,)](T(0x1000), T(0x2000), T(0x3000), 3)
+    assert drv.launches[1]["stream"] == 0x5000 and drv.contexts[-1] == 0
+
+
+def test_tensors_on_different_devices_or_in_host_memory_are_refused(lib_dir, torch):
+    lib, drv = load(lib_dir)
+    T = torch.Tensor
+    with pytest.raises(InteropError, match="different devices: 'x_ptr' on cuda:0, 'output_ptr' on cuda:2"):
+        lib.add_kernel[(1,)](T(0x1000), T(0x2000), T(0x3000, device=2), 3)
+    with pytest.raises(InteropError, match="'y_ptr': tensor is in host memory"):
+        lib.add_kernel[(1,)](T(0x1000), T(0x2000, device=-1), T(0x3000), 3)
+    assert drv.launches == []
+
+
+def test_parameter_buffers_are_not_shared_between_threads(lib_dir, torch):
+    """Every launch reads back exactly its own arguments while 4 threads launch at once."""
+    lib, drv = load(lib_dir)
+    T = torch.Tensor
+    errors = []
+
+    def worker(k):
+        x = T(0x100000 * (k + 1))
+        for i in range(300):
+            lib.add_kernel[(1,)](x, x, x, k * 1000 + i)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    for c in drv.launches:
+        ptr = struct.unpack("<Q", c["raw"][0])[0]
+        n = struct.unpack("<i", c["raw"][3][:4])[0]
+        if ptr != 0x100000 * (n // 1000 + 1):
+            errors.append((hex(ptr), n))
+    assert len(drv.launches) == 1200 and not errors
+
+
+def test_generated_source_is_straight_line_per_kernel():
+    text = fastpath.source(("ptr", "ptr", "int", "float", "any"), raw_launch=True)
+    assert "type(_ttb_a2) is int" in text and "type(_ttb_a3) is float" in text
+    hot = text.split("dev = getdev()")[1].split("return None")[0]
+    assert "tok(_ttb_a4, 4)" in hot and " for " not in hot and "while" not in hot
+    compile(fastpath.source(("ptr",), raw_launch=False), "<t>", "exec")

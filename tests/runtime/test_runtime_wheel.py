@@ -1,0 +1,133 @@
+"""`ttbuild package`: a built library becomes a wheel (RECORD, METADATA, WHEEL per the spec) that pip installs into a clean venv without the compiler, imports, lists its kernels and hash-checks."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from runtime_fakes import add_params, meta, write_lib
+
+from ttbuild.wheel import PackageError, build_wheel
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def small_lib(root: Path) -> Path:
+    return write_lib(root, [meta("add_fp32", "add_kernel", add_params("fp32")),
+                            meta("add_fp16", "add_kernel", add_params("fp16")),
+                            meta("add_80", "add_kernel", add_params("fp32"), target="cuda:80", arch="sm_80")]) / "lib"
+
+
+def test_wheel_layout_record_and_metadata(tmp_path):
+    path = build_wheel(str(small_lib(tmp_path)), "tinylib", "1.2", str(tmp_path / "dist"))
+    assert os.path.basename(path) == "tinylib-1.2-py3-none-any.whl"
+    with zipfile.ZipFile(path) as zf:
+        names = zf.namelist()
+        assert names[-1] == "tinylib-1.2.dist-info/RECORD"
+        assert {"tinylib/__init__.py", "tinylib/ttbuild_library.json", "tinylib/lib/add_fp32.cubin",
+                "tinylib/lib/add_80.json", "tinylib-1.2.dist-info/METADATA",
+                "tinylib-1.2.dist-info/WHEEL"} <= set(names)
+        record = zf.read("tinylib-1.2.dist-info/RECORD").decode().splitlines()
+        for line in record:
+            arc, digest, size = line.rsplit(",", 2)
+            if arc.endswith("RECORD"):
+                assert digest == size == ""
+                continue
+            data = zf.read(arc)
+            want = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            assert digest == f"sha256={want}" and int(size) == len(data)
+        assert len(record) == len(names)
+        wheel = zf.read("tinylib-1.2.dist-info/WHEEL").decode()
+        assert "Tag: py3-none-any" in wheel and "Root-Is-Purelib: true" in wheel
+        md = zf.read("tinylib-1.2.dist-info/METADATA").decode()
+        assert "Name: tinylib\nVersion: 1.2\n" in md and "Requires-Dist: ttbuild" in md
+        assert "sm_80, sm_90a" in md and "CUDA driver >= 13.0" in md
+        manifest = json.loads(zf.read("tinylib/ttbuild_library.json"))
+    assert manifest["kernels"] == {"add_kernel": ["add_80", "add_fp16", "add_fp32"]}
+    assert manifest["archs"] == ["sm_80", "sm_90a"] and manifest["min_cuda_driver"] == 13000
+    # the same library gives the same bytes
+    again = build_wheel(str(small_lib(tmp_path)), "tinylib", "1.2", str(tmp_path / "dist2"))
+    assert Path(again).read_bytes() == Path(path).read_bytes()
+
+
+@pytest.mark.parametrize("name, version, platform, message", [
+    ("my-kernels", "1.0", "any", "Python identifier"), ("k", "one", "any", "PEP 440"),
+    ("k", "1.0", "Linux x86", "platform tag")])
+def test_bad_names_versions_platforms(tmp_path, name, version, platform, message):
+    with pytest.raises(PackageError, match=message):
+        build_wheel(str(small_lib(tmp_path)), name, version, str(tmp_path), platform)
+
+
+def test_empty_or_missing_library(tmp_path):
+    (tmp_path / "lib").mkdir()
+    with pytest.raises(PackageError, match="no kernel metadata"):
+        build_wheel(str(tmp_path / "lib"), "k", "1.0", str(tmp_path))
+    with pytest.raises(PackageError, match="no such directory"):
+        build_wheel(str(tmp_path / "nope"), "k", "1.0", str(tmp_path))
+
+
+def test_package_table_and_command_line(tmp_path, new_project):
+    proj = new_project(tmp_path / "p")
+    small_lib(proj.artifacts)
+    text = (proj.kernels / "variants.toml").read_text()
+    (proj.kernels / "variants.toml").write_text('[package]\nname = "fromtoml"\nversion = "2.0"\n\n' + text)
+    out = proj.run(proj.ttbuild_argv("package"))
+    assert out.returncode == 0, out.stderr
+    assert (proj.root / "dist" / "fromtoml-2.0-py3-none-any.whl").is_file()
+    out = proj.run(proj.ttbuild_argv("package", "--version", "2.1", "-o", "w", "--platform", "manylinux2014_x86_64"))
+    assert out.returncode == 0 and (proj.root / "w" / "fromtoml-2.1-py3-none-manylinux2014_x86_64.whl").is_file()
+    assert proj.doit("list").rc == 0  # the build accepts the [package] table
+    (proj.kernels / "variants.toml").write_text(text)
+    out = proj.run(proj.ttbuild_argv("package"))
+    assert out.returncode == 2 and "give --name and --version" in out.stderr
+
+
+def install(wheel: str, venv: Path) -> Path:
+    """A clean venv (no system site-packages, no pip) with only `wheel` installed, --no-deps."""
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps",
+                    "--no-index", "--disable-pip-version-check", wheel], check=True)
+    return py
+
+
+def test_round_trip_of_a_real_build_in_a_clean_venv(tmp_path, built_project_factory):
+    """Build the repo's kernels (the session's real build), package, install into a venv that has
+    neither the compiler nor cuda-bindings, import it with the runtime from this checkout."""
+    proj = built_project_factory("real")
+    lib = proj.artifacts / "lib"
+    wheel = build_wheel(str(lib), "mykernels", "1.0", str(tmp_path / "dist"))
+    py = install(wheel, tmp_path / "venv")
+    code = ("import json, sys, mykernels\n"
+            "heavy = [m for m in sys.modules if m.split('.')[0] in ('mlir', 'llvmlite', 'doit', 'rich', 'xxhash', 'cuda')]\n"
+            "print(json.dumps({'kernels': mykernels.kernels, 'file': mykernels.__file__, 'heavy': heavy,\n"
+            "  'variants': sorted(v.variant for v in mykernels.library.variants),\n"
+            "  'add': repr(mykernels.add_kernel), 'version': mykernels.__version__}))\n")
+    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([str(py), "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    built = sorted(p.stem for p in lib.glob("*.json"))
+    assert got["variants"] == built and "add_kernel" in got["kernels"] and got["heavy"] == []
+    assert got["file"].startswith(str(tmp_path / "venv")) and got["version"] == "1.0"
+    assert "add_kernel_fp32" in got["add"]
+    missing = subprocess.run([str(py), "-c", "import doit"], capture_output=True, env=env)
+    assert missing.returncode != 0  # the venv really lacks the compiler
+
+    # a modified cubin in the install is refused at import, naming the file
+    site = Path(got["file"]).parent
+    victim = site / "lib" / "add_kernel_fp32.cubin"
+    data = victim.read_bytes()
+    victim.write_bytes(data[:100] + bytes([data[100] ^ 1]) + data[101:])
+    out = subprocess.run([str(py), "-c", "import mykernels"], capture_output=True, text=True, env=env)
+    assert out.returncode != 0 and "add_kernel_fp32.cubin: sha256" in out.stderr and "reinstall mykernels" in out.stderr

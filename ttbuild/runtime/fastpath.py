@@ -1,0 +1,166 @@
+"""Generated per-kernel launch functions: the hot path of `lib.kernel[grid](*tensors, *scalars)` as straight-line Python, one dict lookup from arguments to a packed launch.
+
+Measured before choosing (benchmarks/profile_launch.py, a no-op driver on the CPU): the generic
+launcher spent 4.9 us per call in Python, nearly all of it in its own bytecode (binding,
+per-argument classification into tuples, context lookup, grid checks), against 0.84 us for the
+cuda.bindings cuLaunchKernel wrapper itself. The generated function keeps only what the
+arguments can change from call to call:
+
+- the type of every pointer argument (exactly torch.Tensor: anything else takes the generic path),
+- each tensor's device (all must be torch's current device, else the generic path decides: error
+  or a launch on the device that holds them),
+- each tensor's dtype object and whether its address is a multiple of 16,
+- for an integer parameter that is i32/i64 (or float) in every variant: the value's 2**31
+  block and residue mod 16; for a float parameter: that it is a float; otherwise the generic
+  key item of `ttbuild.runtime.args.classify`,
+
+and looks the tuple of those up in a dict filled by the generic path (variant selection, function
+handle for the device's context, packer, parameter buffer). A hit packs the parameters with one
+`struct.pack_into` into a parameter buffer taken from the variant's pool and calls
+cuLaunchKernel directly; everything fixed
+per grid (the normalized grid) or per variant (block, shared memory, buffer address) is bound
+when `kernel[grid]` is first seen or at the first launch of the variant.
+"""
+
+from __future__ import annotations
+
+INT_FAST = frozenset({"i32", "i64", "fp16", "bf16", "fp32", "fp64"})
+FLOAT_FAST = frozenset({"fp16", "bf16", "fp32", "fp64"})
+ARG = "_ttb_a"  # generated parameter names: a kernel parameter spelled like this disables the path
+
+
+class _NoTensorYet:
+    """Stands for torch.Tensor until the generic path has seen one (torch is never imported here)."""
+
+
+class _Missing:
+    def __repr__(self):
+        return "<missing argument>"
+
+
+def position_kinds(variants) -> tuple[str, ...] | None:
+    """Per runtime parameter: "ptr", "int" (an int fits the fast i32 test in every variant),
+    "float" (float in every variant) or "any"; None when variants disagree on which parameters
+    are pointers (then every launch takes the generic path)."""
+    first = variants[0].launch_params
+    if any(p.name.startswith(ARG) or p.name == "stream" for v in variants for p in v.params):
+        return None
+    kinds = []
+    for i, p in enumerate(first):
+        ps = [v.launch_params[i] for v in variants if len(v.launch_params) == len(first)]
+        if len(ps) != len(variants):
+            return None
+        is_ptr = {q.kind == "pointer" for q in ps}
+        if len(is_ptr) != 1:
+            return None
+        if p.kind == "pointer":
+            kinds.append("ptr")
+        elif all(q.dtype in FLOAT_FAST for q in ps):
+            kinds.append("float")
+        elif all(q.dtype in INT_FAST for q in ps):
+            kinds.append("int")
+        else:
+            kinds.append("any")
+    return tuple(kinds)
+
+
+def source(kinds: tuple[str, ...], raw_launch: bool, names: tuple[str, ...] = (), dynamic: bool = False) -> str:
+    """Python source of `make(grid, g0, g1, g2) -> launch(*args, stream=None, **kw)` for one
+    kernel whose runtime parameters are `kinds` (see position_kinds); `dynamic`: `make(grid)`
+    for a callable grid, called with the runtime arguments by `names` plus the variant's
+    constexprs and options (Triton's `meta`) once the variant is known.
+
+    Key items: a pointer gives its dtype object and address % 16; an "int" parameter (int in
+    the guard) gives `v >> 31` and `v % 16`: every variant's verdict on an i32/i64/float
+    parameter is constant over such a class (i32 range = classes 0 and -1; i64 bounds are
+    multiples of 2**31); a "float" parameter (float in the guard) gives nothing; any other
+    gives its generic key item.
+    """
+    n = len(kinds)
+    a = [f"{ARG}{i}" for i in range(n)]
+    ptrs = [i for i, k in enumerate(kinds) if k == "ptr"]
+    vals = [f"p{i}" if k == "ptr" else a[i] for i, k in enumerate(kinds)]
+    guard = [f"type({a[i]}) is TT" for i in ptrs]
+    guard += [f"type({a[i]}) is int" for i, k in enumerate(kinds) if k == "int"]
+    guard += [f"type({a[i]}) is float" for i, k in enumerate(kinds) if k == "float"]
+    key = []
+    for i, k in enumerate(kinds):
+        if k == "ptr":
+            key += [f"{a[i]}.dtype", f"p{i} & 15"]
+        elif k == "int":
+            key += [f"{a[i]} >> 31", f"{a[i]} & 15"]
+        elif k == "any":
+            key.append(f"tok({a[i]}, {i})")
+    key.append("dev")
+    vt = "(" + ", ".join(vals) + ("," if n == 1 else "") + ")"
+    if raw_launch:
+        call = ["r = L(fn, g0, g1, g2, bx, 1, 1, sh, stream, slot[1], 0)"]
+        after = ["if r[0]:  # a CUresult is an int enum: CUDA_SUCCESS is 0",
+                 "    fail(r, hit, g0, g1, g2)"]
+    else:
+        call = [f"driver_launch(fn, (g0, g1, g2), bx, sh, stream, slot[1], {vt})"]
+        after = []
+    if dynamic:
+        meta = "{" + ", ".join(f"{nm!r}: {x}" for nm, x in zip(names, a)) + "}"
+        grid_lines = [
+            f"meta = {meta}",
+            "meta.update(hit[7])",
+            "gg = grid(meta)",
+            "if type(gg) is tuple and len(gg) == 1 and type(gg[0]) is int and gg[0] > 0:",
+            "    g0, g1, g2 = gg[0], 1, 1",
+            "else:",
+            "    g0, g1, g2 = grid3(gg)",
+            "    if not (g0 and g1 and g2):",
+            "        return None  # an empty grid launches nothing, as in Triton",
+        ]
+    else:
+        grid_lines = []
+    body = [
+        "def make(grid):" if dynamic else "def make(grid, g0, g1, g2):",
+        f"    def launch({', '.join(f'{x}=MISSING' for x in a)}, *rest, stream=None, **kw):",
+        f"        if rest or kw or {a[-1]} is MISSING:",
+        f"            return slow(grid, tuple(x for x in ({', '.join(a)},) if x is not MISSING) + rest, kw, stream)",
+        f"        if {' and '.join(guard)}:",
+        "            dev = getdev()",
+        f"            if {' and '.join(f'{a[i]}.get_device() == dev' for i in ptrs)}:",
+        *[f"                p{i} = {a[i]}.data_ptr()" for i in ptrs],
+        f"                key = ({', '.join(key)})",
+        "                hit = D.get(key)",
+        "                if hit is None:",
+        f"                    hit = fill(key, ({', '.join(a)},), dev)",
+        "                pool, grow, pack, conv, fn, bx, sh = hit[:7]" if dynamic else
+        "                pool, grow, pack, conv, fn, bx, sh, _ = hit",
+        *[f"                {c}" for c in grid_lines],
+        "                if stream is None:",
+        "                    stream = rawstream(dev)",
+        "                elif type(stream) is not int:",
+        "                    stream = norm_stream(stream)",
+        "                try:",
+        "                    slot = pool.pop()",
+        "                except IndexError:",
+        "                    slot = grow()",
+        "                if conv is None:",
+        f"                    pack(slot[0], 0, {', '.join(vals)})",
+        "                else:",
+        f"                    pack(slot[0], 0, *conv({vt}))",
+        *[f"                {c}" for c in call],
+        "                pool.append(slot)",
+        *[f"                {c}" for c in after],
+        "                return None",
+        f"        return slow(grid, ({', '.join(a)},), kw, stream)",
+        "    return launch",
+    ]
+    return "\n".join(body) + "\n"
+
+
+def compile_maker(kinds: tuple[str, ...], namespace: dict, raw_launch: bool, names=(), dynamic=False):
+    """exec the generated source in `namespace` (the launcher's mutable globals: TT, getdev,
+    rawstream, D, fill, slow, tok, grid3, ...) and return its `make`."""
+    if not kinds or "ptr" not in kinds:
+        return None
+    namespace.setdefault("MISSING", _Missing())
+    text = source(kinds, raw_launch, names, dynamic)
+    code = compile(text, f"<ttbuild launch {len(kinds)} args{' dynamic grid' if dynamic else ''}>", "exec")
+    scope: dict = {}
+    exec(code, namespace, scope)
+    return scope["make"]

@@ -1,0 +1,203 @@
+"""`ttbuild package`: artifacts/lib as a wheel that needs only the runtime (`import mykernels; mykernels.add_kernel[grid](...)`); stdlib only, runs in a runtime-only install.
+
+The wheel follows the binary distribution format (packaging.python.org, "Binary distribution
+format"; PEP 427): `<name>/` (generated `__init__.py`, `ttbuild_library.json`, `lib/`) and
+`<name>-<version>.dist-info/` with METADATA (core metadata 2.1), WHEEL and RECORD (sha256 in
+urlsafe base64 without padding, size). Entries are sorted with fixed timestamps, so one library
+gives the same wheel bytes on any machine.
+
+Tags: `py3-none-any` by default: the wheel holds no host code (cubins and PTX are loaded by the
+CUDA driver, whatever the host OS or CPU), and Python wheel tags cannot name GPU architectures
+or driver versions; those are in the manifest, in METADATA's Summary and Keywords, and checked
+by the runtime at load and launch. `--platform manylinux2014_x86_64` (or any platform tag)
+narrows where pip installs it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import hashlib
+import io
+import json
+import os
+import re
+import sys
+import zipfile
+
+from ttbuild.errors import TTBuildError
+
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_VERSION = re.compile(r"\d+(\.\d+)*((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?(\+[A-Za-z0-9.]+)?\Z")
+_PLATFORM = re.compile(r"[a-z0-9_]+\Z")
+ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+class PackageError(TTBuildError, ValueError):
+    """A library that cannot be packaged: bad name or version, no lib/, bad metadata."""
+
+
+def package_table(kernels_dir: str) -> dict:
+    """The `[package]` table of `<kernels_dir>/variants.toml` ({} when absent or no such file)."""
+    path = os.path.join(kernels_dir, "variants.toml")
+    if not os.path.isfile(path):
+        return {}
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised only on 3.10
+        import tomli as tomllib
+    with open(path, "rb") as f:
+        try:
+            table = tomllib.load(f).get("package", {})
+        except tomllib.TOMLDecodeError as exc:
+            raise PackageError(f"{path}: invalid TOML: {exc}") from None
+    if not isinstance(table, dict):
+        raise PackageError(f"{path}: [package] must be a table (name = ..., version = ...)")
+    return table
+
+
+def _record_hash(data: bytes) -> str:
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+
+
+def library_files(lib_dir: str) -> tuple[list, dict[str, bytes]]:
+    """(variants, {file name in lib/: bytes}) of every metadata JSON and the images it names."""
+    from ttbuild.runtime.metadata import MetadataError, read_library
+
+    try:
+        variants = read_library(lib_dir)
+    except MetadataError as exc:
+        raise PackageError(str(exc)) from None
+    if not variants:
+        raise PackageError(f"{lib_dir}: no kernel metadata (*.json) to package (build first: `doit`)")
+    files: dict[str, bytes] = {}
+    for v in variants:
+        paths = [v.json_path, v.cubin_path, *(img.path for img in getattr(v, "images", ()))]
+        for path in paths:
+            with open(path, "rb") as f:
+                files[os.path.basename(path)] = f.read()
+    return variants, files
+
+
+def manifest(name: str, version: str, variants, files: dict[str, bytes]) -> dict:
+    """The package manifest (schema ttbuild.library/1, ttbuild.runtime.package)."""
+    from ttbuild.runtime.package import SCHEMA
+    from ttbuild.target import PTX_VERSION, min_cuda_driver
+
+    kernels: dict[str, list[str]] = {}
+    for v in variants:
+        kernels.setdefault(v.kernel, []).append(v.variant)
+    images = [img for v in variants for img in getattr(v, "images", ())]
+    archs = sorted({img.arch for img in images if img.kind == "cubin"} or {v.arch for v in variants})
+    ptx = sorted({img.arch for img in images if img.kind == "ptx"})
+    drivers = [getattr(v, "min_cuda_driver", 0) or min_cuda_driver(PTX_VERSION) for v in variants]
+    return {
+        "schema": SCHEMA, "name": name, "version": version,
+        "kernels": {k: sorted(vs) for k, vs in sorted(kernels.items())},
+        "targets": sorted({t for v in variants for t in getattr(v, "targets", (v.target,))}),
+        "archs": archs, "ptx": ptx, "min_cuda_driver": max(drivers),
+        "files": {f"lib/{n}": hashlib.sha256(data).hexdigest() for n, data in sorted(files.items())},
+    }
+
+
+INIT = '''"""{name} {version}: a ttbuild kernel library ({kernels}).
+
+Built for {archs}; needs a CUDA driver >= {driver}. Launch like Triton:
+`{name}.{first}[grid](...)`. Every file is checked against its sha256 at import.
+"""
+
+from ttbuild.runtime.package import load_package as _load_package
+
+__version__ = {version!r}
+library = _load_package(__file__)
+kernels = library.kernels
+
+
+def __getattr__(name):
+    return getattr(library, name)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(kernels))
+'''
+
+
+def build_wheel(lib_dir: str, name: str, version: str, out_dir: str, platform: str = "any") -> str:
+    """Write `<out_dir>/<name>-<version>-py3-none-<platform>.whl` from `lib_dir`; returns its path.
+    Raises PackageError for a bad name/version/platform or an unusable library."""
+    from ttbuild import __version__ as ttbuild_version
+    from ttbuild.target import cuda_version_text
+
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise PackageError(f"package name {name!r} must be a Python identifier (letters, digits, '_')")
+    if not isinstance(version, str) or not _VERSION.match(version):
+        raise PackageError(f"version {version!r} is not a PEP 440 version like 1.0 or 2.1.3rc1")
+    if not _PLATFORM.match(platform):
+        raise PackageError(f"platform tag {platform!r} must look like any, linux_x86_64 or manylinux2014_x86_64")
+    variants, files = library_files(lib_dir)
+    doc = manifest(name, version, variants, files)
+    driver = cuda_version_text(doc["min_cuda_driver"])
+    served = ", ".join(doc["archs"]) + (f"; PTX {', '.join(doc['ptx'])} for newer GPUs" if doc["ptx"] else "")
+    kernels = ", ".join(doc["kernels"])
+    init = INIT.format(name=name, version=version, kernels=kernels, archs=served, driver=driver,
+                       first=next((k for k in doc["kernels"] if not k.startswith("_")), next(iter(doc["kernels"]))))
+    dist_info = f"{name}-{version}.dist-info"
+    metadata = "".join([
+        "Metadata-Version: 2.1\n", f"Name: {name}\n", f"Version: {version}\n",
+        f"Summary: ttbuild kernel library: {kernels} ({served}; CUDA driver >= {driver})\n",
+        f"Keywords: cuda,ttbuild,{','.join(doc['archs'] + [f'ptx-{a}' for a in doc['ptx']])},cuda-driver-{driver}\n",
+        "Requires-Python: >=3.10\n", "Requires-Dist: ttbuild\n",
+    ])
+    wheel = "".join(["Wheel-Version: 1.0\n", f"Generator: ttbuild {ttbuild_version}\n",
+                     "Root-Is-Purelib: true\n", f"Tag: py3-none-{platform}\n"])
+    entries = {f"{name}/__init__.py": init.encode(),
+               f"{name}/ttbuild_library.json": (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()}
+    entries.update({f"{name}/lib/{n}": data for n, data in files.items()})
+    entries[f"{dist_info}/METADATA"] = metadata.encode()
+    entries[f"{dist_info}/WHEEL"] = wheel.encode()
+    entries[f"{dist_info}/top_level.txt"] = f"{name}\n".encode()
+    record = "".join(f"{path},{_record_hash(data)},{len(data)}\n" for path, data in sorted(entries.items()))
+    entries[f"{dist_info}/RECORD"] = (record + f"{dist_info}/RECORD,,\n").encode()
+
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, f"{name}-{version}-py3-none-{platform}.whl")
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
+        # RECORD last, as the spec recommends; everything else sorted.
+        for arc in sorted(entries, key=lambda p: (p.endswith("/RECORD"), p)):
+            info = zipfile.ZipInfo(arc, date_time=ZIP_TIME)
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, entries[arc])
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(buf.getvalue())
+    os.replace(tmp, path)
+    return path
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`ttbuild package [--name N] [--version V] [-o DIST] [--artifacts DIR] [-k KERNELS] [--platform P]`."""
+    ap = argparse.ArgumentParser(prog="ttbuild package",
+                                 description="Turn artifacts/lib into a wheel that needs only the ttbuild runtime.")
+    ap.add_argument("--name", help="import and distribution name (default: [package] name in variants.toml)")
+    ap.add_argument("--version", help="version (default: [package] version in variants.toml)")
+    ap.add_argument("-o", "--out", default="dist", metavar="DIR", help="where the wheel goes (default: dist)")
+    ap.add_argument("--artifacts", default="artifacts", metavar="DIR", help="build output holding lib/")
+    ap.add_argument("-k", "--kernels", default="kernels", metavar="DIR", help="directory of variants.toml")
+    ap.add_argument("--platform", default=None, help="wheel platform tag (default: any)")
+    args = ap.parse_args(argv)
+    try:
+        table = package_table(args.kernels)
+        name = args.name or table.get("name")
+        version = args.version or table.get("version")
+        if not name or not version:
+            raise PackageError("give --name and --version, or a [package] table in "
+                               f"{os.path.join(args.kernels, 'variants.toml')} (name = \"mykernels\", version = \"1.0\")")
+        platform = args.platform or table.get("platform", "any")
+        path = build_wheel(os.path.join(args.artifacts, "lib"), name, str(version), args.out, platform)
+    except PackageError as exc:
+        print(f"ttbuild package: error: {exc}", file=sys.stderr)
+        return 2
+    print(path)
+    return 0

@@ -72,7 +72,7 @@ def library_files(lib_dir: str) -> tuple[list, dict[str, bytes]]:
         raise PackageError(f"{lib_dir}: no kernel metadata (*.json) to package (build first: `doit`)")
     files: dict[str, bytes] = {}
     for v in variants:
-        paths = [v.json_path, v.cubin_path, *(img.path for img in getattr(v, "images", ()))]
+        paths = [v.json_path, v.cubin_path, *(img.path for img in v.images)]
         for path in paths:
             with open(path, "rb") as f:
                 files[os.path.basename(path)] = f.read()
@@ -82,19 +82,18 @@ def library_files(lib_dir: str) -> tuple[list, dict[str, bytes]]:
 def manifest(name: str, version: str, variants, files: dict[str, bytes]) -> dict:
     """The package manifest (schema ttbuild.library/1, ttbuild.runtime.package)."""
     from ttbuild.runtime.package import SCHEMA
-    from ttbuild.target import PTX_VERSION, min_cuda_driver
 
     kernels: dict[str, list[str]] = {}
     for v in variants:
         kernels.setdefault(v.kernel, []).append(v.variant)
-    images = [img for v in variants for img in getattr(v, "images", ())]
+    images = [img for v in variants for img in v.images]
     archs = sorted({img.arch for img in images if img.kind == "cubin"} or {v.arch for v in variants})
     ptx = sorted({img.arch for img in images if img.kind == "ptx"})
-    drivers = [getattr(v, "min_cuda_driver", 0) or min_cuda_driver(PTX_VERSION) for v in variants]
+    drivers = [v.min_cuda_driver for v in variants]
     return {
         "schema": SCHEMA, "name": name, "version": version,
         "kernels": {k: sorted(vs) for k, vs in sorted(kernels.items())},
-        "targets": sorted({t for v in variants for t in getattr(v, "targets", (v.target,))}),
+        "targets": sorted({t for v in variants for t in (v.targets or (v.target,))}, key=lambda t: int(t.split(":")[1])),
         "archs": archs, "ptx": ptx, "min_cuda_driver": max(drivers),
         "files": {f"lib/{n}": hashlib.sha256(data).hexdigest() for n, data in sorted(files.items())},
     }

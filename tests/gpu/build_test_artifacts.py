@@ -1,4 +1,4 @@
-"""Builds the test-only GPU artifacts on a CPU machine: tests/data/gpu_kernels -> DIR (ttbuild build), its pipeline/ library -> DIR/pipeline, the hand-written TTIR kernels -> DIR/cubins and the debug kernels -> DIR/debug.
+"""Builds the test-only GPU artifacts on a CPU machine: tests/data/gpu_kernels -> DIR (ttbuild build), its pipeline/ library -> DIR/pipeline, its multi-target targets/ library -> DIR/targets, the hand-written TTIR kernels -> DIR/cubins and the debug kernels -> DIR/debug.
 
 Usage: python tests/gpu/build_test_artifacts.py [DIR]   (default: build/test-artifacts)
 The GPU tests read DIR from $TTBUILD_TEST_ARTIFACTS, else build/test-artifacts; the library of
@@ -20,6 +20,8 @@ def main(argv: list[str]) -> None:
                     "-o", str(out), "--cache", "off"], check=True, cwd=REPO)
     subprocess.run([sys.executable, "-m", "ttbuild", "build", str(REPO / "tests" / "data" / "gpu_kernels" / "pipeline"),
                     "-o", str(out / "pipeline"), "--cache", "off"], check=True, cwd=REPO)
+    subprocess.run([sys.executable, "-m", "ttbuild", "build", str(REPO / "tests" / "data" / "gpu_kernels" / "targets"),
+                    "-o", str(out / "targets"), "--cache", "off"], check=True, cwd=REPO)
     sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "gpu"), str(REPO / "tests" / "backend")]
     from test_backend_gpu import KERNELS, build_cubin
 
@@ -31,7 +33,7 @@ def main(argv: list[str]) -> None:
     (out / "debug").mkdir(parents=True, exist_ok=True)
     for name in DEBUG_KERNELS:
         (out / "debug" / f"{name}.cubin").write_bytes(build_debug(name)["cubin"])
-    print(f"wrote {out}: lib/ of tests/data/gpu_kernels, pipeline/lib/ of its pipeline/, cubins/ of {len(KERNELS)} TTIR kernels, "
+    print(f"wrote {out}: lib/ of tests/data/gpu_kernels, pipeline/lib/ of its pipeline/, targets/lib/ of its targets/, cubins/ of {len(KERNELS)} TTIR kernels, "
           f"debug/ of {len(DEBUG_KERNELS)} debug kernels")
 
 

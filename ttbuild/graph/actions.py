@@ -58,20 +58,29 @@ def run_stage(stage: str, package: str, inputs: Mapping[str, str], outputs: Mapp
     return {"cached": cached, "seconds": round(time.perf_counter() - start, 6)}
 
 
-def write_meta(variant_doc: dict, paths: Mapping[str, str], json_path: str, cubin_path: str):
-    """doit python-action for `meta:<variant>`: writes lib/<variant>.cubin, then lib/<variant>.json.
+def write_meta(variant_doc: dict, paths: Mapping[str, str], json_path: str, cubin_path: str,
+               images: list | None = None):
+    """doit python-action for `meta:<variant>`: writes lib/<variant>.cubin (and a multi-target
+    variant's other images: `images` of {kind, target, arch, file, source, ttgir}), then
+    lib/<variant>.json.
 
     paths: stage -> the output file whose hash the metadata records (parse: its `json`).
-    The cubin goes first so a reader that finds the JSON always finds its cubin.
+    The images go first so a reader that finds the JSON always finds its files.
     """
-    from .meta import MetaError, build_metadata
+    from .meta import MetaError, build_metadata, image_entry
 
+    lib = os.path.dirname(json_path)
+    extra = [os.path.join(lib, i["file"]) for i in images or () if i["file"] != os.path.basename(cubin_path)]
     try:
         blobs = {stage: Path(p).read_bytes() for stage, p in paths.items()}
-        doc = build_metadata(variant_doc, blobs, cubin_name=os.path.basename(cubin_path))
+        data = {i["file"]: Path(i["source"]).read_bytes() for i in images or ()}
+        entries = [image_entry(i, data[i["file"]], Path(i["ttgir"]).read_bytes()) for i in images or ()]
+        doc = build_metadata(variant_doc, blobs, cubin_name=os.path.basename(cubin_path), images=entries)
     except MetaError as exc:
-        _remove([json_path, cubin_path])
+        _remove([json_path, cubin_path, *extra])
         return TaskFailed(f"meta failed for variant {variant_doc['name']}:\n{exc}")
+    for path in extra:
+        atomic_write(path, data[os.path.basename(path)])
     atomic_write(cubin_path, blobs["cubin"])
     atomic_write(json_path, (json.dumps(doc, indent=2) + "\n").encode("utf-8"))
     return None

@@ -12,6 +12,7 @@ from ttbuild.canonical import canonical_json
 from ttbuild.options import Options
 from ttbuild.signature import SigEntry
 from ttbuild.stages import STAGES
+from ttbuild.target import Target
 
 from .variants import Variant
 
@@ -75,6 +76,14 @@ def stage_options_of(kernel: str, file: str, params: Sequence[SigEntry], constex
         "ptx": {"arch": target.arch, "ptx_version": target.ptx_version},
         "cubin": {"arch": target.arch, "ptxas_options": list(options.ptxas_options)},
     }
+
+
+def jit_ptx_options(target: str) -> dict[str, Any]:
+    """ptx options of the PTX a multi-target variant ships for newer GPUs: the target's portable
+    arch (`sm_90`, never the arch-specific `sm_90a`, whose PTX the driver JITs for 9.0 only:
+    PTX ISA, "Target directives: .target")."""
+    t = Target.parse(target)
+    return {"arch": f"sm_{t.capability}", "ptx_version": t.ptx_version}
 
 
 def stage_versions(package: str = "ttbuild.stages") -> dict[str, int]:

@@ -7,6 +7,7 @@ import json
 import ttbuild
 from ttbuild.errors import TTBuildError
 from ttbuild.irattrs import module_attrs
+from ttbuild.target import Target, min_cuda_driver
 
 from .keys import xxh3_hex
 
@@ -81,11 +82,23 @@ def build_params(variant: dict, parse_doc: dict) -> list[dict]:
     return params
 
 
-def build_metadata(variant: dict, blobs: dict[str, bytes], cubin_name: str) -> dict:
+def image_entry(image: dict, data: bytes, ttgir: bytes) -> dict:
+    """One `images` entry of a multi-target variant's metadata: kind ("cubin" or "ptx"), target,
+    arch, file (beside the JSON), shared (bytes, from that target's TTGIR), xxh3 of the file."""
+    shared = module_attrs(ttgir).get("ttg.shared")
+    entry = {"kind": image["kind"], "target": image["target"], "arch": image["arch"], "file": image["file"],
+             "shared": shared if isinstance(shared, int) else 0, "xxh3": xxh3_hex(data)}
+    if image["kind"] == "ptx":
+        entry["ptx_version"] = Target.parse(image["target"]).ptx_version
+    return entry
+
+
+def build_metadata(variant: dict, blobs: dict[str, bytes], cubin_name: str, images: list[dict] | None = None) -> dict:
     """The `lib/<variant>.json` document for `variant` (a dict of Variant fields plus `arch`
     and `params` as [kind, dtype, divisibility]) from its stage outputs `blobs` (stage ->
     bytes; parse = its `json` output). `num_warps`, `num_ctas`, `shared` come from the TTGIR
-    module attributes, falling back to the variant when an attribute is absent (shared: 0)."""
+    module attributes, falling back to the variant when an attribute is absent (shared: 0).
+    `images` (multi-target variants): image_entry() of every cubin and the JIT PTX."""
     try:
         parse_doc = json.loads(blobs["parse"])
     except ValueError as exc:
@@ -95,6 +108,7 @@ def build_metadata(variant: dict, blobs: dict[str, bytes], cubin_name: str) -> d
     num_warps = attrs.get("ttg.num-warps")
     num_ctas = attrs.get("ttg.num-ctas")
     shared = attrs.get("ttg.shared")
+    target = Target.parse(variant["target"])
     return {
         "schema": SCHEMA,
         "variant": variant["name"],
@@ -112,4 +126,9 @@ def build_metadata(variant: dict, blobs: dict[str, bytes], cubin_name: str) -> d
         "arch": variant["arch"],
         "hashes": {stage: xxh3_hex(blobs[stage]) for stage in HASHED_STAGES},
         "ttbuild_version": ttbuild.__version__,
+        # What the driver must support: the PTX ISA version emitted, and the CUDA release that
+        # introduced it (ptxas of that release built the cubins), cuDriverGetVersion's encoding.
+        "ptx_version": target.ptx_version,
+        "min_cuda_driver": min_cuda_driver(target.ptx_version),
+        **({"targets": list(variant["targets"]), "images": list(images or [])} if variant.get("targets") else {}),
     }

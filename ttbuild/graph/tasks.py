@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from doit.tools import config_changed
@@ -12,9 +12,10 @@ import ttbuild
 from ttbuild.canonical import canonical_json
 from ttbuild.codedigest import stage_digest
 from ttbuild.stages import STAGES
+from ttbuild.target import Target
 
 from .actions import run_stage, write_meta
-from .keys import INPUT_ROLE, OUTPUT_ROLES, PARENT_ROLE, chain, extra_inputs, stage_versions
+from .keys import INPUT_ROLE, OUTPUT_ROLES, PARENT_ROLE, chain, extra_inputs, jit_ptx_options, stage_key, stage_versions
 from .reporter import BuildReporter
 from .state import XXHashChecker
 from .variants import Variant, load_variants
@@ -78,6 +79,10 @@ def variant_doc(v: Variant) -> dict:
     doc["params"] = [[p.kind, p.dtype, p.divisibility] for p in v.params]
     doc["ptxas_options"] = list(v.ptxas_options)
     doc["arch"] = v.arch
+    if v.targets:
+        doc["targets"] = list(v.targets)
+    else:  # single-target variants keep the document (and the meta task's up-to-date check) they had
+        doc.pop("targets", None)
     return doc
 
 
@@ -100,39 +105,63 @@ def generate_tasks(kernels_dir: str | Path = "kernels", artifacts_dir: str | Pat
     stage_tasks: dict[str, dict] = {}
     users: dict[str, list[str]] = {}
     meta_tasks = []
+
+    def add_stage(name, kernel, node, inputs, outs, loc_path):
+        stage_tasks[name] = {
+            "basename": node.stage, "name": node.key,
+            "actions": [(run_stage, [node.stage, stage_package, inputs, outs, node.options,
+                                     loc_path, None])],
+            "file_dep": list(inputs.values()),
+            "targets": list(outs.values()),
+            "uptodate": [config_changed(canonical_json(
+                {"stage": node.stage, "version": versions[node.stage], "code": codes[node.stage],
+                 "options": node.options}))],
+            "clean": True,
+            "title": _title,
+            "_kernel": kernel,
+        }
+
     for v in variants:
-        outs_of: dict[str, dict[str, str]] = {}
-        loc_path = None
-        for node in chain(v, versions):
-            outs = output_paths(artifacts, node.stage, node.key, v.kernel)
-            outs_of[node.stage] = outs
-            if node.stage == "parse":
-                loc_path = outs["loc"]
-                inputs = {INPUT_ROLE["parse"]: str(kernels / v.file)}
-            else:
-                pstage, prole = PARENT_ROLE[node.stage]
-                inputs = {INPUT_ROLE[node.stage]: outs_of[pstage][prole]}
-                # a debug ttir also reads the loc table (real positions for assert messages)
-                inputs.update({role: outs_of[s][r] for role, (s, r) in extra_inputs(node.stage, node.options).items()})
-            name = f"{node.stage}:{node.key}"
+        kernel = f"{v.kernel} ({v.file})"
+        # A multi-target variant builds one chain per target (shared stages dedupe as usual).
+        per_target = {}
+        for target in v.targets or (v.target,):
+            vt = replace(v, target=target, targets=()) if v.targets else v
+            outs_of: dict[str, dict[str, str]] = {}
+            keys_of: dict[str, str] = {}
+            loc_path = None
+            for node in chain(vt, versions):
+                outs = output_paths(artifacts, node.stage, node.key, v.kernel)
+                outs_of[node.stage] = outs
+                keys_of[node.stage] = node.key
+                if node.stage == "parse":
+                    loc_path = outs["loc"]
+                    inputs = {INPUT_ROLE["parse"]: str(kernels / v.file)}
+                else:
+                    pstage, prole = PARENT_ROLE[node.stage]
+                    inputs = {INPUT_ROLE[node.stage]: outs_of[pstage][prole]}
+                    # a debug ttir also reads the loc table (real positions for assert messages)
+                    inputs.update({role: outs_of[s][r] for role, (s, r) in extra_inputs(node.stage, node.options).items()})
+                name = f"{node.stage}:{node.key}"
+                users.setdefault(name, []).append(v.name)
+                if name not in stage_tasks:
+                    add_stage(name, kernel, node, inputs, outs, loc_path)
+            per_target[target] = (outs_of, keys_of, loc_path)
+        jit = None
+        if v.targets and v.until == "cubin":
+            # PTX of the newest target for the driver to JIT on newer GPUs: its portable arch
+            # (sm_90, not sm_90a, whose PTX loads on 9.0 only), same LLIR.
+            outs_of, keys_of, loc_path = per_target[v.target]
+            opts = jit_ptx_options(v.target)
+            node = _JitNode("ptx", stage_key(keys_of["llir"], "ptx", versions["ptx"], opts), opts)
+            outs = output_paths(artifacts, "ptx", node.key, v.kernel)
+            name = f"ptx:{node.key}"
             users.setdefault(name, []).append(v.name)
-            if name in stage_tasks:
-                continue
-            stage_tasks[name] = {
-                "basename": node.stage, "name": node.key,
-                "actions": [(run_stage, [node.stage, stage_package, inputs, outs, node.options,
-                                         loc_path, None])],
-                "file_dep": list(inputs.values()),
-                "targets": list(outs.values()),
-                "uptodate": [config_changed(canonical_json(
-                    {"stage": node.stage, "version": versions[node.stage], "code": codes[node.stage],
-                     "options": node.options}))],
-                "clean": True,
-                "title": _title,
-                "_kernel": f"{v.kernel} ({v.file})",
-            }
+            if name not in stage_tasks:
+                add_stage(name, kernel, node, {INPUT_ROLE["ptx"]: outs_of["llir"]["llir"]}, outs, loc_path)
+            jit = (opts["arch"], outs["ptx"])
         if v.until == "cubin":
-            meta_tasks.append(_meta_task(v, artifacts, outs_of, versions, codes))
+            meta_tasks.append(_meta_task(v, artifacts, per_target, jit, versions, codes))
 
     for name, task in stage_tasks.items():
         kernel = task.pop("_kernel")
@@ -146,21 +175,45 @@ def generate_tasks(kernels_dir: str | Path = "kernels", artifacts_dir: str | Pat
     yield from meta_tasks
 
 
-def _meta_task(v: Variant, artifacts: Path, outs_of: dict, versions: dict, codes: dict) -> dict:
+class _JitNode:
+    """A stage node outside a variant's chain (the JIT PTX of a multi-target variant)."""
+
+    def __init__(self, stage, key, options):
+        self.stage, self.key, self.options = stage, key, options
+
+
+def _meta_task(v: Variant, artifacts: Path, per_target: dict, jit, versions: dict, codes: dict) -> dict:
+    """`meta:<variant>`: lib/<variant>.json and .cubin (the newest target's); a multi-target
+    variant also gets lib/<variant>.<arch>.cubin per other target and lib/<variant>.<arch>.ptx."""
     lib = artifacts / "lib"
     json_path, cubin_path = str(lib / f"{v.name}.json"), str(lib / f"{v.name}.cubin")
+    outs_of = per_target[v.target][0]
     paths = {stage: outs_of[stage][OUTPUT_ROLES[stage][0]] for stage in STAGES}
+    images = []
+    for target in v.targets:
+        t_outs = per_target[target][0]
+        arch = Target.parse(target).arch
+        file = f"{v.name}.cubin" if target == v.target else f"{v.name}.{arch}.cubin"
+        images.append({"kind": "cubin", "target": target, "arch": arch, "file": file,
+                       "source": t_outs["cubin"]["cubin"], "ttgir": t_outs["ttgir"]["ttgir"]})
+    if jit is not None:
+        arch, ptx_path = jit
+        images.append({"kind": "ptx", "target": v.target, "arch": arch, "file": f"{v.name}.{arch}.ptx",
+                       "source": ptx_path, "ttgir": outs_of["ttgir"]["ttgir"]})
     doc = variant_doc(v)
+    targets = [json_path, cubin_path] + [str(lib / i["file"]) for i in images if i["file"] != f"{v.name}.cubin"]
+    deps = list(paths.values()) + [p for i in images for p in (i["source"], i["ttgir"])]
     return {
         "basename": "meta", "name": v.name,
-        "actions": [(write_meta, [doc, paths, json_path, cubin_path])],
-        "file_dep": list(paths.values()),
-        "targets": [json_path, cubin_path],
+        "actions": [(write_meta, [doc, paths, json_path, cubin_path, images])],
+        "file_dep": list(dict.fromkeys(deps)),
+        "targets": targets,
         # The stage versions and code digests ride along so `ttbuild explain` can name a bumped
         # VERSION or a compiler edit (the stage tasks already rerun for them).
         "uptodate": [config_changed(canonical_json({"variant": doc, "ttbuild": ttbuild.__version__,
                                                     "versions": dict(versions), "code": dict(codes)}))],
         "clean": True,
         "title": _title,
-        "doc": f"{v.kernel} ({v.file}) -> lib/{v.name}.json, lib/{v.name}.cubin",
+        "doc": f"{v.kernel} ({v.file}) -> lib/{v.name}.json, lib/{v.name}.cubin"
+               + (f" (+{len(images) - 1} images)" if images else ""),
     }

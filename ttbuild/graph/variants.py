@@ -39,6 +39,7 @@ FIELDS: dict[str, tuple[bool, Any]] = {
     "num_stages": (False, DEFAULTS.num_stages),
     "num_ctas": (False, DEFAULTS.num_ctas),
     "target": (False, DEFAULTS.target),
+    "targets": (False, None),
     "until": (False, "cubin"),
     "enable_fp_fusion": (False, DEFAULTS.enable_fp_fusion),
     "debug": (False, DEFAULTS.debug),
@@ -56,7 +57,9 @@ class Variant:
     """One compiled kernel configuration: a row of kernels/variants.toml with defaults applied.
 
     `file` is relative to the kernels directory (POSIX separators); `signature` is the AOT
-    string and `params` its parsed entries; `until` is the last stage to build.
+    string and `params` its parsed entries; `until` is the last stage to build. `targets`: the
+    GPUs of a multi-target variant in ascending capability (empty for a single `target`); then
+    `target` is the newest of them, the one whose PTX ships for newer GPUs.
     """
 
     index: int
@@ -74,6 +77,7 @@ class Variant:
     enable_fp_fusion: bool = DEFAULTS.enable_fp_fusion
     debug: bool = DEFAULTS.debug
     ptxas_options: tuple[str, ...] = DEFAULTS.ptxas_options
+    targets: tuple[str, ...] = ()
 
     @property
     def options(self) -> Options:
@@ -185,6 +189,23 @@ def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator") -> 
         if not isinstance(cval, (bool, int, float, str)):
             raise fail("constexprs", f"{cname} = {cval!r}: a constexpr is an int, float, bool or string")
 
+    targets = values["targets"]
+    if targets is not None:
+        if "target" in row:
+            raise fail("targets", "give either 'target' or 'targets', not both")
+        if not isinstance(targets, list) or not targets or not all(isinstance(t, str) for t in targets):
+            raise fail("targets", 'must be a non-empty list of targets like ["cuda:80", "cuda:90"]')
+        parsed = []
+        for t in targets:
+            try:
+                parsed.append(Target.parse(t))
+            except ValueError as exc:
+                raise fail("targets", str(exc)) from None
+        if len({p.capability for p in parsed}) != len(parsed):
+            raise fail("targets", f"lists a target twice: {targets}")
+        targets = tuple(str(p) for p in sorted(parsed, key=lambda p: p.capability))
+        values["target"] = targets[-1]
+
     opts = values["ptxas_options"]
     if not isinstance(opts, list):  # a TOML array; Options also takes a tuple
         raise fail("ptxas_options", "must be a list of strings")
@@ -202,13 +223,14 @@ def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator") -> 
                    num_stages=options.num_stages, num_ctas=options.num_ctas,
                    target=options.target, until=values["until"],
                    enable_fp_fusion=options.enable_fp_fusion, debug=options.debug,
-                   ptxas_options=options.ptxas_options)
+                   ptxas_options=options.ptxas_options, targets=targets or ())
 
 
 def _default_name(values: dict) -> str:
     from .keys import xxh3_hex
 
-    opts = {k: v for k, v in values.items() if k not in ("name", "until")}
+    # `targets` joins the hash only when given, so single-target names stay as they were.
+    opts = {k: v for k, v in values.items() if k not in ("name", "until") and not (k == "targets" and v is None)}
     return f"{values['kernel']}_{xxh3_hex(canonical_json(opts))[:8]}"
 
 

@@ -18,9 +18,9 @@ import threading
 from ..errors import TTBuildError
 from . import fastpath
 from .args import classify, read_args, resolve_dlpack
-from .driver import default_driver
+from .driver import CudaError, default_driver
 from .interop import same_stream
-from .metadata import MetadataError, Variant
+from .metadata import MetadataError, Variant, best_image
 from .select import LAUNCH_OPTIONS, select
 
 # Bounds on the per-launcher caches (grid -> bound launch function, fast key -> launch state):
@@ -84,20 +84,58 @@ class _Compiled:
         # What a grid callable sees besides the arguments (Triton passes constexprs and options).
         self.meta = dict(variant.constexprs, num_warps=variant.num_warps,
                          num_stages=variant.num_stages, num_ctas=variant.num_ctas)
-        self._image = None
+        self._images: dict = {}
+        self.shared_of: dict = {}
 
-    def function(self, driver, ctx_key):
+    def function(self, driver, ctx_key, capability=None):
+        """The kernel's function handle in context `ctx_key` (compute `capability`), loading the
+        best image there on first use: exact SASS, else PTX that the driver JIT-compiles. Checks
+        the driver version against the variant's minimum first (when the driver can say it)."""
         fn = self.functions.get(ctx_key)
         if fn is None:
             with self.lock:
                 fn = self.functions.get(ctx_key)
                 if fn is None:
-                    if self._image is None:
-                        with open(self.variant.cubin_path, "rb") as f:
-                            self._image = f.read()
-                    fn = driver.load_function(self._image, self.variant.entry, self.shared)
+                    image = self._image_for(capability)
+                    self._check_driver(driver, image)
+                    data = self._read(image)
+                    fn = driver.load_function(data, self.variant.entry, image.shared)
+                    self.shared_of[ctx_key] = image.shared
                     self.functions[ctx_key] = fn
         return fn
+
+    def _image_for(self, capability):
+        v = self.variant
+        if capability is None:
+            return next((i for i in v.images if i.path == v.cubin_path), v.images[0])
+        image = best_image(v.images, capability)
+        if image is None:  # selection rejects such variants first; a forced one still says why
+            raise LaunchError(f"{v.variant}: holds {v.holds()}; nothing runs on compute capability "
+                              f"{capability[0]}.{capability[1]}")
+        return image
+
+    def _check_driver(self, driver, image):
+        version_of = getattr(driver, "driver_version", None)
+        if version_of is None:
+            return
+        have = version_of()
+        if have < self.variant.min_cuda_driver:
+            from ..target import cuda_version_text
+
+            raise CudaError("loading " + image.describe(), "CUDA_ERROR_INSUFFICIENT_DRIVER",
+                            f"{self.variant.variant} needs a driver for {self.variant.driver_text()} "
+                            f"or newer; this driver supports CUDA {cuda_version_text(have)}: update "
+                            "the NVIDIA driver")
+
+    def _read(self, image) -> bytes:
+        data = self._images.get(image.path)
+        if data is None:
+            with open(image.path, "rb") as f:
+                data = f.read()
+            if image.kind == "ptx" and not data.endswith(b"\0"):
+                data += b"\0"  # cuModuleLoadData reads PTX as a NUL-terminated string
+            self._images[image.path] = data
+        return data
 
     def new_slot(self) -> tuple:
         """(buffer of 8-byte parameter slots, address of the void*[] pointing at them, that
@@ -114,11 +152,11 @@ class _Compiled:
         except IndexError:
             return self.new_slot()
 
-    def fast_state(self, fn) -> tuple:
+    def fast_state(self, fn, shared) -> tuple:
         """What the generated launch unpacks: (pool, new_slot, pack_into, conv, fn, block_x,
         shared, meta for a callable grid)."""
         return (self.pool, self.new_slot, self.packer.pack_into, self.conv, fn, self.block_x,
-                self.shared, self.meta)
+                shared, self.meta)
 
 
 def _torch_get_device() -> int:
@@ -304,7 +342,8 @@ class Launcher:
         driver = self.driver
         ctx, capability = driver.context(device)
         comp = self._select_compiled(tuple(keys), None, None, capability, packed, ctx)
-        hit = comp.fast_state(comp.function(driver, ctx))
+        fn = comp.function(driver, ctx, capability)
+        hit = comp.fast_state(fn, comp.shared_of[ctx])
         table = self._ns["D"]
         if len(table) >= MAX_CACHED:
             table.clear()
@@ -390,7 +429,7 @@ class Launcher:
                 return None  # an empty grid launches nothing, as in Triton
         fn = comp.functions.get(ctx)
         if fn is None:
-            fn = comp.function(driver, ctx)
+            fn = comp.function(driver, ctx, capability)
         for name, s in read.producers:
             if same_stream(s, stream):
                 continue
@@ -403,7 +442,7 @@ class Launcher:
             packed = comp.conv(packed)
         slot = comp.take_slot()
         comp.packer.pack_into(slot[0], 0, *packed)
-        driver.launch(fn, g, comp.block_x, comp.shared, stream, slot[1], tuple(packed))
+        driver.launch(fn, g, comp.block_x, comp.shared_of[ctx], stream, slot[1], tuple(packed))
         comp.pool.append(slot)  # cuLaunchKernel copied the parameters before returning
         return None
 

@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import TTBuildError
 from ..options import DEFAULTS, MAX_NUM_WARPS
 from ..signature import DIVISIBILITIES, DTYPE_BYTES
-from ..target import Target, TargetError
+from ..target import PTX_VERSION, Target, TargetError, cuda_version_text, min_cuda_driver
 
 SCHEMA = "ttbuild.kernel/1"
 
@@ -35,6 +35,46 @@ class Param:
 
 
 @dataclass(frozen=True)
+class Image:
+    """One loadable binary of a variant: kind "cubin" (SASS for `arch`) or "ptx" (JIT by the
+    driver); path beside the JSON; shared: dynamic shared memory bytes it needs."""
+
+    kind: str
+    target: str
+    arch: str
+    path: str
+    shared: int = 0
+
+    @property
+    def capability(self) -> tuple[int, int]:
+        return Target.parse(self.target).major_minor
+
+    def runs_on(self, capability) -> bool:
+        """CUDA compatibility: a cubin for sm_XYa runs on X.Y only, one for sm_XY on X.y with
+        y >= Y (same major); PTX for compute X.Y is JIT-compiled for any X'.Y' >= X.Y
+        (CUDA C Programming Guide, "Binary Compatibility" and "PTX Compatibility")."""
+        want = self.capability
+        if self.kind == "ptx":
+            return tuple(capability) >= want
+        if self.arch.endswith("a"):
+            return tuple(capability) == want
+        return capability[0] == want[0] and capability[1] >= want[1]
+
+    def describe(self) -> str:
+        return f"PTX for {self.arch} (JIT)" if self.kind == "ptx" else f"cubin for {self.arch}"
+
+
+def best_image(images, capability):
+    """The image to load on `capability`: exact SASS first (the newest cubin that runs), then
+    PTX to JIT; None when nothing runs there."""
+    cubins = [i for i in images if i.kind == "cubin" and i.runs_on(capability)]
+    if cubins:
+        return max(cubins, key=lambda i: i.capability)
+    ptx = [i for i in images if i.kind == "ptx" and i.runs_on(capability)]
+    return max(ptx, key=lambda i: i.capability) if ptx else None
+
+
+@dataclass(frozen=True)
 class Variant:
     """One compiled kernel variant: the metadata plus where its cubin lives (read lazily).
 
@@ -55,6 +95,10 @@ class Variant:
     target: str = DEFAULTS.target
     arch: str = DEFAULTS.arch
     json_path: str = ""
+    images: tuple[Image, ...] = ()
+    targets: tuple[str, ...] = ()
+    ptx_version: int = PTX_VERSION
+    min_cuda_driver: int = field(default_factory=lambda: min_cuda_driver(PTX_VERSION))
 
     @property
     def launch_params(self) -> tuple[Param, ...]:
@@ -71,8 +115,22 @@ class Variant:
 
     def describe(self) -> str:
         cx = ",".join(f"{k}={v}" for k, v in sorted(self.constexprs.items()))
+        where = ", ".join(self.targets) if self.targets else self.target
         return (f"{self.variant} ({self.signature}; {cx or 'no constexprs'}; "
-                f"num_warps={self.num_warps}; {self.target})")
+                f"num_warps={self.num_warps}; {where})")
+
+    def holds(self) -> str:
+        """What the variant can load, for error messages: 'cubins for sm_80, sm_90a; PTX for sm_90 (JIT)'."""
+        cubins = [i.arch for i in self.images if i.kind == "cubin"]
+        ptx = [i.arch for i in self.images if i.kind == "ptx"]
+        text = f"cubin{'s' if len(cubins) > 1 else ''} for {', '.join(cubins)}" if cubins else "no cubin"
+        if ptx:
+            text += f"; PTX for {', '.join(ptx)} (JIT on compute capability >= " + \
+                    ", ".join("%d.%d" % i.capability for i in self.images if i.kind == "ptx") + ")"
+        return text
+
+    def driver_text(self) -> str:
+        return f"CUDA {cuda_version_text(self.min_cuda_driver)} (PTX ISA {self.ptx_version // 10}.{self.ptx_version % 10})"
 
 
 def _need(doc: dict, key: str, typ, where: str):
@@ -120,6 +178,11 @@ def parse_variant(doc: Any, json_path: str) -> Variant:
     cubin_path = os.path.join(os.path.dirname(json_path), cubin)
     if not os.path.isfile(cubin_path):
         raise MetadataError(f"{where}: cubin {cubin_path} does not exist")
+    images = _images(doc, json_path, cubin_path)
+    ptx_version = doc.get("ptx_version", PTX_VERSION)
+    min_driver = doc.get("min_cuda_driver", min_cuda_driver(ptx_version if isinstance(ptx_version, int) else PTX_VERSION))
+    if not isinstance(ptx_version, int) or not isinstance(min_driver, int):
+        raise MetadataError(f"{where}: 'ptx_version' and 'min_cuda_driver' must be integers")
     constexprs = dict(doc.get("constexprs") or {})
     for p in params:
         if p.kind == "constexpr" and constexprs.setdefault(p.name, p.value) != p.value:
@@ -140,11 +203,54 @@ def parse_variant(doc: Any, json_path: str) -> Variant:
         target=_need(doc, "target", str, where),
         arch=doc.get("arch", ""),
         json_path=json_path,
+        images=images,
+        targets=tuple(doc.get("targets") or ()),
+        ptx_version=ptx_version,
+        min_cuda_driver=min_driver,
     )
     _ = v.capability  # validate the target string now, not at the first launch
     if not 1 <= v.num_warps <= MAX_NUM_WARPS:
         raise MetadataError(f"{where}: num_warps {v.num_warps} out of range 1..{MAX_NUM_WARPS}")
     return v
+
+
+def _images(doc: dict, json_path: str, cubin_path: str) -> tuple[Image, ...]:
+    """The variant's loadable binaries: its `images` list (multi-target variants), else the one
+    cubin for its target."""
+    where = json_path
+    raw = doc.get("images")
+    if raw is None:
+        target = doc.get("target", DEFAULTS.target)
+        arch = doc.get("arch") or (Target.parse(target).arch if isinstance(target, str) and
+                                   not _bad_target(target) else "")
+        return (Image("cubin", target, arch, cubin_path, doc.get("shared", 0)),)
+    if not isinstance(raw, list) or not raw:
+        raise MetadataError(f"{where}: 'images' must be a non-empty list")
+    out = []
+    for i, img in enumerate(raw):
+        if not isinstance(img, dict):
+            raise MetadataError(f"{where}: images[{i}] must be an object")
+        kind = img.get("kind")
+        if kind not in ("cubin", "ptx"):
+            raise MetadataError(f"{where}: images[{i}] kind must be 'cubin' or 'ptx', got {kind!r}")
+        target, arch, file = img.get("target"), img.get("arch"), img.get("file")
+        if not all(isinstance(x, str) for x in (target, arch, file)) or _bad_target(target):
+            raise MetadataError(f"{where}: images[{i}] needs target ('cuda:90'), arch and file strings")
+        if os.path.basename(file) != file:
+            raise MetadataError(f"{where}: images[{i}] file must be a name beside the JSON, got {file!r}")
+        path = os.path.join(os.path.dirname(json_path), file)
+        if not os.path.isfile(path):
+            raise MetadataError(f"{where}: images[{i}] {path} does not exist")
+        out.append(Image(kind, target, arch, path, int(img.get("shared", 0))))
+    return tuple(out)
+
+
+def _bad_target(text) -> bool:
+    try:
+        Target.parse(text)
+        return False
+    except TargetError:
+        return True
 
 
 def read_library(lib_dir: str) -> list[Variant]:

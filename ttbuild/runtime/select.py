@@ -8,14 +8,15 @@ Rules (docs/CONTRACTS.md "Metadata"; Triton's specialization semantics):
   float -> fp16/bf16/fp32/fp64; integer divisibility 16 needs value % 16 == 0.
 - constexprs and num_warps/num_stages/num_ctas given as keywords must equal the variant's.
 - device: cubin for "cuda:90a"-style arch (sm_XXa) runs only on that exact compute capability,
-  plain sm_XX on the same major with minor >= XX (CUDA binary compatibility rules).
+  plain sm_XX on the same major with minor >= XX (CUDA binary compatibility rules); a
+  multi-target variant's PTX runs on any newer capability (JIT), after its exact cubins.
 """
 
 from __future__ import annotations
 
 from ..errors import TTBuildError
 from .args import describe
-from .metadata import Variant
+from .metadata import Variant, best_image
 
 INT_BITS = {"i8": 8, "i16": 16, "i32": 32, "i64": 64, "u8": 8, "u16": 16, "u32": 32, "u64": 64}
 FLOATS = ("fp16", "bf16", "fp32", "fp64")
@@ -73,18 +74,16 @@ def check_arg(param, key: tuple) -> tuple[bool, bool, str]:
 
 
 def arch_ok(variant: Variant, capability: tuple[int, int] | None) -> str:
-    """'' if the variant's cubin runs on this compute capability, else the reason."""
-    if capability is None:
+    """'' if one of the variant's images runs on this compute capability (best_image: exact
+    SASS, else PTX to JIT), else the reason naming what the variant holds."""
+    if capability is None or best_image(variant.images, capability) is not None:
         return ""
-    want = variant.capability
-    if variant.arch.endswith("a"):
-        ok = tuple(capability) == want
-    else:
-        ok = capability[0] == want[0] and capability[1] >= want[1]
-    if ok:
-        return ""
-    return (f"compiled for {variant.target} ({variant.arch or 'sm_%d%d' % want}), device is "
-            f"compute capability {capability[0]}.{capability[1]}")
+    if len(variant.images) == 1 and variant.images[0].kind == "cubin":
+        img = variant.images[0]
+        return (f"compiled for {img.target} ({img.arch}), device is "
+                f"compute capability {capability[0]}.{capability[1]}")
+    return (f"holds {variant.holds()}; nothing runs on compute capability "
+            f"{capability[0]}.{capability[1]}")
 
 
 def check_variant(variant: Variant, keys: tuple, constexprs: dict, options: dict,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import json
 import sys
 import types
@@ -151,8 +152,11 @@ def write_lib(root, docs, extra_files=()):
     lib = root / "lib"
     lib.mkdir(parents=True, exist_ok=True)
     for d in docs:
+        cubin = b"CUBIN:" + d["variant"].encode()
+        (lib / d["cubin"]).write_bytes(cubin)
+        # the runtime checks the cubin against the sha256 the metadata records, as a build writes it
+        d = dict(d, cubin_sha256=hashlib.sha256(cubin).hexdigest())
         (lib / f"{d['variant']}.json").write_text(json.dumps(d))
-        (lib / d["cubin"]).write_bytes(b"CUBIN:" + d["variant"].encode())
     for name, data in dict(extra_files).items():
         (lib / name).write_bytes(data)
     return root

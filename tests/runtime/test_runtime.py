@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import hashlib
 import json
 import struct
 import subprocess
@@ -103,8 +104,11 @@ def write_lib(root, docs):
     lib = root / "lib"
     lib.mkdir(parents=True, exist_ok=True)
     for d in docs:
+        cubin = b"CUBIN:" + d["variant"].encode()
+        (lib / d["cubin"]).write_bytes(cubin)
+        # the runtime checks the cubin against the sha256 the metadata records, as a build writes it
+        d = dict(d, cubin_sha256=hashlib.sha256(cubin).hexdigest())
         (lib / f"{d['variant']}.json").write_text(json.dumps(d))
-        (lib / d["cubin"]).write_bytes(b"CUBIN:" + d["variant"].encode())
     return root
 
 

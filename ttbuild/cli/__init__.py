@@ -1,6 +1,6 @@
 """`ttbuild` command line: build / list / explain / show / clean / cache / doit, over doit's API and the repo's task graph.
 
-    ttbuild build [KERNELS_DIR] [-o ARTIFACTS] [-j N] [--shard I/N] [--cache URL] [--cache-readonly] [--continue]
+    ttbuild build [KERNELS_DIR] [-o ARTIFACTS] [-j N] [--shard I/N] [--cache URL] [--cache-readonly] [--continue] [--keep-previous]
     ttbuild list [KERNELS_DIR] [-o ARTIFACTS] [--shard I/N]
     ttbuild explain VARIANT [-k KERNELS_DIR] [-o ARTIFACTS]
     ttbuild show VARIANT --stage ttgir [--role loc] [--path] [-k KERNELS_DIR] [-o ARTIFACTS]
@@ -63,6 +63,8 @@ def parser() -> argparse.ArgumentParser:
                    help="read the remote cache but never write it (untrusted jobs); same as TTBUILD_CACHE_READONLY=1")
     b.add_argument("--continue", dest="keep_going", action="store_true",
                    help="keep building other variants after a failure")
+    b.add_argument("--keep-previous", action="store_true",
+                   help="a variant whose build fails keeps its previous good build in lib/ (default: removed)")
     b.add_argument("-v", "--verbose", action="store_true", help="show what stages print")
 
     ls = sub.add_parser("list", help="variants and whether they are up to date")
@@ -137,7 +139,7 @@ def _dispatch(args, stage_package: str = DEFAULT_STAGE_PACKAGE) -> int:
         if args.cache_readonly:
             os.environ["TTBUILD_CACHE_READONLY"] = "1"
         return build(project, jobs=args.jobs, keep_going=args.keep_going, cache=args.cache,
-                     verbose=args.verbose)
+                     verbose=args.verbose, keep_previous=args.keep_previous)
     if args.cmd == "clean":
         from .build import clean
 

@@ -80,7 +80,7 @@ def setup_cache(url: str | None) -> None:
 
 
 def build(project: Project, jobs: int = 1, keep_going: bool = False, cache: str | None = None,
-          verbose: bool = False) -> int:
+          verbose: bool = False, keep_previous: bool = False) -> int:
     """Run doit's `run` over the project's graph; returns doit's status (0 ok, 1 a task failed,
     3 a bad variant list). The artifacts lock is held from before the first status check
     until doit has saved its state (see BuildReporter.for_artifacts)."""
@@ -89,7 +89,11 @@ def build(project: Project, jobs: int = 1, keep_going: bool = False, cache: str 
 
     setup_cache(cache)
     # The reporter holds artifacts/.ttbuild.lock for the run (BuildReporter.for_artifacts).
-    config = {"reporter": pick_reporter().for_artifacts(project.artifacts), "continue": keep_going}
+    # It also owns lib/ (BuildReporter.prune_lib): what no variant writes goes (not with --shard,
+    # whose graph is a share), so does a variant that failed, unless --keep-previous.
+    reporter = pick_reporter().for_artifacts(project.artifacts, prune_unknown=project.shard is None,
+                                             prune_failed=not keep_previous)
+    config = {"reporter": reporter, "continue": keep_going}
     argv = ["run"]
     if jobs > 1:
         # Processes, not threads: stages hold the GIL in MLIR/LLVM calls. Actions and the

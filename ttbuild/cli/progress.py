@@ -67,7 +67,10 @@ class RichBuildReporter(BuildReporter):
         self._refresh()
 
     def complete_run(self):
-        self._drop_lock()
+        try:
+            self.prune_lib()
+        finally:
+            self._drop_lock()
         if self.bar is not None:
             self.progress.stop()
             self.bar = None

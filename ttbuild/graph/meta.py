@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import ttbuild
@@ -84,10 +85,12 @@ def build_params(variant: dict, parse_doc: dict) -> list[dict]:
 
 def image_entry(image: dict, data: bytes, ttgir: bytes) -> dict:
     """One `images` entry of a multi-target variant's metadata: kind ("cubin" or "ptx"), target,
-    arch, file (beside the JSON), shared (bytes, from that target's TTGIR), xxh3 of the file."""
+    arch, file (beside the JSON), shared (bytes, from that target's TTGIR), xxh3 of the file and
+    its sha256 (what the runtime, which has no xxhash, checks at load)."""
     shared = module_attrs(ttgir).get("ttg.shared")
     entry = {"kind": image["kind"], "target": image["target"], "arch": image["arch"], "file": image["file"],
-             "shared": shared if isinstance(shared, int) else 0, "xxh3": xxh3_hex(data)}
+             "shared": shared if isinstance(shared, int) else 0, "xxh3": xxh3_hex(data),
+             "sha256": hashlib.sha256(data).hexdigest()}
     if image["kind"] == "ptx":
         entry["ptx_version"] = Target.parse(image["target"]).ptx_version
     return entry
@@ -125,6 +128,8 @@ def build_metadata(variant: dict, blobs: dict[str, bytes], cubin_name: str, imag
         "target": variant["target"],
         "arch": variant["arch"],
         "hashes": {stage: xxh3_hex(blobs[stage]) for stage in HASHED_STAGES},
+        # the runtime (stdlib only) refuses a cubin that is not the one this document describes
+        "cubin_sha256": hashlib.sha256(blobs["cubin"]).hexdigest(),
         "ttbuild_version": ttbuild.__version__,
         # What the driver must support: the PTX ISA version emitted, and the CUDA release that
         # introduced it (ptxas of that release built the cubins), cuDriverGetVersion's encoding.

@@ -90,15 +90,20 @@ class BuildReporter(ConsoleReporter):
         self.stats = BuildStats()
         self._lock = None
 
+    # What the build may delete from lib/ when it finishes (see prune_lib).
+    prune_unknown = True     # files no variant of the graph produces (a removed or renamed variant)
+    prune_failed = True      # a variant whose build failed or was skipped this run
+
     @classmethod
-    def for_artifacts(cls, artifacts_dir) -> type:
+    def for_artifacts(cls, artifacts_dir, *, prune_unknown: bool = True, prune_failed: bool = True) -> type:
         """This reporter class bound to `artifacts_dir`: each `doit run` with it holds that
         folder's BuildLock from `initialize` (before doit checks any task) to `complete_run`
         (after doit saved its state), and sweeps killed builds' temp files first. The reporter
         is the one hook doit calls exactly there, in the main process only, for `doit` and
         `ttbuild build` alike (`-n` workers never call it)."""
         return type(cls.__name__, (cls,), {"lock_dir": str(artifacts_dir), "__module__": cls.__module__,
-                                            "__doc__": cls.__doc__})
+                                            "__doc__": cls.__doc__, "prune_unknown": prune_unknown,
+                                            "prune_failed": prune_failed})
 
     def _take_lock(self):
         if self.lock_dir is None:
@@ -122,6 +127,7 @@ class BuildReporter(ConsoleReporter):
     # -- doit hooks ------------------------------------------------------------------------------
     def initialize(self, tasks, selected_tasks):
         self._take_lock()
+        self._tasks = tasks
         try:
             reach = _closure(tasks, selected_tasks)
             self.stats.total = sum(1 for n in reach if tasks[n].actions and not n.startswith("_"))
@@ -151,6 +157,7 @@ class BuildReporter(ConsoleReporter):
         if isinstance(fail, UnmetDependency):
             if task.actions and not task.name.startswith("_"):
                 self.stats.add(task, "skipped")
+                self._skipped = getattr(self, "_skipped", set()) | {task.name}
                 needs = " ".join(sorted(fail.message.split()))
                 self.write(f"!! {task.name}  (skipped: needs failed {needs})\n")
             return
@@ -162,11 +169,52 @@ class BuildReporter(ConsoleReporter):
         self.write(f"{fail.get_name()} - taskid:{task.name}\n")
 
     def complete_run(self):
-        self._drop_lock()  # doit has saved its state by now (Runner.finish)
+        try:
+            self.prune_lib()
+        finally:
+            self._drop_lock()  # doit has saved its state by now (Runner.finish)
         self.write_summary()
         self.write_failures()
         if self.runtime_errors:
             self.write("#" * 40 + "\nExecution aborted.\n" + "\n".join(self.runtime_errors) + "\n")
+
+    def prune_lib(self) -> list[str]:
+        """The build owns `<artifacts>/lib`: under the lock, after the run, delete what the
+        runtime must not load: files no meta task of the graph writes (a variant removed from or
+        renamed in variants.toml; not with --shard, whose graph holds only its share) and the
+        files of a variant whose build failed or was skipped this run (a previous good build
+        stays only with --keep-previous). Returns the deleted paths (also printed)."""
+        import os
+
+        tasks = getattr(self, "_tasks", None)
+        if self.lock_dir is None or not tasks:
+            return []
+        lib = os.path.join(self.lock_dir, "lib")
+        if not os.path.isdir(lib):
+            return []
+        metas = {n: t for n, t in tasks.items() if n.startswith("meta:")}
+        produced = {os.path.abspath(p) for t in metas.values() for p in t.targets}
+        doomed = set()
+        if self.prune_unknown and metas:
+            for name in os.listdir(lib):
+                path = os.path.abspath(os.path.join(lib, name))
+                if name.endswith((".json", ".cubin", ".ptx")) and path not in produced:
+                    doomed.add(path)
+        if self.prune_failed:
+            bad = {t.name for t, _ in self.stats.failures} | getattr(self, "_skipped", set())
+            for name in bad & set(metas):
+                doomed.update(os.path.abspath(p) for p in metas[name].targets)
+        out = []
+        for path in sorted(doomed):
+            try:
+                os.unlink(path)
+            except FileNotFoundError:
+                continue
+            out.append(path)
+        if out:
+            self.write(f"ttbuild: removed {len(out)} file(s) from lib/ that no successful variant build wrote: "
+                       + ", ".join(os.path.basename(p) for p in out[:8]) + (" ..." if len(out) > 8 else "") + "\n")
+        return out
 
     # -- output ----------------------------------------------------------------------------------
     def task_line(self, mark: str, task) -> None:

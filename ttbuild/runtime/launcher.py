@@ -128,10 +128,23 @@ class _Compiled:
                             "the NVIDIA driver")
 
     def _read(self, image) -> bytes:
+        """The image's bytes, checked against the sha256 its metadata recorded: a cubin from
+        another build (a kill between the two writes, a copy over a library) is refused with
+        the file's name instead of launching a kernel the metadata does not describe.
+        Raises MetadataError on a mismatch."""
         data = self._images.get(image.path)
         if data is None:
             with open(image.path, "rb") as f:
                 data = f.read()
+            if image.sha256:
+                import hashlib  # stdlib: the runtime installs without the compiler's xxhash
+
+                got = hashlib.sha256(data).hexdigest()
+                if got != image.sha256:
+                    from .metadata import MetadataError
+
+                    raise MetadataError(f"{image.path} is not the file {self.variant.json_path} describes "
+                                        f"(sha256 {got[:16]}..., metadata {image.sha256[:16]}...): rebuild the library")
             if image.kind == "ptx" and not data.endswith(b"\0"):
                 data += b"\0"  # cuModuleLoadData reads PTX as a NUL-terminated string
             self._images[image.path] = data

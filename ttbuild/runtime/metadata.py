@@ -44,6 +44,7 @@ class Image:
     arch: str
     path: str
     shared: int = 0
+    sha256: str = ""   # of the file as built ("" when the metadata gives none: older libraries)
 
     @property
     def capability(self) -> tuple[int, int]:
@@ -223,7 +224,9 @@ def _images(doc: dict, json_path: str, cubin_path: str) -> tuple[Image, ...]:
         target = doc.get("target", DEFAULTS.target)
         arch = doc.get("arch") or (Target.parse(target).arch if isinstance(target, str) and
                                    not _bad_target(target) else "")
-        return (Image("cubin", target, arch, cubin_path, doc.get("shared", 0)),)
+        digest = doc.get("cubin_sha256", "")
+        return (Image("cubin", target, arch, cubin_path, doc.get("shared", 0),
+                      digest if isinstance(digest, str) else ""),)
     if not isinstance(raw, list) or not raw:
         raise MetadataError(f"{where}: 'images' must be a non-empty list")
     out = []
@@ -241,7 +244,8 @@ def _images(doc: dict, json_path: str, cubin_path: str) -> tuple[Image, ...]:
         path = os.path.join(os.path.dirname(json_path), file)
         if not os.path.isfile(path):
             raise MetadataError(f"{where}: images[{i}] {path} does not exist")
-        out.append(Image(kind, target, arch, path, int(img.get("shared", 0))))
+        digest = img.get("sha256", "")
+        out.append(Image(kind, target, arch, path, int(img.get("shared", 0)), digest if isinstance(digest, str) else ""))
     return tuple(out)
 
 

@@ -1,0 +1,83 @@
+"""The build owns lib/ (issue 14 item 6, issue 15 "libraries that change"): a variant removed from variants.toml disappears from lib/ on the next build, a failed variant's previous build is removed unless --keep-previous, a shard build leaves other shards' files alone."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+
+@pytest.fixture
+def proj(tmp_path, new_project):
+    p = new_project(tmp_path / "p")
+    p.env = {"TTBUILD_CACHE": "off"}
+    return p
+
+
+def _split(toml: str) -> tuple[str, list[str]]:
+    """(header, rows): each row starts at a line `[[variant]]` (comments may mention it too)."""
+    parts = re.split(r"(?m)^(?=\[\[variant\]\])", toml)
+    return parts[0], parts[1:]
+
+
+def _lib(proj) -> set[str]:
+    return {p.name for p in (proj.artifacts / "lib").iterdir()}
+
+
+def test_a_removed_variant_leaves_lib(proj):
+    assert proj.ttbuild("build").rc == 0
+    before = _lib(proj)
+    vt = proj.kernels / "variants.toml"
+    text = vt.read_text()
+    header, rows = _split(text)
+    gone = re.search(r'name = "([^"]+)"', rows[0]).group(1)
+    vt.write_text(header + "".join(rows[1:]))
+    run = proj.ttbuild("build")
+    assert run.rc == 0, run.text
+    after = _lib(proj)
+    assert {f"{gone}.json", f"{gone}.cubin"} <= before
+    assert not {f"{gone}.json", f"{gone}.cubin"} & after, after
+    assert after == before - {f"{gone}.json", f"{gone}.cubin"}
+    assert "removed 2 file(s) from lib/" in run.out
+
+
+def test_stray_files_go_but_a_noop_build_removes_nothing(proj):
+    assert proj.ttbuild("build").rc == 0
+    (proj.artifacts / "lib" / "old_name.json").write_text("{}")
+    (proj.artifacts / "lib" / "old_name.cubin").write_bytes(b"x")
+    run = proj.ttbuild("build")
+    assert run.rc == 0 and run.ran == set()
+    assert "old_name.json" not in _lib(proj) and "old_name.cubin" not in _lib(proj)
+    again = proj.ttbuild("build")
+    assert "removed" not in again.out
+
+
+def _break(proj, kernel_file: str) -> None:
+    path = proj.kernels / kernel_file
+    path.write_text(path.read_text() + "\n\n@triton.jit\ndef _broken(:\n    pass\n")
+
+
+def test_a_failed_variant_loses_its_previous_build_unless_asked(proj, tmp_path, new_project):
+    assert proj.ttbuild("build").rc == 0
+    names = {p.stem for p in (proj.artifacts / "lib").glob("*.json")}
+    victims = {n for n in names if n.startswith("add_kernel")}
+    assert victims
+    keep = new_project(tmp_path / "keep", source=proj.root)
+    keep.env = proj.env
+    for p in (proj, keep):
+        _break(p, "vector_add.py")
+    run = proj.ttbuild("build", "--continue")
+    assert run.rc != 0
+    left = {p.stem for p in (proj.artifacts / "lib").glob("*.json")}
+    assert not victims & left and (names - victims) <= left, left
+    run = keep.ttbuild("build", "--continue", "--keep-previous")
+    assert run.rc != 0
+    assert victims <= {p.stem for p in (keep.artifacts / "lib").glob("*.json")}
+
+
+def test_a_shard_leaves_other_shards_files(proj):
+    assert proj.ttbuild("build").rc == 0
+    before = _lib(proj)
+    run = proj.ttbuild("build", "--shard", "1/2")
+    assert run.rc == 0, run.text
+    assert _lib(proj) == before

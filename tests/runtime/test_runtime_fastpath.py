@@ -122,6 +122,33 @@ def test_generated_and_generic_paths_agree(lib_dir, torch):
     check()
 
 
+def test_float_parameters_pack_the_same_bytes_on_both_paths(lib_dir, torch):
+    """Property: an int or a float for axpy's float `alpha` (fp32 or bf16 by variant) packs the
+    same parameter bytes on the generated path (struct packs Python numbers into fp32 itself;
+    only bf16 converts) as on the generic path (which converts every float parameter)."""
+    lib, drv = load(lib_dir)
+    T = torch.Tensor
+    x, y, o = T(0x1000), T(0x2000), T(0x3000)
+
+    @settings(max_examples=150, deadline=None)
+    @given(st.one_of(st.integers(-(2**60), 2**60), st.floats(allow_nan=False, allow_infinity=False, width=32)),
+           st.sampled_from([7, 2**33]))
+    def check(alpha, n):
+        outcomes = []
+        for call in (lambda: lib.axpy_kernel[(1,)](x, y, o, alpha, n),
+                     lambda: lib.axpy_kernel[(1,)](x, y, o, a=alpha, n=n)):
+            before = len(drv.launches)
+            try:
+                call()
+                got = drv.launches[before]
+                outcomes.append((got["function"], got["raw"]))
+            except (rt.NoMatchingVariant, TypeError, OverflowError) as exc:
+                outcomes.append(type(exc).__name__)
+        assert outcomes[0] == outcomes[1]
+
+    check()
+
+
 def test_callable_grid_on_the_generated_path(lib_dir, torch):
     lib, drv = load(lib_dir)
     T = torch.Tensor

@@ -10,7 +10,7 @@ from doit.tools import config_changed
 
 import ttbuild
 from ttbuild.canonical import canonical_json
-from ttbuild.codedigest import stage_digest
+from ttbuild.codedigest import module_digest, stage_digest
 from ttbuild.stages import STAGES
 from ttbuild.target import Target
 
@@ -211,7 +211,8 @@ def _meta_task(v: Variant, artifacts: Path, per_target: dict, jit, versions: dic
         # The stage versions and code digests ride along so `ttbuild explain` can name a bumped
         # VERSION or a compiler edit (the stage tasks already rerun for them).
         "uptodate": [config_changed(canonical_json({"variant": doc, "ttbuild": ttbuild.__version__,
-                                                    "versions": dict(versions), "code": dict(codes)}))],
+                                                    "versions": dict(versions), "code": dict(codes),
+                                                    "meta_code": module_digest("ttbuild.graph.meta")}))],
         "clean": True,
         "title": _title,
         "doc": f"{v.kernel} ({v.file}) -> lib/{v.name}.json, lib/{v.name}.cubin"

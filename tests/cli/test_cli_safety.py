@@ -85,3 +85,40 @@ def test_two_builds_at_once_neither_corrupt_nor_duplicate(first_tool, second_too
     assert "waiting for another ttbuild" in out2, out2
     assert len(_runlog(proj)) == n_stages
     assert proj.artifact_bytes() == expected
+
+
+def test_killing_only_the_parent_of_a_parallel_build_wedges_nothing(tmp_path, new_project, clean_build):
+    """The review's reproduction: SIGKILL the parent of `ttbuild build -j 2` only (not its
+    process group). Its workers die with it and never keep the inherited lock, so the next build
+    runs at once (no 'waiting'), finishes, and equals a clean build."""
+    expected, n_stages = clean_build
+    proj = _project(tmp_path, "p", new_project, TTBUILD_FAKE_DELAY="0.2")
+    proc = _start(proj, "-j", "2")
+    deadline = time.monotonic() + 120
+    while len(_runlog(proj)) < 3 and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)  # the parent alone
+    proc.wait(timeout=30)
+    proc.stdout.close()
+    time.sleep(0.5)  # PR_SET_PDEATHSIG delivers at once; give the kernel a moment
+    ps = subprocess.run(["ps", "-s", str(proc.pid), "-o", "pid=,stat="], capture_output=True, text=True).stdout
+    workers = [line.split()[0] for line in ps.splitlines() if line.split() and not line.split()[1].startswith("Z")]
+    assert workers == [], f"orphan workers of the killed build still run: {ps}"
+    proj.env.pop("TTBUILD_FAKE_DELAY")
+    rerun = subprocess.run([sys.executable, *proj.ttbuild_argv("build")], cwd=proj.root,
+                           env=dict(proj.run_env(), CI="1"), capture_output=True, text=True, timeout=120)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    assert "waiting for another ttbuild" not in rerun.stderr, rerun.stderr
+    assert proj.artifact_bytes() == expected
+
+
+def test_a_waiting_build_names_the_holder(tmp_path, new_project, clean_build):
+    proj = _project(tmp_path, "w", new_project, TTBUILD_FAKE_DELAY="0.05", TTBUILD_CACHE="off")
+    first = _start(proj)
+    while not _runlog(proj) and first.poll() is None:
+        time.sleep(0.01)
+    second = _start(proj)
+    out1, _ = first.communicate(timeout=300)
+    out2, _ = second.communicate(timeout=300)
+    assert first.returncode == 0 and second.returncode == 0, out1 + out2
+    assert f"(held by pid {first.pid}: " in out2, out2

@@ -70,8 +70,9 @@ def build_lock(artifacts: Path):
     """Hold artifacts/' BuildLock (ttbuild.graph.state) around a command that is not a doit
     run (`clean`); a build takes it in its reporter. Says so on stderr when it has to wait."""
 
-    def waiting(path):
-        print(f"ttbuild: waiting for another ttbuild on {path}", file=sys.stderr, flush=True)
+    def waiting(path, holder=""):
+        who = f" (held by {holder})" if holder else ""
+        print(f"ttbuild: waiting for another ttbuild on {path}{who}", file=sys.stderr, flush=True)
 
     lock = BuildLock(artifacts).acquire(on_wait=waiting)
     try:

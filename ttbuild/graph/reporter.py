@@ -112,8 +112,9 @@ class BuildReporter(ConsoleReporter):
 
         from .state import BuildLock, sweep_temp_files
 
-        def waiting(path):
-            print(f"ttbuild: waiting for another ttbuild on {path}", file=sys.stderr, flush=True)
+        def waiting(path, holder=""):
+            who = f" (held by {holder})" if holder else ""
+            print(f"ttbuild: waiting for another ttbuild on {path}{who}", file=sys.stderr, flush=True)
 
         self._lock = BuildLock(self.lock_dir).acquire(on_wait=waiting)
         sweep_temp_files(self.lock_dir)

@@ -43,15 +43,58 @@ class XXHashChecker(FileChangedChecker):
 LOCK_FILE = ".ttbuild.lock"
 
 
+_HELD: set[int] = set()  # descriptors of the BuildLocks this process holds
+_HOOKED = False
+
+
+def holder(path) -> str:
+    """What a lock file says about its holder ("pid N: command"), or "" when it says nothing."""
+    try:
+        return Path(path).read_text(errors="replace").strip()
+    except OSError:
+        return ""
+
+
+def _in_child() -> None:
+    """After fork, in the child: let go of the parent's lock (a worker must never keep the
+    artifacts folder locked after its parent died: flock belongs to the open file, which the
+    child's copy of the descriptor keeps alive) and, on Linux, die with the parent (SIGKILL when
+    it exits: prctl PR_SET_PDEATHSIG), so no orphan worker goes on writing into a folder a new
+    build owns."""
+    for fd in list(_HELD):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _HELD.clear()
+    try:
+        import ctypes
+        import signal
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _install_fork_hook() -> None:
+    global _HOOKED
+    if not _HOOKED and hasattr(os, "register_at_fork"):
+        os.register_at_fork(after_in_child=_in_child)
+        _HOOKED = True
+
+
 class BuildLock:
     """An exclusive `flock` on `<artifacts>/.ttbuild.lock`, held while a build runs.
 
     Two builds on one artifacts/ (`ttbuild build`, `doit`, or one of each) then run one after
     the other: the second checks up-to-date status only after the first saved its state, so it
     finds that work done instead of repeating it. The kernel drops the lock when its holder
-    dies (SIGKILL included), so a killed build never wedges the next. Not reentrant: take it
-    once per process (flock locks belong to the open file, and a second open would wait on
-    the first).
+    dies (SIGKILL included), so a killed build never wedges the next: processes forked while it
+    is held (doit's `-j` workers) close their copy of the descriptor and die with the parent
+    (_in_child). The file records the holder's pid and command for a build that has to wait.
+    Not reentrant: take it once per process (flock locks belong to the open file, and a second
+    open would wait on the first).
     """
 
     def __init__(self, artifacts_dir: str | os.PathLike):
@@ -59,7 +102,8 @@ class BuildLock:
         self._fd: int | None = None
 
     def acquire(self, on_wait=None) -> "BuildLock":
-        """Block until the lock is ours; `on_wait(path)` is called once if we have to wait."""
+        """Block until the lock is ours; `on_wait(path, holder)` is called once if we have to
+        wait (holder: what the lock file says about the process holding it, or "")."""
         import fcntl
 
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -69,16 +113,31 @@ class BuildLock:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 if on_wait is not None:
-                    on_wait(self.path)
+                    on_wait(self.path, holder(self.path))
                 fcntl.flock(fd, fcntl.LOCK_EX)
         except BaseException:
             os.close(fd)
             raise
         self._fd = fd
+        _HELD.add(fd)
+        _install_fork_hook()
+        # who holds it, for a build that has to wait (the lock is the flock, not this text)
+        try:
+            import sys
+
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"pid {os.getpid()}: {' '.join(sys.argv) or 'python'}\n".encode(), 0)
+        except OSError:
+            pass
         return self
 
     def release(self) -> None:
         if self._fd is not None:
+            _HELD.discard(self._fd)
+            try:
+                os.ftruncate(self._fd, 0)  # the holder line lasts as long as the hold
+            except OSError:
+                pass
             os.close(self._fd)  # closing the last descriptor of the open file drops the lock
             self._fd = None
 

@@ -9,8 +9,11 @@ failures on `put` are logged warnings.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import logging
+import os
 import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
@@ -49,11 +52,40 @@ class BlobRef:
     size: int
 
 
-def encode_entry(outputs: Mapping[str, bytes]) -> tuple[bytes, dict[str, BlobRef]]:
+def entry_secret() -> bytes | None:
+    """The key that authenticates action-cache entries: `$TTBUILD_CACHE_HMAC_KEY` (the key's
+    text), else the bytes of the file `$TTBUILD_CACHE_HMAC_KEY_FILE` (surrounding whitespace
+    stripped), else None (entries are not authenticated). Raises CacheError for an unreadable
+    or empty key file."""
+    text = os.environ.get("TTBUILD_CACHE_HMAC_KEY")
+    if text:
+        return text.encode("utf-8")
+    path = os.environ.get("TTBUILD_CACHE_HMAC_KEY_FILE")
+    if not path:
+        return None
+    try:
+        data = open(path, "rb").read().strip()
+    except OSError as exc:
+        raise CacheError(f"TTBUILD_CACHE_HMAC_KEY_FILE {path}: {exc.strerror or exc}") from None
+    if not data:
+        raise CacheError(f"TTBUILD_CACHE_HMAC_KEY_FILE {path} is empty")
+    return data
+
+
+def entry_mac(secret: bytes, key: str, body: bytes) -> str:
+    """HMAC-SHA256 (RFC 2104) of an entry `body` bound to its action `key`: an entry signed for
+    one action cannot be replayed under another."""
+    return hmac.new(secret, key.encode("ascii") + b"\0" + body, hashlib.sha256).hexdigest()
+
+
+def encode_entry(outputs: Mapping[str, bytes], key: str | None = None,
+                 secret: bytes | None = None) -> tuple[bytes, dict[str, BlobRef]]:
     """AC entry bytes for `outputs` (role -> bytes), plus the refs it names.
 
     Format: `{"schema": "ttbuild.cache/1", "outputs": {role: {"sha256": hex, "size": n}}}`,
-    canonical JSON (sorted keys, no spaces). Raises TypeError for non-str roles or non-bytes.
+    canonical JSON (sorted keys, no spaces); with a `secret` (entry_secret) also `"mac"`:
+    entry_mac over the action `key` and the entry without it. Raises TypeError for non-str
+    roles or non-bytes.
     """
     refs = {}
     for role, data in outputs.items():
@@ -65,11 +97,18 @@ def encode_entry(outputs: Mapping[str, bytes]) -> tuple[bytes, dict[str, BlobRef
         refs[role] = BlobRef(digest(data), len(data))
     body = {"schema": AC_SCHEMA,
             "outputs": {r: {"sha256": b.sha256, "size": b.size} for r, b in refs.items()}}
-    return canonical_bytes(body, ensure_ascii=True), refs
+    raw = canonical_bytes(body, ensure_ascii=True)
+    if secret is not None:
+        if key is None:
+            raise TypeError("an authenticated entry needs its action key")
+        raw = canonical_bytes(dict(body, mac=entry_mac(secret, key, raw)), ensure_ascii=True)
+    return raw, refs
 
 
-def decode_entry(raw: bytes) -> dict[str, BlobRef]:
-    """Parse an AC entry; raises ValueError on anything that is not a well-formed entry."""
+def decode_entry(raw: bytes, key: str | None = None, secret: bytes | None = None) -> dict[str, BlobRef]:
+    """Parse an AC entry; raises ValueError on anything that is not a well-formed entry, and,
+    with a `secret`, on an entry whose `mac` is missing or is not entry_mac(secret, key, ...)
+    (an unsigned or forged entry: the caller treats it as a miss)."""
     if len(raw) > MAX_AC_BYTES:
         raise ValueError(f"AC entry is {len(raw)} bytes, more than {MAX_AC_BYTES}")
     try:
@@ -78,6 +117,12 @@ def decode_entry(raw: bytes) -> dict[str, BlobRef]:
         raise ValueError(f"AC entry is not JSON: {exc}") from None
     if not isinstance(body, dict) or body.get("schema") != AC_SCHEMA:
         raise ValueError(f"AC entry schema is not {AC_SCHEMA!r}")
+    if secret is not None:
+        mac = body.pop("mac", None)
+        if not isinstance(mac, str):
+            raise ValueError("AC entry is not authenticated (no mac) and a cache key is configured")
+        if key is None or not hmac.compare_digest(mac, entry_mac(secret, key, canonical_bytes(body, ensure_ascii=True))):
+            raise ValueError("AC entry's mac does not match: forged, or signed with another key or for another action")
     outs = body.get("outputs")
     if not isinstance(outs, dict):
         raise ValueError("AC entry has no outputs table")

@@ -30,6 +30,7 @@ from ttbuild.cache.base import (
     check_key,
     decode_entry,
     encode_entry,
+    entry_secret,
     log,
     warn,
 )
@@ -73,6 +74,7 @@ class HttpCache(Cache):
         self._stats = CacheStats(self.name)
         self.down = False
         self._put_warned = False
+        self.secret = entry_secret()  # entries signed on put, checked on get (base.entry_secret)
 
     # -- transport -----------------------------------------------------------------------------
     def _conn(self) -> http.client.HTTPConnection:
@@ -153,7 +155,7 @@ class HttpCache(Cache):
             if status != 200:
                 return self._error(f"GET ac/{key[:16]}... answered HTTP {status}")
             try:
-                refs = decode_entry(raw)
+                refs = decode_entry(raw, key, self.secret)
             except ValueError as exc:
                 return self._drop(key, [], f"AC entry {key[:16]}... is corrupt ({exc})")
             outputs = {}
@@ -203,7 +205,7 @@ class HttpCache(Cache):
         check_key(key)
         if self.readonly or self.down:
             return
-        entry, refs = encode_entry(outputs)
+        entry, refs = encode_entry(outputs, key, self.secret)
         try:
             for role, ref in refs.items():
                 status, _, length = self._request("HEAD", f"/cas/{ref.sha256}")

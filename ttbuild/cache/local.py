@@ -27,6 +27,7 @@ from ttbuild.cache.base import (
     check_key,
     decode_entry,
     encode_entry,
+    entry_secret,
     log,
     warn,
 )
@@ -71,6 +72,9 @@ class DirCache(Cache):
         self.name = f"dir:{self.root}"
         self._stats = CacheStats(self.name)
         self._put_warned = False
+        # With a key configured (base.entry_secret), entries are signed on put and checked on get
+        # and verify: one that is unsigned or forged is a miss (and dropped unless read-only).
+        self.secret = entry_secret()
 
     # -- layout --------------------------------------------------------------------------------
     def ac_path(self, key: str) -> Path:
@@ -95,7 +99,7 @@ class DirCache(Cache):
             log.info("cache %s: cannot read %s: %s", self.name, acp, exc)
             return None
         try:
-            refs = decode_entry(raw)
+            refs = decode_entry(raw, key, self.secret)
         except ValueError as exc:
             return self._drop(key, f"AC entry {key[:16]}... is corrupt ({exc})", [])
         outputs = {}
@@ -148,7 +152,7 @@ class DirCache(Cache):
         check_key(key)
         if self.readonly:
             return
-        entry, refs = encode_entry(outputs)
+        entry, refs = encode_entry(outputs, key, self.secret)
         try:
             if not self.create and not self.root.is_dir():
                 raise FileNotFoundError(f"shared cache directory {self.root} does not exist "
@@ -251,7 +255,7 @@ class DirCache(Cache):
                 continue
             rep.entries_checked += 1
             try:
-                refs = decode_entry(path.read_bytes())
+                refs = decode_entry(path.read_bytes(), key, self.secret)
                 bad = [r for r in refs.values() if good.get(r.sha256) != r.size]
                 if bad:
                     raise ValueError(f"names {len(bad)} missing or damaged blob(s)")

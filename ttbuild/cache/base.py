@@ -28,6 +28,16 @@ log = logging.getLogger("ttbuild.cache")
 AC_SCHEMA = "ttbuild.cache/1"
 # An AC entry lists a handful of roles; anything far bigger is not one of ours.
 MAX_AC_BYTES = 1 << 20
+# The largest blob an entry may name (stage outputs are kilobytes to a few megabytes): an entry
+# claiming more is refused before anything is read, so a hostile or broken server cannot make a
+# build allocate gigabytes. `$TTBUILD_CACHE_MAX_BLOB_BYTES` overrides it.
+DEFAULT_MAX_BLOB_BYTES = 256 << 20
+
+
+def max_blob_bytes() -> int:
+    """The blob size cap in bytes (DEFAULT_MAX_BLOB_BYTES or `$TTBUILD_CACHE_MAX_BLOB_BYTES`)."""
+    text = os.environ.get("TTBUILD_CACHE_MAX_BLOB_BYTES", "")
+    return int(text) if text.isdigit() and int(text) > 0 else DEFAULT_MAX_BLOB_BYTES
 
 
 class CacheError(TTBuildError):
@@ -127,10 +137,14 @@ def decode_entry(raw: bytes, key: str | None = None, secret: bytes | None = None
     if not isinstance(outs, dict):
         raise ValueError("AC entry has no outputs table")
     refs = {}
+    cap = max_blob_bytes()
     for role, ref in outs.items():
         if not (isinstance(ref, dict) and is_key(ref.get("sha256"))
                 and isinstance(ref.get("size"), int) and ref["size"] >= 0):
             raise ValueError(f"AC entry output {role!r} is malformed: {ref!r}")
+        if ref["size"] > cap:
+            raise ValueError(f"AC entry output {role!r} claims {ref['size']} bytes, more than the "
+                             f"{cap}-byte cap (TTBUILD_CACHE_MAX_BLOB_BYTES)")
         refs[role] = BlobRef(ref["sha256"], ref["size"])
     return refs
 

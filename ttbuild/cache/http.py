@@ -53,11 +53,15 @@ def _redact(url: urllib.parse.SplitResult) -> str:
 
 class HttpCache(Cache):
     """Bazel-protocol HTTP(S) cache at `base_url` (`http://host:port/prefix`; `user:pass@` in the
-    URL becomes basic auth and is never printed). `timeout` (seconds) bounds connect and each read.
+    URL becomes basic auth and is never printed). `timeout` (seconds) bounds connect and each read;
+    `deadline` (seconds, default `$TTBUILD_CACHE_DEADLINE` or 10) bounds a whole request: a server
+    that answers, but too slowly (a byte every half second), is cut off there and marked down for
+    the rest of the process like an unreachable one (one warning).
 
     Raises CacheError for a URL that is not http(s)."""
 
-    def __init__(self, base_url: str, *, readonly: bool = False, timeout: float = 2.0):
+    def __init__(self, base_url: str, *, readonly: bool = False, timeout: float = 2.0,
+                 deadline: float | None = None):
         url = urllib.parse.urlsplit(base_url)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise CacheError(f"not an http(s) cache URL: {_redact(url) if url.hostname else base_url!r}")
@@ -65,6 +69,13 @@ class HttpCache(Cache):
         self.base_path = url.path.rstrip("/")
         self.readonly = readonly
         self.timeout = timeout
+        if deadline is None:
+            text = os.environ.get("TTBUILD_CACHE_DEADLINE", "")
+            try:
+                deadline = float(text) if text else 10.0
+            except ValueError:
+                deadline = 10.0
+        self.deadline = max(deadline, timeout)
         self.name = _redact(url)
         self._headers = {"User-Agent": "ttbuild-cache"}
         if url.username is not None:
@@ -110,6 +121,22 @@ class HttpCache(Cache):
             reused = (getattr(self._local, "conn", None) is not None
                       and getattr(self._local, "pid", None) == os.getpid())
             conn = self._conn()
+            # The overall deadline: a watchdog shuts the socket down when it passes, which ends
+            # whatever read is blocked (socket timeouts only bound each read).
+            expired = threading.Event()
+
+            def cut(conn=conn):
+                expired.set()
+                sock = getattr(conn, "sock", None)
+                if sock is not None:
+                    try:
+                        sock.shutdown(socket.SHUT_RDWR)
+                    except OSError:
+                        pass
+
+            watchdog = threading.Timer(self.deadline, cut)
+            watchdog.daemon = True
+            watchdog.start()
             try:
                 conn.request(method, self.base_path + path, body=body, headers=headers)
                 resp = conn.getresponse()
@@ -119,14 +146,20 @@ class HttpCache(Cache):
                     data = resp.read()
                 else:
                     data = resp.read(limit + 1)
+                if expired.is_set():
+                    raise socket.timeout(f"no complete answer within the {self.deadline:g} s deadline")
                 if not resp.isclosed() or resp.will_close:
                     self._drop_conn()  # body left unread, or server closing: cannot reuse
                 return resp.status, data, length
             except (OSError, http.client.HTTPException) as exc:
                 self._drop_conn()
-                if attempt == 0 and reused and not isinstance(exc, (socket.timeout, ConnectionRefusedError)):
+                if expired.is_set():
+                    exc = socket.timeout(f"no complete answer within the {self.deadline:g} s deadline")
+                elif attempt == 0 and reused and not isinstance(exc, (socket.timeout, ConnectionRefusedError)):
                     continue
                 self._mark_down(exc)
+            finally:
+                watchdog.cancel()
         raise _Down(self.name)  # pragma: no cover - the loop always returns or marks down
 
     def _mark_down(self, exc: BaseException) -> None:

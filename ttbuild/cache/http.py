@@ -125,7 +125,7 @@ class HttpCache(Cache):
             # whatever read is blocked (socket timeouts only bound each read).
             expired = threading.Event()
 
-            def cut(conn=conn):
+            def cut(conn=conn, expired=expired):
                 expired.set()
                 sock = getattr(conn, "sock", None)
                 if sock is not None:
@@ -151,7 +151,7 @@ class HttpCache(Cache):
                 if not resp.isclosed() or resp.will_close:
                     self._drop_conn()  # body left unread, or server closing: cannot reuse
                 return resp.status, data, length
-            except (OSError, http.client.HTTPException) as exc:
+            except (OSError, http.client.HTTPException):
                 self._drop_conn()
                 if expired.is_set():
                     exc = socket.timeout(f"no complete answer within the {self.deadline:g} s deadline")

@@ -119,7 +119,13 @@ def main(argv: list[str] | None = None, *, stage_package: str = DEFAULT_STAGE_PA
             print(exc.code, file=sys.stderr)
             return 2
         raise
+    except KeyboardInterrupt:
+        # doit has saved its state for what finished; what was cut short reruns next time
+        print("ttbuild: interrupted", file=sys.stderr)
+        return 130
     except Exception as exc:
+        import sqlite3
+
         from doit.exceptions import InvalidDodoFile
 
         from ttbuild.graph import VariantError
@@ -127,12 +133,29 @@ def main(argv: list[str] | None = None, *, stage_package: str = DEFAULT_STAGE_PA
         if isinstance(exc, (VariantError, InvalidDodoFile)):
             print(f"ERROR: {exc.render() if isinstance(exc, VariantError) else exc}", file=sys.stderr)
             return 3
+        if isinstance(exc, BrokenPipeError):
+            # `ttbuild list | head`: the reader left; say nothing more (Python docs, "Note on SIGPIPE")
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            return 141
+        if isinstance(exc, OSError):  # the environment, not the build: say what and where
+            where = f": {exc.filename}" if exc.filename else ""
+            print(f"ttbuild: error: {exc.strerror or exc}{where}", file=sys.stderr)
+            return 1
+        if isinstance(exc, sqlite3.Error):  # doit's state DB (artifacts/.doit.db)
+            print(f"ttbuild: error: the build state database in {getattr(args, 'artifacts', None) or 'artifacts'}/ "
+                  f"failed: {exc} (disk full or folder not writable?)", file=sys.stderr)
+            return 1
         raise
 
 
 def _dispatch(args, stage_package: str = DEFAULT_STAGE_PACKAGE) -> int:
     project = Project.from_args(getattr(args, "kernels", None), args.artifacts, getattr(args, "shard", None),
                                 stage_package)
+    if project.artifacts.exists() and not project.artifacts.is_dir():
+        print(f"ttbuild: error: the artifacts folder {project.artifacts} is a file (-o names a folder)",
+              file=sys.stderr)
+        return 2
     if args.cmd == "build":
         from .build import build
 

@@ -90,6 +90,21 @@ def test_runtime_value_where_constexpr_required():
     assert_at(err, lines, "tl.arange", "tl.arange")
 
 
+def test_block_past_tritons_element_limit():
+    """Triton's TRITON_MAX_TENSOR_NUMEL (2**20) as a located diagnostic, for a range and for a
+    block built from smaller ones (the review's BLOCK_SIZE = 2**24 ran the ptx stage for minutes)."""
+    err, lines = compile_error("i = tl.arange(0, BLOCK)\n", constexprs={"BLOCK": 2**24})
+    assert err.message.startswith("numel (16777216) exceeds triton maximum tensor numel (1048576)")
+    assert_at(err, lines, "tl.arange", "tl.arange")
+    err, lines = compile_error("i = tl.arange(0, BLOCK)\nj = i[:, None] + i[None, :]\n",
+                               constexprs={"BLOCK": 2048})
+    assert "numel (4194304) exceeds" in err.message
+    assert_at(err, lines, "j = ", "i[:, None] + i[None, :]")
+    src = HEADER + "def k(p, n, BLOCK: tl.constexpr):\n    i = tl.arange(0, BLOCK)\n    j = i[:, None] + i[None, :]\n"
+    out = parse.run({"source": src.encode()}, {"kernel": "k", "file": "lib/k.py"})
+    assert ttir.run({"json": out["json"]}, {"signature": ["*fp32", "i32"], "constexprs": {"BLOCK": 1024}})["ttir"]
+
+
 def test_arange_bound_not_power_of_two():
     err, lines = compile_error("i = tl.arange(0, BLOCK)\n", constexprs={"BLOCK": 100})
     assert err.message == "arange's range must be a power of two, got 100 - 0 = 100"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from ttbuild.errors import CompilationError
 from ttbuild.signature import SignatureError, parse_entry
 
 from . import semantic as S
@@ -157,6 +158,13 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
             if method is None:
                 fail(self.cx, f"unsupported Python construct in a kernel: {type(node).__name__}")
             return method(node)
+        except CompilationError as err:
+            # the choke point: an error raised without a location (a type's own check, deep in
+            # a helper) gets the innermost node being lowered
+            if err.loc is None and err.node_id is None and isinstance(self.b.loc, int):
+                err.node_id = self.b.loc
+                err.stage = err.stage or "ttir"
+            raise
         finally:
             self.b.loc = saved
 

@@ -117,12 +117,29 @@ class PointerType:
 Scalar = DType | PointerType
 
 
+# Triton's cap on a block's element count (triton/language/core.py TRITON_MAX_TENSOR_NUMEL,
+# checked by validate_block_shape): a block past it would unroll into millions of registers' worth
+# of code (a BLOCK_SIZE of 2**24 ran the ptx stage for minutes at gigabytes).
+MAX_TENSOR_NUMEL = 1048576
+
+
 @dataclass(frozen=True)
 class BlockType:
-    """A block (tensor) of `shape` elements of `element`: MLIR `tensor<1024xf32>`."""
+    """A block (tensor) of `shape` elements of `element`: MLIR `tensor<1024xf32>`. Raises
+    CompilationError (located by the code generator) past MAX_TENSOR_NUMEL elements."""
 
     element: Scalar
     shape: tuple[int, ...]
+
+    def __post_init__(self):
+        numel = 1
+        for d in self.shape:
+            numel *= d
+        if numel > MAX_TENSOR_NUMEL:
+            from ttbuild.errors import CompilationError
+
+            raise CompilationError(f"numel ({numel}) exceeds triton maximum tensor numel ({MAX_TENSOR_NUMEL}): "
+                                   f"a block of shape {list(self.shape)}")
 
     @property
     def scalar(self) -> Scalar:

@@ -73,6 +73,9 @@ def test_until_truncates_stages(tmp_path):
     (('target = "cuda:90"', 'target = "hip:90"'), "field 'target': must look like 'cuda:90'", 'target = "hip:90"'),
     (('num_warps = 4', 'until = "sass"'), "field 'until': must be one of parse, ttir", 'until = "sass"'),
     (('num_warps = 4', 'constexprs = 3'), "field 'constexprs': must be a table", None),
+    (('kernel = "k"', 'kernel = "k\u00e9rnel"'), "is not an ASCII identifier: the kernel's name becomes its PTX entry",
+     'kernel = "k\u00e9rnel"'),
+    (('kernel = "k"', 'kernel = "k-1"'), "'k-1' is not a Python identifier", 'kernel = "k-1"'),
 ])
 def test_field_errors_name_variant_field_and_line(tmp_path, edit, needle, line_text):
     toml = (GOOD + 'num_warps = 4\ntarget = "cuda:90"\n').replace("constexprs = { BLOCK = 128 }\n", "")

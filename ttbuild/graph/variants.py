@@ -165,7 +165,12 @@ def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator") -> 
     if values["name"] is not None and (not isinstance(values["name"], str) or not _NAME.match(values["name"])):
         raise fail("name", "must be a string of letters, digits, '_', '.', '-' starting with a letter or '_'")
     if not _IDENT.match(values["kernel"]):
-        raise fail("kernel", f"{values['kernel']!r} is not a Python identifier")
+        k = values["kernel"]
+        if k.isidentifier():  # a Python name, but the cubin's entry point needs an ASCII one
+            raise fail("kernel", f"{k!r} is not an ASCII identifier: the kernel's name becomes its PTX entry "
+                                 "name, and PTX identifiers are ASCII letters, digits and '_' (PTX ISA, "
+                                 "\"Identifiers\"); rename the kernel function")
+        raise fail("kernel", f"{k!r} is not a Python identifier")
 
     rel = values["file"]
     if Path(rel).is_absolute() or ".." in Path(rel).parts or "\\" in rel:

@@ -151,13 +151,14 @@ class HttpCache(Cache):
                 if not resp.isclosed() or resp.will_close:
                     self._drop_conn()  # body left unread, or server closing: cannot reuse
                 return resp.status, data, length
-            except (OSError, http.client.HTTPException):
+            except (OSError, http.client.HTTPException) as exc:
                 self._drop_conn()
+                cause: BaseException = exc
                 if expired.is_set():
-                    exc = socket.timeout(f"no complete answer within the {self.deadline:g} s deadline")
+                    cause = socket.timeout(f"no complete answer within the {self.deadline:g} s deadline")
                 elif attempt == 0 and reused and not isinstance(exc, (socket.timeout, ConnectionRefusedError)):
                     continue
-                self._mark_down(exc)
+                self._mark_down(cause)
             finally:
                 watchdog.cancel()
         raise _Down(self.name)  # pragma: no cover - the loop always returns or marks down

@@ -145,6 +145,30 @@ def test_atomics_once_per_element_and_scalar_once_per_program(torch, lib):
         assert sorted(olds[:, j].tolist()) == list(range(G))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_float_atomic_max_and_min(torch, lib, dtype):
+    """tl.atomic_max / atomic_min on fp32 and fp64 (Triton's integer-atomic decomposition): the
+    extremes of values of both signs, -0.0 and +0.0 and infinities included, and each old value
+    is a value the slot held (the start value or one of the inputs)."""
+    dt = getattr(torch, dtype)
+    n = 3000
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    x = (torch.randn(n, device="cuda", generator=gen, dtype=torch.float64) * 1e3).to(dt)
+    x[:8] = torch.tensor([-0.0, 0.0, float("-inf"), float("inf"), -1e-30, 1e-30, -5.0, 5.0], dtype=dt)
+    x[4 * 100 + 1] = float("inf")     # slot 1's max is +inf
+    x[4 * 200 + 2] = float("-inf")    # slot 2's min is -inf
+    start = torch.tensor([-float("inf")] * 4 + [float("inf")] * 4, device="cuda", dtype=dt)
+    out = start.clone()
+    olds = torch.full((n,), float("nan"), device="cuda", dtype=dt)
+    lib.variant(f"float_minmax_fp{dt.itemsize * 8}")[(_cdiv(n, 256),)](out, olds, x, n)
+    torch.cuda.synchronize()
+    groups = x.view(-1, 4)
+    assert torch.equal(out[:4], groups.max(dim=0).values)
+    assert torch.equal(out[4:], groups.min(dim=0).values)
+    seen = set(x.tolist()) | {float("-inf")}
+    assert not torch.isnan(olds).any() and set(olds.tolist()) <= seen
+
+
 @pytest.mark.parametrize("n", [1000, 5000])
 def test_libdevice_math(torch, lib, n):
     gen = torch.Generator(device="cuda").manual_seed(n)

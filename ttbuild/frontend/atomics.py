@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from . import semantic as S
 from . import types as T
-from .args import BuiltinRules, NotSupportedFrontend, cval, mask_other, pointer_arg
+from .args import BuiltinRules, cval, mask_other, pointer_arg
 from .irtext import Value
 from .semantic import fail
 
@@ -35,12 +35,38 @@ def _atomic(cx, op: str, pointer, val, mask, sem, scope):
         fail(cx, f"unknown memory semantic {s!r} or scope {sc!r}")
     if op in ("max", "min"):
         if elt.is_float():
-            fail(cx, f"tl.atomic_{op} on floats is not supported yet", cls=NotSupportedFrontend)
+            return _float_minmax(cx, op, ptr, v, m, s, sc)
         op = ("u" + op) if elt.is_unsigned() else op
     elif op == "add" and elt.is_float():
         op = "fadd"
-    return cx.b.op1("tt.atomic_rmw", [ptr, v, m], S.with_shape(elt, shape),
+    return _rmw(cx, op, ptr, v, m, s, sc)
+
+
+def _rmw(cx, op, ptr, v, m, s, sc):
+    return cx.b.op1("tt.atomic_rmw", [ptr, v, m], v.type,
                     {"atomic_rmw_op": f"{_RMW[op]} : i32", "sem": f"{_SEM[s]} : i32", "scope": f"{_SCOPE[sc]} : i32"})
+
+
+def _float_minmax(cx, op, ptr, v, m, s, sc):
+    """Triton 3.6 `semantic.atomic_max/min` on fp32/fp64 through integer atomics: IEEE floats
+    with the sign bit clear order like their bits as signed integers, those with it set in
+    reverse as unsigned ones. max: signed MAX where the value's sign bit is clear, unsigned MIN
+    where it is set (min: signed MIN, unsigned MAX); the old value is the one of the atomic that
+    ran, bits back as the float."""
+    elt = v.type.scalar
+    if elt not in (T.fp32, T.fp64):
+        fail(cx, f"atomic_{op} not supported for dtype {elt}")
+    bits = elt.bits
+    ity, uty = T.DTYPES[f"int{bits}"], T.DTYPES[f"uint{bits}"]
+    i_val, u_val = S.cast(cx, v, ity, bitcast=True), S.cast(cx, v, uty, bitcast=True)
+    i_ptr = S.cast(cx, ptr, T.PointerType(ity), bitcast=True)
+    u_ptr = S.cast(cx, ptr, T.PointerType(uty), bitcast=True)
+    neg = S.compare(cx, "<", i_val, cx.b.constant(0, i_val.type))   # the sign bit (Triton _signbit)
+    pos = S.compare(cx, ">=", i_val, cx.b.constant(0, i_val.type))
+    pos_old = _rmw(cx, op, i_ptr, i_val, S.binary(cx, "&", m, pos), s, sc)
+    neg_old = _rmw(cx, "umin" if op == "max" else "umax", u_ptr, u_val, S.binary(cx, "&", m, neg), s, sc)
+    a, b = S.cast(cx, pos_old, elt, bitcast=True), S.cast(cx, neg_old, elt, bitcast=True)
+    return cx.b.op1("arith.select", [pos, a, b], v.type)
 
 
 

@@ -48,6 +48,18 @@ def atomics_kernel(counts_ptr, olds_ptr, ticket_ptr, tickets_ptr, B: tl.constexp
 
 
 @triton.jit
+def float_minmax_kernel(out_ptr, olds_ptr, x_ptr, n, BLOCK: tl.constexpr):
+    """out[0..3] = max over the x with index % 4 == j, out[4..7] = min; olds gets each atomic_max's
+    old value (Triton's float atomics: signed/unsigned integer atomics by the sign bit)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    old = tl.atomic_max(out_ptr + offs % 4, x, mask=m)
+    tl.store(olds_ptr + offs, old, mask=m)
+    tl.atomic_min(out_ptr + 4 + offs % 4, x, mask=m)
+
+
+@triton.jit
 def math_kernel(y_ptr, x_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from math import prod
 
 from ttbuild.backend import mlir_util as mu
-from ttbuild.backend.analysis.layout import Blocked, parse_layout, same_thread_map, trans_order, transposed
+from ttbuild.backend.analysis.layout import Blocked, Slice, parse_layout, same_thread_map, trans_order, transposed
 from ttbuild.backend.analysis.mma_layout import NvidiaMma
 from ttbuild.optraits import SCALAR_REGIONS, walk
 
@@ -129,7 +129,7 @@ def ops_bytes(ops, num_warps: int) -> int:
                 lay = parse_layout(mu.encoding_str(src.type))
                 best = max(best, reduce_bytes(lay, mu.shape_of(src.type), ax,
                                               [mu.elem_str(v.type) for v in op.operands]))
-            if name in ("tt.atomic_rmw", "tt.atomic_cas"):
+            if name in ("tt.atomic_rmw", "tt.atomic_cas") and _atomic_shares(op):
                 # old values reach threads holding duplicates (or all threads, for scalars)
                 r = op.results[0]
                 best = max(best, convert_bytes(mu.shape_of(r.type) or (1,), mu.elem_str(r.type)))
@@ -148,6 +148,23 @@ def ops_bytes(ops, num_warps: int) -> int:
                 src = op.operands[0]
                 best = max(best, convert_bytes(mu.shape_of(src.type), mu.elem_str(src.type)))
     return best
+
+
+def _atomic_shares(op) -> bool:
+    """Whether an atomic's old values cross threads through shared memory (llir.atomic): only
+    when they are used, and the op is scalar (one thread does it for all) or its layout gives
+    several threads the same element (one owner does it for the others)."""
+    r = op.results[0]
+    if next(iter(r.uses), None) is None:
+        return False
+    shape = tuple(mu.shape_of(r.type))
+    if not shape:
+        return True
+    layout = parse_layout(mu.encoding_str(r.type))
+    while isinstance(layout, Slice):
+        shape = layout.parent_shape(shape)
+        layout = layout.parent
+    return any(layout.tile(d) > shape[d] for d in range(len(shape)))
 
 
 def _in_registers(op, num_warps: int) -> bool:

@@ -53,3 +53,18 @@ def test_ctrl_c_says_interrupted_without_a_traceback(proj, tmp_path):
     del proj.env["TTBUILD_FAKE_DELAY"]
     assert proj.ttbuild("build").rc == 0
     assert os.path.isdir(proj.artifacts / "lib")
+
+
+def test_a_bad_row_fails_alone_with_continue(proj):
+    """A schema error in one variants.toml row: without --continue the list is refused (status 3,
+    nothing built); with it the other variants build and the row fails with its diagnostic."""
+    vt = proj.kernels / "variants.toml"
+    vt.write_text(vt.read_text() + '\n[[variant]]\nname = "broken"\nfile = "vector_add.py"\n'
+                  'kernel = "add_kernel"\nsignature = "*fp33,i32"\n')
+    strict = proj.ttbuild("build")
+    assert strict.rc == 3 and "unknown dtype 'fp33'" in strict.text and strict.ran == set(), strict.text
+    loose = proj.ttbuild("build", "--continue")
+    assert loose.rc in (1, 2), loose.text  # doit: a task failed
+    assert "unknown dtype 'fp33'" in loose.text
+    assert any(t.startswith("meta:add_kernel") for t in loose.ran), loose.text
+    assert (proj.artifacts / "lib" / "add_kernel_fp32.json").is_file()

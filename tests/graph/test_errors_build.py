@@ -103,12 +103,14 @@ def test_bad_variant_list_is_reported_at_its_line(stages, project_copy):
     text = toml.read_text()
     toml.write_text(text.replace("num_warps = 8", "num_wraps = 8", 1))
     bad_line = 1 + toml.read_text().splitlines().index("num_wraps = 8")
+    # plain doit always continues: the bad row fails on its own, the others build
     run = proj.doit()
-    assert run.rc == 3
+    assert run.rc in (1, 2)
     assert f"variants.toml:{bad_line}:1: error: variant #2 (add_kernel_fp32_w8): field 'num_wraps': " \
-           f"unknown field; did you mean 'num_warps'?" in run.err
-    assert "\n    num_wraps = 8\n    ^" in run.err
-    assert "Traceback" not in run.err
+           f"unknown field; did you mean 'num_warps'?" in run.text
+    assert "\n    num_wraps = 8\n    ^" in run.text
+    assert "Traceback" not in run.text
+    assert "meta:add_kernel_fp32" in run.text and "meta:row2" in run.text
 
 
 def test_failed_task_removes_its_stale_outputs_and_the_fix_rebuilds_that_kernel(stages, project_copy):

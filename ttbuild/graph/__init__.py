@@ -34,15 +34,29 @@ def namespace(kernels_dir: str | Path = "kernels", artifacts_dir: str | Path = "
         """ttbuild kernels: parse -> ttir -> ttgir -> llir -> ptx -> cubin -> meta."""
         from doit.exceptions import InvalidDodoFile
 
+        keep_going = {**doit_config(artifacts_dir), **(config or {})}.get("continue", False)
+        row_errors: list = []
         try:
-            variants = load_variants(kernels_dir)
+            variants = load_variants(kernels_dir, row_errors if keep_going else None)
             if shard is not None:
                 variants = [v for v in variants if in_shard(v.name, *shard)]
             yield from generate_tasks(kernels_dir, artifacts_dir, stage_package, variants=variants)
         except VariantError as exc:
             raise InvalidDodoFile(exc.render()) from None
+        # With --continue (plain doit always continues) a bad row fails on its own: a task that
+        # reports its diagnostic, while every other variant builds.
+        for index, err in row_errors:
+            yield {"basename": "meta", "name": f"row{index}", "actions": [(_bad_row, [err.render()])],
+                   "uptodate": [False], "doc": f"variants.toml row #{index} (not built)"}
 
     return {"DOIT_CONFIG": {**doit_config(artifacts_dir), **(config or {})}, "task_ttbuild": task_ttbuild}
+
+
+def _bad_row(message: str):
+    """doit action of a variants.toml row that failed validation: fails with its diagnostic."""
+    from doit.exceptions import TaskFailed
+
+    return TaskFailed(message)
 
 
 def in_shard(variant_name: str, i: int, n: int) -> bool:

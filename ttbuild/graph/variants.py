@@ -100,12 +100,15 @@ class Variant:
         return STAGES[: STAGES.index(self.until) + 1]
 
 
-def load_variants(kernels_dir: str | Path) -> list[Variant]:
+def load_variants(kernels_dir: str | Path, row_errors: list | None = None) -> list[Variant]:
     """Read `<kernels_dir>/variants.toml` and return its variants in file order.
 
     Raises VariantError (a CompilationError, rendered with file:line:col, the line and a
     caret) for TOML syntax errors, unknown or missing fields, wrong types, bad signatures,
     constexprs that name a signature parameter, missing kernel files and duplicate names.
+    With `row_errors` (a list), an error confined to one [[variant]] row is appended there as
+    (index, VariantError) and the row skipped instead (a build with --continue builds the rest);
+    errors of the file as a whole still raise.
     """
     kernels_dir = Path(kernels_dir)
     path = kernels_dir / VARIANTS_FILE
@@ -129,11 +132,17 @@ def load_variants(kernels_dir: str | Path) -> list[Variant]:
         raise VariantError("`variant` must be an array of tables: write [[variant]]", locator.top("variant"))
     variants, seen = [], {}
     for index, row in enumerate(rows, start=1):
-        variant = _validate(index, row, kernels_dir, locator)
-        if variant.name in seen:
-            raise VariantError(
-                f"variant #{index}: name {variant.name!r} is already used by variant #{seen[variant.name]}",
-                locator.field(index, "name"))
+        try:
+            variant = _validate(index, row, kernels_dir, locator)
+            if variant.name in seen:
+                raise VariantError(
+                    f"variant #{index}: name {variant.name!r} is already used by variant #{seen[variant.name]}",
+                    locator.field(index, "name"))
+        except VariantError as err:
+            if row_errors is None:
+                raise
+            row_errors.append((index, err))
+            continue
         seen[variant.name] = index
         variants.append(variant)
     return variants

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import hashlib
 import json
 import struct
 import subprocess
@@ -13,6 +12,7 @@ import sys
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from runtime_fakes import add_params, meta, write_lib
 
 import ttbuild.runtime as rt
 from ttbuild.runtime.args import dtype_name, typestr_name
@@ -71,45 +71,12 @@ class FakeCAI:
                                          "shape": (4,), "version": 3}
 
 
-def add_params(dt):
-    return ([{"name": n, "kind": "pointer", "dtype": dt, "divisibility": 16}
-             for n in ("x_ptr", "y_ptr", "output_ptr")]
-            + [{"name": "n_elements", "kind": "scalar", "dtype": "i32", "divisibility": 1},
-               {"name": "BLOCK_SIZE", "kind": "constexpr", "value": 1024}])
-
-
 def axpy_params(dt, block):
     return ([{"name": n, "kind": "pointer", "dtype": dt, "divisibility": 16}
              for n in ("x_ptr", "y_ptr", "out_ptr")]
             + [{"name": "a", "kind": "scalar", "dtype": "fp32", "divisibility": 1},
                {"name": "n_elements", "kind": "scalar", "dtype": "i32", "divisibility": 1},
                {"name": "BLOCK_SIZE", "kind": "constexpr", "value": block}])
-
-
-def meta(variant, kernel, params, num_warps=4, shared=0, target="cuda:90", arch="sm_90a"):
-    sig = ",".join(f"*{p['dtype']}:{p['divisibility']}" if p["kind"] == "pointer" else p["dtype"]
-                   for p in params if p["kind"] != "constexpr")
-    return {
-        "schema": "ttbuild.kernel/1", "variant": variant, "kernel": kernel, "entry": kernel,
-        "cubin": f"{variant}.cubin", "params": params, "signature": sig,
-        "constexprs": {p["name"]: p["value"] for p in params if p["kind"] == "constexpr"},
-        "num_warps": num_warps, "num_ctas": 1, "num_stages": 3, "shared": shared,
-        "target": target, "arch": arch,
-        "hashes": {s: "0" * 16 for s in ("parse", "ttir", "ttgir", "llir", "ptx", "cubin")},
-        "ttbuild_version": "0.1.0",
-    }
-
-
-def write_lib(root, docs):
-    lib = root / "lib"
-    lib.mkdir(parents=True, exist_ok=True)
-    for d in docs:
-        cubin = b"CUBIN:" + d["variant"].encode()
-        (lib / d["cubin"]).write_bytes(cubin)
-        # the runtime checks the cubin against the sha256 the metadata records, as a build writes it
-        d = dict(d, cubin_sha256=hashlib.sha256(cubin).hexdigest())
-        (lib / f"{d['variant']}.json").write_text(json.dumps(d))
-    return root
 
 
 STANDARD = [

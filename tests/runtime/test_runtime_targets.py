@@ -168,9 +168,7 @@ def test_real_build_writes_a_cubin_per_target_and_portable_ptx(tmp_path, new_pro
 def test_a_cubin_that_is_not_the_one_the_metadata_describes_is_refused(tmp_path):
     """A kill between the cubin's and the JSON's writes, or a file copied over the library:
     the sha256 the build recorded (cubin_sha256) no longer matches, and loading says which file."""
-    from runtime_fakes import meta as fake_meta
-
-    doc = fake_meta("add_one", "add_kernel", add_params("fp32"))
+    doc = meta("add_one", "add_kernel", add_params("fp32"))
     write_lib(tmp_path, [doc])
     drv = RecordingDriver(capability=(9, 0))
     lib = attach(rt.load(str(tmp_path), driver=drv), drv)
@@ -181,9 +179,7 @@ def test_a_cubin_that_is_not_the_one_the_metadata_describes_is_refused(tmp_path)
 
 
 def test_the_untouched_cubin_loads(tmp_path):
-    from runtime_fakes import meta as fake_meta
-
-    write_lib(tmp_path, [fake_meta("add_one", "add_kernel", add_params("fp32"))])
+    write_lib(tmp_path, [meta("add_one", "add_kernel", add_params("fp32"))])
     drv = RecordingDriver(capability=(9, 0))
     launch(attach(rt.load(str(tmp_path), driver=drv), drv))
     assert [l[1] for l in drv.loads] == [b"CUBIN:add_one"]

@@ -30,11 +30,6 @@ if have_triton():
     from bench_vector_add import add_kernel as triton_add_kernel  # noqa: E402
 
 
-def per_launch_us(fn, n=2000, reps=15):
-    """Median microseconds per launch of `fn` alone (see round_robin for several rows)."""
-    return round_robin([fn], n, reps)[0]
-
-
 def round_robin(fns, n=2000, reps=21):
     """Median microseconds per launch of each of `fns`, repetitions interleaved across them."""
     import torch

@@ -7,11 +7,10 @@ share one task graph and one `artifacts/.doit.db`. Nothing here imports MLIR or 
 from __future__ import annotations
 
 import contextlib
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from ttbuild.graph.state import BuildLock
+from ttbuild.graph.state import BuildLock, announce_wait
 
 DEFAULT_STAGE_PACKAGE = "ttbuild.stages"
 
@@ -69,12 +68,7 @@ class Project:
 def build_lock(artifacts: Path):
     """Hold artifacts/' BuildLock (ttbuild.graph.state) around a command that is not a doit
     run (`clean`); a build takes it in its reporter. Says so on stderr when it has to wait."""
-
-    def waiting(path, holder=""):
-        who = f" (held by {holder})" if holder else ""
-        print(f"ttbuild: waiting for another ttbuild on {path}{who}", file=sys.stderr, flush=True)
-
-    lock = BuildLock(artifacts).acquire(on_wait=waiting)
+    lock = BuildLock(artifacts).acquire(on_wait=announce_wait)
     try:
         yield lock.path
     finally:

@@ -108,15 +108,9 @@ class BuildReporter(ConsoleReporter):
     def _take_lock(self):
         if self.lock_dir is None:
             return
-        import sys
+        from .state import BuildLock, announce_wait, sweep_temp_files
 
-        from .state import BuildLock, sweep_temp_files
-
-        def waiting(path, holder=""):
-            who = f" (held by {holder})" if holder else ""
-            print(f"ttbuild: waiting for another ttbuild on {path}{who}", file=sys.stderr, flush=True)
-
-        self._lock = BuildLock(self.lock_dir).acquire(on_wait=waiting)
+        self._lock = BuildLock(self.lock_dir).acquire(on_wait=announce_wait)
         sweep_temp_files(self.lock_dir)
         self.stats.start = time.monotonic()  # time the build, not the wait
 

@@ -55,6 +55,15 @@ def holder(path) -> str:
         return ""
 
 
+def announce_wait(path, holder: str = "") -> None:
+    """The `on_wait` of every ttbuild build and command: one line on stderr naming the lock and
+    its holder."""
+    import sys
+
+    who = f" (held by {holder})" if holder else ""
+    print(f"ttbuild: waiting for another ttbuild on {path}{who}", file=sys.stderr, flush=True)
+
+
 def _in_child() -> None:
     """After fork, in the child: let go of the parent's lock (a worker must never keep the
     artifacts folder locked after its parent died: flock belongs to the open file, which the

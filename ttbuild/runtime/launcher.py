@@ -49,6 +49,14 @@ class LaunchError(TTBuildError, TypeError):
     """A launch the runtime refuses before reaching the driver: bad grid, missing argument."""
 
 
+def _converter(convert: tuple):
+    """`vals -> [converted vals]` applying `convert[i]` where it is not None, or None when no
+    parameter needs one."""
+    if all(c is None for c in convert):
+        return None
+    return lambda vals: [v if c is None else c(v) for c, v in zip(convert, vals)]
+
+
 class _Compiled:
     """One variant's launch state: packing format, parameter buffer, function per CUDA context."""
 
@@ -75,16 +83,13 @@ class _Compiled:
             else float if p.kind == "scalar" and p.dtype in ("fp16", "fp32", "fp64")
             else None
             for p in params)
-        self.needs_convert = any(c is not None for c in self.convert)
-        convert = self.convert
-        self.conv = ((lambda vals: [v if c is None else c(v) for c, v in zip(convert, vals)])
-                     if self.needs_convert else None)
+        self.conv = _converter(self.convert)
+        self.needs_convert = self.conv is not None
         # The generated fast path lets only Python ints and floats reach a float parameter
         # (fastpath.position_kinds), which struct packs as fp16/fp32/fp64 itself: it converts
         # bf16 parameters only (a float scalar cost 0.9 us per launch through `conv`).
-        bf16 = tuple(c if p.kind == "scalar" and p.dtype == "bf16" else None for c, p in zip(convert, params))
-        self.fast_conv = ((lambda vals: [v if c is None else c(v) for c, v in zip(bf16, vals)])
-                          if any(c is not None for c in bf16) else None)
+        self.fast_conv = _converter(tuple(c if p.kind == "scalar" and p.dtype == "bf16" else None
+                                          for c, p in zip(self.convert, params)))
         self.functions: dict = {}
         self.lock = threading.Lock()
         # What a grid callable sees besides the arguments (Triton passes constexprs and options).

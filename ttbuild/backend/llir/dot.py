@@ -245,6 +245,7 @@ class _Ldmatrix:
         self.reps_k = shape[self.kd] // (2 * self.kb)
         self.step = 1 if layout.op_idx == 0 else min(2, self.reps_mn)
         self.trans = full_order(desc)[0] != layout.k_dim
+        self.periods, self.strides = swizzle_periods(sw, desc), element_strides(desc)
         self.cache: dict = {}
 
     def words(self, rb: int, mn: int, rk: int) -> list:
@@ -262,11 +263,10 @@ class _Ldmatrix:
         Triton's ldmatrix lowering addresses its repetitions."""
         layout = self.layout
         shifts = {self.md: rmn * layout.tile(self.md), self.kd: rk * 2 * self.kb}
-        periods, strides = swizzle_periods(self.sw, self.desc), element_strides(self.desc)
         residue, const = {}, 0
         for d, shift in shifts.items():
-            residue[d] = shift % periods[d]
-            const += (shift - residue[d]) * strides[d]
+            residue[d] = shift % self.periods[d]
+            const += (shift - residue[d]) * self.strides[d]
         key = ("base", rb, residue[self.md], residue[self.kd])
         if key not in self.cache:
             self.cache[key] = self._row_address(rb, residue[self.md], residue[self.kd])

@@ -1,6 +1,10 @@
 """Host time per launch of a tiny kernel (add_kernel, n = 1, one program): ttbuild vs Triton `kernel[grid]` vs torch.add vs raw cuLaunchKernel.
 
-"x raw" divides by the fastest raw cuLaunchKernel row (parameters packed once, outside the loop).
+"x raw" divides by the fastest raw cuLaunchKernel row of add_kernel (parameters packed once,
+outside the loop); the 4-pointer 2-scalar kernel (the issue's case) is also divided by a raw
+launch of itself. Rows: the default launch (the C path, ttbuild.runtime.cext, where a C compiler
+is present), the generated Python path (a driver without the C seam), the generic path, Triton,
+torch.add and the raw launches.
 
 Each figure is the median over repetitions of (wall time of N back-to-back launches) / N, with a
 synchronize between repetitions (outside the timed region); the rows are measured round-robin
@@ -71,6 +75,12 @@ def main(argv=None):
     from cuda.bindings import driver as cu
 
     import ttbuild.runtime as rt
+    from ttbuild.runtime import cext
+
+    class PythonPathDriver(rt.CudaDriver):
+        """The same driver without the C launch path's seam: launches take the generated Python path."""
+
+        c_launch_address = None
 
     x = torch.rand(16, device="cuda")
     y = torch.rand(16, device="cuda")
@@ -83,6 +93,7 @@ def main(argv=None):
     # over a 1 x 1 partial-sum tile: one program reads one element of each input).
     h = [torch.rand(16, device="cuda", dtype=torch.float16) for _ in range(4)]
     dwdb = lib._layer_norm_bwd_dwdb
+    k_py = rt.load(args.artifacts, driver=PythonPathDriver()).add_kernel
     k[(1,)](x, y, out, 1)  # load the cubin: the raw rows launch its function
 
     # Raw launches of our add_kernel_fp32 cubin with parameters packed once, outside the loop.
@@ -98,6 +109,12 @@ def main(argv=None):
     u32, vp = ctypes.c_uint, ctypes.c_void_p
     c_launch.argtypes = [vp, u32, u32, u32, u32, u32, u32, u32, vp, vp, vp]
     raw_fn = int(fn)
+    # The same for the 4-pointer 2-scalar kernel: the issue's case, against its own raw launch.
+    comp4 = dwdb._compiled[dwdb.select(*h, 1, 1).variant]
+    dwdb[(1,)](*h, 1, 1)
+    fn4 = comp4.functions[ctx]
+    buf4, addr4, _keep4 = comp4.new_slot()
+    comp4.packer.pack_into(buf4, 0, *[t.data_ptr() for t in h], 1, 1)
 
     cases = [
         ("ttbuild lib.add_kernel[(1,)](x, y, out, 1)", lambda: k[(1,)](x, y, out, 1)),
@@ -106,6 +123,8 @@ def main(argv=None):
          lambda: ax[(1,)](x, y, out, 2.0, 1)),
         ("ttbuild lib._layer_norm_bwd_dwdb[(1,)](4 fp16 tensors, 1, 1)  (4 pointers, 2 scalars)",
          lambda: dwdb[(1,)](h[0], h[1], h[2], h[3], 1, 1)),
+        ("ttbuild lib.add_kernel[(1,)](x, y, out, 1) on the generated Python path",
+         lambda: k_py[(1,)](x, y, out, 1)),
         ("ttbuild ... by keyword (the generic path)", lambda: k[(1,)](x, y, output_ptr=out, n_elements=1)),
     ]
     if have_triton():
@@ -117,6 +136,8 @@ def main(argv=None):
          lambda: launch(fn, 1, 1, 1, comp.block_x, 1, 1, 0, stream, addr, 0)),
         ("raw cuLaunchKernel (ctypes)",
          lambda: c_launch(raw_fn, 1, 1, 1, comp.block_x, 1, 1, 0, stream, addr, None)),
+        ("raw cuLaunchKernel of the 4-pointer 2-scalar kernel (cuda.bindings, pre-packed)",
+         lambda: launch(fn4, 1, 1, 1, comp4.block_x, 1, 1, comp4.shared_of[ctx], stream, addr4, 0)),
     ]
     times = round_robin([f for _, f in cases])
     rows = [(name, us) for (name, _), us in zip(cases, times)]
@@ -126,6 +147,7 @@ def main(argv=None):
     ours_4p2s = us_of["ttbuild lib._layer_norm_bwd_dwdb[(1,)](4 fp16 tensors, 1, 1)  (4 pointers, 2 scalars)"]
     raw = us_of["raw cuLaunchKernel (cuda.bindings, int stream, pre-packed)"]
     raw_ctypes = us_of["raw cuLaunchKernel (ctypes)"]
+    raw_4p2s = us_of["raw cuLaunchKernel of the 4-pointer 2-scalar kernel (cuda.bindings, pre-packed)"]
     torch.cuda.synchronize()
     ok = torch.allclose(out[:1], x[:1] + y[:1])
 
@@ -135,12 +157,13 @@ def main(argv=None):
                            text=True, env=dict(os.environ, PYTHONPATH=os.path.dirname(HERE)))
         first.append(p.stdout.strip() or p.stderr.strip()[-300:])
 
-    print(f"\nhost time per launch, tiny kernel, {torch.cuda.get_device_name()} (result ok: {ok})")
+    print(f"\nhost time per launch, tiny kernel, {torch.cuda.get_device_name()} (result ok: {ok}); "
+          f"launch path: {cext.status()}")
     best_raw = min(raw, raw_ctypes)
     print(table(["launch", "us/launch", "x raw"], [(name, f"{us:.2f}", f"{us / best_raw:.2f}") for name, us in rows]))
     print(f"ttbuild / fastest raw cuLaunchKernel: add_kernel {ours / best_raw:.2f}x, "
-          f"axpy_kernel {ours_axpy / best_raw:.2f}x, 4 pointers + 2 scalars {ours_4p2s / best_raw:.2f}x "
-          f"(goal <= 1.2x)")
+          f"axpy_kernel {ours_axpy / best_raw:.2f}x, 4 pointers + 2 scalars {ours_4p2s / best_raw:.2f}x; "
+          f"4 pointers + 2 scalars / its own raw cuLaunchKernel {ours_4p2s / raw_4p2s:.2f}x (goal <= 1.2x)")
     print(f"first launch in a fresh process (import ttbuild.runtime + load + launch + sync), s: "
           f"{', '.join(first)}")
 

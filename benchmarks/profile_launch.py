@@ -27,12 +27,20 @@ import ttbuild.runtime as rt  # noqa: E402
 
 
 class NoopDriver:
-    """Answers like CudaDriver with the same launch seams, launching nothing."""
+    """Answers like CudaDriver with the same launch seams, launching nothing. `c_address`: a C
+    cuLaunchKernel stand-in (claunch's no-op) for the C launch path; None keeps the Python one."""
 
     cu_success = 0
 
-    def __init__(self):
+    def __init__(self, c_address=None):
         self.cu_launch = lambda *a: (0,)
+        self.c_launch_address = c_address
+
+    def function_address(self, fn):
+        return fn
+
+    def check_code(self, call, err, detail=""):
+        raise RuntimeError(f"{call} failed: {err}")
 
     def context(self, hint):
         return 1, (9, 0)
@@ -71,7 +79,7 @@ def fake_torch():
     return Tensor
 
 
-def library(root):
+def library(root, driver):
     params = ([{"name": n, "kind": "pointer", "dtype": "fp32", "divisibility": 16}
                for n in ("x_ptr", "y_ptr", "output_ptr")]
               + [{"name": "n_elements", "kind": "scalar", "dtype": "i32", "divisibility": 1},
@@ -85,7 +93,7 @@ def library(root):
         json.dump(doc, f)
     with open(os.path.join(root, "lib", "add_kernel_fp32.cubin"), "wb") as f:
         f.write(b"\0")
-    return rt.load(root, driver=NoopDriver())
+    return rt.load(root, driver=driver)
 
 
 def per_call_us(fn, n=100_000, reps=5):
@@ -104,13 +112,20 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profile", action="store_true", help="cProfile the generic path")
     args = ap.parse_args(argv)
+    from ttbuild.runtime import cext
+
     Tensor = fake_torch()
-    lib = library(tempfile.mkdtemp())
-    k = lib.add_kernel
+    k = library(tempfile.mkdtemp(), NoopDriver()).add_kernel
+    module = cext.load()
+    kc = library(tempfile.mkdtemp(), NoopDriver(module.noop_launch_address())).add_kernel if module else None
     x, y, out = Tensor(0x1000), Tensor(0x2000), Tensor(0x3000)
     noop = NoopDriver().cu_launch
-    rows = [
-        ("lib.add_kernel[(1,)](x, y, out, 1)  (generated path)", per_call_us(lambda: k[(1,)](x, y, out, 1))),
+    rows = []
+    if kc is not None:
+        rows.append(("lib.add_kernel[(1,)](x, y, out, 1)  (C path, no-op cuLaunchKernel)",
+                     per_call_us(lambda: kc[(1,)](x, y, out, 1))))
+    rows += [
+        ("lib.add_kernel[(1,)](x, y, out, 1)  (generated Python path)", per_call_us(lambda: k[(1,)](x, y, out, 1))),
         ("... by keyword (generic path)", per_call_us(lambda: k[(1,)](x, y, output_ptr=out, n_elements=1))),
         ("... lambda grid", per_call_us(lambda: k[lambda m: (1,)](x, y, out, 1))),
         ("no-op cu_launch call alone", per_call_us(lambda: noop(7, 1, 1, 1, 128, 1, 1, 0, 0x5000, 123, 0))),
@@ -118,7 +133,7 @@ def main(argv=None):
          per_call_us(lambda: (x.data_ptr(), x.dtype, x.get_device(), y.data_ptr(), y.dtype, y.get_device(),
                               out.data_ptr(), out.dtype, out.get_device()))),
     ]
-    print(f"host time per launch with a no-op driver, Python {sys.version.split()[0]}")
+    print(f"host time per launch with a no-op driver, Python {sys.version.split()[0]}; launch path: {cext.status()}")
     print(table(["call", "us"], [(name, f"{us:.3f}") for name, us in rows]))
     if args.profile:
         prof = cProfile.Profile()

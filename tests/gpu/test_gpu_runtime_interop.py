@@ -49,6 +49,35 @@ def test_fast_path_result_and_repeat(lib, torch):
     torch.testing.assert_close(out, x + y)
 
 
+def test_c_launch_path_is_taken_and_agrees_with_the_python_path(lib, torch):
+    """On a GPU machine with a C compiler the default launch is claunch.c's; the generated Python
+    path (a driver without the C seam) writes the same result; a failed C launch raises the
+    driver's error (a grid x of 2**31 is past cuLaunchKernel's limit)."""
+    import ttbuild.runtime as rt
+    from ttbuild.runtime import cext
+
+    x, y, out = inputs(torch)
+    fn = lib.add_kernel[(5,)]
+    fn(x, y, out, N)
+    fn(x, y, out, N)
+    assert cext.status().startswith("c ("), cext.status()
+    assert type(fn).__name__ == "FastLaunch"
+    torch.testing.assert_close(out, x + y)
+
+    class PythonPathDriver(rt.CudaDriver):
+        c_launch_address = None
+
+    with pytest.raises(rt.CudaError, match="cuLaunchKernel"):
+        lib.add_kernel[(2**31,)](x, y, out, N)
+
+    py = rt.load(lib.lib_dir, driver=PythonPathDriver()).add_kernel[(5,)]
+    out2 = torch.full_like(out, float("nan"))
+    py(x, y, out2, N)
+    py(x, y, out2, N)
+    assert type(py).__name__ == "function"
+    torch.testing.assert_close(out2, out, rtol=0, atol=0)
+
+
 def test_dlpack_arguments(lib, torch):
     x, y, out = inputs(torch)
     lib.add_kernel[grid](DLPackOnly(x), DLPackOnly(y), DLPackOnly(out), N)

@@ -15,10 +15,13 @@ class RecordingDriver:
     """Records loads and launches and reads the packed parameter bytes back at launch time.
 
     raw=True also offers `cu_launch` (cuLaunchKernel's signature, returns (CUresult,)), the seam
-    the generated launch path calls; `result` is what it returns (0 = success).
+    the generated launch path calls; `result` is what it returns (0 = success). c=True also
+    offers the C launch path's seams (ttbuild.runtime.cext): a C-callable cuLaunchKernel (a
+    ctypes callback recording with path "c"), raw function handles and check_code. `fast` names
+    the path a launch after the first one takes.
     """
 
-    def __init__(self, capability=(9, 0), ctx=1, raw=True, version=13000):
+    def __init__(self, capability=(9, 0), ctx=1, raw=True, version=13000, c=False):
         self.capability = capability
         self.ctx = ctx
         self.loads = []
@@ -30,6 +33,26 @@ class RecordingDriver:
         self.cu_success = 0
         if raw:
             self.cu_launch = self._cu_launch
+        self.fast = "c" if c else "cu_launch" if raw else "launch"
+        if c:
+            self._functions: list = []
+            vp, u32 = ctypes.c_void_p, ctypes.c_uint
+            proto = ctypes.CFUNCTYPE(ctypes.c_int, vp, u32, u32, u32, u32, u32, u32, u32, vp, vp, vp)
+            self._c_callback = proto(self._c_launch)  # kept alive as long as the driver
+            self.c_launch_address = ctypes.cast(self._c_callback, vp).value
+
+    def function_address(self, fn):
+        if fn not in self._functions:
+            self._functions.append(fn)
+        return self._functions.index(fn) + 1
+
+    def check_code(self, call, err, detail=""):
+        self.check(call, (err,), detail)
+
+    def _c_launch(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        function = self._functions[fn - 1]
+        self._record(function, (gx, gy, gz), bx, shared, stream or 0, params, self.n_params(function), "c")
+        return self.result
 
     def context(self, device_hint):
         self.contexts.append(device_hint)

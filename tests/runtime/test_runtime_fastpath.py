@@ -1,4 +1,8 @@
-"""The generated launch path (ttbuild.runtime.fastpath) against the generic one: same variant, same parameter bytes, same checks, on fake torch tensors and a recording driver."""
+"""The fast launch paths against the generic one: same variant, same parameter bytes, same checks, on fake torch tensors and a recording driver.
+
+Every test runs twice: on the generated Python path (ttbuild.runtime.fastpath) and on the C path
+(claunch.c, through ttbuild.runtime.cext) with a recording C-callable cuLaunchKernel.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from runtime_fakes import FakeTorch, RecordingDriver, add_params, attach, meta, write_lib
 
 import ttbuild.runtime as rt
-from ttbuild.runtime import fastpath
+from ttbuild.runtime import cext, fastpath
 from ttbuild.runtime.interop import InteropError
 
 LIBRARY = [
@@ -46,17 +50,26 @@ def lib_dir(tmp_path):
     return write_lib(tmp_path, LIBRARY)
 
 
-def load(lib_dir, **kw):
-    drv = RecordingDriver(**kw)
-    return attach(rt.load(str(lib_dir), driver=drv), drv), drv
+@pytest.fixture(params=["python", "c"])
+def load(request):
+    """`load(lib_dir) -> (library, driver)` on the parametrized fast path."""
+    c = request.param == "c"
+    if c and cext.load() is None:
+        pytest.skip(f"no C launch path here: {cext.status()}")
+
+    def loader(lib_dir, **kw):
+        drv = RecordingDriver(c=c, **kw)
+        return attach(rt.load(str(lib_dir), driver=drv), drv), drv
+
+    return loader
 
 
-def test_torch_tensors_take_the_generated_path_after_the_first_launch(lib_dir, torch):
+def test_torch_tensors_take_the_generated_path_after_the_first_launch(lib_dir, torch, load):
     lib, drv = load(lib_dir)
     t = [torch.Tensor(0x1000 * (i + 1)) for i in range(3)]
     for _ in range(3):
         lib.add_kernel[(2,)](*t, 77)
-    assert [c["path"] for c in drv.launches] == ["launch", "cu_launch", "cu_launch"]
+    assert [c["path"] for c in drv.launches] == ["launch", drv.fast, drv.fast]
     assert all(c["stream"] == 0x5000 and c["grid"] == (2, 1, 1) for c in drv.launches)
     assert all(c["raw"] == drv.launches[0]["raw"] for c in drv.launches)
     assert struct.unpack("<QQQi", b"".join(r[:8] for r in drv.launches[0]["raw"][:3])
@@ -64,7 +77,7 @@ def test_torch_tensors_take_the_generated_path_after_the_first_launch(lib_dir, t
     assert len(drv.loads) == 1
 
 
-def test_dtype_alignment_and_int_class_change_the_variant(lib_dir, torch):
+def test_dtype_alignment_and_int_class_change_the_variant(lib_dir, torch, load):
     lib, drv = load(lib_dir)
     T = torch.Tensor
     lib.add_kernel[(1,)](T(0x1000), T(0x2000), T(0x3000), 5)
@@ -79,7 +92,32 @@ def test_dtype_alignment_and_int_class_change_the_variant(lib_dir, torch):
         lib.add_kernel[(1,)](T(0x1000, "float64"), T(0x2000), T(0x3000), 5)
 
 
-def test_int_and_float_scalars_pick_and_pack_like_the_generic_path(lib_dir, torch):
+def test_alternating_keys_each_launch_their_own_variant(tmp_path, torch, load):
+    """The C path's one-entry cache in front of the key dict must never serve the previous
+    launch's variant: alternate dtype, alignment and int class on one grid (the variants differ
+    in num_warps, so each launch's block size names the variant it ran)."""
+    write_lib(tmp_path, [meta("add_fp32", "add_kernel", add_params("fp32"), num_warps=1),
+                         meta("add_fp32_any", "add_kernel", add_params("fp32", div=1), num_warps=2),
+                         meta("add_fp16", "add_kernel", add_params("fp16"), num_warps=8)])
+    lib, drv = load(tmp_path)
+    T = torch.Tensor
+    half = [T(0x1000 * k, "float16") for k in (1, 2, 3)]
+    calls = [((T(0x1000), T(0x2000), T(0x3000), 5), 32),
+             ((T(0x1004), T(0x2000), T(0x3000), 6), 64),
+             ((*half, 7), 256),
+             ((T(0x1000), T(0x2000), T(0x3000), -8), 32),
+             ((T(0x1000), T(0x2000), T(0x3008), 9), 64)]
+    fn = lib.add_kernel[(3,)]
+    order = [0, 1, 0, 2, 2, 3, 0, 1, 1, 4, 2, 0, 3, 4] * 3
+    for i in order:
+        fn(*calls[i][0])
+    assert [c["block_x"] for c in drv.launches] == [calls[i][1] for i in order]
+    got = [struct.unpack("<QQi", c["raw"][0] + c["raw"][2] + c["raw"][3][:4]) for c in drv.launches]
+    assert got == [(calls[i][0][0].ptr, calls[i][0][2].ptr, calls[i][0][3]) for i in order]
+    assert {c["path"] for c in drv.launches[3:]} == {drv.fast}
+
+
+def test_int_and_float_scalars_pick_and_pack_like_the_generic_path(lib_dir, torch, load):
     lib, drv = load(lib_dir)
     T = torch.Tensor
     x, y, o = T(0x1000), T(0x2000), T(0x3000)
@@ -95,7 +133,7 @@ def test_int_and_float_scalars_pick_and_pack_like_the_generic_path(lib_dir, torc
         lib.axpy_kernel[(1,)](x, y, o, 1.0, 2**33 + 1)
 
 
-def test_generated_and_generic_paths_agree(lib_dir, torch):
+def test_generated_and_generic_paths_agree(lib_dir, torch, load):
     """Property: for any dtypes, alignments and scalars the generated path launches the
     variant and bytes that the generic path (the same call by keyword) launches."""
     lib, drv = load(lib_dir)
@@ -122,7 +160,7 @@ def test_generated_and_generic_paths_agree(lib_dir, torch):
     check()
 
 
-def test_float_parameters_pack_the_same_bytes_on_both_paths(lib_dir, torch):
+def test_float_parameters_pack_the_same_bytes_on_both_paths(lib_dir, torch, load):
     """Property: an int or a float for axpy's float `alpha` (fp32 or bf16 by variant) packs the
     same parameter bytes on the generated path (struct packs Python numbers into fp32 itself;
     only bf16 converts) as on the generic path (which converts every float parameter)."""
@@ -149,7 +187,7 @@ def test_float_parameters_pack_the_same_bytes_on_both_paths(lib_dir, torch):
     check()
 
 
-def test_callable_grid_on_the_generated_path(lib_dir, torch):
+def test_callable_grid_on_the_generated_path(lib_dir, torch, load):
     lib, drv = load(lib_dir)
     T = torch.Tensor
     seen = []
@@ -166,7 +204,7 @@ def test_callable_grid_on_the_generated_path(lib_dir, torch):
     assert seen[1]["num_warps"] == 4 and seen[1]["x_ptr"].ptr == 0x1000
 
 
-def test_explicit_stream_and_a_failed_launch(lib_dir, torch):
+def test_explicit_stream_and_a_failed_launch(lib_dir, torch, load):
     lib, drv = load(lib_dir)
     T = torch.Tensor
     args = (T(0x1000), T(0x2000), T(0x3000), 3)
@@ -185,7 +223,7 @@ def test_explicit_stream_and_a_failed_launch(lib_dir, torch):
     lib.add_kernel[(1,)](*args)  # the parameter buffer went back to the pool either way
 
 
-def test_binding_errors_on_the_generated_path(lib_dir, torch):
+def test_binding_errors_on_the_generated_path(lib_dir, torch, load):
     lib, _ = load(lib_dir)
     T = torch.Tensor
     with pytest.raises(rt.LaunchError, match="missing argument\\(s\\) n_elements"):
@@ -196,7 +234,7 @@ def test_binding_errors_on_the_generated_path(lib_dir, torch):
         lib.add_kernel[(1,)](T(0x1000), T(0x2000), T(0x3000), 3, BLOCK_SIZE=7)
 
 
-def test_tensors_on_another_device_launch_there(lib_dir, torch):
+def test_tensors_on_another_device_launch_there(lib_dir, torch, load):
     lib, drv = load(lib_dir)
     T = torch.Tensor
     lib.add_kernel[(1,)](T(0x1000, device=1), T(0x2000, device=1), T(0x3000, device=1), 3)
@@ -206,7 +244,7 @@ def test_tensors_on_another_device_launch_there(lib_dir, torch):
     assert drv.launches[1]["stream"] == 0x5000 and drv.contexts[-1] == 0
 
 
-def test_tensors_on_different_devices_or_in_host_memory_are_refused(lib_dir, torch):
+def test_tensors_on_different_devices_or_in_host_memory_are_refused(lib_dir, torch, load):
     lib, drv = load(lib_dir)
     T = torch.Tensor
     with pytest.raises(InteropError, match="different devices: 'x_ptr' on cuda:0, 'output_ptr' on cuda:2"):
@@ -216,7 +254,7 @@ def test_tensors_on_different_devices_or_in_host_memory_are_refused(lib_dir, tor
     assert drv.launches == []
 
 
-def test_parameter_buffers_are_not_shared_between_threads(lib_dir, torch):
+def test_parameter_buffers_are_not_shared_between_threads(lib_dir, torch, load):
     """Every launch reads back exactly its own arguments while 4 threads launch at once."""
     lib, drv = load(lib_dir)
     T = torch.Tensor
@@ -246,3 +284,81 @@ def test_generated_source_is_straight_line_per_kernel():
     hot = text.split("dev = getdev()")[1].split("return None")[0]
     assert "tok(_ttb_a4, 4)" in hot and " for " not in hot and "while" not in hot
     compile(fastpath.source(("ptr",), raw_launch=False), "<t>", "exec")
+
+
+SCALARS = [("a8", "i8"), ("b16", "u16"), ("c32", "u32"), ("d64", "u64"), ("h", "fp16"), ("z", "bf16"),
+           ("f", "fp32"), ("flag", "i1")]
+
+
+def test_c_and_python_paths_pack_every_scalar_dtype_alike(tmp_path, torch):
+    """Property: for any Python int or float per parameter, the C path (claunch.c's packing of
+    i8/u16/u32/u64/fp16/bf16/fp32/i1) launches the same bytes, or refuses with the same error,
+    as the generated Python path (struct)."""
+    if cext.load() is None:
+        pytest.skip(f"no C launch path here: {cext.status()}")
+    params = ([{"name": "x", "kind": "pointer", "dtype": "fp32", "divisibility": 16}]
+              + [{"name": n, "kind": "scalar", "dtype": dt, "divisibility": 1} for n, dt in SCALARS])
+    write_lib(tmp_path, [meta("mixed", "mixed_kernel", params)])
+    libs = []
+    for c in (False, True):
+        drv = RecordingDriver(c=c)
+        libs.append((attach(rt.load(str(tmp_path), driver=drv), drv), drv))
+    x = torch.Tensor(0x1000)
+    for lib, _ in libs:  # first launches take the generic path on both
+        lib.mixed_kernel[(1,)](x, 1, 2, 3, 4, 0.5, 0.5, 0.5, True)
+    ranges = {"i8": (-128, 127), "u16": (0, 2**16 - 1), "u32": (0, 2**32 - 1), "u64": (0, 2**64 - 1),
+              "i1": (0, 1)}
+
+    def fits(dt):  # values each parameter takes: ranges' edges, float rounding and overflow edges
+        if dt in ranges:
+            lo, hi = ranges[dt]
+            return st.one_of(st.integers(lo, hi), st.sampled_from([lo, hi]))
+        return st.one_of(st.floats(-7e4, 7e4), st.floats(width=16), st.integers(-(2**17), 2**17),
+                         st.sampled_from([65504.0, 65519.99, -65520.0, 3.4e38, float("inf"), float("nan")]))
+
+    anything = st.one_of(st.integers(-(2**65), 2**65), st.floats(width=64), st.booleans())
+    in_range = st.tuples(*[fits(dt) for _, dt in SCALARS])
+    mixed = st.tuples(*[st.one_of(fits(dt), anything) for _, dt in SCALARS])
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.one_of(in_range, mixed))
+    def check(values):
+        outcomes = []
+        for lib, drv in libs:
+            before = len(drv.launches)
+            try:
+                lib.mixed_kernel[(1,)](x, *values)
+                got = drv.launches[before]
+                outcomes.append(got["raw"])
+            except (rt.NoMatchingVariant, TypeError, OverflowError, ValueError) as exc:
+                outcomes.append(type(exc).__name__)
+        assert outcomes[0] == outcomes[1]
+
+    check()
+    c_launches = [c for c in libs[1][1].launches if c["path"] == "c"]
+    assert len(c_launches) >= 20  # the C path packed a share of the examples (most launch)
+
+
+def test_c_launcher_compiles_once_and_reports_what_failed(tmp_path, monkeypatch):
+    if cext.load() is None:
+        pytest.skip(f"no C launch path here: {cext.status()}")
+    module = cext.compile_module(tmp_path)
+    built = list(tmp_path.iterdir())
+    assert len(built) == 1 and built[0].name.startswith("ttbuild_claunch-")
+    stamp = built[0].stat().st_mtime_ns
+    assert cext.compile_module(tmp_path).noop_launch_address() == module.noop_launch_address()
+    assert built[0].stat().st_mtime_ns == stamp  # the cached build, not a second compile
+    monkeypatch.setenv("CC", "false")
+    with pytest.raises(cext.CLauncherError, match=r"compiling the C launcher failed \(false -O2 .*claunch.c"):
+        cext.compile_module(tmp_path / "other")
+    assert not list((tmp_path / "other").iterdir())  # no half-written module left behind
+
+
+def test_c_launcher_can_be_turned_off(lib_dir, torch, monkeypatch):
+    monkeypatch.setenv("TTBUILD_C_LAUNCHER", "0")
+    assert cext.load() is None and "TTBUILD_C_LAUNCHER=0" in cext.status()
+    drv = RecordingDriver(c=True)
+    lib = attach(rt.load(str(lib_dir), driver=drv), drv)
+    for _ in range(2):
+        lib.add_kernel[(1,)](*[torch.Tensor(0x1000 * (i + 1)) for i in range(3)], 5)
+    assert [c["path"] for c in drv.launches] == ["launch", "cu_launch"]

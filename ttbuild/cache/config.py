@@ -22,17 +22,9 @@ from ttbuild.cache.base import Cache, CacheError
 from ttbuild.cache.http import HttpCache
 from ttbuild.cache.layered import LayeredCache, NullCache
 from ttbuild.cache.local import DirCache
+from ttbuild.cachedir import default_local_dir
 
 _TRUE = {"1", "true", "yes", "on"}
-
-
-def default_local_dir(env: Mapping[str, str] | None = None) -> Path:
-    """`$TTBUILD_CACHE_DIR`, else `$XDG_CACHE_HOME/ttbuild`, else `~/.cache/ttbuild`."""
-    env = os.environ if env is None else env
-    if env.get("TTBUILD_CACHE_DIR"):
-        return Path(env["TTBUILD_CACHE_DIR"]).expanduser()
-    base = env.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "ttbuild"
 
 
 def remote_from_url(url: str, *, readonly: bool = False, timeout: float = 2.0) -> Cache:

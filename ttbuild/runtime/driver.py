@@ -8,6 +8,7 @@ carrying the result's name (e.g. CUDA_ERROR_NO_BINARY_FOR_GPU) and the call that
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 import threading
 from typing import Protocol
@@ -45,6 +46,9 @@ class Driver(Protocol):
     #   cu_launch, cu_success: cuda.bindings' cuLaunchKernel and CUDA_SUCCESS, called directly
     #     by the generated launch path (ttbuild.runtime.fastpath) instead of `launch`;
     #   check(call, result, detail): raise CudaError for a failed cu_launch result;
+    #   c_launch_address, function_address(fn), check_code(call, err, detail): libcuda's
+    #     cuLaunchKernel as a C function address, the raw CUfunction of a loaded function and
+    #     CudaError for a CUresult code: what the C launch path (ttbuild.runtime.cext) needs;
     #   on_device(device): a context manager making that device's primary context current;
     #   stream_wait(stream, producer): make `stream` wait on work queued so far on `producer`.
 
@@ -72,6 +76,26 @@ class CudaDriver:
         self.cu_success = self._success
         self._ctx_device: dict = {}
         self._events: dict = {}
+        self._libcuda = None
+
+    @property
+    def c_launch_address(self) -> int | None:
+        """libcuda's cuLaunchKernel as a C function address (the C launch path calls it); None
+        where libcuda cannot be opened (the first launch then raises the driver's own error)."""
+        if self._libcuda is None:
+            try:
+                self._libcuda = ctypes.CDLL("libcuda.so.1")
+            except OSError:
+                return None
+        return ctypes.cast(self._libcuda.cuLaunchKernel, ctypes.c_void_p).value
+
+    def function_address(self, fn) -> int:
+        """The raw CUfunction handle of what load_function returned."""
+        return int(fn)
+
+    def check_code(self, call: str, err: int, detail: str = ""):
+        """Raise CudaError for a nonzero CUresult code `err` (an int from a C call)."""
+        self.check(call, (self.cu.CUresult(err),), detail)
 
     def check(self, call: str, result, detail: str = ""):
         """Unpack a cuda.bindings return tuple, raising CudaError unless it is CUDA_SUCCESS."""
@@ -216,11 +240,9 @@ class CtypesCudaDriver(CudaDriver):
     Loading and error names still go through cuda.bindings; handles are the same objects."""
 
     def __init__(self):
-        import ctypes
-
         super().__init__()
         self.cu_launch = None  # its function handles are (int, CUfunction) pairs: take `launch`
-        libcuda = ctypes.CDLL("libcuda.so.1")
+        libcuda = self._libcuda = ctypes.CDLL("libcuda.so.1")
         u32, vp = ctypes.c_uint, ctypes.c_void_p
         self._c_launch = libcuda.cuLaunchKernel
         self._c_launch.argtypes = [vp, u32, u32, u32, u32, u32, u32, u32, vp, vp, vp]
@@ -246,9 +268,11 @@ class CtypesCudaDriver(CudaDriver):
         fn = super().load_function(image, entry, shared)
         return int(fn), fn  # raw handle for ctypes; keep the wrapper alive beside it
 
+    def function_address(self, fn) -> int:
+        return fn[0]
+
     def launch(self, function, grid, block_x, shared, stream, params_address, values):
         err = self._c_launch(function[0], grid[0], grid[1], grid[2], block_x, 1, 1, shared,
                              stream or None, params_address, None)
         if err:
-            self.check("cuLaunchKernel", (self.cu.CUresult(err),),
-                       f"grid={grid}, block=({block_x},1,1), shared={shared}")
+            self.check_code("cuLaunchKernel", err, f"grid={grid}, block=({block_x},1,1), shared={shared}")

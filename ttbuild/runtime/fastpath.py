@@ -64,6 +64,11 @@ def position_kinds(variants) -> tuple[str, ...] | None:
     return tuple(kinds)
 
 
+def c_kinds(kinds: tuple[str, ...]) -> bytes:
+    """position_kinds as the C launch path's letters (claunch.c): p pointer, i int, f float, a any."""
+    return bytes(ord({"ptr": "p", "int": "i", "float": "f", "any": "a"}[k]) for k in kinds)
+
+
 def source(kinds: tuple[str, ...], raw_launch: bool, names: tuple[str, ...] = (), dynamic: bool = False) -> str:
     """Python source of `make(grid, g0, g1, g2) -> launch(*args, stream=None, **kw)` for one
     kernel whose runtime parameters are `kinds` (see position_kinds); `dynamic`: `make(grid)`
@@ -129,7 +134,7 @@ def source(kinds: tuple[str, ...], raw_launch: bool, names: tuple[str, ...] = ()
         "                if hit is None:",
         f"                    hit = fill(key, ({', '.join(a)},), dev)",
         "                pool, grow, pack, conv, fn, bx, sh = hit[:7]" if dynamic else
-        "                pool, grow, pack, conv, fn, bx, sh, _ = hit",
+        "                pool, grow, pack, conv, fn, bx, sh, _, _ = hit",
         *[f"                {c}" for c in grid_lines],
         "                if stream is None:",
         "                    stream = rawstream(dev)",

@@ -1,10 +1,12 @@
 """`lib.<kernel>[grid](*args, **constexprs)`: binds arguments, picks the variant (cached per argument signature), packs parameters, launches.
 
-Two paths. The generated one (ttbuild.runtime.fastpath) takes positional torch tensors and
-Python scalars on torch's current device: one dict lookup from (dtypes, alignment bits, scalar
-classes, device) to a packed launch. The generic one here takes everything else: arguments by
-name, constexprs, launch options, DLPack and __cuda_array_interface__ objects (with their
-streams), tensors on another device; it also fills the generated path's dict.
+Three paths. The fast one takes positional torch tensors and Python scalars on torch's current
+device: one lookup from (dtypes, alignment bits, scalar classes, device) to a packed launch. It
+is C (claunch.c, through ttbuild.runtime.cext) for a fixed grid where a C compiler is present,
+else generated Python (ttbuild.runtime.fastpath); the C one hands whatever it does not take to
+the generated one. The generic one here takes everything else: arguments by name, constexprs,
+launch options, DLPack and __cuda_array_interface__ objects (with their streams), tensors on
+another device; it also fills the fast paths' shared dict.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import sys
 import threading
 
 from ..errors import TTBuildError
-from . import fastpath
+from . import cext, fastpath
 from .args import classify, read_args, resolve_dlpack
 from .driver import CudaError, default_driver
 from .interop import same_stream
@@ -176,11 +178,19 @@ class _Compiled:
         except IndexError:
             return self.new_slot()
 
-    def fast_state(self, fn, shared) -> tuple:
+    def fast_state(self, fn, shared, fn_address=None) -> tuple:
         """What the generated launch unpacks: (pool, new_slot, pack_into, conv, fn, block_x,
-        shared, meta for a callable grid)."""
+        shared, meta for a callable grid, C launch data or None). The C launch data (read by
+        claunch.c) is bytes "<QIII" (raw function handle `fn_address`, block x, shared bytes,
+        parameter count) and one code per parameter: 'p' pointer, the struct code of a scalar,
+        'z' for bf16."""
+        c_data = None
+        if fn_address is not None:
+            codes = "".join("p" if p.kind == "pointer" else "z" if p.dtype == "bf16" else _PACK[p.dtype]
+                            for p in self.variant.launch_params)
+            c_data = struct.pack("<QIII", fn_address, self.block_x, shared, len(codes)) + codes.encode()
         return (self.pool, self.new_slot, self.packer.pack_into, self.fast_conv, fn, self.block_x,
-                shared, self.meta)
+                shared, self.meta, c_data)
 
 
 def _torch_get_device() -> int:
@@ -239,6 +249,11 @@ def _grid3(grid) -> tuple[int, int, int]:
     return out[0], out[1], out[2]
 
 
+def _c_launch_capable(driver) -> bool:
+    """Whether `driver` offers what the C launch path needs (see ttbuild.runtime.driver.Driver)."""
+    return all(hasattr(driver, name) for name in ("c_launch_address", "function_address", "check_code"))
+
+
 class Launcher:
     """All variants of one kernel. `launcher[grid]` returns a callable that launches.
 
@@ -276,6 +291,9 @@ class Launcher:
         self._maker = None
         self._maker_dyn = None
         self._kinds = fastpath.position_kinds(self.variants) if self._runtime_first else None
+        self._ns = None  # the generated launch functions' globals (_namespace)
+        self._c_launch = None  # claunch.FastLaunch once _make_maker found the C path usable
+        self._c_address = None
 
     @property
     def driver(self):
@@ -310,7 +328,12 @@ class Launcher:
             return functools.partial(self._launch, grid)
         if self._maker is None:
             self._maker = self._make_maker() or False
-        fn = self._maker(grid, *g) if self._maker else functools.partial(self._launch, grid)
+        if self._maker:
+            fn = self._maker(grid, *g)
+            if self._c_launch is not None and max(g) <= 0xFFFFFFFF:
+                fn = self._c_launch(fastpath.c_kinds(self._kinds), *g, self._ns, fn, self._c_address)
+        else:
+            fn = functools.partial(self._launch, grid)
         if len(self._bound) >= MAX_CACHED:
             self._bound.clear()
         self._bound[grid] = fn
@@ -319,9 +342,20 @@ class Launcher:
     def _make_maker(self, dynamic=False):
         if self._kinds is None:
             return None
-        ns = getattr(self, "_ns", None)
-        if ns is not None:  # the second maker shares the first one's globals (TT, D, ...)
-            return fastpath.compile_maker(self._kinds, ns, ns["L"] is not None, self.runtime_names, dynamic)
+        if self._ns is None:
+            self._ns = self._namespace()
+        if not dynamic and self._c_launch is None and _c_launch_capable(self.driver):
+            module = cext.load()
+            address = self.driver.c_launch_address if module is not None else None
+            if address:
+                self._c_launch, self._c_address = module.FastLaunch, address
+                self._ns["D"].clear()  # hits filled so far carry no C launch data
+        # the second maker shares the first one's globals (TT, D, ...)
+        ns = self._ns
+        return fastpath.compile_maker(self._kinds, ns, ns["L"] is not None, self.runtime_names, dynamic)
+
+    def _namespace(self) -> dict:
+        """The generated launch functions' globals, shared by every grid of this kernel."""
         driver = self.driver
         raw = getattr(driver, "cu_launch", None)
         runtime_names = self.runtime_names
@@ -333,20 +367,23 @@ class Launcher:
             driver.check("cuLaunchKernel", result, f"grid={(g0, g1, g2)}, block=({hit[5]},1,1), "
                                                    f"shared={hit[6]}")
 
+        def fail_code(err, hit, g0, g1, g2):
+            driver.check_code("cuLaunchKernel", err, f"grid={(g0, g1, g2)}, block=({hit[5]},1,1), "
+                                                     f"shared={hit[6]}")
+
         def slow(grid, args, kw, stream):
             return self._launch(grid, *args, stream=stream, **kw)
 
-        self._ns = {
+        return {
             "TT": fastpath._NoTensorYet, "getdev": None, "rawstream": None, "D": {},
             "fill": self._fill, "slow": slow, "tok": tok, "FT": "float", "fail": fail,
             "norm_stream": _stream_handle, "L": raw, "OK": getattr(driver, "cu_success", 0),
-            "driver_launch": driver.launch, "grid3": _grid3,
+            "driver_launch": driver.launch, "grid3": _grid3, "fail_code": fail_code,
         }
-        return fastpath.compile_maker(self._kinds, self._ns, raw is not None, self.runtime_names, dynamic)
 
     def _enable_torch(self, tp):
         """Let the generated path take `tp` (torch.Tensor) now that torch is known to be loaded."""
-        ns = getattr(self, "_ns", None)
+        ns = self._ns
         if ns is None or ns["TT"] is tp or tp.__name__ != "Tensor" or not hasattr(tp, "get_device"):
             return
         C = getattr(sys.modules.get("torch"), "_C", None)
@@ -367,7 +404,8 @@ class Launcher:
         ctx, capability = driver.context(device)
         comp = self._select_compiled(tuple(keys), None, None, capability, packed, ctx)
         fn = comp.function(driver, ctx, capability)
-        hit = comp.fast_state(fn, comp.shared_of[ctx])
+        hit = comp.fast_state(fn, comp.shared_of[ctx],
+                              driver.function_address(fn) if self._c_launch is not None else None)
         table = self._ns["D"]
         if len(table) >= MAX_CACHED:
             table.clear()

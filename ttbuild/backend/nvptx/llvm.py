@@ -67,7 +67,8 @@ def link_libdevice(mod, tm) -> None:
 
 def optimize(text: str, arch: str = _ARCH, fp_fusion: bool = True, short_ptr: bool = False) -> str:
     """Parse LLVM IR text, run the new-pass-manager O3 pipeline with the NVPTX target machine
-    (so the data layout and TTI are NVPTX's), verify, and return the optimized IR text.
+    (so the data layout and TTI are NVPTX's) and the SLP vectorizer on (as Triton), verify, and
+    return the optimized IR text.
 
     With fp_fusion, libdevice's float adds/multiplies become `contract` too: Triton compiles with
     AllowFPOpFusion=Fast, so its libdevice code may form FMAs (and ptxas may fuse its plain
@@ -83,6 +84,11 @@ def optimize(text: str, arch: str = _ARCH, fp_fusion: bool = True, short_ptr: bo
             mod = llvm.parse_assembly(_CONTRACTABLE.sub(r"= \1 contract ", str(mod)))
             mod.verify()
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    # Triton's optimize_module (python/src/llvm.cpp) turns the SLP vectorizer on; llvmlite's O3
+    # leaves it off. It keeps fp16 tensors in <2 x half> pairs (one 32-bit register each)
+    # through phis and loops: layer norm backward's dx kernel needed 165 registers without it
+    # (28 bytes spilled under its 128 cap), 128 with it, as Triton's build.
+    pto.slp_vectorization = True
     pb = llvm.create_pass_builder(tm, pto)
     pm = pb.getModulePassManager()
     pm.run(mod, pb)

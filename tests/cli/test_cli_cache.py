@@ -133,3 +133,34 @@ def test_fresh_checkout_builds_from_a_shared_directory_cache(tmp_path, new_proje
     assert second.rc == 0 and _stage_tasks(second.ran) == set(), second.text
     assert second.cached == _stage_tasks(first.ran) and _runs(tmp_path, "B") == []
     assert b.artifact_bytes() == a.artifact_bytes()
+
+
+def test_a_shard_matrix_sharing_one_remote_cache_builds_one_machines_library(stages, tmp_path, new_project,
+                                                                            nginx_cache):
+    """Issue 14, "many machines" (the README's CI recipe): four `--shard I/4` jobs run at once,
+    each on its own checkout with its own empty local cache, sharing one HTTP cache; then a
+    gather job on a fresh checkout builds the whole list from that cache, compiling nothing,
+    and its artifacts are byte for byte those of one machine building alone without a cache."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    url = f"{nginx_cache.url}/shards-{stages}-{tmp_path.name}"
+    jobs = [_project(tmp_path, f"S{i}", stages, new_project, f"cache-S{i}") for i in range(1, 5)]
+    with ThreadPoolExecutor(4) as pool:
+        runs = list(pool.map(lambda ij: ij[1].ttbuild("build", "--shard", f"{ij[0]}/4", "--cache", url),
+                             enumerate(jobs, 1)))
+    for run in runs:
+        assert run.rc == 0, run.text
+    metas = [{n for n in run.ran if n.startswith("meta:")} for run in runs]
+    assert all(metas) and sum(len(m) for m in metas) == len(set().union(*metas))  # disjoint shares
+
+    gather = _project(tmp_path, "G", stages, new_project, "cache-G")
+    final = gather.ttbuild("build", "--cache", url)
+    assert final.rc == 0, final.text
+    assert _stage_tasks(final.ran) == set(), final.text  # every stage came from the shards' uploads
+    assert {n for n in final.ran if n.startswith("meta:")} == set().union(*metas)
+    if stages == "fake":
+        assert _runs(tmp_path, "G") == []
+
+    alone = new_project(tmp_path / "alone", stages)  # TTBUILD_CACHE=off: compiles everything
+    assert alone.ttbuild("build").rc == 0
+    assert gather.artifact_bytes() == alone.artifact_bytes()

@@ -1,9 +1,11 @@
 """Build-system benchmark: a generated library of 200 variants; cold build, no-op rebuild, one-kernel edit, build from the cache.
 
-    python benchmarks/bench_build.py [--variants 200] [-j 2] [--stages real|fake] [--keep DIR]
+    python benchmarks/bench_build.py [--variants 200] [--files 10] [--aliases 1] [-j 2] [--stages real|fake] [--keep DIR]
 
-Generates 10 kernel files (copies of kernels/vector_add.py and kernels/axpy.py) with 20
-variants each (dtype x BLOCK_SIZE x num_warps), in a temp directory with its own artifacts/
+Generates kernel files (copies of kernels/vector_add.py and kernels/axpy.py) with up to 40
+variants each (dtype x BLOCK_SIZE x num_warps), each configuration under `--aliases` names
+(variants that share one stage chain: a library's many names for one kernel build), in a temp
+directory with its own artifacts/
 and cache directory, then times the `ttbuild build` process (wall clock, interpreter start
 included) in four situations:
 
@@ -37,12 +39,13 @@ BLOCKS = (256, 512, 1024, 2048, 4096)
 WARPS = (1, 2, 4, 8)
 
 
-def generate(root: Path, n_variants: int, files: int = 10) -> list[str]:
-    """Write root/kernels/{variants.toml, *.py}; returns the kernel file names."""
+def generate(root: Path, n_variants: int, files: int = 10, aliases: int = 1) -> list[str]:
+    """Write root/kernels/{variants.toml, *.py} with `n_variants` rows: `files` kernel files, each
+    configuration under `aliases` names. Returns the kernel file names."""
     kdir = root / "kernels"
     kdir.mkdir(parents=True)
     names, rows = [], []
-    per_file = -(-n_variants // files)
+    per_file = -(-n_variants // (files * aliases))
     combos = list(itertools.product(DTYPES, BLOCKS, WARPS))
     for f in range(files):
         src = list(KERNELS)[f % len(KERNELS)]
@@ -52,10 +55,11 @@ def generate(root: Path, n_variants: int, files: int = 10) -> list[str]:
         text = (REPO / "kernels" / src).read_text()
         (kdir / name).write_text(text.replace('"""', f'"""[copy {f}] ', 1))
         names.append(name)
-        for dtype, block, warps in combos[:per_file]:
+        for (dtype, block, warps), alias in itertools.product(combos[:per_file], range(aliases)):
             if len(rows) == n_variants:
                 break
-            rows.append(f'[[variant]]\nname = "{Path(name).stem}_{dtype}_b{block}_w{warps}"\n'
+            suffix = f"_a{alias}" if aliases > 1 else ""
+            rows.append(f'[[variant]]\nname = "{Path(name).stem}_{dtype}_b{block}_w{warps}{suffix}"\n'
                         f'file = "{name}"\nkernel = "{kernel}"\nsignature = "{sig.format(t=dtype)}"\n'
                         f'constexprs = {{ BLOCK_SIZE = {block} }}\nnum_warps = {warps}\n')
     (kdir / "variants.toml").write_text("\n".join(rows))
@@ -83,6 +87,8 @@ def counts(out: str) -> str:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--variants", type=int, default=200)
+    ap.add_argument("--files", type=int, default=10, help="kernel files (40 configurations each at most)")
+    ap.add_argument("--aliases", type=int, default=1, help="names per configuration (shared stage chains)")
     ap.add_argument("-j", "--jobs", type=int, default=2)
     ap.add_argument("--stages", choices=("real", "fake"), default="real",
                     help="fake: the test suite's stand-in stages (graph overhead only)")
@@ -97,7 +103,8 @@ def main(argv=None) -> int:
         env["PYTHONPATH"] += os.pathsep + str(REPO / "tests")
         package = "fake_stages"
     proj = root / "lib"
-    files = generate(proj, args.variants)
+    files = generate(proj, args.variants, args.files, args.aliases)
+    n_rows = (proj / "kernels" / "variants.toml").read_text().count("[[variant]]")
     jobs = ["-j", str(args.jobs)]
     rows = []
 
@@ -117,7 +124,7 @@ def main(argv=None) -> int:
     secs, proc = ttbuild(fresh, env, "build", *jobs, stage_package=package)
     rows.append(("fresh checkout, from cache", secs, counts(proc.stdout)))
 
-    print(f"ttbuild build benchmark: {args.variants} variants in {len(files)} files, -j {args.jobs}, "
+    print(f"ttbuild build benchmark: {n_rows} variants in {len(files)} files, -j {args.jobs}, "
           f"{args.stages} stages, {os.cpu_count()} CPUs")
     width = max(len(r[0]) for r in rows)
     print(f"{'scenario':<{width}}  {'wall':>8}  tasks")

@@ -89,15 +89,17 @@ class Project:
         env = dict(os.environ, PYTHONPATH=self.pythonpath, PYTHONDONTWRITEBYTECODE="1")
         env.pop("TTBUILD_CACHE", None)
         env.pop("TTBUILD_CACHE_READONLY", None)
+        env["TTBUILD_LIST_UPTODATE"] = "1"  # tests read which tasks were up to date (DoitRun.uptodate)
         env.update(self.env)
         return env
 
     def artifact_bytes(self) -> dict[str, bytes]:
-        """Every file under artifacts/ but doit's DB and the build lock: relative path -> bytes."""
+        """Every file under artifacts/ but doit's DB and the build's lock and clean mark: relative
+        path -> bytes."""
         out = {}
         for path in sorted(self.artifacts.rglob("*")):
             rel = path.relative_to(self.artifacts).as_posix()
-            if path.is_file() and not rel.startswith((".doit.db", ".ttbuild.lock")):
+            if path.is_file() and not rel.startswith((".doit.db", ".ttbuild.lock", ".ttbuild.clean")):
                 out[rel] = path.read_bytes()
         return out
 

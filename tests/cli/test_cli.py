@@ -42,6 +42,20 @@ def proj(tmp_path, new_project):
     return p
 
 
+def test_a_noop_ci_log_is_the_summary_alone(proj):
+    """Without a terminal a build prints a line per task that ran, came from the cache, failed
+    or was skipped, then the summary: a no-op prints no task line (issue 14: 15,000 lines for
+    3000 variants before); `-v` lists the up-to-date tasks too."""
+    assert proj.ttbuild("build").rc == 0
+    proj.env["TTBUILD_LIST_UPTODATE"] = "0"
+    quiet = proj.ttbuild("build")
+    assert quiet.rc == 0 and not quiet.ran and not quiet.uptodate, quiet.text
+    lines = quiet.out.strip().splitlines()
+    assert len(lines) <= 12 and "ttbuild: 0 stages ran" in quiet.out, quiet.out
+    verbose = proj.ttbuild("build", "-v")
+    assert verbose.uptodate and len(verbose.out.splitlines()) > len(verbose.uptodate), verbose.out
+
+
 def _names(proj):
     return [v.name for v in load_variants(proj.kernels)]
 

@@ -197,3 +197,32 @@ def test_python_m_ttbuild_lists_the_same_tasks(fresh_project):
                             env=env, capture_output=True, text=True, timeout=300)
     assert ours.returncode == theirs.returncode == 0, ours.stderr + theirs.stderr
     assert ours.stdout == theirs.stdout and "meta:add_kernel_fp32" in ours.stdout
+
+
+def test_meta_config_is_the_canonical_json_of_its_parts():
+    """The meta task's up-to-date text, joined from pre-encoded parts, is exactly the canonical
+    JSON of the whole (what `ttbuild explain` and every saved state compare against)."""
+    import ttbuild
+    from ttbuild.canonical import canonical_json
+    from ttbuild.codedigest import module_digest
+    from ttbuild.graph.tasks import meta_config, meta_config_parts
+
+    versions, codes = {"parse": 3, "ttir": 3}, {"parse": "ab12", "ttir": "cd34"}
+    doc = {"name": "k_é", "constexprs": {"B": 1024, "s": "x"}, "params": [["pointer", "fp32", 16]]}
+    whole = canonical_json({"variant": doc, "ttbuild": ttbuild.__version__, "versions": versions,
+                            "code": codes, "meta_code": module_digest("ttbuild.graph.meta")})
+    assert meta_config(meta_config_parts(versions, codes), doc) == whole
+
+
+def test_stage_config_is_the_canonical_json_of_its_parts():
+    from ttbuild.canonical import canonical_json
+    from ttbuild.graph.keys import chain, stage_versions
+    from ttbuild.graph.tasks import stage_config
+    from ttbuild.graph.variants import load_variants
+
+    v = load_variants(Path(__file__).parents[2] / "kernels")[0]
+    versions = stage_versions("ttbuild.stages")
+    for node in chain(v, versions):
+        whole = canonical_json({"stage": node.stage, "version": versions[node.stage], "code": "c0de",
+                                "options": node.options})
+        assert stage_config(node, versions[node.stage], "c0de") == whole

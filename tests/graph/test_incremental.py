@@ -159,3 +159,22 @@ def test_loading_the_task_list_imports_no_compiler(stages, fresh_project):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "meta:add_kernel_fp32" in proc.stdout
     assert "HEAVY=\n" in proc.stdout, proc.stdout.splitlines()[-1]
+
+
+def test_reordering_or_deleting_rows_reruns_nothing_else(stages, project_copy):
+    """Issue 14, incremental edges: a variant's place in variants.toml is no input of its build,
+    so moving rows reruns nothing, and deleting one reruns nothing else (its lib/ files go)."""
+    proj = project_copy(stages)
+    _settled(proj)
+    toml = proj.kernels / "variants.toml"
+    head, *rows = re.split(r"(?m)^\[\[variant\]\]", toml.read_text())
+    blocks = ["[[variant]]" + b.rstrip("\n") + "\n" for b in rows]
+    assert len(blocks) >= 3
+    toml.write_text(head + "\n".join(reversed(blocks)))
+    moved = proj.doit()
+    assert moved.rc == 0 and moved.ran == set(), moved.text
+    gone = re.search(r'name = "([^"]+)"', blocks[0]).group(1)
+    toml.write_text(head + "\n".join(blocks[1:]))
+    deleted = proj.doit()
+    assert deleted.rc == 0 and deleted.ran == set(), deleted.text
+    assert not (proj.artifacts / "lib" / f"{gone}.json").exists()

@@ -81,3 +81,22 @@ def test_a_shard_leaves_other_shards_files(proj):
     run = proj.ttbuild("build", "--shard", "1/2")
     assert run.rc == 0, run.text
     assert _lib(proj) == before
+
+
+def test_temp_files_are_swept_unless_the_last_build_ended_cleanly(tmp_path):
+    """begin_build walks the folder for temp files only when no clean mark says the last build
+    ended well; a build in progress holds no mark, so one killed midway leaves none behind."""
+    from ttbuild.graph.state import CLEAN_MARK, begin_build, end_build
+
+    art = tmp_path / "artifacts"
+    (art / "ptx" / "k").mkdir(parents=True)
+    stray = art / "ptx" / "k" / ".tmp-kernel.ptx.123-abc"
+    stray.write_text("half a file")
+    assert begin_build(art) == 1 and not stray.exists()  # no mark: a first or a killed build
+    assert not (art / CLEAN_MARK).exists()
+    end_build(art, clean=True)
+    assert (art / CLEAN_MARK).exists()
+    assert begin_build(art) == 0 and not (art / CLEAN_MARK).exists()  # marked clean: no walk
+    stray.write_text("a worker was killed")
+    end_build(art, clean=False)  # a failed build leaves no mark: the next one sweeps
+    assert begin_build(art) == 1 and not stray.exists()

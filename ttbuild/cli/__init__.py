@@ -65,7 +65,7 @@ def parser() -> argparse.ArgumentParser:
                    help="keep building other variants after a failure")
     b.add_argument("--keep-previous", action="store_true",
                    help="a variant whose build fails keeps its previous good build in lib/ (default: removed)")
-    b.add_argument("-v", "--verbose", action="store_true", help="show what stages print")
+    b.add_argument("-v", "--verbose", action="store_true", help="show what stages print, and a line per up-to-date task")
 
     ls = sub.add_parser("list", help="variants and whether they are up to date")
     dirs(ls, True)

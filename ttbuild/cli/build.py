@@ -101,6 +101,7 @@ def build(project: Project, jobs: int = 1, keep_going: bool = False, cache: str 
         argv += ["-n", str(jobs), "-P", "process"]
     if verbose:
         argv += ["-v", "2"]
+        os.environ["TTBUILD_LIST_UPTODATE"] = "1"
     return DoitMain(ModuleTaskLoader(project.namespace(config))).run(argv)
 
 
@@ -108,6 +109,7 @@ def clean(project: Project) -> int:
     """Remove everything ttbuild writes under artifacts/ (stage directories, lib/, doit's DB),
     leaving any other file there alone. Waits for a running build first. The lock file stays:
     unlinking it could hand a waiter and a newcomer two different locks."""
+    from ttbuild.graph.state import CLEAN_MARK
     from ttbuild.graph.tasks import DEP_FILE, TASK_GROUPS
 
     art = project.artifacts
@@ -119,7 +121,7 @@ def clean(project: Project) -> int:
             if (art / name).is_dir():
                 shutil.rmtree(art / name)
                 removed += 1
-        for db in art.glob(DEP_FILE + "*"):
+        for db in [*art.glob(DEP_FILE + "*"), *art.glob(CLEAN_MARK)]:
             db.unlink()
             removed += 1
     print(f"ttbuild: cleaned {art} ({removed} entries)")

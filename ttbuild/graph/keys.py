@@ -42,14 +42,16 @@ def xxh3_hex(data: str | bytes) -> str:
     return xxhash.xxh3_64_hexdigest(data)
 
 
-def stage_key(parent: str, stage: str, version: int, options: Mapping[str, Any]) -> str:
+def stage_key(parent: str, stage: str, version: int, options: Mapping[str, Any], options_json: str | None = None) -> str:
     """A stage's key in the build graph (its output directory, `artifacts/<stage>/<key>/`; not
     the cache's action key, `ttbuild.cache.action_key`): xxh3_64 over `parent \\0 stage \\0 VERSION \\0 canonical-JSON(options)`.
 
     `parent` is the parent stage's key ("" for parse). Two variants with equal options up to
     a stage share that stage's key, hence its task and output directory.
     """
-    return xxh3_hex(f"{parent}\0{stage}\0{int(version)}\0{canonical_json(dict(options))}")
+    if options_json is None:
+        options_json = canonical_json(dict(options))
+    return xxh3_hex(f"{parent}\0{stage}\0{int(version)}\0{options_json}")
 
 
 def stage_options(variant: Variant) -> dict[str, dict[str, Any]]:
@@ -107,6 +109,7 @@ class StageNode:
     key: str
     parent_key: str
     options: dict
+    options_json: str = ""  # canonical_json(options), computed once for the key and the task
 
 
 def chain(variant: Variant, versions: Mapping[str, int]) -> list[StageNode]:
@@ -114,7 +117,8 @@ def chain(variant: Variant, versions: Mapping[str, int]) -> list[StageNode]:
     opts = stage_options(variant)
     nodes, parent = [], ""
     for stage in variant.stages:
-        key = stage_key(parent, stage, versions[stage], opts[stage])
-        nodes.append(StageNode(stage, key, parent, opts[stage]))
+        oj = canonical_json(dict(opts[stage]))
+        key = stage_key(parent, stage, versions[stage], opts[stage], oj)
+        nodes.append(StageNode(stage, key, parent, opts[stage], oj))
         parent = key
     return nodes

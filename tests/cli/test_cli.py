@@ -144,6 +144,28 @@ def test_clean_removes_what_ttbuild_wrote_only(proj):
     assert run.rc == 0 and run.uptodate == set() and run.ran
 
 
+def test_clean_orphans_removes_only_what_no_variant_produces(proj):
+    """Issue 14: a changed option leaves the old chain's stage outputs behind; `clean --orphans`
+    removes those and nothing the current list produces (the next build runs nothing); a broken
+    list removes nothing."""
+    assert proj.ttbuild("build").rc == 0
+    toml = proj.kernels / "variants.toml"
+    toml.write_text(toml.read_text().replace("num_warps = 8", "num_warps = 2", 1))
+    assert proj.ttbuild("build").rc == 0
+    before = {p.relative_to(proj.artifacts).as_posix() for p in proj.artifacts.glob("*/*") if p.is_dir()}
+    run = proj.run(proj.ttbuild_argv("clean", "--orphans"))
+    assert run.returncode == 0, run.stdout + run.stderr
+    after = {p.relative_to(proj.artifacts).as_posix() for p in proj.artifacts.glob("*/*") if p.is_dir()}
+    n = int(re.search(r"removed (\d+) orphan", run.stdout).group(1))
+    assert n > 0 and len(before - after) == n and after <= before
+    again = proj.ttbuild("build")
+    assert again.rc == 0 and again.ran == set(), again.text
+    (proj.kernels / "variants.toml").write_text("[[variant]\n")
+    broken = proj.run(proj.ttbuild_argv("clean", "--orphans"))
+    assert broken.returncode == 3 and "variants.toml" in broken.stderr
+    assert {p.relative_to(proj.artifacts).as_posix() for p in proj.artifacts.glob("*/*") if p.is_dir()} == after
+
+
 @given(st.text(min_size=1, max_size=20), st.integers(1, 8))
 def test_every_variant_name_lands_in_exactly_one_shard(name, n):
     assert sum(in_shard(name, i, n) for i in range(1, n + 1)) == 1

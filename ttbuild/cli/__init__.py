@@ -4,7 +4,7 @@
     ttbuild list [KERNELS_DIR] [-o ARTIFACTS] [--shard I/N]
     ttbuild explain VARIANT [-k KERNELS_DIR] [-o ARTIFACTS]
     ttbuild show VARIANT --stage ttgir [--role loc] [--path] [-k KERNELS_DIR] [-o ARTIFACTS]
-    ttbuild clean [-o ARTIFACTS]
+    ttbuild clean [-o ARTIFACTS] [--orphans [-k KERNELS]]
     ttbuild cache [--cache URL] [--remote] stats|verify|prune [--max-bytes 10G] [--max-age 30d]
     ttbuild doit [DOIT ARGS...]      (any doit command on the same graph and state DB)
     ttbuild package [--name N --version V] [-o dist]   (artifacts/lib as a wheel; ttbuild.wheel)
@@ -83,7 +83,11 @@ def parser() -> argparse.ArgumentParser:
     dirs(sh, False)
 
     cl = sub.add_parser("clean", help="remove everything ttbuild wrote under artifacts/")
+    cl.add_argument("-k", "--kernels", default=None, metavar="KERNELS_DIR",
+                    help="directory holding variants.toml (default: ./kernels; for --orphans)")
     cl.add_argument("-o", "--artifacts", default=None, metavar="DIR")
+    cl.add_argument("--orphans", action="store_true",
+                    help="remove only stage outputs that no variant of variants.toml produces any more")
 
     ca = sub.add_parser("cache", help="inspect or trim the build cache (stats, verify, prune)")
     ca.add_argument("rest", nargs=argparse.REMAINDER)
@@ -164,9 +168,9 @@ def _dispatch(args, stage_package: str = DEFAULT_STAGE_PACKAGE) -> int:
         return build(project, jobs=args.jobs, keep_going=args.keep_going, cache=args.cache,
                      verbose=args.verbose, keep_previous=args.keep_previous)
     if args.cmd == "clean":
-        from .build import clean
+        from .build import clean, clean_orphans
 
-        return clean(project)
+        return clean_orphans(project) if args.orphans else clean(project)
     from . import inspect
 
     if args.cmd == "list":

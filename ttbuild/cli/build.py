@@ -126,3 +126,30 @@ def clean(project: Project) -> int:
             removed += 1
     print(f"ttbuild: cleaned {art} ({removed} entries)")
     return 0
+
+
+def clean_orphans(project: Project) -> int:
+    """Remove the stage output folders (`artifacts/<stage>/<key>/`) that no variant of the
+    project's variants.toml produces any more: what edits, renamed kernels and removed rows
+    leave behind (the cache keeps its copies). Their doit state stays in the DB, unused. Waits
+    for a running build first. Raises VariantError for a list that does not load (the CLI
+    prints it, status 3): nothing is removed then, a broken list never reads as an empty one."""
+    from ttbuild.graph.tasks import STAGES, generate_tasks
+
+    art = project.artifacts
+    if not art.is_dir():
+        return 0
+    wanted = {(t["basename"], t["name"]) for t in generate_tasks(project.kernels, art, project.stage_package)
+              if t.get("basename") in STAGES and t.get("name")}
+    with build_lock(art):
+        removed = 0
+        for stage in STAGES:
+            root = art / stage
+            if not root.is_dir():
+                continue
+            for entry in root.iterdir():
+                if entry.is_dir() and (stage, entry.name) not in wanted:
+                    shutil.rmtree(entry)
+                    removed += 1
+    print(f"ttbuild: removed {removed} orphan stage output folder{'s' if removed != 1 else ''} from {art}")
+    return 0

@@ -50,7 +50,7 @@ def test_every_variant_has_metadata_and_cubin(built):
     assert names == set(docs)
     for name, (v, doc) in docs.items():
         assert doc["schema"] == "ttbuild.kernel/1"
-        assert (doc["variant"], doc["kernel"], doc["entry"]) == (name, v.kernel, v.kernel)
+        assert (doc["variant"], doc["kernel"], doc["entry"], doc["file"]) == (name, v.kernel, v.kernel, v.file)
         assert doc["cubin"] == f"{name}.cubin"
         assert doc["signature"] == v.signature and doc["constexprs"] == v.constexprs
         assert (doc["num_warps"], doc["num_ctas"], doc["num_stages"]) == (v.num_warps, v.num_ctas, v.num_stages)

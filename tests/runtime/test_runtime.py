@@ -185,11 +185,41 @@ def test_missing_cubin(tmp_path):
 
 
 def test_inconsistent_params_for_one_kernel(tmp_path):
+    """Variants of one kernel (same file and name) that disagree on its parameters: that kernel
+    is refused when asked for, naming both files; the rest of the library loads."""
     other = meta("add_kernel_other", "add_kernel", add_params("fp32"))
     other["params"][3]["name"] = "n"
-    write_lib(tmp_path, [STANDARD[0], other])
+    write_lib(tmp_path, [STANDARD[0], other, meta("axpy", "axpy_kernel", add_params("fp32"))])
+    lib = rt.load(str(tmp_path))
+    assert "axpy_kernel" in lib.kernels and lib.axpy_kernel is not None
     with pytest.raises(rt.MetadataError, match="parameters differ"):
-        rt.load(str(tmp_path))
+        _ = lib.add_kernel
+
+
+def test_kernels_of_the_same_name_in_two_files(tmp_path):
+    """Issue 12: two files each define `add_kernel` with different parameters. Both load; each
+    is reachable as lib["file.py:add_kernel"] (".py" optional); the short name is ambiguous and
+    says which names to use; a unique short name keeps working."""
+    a = meta("add_a", "add_kernel", add_params("fp32"), file="a.py")
+    b_params = add_params("fp16")
+    b_params[3]["name"] = "n"
+    b = meta("add_b", "add_kernel", b_params, file="sub/b.py")
+    c = meta("axpy", "axpy_kernel", add_params("fp32"), file="a.py")
+    write_lib(tmp_path, [a, b, c])
+    lib = rt.load(str(tmp_path))
+    assert lib.kernels == ["a.py:add_kernel", "axpy_kernel", "sub/b.py:add_kernel"]
+    assert [v.variant for v in lib["a.py:add_kernel"].variants] == ["add_a"]
+    assert [v.variant for v in lib["sub/b:add_kernel"].variants] == ["add_b"]
+    assert lib["sub/b.py:add_kernel"].runtime_names[3] == "n"
+    assert lib.axpy_kernel.variants[0].variant == "axpy" and "axpy_kernel" in lib
+    with pytest.raises(AttributeError, match=r"kernel 'add_kernel' is defined in 2 files of .*"
+                                             r"lib\['a.py:add_kernel'\] or lib\['sub/b.py:add_kernel'\]"):
+        _ = lib.add_kernel
+    with pytest.raises(KeyError, match="defined in 2 files"):
+        lib["add_kernel"]
+    assert "add_kernel" not in lib and "a.py:add_kernel" in lib
+    with pytest.raises(KeyError, match="no kernel 'c.py:add_kernel'"):
+        lib["c.py:add_kernel"]
 
 
 # ---------------------------------------------------------------- selection

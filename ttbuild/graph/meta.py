@@ -116,6 +116,9 @@ def build_metadata(variant: dict, blobs: dict[str, bytes], cubin_name: str, imag
         "schema": SCHEMA,
         "variant": variant["name"],
         "kernel": variant["kernel"],
+        # The kernel's source file (relative to the kernels folder): with the name, its identity
+        # at run time, where two files may define kernels of the same name.
+        "file": variant["file"],
         "entry": variant["kernel"],
         "cubin": cubin_name,
         "params": build_params(variant, parse_doc),

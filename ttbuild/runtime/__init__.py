@@ -21,42 +21,85 @@ __all__ = ["load", "Library", "Launcher", "Variant", "Param", "Driver", "CudaDri
 
 
 class Library:
-    """The kernels of one artifacts directory: `lib.<kernel>` is a Launcher over its variants
-    (library order = JSON file names sorted), `lib.variant(name)` a Launcher over one variant."""
+    """The kernels of one artifacts directory (library order = JSON file names sorted).
+
+    A kernel is identified by its source file and name (two files may each define an
+    `add_kernel`): `lib.add_kernel` / `lib["add_kernel"]` is the Launcher over its variants
+    when one file defines that name, `lib["vector_add.py:add_kernel"]` (".py" optional) names
+    it always; an ambiguous short name raises AttributeError (KeyError through `[]`) listing the
+    qualified names. `lib.variant(name)` is a Launcher over one variant.
+    """
 
     def __init__(self, variants: list[Variant], lib_dir: str, driver=None):
         self.lib_dir = lib_dir
         self.variants = list(variants)
         self._driver = driver
-        by_kernel: dict = {}
+        groups: dict = {}
         for v in self.variants:
-            by_kernel.setdefault(v.kernel, []).append(v)
-        self._launchers = {k: Launcher(k, vs, driver) for k, vs in by_kernel.items()}
+            groups.setdefault((v.file, v.kernel), []).append(v)
+        names: dict[str, list[str]] = {}
+        for file, kernel in groups:
+            names.setdefault(kernel, []).append(f"{file}:{kernel}" if file else kernel)
+        self._qualified = {kernel: sorted(qs) for kernel, qs in names.items()}
+        self._launchers = {}
+        for (file, kernel), vs in groups.items():
+            unique = len(self._qualified[kernel]) == 1
+            q = f"{file}:{kernel}" if file else kernel
+            try:
+                self._launchers[q] = Launcher(kernel if unique else q, vs, driver)
+            except MetadataError as exc:  # raised when that kernel is asked for: the rest loads
+                self._launchers[q] = exc
         self._single: dict = {}
 
     @property
     def kernels(self) -> list[str]:
-        return sorted(self._launchers)
+        """Each kernel's name: short where one file defines it, else "file.py:name"."""
+        return sorted(k for kernel, qs in self._qualified.items() for k in ([kernel] if len(qs) == 1 else qs))
+
+    def _find(self, name: str) -> Launcher:
+        if ":" in name:
+            file, _, kernel = name.rpartition(":")
+            for q in (name, f"{file}.py:{kernel}"):
+                if q in self._launchers:
+                    return self._launcher(q)
+        else:
+            qs = self._qualified.get(name)
+            if qs is not None and len(qs) == 1:
+                return self._launcher(qs[0])
+            if qs:
+                raise LookupError(f"kernel {name!r} is defined in {len(qs)} files of {self.lib_dir}: "
+                                  f"name one, {' or '.join(f'lib[{q!r}]' for q in qs)}")
+        raise LookupError(f"no kernel {name!r} in {self.lib_dir}; kernels: {', '.join(self.kernels) or 'none'}")
+
+    def _launcher(self, qualified: str) -> Launcher:
+        found = self._launchers[qualified]
+        if isinstance(found, MetadataError):
+            raise found
+        return found
 
     def __getattr__(self, name):
-        launchers = self.__dict__.get("_launchers")
-        if launchers is None or name.startswith("__"):
+        if self.__dict__.get("_launchers") is None or name.startswith("__"):
             raise AttributeError(name)
         try:
-            return launchers[name]
-        except KeyError:
-            raise AttributeError(
-                f"no kernel {name!r} in {self.lib_dir}; kernels: {', '.join(self.kernels) or 'none'}"
-            ) from None
+            return self._find(name)
+        except LookupError as exc:
+            raise AttributeError(str(exc)) from None
 
     def __getitem__(self, name) -> Launcher:
-        return getattr(self, name)
+        try:
+            return self._find(name)
+        except LookupError as exc:
+            raise KeyError(str(exc)) from None
 
     def __contains__(self, name) -> bool:
-        return name in self._launchers
+        try:
+            self._find(name)
+            return True
+        except LookupError:
+            return False
 
     def __dir__(self):
-        return sorted(set(super().__dir__()) | set(self._launchers))
+        return sorted(set(super().__dir__()) | {k for k in self.kernels if ":" not in k})
 
     def variant(self, name: str) -> Launcher:
         """A Launcher restricted to the variant named `name` (its JSON's "variant")."""

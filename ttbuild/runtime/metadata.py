@@ -100,6 +100,7 @@ class Variant:
     targets: tuple[str, ...] = ()
     ptx_version: int = PTX_VERSION
     min_cuda_driver: int = field(default_factory=lambda: min_cuda_driver(PTX_VERSION))
+    file: str = ""  # the kernel's source file, relative to the kernels folder ("" in older libraries)
 
     @property
     def launch_params(self) -> tuple[Param, ...]:
@@ -208,6 +209,7 @@ def parse_variant(doc: Any, json_path: str) -> Variant:
         targets=tuple(doc.get("targets") or ()),
         ptx_version=ptx_version,
         min_cuda_driver=min_driver,
+        file=doc.get("file", "") if isinstance(doc.get("file", ""), str) else "",
     )
     _ = v.capability  # validate the target string now, not at the first launch
     if not 1 <= v.num_warps <= MAX_NUM_WARPS:

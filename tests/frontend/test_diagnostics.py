@@ -250,3 +250,19 @@ def test_early_return_with_a_value_inside_a_runtime_if_of_a_helper():
     assert "`return` inside a runtime `if` is not supported yet" in err.message
     lines = src.splitlines()
     assert err.loc.line == lines.index("        return x") + 1
+
+
+def test_types_print_as_triton_writes_them():
+    """Issue 12: tensors as `fp16[128, 64]`, pointers as `pointer<fp16>`, constexprs as
+    `constexpr[None]`, also inside containers (repr), never dataclass reprs."""
+    from ttbuild.frontend.semantic import Constexpr
+    from ttbuild.frontend.types import BlockType, DType, PointerType
+
+    fp16 = DType("fp16")
+    assert str(BlockType(fp16, (128, 64))) == repr(BlockType(fp16, (128, 64))) == "fp16[128, 64]"
+    assert repr([PointerType(fp16), fp16]) == "[pointer<fp16>, fp16]"
+    assert repr(Constexpr(None)) == "constexpr[None]"
+    err, lines = compile_error("offs = tl.arange(0, BLOCK)\nx = tl.load(p + offs)\nz = x + p\n",
+                               constexprs={"BLOCK": 128})
+    assert err.message == "pointer offset must be an integer, got fp32[128]"
+    assert_at(err, lines, "x + p", "x + p")

@@ -20,11 +20,14 @@ OVF = {"overflowFlags": "#arith.overflow<none>"}
 FM = {"fastmath": "#arith.fastmath<none>"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Constexpr:
     """A compile-time value: a Python number, bool, None, str, dtype, or tuple of them."""
 
     value: Any
+
+    def __repr__(self) -> str:
+        return f"constexpr[{self.value!r}]"  # Triton's constexpr.__repr__ spelling
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ class Kind(IntEnum):
     FLOATING = 2
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class DType:
     """A scalar element type, named as Triton names it: int1, int8..int64, uint8..uint64, fp8e4nv,
     fp8e5, fp16, bf16, fp32, fp64."""
@@ -79,8 +79,10 @@ class DType:
     def __str__(self) -> str:
         return self.name
 
+    __repr__ = __str__  # diagnostics that format lists or tuples of types speak Triton too
 
-@dataclass(frozen=True)
+
+@dataclass(frozen=True, repr=False)
 class PointerType:
     """A pointer to `element` in global memory (address space 1): MLIR `!tt.ptr<f32>`."""
 
@@ -113,6 +115,8 @@ class PointerType:
     def __str__(self) -> str:
         return f"pointer<{self.element}>"
 
+    __repr__ = __str__
+
 
 Scalar = DType | PointerType
 
@@ -123,7 +127,7 @@ Scalar = DType | PointerType
 MAX_TENSOR_NUMEL = 1048576
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class BlockType:
     """A block (tensor) of `shape` elements of `element`: MLIR `tensor<1024xf32>`. Raises
     CompilationError (located by the code generator) past MAX_TENSOR_NUMEL elements."""
@@ -150,7 +154,10 @@ class BlockType:
         return "tensor<" + "".join(f"{d}x" for d in self.shape) + self.element.mlir + ">"
 
     def __str__(self) -> str:
-        return f"<{self.shape}, {self.element}>"
+        """As Triton prints a tensor's type (triton/language/core.py, tensor.__str__): fp16[128, 64]."""
+        return f"{self.element}[{', '.join(str(d) for d in self.shape)}]"
+
+    __repr__ = __str__
 
 
 Type = DType | PointerType | BlockType

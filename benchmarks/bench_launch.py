@@ -82,6 +82,14 @@ def main(argv=None):
 
         c_launch_address = None
 
+    class NoopLaunchDriver(rt.CudaDriver):
+        """The C path with a cuLaunchKernel that launches nothing: the launcher's own host cost."""
+
+        @property
+        def c_launch_address(self):
+            module = cext.load()
+            return module.noop_launch_address() if module is not None else None
+
     x = torch.rand(16, device="cuda")
     y = torch.rand(16, device="cuda")
     out = torch.empty_like(x)
@@ -94,6 +102,7 @@ def main(argv=None):
     h = [torch.rand(16, device="cuda", dtype=torch.float16) for _ in range(4)]
     dwdb = lib._layer_norm_bwd_dwdb
     k_py = rt.load(args.artifacts, driver=PythonPathDriver()).add_kernel
+    dwdb_noop = rt.load(args.artifacts, driver=NoopLaunchDriver())._layer_norm_bwd_dwdb
     k[(1,)](x, y, out, 1)  # load the cubin: the raw rows launch its function
 
     # Raw launches of our add_kernel_fp32 cubin with parameters packed once, outside the loop.
@@ -125,6 +134,8 @@ def main(argv=None):
          lambda: dwdb[(1,)](h[0], h[1], h[2], h[3], 1, 1)),
         ("ttbuild lib.add_kernel[(1,)](x, y, out, 1) on the generated Python path",
          lambda: k_py[(1,)](x, y, out, 1)),
+        ("ttbuild _layer_norm_bwd_dwdb[(1,)](...) through a no-op cuLaunchKernel (launcher cost alone)",
+         lambda: dwdb_noop[(1,)](h[0], h[1], h[2], h[3], 1, 1)),
         ("ttbuild ... by keyword (the generic path)", lambda: k[(1,)](x, y, output_ptr=out, n_elements=1)),
     ]
     if have_triton():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from .doitstate import keep_skipped_state
 from .keys import chain, stage_key, stage_options, stage_versions, xxh3_hex
 from .tasks import DEP_FILE, TASK_GROUPS, doit_config, generate_tasks, output_paths
 from .variants import Variant, VariantError, load_variants
@@ -29,6 +30,8 @@ def namespace(kernels_dir: str | Path = "kernels", artifacts_dir: str | Path = "
     reporter and `continue`). A bad variant list surfaces as doit's InvalidDodoFile, which doit
     prints as `ERROR: <file:line:col ...>` and exit status 3, without a traceback.
     """
+
+    keep_skipped_state()  # a fixed kernel reruns only what its fix changed (ttbuild.graph.doitstate)
 
     def task_ttbuild():
         """ttbuild kernels: parse -> ttir -> ttgir -> llir -> ptx -> cubin -> meta."""

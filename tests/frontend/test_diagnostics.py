@@ -266,3 +266,31 @@ def test_types_print_as_triton_writes_them():
                                constexprs={"BLOCK": 128})
     assert err.message == "pointer offset must be an integer, got fp32[128]"
     assert_at(err, lines, "x + p", "x + p")
+
+
+def test_a_static_range_past_the_unroll_limit_is_a_located_error(monkeypatch):
+    """Issue 14: `tl.static_range(10**6)` held the ttir stage for minutes at gigabytes; past
+    TTBUILD_MAX_STATIC_UNROLL unrolled iterations (65536 by default) it is a diagnostic."""
+    monkeypatch.setenv("TTBUILD_MAX_STATIC_UNROLL", "12")
+    err, lines = compile_error("x = 0\nfor i in tl.static_range(8):\n    for j in tl.static_range(2):\n        x += j\n")
+    assert err.message.startswith("tl.static_range(0, 2, 1) unrolls the loop body 2 times (14 unrolled "
+                                  "iterations in this kernel so far); ttbuild stops at 12: use tl.range")
+    assert_at(err, lines, "for j in", "for j")
+
+
+@pytest.mark.parametrize("terms,stage", [(900, "ttir"), (3000, "parse")])
+def test_an_expression_past_pythons_recursion_limit_is_a_located_error(terms, stage):
+    """Issue 14: a 20,000-term expression gave a RecursionError traceback. Python's parser
+    gives up on the longest sums (no position: the line with the most operators is named);
+    shorter ones that still nest past the recursion limit are located at their deepest node."""
+    src = HEADER + "def k(p, n, BLOCK: tl.constexpr):\n    x = tl.load(p)\n    y = " + \
+        " + ".join(["x"] * terms) + "\n    tl.store(p, y)\n"
+    out = None
+    with pytest.raises(CompilationError) as ei:
+        out = parse.run({"source": src.encode()}, {"kernel": "k", "file": "lib/k.py"})
+        ttir.run({"json": out["json"]}, {"signature": ["*fp32", "i32"], "constexprs": {"BLOCK": 128}})
+    err = ei.value
+    assert "expression nested too deeply" in err.message and err.stage == stage
+    if stage == "ttir":
+        err = locate(err, out["loc"])
+    assert err.loc.line == 8 and err.loc.source_line.lstrip().startswith("y = x + x")

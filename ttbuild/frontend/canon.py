@@ -125,6 +125,18 @@ def _strip_docstring(fn: ast.FunctionDef) -> None:
         fn.body = fn.body[1:] or [ast.Pass(lineno=fn.body[0].lineno, col_offset=fn.body[0].col_offset)]
 
 
+def _too_deep(file: str, lines: list[str]) -> CompilationError:
+    """Python's parser (or this encoder) ran out of recursion on a deeply nested expression:
+    Python does not say where, so the line with the most operators is named, the likely one."""
+    def weight(text: str) -> int:
+        return sum(text.count(c) for c in "+-*/%&|^<>(")
+    line = max(range(len(lines)), key=lambda i: weight(lines[i]), default=0)
+    text = lines[line] if lines else ""
+    return CompilationError("expression nested too deeply for Python's parser (RecursionError): "
+                            "split it into smaller expressions with intermediate variables",
+                            Loc(file, line + 1, len(text) - len(text.lstrip()), text), stage="parse")
+
+
 def canonicalize(source: bytes | str, kernel: str, file: str) -> tuple[dict, dict]:
     """Return (description, loc table) for `kernel` in `source`; see docs/CONTRACTS.md.
 
@@ -135,6 +147,8 @@ def canonicalize(source: bytes | str, kernel: str, file: str) -> tuple[dict, dic
     lines = text.splitlines()
     try:
         tree = ast.parse(text, filename=file)
+    except RecursionError:
+        raise _too_deep(file, lines) from None
     except SyntaxError as e:
         line = e.lineno or 1
         src = e.text if e.text is not None else (lines[line - 1] if 0 < line <= len(lines) else "")
@@ -188,7 +202,11 @@ def canonicalize(source: bytes | str, kernel: str, file: str) -> tuple[dict, dic
                 default = None
             params.append({"name": a.arg, "default": default,
                            "annotation": ast.unparse(a.annotation) if a.annotation else None})
-        functions[name] = {"params": params, "body": encode(fn, next_id)}
+        try:
+            body = encode(fn, next_id)
+        except RecursionError:
+            raise _too_deep(file, lines) from None
+        functions[name] = {"params": params, "body": body}
 
     desc = {
         "schema": SCHEMA, "kernel": kernel, "file": file, "functions": functions,

@@ -36,13 +36,36 @@ if hasattr(ast, "TryStar"):
     _UNSUPPORTED[ast.TryStar] = "`try` statements"
 
 
+def _deepest_node_id(data) -> int | None:
+    """The `_id` of the most deeply nested numbered node of encoded ASTs (an iterative walk: the
+    recursive one is what failed)."""
+    best, best_depth = None, -1
+    stack = [(data, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            if "_id" in item and depth > best_depth:
+                best, best_depth = item["_id"], depth
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+    return best
+
+
 class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
     """Lower one kernel (and everything it calls) into a TTIR module (generic MLIR text)."""
 
     def __init__(self, desc: dict, signature: list[str], constexprs: dict[str, Any], *,
                  debug: bool = False, loc_table: dict | None = None):
         self.desc = desc
-        self.functions = {name: (f["params"], decode(f["body"])) for name, f in desc["functions"].items()}
+        try:
+            self.functions = {name: (f["params"], decode(f["body"])) for name, f in desc["functions"].items()}
+        except RecursionError:
+            err = CompilationError("expression nested too deeply to compile (Python's recursion limit): "
+                                   "split it into smaller expressions with intermediate variables",
+                                   stage="ttir")
+            err.node_id = _deepest_node_id(desc["functions"])
+            raise err from None
         self.globals = desc.get("globals", {})
         self.imports = desc.get("imports", {})
         self.signature = signature
@@ -165,6 +188,13 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
                 err.node_id = self.b.loc
                 err.stage = err.stage or "ttir"
             raise
+        except RecursionError:
+            # an expression nested past Python's recursion limit (a 2,000-term sum): located at
+            # the innermost node reached, instead of a traceback
+            err = CompilationError("expression nested too deeply to compile (Python's recursion limit): "
+                                   "split it into smaller expressions with intermediate variables")
+            err.node_id, err.stage = self.b.loc if isinstance(self.b.loc, int) else None, "ttir"
+            raise err from None
         finally:
             self.b.loc = saved
 

@@ -17,6 +17,20 @@ from .expressions import ReturnValue
 from .irtext import Value
 from .semantic import Constexpr, fail
 
+MAX_STATIC_UNROLL = 1 << 16
+
+
+def max_static_unroll() -> int:
+    """How many `tl.static_range` iterations one kernel may unroll in all (TTBUILD_MAX_STATIC_UNROLL,
+    default 65536). Triton sets no limit; a `tl.static_range(10**6)` held a ttbuild stage for
+    minutes at gigabytes, so past the limit it is a located diagnostic instead (issue 14)."""
+    import os
+
+    try:
+        return int(os.environ.get("TTBUILD_MAX_STATIC_UNROLL", MAX_STATIC_UNROLL))
+    except ValueError:
+        return MAX_STATIC_UNROLL
+
 
 class ControlFlow:
     """Mixin for CodeGen: `visit_If`, `visit_For`."""
@@ -237,6 +251,12 @@ class ControlFlow:
             fail(self.cx, "`for ... else` is not supported")
         if kind == "tl.static_range":
             vals = [A.cval(self.cx, a, "tl.static_range bounds") for a in args]
+            self._unrolled = getattr(self, "_unrolled", 0) + len(range(*vals))
+            if self._unrolled > max_static_unroll():
+                fail(self.cx, f"tl.static_range({', '.join(map(str, vals))}) unrolls the loop body "
+                              f"{len(range(*vals))} times ({self._unrolled} unrolled iterations in this "
+                              f"kernel so far); ttbuild stops at {max_static_unroll()}: use tl.range for a "
+                              f"loop at run time, or raise TTBUILD_MAX_STATIC_UNROLL")
             for i in range(*vals):
                 self.scope[node.target.id] = Constexpr(i)
                 self._body_no_return(node.body, "a loop")

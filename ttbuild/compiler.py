@@ -45,8 +45,8 @@ def run_stage(stage: str, inputs: Mapping[str, bytes], options: Mapping[str, Any
     else:
         from ttbuild.cache import run_cached_hit
 
-        key_options = options if package == DEFAULT_PACKAGE else {**options, "_stage_package": package}
-        result, cached = run_cached_hit(stage, _Keyed(module, options), inputs, key_options, cache)
+        result, cached = run_cached_hit(stage, _Keyed(module, options), inputs,
+                                        _key_options(options, package), cache)
     missing = sorted(set(OUTPUT_ROLES[stage]) - set(result or {}))
     if missing:
         raise RuntimeError(f"stage {stage} returned no {', '.join(missing)} output "
@@ -57,6 +57,22 @@ def run_stage(stage: str, inputs: Mapping[str, bytes], options: Mapping[str, Any
             raise RuntimeError(f"stage {stage} output {role!r} is {type(result[role]).__name__}, not bytes")
         out[role] = bytes(result[role])
     return out, cached
+
+
+def _key_options(options: Mapping[str, Any], package: str) -> Mapping[str, Any]:
+    """The options a cache key names: the stage's own, plus its package when it is not the
+    real compiler's (test doubles never answer for ttbuild.stages)."""
+    return options if package == DEFAULT_PACKAGE else {**options, "_stage_package": package}
+
+
+def stage_cache_key(stage: str, inputs: Mapping[str, bytes], options: Mapping[str, Any], *,
+                    package: str = DEFAULT_PACKAGE) -> str:
+    """The cache's action key of `run_stage(stage, inputs, options, package=...)`: where its
+    outputs are stored (`ttbuild cache verify --recompute` checks entries against a fresh run)."""
+    from ttbuild.cache.stage import module_action_key
+
+    module = importlib.import_module(f"{package}.{stage}")
+    return module_action_key(stage, _Keyed(module, options), inputs, _key_options(options, package))
 
 
 class _Keyed:

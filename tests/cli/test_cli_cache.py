@@ -164,3 +164,40 @@ def test_a_shard_matrix_sharing_one_remote_cache_builds_one_machines_library(sta
     alone = new_project(tmp_path / "alone", stages)  # TTBUILD_CACHE=off: compiles everything
     assert alone.ttbuild("build").rc == 0
     assert gather.artifact_bytes() == alone.artifact_bytes()
+
+
+POISON = """
+import os, shutil, sys
+from pathlib import Path
+from ttbuild.compiler import stage_cache_key
+from ttbuild.graph.tasks import generate_tasks
+tasks = [t for t in generate_tasks("kernels", "artifacts", sys.argv[1]) if t.get("basename") == "ttir" and t.get("name")]
+keys = []
+for t in tasks[:2]:
+    (_a, args), = t["actions"]
+    stage, package, inputs, _outs, options = args[:5]
+    keys.append(stage_cache_key(stage, {r: Path(p).read_bytes() for r, p in inputs.items()}, options, package=package))
+ac = Path(os.environ["TTBUILD_CACHE_DIR"]) / "ac"
+shutil.copy(ac / keys[1], ac / keys[0])  # the first action's entry now names the second's outputs
+print(tasks[0]["basename"] + ":" + tasks[0]["name"])
+"""
+
+
+def test_cache_verify_recompute_catches_an_entry_pointed_at_other_outputs(stages, tmp_path, new_project):
+    """Issue 14, item 3: an action entry pointed at another action's (well-formed, hash-checked)
+    blobs passes a plain verify; `cache verify --recompute 0` runs the project's stages afresh,
+    reports that entry and drops it, so the next build recompiles that stage."""
+    proj = _project(tmp_path, "P", stages, new_project, "cache-P")
+    assert proj.ttbuild("build").rc == 0
+    package = "fake_stages" if stages == "fake" else "ttbuild.stages"
+    poisoned = proj.run(["-c", POISON, package])
+    assert poisoned.returncode == 0, poisoned.stderr
+    victim = poisoned.stdout.strip()
+    plain = proj.run(proj.ttbuild_argv("cache", "verify"))
+    assert plain.returncode == 0, plain.stdout + plain.stderr  # every blob still matches its hash
+    run = proj.run(proj.ttbuild_argv("cache", "verify", "--recompute", "0"))
+    assert run.returncode == 1, run.stdout + run.stderr
+    assert f"{victim}: cache entry " in run.stdout and "does not reproduce: ttir differ; dropped" in run.stdout
+    assert "1 entry did not reproduce" in run.stdout
+    again = proj.run(proj.ttbuild_argv("cache", "verify", "--recompute", "0"))
+    assert again.returncode == 0 and "0 entries did not reproduce" in again.stdout, again.stdout

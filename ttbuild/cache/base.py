@@ -230,6 +230,11 @@ class Cache(ABC):
         """Re-hash every blob and parse every AC entry, dropping the bad ones."""
         raise CacheError(f"{self.name} cannot be verified from a client")
 
+    def forget(self, key: str, why: str) -> bool:
+        """Drop the AC entry of `key` (an entry whose outputs a fresh run does not reproduce),
+        with a warning saying `why`; blobs stay until prune. False where read-only."""
+        raise CacheError(f"{self.name} cannot drop entries from a client")
+
     def prune(self, max_bytes: int | None = None, max_age: float | None = None) -> PruneReport:
         """Drop entries unused for more than `max_age` seconds, then least-recently-used ones
         until the store holds at most `max_bytes`; then blobs no entry names."""

@@ -219,6 +219,11 @@ class HttpCache(Cache):
         log.info("cache %s: %s; treated as a miss", self.name, why)
         return None
 
+    def forget(self, key: str, why: str) -> bool:
+        check_key(key)
+        self._drop(key, [], why)
+        return not self.readonly
+
     def _drop(self, key: str, blobs: list[str], why: str) -> None:
         self._stats.corrupt += 1
         self._stats.misses += 1

@@ -77,6 +77,13 @@ class LayeredCache(Cache):
         """Verify the local tier (the remote is verified by whoever owns it: `--cache` it directly)."""
         return self.local.verify()
 
+    def forget(self, key: str, why: str) -> bool:
+        """Drop the entry from the local tier and, unless read-only, from the remote one."""
+        dropped = self.local.forget(key, why)
+        if not self.readonly and self._remote_ok:
+            dropped = self.remote.forget(key, why) and dropped
+        return dropped
+
     def prune(self, max_bytes: int | None = None, max_age: float | None = None) -> PruneReport:
         """Prune the local tier only; a shared directory is pruned by opening it on its own."""
         return self.local.prune(max_bytes=max_bytes, max_age=max_age)
@@ -107,6 +114,10 @@ class NullCache(Cache):
 
     def verify(self) -> VerifyReport:
         return VerifyReport()
+
+    def forget(self, key: str, why: str) -> bool:
+        check_key(key)
+        return True
 
     def prune(self, max_bytes: int | None = None, max_age: float | None = None) -> PruneReport:
         return PruneReport()

@@ -133,6 +133,11 @@ class DirCache(Cache):
         st.hits += 1
         return outputs
 
+    def forget(self, key: str, why: str) -> bool:
+        check_key(key)
+        self._drop(key, why, [])
+        return not self.readonly
+
     def _drop(self, key: str, why: str, blobs: list[Path]) -> None:
         st = self._stats
         st.corrupt += 1

@@ -6,6 +6,7 @@
     ttbuild show VARIANT --stage ttgir [--role loc] [--path] [-k KERNELS_DIR] [-o ARTIFACTS]
     ttbuild clean [-o ARTIFACTS] [--orphans [-k KERNELS]]
     ttbuild cache [--cache URL] [--remote] stats|verify|prune [--max-bytes 10G] [--max-age 30d]
+    ttbuild cache [--cache URL] verify --recompute N [-k KERNELS] [-o ARTIFACTS] [--seed S]
     ttbuild doit [DOIT ARGS...]      (any doit command on the same graph and state DB)
     ttbuild package [--name N --version V] [-o dist]   (artifacts/lib as a wheel; ttbuild.wheel)
 
@@ -97,6 +98,29 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
+def _cache_recompute(rest: list[str], stage_package: str) -> int:
+    """`ttbuild cache [--cache URL] verify --recompute N [-k KERNELS] [-o ARTIFACTS] [--seed S]`:
+    the usual verify, then N of the project's stages run afresh against their cache entries
+    (ttbuild.cli.cacheverify; N = 0: all of them)."""
+    from ttbuild.cache.__main__ import main as cache_main
+    from ttbuild.cache.config import open_cache
+
+    from .cacheverify import recompute
+
+    ap = argparse.ArgumentParser(prog="ttbuild cache verify --recompute")
+    ap.add_argument("--cache", default=None)
+    ap.add_argument("verify", choices=["verify"])
+    ap.add_argument("--recompute", type=int, required=True, metavar="N",
+                    help="run N sampled stages afresh (0: all) and compare with their cache entries")
+    ap.add_argument("-k", "--kernels", default=None, metavar="KERNELS_DIR")
+    ap.add_argument("-o", "--artifacts", default=None, metavar="DIR")
+    ap.add_argument("--seed", type=int, default=None, help="seed of the sample (default: a new one)")
+    args = ap.parse_args(rest)
+    status = cache_main((["--cache", args.cache] if args.cache else []) + ["verify"])
+    project = Project.from_args(args.kernels, args.artifacts, None, stage_package)
+    return max(status, recompute(project, args.recompute, open_cache(args.cache), args.seed))
+
+
 def main(argv: list[str] | None = None, *, stage_package: str = DEFAULT_STAGE_PACKAGE) -> int:
     """Run the command line on `argv` (default sys.argv[1:]); returns the exit status.
 
@@ -114,6 +138,8 @@ def main(argv: list[str] | None = None, *, stage_package: str = DEFAULT_STAGE_PA
     if args_in[0] == "cache":
         from ttbuild.cache.__main__ import main as cache_main
 
+        if "--recompute" in args_in:
+            return _cache_recompute(args_in[1:], stage_package)
         return cache_main(args_in[1:])
     args = parser().parse_args(args_in)
     try:

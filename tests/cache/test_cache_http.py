@@ -189,3 +189,19 @@ def test_two_processes_putting_the_same_keys_at_once(nginx):
         assert p.exitcode == 0
     assert results == [(0, 0), (0, 0)]
     assert shared.get(key_of("race3")) == {"cubin": bytes([3]) * 100_000, "json": b"3"}
+
+
+def test_layered_local_hit_fills_the_remote_once(nginx, tmp_path):
+    """Issue 14: what a machine holds in its local cache (built before a remote was configured)
+    reaches the fleet on its next hit, once per process; a read-only job never writes it."""
+    k = key_of("local-only")
+    DirCache(tmp_path).put(k, {"cubin": b"built here"})
+    ro = LayeredCache(DirCache(tmp_path), HttpCache(nginx.url, readonly=True), readonly=True)
+    assert ro.get(k) == {"cubin": b"built here"}
+    assert not (nginx.root / "ac" / k).exists()
+    layered = LayeredCache(DirCache(tmp_path), HttpCache(nginx.url))
+    assert layered.get(k) == {"cubin": b"built here"}
+    assert HttpCache(nginx.url).get(k) == {"cubin": b"built here"}
+    before = len(nginx.access_log())
+    assert layered.get(k) == {"cubin": b"built here"}
+    assert len(nginx.access_log()) == before  # filled once: the second hit stays local

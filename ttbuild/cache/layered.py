@@ -15,7 +15,9 @@ from ttbuild.cache.local import DirCache
 
 
 class LayeredCache(Cache):
-    """`get` tries `local`, then `remote` (a hit there is copied into `local`); `put` writes
+    """`get` tries `local`, then `remote` (a hit there is copied into `local`); a local hit is
+    copied to `remote` unless `readonly` (once per key and process: what one machine built
+    reaches the fleet even when it was cached before the remote was configured); `put` writes
     `local`, and `remote` unless `readonly`. A remote that raises is dropped for the rest of the
     process with one warning; tiers already degrade on their own (HttpCache marks itself down)."""
 
@@ -26,6 +28,7 @@ class LayeredCache(Cache):
         self.name = f"{local.name} + {remote.name}{' (read-only)' if readonly else ''}"
         self._stats = CacheStats(self.name)
         self._remote_ok = True
+        self._on_remote: set[str] = set()  # keys this process found on, or wrote to, the remote
 
     def _remote_failed(self, exc: Exception) -> None:
         self._remote_ok = False
@@ -39,6 +42,8 @@ class LayeredCache(Cache):
         out = self.local.get(key)
         if out is not None:
             st.hits += 1
+            if key not in self._on_remote and not self.readonly and self._remote_ok:
+                self._put_remote(key, out)
             return out
         if self._remote_ok:
             try:
@@ -51,6 +56,7 @@ class LayeredCache(Cache):
         if out is None:
             st.misses += 1
             return None
+        self._on_remote.add(key)
         self.local.put(key, out)
         st.hits += 1
         log.debug("cache: %s... hit in %s, written back to %s", key[:16], self.remote.name,
@@ -61,13 +67,17 @@ class LayeredCache(Cache):
         check_key(key)
         self.local.put(key, outputs)
         if not self.readonly and self._remote_ok:
-            try:
-                self.remote.put(key, outputs)
-            except (ValueError, TypeError):
-                raise
-            except Exception as exc:
-                self._remote_failed(exc)
+            self._put_remote(key, outputs)
         self._stats.puts += 1
+
+    def _put_remote(self, key: str, outputs: Mapping[str, bytes]) -> None:
+        try:
+            self.remote.put(key, outputs)
+            self._on_remote.add(key)
+        except (ValueError, TypeError):
+            raise
+        except Exception as exc:
+            self._remote_failed(exc)
 
     def stats(self) -> CacheStats:
         self._stats.tiers = [self.local.stats(), self.remote.stats()]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 
 import pytest
 from cache_server import free_port
@@ -46,6 +47,8 @@ def test_fresh_checkout_builds_entirely_from_the_remote_cache(stages, tmp_path, 
         assert len(_runs(tmp_path, "A")) == len(built) and _runs(tmp_path, "B") == []
     assert b.artifact_bytes() == a.artifact_bytes()
     assert f"ttbuild: 0 stages ran, {len(built)} from cache" in second.out, second.out
+    # the chains were fetched from the remote in parallel before the build (ttbuild.graph.prefetch)
+    assert f"ttbuild: prefetched {len(built)} of {len(built)} stage results from " in second.out, second.out
 
 
 @pytest.mark.parametrize("tier", ["local", "remote"])
@@ -201,3 +204,28 @@ def test_cache_verify_recompute_catches_an_entry_pointed_at_other_outputs(stages
     assert "1 entry did not reproduce" in run.stdout
     again = proj.run(proj.ttbuild_argv("cache", "verify", "--recompute", "0"))
     assert again.returncode == 0 and "0 entries did not reproduce" in again.stdout, again.stdout
+
+
+def test_prefetch_stops_each_chain_at_its_first_miss(tmp_path, new_project):
+    """ttbuild.graph.prefetch walks each missing chain through the remote until a stage is not
+    there: with the remote's ptx entries gone, it finds parse..llir of every chain, the build
+    compiles ptx and what follows, and the artifacts equal an uncached build's."""
+    remote = tmp_path / "shared"
+    remote.mkdir()  # a shared folder must exist (an NFS mount): ttbuild does not create it
+    a = _project(tmp_path, "A", "fake", new_project, "cache-A")
+    first = a.ttbuild("build", "--cache", str(remote))
+    assert first.rc == 0, first.text
+    ptx_keys = set()
+    for entry in (remote / "ac").iterdir():
+        if b'"ptx"' in entry.read_bytes():  # the ptx stage's one output role
+            ptx_keys.add(entry.name)
+            entry.unlink()
+    assert ptx_keys
+    b = _project(tmp_path, "B", "fake", new_project, "cache-B")
+    second = b.ttbuild("build", "--cache", str(remote))
+    assert second.rc == 0, second.text
+    ran = {n.split(":")[0] for n in _stage_tasks(second.ran)}
+    assert ran == {"ptx", "cubin"} or ran == {"ptx"}, second.text  # cubin may still hit (same ptx bytes)
+    fetched = re.search(r"ttbuild: prefetched (\d+) of (\d+) stage results", second.out)
+    assert fetched and 0 < int(fetched.group(1)) < int(fetched.group(2)), second.out
+    assert b.artifact_bytes() == a.artifact_bytes()

@@ -79,6 +79,32 @@ def setup_cache(url: str | None) -> None:
     set_default_cache(cache)
 
 
+def _prefetch(project: Project) -> None:
+    """With a remote cache tier, fetch what the missing stage outputs need from it in parallel
+    before doit runs (ttbuild.graph.prefetch; `TTBUILD_PREFETCH=0` skips it); says how many it
+    found. A bad variant list is left to the build, which reports it."""
+    import time
+
+    from ttbuild.cache import LayeredCache, default_cache
+    from ttbuild.graph.prefetch import prefetch
+    from ttbuild.graph.tasks import generate_tasks
+    from ttbuild.graph.variants import VariantError
+
+    cache = default_cache()
+    if not isinstance(cache, LayeredCache) or os.environ.get("TTBUILD_PREFETCH", "1") in ("0", "off", "no"):
+        return
+    try:
+        tasks = list(generate_tasks(project.kernels, project.artifacts, project.stage_package,
+                                    variants=project.variants()))
+    except VariantError:
+        return
+    start = time.monotonic()
+    found, looked = prefetch(tasks, cache)
+    if looked:
+        print(f"ttbuild: prefetched {found} of {looked} stage results from {cache.remote.name} "
+              f"in {time.monotonic() - start:.2f}s", flush=True)
+
+
 def build(project: Project, jobs: int = 1, keep_going: bool = False, cache: str | None = None,
           verbose: bool = False, keep_previous: bool = False) -> int:
     """Run doit's `run` over the project's graph; returns doit's status (0 ok, 1 a task failed,
@@ -88,6 +114,7 @@ def build(project: Project, jobs: int = 1, keep_going: bool = False, cache: str 
     from doit.doit_cmd import DoitMain
 
     setup_cache(cache)
+    _prefetch(project)
     # The reporter holds artifacts/.ttbuild.lock for the run (BuildReporter.for_artifacts).
     # It also owns lib/ (BuildReporter.prune_lib): what no variant writes goes (not with --shard,
     # whose graph is a share), so does a variant that failed, unless --keep-previous.

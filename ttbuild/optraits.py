@@ -18,6 +18,7 @@ PURE = frozenset({
     "tt.ptr_to_int", "tt.fp_to_fp", "tt.join", "tt.split", "tt.cat", "tt.clampf", "tt.precise_divf",
     "tt.precise_sqrt", "tt.dot", "tt.reduce", "tt.scan", "tt.histogram", "tt.make_tensor_ptr", "tt.advance",
     "ttg.convert_layout",
+    "tt.extern_elementwise",  # pure only with pure = true: the only form the frontend emits
 })
 # Dialects whose every op is pure (MLIR arith and math: NoMemoryEffect).
 PURE_DIALECTS = ("arith.", "math.")
@@ -34,7 +35,7 @@ TERMINATORS = frozenset({"scf.yield", "tt.reduce.return", "tt.scan.return", "scf
 # `tt` ops with Triton's Elementwise trait: each result element depends only on the operands'
 # elements at the same index, so the op runs in any layout (arith/math ops are elementwise too).
 ELEMENTWISE_TT = frozenset({"tt.fp_to_fp", "tt.bitcast", "tt.precise_divf", "tt.precise_sqrt", "tt.clampf",
-                            "tt.mulhiui", "tt.addptr", "tt.int_to_ptr", "tt.ptr_to_int"})
+                            "tt.mulhiui", "tt.addptr", "tt.int_to_ptr", "tt.ptr_to_int", "tt.extern_elementwise"})
 
 
 def is_elementwise(name: str) -> bool:

@@ -8,6 +8,7 @@ from ttbuild.errors import CompilationError
 
 from . import args as A
 from . import builtin_table as B
+from . import libdevice
 from . import semantic as S
 from . import types as T
 from .irtext import Value
@@ -98,12 +99,14 @@ class Expressions:
             return ModuleRef("triton.language.PropagateNan")
         if attr in ("PropagateNan.NONE", "PropagateNan.ALL"):  # triton::PropagateNan values
             return Constexpr(0 if attr.endswith("NONE") else 0xFFFF)
-        if attr in ("math", "extra", "extra.cuda", "extra.libdevice"):
+        if attr in ("math", "extra", "extra.cuda", "extra.libdevice", "extra.cuda.libdevice"):
             return ModuleRef("triton.language." + attr)
         if attr.startswith(("math.", "extra.cuda.libdevice.", "extra.libdevice.")):
             short = "math." + attr.rsplit(".", 1)[1]
             if short in B.BUILTINS:
                 return FuncRef("builtin", short)
+            if not attr.startswith("math.") and libdevice.has(attr.rsplit(".", 1)[1]):
+                return FuncRef("libdevice", attr.rsplit(".", 1)[1])
         if attr in ("constexpr", "range", "static_range"):
             return FuncRef("py", "tl." + attr)
         from ttbuild import language
@@ -274,6 +277,8 @@ class Expressions:
                 return B.call(self.cx, B.BUILTINS.lookup(fn.name), fn.name, args, kwargs)
             if fn.kind == "jit":
                 return self.inline(fn.name, args, kwargs)
+            if fn.kind == "libdevice":
+                return libdevice.call(self.cx, fn.name, args, kwargs)
             return self.py_builtin(fn.name, args, kwargs)
         if isinstance(fn, ModuleRef):
             if not fn.name.startswith(LANG):

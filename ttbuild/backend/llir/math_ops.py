@@ -10,7 +10,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
-from ttbuild.backend.llir.context import F32, F64
+from ttbuild.backend.llir.context import F32, F64, llvm_type
 from ttbuild.backend.llir.elementwise import elementwise, result_type
 from ttbuild.registry import RuleSet
 
@@ -52,6 +52,21 @@ def _libdevice(base):
 
 for _n, _b in LIBDEVICE.items():
     _elementwise([_n], _libdevice(_b))
+
+
+def _extern(ctx, op):
+    """tt.extern_elementwise: a call of its `symbol` per element (libdevice's `__nv_*`, linked
+    and inlined by ttbuild.backend.nvptx before O3), declared with the operand and result types."""
+    from mlir import ir as mir
+
+    b = ctx.builder
+    symbol = mir.StringAttr(mu.props(op)["symbol"]).value
+    args = [llvm_type(mu.elem_str(v.type)) for v in op.operands]
+    fn = ctx.intrinsic(symbol, result_type(op), args)
+    return lambda *xs: b.call(fn, list(xs))
+
+
+_elementwise(["tt.extern_elementwise"], _extern)
 
 
 def _absi(ctx, op):

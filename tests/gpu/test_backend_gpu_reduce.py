@@ -191,3 +191,21 @@ def test_reshape_chain_keeps_row_major_order(torch, lib):
     torch.testing.assert_close(rows[:8].double(), x[:512].double().view(8, 64).sum(dim=1), rtol=1e-5, atol=1e-5)
     assert torch.equal(out[:512], x[:512] * 2)
     assert torch.isnan(rows[8:]).all() and torch.isnan(out[512:]).all()
+
+
+@pytest.mark.parametrize("n", [1000, 5000])
+def test_libdevice_namespace(torch, lib, n):
+    """Issue 12: libdevice functions tl.math does not have, against torch in float64."""
+    gen = torch.Generator(device="cuda").manual_seed(n)
+    x = torch.rand(n, device="cuda", generator=gen) * 1.8 - 0.9  # asin and erfinv need |x| < 1
+    ints = torch.randint(1, 2**30, (n,), device="cuda", generator=gen, dtype=torch.int32)
+    y = torch.full((n + 4,), float("nan"), device="cuda")
+    c = torch.full((n + 4,), -7, device="cuda", dtype=torch.int32)
+    lib.variant("libdevice_1024")[(_cdiv(n, 1024),)](y, x, c, ints, n)
+    torch.cuda.synchronize()
+    xd = x.double()
+    ref = torch.asin(xd) + torch.erfinv(xd) + torch.sign(xd) * (8 * xd.abs()) ** (1 / 3) + torch.hypot(xd, torch.tensor(3.0, device="cuda", dtype=torch.float64))
+    torch.testing.assert_close(y[:n].double(), ref, rtol=1e-5, atol=1e-5)
+    clz = 32 - torch.floor(torch.log2(ints.double())).long() - 1
+    assert torch.equal(c[:n].long(), clz)
+    assert torch.isnan(y[n:]).all() and (c[n:] == -7).all()

@@ -2,6 +2,7 @@
 
 import triton
 import triton.language as tl
+from triton.language.extra import libdevice
 
 
 @triton.jit
@@ -76,3 +77,15 @@ def reshape_kernel(p, rows, out, BLOCK: tl.constexpr, R: tl.constexpr):
     tl.store(rows + tl.arange(0, R), tl.sum(m, axis=1))
     c = tl.reshape(m, (2, R // 2, BLOCK // R))
     tl.store(out + tl.arange(0, BLOCK), tl.reshape(c * 2.0, (BLOCK,)))
+
+
+@triton.jit
+def libdevice_kernel(y_ptr, x_ptr, c_ptr, i_ptr, n, BLOCK: tl.constexpr):
+    """libdevice beyond tl.math (issue 12): asin, erfinv, cbrt, hypot with a number, clz, isnan."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=0.5)
+    y = libdevice.asin(x) + libdevice.erfinv(x) + libdevice.cbrt(x * 8.0) + libdevice.hypot(x, 3.0)
+    tl.store(y_ptr + offs, y, mask=m)
+    i = tl.load(i_ptr + offs, mask=m, other=1)
+    tl.store(c_ptr + offs, libdevice.clz(i) + libdevice.isnan(x), mask=m)

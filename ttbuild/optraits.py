@@ -35,7 +35,8 @@ TERMINATORS = frozenset({"scf.yield", "tt.reduce.return", "tt.scan.return", "scf
 # `tt` ops with Triton's Elementwise trait: each result element depends only on the operands'
 # elements at the same index, so the op runs in any layout (arith/math ops are elementwise too).
 ELEMENTWISE_TT = frozenset({"tt.fp_to_fp", "tt.bitcast", "tt.precise_divf", "tt.precise_sqrt", "tt.clampf",
-                            "tt.mulhiui", "tt.addptr", "tt.int_to_ptr", "tt.ptr_to_int", "tt.extern_elementwise"})
+                            "tt.mulhiui", "tt.addptr", "tt.int_to_ptr", "tt.ptr_to_int", "tt.extern_elementwise",
+                            "tt.elementwise_inline_asm"})
 
 
 def is_elementwise(name: str) -> bool:

@@ -209,3 +209,33 @@ def test_libdevice_namespace(torch, lib, n):
     clz = 32 - torch.floor(torch.log2(ints.double())).long() - 1
     assert torch.equal(c[:n].long(), clz)
     assert torch.isnan(y[n:]).all() and (c[n:] == -7).all()
+
+
+def test_inline_asm_and_pdl_calls(torch, lib):
+    """Issue 12: tl.inline_asm_elementwise with one and two results, a broadcast number, and the
+    PDL calls (griddepcontrol.*: no-ops in a plain launch)."""
+    n = 1000
+    x = torch.randn(n, device="cuda")
+    y = torch.full((n + 4,), float("nan"), device="cuda")
+    z = torch.full((n + 4,), -7, device="cuda", dtype=torch.int32)
+    lib.variant("inline_asm_256")[(_cdiv(n, 256),)](y, z, x, n)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y[:n], x * 3 + x, rtol=1e-6, atol=1e-6)
+    assert torch.equal(z[:n], torch.arange(n, device="cuda", dtype=torch.int32))
+    assert torch.isnan(y[n:]).all() and (z[n:] == -7).all()
+
+
+def test_launch_pdl_back_to_back(torch, lib):
+    """launch_pdl=True through cuLaunchKernelEx: a kernel that waits in gdc_wait after one that
+    calls gdc_launch_dependents, on one stream; the second reads what the first wrote."""
+    n = 1000
+    x = torch.randn(n, device="cuda")
+    y = torch.full((n,), float("nan"), device="cuda")
+    y2 = torch.full((n,), float("nan"), device="cuda")
+    z = torch.zeros(n, device="cuda", dtype=torch.int32)
+    k = lib.variant("inline_asm_256")
+    for _ in range(3):
+        k[(_cdiv(n, 256),)](y, z, x, n, launch_pdl=True)
+        k[(_cdiv(n, 256),)](y2, z, y, n, launch_pdl=True)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y2, (x * 4) * 4, rtol=1e-5, atol=1e-5)

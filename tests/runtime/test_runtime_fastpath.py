@@ -362,3 +362,20 @@ def test_c_launcher_can_be_turned_off(lib_dir, torch, monkeypatch):
     for _ in range(2):
         lib.add_kernel[(1,)](*[torch.Tensor(0x1000 * (i + 1)) for i in range(3)], 5)
     assert [c["path"] for c in drv.launches] == ["launch", "cu_launch"]
+
+
+def test_launch_pdl_goes_through_the_drivers_launch_pdl(lib_dir, torch, load):
+    """launch_pdl=True (Triton's launch option for programmatic dependent launch) takes the
+    generic path to the driver's launch_pdl (cuLaunchKernelEx with the attribute), with the
+    same parameter bytes; a driver without it refuses with a LaunchError."""
+    lib, drv = load(lib_dir)
+    T = torch.Tensor
+    args = (T(0x1000), T(0x2000), T(0x3000), 9)
+    with pytest.raises(rt.LaunchError, match="launch_pdl=True needs a driver that launches with cuLaunchKernelEx"):
+        lib.add_kernel[(2,)](*args, launch_pdl=True)
+    drv.launch_pdl = lambda fn, grid, bx, sh, stream, addr, values: drv._record(
+        fn, grid, bx, sh, stream, addr, len(values), "pdl")
+    lib.add_kernel[(2,)](*args, launch_pdl=True)
+    lib.add_kernel[(2,)](*args)
+    assert [c["path"] for c in drv.launches] == ["pdl", drv.fast]
+    assert drv.launches[0]["raw"] == drv.launches[1]["raw"] and drv.launches[0]["grid"] == (2, 1, 1)

@@ -11,10 +11,10 @@ from typing import Callable
 
 from ttbuild.registry import Registry, build
 
-from . import atomics, blockops, blockptr, builtins, debugops, extra, random, reductions
+from . import atomics, blockops, blockptr, builtins, debugops, extra, inlineasm, random, reductions
 from .semantic import Ctx, fail
 
-MODULES = (builtins, atomics, blockops, blockptr, debugops, extra, random, reductions)
+MODULES = (builtins, atomics, blockops, blockptr, debugops, extra, inlineasm, random, reductions)
 
 _TABLES = build({"builtin": Registry("tl builtin"), "method": Registry("tensor method")}, MODULES)
 BUILTINS: Registry = _TABLES["builtin"]  # "load", "math.exp", ...: what `tl.<name>` calls

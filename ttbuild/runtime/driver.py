@@ -50,6 +50,7 @@ class Driver(Protocol):
     #     cuLaunchKernel as a C function address, the raw CUfunction of a loaded function and
     #     CudaError for a CUresult code: what the C launch path (ttbuild.runtime.cext) needs;
     #   on_device(device): a context manager making that device's primary context current;
+    #   launch_pdl(...): `launch` with programmatic dependent launch (`launch_pdl=True`);
     #   stream_wait(stream, producer): make `stream` wait on work queued so far on `producer`.
 
 
@@ -205,6 +206,26 @@ class CudaDriver:
                 fn, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, shared),
                 f"{entry} needs {shared} bytes of shared memory")
         return fn
+
+    def launch_pdl(self, function, grid, block_x, shared, stream, params_address, values):
+        """cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION: the grid
+        may start while the previous kernel on `stream` runs, up to its
+        griddepcontrol.launch_dependents, and waits for it in griddepcontrol.wait (CUDA
+        Programming Guide, "Programmatic Dependent Launch"; Triton's launch_pdl)."""
+        cu = self.cu
+        attr = cu.CUlaunchAttribute()
+        attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        attr.value.programmaticStreamSerializationAllowed = 1
+        config = cu.CUlaunchConfig()
+        config.gridDimX, config.gridDimY, config.gridDimZ = grid
+        config.blockDimX, config.blockDimY, config.blockDimZ = block_x, 1, 1
+        config.sharedMemBytes = shared
+        config.hStream = cu.CUstream(stream)
+        config.attrs = [attr]
+        config.numAttrs = 1
+        handle = function[1] if isinstance(function, tuple) else function
+        self.check("cuLaunchKernelEx", cu.cuLaunchKernelEx(config, handle, params_address, 0),
+                   f"grid={grid}, block=({block_x},1,1), shared={shared}, launch_pdl")
 
     def launch(self, function, grid, block_x, shared, stream, params_address, values):
         # A raw int stream: measured on an H200 host, cuda.bindings takes it faster (3.8 us per

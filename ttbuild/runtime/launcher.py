@@ -447,11 +447,16 @@ class Launcher:
         """Launch on `grid`; see the class docstring for the arguments. Returns None."""
         return self._launch(grid, *args, **kwargs)
 
-    def _launch(self, grid, *args, stream=None, **kwargs):
+    def _launch(self, grid, *args, stream=None, launch_pdl=False, **kwargs):
+        if launch_pdl:
+            kwargs["_pdl"] = True  # rides through the device switch to _launch_on
         if not kwargs and len(args) == self._n_runtime and self._runtime_first:
             values, constexprs, options = args, None, None
         else:
+            pdl = kwargs.pop("_pdl", False)
             values, constexprs, options = self._bind(args, kwargs)
+            if pdl:
+                options = dict(options or {}, _pdl=True)
         read = read_args(values, self.runtime_names, self.kernel)
         device = read.device
         if read.torch_type is not None:
@@ -477,8 +482,9 @@ class Launcher:
             resolve_dlpack(read, values, self.runtime_names, stream)
         packed = read.packed
         driver = self.driver
+        pdl = bool(options and options.pop("_pdl", False))
         ctx, capability = driver.context(device)
-        comp = self._select_compiled(tuple(read.keys), constexprs, options, capability, packed, ctx)
+        comp = self._select_compiled(tuple(read.keys), constexprs, options or None, capability, packed, ctx)
         if callable(grid):
             meta = dict(zip(self.runtime_names, values))
             meta.update(comp.meta)
@@ -504,7 +510,15 @@ class Launcher:
             packed = comp.conv(packed)
         slot = comp.take_slot()
         comp.packer.pack_into(slot[0], 0, *packed)
-        driver.launch(fn, g, comp.block_x, comp.shared_of[ctx], stream, slot[1], tuple(packed))
+        if pdl:
+            launch_pdl = getattr(driver, "launch_pdl", None)
+            if launch_pdl is None:
+                comp.pool.append(slot)
+                raise LaunchError(f"{self.kernel}: launch_pdl=True needs a driver that launches with "
+                                  f"cuLaunchKernelEx (CudaDriver does)")
+            launch_pdl(fn, g, comp.block_x, comp.shared_of[ctx], stream, slot[1], tuple(packed))
+        else:
+            driver.launch(fn, g, comp.block_x, comp.shared_of[ctx], stream, slot[1], tuple(packed))
         comp.pool.append(slot)  # cuLaunchKernel copied the parameters before returning
         return None
 

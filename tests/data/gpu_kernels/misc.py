@@ -89,3 +89,20 @@ def libdevice_kernel(y_ptr, x_ptr, c_ptr, i_ptr, n, BLOCK: tl.constexpr):
     tl.store(y_ptr + offs, y, mask=m)
     i = tl.load(i_ptr + offs, mask=m, other=1)
     tl.store(c_ptr + offs, libdevice.clz(i) + libdevice.isnan(x), mask=m)
+
+
+@triton.jit
+def inline_asm_kernel(y_ptr, z_ptr, x_ptr, n, BLOCK: tl.constexpr):
+    """tl.inline_asm_elementwise (issue 12): one and two results per element, a broadcast number,
+    and the PDL calls (no-ops in a launch without programmatic dependent launch)."""
+    tl.extra.cuda.gdc_wait()
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=0.0)
+    y = tl.inline_asm_elementwise("fma.rn.f32 $0, $1, $2, $1;", "=f,f,f", [x, 3.0], dtype=tl.float32,
+                                  is_pure=True, pack=1)
+    lo, hi = tl.inline_asm_elementwise("mov.b64 {$0, $1}, $2;", "=r,=r,l", [offs.to(tl.int64) << 32],
+                                       dtype=(tl.int32, tl.int32), is_pure=True, pack=1)
+    tl.extra.cuda.gdc_launch_dependents()
+    tl.store(y_ptr + offs, y, mask=m)
+    tl.store(z_ptr + offs, hi - lo, mask=m)

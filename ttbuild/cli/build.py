@@ -99,7 +99,12 @@ def _prefetch(project: Project) -> None:
     except VariantError:
         return
     start = time.monotonic()
-    found, looked = prefetch(tasks, cache)
+    try:
+        found, looked = prefetch(tasks, cache)
+    except Exception as exc:  # an optimisation: the build itself fetches (or compiles) what is left
+        print(f"ttbuild: warning: prefetch from {cache.remote.name} stopped ({type(exc).__name__}: {exc})",
+              file=sys.stderr, flush=True)
+        return
     if looked:
         print(f"ttbuild: prefetched {found} of {looked} stage results from {cache.remote.name} "
               f"in {time.monotonic() - start:.2f}s", flush=True)

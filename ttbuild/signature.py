@@ -71,8 +71,13 @@ def parse_entry(text: str) -> SigEntry:
     read as their canonical names).
 
     Raises SignatureError (a ValueError; `field` says which part is wrong) for an empty entry,
-    an unknown dtype, a divisibility other than 1 or 16, or a divisibility on a float scalar.
+    an unknown dtype, a divisibility other than 1 or 16, a divisibility on a float scalar, or a
+    tensor descriptor (`tensordesc<...>`: not supported yet).
     """
+    if text.strip().startswith("tensordesc"):
+        raise SignatureError(f"{text.strip()!r} is a tensor descriptor parameter (Triton's host TensorDescriptor): "
+                             "not supported yet by ttbuild (the TMA path, tensor cores part 2); pass the "
+                             "tensor's pointer and strides instead", "dtype")
     item = text.strip() if isinstance(text, str) else ""
     if not item:
         raise SignatureError("entry is empty (stray comma?)")
@@ -94,6 +99,22 @@ def parse_entry(text: str) -> SigEntry:
     return SigEntry("pointer" if pointer else "scalar", dtype, divisibility)
 
 
+def split_entries(text: str) -> list[str]:
+    """The entries of a signature, split at the commas outside brackets: a tensor descriptor
+    entry (`tensordesc<fp16[64, 64]>`) stays whole."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        if ch in "<[(":
+            depth += 1
+        elif ch in ">])":
+            depth = max(depth - 1, 0)
+        elif ch == "," and depth == 0:
+            out.append(text[start:i])
+            start = i + 1
+    out.append(text[start:])
+    return out
+
+
 def parse_signature(text: str) -> list[SigEntry]:
     """Parse `"*fp32:16,*fp32:16,i32"` into SigEntry items, one per non-constexpr parameter.
 
@@ -104,7 +125,7 @@ def parse_signature(text: str) -> list[SigEntry]:
     if not isinstance(text, str) or not text.strip():
         raise SignatureError("signature is empty: list the non-constexpr parameters, e.g. '*fp32:16,i32'")
     entries = []
-    for pos, raw in enumerate(text.split(","), start=1):
+    for pos, raw in enumerate(split_entries(text), start=1):
         item = raw.strip()
         if not item:
             raise SignatureError(f"entry {pos} is empty (stray comma?)")

@@ -294,3 +294,14 @@ def test_an_expression_past_pythons_recursion_limit_is_a_located_error(terms, st
     if stage == "ttir":
         err = locate(err, out["loc"])
     assert err.loc.line == 8 and err.loc.source_line.lstrip().startswith("y = x + x")
+
+
+def test_a_tensor_descriptor_signature_entry_is_parsed_whole_and_refused_clearly():
+    """Issue 12: `tensordesc<fp16[64, 64]>` used to split at its comma into two bad entries; it
+    is one entry, refused as not supported yet (the TMA path is tensor cores part 2)."""
+    from ttbuild.signature import SignatureError, parse_signature, split_entries
+
+    assert split_entries("*fp16:16,tensordesc<fp16[64, 64]>,i32") == ["*fp16:16", "tensordesc<fp16[64, 64]>", "i32"]
+    with pytest.raises(SignatureError, match=r"entry 2 'tensordesc<fp16\[64, 64\]>': 'tensordesc<fp16\[64, 64\]>' "
+                                             r"is a tensor descriptor parameter .*not supported yet by ttbuild"):
+        parse_signature("*fp16:16,tensordesc<fp16[64, 64]>,i32")

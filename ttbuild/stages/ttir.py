@@ -36,7 +36,9 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     desc = json.loads(inputs["json"])
     signature = options.get("signature", [])
     if isinstance(signature, str):
-        signature = [s for s in signature.split(",") if s]
+        from ttbuild.signature import split_entries
+
+        signature = [s for s in split_entries(signature) if s]
     debug = bool(options.get("debug", False))
     loc_table = json.loads(inputs["loc"]) if debug and inputs.get("loc") else None
     text = generate(desc, list(signature), dict(options.get("constexprs", {})), debug=debug, loc_table=loc_table)

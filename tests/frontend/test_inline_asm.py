@@ -37,11 +37,20 @@ def test_triton_accepts_our_inline_asm_ttir(tmp_path):
     assert_triton_compiles([path])
 
 
-def test_packed_inline_asm_says_it_is_not_supported_yet():
+def test_packed_inline_asm_puts_four_bytes_in_a_register():
+    """pack = 4 on int8, as Triton packs it: one asm per four consecutive elements of a thread,
+    their bytes in one 32-bit register in and out."""
+    out = ttbuild.compile(KERNELS, kernel="inline_asm_packed_kernel", signature="*i8:16,*i8:16,i32",
+                          constexprs={"BLOCK": 1024}, num_warps=4, until="ptx")
+    ptx = out["ptx"].decode()
+    adds = re.findall(r"^\s*add\.u32 %r\d+, %r\d+, 0x01010101;", ptx, re.M)
+    assert len(adds) == 2  # 8 int8 elements per thread over 128 threads: two packs of four
+
+
+def test_a_pack_that_does_not_divide_a_threads_elements_is_refused_by_name():
     src = ("import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef k(X, BLOCK: tl.constexpr):\n"
            "    x = tl.load(X + tl.arange(0, BLOCK))\n"
-           "    y = tl.inline_asm_elementwise('mov.b32 $0, $1;', '=r,r', [x], dtype=tl.int32, is_pure=True, pack=4)\n"
+           "    y = tl.inline_asm_elementwise('mov.b32 $0, $1;', '=r,r', [x], dtype=tl.int32, is_pure=True, pack=3)\n"
            "    tl.store(X + tl.arange(0, BLOCK), y)\n")
-    with pytest.raises(CompilationError, match=r"k.py:8:9: error: inline_asm_elementwise with pack > 1 is not "
-                                               r"supported yet by ttbuild \(pack = 1 is\)"):
-        ttbuild.compile(src, kernel="k", signature="*i32:16", constexprs={"BLOCK": 128}, until="ttir", file="k.py")
+    with pytest.raises(CompilationError, match=r"packed_element = 3 on 1 elements per thread"):
+        ttbuild.compile(src, kernel="k", signature="*i32:16", constexprs={"BLOCK": 128}, until="ptx", file="k.py")

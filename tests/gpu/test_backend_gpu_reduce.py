@@ -239,3 +239,12 @@ def test_launch_pdl_back_to_back(torch, lib):
         k[(_cdiv(n, 256),)](y2, z, y, n, launch_pdl=True)
     torch.cuda.synchronize()
     torch.testing.assert_close(y2, (x * 4) * 4, rtol=1e-5, atol=1e-5)
+
+
+def test_inline_asm_with_packed_bytes(torch, lib):
+    n = 3000
+    x = torch.randint(0, 100, (n,), device="cuda", dtype=torch.int8)  # no 0xFF byte: no carry across bytes
+    y = torch.full((n + 4,), -7, device="cuda", dtype=torch.int8)
+    lib.variant("inline_asm_packed_1024")[(_cdiv(n, 1024),)](y, x, n)
+    torch.cuda.synchronize()
+    assert torch.equal(y[:n], x + 1) and (y[n:] == -7).all()

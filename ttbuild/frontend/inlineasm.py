@@ -29,8 +29,9 @@ def _string(cx, v, what: str) -> str:
 def inline_asm_elementwise(cx, asm, constraints, args, dtype, is_pure, pack):
     """Run `asm` (PTX with $0.. operands, `constraints` as LLVM's inline asm) once per element
     of the broadcast `args` (`pack` elements per instance); returns one tensor per dtype in
-    `dtype` (a dtype or a tuple of them). Raises CompilationError for non-literal strings, a bad
-    `pack` or dtype, and (not yet supported here) `pack` > 1."""
+    `dtype` (a dtype or a tuple of them); elements narrower than 32 bits share registers in a
+    pack (ttbuild/backend/llir/inline_asm.py). Raises CompilationError for non-literal
+    strings, a bad `pack` or dtype."""
     text = _string(cx, asm, "inline_asm_elementwise asm")
     cons = _string(cx, constraints, "inline_asm_elementwise constraints")
     pure = cval(cx, is_pure, "inline_asm_elementwise is_pure")
@@ -39,8 +40,6 @@ def inline_asm_elementwise(cx, asm, constraints, args, dtype, is_pure, pack):
         fail(cx, f"inline_asm_elementwise is_pure must be a bool, got {pure!r}")
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         fail(cx, f"inline_asm_elementwise pack must be a positive int, got {n!r}")
-    if n != 1:
-        fail(cx, "inline_asm_elementwise with pack > 1 is not supported yet by ttbuild (pack = 1 is)")
     items = args.value if isinstance(args, Constexpr) and isinstance(args.value, (tuple, list)) else args
     if not isinstance(items, (tuple, list)):
         fail(cx, f"inline_asm_elementwise args must be a list of tensors, got {S.describe(args)}")

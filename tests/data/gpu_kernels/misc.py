@@ -106,3 +106,15 @@ def inline_asm_kernel(y_ptr, z_ptr, x_ptr, n, BLOCK: tl.constexpr):
     tl.extra.cuda.gdc_launch_dependents()
     tl.store(y_ptr + offs, y, mask=m)
     tl.store(z_ptr + offs, hi - lo, mask=m)
+
+
+@triton.jit
+def inline_asm_packed_kernel(y_ptr, x_ptr, n, BLOCK: tl.constexpr):
+    """tl.inline_asm_elementwise with pack = 4 on int8: four bytes share one 32-bit register
+    (Triton's packing), each incremented by one."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=0)
+    y = tl.inline_asm_elementwise("add.u32 $0, $1, 0x01010101;", "=r,r", [x], dtype=tl.int8,
+                                  is_pure=True, pack=4)
+    tl.store(y_ptr + offs, y, mask=m)

@@ -82,7 +82,7 @@ BUILTIN_NAMES = (
     "device_print", "multiple_of", "max_contiguous", "max_constancy", "debug_barrier",
     "umulhi", "floor", "ceil", "div_rn", "fdiv", "sqrt_rn", "erf", "cumsum", "cumprod", "join", "split", "ravel",
     "make_block_ptr", "advance", "assume", "associative_scan", "histogram",
-    "rand", "randn", "randint", "randint4x", "rand4x", "randn4x",
+    "rand", "randn", "randint", "randint4x", "rand4x", "randn4x", "inline_asm_elementwise",
 )
 for _name in BUILTIN_NAMES:
     if _name not in globals():

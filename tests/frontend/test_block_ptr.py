@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 import textwrap
@@ -93,8 +94,9 @@ MK = "bp = tl.make_block_ptr(p, (n,), (1,), (0,), (B,), (0,))\n"
      "must have the same length"),
     ("bp = tl.make_block_ptr(p, (n,), (1,), (0,), (12,), (0,))\n", "bp = tl.make_block_ptr", "powers of two"),
     (MK + "bp = tl.advance(bp, (1, 2))\n", "bp = tl.advance(bp, (1, 2))", "2 offsets for a block pointer of rank 1"),
-    (MK + "if n > 0:\n    bp = tl.advance(bp, (B,))\ntl.store(bp, 1.0)\n", "if n > 0",
-     "block pointer `bp` rebound in a runtime `if` is not supported yet"),
+    (MK + "if n > 0:\n    bp = tl.make_block_ptr(p + 1, (n,), (1,), (0,), (B,), (0,))\ntl.store(bp, 1.0)\n",
+     "if n > 0", "block pointer `bp` is rebound to another block pointer in a runtime `if`: only its "
+                 "offsets may differ between the branches (tl.advance)"),
     (MK + "for i in range(n):\n    bp = tl.make_block_ptr(p + 1, (n,), (1,), (0,), (B,), (0,))\n", "for i in",
      "loop-carried block pointer 'bp' may only be advanced in the loop"),
     ("x = tl.advance(p, (0,))\n", "x = tl.advance", "tl.advance needs a block pointer"),
@@ -121,3 +123,16 @@ def test_block_ptr_kernel_builds_to_cubin_with_the_cli(tmp_path):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     cubins = list(out.rglob("*.cubin"))
     assert cubins and all(c.read_bytes()[:4] == b"\x7fELF" for c in cubins), sorted(out.rglob("*"))
+
+
+def test_block_ptr_advanced_in_a_runtime_if_leaves_it_as_its_offsets():
+    """Issue 12: a block pointer advanced in one branch of a runtime `if` is merged by its i64
+    offsets (as a loop carries it); the load after the `if` uses the merged offset."""
+    import ttbuild
+
+    src = Path(__file__).parents[1] / "data" / "gpu_kernels" / "misc.py"
+    out = ttbuild.compile(src, kernel="block_ptr_if_kernel", signature="*fp32:16,*fp32:16,i32,i32",
+                          constexprs={"BLOCK": 256}, until="ptx")
+    ttir = out["ttir"].decode()
+    assert re.search(r'= "scf\.if"\(%\w+\).*\}\) : \(i1\) -> i64', ttir, re.S), ttir
+    assert ttir.count('"scf.yield"') == 2 and ".entry block_ptr_if_kernel" in out["ptx"].decode()

@@ -248,3 +248,16 @@ def test_inline_asm_with_packed_bytes(torch, lib):
     lib.variant("inline_asm_packed_1024")[(_cdiv(n, 1024),)](y, x, n)
     torch.cuda.synchronize()
     assert torch.equal(y[:n], x + 1) and (y[n:] == -7).all()
+
+
+@pytest.mark.parametrize("flag", [0, 1])
+def test_block_pointer_advanced_in_a_runtime_if(torch, lib, flag):
+    n = 400  # the second block is partly out of bounds: zero padding
+    x = torch.randn(n, device="cuda")
+    out = torch.full((256,), float("nan"), device="cuda")
+    lib.variant("block_ptr_if_256")[(1,)](out, x, flag, n)
+    torch.cuda.synchronize()
+    ref = torch.zeros(256, device="cuda")
+    part = x[256 * flag:256 * (flag + 1)]
+    ref[:part.numel()] = part
+    assert torch.equal(out, ref)

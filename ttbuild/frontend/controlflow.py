@@ -102,9 +102,18 @@ class ControlFlow:
             return {n for n in scope if n not in before or scope[n] is not before[n]}
 
         then_defs, else_defs = changed(then_scope), changed(else_scope)
+        # A block pointer leaves the `if` as its offsets (i64 values, as a loop carries it), when
+        # the branches differ only there (one `tl.advance`d it); it is rebuilt after the scf.if.
+        block_ptrs = []
         for n in sorted(then_defs | else_defs):
             if any(isinstance(sc.get(n), BlockPtr) for sc in (before, then_scope, else_scope)):
-                fail(self.cx, f"block pointer `{n}` rebound in a runtime `if` is not supported yet")
+                t, e = then_scope.get(n), else_scope.get(n)
+                if not (isinstance(t, BlockPtr) and isinstance(e, BlockPtr)) or t.base is not e.base or \
+                        t.block_shape != e.block_shape or t.order != e.order or any(
+                        a is not b for a, b in zip(t.shape + t.strides, e.shape + e.strides)):
+                    fail(self.cx, f"block pointer `{n}` is rebound to another block pointer in a runtime `if`: "
+                                  f"only its offsets may differ between the branches (tl.advance)")
+                block_ptrs.append(n)
         merged, tvals, evals = [], [], []
         for n in sorted(n for n in before if isinstance(before[n], Value) and n in then_defs | else_defs):
             for val, which in ((then_scope[n], "then"), (else_scope[n], "else")):
@@ -114,7 +123,7 @@ class ControlFlow:
             merged.append(n)
             tvals.append(then_scope[n])
             evals.append(else_scope[n])
-        for n in sorted((then_defs & else_defs) - set(merged)):
+        for n in sorted((then_defs & else_defs) - set(merged) - set(block_ptrs)):
             t, e = then_scope[n], else_scope[n]
             if isinstance(t, Value) and isinstance(e, Value) and t.type == e.type:
                 merged.append(n)
@@ -126,13 +135,20 @@ class ControlFlow:
                 fail(self.cx, f"mismatched type for `{n}` between then block ({S.describe(t)}) "
                               f"and else block ({S.describe(e)})")
         regions = []
-        for blk, vals in ((then_blk, tvals), (else_blk, evals)):
+        for blk, vals, scope in ((then_blk, tvals, then_scope), (else_blk, evals, else_scope)):
             self.b.resume(blk)
-            self.b.op("scf.yield", vals, [])
+            offsets = [as_value(self.cx, o) for n in block_ptrs for o in scope[n].offsets]
+            self.b.op("scf.yield", vals + offsets, [])
             regions.append(self.b.close_block())
-        results = self.b.op("scf.if", [cond], [v.type for v in tvals], regions=regions)
+            types = [v.type for v in vals + offsets]
+        results = self.b.op("scf.if", [cond], types, regions=regions)
         for n, r in zip(merged, results):
             self.scope[n] = r
+        i = len(merged)
+        for n in block_ptrs:
+            k = len(then_scope[n].offsets)
+            self.scope[n] = then_scope[n].with_offsets(results[i:i + k])
+            i += k
 
     def _carries(self, before: dict, loc, ignore: str | None = None) -> list[str]:
         """After a scratch pass over a loop: the names it rebinds, checked as Triton's

@@ -118,3 +118,16 @@ def inline_asm_packed_kernel(y_ptr, x_ptr, n, BLOCK: tl.constexpr):
     y = tl.inline_asm_elementwise("add.u32 $0, $1, 0x01010101;", "=r,r", [x], dtype=tl.int8,
                                   is_pure=True, pack=4)
     tl.store(y_ptr + offs, y, mask=m)
+
+
+@triton.jit
+def block_ptr_if_kernel(out_ptr, x_ptr, flag, n, BLOCK: tl.constexpr):
+    """A block pointer advanced in one branch of a runtime `if` (issue 12): the load after the
+    `if` reads the second block when `flag` is set."""
+    p = tl.make_block_ptr(x_ptr, shape=(n,), strides=(1,), offsets=(0,), block_shape=(BLOCK,), order=(0,))
+    if flag != 0:
+        p = tl.advance(p, (BLOCK,))
+    else:
+        p = tl.advance(p, (0,))
+    x = tl.load(p, boundary_check=(0,), padding_option="zero")
+    tl.store(out_ptr + tl.arange(0, BLOCK), x)

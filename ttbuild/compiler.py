@@ -13,10 +13,11 @@ import ast
 import dataclasses
 import importlib
 import os
+import warnings
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ttbuild.errors import CompilationError
+from ttbuild.errors import CompilationError, CompilerWarning
 from ttbuild.options import Options
 from ttbuild.signature import SigEntry, parse_entry, parse_signature
 from ttbuild.stages import STAGES
@@ -149,9 +150,18 @@ def compile(source: str | bytes | os.PathLike, *, kernel: str | None = None,
             inputs.update({role: produced[key] for role, key in extra_inputs(stage, opts_s).items()
                            if key in produced})
         try:
-            outputs, _ = run_stage(stage, inputs, opts_s, package=package, cache=cache)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", CompilerWarning)
+                outputs, _ = run_stage(stage, inputs, opts_s, package=package, cache=cache)
         except CompilationError as exc:
             raise _located(exc, produced.get(("parse", "loc"))) from None
+        for w in caught:  # Triton's warnings, placed at file:line:col (CompilerWarning)
+            if isinstance(w.message, CompilerWarning):
+                from ttbuild.frontend.locs import locate_warning
+
+                warnings.warn(locate_warning(w.message, produced.get(("parse", "loc"))), stacklevel=2)
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         for role, blob in outputs.items():
             produced[(stage, role)] = blob
             result[role] = blob

@@ -54,6 +54,24 @@ class CompilationError(TTBuildError):
         return f"{head}\n    {text}\n    {pad}^"
 
 
+class CompilerWarning(UserWarning):
+    """A construct Triton accepts with a warning (a non-boolean `tl.where` condition, ...), raised
+    through `warnings.warn` by a stage; `node_id` places it until `located` (Python's warning
+    machinery, then `ttbuild.compile` and the build, which print `file:line:col: warning: ...`)."""
+
+    def __init__(self, message: str, node_id: int | None = None, loc: Loc | None = None):
+        self.message, self.node_id, self.loc = message, node_id, loc
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        head = f"{self.loc}: warning: {self.message}" if self.loc else f"warning: {self.message}"
+        if not self.loc or not self.loc.source_line:
+            return head
+        text = self.loc.source_line.rstrip("\n")
+        pad = "".join("\t" if ch == "\t" else " " for ch in text[: self.loc.col])
+        return f"{head}\n    {text}\n    {pad}^"
+
+
 class NotSupportedYet(CompilationError):
     """An op the current stage cannot lower yet: "not supported yet: <op> at file:line in stage <stage>"."""
 

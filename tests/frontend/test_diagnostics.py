@@ -305,3 +305,31 @@ def test_a_tensor_descriptor_signature_entry_is_parsed_whole_and_refused_clearly
     with pytest.raises(SignatureError, match=r"entry 2 'tensordesc<fp16\[64, 64\]>': 'tensordesc<fp16\[64, 64\]>' "
                                              r"is a tensor descriptor parameter .*not supported yet by ttbuild"):
         parse_signature("*fp16:16,tensordesc<fp16[64, 64]>,i32")
+
+
+def test_triton_warnings_are_warnings_here_too(tmp_path, new_project):
+    """Issue 12: a non-boolean tl.where condition warns as Triton 3.6 does (its text), located;
+    through ttbuild.compile as a Python warning, in a build as a line after the task's."""
+    import warnings as pywarnings
+
+    import ttbuild
+    from ttbuild.errors import CompilerWarning
+
+    src = HEADER + "def k(p, n, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n" \
+                   "    x = tl.load(p + offs)\n    y = tl.where(offs, x, 0.0)\n    tl.store(p + offs, y)\n"
+    with pywarnings.catch_warnings(record=True) as caught:
+        pywarnings.simplefilter("always")
+        ttbuild.compile(src, kernel="k", signature="*fp32:16,i32", constexprs={"BLOCK": 128}, until="ttir",
+                        file="k.py")
+    (w,) = [w.message for w in caught if isinstance(w.message, CompilerWarning)]
+    assert str(w).startswith("k.py:9:9: warning: tl.where with a non-boolean condition is deprecated and will "
+                             "error out in a future triton release. Got int32")
+    assert "y = tl.where(offs, x, 0.0)" in str(w) and str(w).endswith("^")
+
+    proj = new_project(tmp_path / "p", "real")
+    (proj.kernels / "wh.py").write_text(src)
+    (proj.kernels / "variants.toml").write_text('[[variant]]\nname = "wh"\nfile = "wh.py"\nkernel = "k"\n'
+                                                'signature = "*fp32:16,i32"\nconstexprs = { BLOCK = 128 }\n')
+    run = proj.ttbuild("build")
+    assert run.rc == 0, run.text
+    assert "wh.py:9:9: warning: tl.where with a non-boolean condition is deprecated" in run.out, run.out

@@ -147,6 +147,9 @@ def to(cx, input, dtype, fp_downcast_rounding=None, bitcast=False):
 def where(cx, condition, x, y):
     c = tensor(cx, condition, "condition")
     if not c.type.scalar.is_bool():
+        # Triton 3.6 semantic.where, word for word
+        S.warn(cx, f"tl.where with a non-boolean condition is deprecated and will error out in a future "
+                   f"triton release. Got {c.type.scalar}")
         c = S.cast(cx, c, T.int1)
     vx, vy, _ = S.binary_operands(cx, x, y, allow_ptr=True)
     shape = T.broadcast_shapes(c.type.shape, vx.type.shape)

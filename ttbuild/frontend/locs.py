@@ -58,3 +58,14 @@ def locate(error: CompilationError, loc_table: bytes | str | dict) -> Compilatio
         located.message = NotSupportedYet(error.op, loc, error.stage).message
     located.args = (located.render(),)
     return located
+
+
+def locate_warning(warning, loc_table: bytes | str | dict | None):
+    """A CompilerWarning with its `loc` filled from its node id through the parse `loc` table
+    (unchanged when it has none, or the table lacks it)."""
+    from ttbuild.errors import CompilerWarning
+
+    if warning.loc is not None or warning.node_id is None or loc_table is None:
+        return warning
+    loc = node_loc(warning.node_id, loc_table)
+    return warning if loc is None else CompilerWarning(warning.message, warning.node_id, loc)

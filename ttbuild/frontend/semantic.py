@@ -46,6 +46,16 @@ def fail(cx: Ctx, message: str, cls=CompilationError):
     raise cls(message, stage="ttir", node_id=cx.b.loc if isinstance(cx.b.loc, int) else None)
 
 
+def warn(cx: Ctx, message: str) -> None:
+    """Warn as Triton does (`warnings.warn` in its semantic.py), at the node being lowered: a
+    CompilerWarning carrying the node id, which `ttbuild.compile` and the build locate."""
+    import warnings
+
+    from ttbuild.errors import CompilerWarning
+
+    warnings.warn(CompilerWarning(message, node_id=cx.b.loc if isinstance(cx.b.loc, int) else None), stacklevel=2)
+
+
 def is_number(v) -> bool:
     return isinstance(v, Constexpr) and isinstance(v.value, (int, float))
 

@@ -12,12 +12,13 @@ from __future__ import annotations
 import json
 import os
 import time
+import warnings
 from pathlib import Path
 from typing import Mapping
 
 from doit.exceptions import TaskFailed
 
-from ttbuild.errors import CompilationError, ToolError
+from ttbuild.errors import CompilationError, CompilerWarning, ToolError
 from ttbuild.fileio import atomic_write
 
 from .diagnostics import render_error
@@ -46,7 +47,9 @@ def run_stage(stage: str, package: str, inputs: Mapping[str, str], outputs: Mapp
     start = time.perf_counter()
     try:
         data = {role: Path(path).read_bytes() for role, path in inputs.items()}
-        result, cached = compile_stage(stage, data, options, package=package, cache=default_cache())
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", CompilerWarning)
+            result, cached = compile_stage(stage, data, options, package=package, cache=default_cache())
     except (CompilationError, ToolError) as exc:
         _remove(outputs.values())
         return TaskFailed(f"{stage} failed for {label}:\n{render_error(exc, loc_path)}")
@@ -55,7 +58,17 @@ def run_stage(stage: str, package: str, inputs: Mapping[str, str], outputs: Mapp
         raise
     for role, path in outputs.items():
         atomic_write(path, bytes(result[role]))
-    return {"cached": cached, "seconds": round(time.perf_counter() - start, 6)}
+    values = {"cached": cached, "seconds": round(time.perf_counter() - start, 6)}
+    found = [w.message for w in caught if isinstance(w.message, CompilerWarning)]
+    for w in caught:  # recording swallowed every other warning: hand those back
+        if not isinstance(w.message, CompilerWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    if found:  # the reporter prints them (a worker's own output is not shown)
+        from ttbuild.frontend.locs import locate_warning
+
+        table = Path(loc_path).read_bytes() if loc_path and Path(loc_path).is_file() else None
+        values["warnings"] = [f"{locate_warning(w, table).render()}  ({label})" for w in found]
+    return values
 
 
 def write_meta(variant_doc: dict, paths: Mapping[str, str], json_path: str, cubin_path: str,

@@ -149,6 +149,8 @@ class BuildReporter(ConsoleReporter):
         self.stats.done.add(task.name)
         self.stats.add(task, "cached" if cached else "ran", float(values.get("seconds") or 0.0))
         self.task_line("C  " if cached else ".  ", task)
+        for text in values.get("warnings") or ():  # Triton's warnings, located (graph/actions.py)
+            self.write(f"{text}\n")
 
     def skip_uptodate(self, task):
         if not task.actions or task.name.startswith("_"):

@@ -1,4 +1,4 @@
-"""`python -m ttbuild` / `ttbuild`: the command line in ttbuild.cli (same task graph and state DB as `doit` in the repo root); `ttbuild package` needs only the runtime install.
+"""`python -m ttbuild` / `ttbuild`: the command line in ttbuild.cli (same task graph and state DB as `doit` in the repo root); `ttbuild package` and `ttbuild tune` need only the runtime install.
 
 A runtime-only install (`pip install ttbuild`, no `[compiler]` extra) runs `ttbuild package`
 and answers every other command with the line that installs the compiler (exit status 2).
@@ -19,6 +19,10 @@ def main(argv: list[str] | None = None) -> int:
         from ttbuild.wheel import main as package_main
 
         return package_main(args[1:])
+    if args[:1] == ["tune"]:  # runs where the library is used: runtime, torch and a GPU, no compiler
+        from ttbuild.runtime.tuner import main as tune_main
+
+        return tune_main(args[1:])
     try:
         from ttbuild.cli import main as cli_main
     except ImportError as exc:

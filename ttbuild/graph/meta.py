@@ -139,4 +139,8 @@ def build_metadata(variant: dict, blobs: dict[str, bytes], cubin_name: str, imag
         "ptx_version": target.ptx_version,
         "min_cuda_driver": min_cuda_driver(target.ptx_version),
         **({"targets": list(variant["targets"]), "images": list(images or [])} if variant.get("targets") else {}),
+        # @triton.autotune expansion (group, key, config, tune plan) and @triton.heuristics
+        # expressions: the runtime picks a config and evaluates these at launch (runtime.tuned)
+        **({"autotune": variant["tuning"]} if variant.get("tuning") else {}),
+        **({"heuristics": dict(variant["heuristics"])} if variant.get("heuristics") else {}),
     }

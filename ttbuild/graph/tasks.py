@@ -102,6 +102,11 @@ def variant_doc(v: Variant) -> dict:
     doc["params"] = [[p.kind, p.dtype, p.divisibility] for p in v.params]
     doc["ptxas_options"] = list(v.ptxas_options)
     doc["arch"] = v.arch
+    # only autotune / heuristics variants carry these (the others keep their documents)
+    if not v.tuning:
+        doc.pop("tuning", None)
+    if not v.heuristics:
+        doc.pop("heuristics", None)
     if v.targets:
         doc["targets"] = list(v.targets)
     else:  # single-target variants keep the document (and the meta task's up-to-date check) they had

@@ -45,6 +45,10 @@ FIELDS: dict[str, tuple[bool, Any]] = {
     "enable_fp_fusion": (False, DEFAULTS.enable_fp_fusion),
     "debug": (False, DEFAULTS.debug),
     "ptxas_options": (False, list(DEFAULTS.ptxas_options)),
+    # @triton.autotune / @triton.heuristics rows (ttbuild.graph.tunevariants)
+    "autotune": (False, False),
+    "configs": (False, None),
+    "tune": (False, None),
 }
 
 
@@ -79,6 +83,10 @@ class Variant:
     debug: bool = DEFAULTS.debug
     ptxas_options: tuple[str, ...] = DEFAULTS.ptxas_options
     targets: tuple[str, ...] = ()
+    # an autotune expansion's record (ttbuild.graph.tunevariants): group, key, config, tune plan
+    tuning: dict | None = field(default=None, hash=False, compare=False)
+    # constexpr name -> expression over `args` that @triton.heuristics computes at launch
+    heuristics: dict = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def options(self) -> Options:
@@ -115,6 +123,7 @@ def load_variants(kernels_dir: str | Path, row_errors: list | None = None) -> li
     path = kernels_dir / VARIANTS_FILE
     shown = f"{kernels_dir.name}/{VARIANTS_FILE}"
     _is_file.cache_clear()  # asked afresh for every list: files come and go between loads
+    _head.cache_clear()
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -135,19 +144,44 @@ def load_variants(kernels_dir: str | Path, row_errors: list | None = None) -> li
     variants, seen = [], {}
     for index, row in enumerate(rows, start=1):
         try:
-            variant = _validate(index, row, kernels_dir, locator)
-            if variant.name in seen:
-                raise VariantError(
-                    f"variant #{index}: name {variant.name!r} is already used by variant #{seen[variant.name]}",
-                    locator.field(index, "name"))
-        except VariantError as err:
+            expanded = _expand(_validate(index, row, kernels_dir, locator), row, kernels_dir, locator)
+            for variant in expanded:
+                if variant.name in seen:
+                    raise VariantError(
+                        f"variant #{index}: name {variant.name!r} is already used by variant #{seen[variant.name]}",
+                        locator.field(index, "name"))
+        except CompilationError as err:  # VariantError, or a decorator the reader refuses
             if row_errors is None:
                 raise
             row_errors.append((index, err))
             continue
-        seen[variant.name] = index
-        variants.append(variant)
+        for variant in expanded:
+            seen[variant.name] = index
+        variants.extend(expanded)
     return variants
+
+
+def _expand(variant: Variant, row: dict, kernels_dir: Path, locator: "_Locator") -> list[Variant]:
+    """The variants one row stands for: itself, or one per autotune config / heuristic value."""
+    if not any(k in row for k in ("autotune", "configs", "tune")) and "heuristics" not in _head(kernels_dir, variant.file):
+        return [variant]
+    from .tunevariants import expand
+
+    label = f"variant #{variant.index} ({variant.name})"
+
+    def fail(fld: str, why: str) -> VariantError:
+        return VariantError(f"{label}: field {fld!r}: {why}", locator.field(variant.index, fld))
+
+    return expand(variant, row, kernels_dir, fail)
+
+
+@functools.lru_cache(maxsize=4096)
+def _head(kernels_dir: Path, rel: str) -> str:
+    """A kernel file's text, once per file of a list (only its mention of heuristics is asked)."""
+    try:
+        return (kernels_dir / rel).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
 
 
 @functools.lru_cache(maxsize=4096)
@@ -215,6 +249,8 @@ def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator") -> 
     for cname, cval in constexprs.items():
         if not _IDENT.match(cname):
             raise fail("constexprs", f"{cname!r} is not a parameter name")
+        if isinstance(cval, list) and cval and all(isinstance(x, (bool, int, float, str)) for x in cval):
+            continue  # values of a constexpr @triton.heuristics computes (checked by _expand)
         if not isinstance(cval, (bool, int, float, str)):
             raise fail("constexprs", f"{cname} = {cval!r}: a constexpr is an int, float, bool or string")
 
@@ -259,7 +295,8 @@ def _default_name(values: dict) -> str:
     from .keys import xxh3_hex
 
     # `targets` joins the hash only when given, so single-target names stay as they were.
-    opts = {k: v for k, v in values.items() if k not in ("name", "until") and not (k == "targets" and v is None)}
+    opts = {k: v for k, v in values.items() if k not in ("name", "until") and not (k == "targets" and v is None)
+            and not (k in ("autotune", "configs", "tune") and v in (None, False))}
     return f"{values['kernel']}_{xxh3_hex(canonical_json(opts))[:8]}"
 
 

@@ -14,10 +14,11 @@ from .launcher import Launcher, LaunchError
 from .metadata import MetadataError, Param, Variant, read_library
 from .select import NoMatchingVariant
 from .torchop import TorchOpError, torch_op
+from .tuned import TunedLauncher, TuningError, load_table
 
 __all__ = ["load", "Library", "Launcher", "Variant", "Param", "Driver", "CudaDriver", "CtypesCudaDriver",
            "CudaError", "MetadataError", "NoMatchingVariant", "LaunchError", "InteropError", "TorchOpError",
-           "default_driver", "torch_op"]
+           "default_driver", "torch_op", "TunedLauncher", "TuningError"]
 
 
 class Library:
@@ -27,7 +28,9 @@ class Library:
     `add_kernel`): `lib.add_kernel` / `lib["add_kernel"]` is the Launcher over its variants
     when one file defines that name, `lib["vector_add.py:add_kernel"]` (".py" optional) names
     it always; an ambiguous short name raises AttributeError (KeyError through `[]`) listing the
-    qualified names. `lib.variant(name)` is a Launcher over one variant.
+    qualified names. `lib.variant(name)` is a Launcher over one variant. A kernel built from
+    `@triton.autotune` / `@triton.heuristics` rows is a TunedLauncher reading
+    `<artifacts>/tuning/<kernel>.json` (ttbuild.runtime.tuned).
     """
 
     def __init__(self, variants: list[Variant], lib_dir: str, driver=None):
@@ -41,12 +44,18 @@ class Library:
         for file, kernel in groups:
             names.setdefault(kernel, []).append(f"{file}:{kernel}" if file else kernel)
         self._qualified = {kernel: sorted(qs) for kernel, qs in names.items()}
+        tuning_dir = os.path.join(os.path.dirname(os.path.abspath(lib_dir)), "tuning")
         self._launchers = {}
         for (file, kernel), vs in groups.items():
             unique = len(self._qualified[kernel]) == 1
             q = f"{file}:{kernel}" if file else kernel
             try:
-                self._launchers[q] = Launcher(kernel if unique else q, vs, driver)
+                if any(v.autotune or v.heuristics for v in vs):
+                    # artifacts/tuning/<kernel>.json (<file stem>.<kernel>.json when two files define it)
+                    table = load_table(tuning_dir, kernel if unique else f"{file.removesuffix('.py')}.{kernel}")
+                    self._launchers[q] = TunedLauncher(kernel if unique else q, vs, driver, table)
+                else:
+                    self._launchers[q] = Launcher(kernel if unique else q, vs, driver)
             except MetadataError as exc:  # raised when that kernel is asked for: the rest loads
                 self._launchers[q] = exc
         self._single: dict = {}

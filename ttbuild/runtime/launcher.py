@@ -290,10 +290,16 @@ class Launcher:
         self._bound: dict = {}
         self._maker = None
         self._maker_dyn = None
-        self._kinds = fastpath.position_kinds(self.variants) if self._runtime_first else None
+        self._kinds = fastpath.position_kinds(self.variants)  # runtime_call's form for any order
         self._ns = None  # the generated launch functions' globals (_namespace)
         self._c_launch = None  # claunch.FastLaunch once _make_maker found the C path usable
         self._c_address = None
+
+    @property
+    def runtime_first(self) -> bool:
+        """Whether the runtime parameters come before every constexpr (then a call may pass
+        the runtime arguments alone, positionally: the fast path)."""
+        return self._runtime_first
 
     @property
     def driver(self):
@@ -302,6 +308,16 @@ class Launcher:
         return self._driver
 
     def __getitem__(self, grid):
+        if not self._runtime_first:  # arguments bind to every parameter in order (Triton's call)
+            return functools.partial(self._launch, grid)
+        return self.runtime_call(grid)
+
+    def runtime_call(self, grid):
+        """The launch callable for `grid` that takes the runtime arguments alone, positionally
+        (`stream=`, `launch_pdl=` by name), whatever the order of the kernel's parameters: the
+        generated fast paths serve it. `launcher[grid]` is this when the runtime parameters come
+        first; for a kernel with constexprs among them it is how ttbuild.runtime.tuned launches
+        a variant it has already matched to the call's constexprs."""
         tp = type(grid)
         if tp is tuple or tp is int:
             fn = self._bound.get(grid)
@@ -313,7 +329,13 @@ class Launcher:
                 self._maker_dyn = self._make_maker(dynamic=True) or False
             if self._maker_dyn:
                 return self._maker_dyn(grid)
-        return functools.partial(self._launch, grid)
+        return self._fallback(grid)
+
+    def _fallback(self, grid):
+        """The generic path for runtime_call's argument form."""
+        if self._runtime_first:
+            return functools.partial(self._launch, grid)
+        return lambda *values, stream=None, **kw: self._launch_values(grid, values, kw, stream)
 
     def __repr__(self):
         return f"<ttbuild kernel {self.kernel}: {', '.join(v.variant for v in self.variants)}>"
@@ -325,7 +347,7 @@ class Launcher:
         else the generic path; an empty grid launches nothing but still checks arguments."""
         g = _grid3(grid)
         if g[0] == 0 or g[1] == 0 or g[2] == 0:
-            return functools.partial(self._launch, grid)
+            return self._fallback(grid)
         if self._maker is None:
             self._maker = self._make_maker() or False
         if self._maker:
@@ -333,7 +355,7 @@ class Launcher:
             if self._c_launch is not None and max(g) <= 0xFFFFFFFF:
                 fn = self._c_launch(fastpath.c_kinds(self._kinds), *g, self._ns, fn, self._c_address)
         else:
-            fn = functools.partial(self._launch, grid)
+            fn = self._fallback(grid)
         if len(self._bound) >= MAX_CACHED:
             self._bound.clear()
         self._bound[grid] = fn
@@ -371,8 +393,12 @@ class Launcher:
             driver.check_code("cuLaunchKernel", err, f"grid={(g0, g1, g2)}, block=({hit[5]},1,1), "
                                                      f"shared={hit[6]}")
 
-        def slow(grid, args, kw, stream):
-            return self._launch(grid, *args, stream=stream, **kw)
+        if self._runtime_first:
+            def slow(grid, args, kw, stream):
+                return self._launch(grid, *args, stream=stream, **kw)
+        else:  # only runtime_call reaches the generated path: its arguments are the runtime ones
+            def slow(grid, args, kw, stream):
+                return self._launch_values(grid, args, kw, stream)
 
         return {
             "TT": fastpath._NoTensorYet, "getdev": None, "rawstream": None, "D": {},
@@ -457,6 +483,18 @@ class Launcher:
             values, constexprs, options = self._bind(args, kwargs)
             if pdl:
                 options = dict(options or {}, _pdl=True)
+        return self._launch_bound(grid, values, constexprs, options, stream)
+
+    def _launch_values(self, grid, values, kw, stream):
+        """runtime_call's generic path: `values` are the runtime arguments in order."""
+        pdl = kw.pop("launch_pdl", False)
+        if kw or len(values) != self._n_runtime:
+            raise LaunchError(f"{self.kernel}: this launch takes the {self._n_runtime} runtime arguments "
+                              f"({', '.join(self.runtime_names)}) positionally, got {len(values)}"
+                              + (f" and {', '.join(kw)} by name" if kw else ""))
+        return self._launch_bound(grid, tuple(values), None, {"_pdl": True} if pdl else None, stream)
+
+    def _launch_bound(self, grid, values, constexprs, options, stream):
         read = read_args(values, self.runtime_names, self.kernel)
         device = read.device
         if read.torch_type is not None:

@@ -101,6 +101,11 @@ class Variant:
     ptx_version: int = PTX_VERSION
     min_cuda_driver: int = field(default_factory=lambda: min_cuda_driver(PTX_VERSION))
     file: str = ""  # the kernel's source file, relative to the kernels folder ("" in older libraries)
+    # @triton.autotune expansion: {"group", "key", "config", "configs", "reset_to_zero",
+    # "restore_value", "tune"?}; None for a plain variant (ttbuild.runtime.tuned)
+    autotune: dict | None = field(default=None, hash=False, compare=False)
+    # constexpr name -> @triton.heuristics expression over `args` (ttbuild.runtime.heuristics)
+    heuristics: dict = field(default_factory=dict, hash=False, compare=False)
 
     @property
     def launch_params(self) -> tuple[Param, ...]:
@@ -210,11 +215,33 @@ def parse_variant(doc: Any, json_path: str) -> Variant:
         ptx_version=ptx_version,
         min_cuda_driver=min_driver,
         file=doc.get("file", "") if isinstance(doc.get("file", ""), str) else "",
+        autotune=_autotune(doc.get("autotune"), where),
+        heuristics=_heuristics(doc.get("heuristics"), where),
     )
     _ = v.capability  # validate the target string now, not at the first launch
     if not 1 <= v.num_warps <= MAX_NUM_WARPS:
         raise MetadataError(f"{where}: num_warps {v.num_warps} out of range 1..{MAX_NUM_WARPS}")
     return v
+
+
+def _autotune(raw, where: str) -> dict | None:
+    """The "autotune" record of an expanded variant, checked for what the runtime reads."""
+    if raw is None:
+        return None
+    ok = (isinstance(raw, dict) and isinstance(raw.get("group"), str)
+          and isinstance(raw.get("config"), int) and isinstance(raw.get("key"), list)
+          and all(isinstance(k, str) for k in raw["key"]))
+    if not ok:
+        raise MetadataError(f"{where}: 'autotune' needs group (string), config (int) and key (list of names)")
+    return dict(raw)
+
+
+def _heuristics(raw, where: str) -> dict:
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in raw.items()):
+        raise MetadataError(f"{where}: 'heuristics' must map constexpr names to expressions")
+    return dict(raw)
 
 
 def _images(doc: dict, json_path: str, cubin_path: str) -> tuple[Image, ...]:

@@ -1,0 +1,70 @@
+"""The autotuned matmul (kernels/matmul_autotune.py, @triton.autotune + @triton.heuristics) on a real GPU: `ttbuild tune`'s core tunes it over three shapes, the recorded winner is the fastest config when every config is timed again, and launches through the table compute A @ B at tuned, nearby and odd shapes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+KERNELS = Path(__file__).resolve().parents[2] / "kernels"
+SHAPES = [{"M": 256, "N": 256, "K": 256}, {"M": 1024, "N": 1024, "K": 1024}, {"M": 2048, "N": 1024, "K": 512}]
+# Timing noise between two timings of the same kernel: the winner must be within this of the best.
+NOISE = 1.10
+
+
+@pytest.fixture(scope="module")
+def tuned(lib, tmp_path_factory):
+    from ttbuild.runtime.tuned import TunedLauncher
+
+    try:
+        launcher = lib["tuned_matmul_kernel"]
+    except KeyError:
+        pytest.skip("tuned_matmul_kernel is not in the library (rebuild: `doit`)")
+    assert isinstance(launcher, TunedLauncher)
+    return launcher
+
+
+def test_the_recorded_winner_is_the_fastest_config_timed_again(torch, tuned, tmp_path):
+    from ttbuild.runtime import tuner
+
+    # the row's harness, with three small shapes so the test stays short
+    plan = {"tuned_matmul_fp16": {"args": "matmul_autotune_tune.py:make_args", "shapes": SHAPES}}
+    doc = tuner.tune_kernel(tuned, str(KERNELS), str(tmp_path), "tuned_matmul_kernel", only=plan,
+                            warmup_ms=10, rep_ms=40)
+    table = json.loads((tmp_path / "tuned_matmul_kernel.json").read_text())
+    assert table == json.loads(json.dumps(doc)) and len(table["entries"]) == 3
+    make = tuner.load_harness(str(KERNELS), "matmul_autotune_tune.py:make_args")
+    for entry in table["entries"]:
+        times = {int(c): t for c, t in entry["times_ms"].items()}
+        assert entry["config"] == tuner.winner(times)  # reproducible from the recorded times
+        args, grid = make(**entry["shape"])
+        again = tuner.time_configs(tuned, tuple(args), grid, warmup_ms=10, rep_ms=40)
+        best = min(t for t in again.values() if t is not None)
+        assert again[entry["config"]] <= NOISE * best, (entry["shape"], again)
+
+
+@pytest.mark.parametrize("shape", [(512, 512, 512), (500, 390, 200), (1024, 2040, 777)])
+def test_launches_through_the_table_match_torch(torch, tuned, shape, tmp_path):
+    from ttbuild.runtime.tuned import TABLE_SCHEMA, TunedLauncher, TuningTable
+
+    M, N, K = shape
+    table = TuningTable({"schema": TABLE_SCHEMA, "entries": [
+        {"group": "tuned_matmul_fp16", "key": [512, 512, 512, "fp16", "fp16", "fp16"], "config": 3, "times_ms": {}}]})
+    launcher = TunedLauncher(tuned.kernel, tuned.variants, table=table)
+    # rows padded to 16 elements: the variants promise 16-divisible strides, not sizes
+    pad = lambda n: -(-n // 16) * 16  # noqa: E731
+    a = torch.randn(M, pad(K), device="cuda", dtype=torch.float16)[:, :K]
+    b = torch.randn(K, pad(N), device="cuda", dtype=torch.float16)[:, :N]
+    c = torch.full((M, pad(N)), float("nan"), device="cuda", dtype=torch.float16)[:, :N]
+    grid = lambda meta: (-(-M // meta["BLOCK_SIZE_M"]) * -(-N // meta["BLOCK_SIZE_N"]),)  # noqa: E731
+    launcher[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+    torch.cuda.synchronize()
+    chosen = launcher.config_for(a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+    assert chosen["config"] == 3 and chosen["how"] == ("exact" if shape == (512, 512, 512) else "nearest")
+    ref = a.float() @ b.float()
+    assert torch.allclose(c.float(), ref, rtol=1e-2, atol=5e-2 * max(1, K / 256) ** 0.5)
+    even = launcher.select(a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1)).constexprs["EVEN_K"]
+    assert even == (K % 32 == 0)

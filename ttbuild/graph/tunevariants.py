@@ -1,0 +1,182 @@
+"""Expand a variants.toml row whose kernel carries `@triton.autotune` / `@triton.heuristics` into one ordinary variant per config and heuristic value.
+
+A row with `autotune = true` (or `configs = "all"`, or `configs = [i, ...]` for some of them)
+becomes one variant per `triton.Config` of the kernel's decorator, named `<row name>.c<i>`
+(i: the config's place in the decorator's list); each takes the config's kwargs as constexprs
+and its num_warps / num_stages / num_ctas. A constexpr that `@triton.heuristics` computes is
+built for each value the row lists (`constexprs = { EVEN_K = [true, false] }`), for both
+booleans when the heuristic is a comparison and the row names none, and named
+`.<NAME>-<value>` after the config part. Every expanded variant is an ordinary build task
+(cached, incremental, sharded by its name). Its `tuning` record (`key`, config index, the
+`tune` plan) and `heuristics` (name -> expression) reach the metadata JSON, where the runtime
+reads them (ttbuild.runtime.tuned). Rules from python/triton/runtime/autotuner.py: a config
+kwarg passed again is a conflict; heuristics run after the config is chosen.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+from pathlib import Path
+from typing import Callable
+
+from ttbuild.errors import CompilationError
+
+_SHAPE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+@functools.lru_cache(maxsize=256)
+def _decorators(path: str, mtime_ns: int, size: int, kernel: str, shown: str):
+    """read_decorators of one kernel file, once per file version (a 3000-row list names a file
+    many times)."""
+    from ttbuild.frontend.autotune import read_decorators
+
+    return read_decorators(Path(path).read_bytes(), kernel, shown)
+
+
+def decorators_of(kernels_dir: Path, rel: str, kernel: str):
+    """The kernel's Decorators (ttbuild.frontend.autotune), or None when its file mentions
+    neither decorator (most files: no parse). Raises CompilationError for a decorator that
+    cannot be read statically."""
+    path = kernels_dir / rel
+    st = path.stat()
+    data = path.read_bytes()
+    if b"autotune" not in data and b"heuristics" not in data:
+        return None
+    found = _decorators(str(path), st.st_mtime_ns, st.st_size, kernel, rel)
+    return None if found.autotune is None and not found.heuristics else found
+
+
+def _value_name(value) -> str:
+    if isinstance(value, bool):
+        return "1" if value else "0"
+    return re.sub(r"[^A-Za-z0-9_.]", "_", str(value))
+
+
+def check_tune_plan(plan, key: tuple[str, ...], kernels_dir: Path, fail: Callable[[str, str], CompilationError]) -> dict:
+    """The row's `tune = { args = "file.py:function", shapes = [{M = 512, ...}, ...] }`,
+    validated: `args` names a function in a Python file of the kernels folder (called on the
+    GPU machine by `ttbuild tune` with one shape's values as keywords, returning the launch
+    arguments and the grid); every shape gives an int for each name of the autotune key."""
+    if not isinstance(plan, dict):
+        raise fail("tune", 'must be a table like { args = "matmul_tune.py:make_args", shapes = [{ M = 512, ... }] }')
+    extra = sorted(set(plan) - {"args", "shapes"})
+    if extra:
+        raise fail("tune", f"unknown key {extra[0]!r}: a tune plan has 'args' and 'shapes'")
+    args = plan.get("args")
+    if not isinstance(args, str) or args.count(":") != 1:
+        raise fail("tune", "'args' must be \"file.py:function\" (the function that makes one shape's arguments)")
+    file, func = args.split(":")
+    if not file.endswith(".py") or Path(file).is_absolute() or ".." in Path(file).parts:
+        raise fail("tune", f"'args': {file!r} must be a Python file inside the kernels folder")
+    if not (kernels_dir / file).is_file():
+        raise fail("tune", f"'args': {file!r} does not exist in {kernels_dir.name}/")
+    if not func.isidentifier():
+        raise fail("tune", f"'args': {func!r} is not a function name")
+    shapes = plan.get("shapes")
+    if not isinstance(shapes, list) or not shapes or not all(isinstance(s, dict) for s in shapes):
+        raise fail("tune", "'shapes' must be a non-empty list of tables like { M = 512, N = 512, K = 512 }")
+    for s in shapes:
+        missing = [k for k in key if k not in s]
+        if missing:
+            raise fail("tune", f"shape {s} gives no value for {', '.join(missing)} (the autotune key is "
+                               f"{list(key)})")
+        for name, value in s.items():
+            if not _SHAPE_NAME.match(name) or isinstance(value, bool) or not isinstance(value, (int, float, str)):
+                raise fail("tune", f"shape {s}: {name} = {value!r} is not a name = number")
+    return {"args": args, "shapes": [dict(s) for s in shapes]}
+
+
+def expand(variant, row: dict, kernels_dir: Path, fail: Callable[[str, str], CompilationError]) -> list:
+    """The variants row `row` (already validated into `variant`, a ttbuild.graph.variants.Variant)
+    stands for: [variant] for a kernel without the decorators, else its expansion (module
+    docstring). Raises CompilationError (from `fail(field, why)` or located in the kernel file)."""
+    wants = row.get("autotune", False)
+    configs_field = row.get("configs")
+    if not isinstance(wants, bool):
+        raise fail("autotune", "must be true or false")
+    if configs_field is not None and not (configs_field == "all" or (
+            isinstance(configs_field, list) and configs_field
+            and all(isinstance(i, int) and not isinstance(i, bool) for i in configs_field))):
+        raise fail("configs", 'must be "all" or a list of config indices like [0, 2]')
+    wants = wants or configs_field is not None
+    deco = decorators_of(kernels_dir, variant.file, variant.kernel)
+    listed = sorted(k for k, v in variant.constexprs.items() if isinstance(v, list))
+    computed = {h.name for h in deco.heuristics} if deco is not None else set()
+    if set(listed) - computed:
+        raise fail("constexprs", f"{sorted(set(listed) - computed)[0]}: a list of values is only for a constexpr "
+                                 "that @triton.heuristics computes (one variant per value)")
+    if "tune" in row and not wants:
+        raise fail("tune", "a tune plan needs autotune = true")
+    if deco is None:
+        if wants:
+            raise fail("autotune", f"{variant.kernel} in {variant.file} has no @triton.autotune decorator")
+        return [variant]
+    tune = deco.autotune
+    if wants and tune is None:
+        raise fail("autotune", f"{variant.kernel} in {variant.file} has no @triton.autotune decorator")
+
+    # (suffix, constexprs, options, tuning) per config; one plain entry when not autotuned
+    if wants:
+        fixed = [k for k in ("num_warps", "num_stages", "num_ctas") if k in row]
+        if fixed:
+            raise fail(fixed[0], "each autotune config sets it (triton.Config); remove it from the row")
+        indices = list(range(len(tune.configs))) if configs_field in (None, "all") else configs_field
+        for i in indices:
+            if not 0 <= i < len(tune.configs):
+                raise fail("configs", f"config {i} does not exist: the decorator lists {len(tune.configs)}")
+        plan = check_tune_plan(row["tune"], tune.key, kernels_dir, fail) if "tune" in row else None
+        group = {"group": variant.name, "key": list(tune.key), "reset_to_zero": list(tune.reset_to_zero),
+                 "restore_value": list(tune.restore_value), "configs": len(tune.configs)}
+        if plan is not None:
+            group["tune"] = plan
+        points = []
+        for i in indices:
+            cfg = tune.configs[i]
+            clash = sorted(set(cfg.kwargs) & set(variant.constexprs))
+            if clash:
+                raise fail("constexprs", f"{clash[0]} is set by the autotune configs (Triton: 'Conflicting "
+                                         f"meta-parameters'); remove it from the row")
+            if cfg.maxnreg is not None:
+                raise fail("autotune", f"config {i} sets maxnreg={cfg.maxnreg}, which ttbuild does not "
+                                       "support yet; list the other configs with configs = [...]")
+            opts = {"num_warps": cfg.num_warps, "num_stages": cfg.num_stages, "num_ctas": cfg.num_ctas}
+            points.append((f".c{i}", dict(cfg.kwargs), opts, dict(group, config=i, kwargs=dict(cfg.kwargs), **opts)))
+    else:
+        points = [("", {}, {}, None)]
+
+    heur = deco.heuristics
+    if not heur:
+        return [_make(variant, suffix, kw, opts, tuning, {}) for suffix, kw, opts, tuning in points]
+    exprs = {h.name: h.expr for h in heur}
+    axes = []  # (name, values) for each computed constexpr
+    for h in heur:
+        given = variant.constexprs.get(h.name)
+        if isinstance(given, list):
+            values = given
+        elif given is not None:
+            values = [given]
+        elif h.boolean:
+            values = [False, True]
+        else:
+            raise fail("constexprs", f"{h.name} is computed at launch by @triton.heuristics ({h.expr}); "
+                                     f"list the values to build, e.g. constexprs = {{ {h.name} = [..] }}")
+        if not values or not all(isinstance(v, (bool, int, float, str)) for v in values):
+            raise fail("constexprs", f"{h.name}: the values to build must be ints, floats, bools or strings")
+        axes.append((h.name, values))
+    out = []
+    for suffix, kw, opts, tuning in points:
+        combos = [("", {})]
+        for name, values in axes:
+            combos = [(s + (f".{name}-{_value_name(v)}" if len(values) > 1 else ""), {**c, name: v})
+                      for s, c in combos for v in values]
+        for s, c in combos:
+            out.append(_make(variant, suffix + s, {**kw, **c}, opts, tuning, exprs))
+    return out
+
+
+def _make(variant, suffix: str, constexprs: dict, options: dict, tuning, heuristics: dict):
+    base = {k: v for k, v in variant.constexprs.items() if not isinstance(v, list)}
+    return dataclasses.replace(variant, name=variant.name + suffix, constexprs={**base, **constexprs},
+                               tuning=tuning, heuristics=dict(heuristics), **options)

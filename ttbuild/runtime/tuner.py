@@ -1,0 +1,273 @@
+"""`ttbuild tune`: times every config of each autotuned kernel on this GPU for the shapes its rows list, and writes `artifacts/tuning/<kernel>.json`.
+
+Needs the runtime, torch and a GPU, not the compiler (it runs where the library is used). Each
+shape comes from the row's `tune = { args = "file.py:function", shapes = [...] }` plan: the
+function, imported from the kernels folder, takes the shape's values as keywords and returns
+`(args, grid)` (the runtime arguments in order; grid a tuple or a function of META, as in
+Triton). Timing follows `triton.testing.do_bench` (python/triton/testing.py): warm-up for
+about `warmup_ms`, then about `rep_ms` of runs, each after the L2 cache is flushed by writing a
+256 MB buffer, timed with CUDA events; a config's time is the median, in milliseconds. As in
+Triton's Autotuner, the `reset_to_zero` arguments are zeroed before every run and the
+`restore_value` ones restored after timing; a config that fails to launch (too much shared
+memory, ...) gets no time and cannot win. The winner is the config with the smallest median.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib.util
+import json
+import os
+import sys
+import time
+
+from ..fileio import atomic_write
+from .tuned import RULE, TABLE_SCHEMA, TunedLauncher, table_path
+
+FLUSH_BYTES = 256 * 1024 * 1024
+
+
+def _torch():
+    import torch
+
+    return torch
+
+
+def bench(fn, *, zero=(), restore=(), warmup_ms: float = 25.0, rep_ms: float = 100.0,
+          max_reps: int = 1000) -> float:
+    """Median milliseconds of `fn()` (a launch on torch's current stream), do_bench's method
+    (module docstring). `zero`: tensors zeroed before each run; `restore`: tensors put back
+    afterwards. Raises what `fn` raises."""
+    torch = _torch()
+    saved = [t.clone() for t in restore]
+    cache = torch.empty(FLUSH_BYTES, dtype=torch.int8, device="cuda")
+
+    def once():
+        for t in zero:
+            t.zero_()
+        fn()
+
+    once()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(5):
+        cache.zero_()
+        once()
+    end.record()
+    torch.cuda.synchronize()
+    estimate = max(start.elapsed_time(end) / 5, 1e-3)
+    for _ in range(max(1, int(warmup_ms / estimate))):
+        once()
+    n = max(5, min(max_reps, int(rep_ms / estimate)))
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    for i in range(n):
+        cache.zero_()
+        for t in zero:
+            t.zero_()
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize()
+    times = sorted(s.elapsed_time(e) for s, e in zip(starts, ends))
+    for t, s in zip(restore, saved):
+        t.copy_(s)
+    return times[len(times) // 2] if n % 2 else (times[n // 2 - 1] + times[n // 2]) / 2
+
+
+def time_configs(launcher: TunedLauncher, args: tuple, grid, configs=None, **bench_kw) -> dict[int, float | None]:
+    """Config index -> median ms for one call's `args` (as the kernel is called: every parameter
+    in order, or the runtime ones alone when they come first; None: it failed to launch). Arguments
+    named in the kernel's reset_to_zero / restore_value are handled as Triton's Autotuner does."""
+    names = launcher.base.runtime_names
+    values, given, _ = launcher.bind(args)
+    record = next(v.autotune for v in launcher.variants if v.autotune)
+    zero = [values[names.index(n)] for n in record.get("reset_to_zero", []) if n in names]
+    restore = [values[names.index(n)] for n in record.get("restore_value", []) if n in names]
+    out = {}
+    for c in (launcher.configs if configs is None else configs):
+        try:
+            call = launcher.launcher_for(c, values, given).runtime_call(grid)
+            out[c] = bench(functools.partial(call, *values), zero=zero, restore=restore, **bench_kw)
+        except Exception as exc:  # noqa: BLE001 - Triton's Autotuner too gives a failing config no time
+            _torch().cuda.synchronize()
+            out[c] = None
+            print(f"  config {c}: {type(exc).__name__}: {str(exc).splitlines()[0]}", file=sys.stderr)
+    return out
+
+
+def winner(times: dict) -> int | None:
+    """The fastest config of `times` (first listed on a tie), None when none ran."""
+    ran = [(t, c) for c, t in times.items() if t is not None]
+    return min(ran, key=lambda x: x[0])[1] if ran else None
+
+
+def device_info() -> dict:
+    torch = _torch()
+    props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    return {"name": props.name, "capability": list(torch.cuda.get_device_capability()),
+            "multiprocessors": props.multi_processor_count, "cuda": torch.version.cuda,
+            "torch": torch.__version__,
+            "clocks": "not locked by ttbuild: the GPU's default application clocks and boost"}
+
+
+def load_harness(kernels_dir: str, spec: str):
+    """The `file.py:function` of a tune plan, imported from the kernels folder."""
+    file, func = spec.split(":")
+    path = os.path.join(kernels_dir, file)
+    name = "ttbuild_tune_" + os.path.splitext(file)[0].replace("/", "_").replace(".", "_")
+    module = sys.modules.get(name)
+    if module is None:
+        mspec = importlib.util.spec_from_file_location(name, path)
+        if mspec is None or mspec.loader is None:
+            raise FileNotFoundError(f"{path}: cannot import the tune harness")
+        module = importlib.util.module_from_spec(mspec)
+        sys.modules[name] = module
+        mspec.loader.exec_module(module)
+    try:
+        return getattr(module, func)
+    except AttributeError:
+        raise AttributeError(f"{path} defines no function {func!r} (the tune plan's args)") from None
+
+
+def plans(launcher: TunedLauncher) -> dict[str, dict]:
+    """group (row name) -> its tune plan, for the groups whose rows have one."""
+    out = {}
+    for v in launcher.variants:
+        rec = v.autotune
+        if rec and rec.get("tune") and rec["group"] not in out:
+            out[rec["group"]] = rec["tune"]
+    return out
+
+
+def tune_kernel(launcher: TunedLauncher, kernels_dir: str, tuning_dir: str, table_name: str,
+                progress=None, only: dict | None = None, **bench_kw) -> dict:
+    """Tune every planned (group, shape) of one kernel and write its table; returns the table
+    document. `only`: group -> plan to use instead of the rows' plans. Entries for other keys
+    already in the table are kept."""
+    path = table_path(tuning_dir, table_name)
+    old = []
+    if os.path.exists(path):
+        with open(path, "rb") as f:
+            old = json.loads(f.read()).get("entries", [])
+    entries = []
+    for group, plan in (plans(launcher) if only is None else only).items():
+        make = load_harness(kernels_dir, plan["args"])
+        for shape in plan["shapes"]:
+            args, grid = make(**shape)
+            args = tuple(args)
+            key = launcher.key_of(launcher.bind(args)[0])
+            configs = [c for c in launcher.configs
+                       if any(v.autotune["group"] == group for v in launcher.variants_of(c))]
+            times = time_configs(launcher, args, grid, configs, **bench_kw)
+            best = winner(times)
+            entries.append({"group": group, "key": list(key), "shape": dict(shape), "config": best,
+                            "times_ms": {str(c): (round(t, 6) if t is not None else None) for c, t in times.items()}})
+            if progress is not None:
+                progress(group, shape, times, best)
+    fresh = {(e["group"], tuple(e["key"])) for e in entries}
+    kept = [e for e in old if (e.get("group"), tuple(e.get("key", []))) not in fresh]
+    first = launcher.variants[0]
+    doc = {
+        "schema": TABLE_SCHEMA, "kernel": first.kernel, "file": first.file, "key": list(launcher.key_names),
+        "rule": RULE, "device": device_info(),
+        "timing": {"method": "median of CUDA-event times, L2 flushed before each run (triton.testing.do_bench)",
+                   **{k: v for k, v in bench_kw.items()}},
+        "configs": {str(c): {"kwargs": launcher.config_kwargs[c],
+                             **{k: launcher.variants_of(c)[0].autotune.get(k) for k in ("num_warps", "num_stages")}}
+                    for c in launcher.configs},
+        "variants": {v.variant: v.images[0].sha256 for v in launcher.variants if v.images},
+        "entries": kept + [e for e in entries if e["config"] is not None],
+        "tuned_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    os.makedirs(tuning_dir, exist_ok=True)
+    atomic_write(path, (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode())
+    return doc
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`ttbuild tune [-o ARTIFACTS] [-k KERNELS] [--kernel NAME]...`; exit 0, or 2 (nothing to tune, bad usage)."""
+    ap = argparse.ArgumentParser(prog="ttbuild tune", description=__doc__.splitlines()[0])
+    ap.add_argument("-o", "--artifacts", default="artifacts", metavar="DIR", help="the built library (lib/ inside)")
+    ap.add_argument("-k", "--kernels", default="kernels", metavar="DIR", help="the kernels folder (tune harnesses)")
+    ap.add_argument("--kernel", action="append", default=None, metavar="NAME", help="tune only this kernel")
+    ap.add_argument("--warmup-ms", type=float, default=25.0)
+    ap.add_argument("--rep-ms", type=float, default=100.0)
+    args = ap.parse_args(argv)
+    from . import load
+
+    lib = load(args.artifacts)
+    tuning_dir = os.path.join(args.artifacts, "tuning")
+    todo = []
+    for name in lib.kernels:
+        launcher = lib[name]
+        if isinstance(launcher, TunedLauncher) and plans(launcher) and (args.kernel is None or name in args.kernel):
+            todo.append((name, launcher))
+    if not todo:
+        print("ttbuild tune: no autotuned kernel with a tune plan (a row with autotune = true and "
+              "tune = { args = ..., shapes = [...] })", file=sys.stderr)
+        return 2
+    report = _Report(sum(len(p["shapes"]) for _, launcher in todo for p in plans(launcher).values()))
+    with report:
+        for name, launcher in todo:
+            table = name.replace(".py:", ".").replace(":", ".")
+            doc = tune_kernel(launcher, args.kernels, tuning_dir, table, progress=report.step,
+                              warmup_ms=args.warmup_ms, rep_ms=args.rep_ms)
+            report.rows.extend((name, e) for e in doc["entries"])
+    report.summary(tuning_dir)
+    return 0
+
+
+class _Report:
+    """A progress bar (rich, on a terminal) or one line per shape, and the summary table."""
+
+    def __init__(self, total: int):
+        self.total, self.rows = total, []
+        self.bar = None
+        try:
+            from rich.progress import Progress
+
+            if sys.stdout.isatty():
+                self.bar = Progress()
+        except ImportError:
+            pass
+
+    def __enter__(self):
+        if self.bar is not None:
+            self.bar.__enter__()
+            self.task = self.bar.add_task("tuning", total=self.total)
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.__exit__(*exc)
+
+    def step(self, group, shape, times, best):
+        if self.bar is not None:
+            self.bar.advance(self.task)
+        else:
+            t = times.get(best)
+            print(f"{group} {shape}: config {best}" + (f" {t:.4f} ms" if t is not None else ""), flush=True)
+
+    def summary(self, tuning_dir: str) -> None:
+        header = ("kernel", "group", "shape", "winner", "ms", "runner-up")
+        lines = []
+        for name, e in self.rows:
+            ran = sorted((t, int(c)) for c, t in e["times_ms"].items() if t is not None)
+            second = f"c{ran[1][1]} {ran[1][0] / ran[0][0]:.2f}x" if len(ran) > 1 else "-"
+            lines.append((name, e["group"], " ".join(f"{k}={v}" for k, v in e.get("shape", {}).items()),
+                          f"c{e['config']}", f"{ran[0][0]:.4f}" if ran else "-", second))
+        try:
+            from rich.console import Console
+            from rich.table import Table
+
+            table = Table(*header, title=f"tuning tables in {tuning_dir}")
+            for row in lines:
+                table.add_row(*row)
+            Console().print(table)
+        except ImportError:
+            print("  ".join(header))
+            for row in lines:
+                print("  ".join(row))

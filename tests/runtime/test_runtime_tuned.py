@@ -225,3 +225,29 @@ def test_a_constexpr_value_no_variant_has_is_refused_by_name(tmp_path, monkeypat
     with pytest.raises(LookupError, match=r"no variant of config 1 has STRIDE=2"):
         lib.mm[(2,)](torch.Tensor(0x1000, "float16"), 512, 2, 512)
     assert drv.launches == []
+
+
+def test_a_plain_kernel_called_triton_style_with_constexprs_among_its_parameters(tmp_path, monkeypatch):
+    """Launcher's Triton call (every parameter in order, a specialised stride among them): the
+    constexpr values pick the variant and the generated path serves the repeats."""
+    torch = FakeTorch(monkeypatch)
+    docs = []
+    for stride in (1, 2):
+        params = [{"name": "a_ptr", "kind": "pointer", "dtype": "fp16", "divisibility": 16},
+                  {"name": "M", "kind": "scalar", "dtype": "i32", "divisibility": 1},
+                  {"name": "STRIDE", "kind": "constexpr", "value": stride},
+                  {"name": "K", "kind": "scalar", "dtype": "i32", "divisibility": 1}]
+        docs.append(meta(f"k_s{stride}", "k", params))
+    write_lib(tmp_path, docs)
+    drv = VariantDriver(raw=True)
+    lib = rt.load(str(tmp_path), driver=drv)
+    drv.params_of = {"k": 3}
+    a = torch.Tensor(0x1000, "float16")
+    for stride in (2, 2, 1, 2):
+        lib.k[(1,)](a, 5, stride, 7)
+    assert [x["function"][3] for x in drv.launches] == ["k_s2", "k_s2", "k_s1", "k_s2"]
+    assert [x["path"] for x in drv.launches] == ["launch", "cu_launch", "launch", "cu_launch"]
+    with pytest.raises(rt.NoMatchingVariant, match="STRIDE=3 passed"):
+        lib.k[(1,)](a, 5, 3, 7)
+    lib.k[(1,)](a, 5, K=7, STRIDE=1)   # keywords: the generic path
+    assert drv.launches[-1]["function"][3] == "k_s1"

@@ -169,3 +169,39 @@ def compile_maker(kinds: tuple[str, ...], namespace: dict, raw_launch: bool, nam
     scope: dict = {}
     exec(code, namespace, scope)
     return scope["make"]
+
+
+def choice_source(forms) -> str:
+    """Python source of `make(grid, calls, miss, slow) -> launch(*args, **kw)`: the call forms
+    of a kernel whose launch function depends on some arguments' values (constexprs passed
+    positionally, as Triton's call passes a specialised `stride = 1`; autotune key arguments;
+    heuristics' inputs) and tensors' dtypes (ttbuild.runtime.tuned, Launcher's Triton call).
+
+    `forms`: (number of positional args, runtime positions, value positions, dtype positions)
+    per accepted form. A call with that many positional args and no keywords builds the tuple
+    of those values and dtype objects, looks it up in `calls` (filled by `miss(grid, args,
+    key)`, which returns the launch function taking the runtime arguments) and calls it with
+    the runtime arguments; anything else, or an argument without `.dtype` or an unhashable
+    value, goes to `slow(grid, args, kw)`.
+    """
+    lines = ["def make(grid, calls, miss, slow):", "    def launch(*args, **kw):", "        n = len(args)"]
+    for i, (count, rt_pos, value_pos, dtype_pos) in enumerate(forms):
+        items = [str(i)] + [f"args[{p}]" for p in value_pos] + [f"args[{p}].dtype" for p in dtype_pos]
+        lines += [f"        {'if' if i == 0 else 'elif'} n == {count} and not kw:",
+                  "            try:",
+                  f"                key = ({', '.join(items)},)",
+                  "                fn = calls.get(key)",
+                  "            except (AttributeError, TypeError):  # no dtype, an unhashable value",
+                  "                return slow(grid, args, kw)",
+                  "            if fn is None:",
+                  "                fn = miss(grid, args, key)",
+                  f"            return fn({', '.join(f'args[{p}]' for p in rt_pos)})"]
+    lines += ["        return slow(grid, args, kw)", "    return launch"]
+    return "\n".join(lines) + "\n"
+
+
+def compile_choice(forms):
+    """exec choice_source(forms) and return its `make`."""
+    scope: dict = {}
+    exec(compile(choice_source(forms), f"<ttbuild call forms {[f[0] for f in forms]}>", "exec"), {}, scope)
+    return scope["make"]

@@ -23,7 +23,7 @@ from .args import classify, read_args, resolve_dlpack
 from .driver import CudaError, default_driver
 from .interop import same_stream
 from .metadata import MetadataError, Variant, best_image
-from .select import LAUNCH_OPTIONS, select
+from .select import LAUNCH_OPTIONS, same_constexpr, select
 
 # Bounds on the per-launcher caches (grid -> bound launch function, fast key -> launch state):
 # a program that launches with ever-new grids or alignments must not grow without limit.
@@ -294,6 +294,9 @@ class Launcher:
         self._ns = None  # the generated launch functions' globals (_namespace)
         self._c_launch = None  # claunch.FastLaunch once _make_maker found the C path usable
         self._c_address = None
+        self._choice = None        # Triton's call form, when constexprs sit among the parameters
+        self._triton_bound: dict = {}
+        self._narrowed: dict = {}  # constexpr values -> Launcher over the variants that have them
 
     @property
     def runtime_first(self) -> bool:
@@ -309,8 +312,50 @@ class Launcher:
 
     def __getitem__(self, grid):
         if not self._runtime_first:  # arguments bind to every parameter in order (Triton's call)
-            return functools.partial(self._launch, grid)
+            return self._triton_call(grid)
         return self.runtime_call(grid)
+
+    def _triton_call(self, grid):
+        """Triton's call for a kernel with constexprs among its parameters (a specialised
+        `stride = 1`): every parameter in order. The constexpr values pick the variants once per
+        distinct values (same_constexpr), whose runtime_call launches: generated code
+        (fastpath.choice_source), so the call costs one tuple and one lookup more than the
+        runtime arguments alone. Keywords and anything unusual take the generic path."""
+        hashable = type(grid) in (tuple, int)
+        fn = self._triton_bound.get(grid) if hashable else None
+        if fn is not None:
+            return fn
+        if self._choice is None:
+            params = self.param_names
+            rt_pos = [params.index(n) for n in self.runtime_names]
+            cx_pos = [i for i, n in enumerate(params) if n in self.constexpr_names]
+            self._choice = fastpath.compile_choice([(len(params), rt_pos, cx_pos, ())])
+        calls: dict = {}
+        cx_names = [n for n in self.param_names if n in self.constexpr_names]
+
+        def miss(grid, args, key):
+            given = key[1:]
+            sub = self._narrowed.get(given)
+            if sub is None:
+                match = [v for v in self.variants if all(
+                    n in v.constexprs and same_constexpr(v.constexprs[n], x) for n, x in zip(cx_names, given))]
+                if not match:  # the generic path names every variant and why it does not fit
+                    return lambda *values: self._launch(grid, *args)
+                sub = Launcher(self.kernel, match, self._driver)
+                if len(self._narrowed) >= MAX_CACHED:
+                    self._narrowed.clear()
+                self._narrowed[given] = sub
+            if len(calls) >= MAX_CACHED:
+                calls.clear()
+            fn = calls[key] = sub.runtime_call(grid)
+            return fn
+
+        fn = self._choice(grid, calls, miss, lambda grid, args, kw: self._launch(grid, *args, **kw))
+        if hashable:
+            if len(self._triton_bound) >= MAX_CACHED:
+                self._triton_bound.clear()
+            self._triton_bound[grid] = fn
+        return fn
 
     def runtime_call(self, grid):
         """The launch callable for `grid` that takes the runtime arguments alone, positionally

@@ -86,6 +86,12 @@ def arch_ok(variant: Variant, capability: tuple[int, int] | None) -> str:
             f"{capability[0]}.{capability[1]}")
 
 
+def same_constexpr(have, value) -> bool:
+    """Whether a variant's constexpr `have` accepts the passed `value` (equal; a bool constexpr
+    takes only a bool, as Triton keys a bool apart from an int)."""
+    return have == value and not (type(have) is bool and type(value) is not bool)
+
+
 def check_variant(variant: Variant, keys: tuple, constexprs: dict, options: dict,
                   capability) -> tuple[bool, bool, list[str]]:
     """(accepted, exact, reasons) for one variant; `keys` are the runtime args' key items in order."""
@@ -100,7 +106,7 @@ def check_variant(variant: Variant, keys: tuple, constexprs: dict, options: dict
         have = variant.constexprs.get(name)
         if name not in variant.constexprs:
             reasons.append(f"{name}: not a constexpr of this variant")
-        elif have != value or type(have) is bool and type(value) is not bool:
+        elif not same_constexpr(have, value):
             reasons.append(f"{name}={value!r} passed, variant has {name}={have!r}")
     for name, value in options.items():
         if getattr(variant, name) != value:

@@ -22,6 +22,7 @@ import os
 import warnings
 
 from ..errors import TTBuildError
+from . import fastpath
 from .args import dtype_name
 from .heuristics import check_expression, compile_expression
 from .launcher import MAX_CACHED, Launcher
@@ -162,9 +163,17 @@ class TunedLauncher:
         rt_pos = [self.call_names.index(n) for n in runtime]
         cx_pos = [self.call_names.index(n) for n in self._cx_names]
         self._split = _splitter(rt_pos, cx_pos)
-        self._kget = _getter(self._key_pos)
-        self._pget = _getter(self._ptr_pos)
         self._hget = _getter(self._h_pos)
+        # The generated call (fastpath.choice_source): a Triton call passes call_names in order;
+        # the choice depends on the key arguments, the given constexprs, the heuristics' inputs
+        # and the tensors' dtypes.
+        at = {n: i for i, n in enumerate(self.call_names)}
+        chosen_by = sorted({at[runtime[i]] for i in self._key_pos + self._h_pos} | {at[n] for n in self._cx_names})
+        forms = [(len(self.call_names), [at[n] for n in runtime], chosen_by, [at[runtime[i]] for i in self._ptr_pos])]
+        if self.base.runtime_first and len(runtime) != len(self.call_names):
+            forms.append((len(runtime), list(range(len(runtime))), sorted(set(self._key_pos + self._h_pos)),
+                          list(self._ptr_pos)))
+        self._make = fastpath.compile_choice(forms)
 
     def variants_of(self, config) -> list[Variant]:
         """The variants built for config index `config` (None: a heuristics-only kernel)."""
@@ -248,39 +257,26 @@ class TunedLauncher:
     # ------------------------------------------------------------ launching
 
     def __getitem__(self, grid):
-        fn = self._grids.get(grid) if type(grid) in (tuple, int) else None
+        hashable = type(grid) in (tuple, int)
+        fn = self._grids.get(grid) if hashable else None
         if fn is not None:
             return fn
-        pick, key_of, sub_of = self.pick, self.key_of, self.launcher_for
-        n_all, split = len(self.call_names), self._split
-        n_rt = len(self.base.runtime_names) if self.base.runtime_first else -1
-        kget, pget, hget = self._kget, self._pget, self._hget
-        calls: dict = {}  # (key values, tensor dtypes, given constexprs, heuristics' inputs) -> launch function
+        calls: dict = {}  # (key values, given constexprs, heuristics' inputs, dtypes) -> launch function
 
-        def launch(*args, **kwargs):
-            if kwargs:
-                return self._named(grid, args, kwargs)
-            if len(args) == n_all:  # Triton's call: every parameter the decorators do not set
-                values, given = split(args)
-            elif len(args) == n_rt:
-                values, given = args, ()
-            else:
-                return self._named(grid, args, kwargs)
-            # the key's values and the tensors' dtype objects stand for key_of's key
-            ck = (kget(values), tuple([getattr(x, "dtype", None) for x in pget(values)]), given, hget(values))
-            fn = calls.get(ck)
-            if fn is None:
-                config = pick(key_of(values))[0]
-                if len(calls) >= MAX_CACHED:
-                    calls.clear()
-                fn = calls[ck] = sub_of(config, values, given).runtime_call(grid)
-            return fn(*values)
+        def miss(grid, args, key):
+            values, given, _ = self.bind(args)
+            config = self.pick(self.key_of(values))[0]
+            if len(calls) >= MAX_CACHED:
+                calls.clear()
+            fn = calls[key] = self.launcher_for(config, values, given).runtime_call(grid)
+            return fn
 
-        if type(grid) in (tuple, int):
+        fn = self._make(grid, calls, miss, self._named)
+        if hashable:
             if len(self._grids) >= MAX_CACHED:
                 self._grids.clear()
-            self._grids[grid] = launch
-        return launch
+            self._grids[grid] = fn
+        return fn
 
     def run(self, *args, grid, **kwargs):
         """Launch on `grid` (Launcher.run's form)."""

@@ -10,10 +10,10 @@ from math import prod
 from pathlib import Path
 
 import pytest
-import tomllib
 from filecheck_util import filecheck, goldens
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from library_rows import rows
 from oracle import run_triton, triton_python
 
 import ttbuild
@@ -24,7 +24,7 @@ from ttbuild.stages import llir, ptx, ttgir
 DATA = Path(__file__).parents[1] / "data"
 # The tutorial kernels of the library (kernels/) and the test-only ones (tests/data/gpu_kernels).
 KDIRS = (Path(__file__).parents[2] / "kernels", DATA / "gpu_kernels")
-VARIANTS = {v["name"]: dict(v, dir=d) for d in KDIRS for v in tomllib.loads((d / "variants.toml").read_text())["variant"]}
+VARIANTS = {v["name"]: dict(v, dir=d) for d in KDIRS for v in rows(d)}
 
 
 def _build(name: str) -> dict[str, bytes]:

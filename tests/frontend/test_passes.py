@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-import tomllib
+from library_rows import rows
 from oracle import run_triton
 
 from ttbuild.stages import parse, ttir
@@ -75,6 +75,8 @@ for v in json.loads(sys.argv[2]):
     m = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(m)
     fn = getattr(m, v["kernel"])
+    while type(fn).__name__ in ("Autotuner", "Heuristics"):  # @triton.autotune / @triton.heuristics
+        fn = fn.fn
     cs, ents, sig = v.get("constexprs", {}), iter(v["signature"].split(",")), {}
     for n in fn.arg_names:
         sig[n] = "constexpr" if n in cs else next(ents).split(":")[0]
@@ -88,8 +90,10 @@ print(json.dumps(out))
 def test_op_count_within_ten_percent_of_tritons_own_ttir():
     from mlir import ir
 
-    variants = [v for v in tomllib.loads((KERNELS / "variants.toml").read_text())["variant"]
-                if "import triton\n" in (KERNELS / v["file"]).read_text()]
+    # A file that asks Triton's driver at import (tutorial 03's is_cuda() for its autotune list)
+    # cannot be imported without a GPU, so it is left out of this comparison.
+    variants = [v for v in rows(KERNELS) if "import triton\n" in (text := (KERNELS / v["file"]).read_text())
+                and "triton.runtime.driver" not in text]
     theirs = json.loads(run_triton(ORACLE, str(KERNELS), json.dumps(variants)).splitlines()[-1])
     ctx = ir.Context()
     ctx.allow_unregistered_dialects = True

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-import tomllib
 from filecheck_util import filecheck, goldens
+from library_rows import rows
 from oracle import assert_triton_compiles
 
 from ttbuild.stages import parse, ttir
@@ -14,7 +14,7 @@ from ttbuild.stages import parse, ttir
 REPO = Path(__file__).resolve().parents[2]
 KERNELS = REPO / "kernels"
 FRONTEND_KERNELS = Path(__file__).resolve().parent / "kernels"  # test-only golden kernels
-VARIANTS = tomllib.loads((KERNELS / "variants.toml").read_text())["variant"]
+VARIANTS = list(rows(KERNELS))
 
 
 def build(variant: dict) -> bytes:

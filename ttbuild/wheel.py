@@ -1,7 +1,8 @@
 """`ttbuild package`: artifacts/lib as a wheel that needs only the runtime (`import mykernels; mykernels.add_kernel[grid](...)`); stdlib only, runs in a runtime-only install.
 
 The wheel follows the binary distribution format (packaging.python.org, "Binary distribution
-format"; PEP 427): `<name>/` (generated `__init__.py`, `ttbuild_library.json`, `lib/`) and
+format"; PEP 427): `<name>/` (generated `__init__.py`, `ttbuild_library.json`, `lib/`, and
+`tuning/` when `ttbuild tune` wrote tables) and
 `<name>-<version>.dist-info/` with METADATA (core metadata 2.1), WHEEL and RECORD (sha256 in
 urlsafe base64 without padding, size). Entries are sorted with fixed timestamps, so one library
 gives the same wheel bytes on any machine.
@@ -79,7 +80,21 @@ def library_files(lib_dir: str) -> tuple[list, dict[str, bytes]]:
     return variants, files
 
 
-def manifest(name: str, version: str, variants, files: dict[str, bytes]) -> dict:
+def tuning_files(lib_dir: str) -> dict[str, bytes]:
+    """{file name: bytes} of the tuning tables beside lib/ (`ttbuild tune`'s artifacts/tuning/*.json):
+    they ship with the library, so an installed package launches its tuned configs."""
+    folder = os.path.join(os.path.dirname(os.path.abspath(lib_dir)), "tuning")
+    if not os.path.isdir(folder):
+        return {}
+    out = {}
+    for n in sorted(os.listdir(folder)):
+        if n.endswith(".json"):
+            with open(os.path.join(folder, n), "rb") as f:
+                out[n] = f.read()
+    return out
+
+
+def manifest(name: str, version: str, variants, files: dict[str, bytes], tuning: dict[str, bytes] | None = None) -> dict:
     """The package manifest (schema ttbuild.library/1, ttbuild.runtime.package)."""
     from ttbuild.runtime.package import SCHEMA
 
@@ -95,7 +110,8 @@ def manifest(name: str, version: str, variants, files: dict[str, bytes]) -> dict
         "kernels": {k: sorted(vs) for k, vs in sorted(kernels.items())},
         "targets": sorted({t for v in variants for t in (v.targets or (v.target,))}, key=lambda t: int(t.split(":")[1])),
         "archs": archs, "ptx": ptx, "min_cuda_driver": max(drivers),
-        "files": {f"lib/{n}": hashlib.sha256(data).hexdigest() for n, data in sorted(files.items())},
+        "files": {**{f"lib/{n}": hashlib.sha256(data).hexdigest() for n, data in sorted(files.items())},
+                  **{f"tuning/{n}": hashlib.sha256(data).hexdigest() for n, data in sorted((tuning or {}).items())}},
     }
 
 
@@ -134,7 +150,8 @@ def build_wheel(lib_dir: str, name: str, version: str, out_dir: str, platform: s
     if not _PLATFORM.match(platform):
         raise PackageError(f"platform tag {platform!r} must look like any, linux_x86_64 or manylinux2014_x86_64")
     variants, files = library_files(lib_dir)
-    doc = manifest(name, version, variants, files)
+    tuning = tuning_files(lib_dir)
+    doc = manifest(name, version, variants, files, tuning)
     driver = cuda_version_text(doc["min_cuda_driver"])
     served = ", ".join(doc["archs"]) + (f"; PTX {', '.join(doc['ptx'])} for newer GPUs" if doc["ptx"] else "")
     kernels = ", ".join(doc["kernels"])
@@ -152,6 +169,7 @@ def build_wheel(lib_dir: str, name: str, version: str, out_dir: str, platform: s
     entries = {f"{name}/__init__.py": init.encode(),
                f"{name}/ttbuild_library.json": (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()}
     entries.update({f"{name}/lib/{n}": data for n, data in files.items()})
+    entries.update({f"{name}/tuning/{n}": data for n, data in tuning.items()})
     entries[f"{dist_info}/METADATA"] = metadata.encode()
     entries[f"{dist_info}/WHEEL"] = wheel.encode()
     entries[f"{dist_info}/top_level.txt"] = f"{name}\n".encode()

@@ -68,3 +68,27 @@ def test_launches_through_the_table_match_torch(torch, tuned, shape, tmp_path):
     assert torch.allclose(c.float(), ref, rtol=1e-2, atol=5e-2 * max(1, K / 256) ** 0.5)
     even = launcher.select(a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1)).constexprs["EVEN_K"]
     assert even == (K % 32 == 0)
+
+
+def test_online_tuning_records_an_unseen_key_and_launches_its_winner(torch, tuned, tmp_path):
+    """TTBUILD_TUNE_ONLINE=1's path: the first launch at a key the table lacks times every config on
+    the call's own arguments, writes the entry, and the result is still A @ B."""
+    from ttbuild.runtime import tuner
+    from ttbuild.runtime.tuned import TunedLauncher
+
+    path = tmp_path / "tuned_matmul_kernel.json"
+    launcher = TunedLauncher(tuned.kernel, tuned.variants, table=None, table_file=str(path), online=True)
+    n = 384
+    a = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.float16)
+    c = torch.full((n, n), float("nan"), device="cuda", dtype=torch.float16)
+    args = (a, b, c, n, n, n, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+    grid = lambda meta: (-(-n // meta["BLOCK_SIZE_M"]) * -(-n // meta["BLOCK_SIZE_N"]),)  # noqa: E731
+    launcher[grid](*args)
+    torch.cuda.synchronize()
+    (entry,) = json.loads(path.read_text())["entries"]
+    assert entry["key"] == [n, n, n, "fp16", "fp16", "fp16"] and len(entry["times_ms"]) == len(launcher.configs)
+    assert entry["config"] == tuner.winner({int(k): t for k, t in entry["times_ms"].items()})
+    assert launcher.config_for(*args) == {"config": entry["config"], "how": "exact", "key": tuple(entry["key"]),
+                                          "kwargs": launcher.config_kwargs[entry["config"]]}
+    assert torch.allclose(c.float(), a.float() @ b.float(), rtol=1e-2, atol=5e-2)

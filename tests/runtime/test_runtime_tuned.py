@@ -251,3 +251,53 @@ def test_a_plain_kernel_called_triton_style_with_constexprs_among_its_parameters
         lib.k[(1,)](a, 5, 3, 7)
     lib.k[(1,)](a, 5, K=7, STRIDE=1)   # keywords: the generic path
     assert drv.launches[-1]["function"][3] == "k_s1"
+
+
+def test_ttbuild_tune_says_what_it_needs(tmp_path):
+    """Without an autotuned kernel that has a plan there is nothing to tune (exit 2, said why); a
+    shapes file must give each row's args and shapes."""
+    import subprocess
+    import sys
+
+    _library(tmp_path)
+    run = subprocess.run([sys.executable, "-m", "ttbuild", "tune", "-o", str(tmp_path)], capture_output=True, text=True)
+    assert run.returncode == 2 and "no autotuned kernel with a tune plan" in run.stderr
+    bad = tmp_path / "shapes.toml"
+    bad.write_text('[mm]\nargs = "h.py"\n')
+    run = subprocess.run([sys.executable, "-m", "ttbuild", "tune", "-o", str(tmp_path), "--shapes", str(bad)],
+                         capture_output=True, text=True)
+    assert run.returncode == 1 and '[mm] needs args = "file.py:function"' in run.stderr
+
+
+def test_tune_kernel_caches_its_timings_per_gpu_and_cubins(tmp_path, monkeypatch):
+    """ttbuild tune's core with the timing stubbed (tests/gpu times for real): the table holds the
+    fastest config of each shape, and a second tune of the same library on the same GPU takes
+    every shape from the cache; another GPU times again."""
+    from ttbuild.cache import DirCache
+    from ttbuild.runtime import tuner
+
+    torch = FakeTorch(monkeypatch)
+    lib, _ = _library(tmp_path / "a")
+    timed = []
+
+    def fake_times(launcher, args, grid, configs=None, **kw):
+        timed.append(args[1])
+        return {c: (1.0 if c == (args[1] >= 1024) else 2.0) for c in configs}
+
+    device = {"name": "GPU A", "capability": [9, 0], "cuda": "12.8"}
+    monkeypatch.setattr(tuner, "time_configs", fake_times)
+    monkeypatch.setattr(tuner, "device_info", lambda: dict(device))
+    (tmp_path / "k").mkdir()
+    monkeypatch.setattr(tuner, "load_harness", lambda d, spec: lambda M: ((torch.Tensor(0x1000, "float16"), M, M, 64), (1,)))
+    plan = {"mm": {"args": "h.py:make", "shapes": [{"M": 512}, {"M": 4096}]}}
+    cache = DirCache(tmp_path / "cache")
+    doc = tuner.tune_kernel(lib.mm, str(tmp_path / "k"), str(tmp_path / "t"), "mm", only=plan, cache=cache)
+    assert [(e["key"], e["config"]) for e in doc["entries"]] == [([512, 512, 64, "fp16"], 0), ([4096, 4096, 64, "fp16"], 1)]
+    assert timed == [512, 4096]
+    again = tuner.tune_kernel(lib.mm, str(tmp_path / "k"), str(tmp_path / "t"), "mm", only=plan, cache=cache)
+    assert timed == [512, 4096] and again["entries"] == doc["entries"]
+    table = TuningTable.read(str(tmp_path / "t" / "mm.json"))
+    assert table.lookup((4096, 4096, 64, "fp16")) == (1, "exact")
+    device["name"] = "GPU B"
+    tuner.tune_kernel(lib.mm, str(tmp_path / "k"), str(tmp_path / "t"), "mm", only=plan, cache=cache)
+    assert timed == [512, 4096, 512, 4096]

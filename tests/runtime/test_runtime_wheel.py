@@ -131,3 +131,35 @@ def test_round_trip_of_a_real_build_in_a_clean_venv(tmp_path, built_project_fact
     victim.write_bytes(data[:100] + bytes([data[100] ^ 1]) + data[101:])
     out = subprocess.run([str(py), "-c", "import mykernels"], capture_output=True, text=True, env=env)
     assert out.returncode != 0 and "add_kernel_fp32.cubin: sha256" in out.stderr and "reinstall mykernels" in out.stderr
+
+
+def test_tuning_tables_ship_in_the_wheel_and_load_from_the_package(tmp_path):
+    """artifacts/tuning/<kernel>.json (ttbuild tune) travels in the wheel, is hash-checked with the
+    rest, and the installed package's tuned kernel reads it."""
+    from runtime_fakes import RecordingDriver
+
+    from ttbuild.runtime import MetadataError
+    from ttbuild.runtime.package import load_package
+    from ttbuild.runtime.tuned import TABLE_SCHEMA, TunedLauncher
+
+    docs = []
+    for c, block in enumerate((512, 1024)):
+        params = add_params("fp32")[:-1] + [{"name": "BLOCK_SIZE", "kind": "constexpr", "value": block}]
+        docs.append(meta(f"add.c{c}", "add_kernel", params,
+                         autotune={"group": "add", "key": ["n_elements"], "config": c, "kwargs": {"BLOCK_SIZE": block}}))
+    lib = write_lib(tmp_path / "a", docs) / "lib"
+    (tmp_path / "a" / "tuning").mkdir()
+    table = {"schema": TABLE_SCHEMA, "entries": [{"key": [4096, "fp32", "fp32", "fp32"], "config": 1}]}
+    (tmp_path / "a" / "tuning" / "add_kernel.json").write_text(json.dumps(table))
+    path = build_wheel(str(lib), "tuned", "1.0", str(tmp_path / "dist"))
+    with zipfile.ZipFile(path) as zf:
+        assert json.loads(zf.read("tuned/tuning/add_kernel.json")) == table
+        assert "tuning/add_kernel.json" in json.loads(zf.read("tuned/ttbuild_library.json"))["files"]
+        zf.extractall(tmp_path / "site")
+    library = load_package(str(tmp_path / "site" / "tuned" / "__init__.py"), driver=RecordingDriver())
+    kernel = library.add_kernel
+    assert isinstance(kernel, TunedLauncher) and kernel.table is not None
+    assert kernel.table.lookup((4096, "fp32", "fp32", "fp32")) == (1, "exact")
+    (tmp_path / "site" / "tuned" / "tuning" / "add_kernel.json").write_text("{}")
+    with pytest.raises(MetadataError, match="does not match"):
+        load_package(str(tmp_path / "site" / "tuned" / "__init__.py"))

@@ -14,7 +14,7 @@ from .launcher import Launcher, LaunchError
 from .metadata import MetadataError, Param, Variant, read_library
 from .select import NoMatchingVariant
 from .torchop import TorchOpError, torch_op
-from .tuned import TunedLauncher, TuningError, load_table
+from .tuned import TunedLauncher, TuningError, load_table, table_path
 
 __all__ = ["load", "Library", "Launcher", "Variant", "Param", "Driver", "CudaDriver", "CtypesCudaDriver",
            "CudaError", "MetadataError", "NoMatchingVariant", "LaunchError", "InteropError", "TorchOpError",
@@ -52,8 +52,9 @@ class Library:
             try:
                 if any(v.autotune or v.heuristics for v in vs):
                     # artifacts/tuning/<kernel>.json (<file stem>.<kernel>.json when two files define it)
-                    table = load_table(tuning_dir, kernel if unique else f"{file.removesuffix('.py')}.{kernel}")
-                    self._launchers[q] = TunedLauncher(kernel if unique else q, vs, driver, table)
+                    name = kernel if unique else f"{file.removesuffix('.py')}.{kernel}"
+                    self._launchers[q] = TunedLauncher(kernel if unique else q, vs, driver, load_table(tuning_dir, name),
+                                                       table_file=table_path(tuning_dir, name))
                 else:
                     self._launchers[q] = Launcher(kernel if unique else q, vs, driver)
             except MetadataError as exc:  # raised when that kernel is asked for: the rest loads

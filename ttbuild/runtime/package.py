@@ -6,6 +6,7 @@ Package layout (docs/CONTRACTS.md, "Kernel wheels"):
     <name>/ttbuild_library.json   manifest, schema "ttbuild.library/1": name, version, kernels,
                                   targets, archs, ptx, min_cuda_driver, files {path: sha256 hex}
     <name>/lib/<variant>.json, .cubin (.ptx)   the artifacts/lib files, unchanged
+    <name>/tuning/<kernel>.json   the tuning tables of autotuned kernels (ttbuild tune), if any
 """
 
 from __future__ import annotations

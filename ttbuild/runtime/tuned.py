@@ -8,6 +8,8 @@ constexpr; ttbuild.graph.tunevariants). Their tuning table, `artifacts/tuning/<k
 `rule`: the exact key; else the nearest recorded key with the same dtypes and other
 non-numeric items, distance the sum over numeric items of |log2 a - log2 b| (first recorded
 wins a tie); else the default, the first config of the decorator's list that was built.
+With TTBUILD_TUNE_ONLINE=1 (off by default) a key the table lacks is tuned in the process on
+the call's own arguments, as Triton would, and written back to the table.
 Heuristics (`args` = the call's arguments by name, the config's kwargs and the variant's fixed
 constexprs) run after the config is chosen, as in Triton. Results are cached per key, so a
 repeated launch costs a tuple, two dict lookups and the chosen variant's own launch.
@@ -31,6 +33,9 @@ from .metadata import MetadataError, Variant
 TABLE_SCHEMA = "ttbuild.tuning/1"
 RULE = ("exact key; else the nearest recorded key with equal non-numeric items, by the sum of "
         "|log2 a - log2 b| over numeric items (first recorded wins a tie); else the first config built")
+
+
+ONLINE_ENV = "TTBUILD_TUNE_ONLINE"
 
 
 class TuningError(TTBuildError, ValueError):
@@ -120,8 +125,12 @@ class TunedLauncher:
     and why. Raises NoMatchingVariant (from the chosen config's variants) like Launcher.
     """
 
-    def __init__(self, kernel: str, variants: list[Variant], driver=None, table: TuningTable | None = None):
+    def __init__(self, kernel: str, variants: list[Variant], driver=None, table: TuningTable | None = None,
+                 table_file: str | None = None, online: bool | None = None):
         self.kernel = kernel
+        self.table_file = table_file
+        # Online tuning of keys the table lacks: off by default (ttbuild tunes ahead of time)
+        self.online = os.environ.get(ONLINE_ENV) == "1" if online is None else online
         self.variants = list(variants)
         self.base = Launcher(kernel, self.variants, driver)
         self.table = table
@@ -265,7 +274,9 @@ class TunedLauncher:
 
         def miss(grid, args, key):
             values, given, _ = self.bind(args)
-            config = self.pick(self.key_of(values))[0]
+            config, how = self.pick(self.key_of(values))
+            if how != "exact" and self.online and self.configs:
+                config = self._tune_online(grid, args)
             if len(calls) >= MAX_CACHED:
                 calls.clear()
             fn = calls[key] = self.launcher_for(config, values, given).runtime_call(grid)
@@ -277,6 +288,16 @@ class TunedLauncher:
                 self._grids.clear()
             self._grids[grid] = fn
         return fn
+
+    def _tune_online(self, grid, args) -> int:
+        """Tune this call's key now, record it in the table file and reread the table."""
+        from .tuner import tune_online
+
+        if self.table_file is None:
+            raise TuningError(f"{self.kernel}: online tuning needs the table's path (TunedLauncher(table_file=...))")
+        config = tune_online(self, args, grid, self.table_file)
+        self.table = TuningTable.read(self.table_file)
+        return self.default if config is None else config
 
     def run(self, *args, grid, **kwargs):
         """Launch on `grid` (Launcher.run's form)."""

@@ -10,18 +10,23 @@ about `warmup_ms`, then about `rep_ms` of runs, each after the L2 cache is flush
 Triton's Autotuner, the `reset_to_zero` arguments are zeroed before every run and the
 `restore_value` ones restored after timing; a config that fails to launch (too much shared
 memory, ...) gets no time and cannot win. The winner is the config with the smallest median.
+Timings are cached like build stages (`--cache URL`, else TTBUILD_CACHE, else the local cache
+directory; entry_key: the group's cubins, the shape, the GPU, the timing parameters): the same
+library on the same kind of GPU is tuned once, `--force` times again.
 """
 
 from __future__ import annotations
 
 import argparse
 import functools
+import hashlib
 import importlib.util
 import json
 import os
 import sys
 import time
 
+from ..canonical import canonical_bytes
 from ..fileio import atomic_write
 from .tuned import RULE, TABLE_SCHEMA, TunedLauncher, table_path
 
@@ -142,49 +147,101 @@ def plans(launcher: TunedLauncher) -> dict[str, dict]:
     return out
 
 
+def entry_key(launcher: TunedLauncher, group: str, shape: dict, device: dict, bench_kw: dict) -> str:
+    """The cache key of one timed (group, shape): sha256 over the group's variants (names and
+    cubin sha256), the shape, the GPU (name, capability, CUDA) and the timing parameters. The
+    same library tuned on the same kind of GPU finds its times in the cache (local or remote,
+    ttbuild.cache), as a build finds its stages."""
+    variants = {v.variant: v.images[0].sha256 if v.images else "" for v in launcher.variants
+                if v.autotune and v.autotune["group"] == group}
+    doc = {"schema": "ttbuild.tune/1", "kernel": launcher.kernel, "group": group, "shape": shape,
+           "variants": variants, "device": {k: device.get(k) for k in ("name", "capability", "cuda")},
+           "timing": bench_kw}
+    return hashlib.sha256(canonical_bytes(doc)).hexdigest()
+
+
 def tune_kernel(launcher: TunedLauncher, kernels_dir: str, tuning_dir: str, table_name: str,
-                progress=None, only: dict | None = None, **bench_kw) -> dict:
+                progress=None, only: dict | None = None, cache=None, **bench_kw) -> dict:
     """Tune every planned (group, shape) of one kernel and write its table; returns the table
-    document. `only`: group -> plan to use instead of the rows' plans. Entries for other keys
-    already in the table are kept."""
+    document. `only`: group -> plan to use instead of the rows' plans. `cache`: a
+    ttbuild.cache.Cache holding earlier timings (entry_key); a hit is not timed again. Entries
+    for other keys already in the table are kept."""
     path = table_path(tuning_dir, table_name)
     old = []
     if os.path.exists(path):
         with open(path, "rb") as f:
             old = json.loads(f.read()).get("entries", [])
     entries = []
+    device = device_info()
     for group, plan in (plans(launcher) if only is None else only).items():
         make = load_harness(kernels_dir, plan["args"])
         for shape in plan["shapes"]:
-            args, grid = make(**shape)
-            args = tuple(args)
-            key = launcher.key_of(launcher.bind(args)[0])
-            configs = [c for c in launcher.configs
-                       if any(v.autotune["group"] == group for v in launcher.variants_of(c))]
-            times = time_configs(launcher, args, grid, configs, **bench_kw)
-            best = winner(times)
-            entries.append({"group": group, "key": list(key), "shape": dict(shape), "config": best,
-                            "times_ms": {str(c): (round(t, 6) if t is not None else None) for c, t in times.items()}})
+            ckey = entry_key(launcher, group, shape, device, bench_kw)
+            hit = cache.get(ckey) if cache is not None else None
+            if hit is not None:
+                entries.append(json.loads(hit["entry"]))
+                times = {int(c): t for c, t in entries[-1]["times_ms"].items()}
+            else:
+                args, grid = make(**shape)
+                args = tuple(args)
+                key = launcher.key_of(launcher.bind(args)[0])
+                configs = [c for c in launcher.configs
+                           if any(v.autotune["group"] == group for v in launcher.variants_of(c))]
+                times = time_configs(launcher, args, grid, configs, **bench_kw)
+                entries.append(entry(group, key, times, shape))
+                if cache is not None and entries[-1]["config"] is not None:
+                    cache.put(ckey, {"entry": canonical_bytes(entries[-1])})
             if progress is not None:
-                progress(group, shape, times, best)
+                progress(group, shape, times, entries[-1]["config"], hit is not None)
+    return write_table(launcher, path, entries, old, device=device, **bench_kw)
+
+
+def entry(group: str, key: tuple, times: dict, shape: dict | None = None) -> dict:
+    """One table entry: the winner of `times` (config -> median ms or None) for `key`."""
+    e = {"group": group, "key": list(key), "config": winner(times),
+         "times_ms": {str(c): (round(t, 6) if t is not None else None) for c, t in times.items()}}
+    if shape is not None:
+        e["shape"] = dict(shape)
+    return e
+
+
+def write_table(launcher: TunedLauncher, path: str, entries: list, old=(), device: dict | None = None,
+                **bench_kw) -> dict:
+    """Write the kernel's table to `path` (atomically): `entries` (those with a winner) after the
+    `old` ones for other (group, key); returns the document."""
     fresh = {(e["group"], tuple(e["key"])) for e in entries}
     kept = [e for e in old if (e.get("group"), tuple(e.get("key", []))) not in fresh]
     first = launcher.variants[0]
     doc = {
         "schema": TABLE_SCHEMA, "kernel": first.kernel, "file": first.file, "key": list(launcher.key_names),
-        "rule": RULE, "device": device_info(),
+        "rule": RULE, "device": device if device is not None else device_info(),
         "timing": {"method": "median of CUDA-event times, L2 flushed before each run (triton.testing.do_bench)",
                    **{k: v for k, v in bench_kw.items()}},
         "configs": {str(c): {"kwargs": launcher.config_kwargs[c],
                              **{k: launcher.variants_of(c)[0].autotune.get(k) for k in ("num_warps", "num_stages")}}
                     for c in launcher.configs},
         "variants": {v.variant: v.images[0].sha256 for v in launcher.variants if v.images},
-        "entries": kept + [e for e in entries if e["config"] is not None],
+        "entries": list(kept) + [e for e in entries if e["config"] is not None],
         "tuned_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
-    os.makedirs(tuning_dir, exist_ok=True)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     atomic_write(path, (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode())
     return doc
+
+
+def tune_online(launcher: TunedLauncher, args: tuple, grid, path: str) -> int | None:
+    """Online tuning of one unseen key (TTBUILD_TUNE_ONLINE=1): time every config on this
+    call's own arguments, add the entry to the table at `path` and return the winner. The
+    arguments are run many times, as Triton's Autotuner runs them (reset_to_zero and
+    restore_value honoured)."""
+    values, given, _ = launcher.bind(args)
+    key = launcher.key_of(values)
+    group = next(v.autotune["group"] for v in launcher.variants if v.autotune)
+    times = time_configs(launcher, args, grid)
+    e = entry(group, key, times)
+    old = launcher.table.doc.get("entries", []) if launcher.table is not None else []
+    write_table(launcher, path, [e], old)
+    return e["config"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -193,6 +250,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("-o", "--artifacts", default="artifacts", metavar="DIR", help="the built library (lib/ inside)")
     ap.add_argument("-k", "--kernels", default="kernels", metavar="DIR", help="the kernels folder (tune harnesses)")
     ap.add_argument("--kernel", action="append", default=None, metavar="NAME", help="tune only this kernel")
+    ap.add_argument("--shapes", default=None, metavar="FILE.toml",
+                    help="tune plans instead of the rows' own: [<row name>] args = \"file.py:function\", shapes = [...]")
+    ap.add_argument("--cache", default=None, metavar="URL",
+                    help="where earlier timings are kept (default: TTBUILD_CACHE, else the local cache directory)")
+    ap.add_argument("--force", action="store_true", help="time every shape again (the cache is still filled)")
     ap.add_argument("--warmup-ms", type=float, default=25.0)
     ap.add_argument("--rep-ms", type=float, default=100.0)
     args = ap.parse_args(argv)
@@ -200,31 +262,84 @@ def main(argv: list[str] | None = None) -> int:
 
     lib = load(args.artifacts)
     tuning_dir = os.path.join(args.artifacts, "tuning")
+    override = read_shapes(args.shapes) if args.shapes else None
     todo = []
     for name in lib.kernels:
         launcher = lib[name]
-        if isinstance(launcher, TunedLauncher) and plans(launcher) and (args.kernel is None or name in args.kernel):
-            todo.append((name, launcher))
+        if not isinstance(launcher, TunedLauncher) or (args.kernel is not None and name not in args.kernel):
+            continue
+        mine = plans(launcher) if override is None else {g: p for g, p in override.items()
+                                                          if any(v.autotune and v.autotune["group"] == g
+                                                                 for v in launcher.variants)}
+        if mine:
+            todo.append((name, launcher, mine))
     if not todo:
         print("ttbuild tune: no autotuned kernel with a tune plan (a row with autotune = true and "
               "tune = { args = ..., shapes = [...] })", file=sys.stderr)
         return 2
-    report = _Report(sum(len(p["shapes"]) for _, launcher in todo for p in plans(launcher).values()))
+    try:
+        cuda = _torch().cuda.is_available()
+    except ImportError:
+        cuda = None
+    if not cuda:
+        print("ttbuild tune: timing needs torch with a CUDA GPU ("
+              + ("torch is not installed" if cuda is None else "torch sees no GPU") + ")", file=sys.stderr)
+        return 2
+    from ttbuild.cache import open_cache
+
+    cache = open_cache(args.cache)
+    if args.force:
+        cache = _WriteOnly(cache)
+    report = _Report(sum(len(p["shapes"]) for _, _, mine in todo for p in mine.values()))
     with report:
-        for name, launcher in todo:
+        for name, launcher, mine in todo:
             table = name.replace(".py:", ".").replace(":", ".")
-            doc = tune_kernel(launcher, args.kernels, tuning_dir, table, progress=report.step,
-                              warmup_ms=args.warmup_ms, rep_ms=args.rep_ms)
+            doc = tune_kernel(launcher, args.kernels, tuning_dir, table, progress=report.step, only=mine,
+                              cache=cache, warmup_ms=args.warmup_ms, rep_ms=args.rep_ms)
             report.rows.extend((name, e) for e in doc["entries"])
     report.summary(tuning_dir)
     return 0
+
+
+def read_shapes(path: str) -> dict[str, dict]:
+    """A shapes file: one table per row name (the autotune group) with `args` and `shapes`, as a
+    row's `tune` plan. Raises SystemExit naming the file for anything else."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    try:
+        with open(path, "rb") as f:
+            doc = tomllib.load(f)
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"ttbuild tune: {path}: {exc}") from None
+    for group, plan in doc.items():
+        ok = (isinstance(plan, dict) and isinstance(plan.get("args"), str) and plan["args"].count(":") == 1
+              and isinstance(plan.get("shapes"), list) and all(isinstance(x, dict) for x in plan["shapes"]))
+        if not ok:
+            raise SystemExit(f"ttbuild tune: {path}: [{group}] needs args = \"file.py:function\" and "
+                             "shapes = [{ M = 512, ... }, ...]")
+    return doc
+
+
+class _WriteOnly:
+    """--force: every get misses, puts go through."""
+
+    def __init__(self, cache):
+        self.cache = cache
+
+    def get(self, key):
+        return None
+
+    def put(self, key, outputs):
+        self.cache.put(key, outputs)
 
 
 class _Report:
     """A progress bar (rich, on a terminal) or one line per shape, and the summary table."""
 
     def __init__(self, total: int):
-        self.total, self.rows = total, []
+        self.total, self.rows, self.cached = total, [], 0
         self.bar = None
         try:
             from rich.progress import Progress
@@ -244,12 +359,14 @@ class _Report:
         if self.bar is not None:
             self.bar.__exit__(*exc)
 
-    def step(self, group, shape, times, best):
+    def step(self, group, shape, times, best, cached=False):
+        self.cached += cached
         if self.bar is not None:
             self.bar.advance(self.task)
         else:
             t = times.get(best)
-            print(f"{group} {shape}: config {best}" + (f" {t:.4f} ms" if t is not None else ""), flush=True)
+            print(f"{group} {shape}: config {best}" + (f" {t:.4f} ms" if t is not None else "")
+                  + (" (cached)" if cached else ""), flush=True)
 
     def summary(self, tuning_dir: str) -> None:
         header = ("kernel", "group", "shape", "winner", "ms", "runner-up")
@@ -263,7 +380,8 @@ class _Report:
             from rich.console import Console
             from rich.table import Table
 
-            table = Table(*header, title=f"tuning tables in {tuning_dir}")
+            table = Table(*header, title=f"tuning tables in {tuning_dir}"
+                          + (f" ({self.cached} of {self.total} shapes from the cache)" if self.cached else ""))
             for row in lines:
                 table.add_row(*row)
             Console().print(table)

@@ -301,3 +301,15 @@ def test_tune_kernel_caches_its_timings_per_gpu_and_cubins(tmp_path, monkeypatch
     device["name"] = "GPU B"
     tuner.tune_kernel(lib.mm, str(tmp_path / "k"), str(tmp_path / "t"), "mm", only=plan, cache=cache)
     assert timed == [512, 4096, 512, 4096]
+
+
+def test_a_call_no_variant_takes_leaves_no_choice_behind(tmp_path, monkeypatch):
+    """The launch key leaves out the dtypes every variant fixes; a tensor of another dtype is
+    refused by name and does not make later calls of the same sizes take its (default) config."""
+    torch = FakeTorch(monkeypatch)
+    lib, drv = _library(tmp_path, _table(((512, 512, 512, "fp16"), 1)))
+    launch = lib.mm[(4,)]
+    with pytest.raises(rt.NoMatchingVariant, match="expects \\*fp16"):
+        launch(torch.Tensor(0x1000, "float32"), 512, 512, 512)
+    launch(torch.Tensor(0x1000, "float16"), 512, 512, 512)
+    assert _ran(drv) == "mm.c1.EVEN-1"

@@ -186,10 +186,11 @@ def choice_source(forms) -> str:
     """
     lines = ["def make(grid, calls, miss, slow):", "    def launch(*args, **kw):", "        n = len(args)"]
     for i, (count, rt_pos, value_pos, dtype_pos) in enumerate(forms):
-        items = [str(i)] + [f"args[{p}]" for p in value_pos] + [f"args[{p}].dtype" for p in dtype_pos]
+        # the form's number keeps two forms' keys apart (only needed when there are two)
+        items = [str(i)] * (len(forms) > 1) + [f"args[{p}]" for p in value_pos] + [f"args[{p}].dtype" for p in dtype_pos]
         lines += [f"        {'if' if i == 0 else 'elif'} n == {count} and not kw:",
                   "            try:",
-                  f"                key = ({', '.join(items)},)",
+                  f"                key = ({', '.join(items)},)" if items else "                key = ()",
                   "                fn = calls.get(key)",
                   "            except (AttributeError, TypeError):  # no dtype, an unhashable value",
                   "                return slow(grid, args, kw)",

@@ -334,7 +334,7 @@ class Launcher:
         cx_names = [n for n in self.param_names if n in self.constexpr_names]
 
         def miss(grid, args, key):
-            given = key[1:]
+            given = key
             sub = self._narrowed.get(given)
             if sub is None:
                 match = [v for v in self.variants if all(
@@ -622,6 +622,14 @@ class Launcher:
     def select(self, *args, **kwargs) -> Variant:
         """The variant a launch with these arguments would use (no driver call but `context`)."""
         values, constexprs, options = self._bind(args, kwargs)
+        return self._select_values(values, constexprs, options)
+
+    def select_values(self, values) -> Variant:
+        """select() for the runtime arguments alone, in order (runtime_call's form). Raises
+        NoMatchingVariant."""
+        return self._select_values(tuple(values), None, None)
+
+    def _select_values(self, values, constexprs, options) -> Variant:
         classified = [classify(v, n) for n, v in zip(self.runtime_names, values)]
         _, capability = self.driver.context(None)
         return select(self.variants, tuple(k for k, _ in classified), constexprs or {}, options or {}, capability,

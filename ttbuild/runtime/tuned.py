@@ -178,10 +178,13 @@ class TunedLauncher:
         # and the tensors' dtypes.
         at = {n: i for i, n in enumerate(self.call_names)}
         chosen_by = sorted({at[runtime[i]] for i in self._key_pos + self._h_pos} | {at[n] for n in self._cx_names})
-        forms = [(len(self.call_names), [at[n] for n in runtime], chosen_by, [at[runtime[i]] for i in self._ptr_pos])]
+        # A tensor whose dtype every variant fixes cannot change the choice of a call that any
+        # variant accepts (another dtype fails in the chosen variants' own selection): only the
+        # positions where the variants differ join the lookup.
+        typed = [i for i in self._ptr_pos if len({v.launch_params[i].dtype for v in self.variants}) > 1]
+        forms = [(len(self.call_names), [at[n] for n in runtime], chosen_by, [at[runtime[i]] for i in typed])]
         if self.base.runtime_first and len(runtime) != len(self.call_names):
-            forms.append((len(runtime), list(range(len(runtime))), sorted(set(self._key_pos + self._h_pos)),
-                          list(self._ptr_pos)))
+            forms.append((len(runtime), list(range(len(runtime))), sorted(set(self._key_pos + self._h_pos)), typed))
         self._make = fastpath.compile_choice(forms)
 
     def variants_of(self, config) -> list[Variant]:
@@ -277,9 +280,13 @@ class TunedLauncher:
             config, how = self.pick(self.key_of(values))
             if how != "exact" and self.online and self.configs:
                 config = self._tune_online(grid, args)
+            sub = self.launcher_for(config, values, given)
+            # the key may leave out dtypes every variant fixes: a call no variant takes must not
+            # leave its choice behind (select names why, before anything is cached)
+            sub.select_values(values)
             if len(calls) >= MAX_CACHED:
                 calls.clear()
-            fn = calls[key] = self.launcher_for(config, values, given).runtime_call(grid)
+            fn = calls[key] = sub.runtime_call(grid)
             return fn
 
         fn = self._make(grid, calls, miss, self._named)

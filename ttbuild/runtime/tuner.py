@@ -23,6 +23,7 @@ import hashlib
 import importlib.util
 import json
 import os
+import re
 import sys
 import time
 
@@ -110,11 +111,27 @@ def winner(times: dict) -> int | None:
 
 
 def device_info() -> dict:
+    """The GPU a table was tuned on: name, capability, SM count, the kernel driver's version
+    (/proc/driver/nvidia/version on Linux) and cuDriverGetVersion's, torch's CUDA, a clocks note."""
     torch = _torch()
     props = torch.cuda.get_device_properties(torch.cuda.current_device())
+    driver = None
+    try:
+        with open("/proc/driver/nvidia/version") as f:
+            # "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build ..."
+            m = re.search(r"NVRM version:.*?\s(\d+\.\d+(?:\.\d+)?)\s", f.read())
+            driver = m.group(1) if m else None
+    except OSError:
+        pass
+    try:
+        from .driver import CudaDriver
+
+        cuda_driver = CudaDriver().driver_version()
+    except Exception:  # noqa: BLE001 - a note in the table, never a reason to fail tuning
+        cuda_driver = None
     return {"name": props.name, "capability": list(torch.cuda.get_device_capability()),
-            "multiprocessors": props.multi_processor_count, "cuda": torch.version.cuda,
-            "torch": torch.__version__,
+            "multiprocessors": props.multi_processor_count, "driver": driver, "cuda_driver": cuda_driver,
+            "cuda": torch.version.cuda, "torch": torch.__version__,
             "clocks": "not locked by ttbuild: the GPU's default application clocks and boost"}
 
 

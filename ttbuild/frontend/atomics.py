@@ -18,7 +18,7 @@ _SEM = {"relaxed": 1, "acquire": 2, "release": 3, "acq_rel": 4}
 _SCOPE = {"gpu": 1, "cta": 2, "sys": 3}
 
 
-def _atomic(cx, op: str, pointer, val, mask, sem, scope):
+def atomic_rmw(cx, op: str, pointer, val, mask, sem, scope):
     """tt.atomic_rmw with Triton's checks (`semantic.atom_red_typechecking_impl`): no int1/int8/
     int16/bf16 elements, fp16 only for add; value cast to the element type; mask defaults to all."""
     ptr = pointer_arg(cx, pointer, f"tl.atomic_{op}")
@@ -73,7 +73,7 @@ def _float_minmax(cx, op, ptr, v, m, s, sc):
 
 for _op in ("add", "max", "min", "and", "or", "xor", "xchg"):
     def _rule(cx, pointer, val, mask=None, sem=None, scope=None, _op=_op):
-        return _atomic(cx, _op, pointer, val, mask, sem, scope)
+        return atomic_rmw(cx, _op, pointer, val, mask, sem, scope)
     builtin(f"atomic_{_op}")(_rule)
 
 

@@ -38,7 +38,7 @@ class BlockPtr:
         return f"block pointer to {self.base.type.scalar.element} of block shape {list(self.block_shape)}"
 
 
-def _ints(cx, v, what: str) -> list:
+def ints(cx, v, what: str) -> list:
     """A tuple argument: each entry a Constexpr int or an integer scalar Value."""
     if isinstance(v, Constexpr):
         v = v.value
@@ -54,7 +54,7 @@ def _ints(cx, v, what: str) -> list:
     return out
 
 
-def _i64(cx, x):
+def i64(cx, x):
     """An i64 scalar Value, or a Constexpr int kept as is so that zero offsets and unit strides
     fold away at compile time (as Triton's canonicalizer folds them after the rewrite)."""
     if isinstance(x, Constexpr):
@@ -80,13 +80,13 @@ def make_block_ptr(cx, base, shape, strides, offsets, block_shape, order):
     od = (od,) if isinstance(od, int) else tuple(od)
     if not all(isinstance(d, int) and d > 0 and d & (d - 1) == 0 for d in bs):
         fail(cx, f"block_shape {list(bs)} must be powers of two")
-    sh, st, of = _ints(cx, shape, "shape"), _ints(cx, strides, "strides"), _ints(cx, offsets, "offsets")
+    sh, st, of = ints(cx, shape, "shape"), ints(cx, strides, "strides"), ints(cx, offsets, "offsets")
     if not len(sh) == len(st) == len(of) == len(bs):
         fail(cx, f"shape, strides, offsets and block_shape must have the same length, got "
                  f"{len(sh)}, {len(st)}, {len(of)} and {len(bs)}")
     if sorted(od) != list(range(len(bs))):
         fail(cx, f"order {list(od)} must be a permutation of 0..{len(bs) - 1}")
-    return BlockPtr(base, [_i64(cx, x) for x in sh], [_i64(cx, x) for x in st], [_i64(cx, x) for x in of], bs, od)
+    return BlockPtr(base, [i64(cx, x) for x in sh], [i64(cx, x) for x in st], [i64(cx, x) for x in of], bs, od)
 
 
 def _block_ptr(cx, p, what) -> BlockPtr:
@@ -98,10 +98,10 @@ def _block_ptr(cx, p, what) -> BlockPtr:
 @builtin("advance")
 def advance(cx, base, offsets):
     bp = _block_ptr(cx, base, "tl.advance")
-    inc = _ints(cx, offsets, "tl.advance offsets")
+    inc = ints(cx, offsets, "tl.advance offsets")
     if len(inc) != len(bp.offsets):
         fail(cx, f"tl.advance: {len(inc)} offsets for a block pointer of rank {len(bp.offsets)}")
-    new = [o if isinstance(d, Constexpr) and d.value == 0 else S.binary(cx, "+", o, _i64(cx, d))
+    new = [o if isinstance(d, Constexpr) and d.value == 0 else S.binary(cx, "+", o, i64(cx, d))
            for o, d in zip(bp.offsets, inc)]
     return bp.with_offsets(new)
 
@@ -124,7 +124,7 @@ def _indices(cx, bp: BlockPtr) -> list[Value]:
     return out
 
 
-def _pointers_and_mask(cx, bp: BlockPtr, boundary_check, what: str):
+def pointers_and_mask(cx, bp: BlockPtr, boundary_check, what: str):
     dims = cval(cx, boundary_check, "boundary_check")
     dims = () if dims is None else ((dims,) if isinstance(dims, int) else tuple(dims))
     rank = len(bp.block_shape)
@@ -165,7 +165,7 @@ def load_block(cx, bp: BlockPtr, mask, other, boundary_check, padding_option, lo
     elt = bp.base.type.scalar.element
     if pad == "nan" and not elt.is_float():
         fail(cx, "padding_option 'nan' is not supported for integer block pointers")
-    ptrs, m = _pointers_and_mask(cx, bp, boundary_check, "tl.load")
+    ptrs, m = pointers_and_mask(cx, bp, boundary_check, "tl.load")
     fill = None
     if m is not None and pad:
         fill = cx.b.constant(float("nan") if pad == "nan" else 0, T.BlockType(elt, bp.block_shape))
@@ -180,5 +180,5 @@ def store_block(cx, bp: BlockPtr, value, mask, boundary_check, store_rule, **kw)
             len(value.type.shape) == len(bp.block_shape) and any(
             a != b and a != 1 for a, b in zip(value.type.shape, bp.block_shape)):
         fail(cx, f"value shape {list(value.type.shape)} does not match block shape {list(bp.block_shape)}")
-    ptrs, m = _pointers_and_mask(cx, bp, boundary_check, "tl.store")
+    ptrs, m = pointers_and_mask(cx, bp, boundary_check, "tl.store")
     return store_rule(cx, ptrs, value, mask=m, **kw)

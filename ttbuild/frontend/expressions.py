@@ -8,7 +8,7 @@ from ttbuild.errors import CompilationError
 
 from . import args as A
 from . import builtin_table as B
-from . import libdevice
+from . import libdevice, tensordesc
 from . import semantic as S
 from . import types as T
 from .irtext import Value
@@ -138,6 +138,8 @@ class Expressions:
             if node.attr in B.METHODS or node.attr in B.BUILTINS:
                 return ("method", base, node.attr)
             fail(self.cx, f"tensor has no attribute {node.attr!r}")
+        if isinstance(base, tensordesc.TensorDescriptor):
+            return tensordesc.attribute(self.cx, base, node.attr)
         if isinstance(base, Constexpr):
             if isinstance(base.value, T.DType):
                 return self._dtype_attr(base.value, node.attr)
@@ -270,6 +272,8 @@ class Expressions:
             _, obj, name = fn
             rule = B.METHODS.get(name) or B.BUILTINS.lookup(name)
             return B.call(self.cx, rule, name, [obj] + args, kwargs)
+        if isinstance(fn, tuple) and fn[0] == "desc_method":
+            return tensordesc.call_method(self.cx, fn[1], fn[2], args, kwargs)
         if isinstance(fn, tuple) and fn[0] == "const_method":
             return Constexpr(fn[1])
         if isinstance(fn, FuncRef):

@@ -1,0 +1,156 @@
+"""Tensor descriptors (`tl.make_tensor_descriptor`, `desc.load` / `desc.store` / `desc.atomic_*`, `tl.load_tensor_descriptor`, `tl.store_tensor_descriptor`) lowered to pointer blocks and masks: Triton's `rewrite_tensor_descriptor_to_pointer`, the form it compiles to where there is no TMA.
+
+A descriptor is a compile-time record: `base` (a scalar pointer), `shape` (i32, as Triton makes
+them) and `strides` (i64; the last must be the constant 1), `block_shape` (constexpr ints) and the
+padding option. `desc.load(offsets)` is the block at `offsets` with every dimension
+bounds-checked (`0 <= offset + i < shape`), out-of-bounds elements the padding (zero, or NaN for
+`padding_option="nan"`), as a TMA load fills them. `desc.store(offsets, value)` writes the
+in-bounds elements. `desc.atomic_add/min/max/and/or/xor(offsets, value)` reduce the in-bounds
+elements with relaxed atomics, as a TMA reduction does. The validation follows Triton 3.6's
+`semantic.make_tensor_descriptor` (python/triton/language/semantic.py). The indices are
+built by ttbuild.frontend.blockptr, so a descriptor and a block pointer over the same tile give
+the same TTIR.
+"""
+
+from __future__ import annotations
+
+from . import atomics, blockptr, builtins
+from . import semantic as S
+from . import types as T
+from .args import BuiltinRules, cval
+from .irtext import Value
+from .semantic import Constexpr, fail
+
+RULES = BuiltinRules()  # this module's rules; ttbuild.frontend.builtin_table builds the tables
+builtin = RULES.builtin
+
+# desc.<name>(offsets, value) that reduce like a TMA reduction (Triton's descriptor_atomic_*)
+ATOMICS = ("atomic_add", "atomic_min", "atomic_max", "atomic_and", "atomic_or", "atomic_xor")
+METHODS = ("load", "store") + ATOMICS
+
+
+class TensorDescriptor:
+    """A tensor descriptor: `base`, per dimension `shape`/`strides` (an i64 scalar Value or a
+    Constexpr int), `block_shape` (ints) and `padding` ("zero" or "nan")."""
+
+    def __init__(self, base: Value, shape, strides, block_shape, padding: str):
+        self.base, self.shape, self.strides = base, list(shape), list(strides)
+        self.block_shape, self.padding = tuple(block_shape), padding
+
+    @property
+    def dtype(self):
+        return self.base.type.scalar.element
+
+    def block(self, cx, offsets, what: str) -> blockptr.BlockPtr:
+        """The block pointer of the tile at `offsets` (one integer per dimension)."""
+        offs = blockptr.ints(cx, offsets, f"{what} offsets")
+        if len(offs) != len(self.block_shape):
+            fail(cx, f"{what}: {len(offs)} offsets for a descriptor of rank {len(self.block_shape)}")
+        order = tuple(reversed(range(len(self.block_shape))))
+        return blockptr.BlockPtr(self.base, self.shape, self.strides, [blockptr.i64(cx, o) for o in offs],
+                                 self.block_shape, order)
+
+    def __repr__(self):
+        return f"tensor descriptor of {self.dtype}[{', '.join(map(str, self.block_shape))}]"
+
+
+@builtin("make_tensor_descriptor")
+def make_tensor_descriptor(cx, base, shape, strides, block_shape, padding_option="zero"):
+    """Triton `semantic.make_tensor_descriptor`: rank 1 to 5, as many strides and block
+    dimensions as shape entries, at least 16 bytes in the block's last dimension, the last
+    stride the constant 1, `nan` padding for floats only."""
+    if not (isinstance(base, Value) and not base.type.shape and base.type.scalar.is_ptr()):
+        fail(cx, f"tl.make_tensor_descriptor needs a scalar pointer base, got {S.describe(base)}")
+    sh = blockptr.ints(cx, shape, "shape")
+    st = blockptr.ints(cx, strides, "strides")
+    bs = cval(cx, block_shape, "block_shape")
+    bs = (bs,) if isinstance(bs, int) else tuple(bs)
+    if not 1 <= len(sh) <= 5:
+        fail(cx, f"Expected 1 <= ndim <= 5 but got {len(sh)} dimensions")
+    if len(st) != len(sh):
+        fail(cx, f"Expected {len(sh)} strides but got {len(st)}")
+    if len(bs) != len(sh):
+        fail(cx, f"Expected block_shape to have {len(sh)} dimensions but got {len(bs)}")
+    if not all(isinstance(d, int) and d > 0 and d & (d - 1) == 0 for d in bs):
+        fail(cx, f"block_shape {list(bs)} must be powers of two")
+    elt = base.type.scalar.element
+    size = max(1, elt.bits // 8)
+    if bs[-1] * size < 16:
+        fail(cx, f"Descriptor block shape must have at least 16 bytes in the last dimension, but got "
+                 f"{bs[-1]} * {size} = {bs[-1] * size} bytes")
+    if not (isinstance(st[-1], Constexpr) and st[-1].value == 1):
+        fail(cx, f"Tensor descriptor last dim must be 1 but got {S.describe(st[-1])}")
+    pad = cval(cx, padding_option, "padding_option") or "zero"
+    if pad not in ("zero", "nan"):
+        fail(cx, f"padding_option must be 'zero' or 'nan', got {pad!r}")
+    if pad == "nan" and not elt.is_float():
+        fail(cx, "Padding option `nan` is not supported for integer blocks")
+    # shape entries are i32 in Triton (make_scalar(x, tl.int32)); the bounds compare in i64
+    shape64 = [blockptr.i64(cx, S.cast(cx, x, T.int32) if isinstance(x, Value) else x) for x in sh]
+    return TensorDescriptor(base, shape64, [blockptr.i64(cx, x) for x in st], bs, pad)
+
+
+def _desc(cx, d, what: str) -> TensorDescriptor:
+    if not isinstance(d, TensorDescriptor):
+        fail(cx, f"{what} needs a tensor descriptor (tl.make_tensor_descriptor), got {S.describe(d)}")
+    return d
+
+
+@builtin("load_tensor_descriptor")
+def load_tensor_descriptor(cx, desc, offsets):
+    """`tl.load_tensor_descriptor(desc, offsets)`, the same as `desc.load(offsets)`."""
+    d = _desc(cx, desc, "tl.load_tensor_descriptor")
+    bp = d.block(cx, offsets, "desc.load")
+    everything = tuple(range(len(d.block_shape)))
+    return blockptr.load_block(cx, bp, None, None, everything, d.padding, builtins.load)
+
+
+@builtin("store_tensor_descriptor")
+def store_tensor_descriptor(cx, desc, offsets, value):
+    """`tl.store_tensor_descriptor(desc, offsets, value)`, the same as `desc.store(offsets, value)`:
+    the value has the block's shape (Triton's descriptor_store checks it)."""
+    d = _desc(cx, desc, "tl.store_tensor_descriptor")
+    if isinstance(value, Value) and tuple(value.type.shape) != d.block_shape:
+        fail(cx, f"desc.store: value shape {list(value.type.shape)} does not match the descriptor's block "
+                 f"shape {list(d.block_shape)}")
+    bp = d.block(cx, offsets, "desc.store")
+    return blockptr.store_block(cx, bp, value, None, tuple(range(len(d.block_shape))), builtins.store)
+
+
+def atomic(cx, desc: TensorDescriptor, op: str, offsets, value):
+    """`desc.atomic_<op>(offsets, value)`: the in-bounds elements reduced with relaxed atomics."""
+    bp = desc.block(cx, offsets, f"desc.atomic_{op}")
+    ptrs, mask = blockptr.pointers_and_mask(cx, bp, tuple(range(len(desc.block_shape))), f"desc.atomic_{op}")
+    atomics.atomic_rmw(cx, op, ptrs, value, mask, "relaxed", "gpu")
+    return None
+
+
+def call_method(cx, desc: TensorDescriptor, name: str, args: list, kwargs: dict):
+    """`desc.<name>(...)` for the names in METHODS (Triton's tensor_descriptor methods)."""
+    import inspect
+
+    if name == "load":
+        fn = load_tensor_descriptor
+    elif name == "store":
+        fn = store_tensor_descriptor
+    else:
+        def fn(cx, desc, offsets, value):
+            return atomic(cx, desc, name.removeprefix("atomic_"), offsets, value)
+    try:
+        inspect.signature(fn).bind(cx, desc, *args, **kwargs)
+    except TypeError as e:
+        fail(cx, f"desc.{name}: {e}")
+    return fn(cx, desc, *args, **kwargs)
+
+
+def attribute(cx, desc: TensorDescriptor, attr: str):
+    """`desc.block_shape` / `desc.dtype` (constexprs), or a method of METHODS to call."""
+    if attr == "block_shape":
+        return Constexpr(desc.block_shape)
+    if attr == "dtype":
+        return Constexpr(desc.dtype)
+    if attr in METHODS:
+        return ("desc_method", desc, attr)
+    if attr in ("gather", "scatter"):
+        fail(cx, f"desc.{attr} is not supported yet")
+    fail(cx, f"a tensor descriptor has no attribute {attr!r} here (block_shape, dtype, {', '.join(METHODS)})")

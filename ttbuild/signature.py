@@ -6,6 +6,7 @@ runtime's metadata checks (runtime/metadata.py), so all three agree on what is v
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from ttbuild.errors import TTBuildError
@@ -43,17 +44,36 @@ class SignatureError(TTBuildError, ValueError):
 
 @dataclass(frozen=True)
 class SigEntry:
-    """One non-constexpr kernel parameter: `kind` is "pointer" or "scalar", `dtype` a Triton
-    signature dtype name (the pointee for pointers; canonical, see DTYPES), `divisibility` 1
-    or 16 (bytes for pointers, value for integers)."""
+    """One non-constexpr kernel parameter: `kind` is "pointer", "scalar" or "tensordesc",
+    `dtype` a Triton signature dtype name (the pointee for pointers and descriptors; canonical,
+    see DTYPES), `divisibility` 1 or 16 (bytes for pointers, value for integers),
+    `block_shape` a descriptor's block (`tensordesc<fp16[64, 64]>`; () otherwise)."""
 
     kind: str
     dtype: str
     divisibility: int = 1
+    block_shape: tuple[int, ...] = ()
 
     @property
     def is_pointer(self) -> bool:
         return self.kind == "pointer"
+
+    @property
+    def is_descriptor(self) -> bool:
+        return self.kind == "tensordesc"
+
+    def expanded(self) -> list["SigEntry"]:
+        """The kernel parameters a descriptor passes as (ttbuild's ABI, the pointer form of
+        Triton's descriptors without TMA): its base (`*dtype:16`: a TMA base is 16-byte aligned),
+        one i32 per dimension of its shape (`:16` after the entry, ttbuild's extension: every
+        extent a multiple of 16, so bounds masks keep whole vectors; the runtime checks it as it
+        checks `i32:16`), one i64 per stride but the last (which is 1).
+        [self] for a pointer or scalar."""
+        if not self.is_descriptor:
+            return [self]
+        rank = len(self.block_shape)
+        return ([SigEntry("pointer", self.dtype, 16)] + [SigEntry("scalar", "i32", self.divisibility)] * rank
+                + [SigEntry("scalar", "i64")] * (rank - 1))
 
     @property
     def language_dtype(self) -> str:
@@ -61,6 +81,9 @@ class SigEntry:
         return LANGUAGE_NAMES[self.dtype]
 
     def __str__(self) -> str:
+        if self.is_descriptor:
+            div = f":{self.divisibility}" if self.divisibility != 1 else ""
+            return f"tensordesc<{self.dtype}[{', '.join(map(str, self.block_shape))}]>{div}"
         star = "*" if self.is_pointer else ""
         div = f":{self.divisibility}" if self.divisibility != 1 else ""
         return f"{star}{self.dtype}{div}"
@@ -71,13 +94,13 @@ def parse_entry(text: str) -> SigEntry:
     read as their canonical names).
 
     Raises SignatureError (a ValueError; `field` says which part is wrong) for an empty entry,
-    an unknown dtype, a divisibility other than 1 or 16, a divisibility on a float scalar, or a
-    tensor descriptor (`tensordesc<...>`: not supported yet).
+    an unknown dtype, a divisibility other than 1 or 16, a divisibility on a float scalar. A
+    tensor descriptor is `tensordesc<fp16[64, 64]>` (Triton's spelling of a host
+    TensorDescriptor parameter): 1 to 5 block dimensions, each a power of two, at least 16
+    bytes in the last (python/triton/language/semantic.py, make_tensor_descriptor).
     """
     if text.strip().startswith("tensordesc"):
-        raise SignatureError(f"{text.strip()!r} is a tensor descriptor parameter (Triton's host TensorDescriptor): "
-                             "not supported yet by ttbuild (the TMA path, tensor cores part 2); pass the "
-                             "tensor's pointer and strides instead", "dtype")
+        return _descriptor(text.strip())
     item = text.strip() if isinstance(text, str) else ""
     if not item:
         raise SignatureError("entry is empty (stray comma?)")
@@ -97,6 +120,33 @@ def parse_entry(text: str) -> SigEntry:
         if not pointer and not dtype.startswith(("i", "u")):
             raise SignatureError("only pointers and integers take a divisibility", "divisibility")
     return SigEntry("pointer" if pointer else "scalar", dtype, divisibility)
+
+
+_DESC = re.compile(r"tensordesc<\s*(\w+)\s*\[([^\]]*)\]\s*(?:,[^>]*)?>(?::(\d+))?\Z")
+
+
+def _descriptor(text: str) -> SigEntry:
+    m = _DESC.match(text)
+    if not m:
+        raise SignatureError(f"{text!r} is not a tensor descriptor entry like tensordesc<fp16[64, 64]>", "dtype")
+    dtype = ALIASES.get(m.group(1), m.group(1))
+    if dtype not in DTYPES:
+        raise SignatureError(f"unknown dtype {m.group(1)!r} in {text!r}; expected one of {' '.join(sorted(DTYPES))}",
+                             "dtype")
+    try:
+        block = tuple(int(x) for x in m.group(2).split(",") if x.strip())
+    except ValueError:
+        raise SignatureError(f"{text!r}: the block shape must be integers", "dtype") from None
+    if not 1 <= len(block) <= 5 or not all(d > 0 and d & (d - 1) == 0 for d in block):
+        raise SignatureError(f"{text!r}: a descriptor block has 1 to 5 dimensions, each a power of two", "dtype")
+    if block[-1] * DTYPE_BYTES[dtype] < 16:
+        raise SignatureError(f"{text!r}: Descriptor block shape must have at least 16 bytes in the last "
+                             f"dimension, but got {block[-1]} * {DTYPE_BYTES[dtype]} = "
+                             f"{block[-1] * DTYPE_BYTES[dtype]} bytes", "dtype")
+    div = int(m.group(3) or 1)
+    if div not in DIVISIBILITIES:
+        raise SignatureError(f"{text!r}: divisibility must be 16, got {div}", "divisibility")
+    return SigEntry("tensordesc", dtype, div, block)
 
 
 def split_entries(text: str) -> list[str]:

@@ -142,3 +142,104 @@ def test_block_shape_and_dtype_are_constexprs():
     out = parse.run({"source": src.encode()}, {"kernel": "k", "file": "k.py"})
     text = ttir.run({"json": out["json"]}, {"signature": ["*fp32", "i32"], "constexprs": {"B": 16}})["ttir"].decode()
     assert '"tt.atomic_rmw"' in text and "sem = 1 : i32" in text  # relaxed, as a TMA reduction
+
+
+PARAMS = textwrap.dedent('''\
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def scale_desc(in_desc, out_desc, scale):
+        BM: tl.constexpr = in_desc.block_shape[0]
+        BN: tl.constexpr = in_desc.block_shape[1]
+        pm = tl.program_id(0) * BM
+        pn = tl.program_id(1) * BN
+        out_desc.store([pm, pn], in_desc.load([pm, pn]) * scale)
+    ''')
+
+
+@settings(max_examples=25, deadline=None)
+@given(m=st.integers(1, 2 * BM), n=st.integers(1, 2 * BN), pad=st.integers(0, 2), seed=st.integers(0, 2**32 - 1))
+def test_descriptor_parameters_are_base_shape_and_strides(m, n, pad, seed):
+    """A `tensordesc<fp32[8, 16]>` parameter is (base, shape as i32, row stride as i64), the
+    stride marked a 16-byte multiple; the program tiles of an (m, n) array with padded rows are
+    scaled in place of a copy and nothing outside (m, n) is written."""
+    text = _ttir(PARAMS, "scale_desc", ["tensordesc<fp32[8, 16]>", "tensordesc<fp32[8, 16]>", "fp32"], {})
+    head = text.splitlines()[1]
+    assert "(!tt.ptr<f32>, i32, i32, i64, !tt.ptr<f32>, i32, i32, i64, f32)" in head
+    assert head.count("tt.divisibility = 4 : i32") == 2  # 16 bytes of fp32 strides
+    stride = -(-n // 4) * 4 + 4 * pad
+    a = np.random.default_rng(seed).standard_normal((m, stride)).astype(np.float32)
+    bufs = {"in": a.reshape(-1).copy(), "out": np.full(m * stride, -7.0, np.float32)}
+    for pm in range(-(-m // BM)):
+        for pn in range(-(-n // BN)):
+            ttir_eval.run(text, ["in", m, n, stride, "out", m, n, stride, 3.0], bufs, program_id=(pm, pn))
+    out = bufs["out"].reshape(m, stride)
+    np.testing.assert_array_equal(out[:, :n], a[:, :n] * 3.0)
+    assert (out[:, n:] == -7.0).all()
+
+
+def test_a_descriptor_kernel_builds_and_the_runtime_expands_its_arguments(tmp_path, monkeypatch):
+    """Through the CLI to cubin; the metadata lists the expanded parameters and the descriptors;
+    the runtime expands Triton's host TensorDescriptor, its own and a plain tensor into them, picks
+    the `:16` variant only when every extent is a multiple of 16, and refuses a descriptor the
+    kernel was not built for by name."""
+    import json
+    import subprocess
+    from dataclasses import dataclass
+
+    sys.path.insert(0, str(Path(__file__).parents[1] / "runtime"))
+    from runtime_fakes import FakeTorch, RecordingDriver
+
+    import ttbuild.runtime as rt
+
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "k.py").write_text(PARAMS)
+    rows = "".join(
+        f'[[variant]]\nname = "{name}"\nfile = "k.py"\nkernel = "scale_desc"\n'
+        f'signature = "tensordesc<fp32[8, 16]>{div},tensordesc<fp32[8, 16]>{div},fp32"\n\n'
+        for name, div in (("scale16", ":16"), ("scale_any", "")))
+    (proj / "variants.toml").write_text(rows)
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "ttbuild", "build", str(proj), "-o", str(out), "--cache", "off"],
+                          capture_output=True, text=True, timeout=600, cwd=Path(__file__).parents[2])
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    doc = json.loads((out / "lib" / "scale16.json").read_text())
+    assert doc["descriptors"][0] == {"name": "in_desc", "dtype": "fp32", "block_shape": [8, 16]}
+    assert [p["name"] for p in doc["params"]][:4] == ["in_desc", "in_desc.shape0", "in_desc.shape1", "in_desc.stride0"]
+
+    torch = FakeTorch(monkeypatch)
+
+    class Tensor(torch.Tensor):
+        def __init__(self, ptr, shape, strides):
+            super().__init__(ptr, "float32")
+            self.shape, self._strides = shape, strides
+
+        def stride(self):
+            return self._strides
+
+    @dataclass
+    class TritonDescriptor:  # the fields of triton.tools.tensor_descriptor.TensorDescriptor
+        base: object
+        shape: list
+        strides: list
+        block_shape: list
+
+    drv = RecordingDriver(raw=False)
+    lib = rt.load(str(out), driver=drv)
+    drv.params_of = {"scale_desc": 9}
+    x, y = Tensor(0x1000, (32, 48), (48, 1)), Tensor(0x8000, (32, 48), (48, 1))
+    kernel = lib.scale_desc
+    assert kernel.select(TritonDescriptor(x, [32, 48], [48, 1], [8, 16]), y, 2.0).variant == "scale16"
+    assert kernel.select(rt.TensorDescriptor.from_tensor(x, [8, 16]), y, 2.0).variant == "scale16"
+    assert kernel.select(Tensor(0x1000, (30, 40), (48, 1)), y, 2.0).variant == "scale_any"
+    kernel[(4, 3)](x, out_desc=y, scale=2.0)
+    raw = drv.launches[-1]["raw"]
+    assert [int.from_bytes(r[:4], "little") for r in raw[1:3]] == [32, 48]
+    assert int.from_bytes(raw[3], "little") == 48
+    with pytest.raises(rt.DescriptorError, match=r"in_desc: descriptor block shape \[16, 16\], the kernel was built for \[8, 16\]"):
+        kernel[(1,)](TritonDescriptor(x, [32, 48], [48, 1], [16, 16]), y, 2.0)
+    with pytest.raises(rt.DescriptorError, match="out_desc: strides must be multiples of 16 bytes"):
+        kernel[(1,)](x, Tensor(0x8000, (32, 46), (46, 1)), 2.0)

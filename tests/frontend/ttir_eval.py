@@ -53,7 +53,7 @@ def _signed(a, elt):
     return a.astype(_UNSIGNED[elt]).view(_SIGNED[elt]) if elt in _SIGNED else a
 
 
-def run(text: str, args: list, buffers: dict[str, np.ndarray], program_id: int = 0) -> None:
+def run(text: str, args: list, buffers: dict[str, np.ndarray], program_id: int | tuple = 0) -> None:
     """Evaluate the kernel in `text` on `args` (numbers, or buffer names for pointer parameters),
     writing stores into `buffers` in place."""
     head = re.search(r"\^bb0\((.*)\):", text)
@@ -88,6 +88,9 @@ def _eval(name, props, ops, ins, out, buffers, program_id):
                 return np.full(shape, _scalar(dense[1], elt))
             return np.array(_scalar(lit.split(" : ")[0], elt))
         if name == "tt.get_program_id":
+            if isinstance(program_id, tuple):  # one id per grid axis
+                axis = int(re.search(r"axis = (\d+)", props).group(1))
+                return np.array(program_id[axis] if axis < len(program_id) else 0, np.uint32)
             return np.array(program_id, np.uint32)
         if name == "tt.make_range":
             start, end = (int(_prop(props, k).split(" : ")[0]) for k in ("start", "end"))

@@ -34,3 +34,37 @@ def test_descriptor_matmul_is_exact_on_small_integers(torch, lib, name, bm, bn, 
     ref = (a.double() @ b.double()).half()
     assert torch.equal(c, ref)
     assert torch.isnan(buf[M]).all()
+
+
+def _host_descriptors(torch, kind, a, b, c):
+    """The three descriptor arguments as Triton's TensorDescriptor, ttbuild's, or plain tensors."""
+    blocks = ([128, 64], [64, 128], [128, 128])
+    if kind == "tensor":
+        return a, b, c
+    if kind == "triton":
+        TD = pytest.importorskip("triton.tools.tensor_descriptor").TensorDescriptor
+    else:
+        from ttbuild.runtime import TensorDescriptor as TD
+    return tuple(TD.from_tensor(t, blk) for t, blk in zip((a, b, c), blocks))
+
+
+@pytest.mark.parametrize("kind", ["triton", "ttbuild", "tensor"])
+@pytest.mark.parametrize("shape, variant", [((512, 384, 256), "matmul_hostdesc_fp16_128x128x64_w4_s4"),
+                                            ((500, 376, 200), "matmul_hostdesc_fp16_128x128x64_w4_s4_any")])
+def test_host_descriptor_matmul_is_exact_on_small_integers(torch, lib, kind, shape, variant):
+    """Descriptor parameters filled by the runtime from each host form; extents that are multiples
+    of 16 take the pipelined `:16` variant, the others the `_any` one; both bit-exact."""
+    try:
+        kernel = lib["matmul_host_descriptor_kernel"]
+    except KeyError:
+        pytest.skip("matmul_host_descriptor_kernel is not in the library (rebuild: `doit`)")
+    M, N, K = shape
+    gen = torch.Generator(device="cuda").manual_seed(M * N + K)
+    a = torch.randint(-2, 3, (M, K), device="cuda", generator=gen).half()
+    b = torch.randint(-2, 3, (K, N), device="cuda", generator=gen).half()
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+    descs = _host_descriptors(torch, kind, a, b, c)
+    assert kernel.select(*descs, M, N, K).variant == variant
+    kernel[(-(-M // 128) * -(-N // 128),)](*descs, M, N, K)
+    torch.cuda.synchronize()
+    assert torch.equal(c, (a.double() @ b.double()).half())

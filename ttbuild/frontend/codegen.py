@@ -11,9 +11,10 @@ import ast
 from typing import Any
 
 from ttbuild.errors import CompilationError
-from ttbuild.signature import SignatureError, parse_entry
+from ttbuild.signature import DTYPE_BYTES, SignatureError, parse_entry
 
 from . import semantic as S
+from . import tensordesc
 from . import types as T
 from .astjson import decode
 from .controlflow import ControlFlow
@@ -106,7 +107,7 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
             names = ", ".join(p["name"] for p, _ in runtime)
             fail(self.cx, f"signature has {len(self.signature)} entries but {kernel} has {len(runtime)} "
                           f"non-constexpr parameters ({names})")
-        args = []
+        args, descriptors = [], []
         for (p, node), entry in zip(runtime, self.signature):
             try:
                 sig = parse_entry(entry)
@@ -114,14 +115,27 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
                 self.b.loc = node._id
                 what = "unknown signature type" if e.field == "dtype" else "bad signature entry"
                 fail(self.cx, f"{what} {entry!r}: {e}")
-            ty = T.signature_type(sig)
-            v = self.b.fresh(ty)
-            args.append(v)
-            types.append(ty.mlir)
-            attrs.append(f"{{tt.divisibility = {sig.divisibility} : i32}}" if sig.divisibility > 1 else "{}")
-            locs.append(self.b.loc_of(node._id))
-            self.scope[p["name"]] = v
+            vals = []
+            for i, part in enumerate(sig.expanded()):
+                ty = T.signature_type(part)
+                v = self.b.fresh(ty)
+                vals.append(v)
+                args.append(v)
+                types.append(ty.mlir)
+                div = part.divisibility
+                if sig.is_descriptor and i > len(sig.block_shape):
+                    # a descriptor's row strides: 16-byte multiples (the TMA contract; the runtime checks)
+                    div = max(1, 16 // DTYPE_BYTES[sig.dtype])
+                attrs.append(f"{{tt.divisibility = {div} : i32}}" if div > 1 else "{}")
+                locs.append(self.b.loc_of(node._id))
+            if sig.is_descriptor:
+                descriptors.append((p["name"], sig, vals, node))
+            else:
+                self.scope[p["name"]] = vals[0]
         self.b.open_block()
+        for name, sig, vals, node in descriptors:  # its shape widened to i64 inside the body
+            self.b.loc = node._id
+            self.scope[name] = tensordesc.from_parameter(self.cx, sig, vals)
         try:
             self.visit_body(fn.body)
         except ReturnValue:

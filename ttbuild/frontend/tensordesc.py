@@ -90,6 +90,15 @@ def make_tensor_descriptor(cx, base, shape, strides, block_shape, padding_option
     return TensorDescriptor(base, shape64, [blockptr.i64(cx, x) for x in st], bs, pad)
 
 
+def from_parameter(cx, sig, vals: list) -> TensorDescriptor:
+    """The descriptor a `tensordesc<...>` kernel parameter stands for, from its expanded
+    arguments (ttbuild.signature.SigEntry.expanded: base, shape as i32, strides but the last)."""
+    rank = len(sig.block_shape)
+    base, shape, strides = vals[0], vals[1:1 + rank], vals[1 + rank:]
+    return TensorDescriptor(base, [blockptr.i64(cx, x) for x in shape], list(strides) + [Constexpr(1)],
+                            sig.block_shape, "zero")
+
+
 def _desc(cx, d, what: str) -> TensorDescriptor:
     if not isinstance(d, TensorDescriptor):
         fail(cx, f"{what} needs a tensor descriptor (tl.make_tensor_descriptor), got {S.describe(d)}")

@@ -71,8 +71,16 @@ def build_params(variant: dict, parse_doc: dict) -> list[dict]:
             if used >= len(sig):
                 raise MetaError(f"signature {variant['signature']!r} has {len(sig)} entries but "
                                 f"{variant['kernel']} has more non-constexpr parameters (first extra: {name!r})")
-            kind, dtype, div = sig[used]
+            kind, dtype, div, *block = sig[used]
             used += 1
+            if kind == "tensordesc":  # its expanded parameters (SigEntry.expanded), named after it
+                rank = len(block[0])
+                params.append({"name": name, "kind": "pointer", "dtype": dtype, "divisibility": 16})
+                params += [{"name": f"{name}.shape{i}", "kind": "scalar", "dtype": "i32", "divisibility": div}
+                           for i in range(rank)]
+                params += [{"name": f"{name}.stride{i}", "kind": "scalar", "dtype": "i64", "divisibility": 1}
+                           for i in range(rank - 1)]
+                continue
             params.append({"name": name, "kind": kind, "dtype": dtype, "divisibility": div})
     if used != len(sig):
         raise MetaError(f"signature {variant['signature']!r} has {len(sig)} entries but "
@@ -94,6 +102,14 @@ def image_entry(image: dict, data: bytes, ttgir: bytes) -> dict:
     if image["kind"] == "ptx":
         entry["ptx_version"] = Target.parse(image["target"]).ptx_version
     return entry
+
+
+def _descriptors(variant: dict, parse_doc: dict) -> list:
+    """(parameter name, signature item) of each tensordesc parameter, in order."""
+    fn = parse_doc.get("functions", {}).get(variant["kernel"], {})
+    names = [p.get("name") for p in fn.get("params", []) if p.get("name") not in variant["constexprs"]
+             and not _is_constexpr_annotation(p.get("annotation"))]
+    return [(n, p) for n, p in zip(names, variant["params"]) if p[0] == "tensordesc"]
 
 
 def build_metadata(variant: dict, blobs: dict[str, bytes], cubin_name: str, images: list[dict] | None = None) -> dict:
@@ -124,6 +140,9 @@ def build_metadata(variant: dict, blobs: dict[str, bytes], cubin_name: str, imag
         "params": build_params(variant, parse_doc),
         "signature": variant["signature"],
         "constexprs": dict(variant["constexprs"]),
+        # tensordesc<...> parameters: the runtime expands a host descriptor into base, shape, strides
+        **({"descriptors": [{"name": n, "dtype": p[1], "block_shape": list(p[3])} for n, p in descs]}
+           if (descs := _descriptors(variant, parse_doc)) else {}),
         "num_warps": num_warps if num_warps is not None else variant["num_warps"],
         "num_ctas": num_ctas if num_ctas is not None else variant["num_ctas"],
         "num_stages": variant["num_stages"],

@@ -99,7 +99,8 @@ def variant_doc(v: Variant) -> dict:
     # A row's place in variants.toml is no input of its build: moving or deleting rows must not
     # rerun the others' meta tasks (the index only places diagnostics).
     del doc["index"]
-    doc["params"] = [[p.kind, p.dtype, p.divisibility] for p in v.params]
+    doc["params"] = [[p.kind, p.dtype, p.divisibility] + ([list(p.block_shape)] if p.is_descriptor else [])
+                     for p in v.params]
     doc["ptxas_options"] = list(v.ptxas_options)
     doc["arch"] = v.arch
     # only autotune / heuristics variants carry these (the others keep their documents)

@@ -13,12 +13,13 @@ from .interop import InteropError
 from .launcher import Launcher, LaunchError
 from .metadata import MetadataError, Param, Variant, read_library
 from .select import NoMatchingVariant
+from .tensordesc import DescriptorError, DescriptorLauncher, TensorDescriptor
 from .torchop import TorchOpError, torch_op
 from .tuned import TunedLauncher, TuningError, load_table, table_path
 
 __all__ = ["load", "Library", "Launcher", "Variant", "Param", "Driver", "CudaDriver", "CtypesCudaDriver",
            "CudaError", "MetadataError", "NoMatchingVariant", "LaunchError", "InteropError", "TorchOpError",
-           "default_driver", "torch_op", "TunedLauncher", "TuningError"]
+           "default_driver", "torch_op", "TunedLauncher", "TuningError", "TensorDescriptor", "DescriptorError"]
 
 
 class Library:
@@ -57,6 +58,8 @@ class Library:
                                                        table_file=table_path(tuning_dir, name))
                 else:
                     self._launchers[q] = Launcher(kernel if unique else q, vs, driver)
+                if vs[0].descriptors:
+                    self._launchers[q] = DescriptorLauncher(self._launchers[q], vs[0].descriptors)
             except MetadataError as exc:  # raised when that kernel is asked for: the rest loads
                 self._launchers[q] = exc
         self._single: dict = {}
@@ -118,7 +121,8 @@ class Library:
             if not match:
                 raise KeyError(f"no variant {name!r} in {self.lib_dir}; variants: "
                                f"{', '.join(v.variant for v in self.variants)}")
-            self._single[name] = Launcher(match[0].kernel, match, self._driver)
+            single = Launcher(match[0].kernel, match, self._driver)
+            self._single[name] = DescriptorLauncher(single, match[0].descriptors) if match[0].descriptors else single
         return self._single[name]
 
     def __repr__(self):

@@ -106,6 +106,8 @@ class Variant:
     autotune: dict | None = field(default=None, hash=False, compare=False)
     # constexpr name -> @triton.heuristics expression over `args` (ttbuild.runtime.heuristics)
     heuristics: dict = field(default_factory=dict, hash=False, compare=False)
+    # tensordesc<...> parameters: ({"name", "dtype", "block_shape"}, ...) (ttbuild.runtime.tensordesc)
+    descriptors: tuple = ()
 
     @property
     def launch_params(self) -> tuple[Param, ...]:
@@ -217,6 +219,7 @@ def parse_variant(doc: Any, json_path: str) -> Variant:
         file=doc.get("file", "") if isinstance(doc.get("file", ""), str) else "",
         autotune=_autotune(doc.get("autotune"), where),
         heuristics=_heuristics(doc.get("heuristics"), where),
+        descriptors=_descriptor_specs(doc.get("descriptors"), where),
     )
     _ = v.capability  # validate the target string now, not at the first launch
     if not 1 <= v.num_warps <= MAX_NUM_WARPS:
@@ -234,6 +237,17 @@ def _autotune(raw, where: str) -> dict | None:
     if not ok:
         raise MetadataError(f"{where}: 'autotune' needs group (string), config (int) and key (list of names)")
     return dict(raw)
+
+
+def _descriptor_specs(raw, where: str) -> tuple:
+    if raw is None:
+        return ()
+    ok = isinstance(raw, list) and all(
+        isinstance(d, dict) and isinstance(d.get("name"), str) and d.get("dtype") in DTYPE_BYTES
+        and isinstance(d.get("block_shape"), list) and all(isinstance(x, int) for x in d["block_shape"]) for d in raw)
+    if not ok:
+        raise MetadataError(f"{where}: 'descriptors' must list {{name, dtype, block_shape}} objects")
+    return tuple(dict(d) for d in raw)
 
 
 def _heuristics(raw, where: str) -> dict:

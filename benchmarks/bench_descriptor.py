@@ -1,0 +1,145 @@
+"""Tensor descriptors (kernels/matmul_descriptor.py): TFLOP/s of the matmul with descriptors made in the kernel and made on the host, against ttbuild's pointer matmul (kernels/matmul.py, same tile) and Triton 3.6 compiling the same descriptor sources; and the host cost of a launch with descriptor arguments against one with pointers.
+
+ttbuild lowers descriptors to pointer loads with bounds masks (no TMA yet: issue 13); Triton
+on sm_90 uses TMA for them (its default build), so the Triton columns are what TMA reaches.
+Triton runs in a child process. Launch cost: through a cuLaunchKernel that launches nothing
+(the C path's no-op, as benchmarks/bench_launch.py measures), best of 20 rounds of 300 calls.
+Usage: python benchmarks/bench_descriptor.py [--artifacts DIR] [--sizes 4096,8192] [--no-triton]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.dirname(HERE))
+
+from _common import WORKER_FLAG, bench_ms, have_triton, kernel_module, report_worker_result, table, triton_worker
+
+BM, BN, BK = 128, 128, 64
+
+
+def _inputs(torch, n):
+    gen = torch.Generator(device="cuda").manual_seed(n)
+    a = torch.randn(n, n, device="cuda", dtype=torch.float16, generator=gen)
+    b = torch.randn(n, n, device="cuda", dtype=torch.float16, generator=gen)
+    return a, b, torch.empty(n, n, device="cuda", dtype=torch.float16)
+
+
+def _tflops(n, ms):
+    return 2 * n ** 3 / (ms * 1e-3) / 1e12
+
+
+def triton_side(job: dict) -> None:
+    """Child process: Triton compiles kernels/matmul_descriptor.py (TMA on sm_90)."""
+    import torch
+    import triton
+    from triton.tools.tensor_descriptor import TensorDescriptor
+
+    triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
+    mod = kernel_module("matmul_descriptor")
+    out = {}
+    for n in job["sizes"]:
+        a, b, c = _inputs(torch, n)
+        grid = ((n // BM) * (n // BN),)
+        dev = lambda: mod.matmul_descriptor_kernel[grid](a, b, c, n, n, n, BM, BN, BK, 8,  # noqa: E731
+                                                         num_warps=4, num_stages=4)
+        da, db, dc = (TensorDescriptor.from_tensor(t, blk) for t, blk in ((a, [BM, BK]), (b, [BK, BN]), (c, [BM, BN])))
+        host = lambda: mod.matmul_host_descriptor_kernel[grid](da, db, dc, n, n, n, 8,  # noqa: E731
+                                                               num_warps=4, num_stages=4)
+        out[n] = {}
+        for name, fn in (("device", dev), ("host", host)):
+            try:
+                fn()
+                torch.cuda.synchronize()
+                ok = bool(torch.allclose(c.float(), (a.float() @ b.float()), rtol=1e-2, atol=1e-1 * (n / 512) ** 0.5))
+                out[n][name] = {"ms": bench_ms(fn), "ok": ok}
+            except Exception as e:  # noqa: BLE001 - one form failing must not lose the other
+                out[n][name] = {"error": f"{type(e).__name__}: {e}"[:300]}
+    report_worker_result({"results": {str(k): v for k, v in out.items()}})
+
+
+def _launch_cost(torch, artifacts) -> dict:
+    import ttbuild.runtime as rt
+    from ttbuild.runtime import cext
+
+    class NoopLaunchDriver(rt.CudaDriver):
+        @property
+        def c_launch_address(self):
+            module = cext.load()
+            return module.noop_launch_address() if module is not None else None
+
+    lib = rt.load(artifacts, driver=NoopLaunchDriver())
+    a, b, c = _inputs(torch, 512)
+    descs = tuple(rt.TensorDescriptor.from_tensor(t, blk) for t, blk in ((a, [BM, BK]), (b, [BK, BN]), (c, [BM, BN])))
+    host = lib.variant("matmul_hostdesc_fp16_128x128x64_w4_s4")[(16,)]
+    ptrs = lib.variant("matmul_desc_fp16_128x128x64_w4_s4")[(16,)]
+    fns = {"descriptors": lambda: host(*descs, 512, 512, 512), "pointers": lambda: ptrs(a, b, c, 512, 512, 512)}
+    best = {k: float("inf") for k in fns}
+    for _ in range(20):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            for _ in range(300):
+                fn()
+            best[name] = min(best[name], (time.perf_counter() - t0) / 300 * 1e6)
+    return best
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--artifacts", default=os.environ.get("TTBUILD_ARTIFACTS", "artifacts"))
+    ap.add_argument("--sizes", default="4096,8192")
+    ap.add_argument("--no-triton", action="store_true")
+    args = ap.parse_args(argv)
+    sizes = [int(s) for s in args.sizes.split(",")]
+
+    import torch
+
+    import ttbuild.runtime as rt
+
+    tri = {}
+    if not args.no_triton and have_triton():
+        tri = triton_worker(__file__, {"sizes": sizes}, disable_mma_v3=False)
+        if "error" in tri:
+            print(f"triton failed: {tri['error']}")
+    lib = rt.load(args.artifacts)
+    rows = []
+    for n in sizes:
+        a, b, c = _inputs(torch, n)
+        grid = ((n // BM) * (n // BN),)
+        descs = tuple(rt.TensorDescriptor.from_tensor(t, blk) for t, blk in ((a, [BM, BK]), (b, [BK, BN]), (c, [BM, BN])))
+        forms = {
+            "pointers (kernels/matmul.py)": lambda g=grid: lib.variant("matmul_fp16_128x128x64_w4_s4")[g](
+                a, b, c, n, n, n, a.stride(0), 1, b.stride(0), 1, c.stride(0), 1),
+            "descriptors made in the kernel": lambda g=grid: lib.variant("matmul_desc_fp16_128x128x64_w4_s4")[g](
+                a, b, c, n, n, n),
+            "descriptors from the host": lambda g=grid: lib["matmul_host_descriptor_kernel"][g](*descs, n, n, n),
+        }
+        t = tri.get("results", {}).get(str(n), {})
+        for name, fn in forms.items():
+            fn()
+            torch.cuda.synchronize()
+            ok = bool(torch.allclose(c.float(), (a.float() @ b.float()), rtol=1e-2, atol=1e-1 * (n / 512) ** 0.5))
+            ms = bench_ms(fn)
+            ref = t.get({"descriptors made in the kernel": "device", "descriptors from the host": "host"}.get(name, ""), {})
+            rows.append([f"{n}³", name, f"{ms:.3f}", f"{_tflops(n, ms):.0f}", "ok" if ok else "WRONG",
+                         f"{_tflops(n, ref['ms']):.0f}" if ref.get("ms") else "",
+                         f"{ref['ms'] / ms:.2f}" if ref.get("ms") else ""])
+    print(f"GPU: {torch.cuda.get_device_name()}; tile {BM}x{BN}x{BK}, 4 warps, 4 stages")
+    print(table(["size", "ttbuild form", "ms", "TFLOP/s", "check", "Triton TFLOP/s (TMA)", "Triton ms / ours"], rows))
+    cost = _launch_cost(torch, args.artifacts)
+    print(f"host cost of one launch (no-op cuLaunchKernel): 3 descriptors + 3 ints {cost['descriptors']:.2f} µs, "
+          f"3 pointers + 3 ints {cost['pointers']:.2f} µs ({cost['descriptors'] / cost['pointers']:.2f}x)")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 2 and sys.argv[1] == WORKER_FLAG:
+        import json
+
+        triton_side(json.loads(sys.argv[2]))
+    else:
+        main()

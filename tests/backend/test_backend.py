@@ -198,3 +198,22 @@ def test_props_reads_discardable_attributes_too():
         op = m.body.operations[0].regions[0].blocks[0].operations[0]
         got = {k: mu.int_attr(v) for k, v in mu.props(op).items()}
     assert got == {"value": 1, "tt.divisibility": 16}
+
+
+def test_multiple_of_hints_reach_the_axis_analysis(tmp_path):
+    """`tl.multiple_of(start, 16)` on an offset the analysis cannot see through (program_id * n)
+    makes the load and store 16-byte vectors, as Triton's AxisInfo overrides its result with the
+    hint; without it they stay scalar."""
+    import ttbuild
+
+    src = tmp_path / "k.py"
+    body = ("    start = tl.program_id(0) * n\n{hint}    offs = start + tl.arange(0, B)\n"
+            "    tl.store(y_ptr + offs, tl.load(x_ptr + offs) + 1.0)\n")
+    src.write_text("import triton\nimport triton.language as tl\n\n\n"
+                   "@triton.jit\ndef hinted(x_ptr, y_ptr, n, B: tl.constexpr):\n"
+                   + body.format(hint="    start = tl.multiple_of(start, 16)\n")
+                   + "\n\n@triton.jit\ndef plain(x_ptr, y_ptr, n, B: tl.constexpr):\n" + body.format(hint=""))
+    ptx = {k: ttbuild.compile(src, kernel=k, signature="*fp32:16,*fp32:16,i32", constexprs={"B": 512},
+                              until="ptx")["ptx"].decode() for k in ("hinted", "plain")}
+    assert ptx["hinted"].count("ld.global.v4") == 1 and ptx["hinted"].count("st.global.v4") == 1
+    assert "ld.global.v4" not in ptx["plain"] and ptx["plain"].count("ld.global") == 4

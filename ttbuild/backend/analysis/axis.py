@@ -143,7 +143,31 @@ class AxisAnalysis:
         ins = [self.info(x) for x in op.operands]
         fn = TABLE.get(name)
         out = fn(op, shape, ins) if fn else None
-        self._set(res, out or AxisInfo.unknown(rank))
+        out = out or AxisInfo.unknown(rank)
+        attrs = op.operation.attributes
+        if "tt.divisibility" in attrs or "tt.contiguity" in attrs or "tt.constancy" in attrs:
+            out = with_hints(out, attrs)
+        self._set(res, out)
+
+
+def with_hints(info: AxisInfo, attrs) -> AxisInfo:
+    """`info` with the hints `tl.multiple_of` / `max_contiguous` / `max_constancy` left on the op
+    (`tt.divisibility` / `tt.contiguity` / `tt.constancy`, one i32 per dimension) in place of what
+    was derived: Triton's AxisInfoAnalysis overrides its result with them ("override with hint",
+    lib/Analysis/AxisInfo.cpp)."""
+    def read(name, current):
+        if name not in attrs:
+            return current
+        attr = attrs[name]
+        try:
+            vals = tuple(int(x) for x in mu.ir.DenseIntElementsAttr(attr))
+        except (TypeError, ValueError):
+            vals = (mu.int_attr(attr),)
+        if len(vals) == 1 and len(current) > 1:
+            vals = vals * len(current)
+        return vals if len(vals) == len(current) else current
+    return AxisInfo(read("tt.contiguity", info.contiguity), read("tt.divisibility", info.divisibility),
+                    read("tt.constancy", info.constancy), info.value)
 
 
 RULES = RuleSet()  # per-op rules `fn(op, shape, ins) -> AxisInfo | None`; TABLE below is built from them

@@ -9,6 +9,7 @@ from filecheck_util import filecheck, goldens
 from library_rows import rows
 from oracle import assert_triton_compiles
 
+from ttbuild.signature import split_entries
 from ttbuild.stages import parse, ttir
 
 REPO = Path(__file__).resolve().parents[2]
@@ -20,7 +21,7 @@ VARIANTS = list(rows(KERNELS))
 def build(variant: dict) -> bytes:
     src = (KERNELS / variant["file"]).read_bytes()
     p = parse.run({"source": src}, {"kernel": variant["kernel"], "file": variant["file"]})
-    return ttir.run({"json": p["json"]}, {"signature": variant["signature"].split(","),
+    return ttir.run({"json": p["json"]}, {"signature": split_entries(variant["signature"]),
                                           "constexprs": variant.get("constexprs", {})})["ttir"]
 
 

@@ -11,10 +11,23 @@ from typing import Callable
 
 from ttbuild.registry import Registry, build
 
-from . import atomics, blockops, blockptr, builtins, debugops, extra, inlineasm, random, reductions, tensordesc
+from . import (
+    atomics,
+    blockops,
+    blockptr,
+    builtins,
+    debugops,
+    dotscaled,
+    extra,
+    inlineasm,
+    random,
+    reductions,
+    tensordesc,
+)
 from .semantic import Ctx, fail
 
-MODULES = (builtins, atomics, blockops, blockptr, debugops, extra, inlineasm, random, reductions, tensordesc)
+MODULES = (builtins, atomics, blockops, blockptr, debugops, dotscaled, extra, inlineasm, random, reductions,
+           tensordesc)
 
 _TABLES = build({"builtin": Registry("tl builtin"), "method": Registry("tensor method")}, MODULES)
 BUILTINS: Registry = _TABLES["builtin"]  # "load", "math.exp", ...: what `tl.<name>` calls

@@ -83,7 +83,7 @@ BUILTIN_NAMES = (
     "umulhi", "floor", "ceil", "div_rn", "fdiv", "sqrt_rn", "erf", "cumsum", "cumprod", "join", "split", "ravel",
     "make_block_ptr", "advance", "assume", "associative_scan", "histogram",
     "rand", "randn", "randint", "randint4x", "rand4x", "randn4x", "inline_asm_elementwise",
-    "make_tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor",
+    "make_tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor", "dot_scaled",
 )
 for _name in BUILTIN_NAMES:
     if _name not in globals():

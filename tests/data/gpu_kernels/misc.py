@@ -131,3 +131,20 @@ def block_ptr_if_kernel(out_ptr, x_ptr, flag, n, BLOCK: tl.constexpr):
         p = tl.advance(p, (0,))
     x = tl.load(p, boundary_check=(0,), padding_option="zero")
     tl.store(out_ptr + tl.arange(0, BLOCK), x)
+
+
+@triton.jit
+def dot_scaled_kernel(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+                      KA: tl.constexpr, KB: tl.constexpr, FA: tl.constexpr, FB: tl.constexpr,
+                      FAST: tl.constexpr):
+    """C[M, N] = dot_scaled(A, A's scales, FA, B, B's scales, FB): A is [M, KA] (KA = K / 2 for
+    packed e2m1), B [KB, N], the scales [M, K / 32] and [N, K / 32], one program, row-major."""
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    rs = tl.arange(0, K // 32)
+    a = tl.load(a_ptr + rm[:, None] * KA + tl.arange(0, KA)[None, :])
+    b = tl.load(b_ptr + tl.arange(0, KB)[:, None] * N + rn[None, :])
+    a_scale = tl.load(as_ptr + rm[:, None] * (K // 32) + rs[None, :])
+    b_scale = tl.load(bs_ptr + rn[:, None] * (K // 32) + rs[None, :])
+    c = tl.dot_scaled(a, a_scale, FA, b, b_scale, FB, fast_math=FAST)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)

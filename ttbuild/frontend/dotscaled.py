@@ -1,0 +1,132 @@
+"""`tl.dot_scaled`: the matrix product of two microscaled blocks (OCP MX: e2m1 packed two per byte, e4m3, e5m2, bf16, fp16, with one e8m0 scale per 32 elements along K), decomposed into an upcast and `tt.dot`, as Triton does on GPUs without native microscaled dots.
+
+The decomposition (Triton 3.6: python/triton/language/semantic.py `dot_scaled`, the checks;
+lib/Dialect/TritonGPU/Transforms/DecomposeScaledBlocked.cpp, the rewrite):
+- the compute type is fp16 when either format is fp16, else bf16;
+- e2m1 bytes hold two elements along K, the first in the low nibble; each nibble's value is
+  sign x (exponent 0: mantissa / 2; else (1 + mantissa / 2) x 2^(exponent - 1));
+- an e8m0 scale `s` is 2^(s - 127); `lhs_scale` is [M, K/32] and `rhs_scale` [N, K/32] (not
+  transposed); each element is multiplied by its group's scale in fp32 (exact: MX elements and
+  powers of two), and s = 255 gives NaN unless `fast_math`;
+- `tt.dot` of the upcast blocks with an fp32 (or `out_dtype`) accumulator.
+Only K-packed e2m1 is supported (`lhs_k_pack` / `rhs_k_pack` False is refused by name).
+"""
+
+from __future__ import annotations
+
+from . import blockops, builtins, extra
+from . import semantic as S
+from . import types as T
+from .args import BuiltinRules, cval
+from .irtext import Value
+from .semantic import Constexpr, fail
+
+RULES = BuiltinRules()  # this module's rules; ttbuild.frontend.builtin_table builds the tables
+builtin = RULES.builtin
+
+FORMATS = ("e2m1", "e4m3", "e5m2", "bf16", "fp16")
+_TYPED = {"e4m3": "fp8e4nv", "e5m2": "fp8e5", "bf16": "bf16", "fp16": "fp16"}
+_BITS = {"e4m3": "uint8", "e5m2": "uint8", "bf16": "uint16", "fp16": "uint16"}
+GROUP = 32  # elements per e8m0 scale (OCP MX)
+
+
+def _const(cx, value, like: Value) -> Value:
+    return cx.b.constant(value, like.type)
+
+
+def _as_format(cx, v: Value, fmt: str, side: str) -> Value:
+    """Triton's `_bitcast_to_fp_type`: the block as its float format (an unsigned block of the
+    same width is bitcast); e2m1 must come as uint8."""
+    if fmt == "e2m1":
+        if v.type.scalar != T.DTYPES["uint8"]:
+            fail(cx, f"e2m1 format must be packed as uint8. Got {v.type.scalar} for {side}")
+        return v
+    want = T.DTYPES[_TYPED[fmt]]
+    if v.type.scalar == want:
+        return v
+    if v.type.scalar != T.DTYPES[_BITS[fmt]]:
+        fail(cx, f"Unexpected dtype for {fmt}. Got {v.type.scalar} for {side}")
+    return S.cast(cx, v, want, bitcast=True)
+
+
+def _e2m1_nibbles(cx, packed: Value, k_axis: int) -> Value:
+    """uint8 [..] with two e2m1 per byte along `k_axis` -> fp32 with that axis doubled (first
+    element from the low nibble)."""
+    i32 = S.cast(cx, packed, T.int32)
+    halves = []
+    for shift in (0, 4):
+        n = S.binary(cx, "&", S.binary(cx, ">>", i32, _const(cx, shift, i32)) if shift else i32, _const(cx, 15, i32))
+        e = S.binary(cx, "&", S.binary(cx, ">>", n, _const(cx, 1, n)), _const(cx, 3, n))
+        m = S.cast(cx, S.binary(cx, "&", n, _const(cx, 1, n)), T.fp32)
+        pow2 = S.cast(cx, S.binary(cx, "<<", _const(cx, 1, e), e), T.fp32)  # 2^e
+        normal = S.binary(cx, "*", S.binary(cx, "+", m, _const(cx, 2.0, m)), S.binary(cx, "*", pow2, _const(cx, 0.25, m)))
+        sub = S.binary(cx, "*", m, _const(cx, 0.5, m))
+        mag = builtins.where(cx, S.compare(cx, "==", e, _const(cx, 0, e)), sub, normal)
+        neg = S.compare(cx, "!=", S.binary(cx, "&", n, _const(cx, 8, n)), _const(cx, 0, n))
+        halves.append(builtins.where(cx, neg, S.unary(cx, "-", mag), mag))
+    pair = extra.join(cx, halves[0], halves[1])           # [..., 2], the pair last
+    shape = list(packed.type.shape)
+    if k_axis == len(shape) - 1:
+        shape[k_axis] *= 2
+        return blockops.reshape(cx, pair, Constexpr(tuple(shape)))
+    order = tuple(range(k_axis + 1)) + (len(shape),) + tuple(range(k_axis + 1, len(shape)))
+    moved = blockops.trans(cx, pair, Constexpr(order))    # the pair right after K
+    shape[k_axis] *= 2
+    return blockops.reshape(cx, moved, Constexpr(tuple(shape)))
+
+
+def _scaled(cx, v: Value, scale, k_axis: int, fast_math: bool) -> Value:
+    """fp32 `v` times 2^(scale - 127) per GROUP elements along `k_axis` (scale [rows, K/32]);
+    NaN where the scale is 255 unless fast_math."""
+    if scale is None or (isinstance(scale, Constexpr) and scale.value is None):
+        return v
+    if not isinstance(scale, Value) or scale.type.scalar not in (T.DTYPES["uint8"], T.DTYPES["int8"]):
+        fail(cx, f"a dot_scaled scale must be a uint8 (e8m0) block, got {S.describe(scale)}")
+    rows = v.type.shape[1 - k_axis]
+    k = v.type.shape[k_axis]
+    if tuple(scale.type.shape) != (rows, k // GROUP):
+        fail(cx, f"scale shape {list(scale.type.shape)} does not match: expected [{rows}, {k // GROUP}] "
+                 f"(one e8m0 per {GROUP} elements along K)")
+    s = S.cast(cx, S.cast(cx, scale, T.DTYPES["uint8"], bitcast=True), T.int32)
+    f = S.cast(cx, S.binary(cx, "<<", s, _const(cx, 23, s)), T.fp32, bitcast=True)   # 2^(s - 127)
+    if not fast_math:
+        nan = cx.b.constant(float("nan"), f.type)
+        f = builtins.where(cx, S.compare(cx, "==", s, _const(cx, 255, s)), nan, f)
+    f = blockops.expand_dims(cx, f, 2)
+    f = blockops.broadcast_to(cx, f, Constexpr((rows, k // GROUP, GROUP)))
+    f = blockops.reshape(cx, f, Constexpr((rows, k)))
+    if k_axis == 0:
+        f = blockops.trans(cx, f)
+    return S.binary(cx, "*", v, f)
+
+
+@builtin("dot_scaled")
+def dot_scaled(cx, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None, fast_math=False,
+               lhs_k_pack=True, rhs_k_pack=True, out_dtype=T.fp32):
+    """`tl.dot_scaled` (module docstring): 2-D blocks; returns `out_dtype` [M, N]."""
+    fa, fb = cval(cx, lhs_format, "lhs_format"), cval(cx, rhs_format, "rhs_format")
+    for side, fmt in (("lhs", fa), ("rhs", fb)):
+        if fmt not in FORMATS:
+            fail(cx, f"NYI: {side}_format {fmt}")
+    if not (isinstance(lhs, Value) and isinstance(rhs, Value) and lhs.type.shape and rhs.type.shape):
+        fail(cx, "tl.dot_scaled needs two blocks")
+    if len(lhs.type.shape) != 2 or len(rhs.type.shape) != 2:
+        fail(cx, f"tl.dot_scaled of rank-{len(lhs.type.shape)} blocks is not supported yet (2-D only)")
+    for side, fmt, pack in (("lhs", fa, lhs_k_pack), ("rhs", fb, rhs_k_pack)):
+        if not cval(cx, pack, f"{side}_k_pack"):
+            if fmt != "e2m1":
+                fail(cx, "only mxfp4 inputs can be packed along a dimension different than K")
+            fail(cx, f"{side}_k_pack=False (e2m1 packed along M or N) is not supported yet")
+    a, b = _as_format(cx, lhs, fa, "lhs"), _as_format(cx, rhs, fb, "rhs")
+    ka = a.type.shape[1] * (2 if fa == "e2m1" else 1)
+    kb = b.type.shape[0] * (2 if fb == "e2m1" else 1)
+    if ka != kb:
+        fail(cx, f"Reduction dimension should pack the same number of elements; (lhs: {list(lhs.type.shape)} "
+                 f"vs rhs: {list(rhs.type.shape)})")
+    fast = bool(cval(cx, fast_math, "fast_math"))
+    compute = T.fp16 if "fp16" in (fa, fb) else T.bf16
+    ops = []
+    for v, fmt, scale, k_axis in ((a, fa, lhs_scale, 1), (b, fb, rhs_scale, 0)):
+        x = _e2m1_nibbles(cx, v, k_axis) if fmt == "e2m1" else S.cast(cx, v, T.fp32)
+        ops.append(S.cast(cx, _scaled(cx, x, scale, k_axis, fast), compute))
+    return blockops.dot(cx, ops[0], ops[1], acc, None, None, None, out_dtype)

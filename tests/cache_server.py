@@ -149,3 +149,55 @@ class ScriptedServer:
         self.httpd.shutdown()
         self.httpd.server_close()
         self.thread.join(timeout=10)
+
+
+class ForwardProxy:
+    """A threaded forwarding HTTP proxy on 127.0.0.1 (absolute-URI requests, as a client sends
+    them to an http proxy): relays each request to its target and records (method, url,
+    Proxy-Authorization header or None)."""
+
+    def __init__(self):
+        self.requests: list[tuple[str, str, str | None]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def _relay(self):
+                import http.client
+                import urllib.parse
+
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n) if n else None
+                outer.requests.append((self.command, self.path, self.headers.get("Proxy-Authorization")))
+                target = urllib.parse.urlsplit(self.path)
+                conn = http.client.HTTPConnection(target.hostname, target.port, timeout=10)
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("proxy-authorization", "host")}
+                conn.request(self.command, target.path + (f"?{target.query}" if target.query else ""), body=body,
+                             headers=headers)
+                resp = conn.getresponse()
+                data = resp.read()
+                self.send_response(resp.status)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(data)
+                conn.close()
+
+            do_GET = do_PUT = do_HEAD = do_DELETE = _relay
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def start(self) -> "ForwardProxy":
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self.thread.join(timeout=10)

@@ -4,7 +4,7 @@ import hashlib
 import warnings
 
 import pytest
-from cache_server import NginxDav, ScriptedServer, find_nginx, free_port
+from cache_server import ForwardProxy, NginxDav, ScriptedServer, find_nginx, free_port
 
 from ttbuild.cache import CacheWarning, DirCache, HttpCache, LayeredCache, action_key, digest
 from ttbuild.cache import http as http_mod
@@ -20,6 +20,11 @@ def key_of(n) -> str:
 def fresh_warning_memory(monkeypatch):
     # "One warning per process" is process state; each test starts as a fresh process would.
     monkeypatch.setattr(http_mod, "_warned_down", set())
+    # A proxy or credentials in the machine's environment must not reach these loopback tests.
+    for var in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY",
+                "no_proxy", "NO_PROXY", "TTBUILD_CACHE_AUTH"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("NETRC", "/nonexistent/netrc")
 
 
 @pytest.fixture(scope="module")
@@ -205,3 +210,46 @@ def test_layered_local_hit_fills_the_remote_once(nginx, tmp_path):
     before = len(nginx.access_log())
     assert layered.get(k) == {"cubin": b"built here"}
     assert len(nginx.access_log()) == before  # filled once: the second hit stays local
+
+
+def test_credentials_from_the_environment_or_netrc_are_sent_but_never_shown(tmp_path, monkeypatch):
+    """The URL's userinfo first, then $TTBUILD_CACHE_AUTH, then the host's netrc entry (as curl and
+    pip read it); the cache's name shows none of them."""
+    import base64
+
+    def auth(c):
+        return base64.b64decode(c._headers["Authorization"].removeprefix("Basic ")).decode()
+
+    rc = tmp_path / "netrc"
+    rc.write_text("machine cache.example login ci password fromnetrc\n")
+    rc.chmod(0o600)
+    monkeypatch.setenv("NETRC", str(rc))
+    c = HttpCache("http://cache.example:9090/prefix")
+    assert auth(c) == "ci:fromnetrc" and "fromnetrc" not in c.name
+    assert "Authorization" not in HttpCache("http://other.example/prefix")._headers
+    monkeypatch.setenv("TTBUILD_CACHE_AUTH", "bot:fromenv")
+    assert auth(HttpCache("http://cache.example:9090/prefix")) == "bot:fromenv"
+    assert auth(HttpCache("http://u:inurl@cache.example:9090/prefix")) == "u:inurl"
+
+
+def test_an_http_proxy_from_the_environment_carries_every_request(nginx, monkeypatch):
+    """http_proxy: requests go to the proxy with absolute URLs (and Proxy-Authorization from its
+    userinfo); no_proxy naming the host goes direct."""
+    proxy = ForwardProxy().start()
+    try:
+        monkeypatch.setenv("http_proxy", proxy.url.replace("http://", "http://pu:pw@"))
+        c = HttpCache(nginx.url)
+        c.put(key_of("proxied"), {"ptx": b"through the proxy"})
+        assert c.get(key_of("proxied")) == {"ptx": b"through the proxy"}
+        c.close()
+        assert proxy.requests and all(url.startswith(nginx.url.rsplit("/", 1)[0]) for _, url, _ in proxy.requests)
+        assert {m for m, _, _ in proxy.requests} >= {"PUT", "GET"}
+        assert all(a == "Basic cHU6cHc=" for _, _, a in proxy.requests)  # pu:pw
+        seen = len(proxy.requests)
+        monkeypatch.setenv("no_proxy", "127.0.0.1")
+        direct = HttpCache(nginx.url)
+        assert direct.get(key_of("proxied")) == {"ptx": b"through the proxy"}
+        direct.close()
+        assert len(proxy.requests) == seen
+    finally:
+        proxy.stop()

@@ -4,7 +4,8 @@ Works against bazel-remote (run it with `--disable_http_ac_validation`, since ou
 ttbuild JSON, not ActionResult protobufs) and against any WebDAV server that accepts PUT, such as
 nginx with `dav_methods PUT DELETE; create_full_put_path on; client_max_body_size 0;`. CAS paths
 are the body's sha256, as bazel-remote checks. Only the standard library is used (http.client),
-with one keep-alive connection per thread.
+with one keep-alive connection per thread. Credentials come from the URL, `$TTBUILD_CACHE_AUTH`
+or netrc, and are never shown. Proxies come from the environment as urllib and curl read them.
 
 An unreachable server (refused, DNS failure, no answer within `timeout` seconds) marks the cache
 down for the rest of the process with ONE warning per base URL: every later call is an immediate
@@ -15,10 +16,12 @@ from __future__ import annotations
 
 import base64
 import http.client
+import netrc
 import os
 import socket
 import threading
 import urllib.parse
+import urllib.request
 from typing import Mapping
 
 from ttbuild.cache.base import (
@@ -51,9 +54,44 @@ def _redact(url: urllib.parse.SplitResult) -> str:
     return urllib.parse.urlunsplit((url.scheme, netloc, url.path, "", ""))
 
 
+def credentials(url: urllib.parse.SplitResult, env: Mapping[str, str] | None = None) -> str | None:
+    """"user:password" for basic auth: the URL's userinfo, else `$TTBUILD_CACHE_AUTH`, else the
+    netrc entry of the host (`$NETRC`, else ~/.netrc, as curl and pip read it); None without any.
+    Never printed: the cache's name is the URL without them."""
+    env = os.environ if env is None else env
+    if url.username is not None:
+        return f"{urllib.parse.unquote(url.username)}:{urllib.parse.unquote(url.password or '')}"
+    if env.get("TTBUILD_CACHE_AUTH"):
+        return env["TTBUILD_CACHE_AUTH"]
+    path = env.get("NETRC") or os.path.join(os.path.expanduser("~"), ".netrc")
+    if not os.path.isfile(path):
+        return None
+    try:
+        entry = netrc.netrc(path).authenticators(url.hostname or "")
+    except (OSError, netrc.NetrcParseError) as exc:
+        warn(f"cache credentials: cannot read {path} ({exc}); going on without them")
+        return None
+    if entry is None:
+        return None
+    login, _, password = entry
+    return f"{login}:{password or ''}"
+
+
+def proxy_for(url: urllib.parse.SplitResult) -> urllib.parse.SplitResult | None:
+    """The proxy the environment names for `url` (`http_proxy` / `https_proxy`, `no_proxy`
+    honoured: urllib.request.getproxies / proxy_bypass), or None."""
+    proxies = urllib.request.getproxies()
+    proxy = proxies.get(url.scheme)
+    if not proxy or urllib.request.proxy_bypass(url.hostname or ""):
+        return None
+    parsed = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+    return parsed if parsed.hostname else None
+
+
 class HttpCache(Cache):
     """Bazel-protocol HTTP(S) cache at `base_url` (`http://host:port/prefix`; `user:pass@` in the
-    URL becomes basic auth and is never printed). `timeout` (seconds) bounds connect and each read;
+    URL, `$TTBUILD_CACHE_AUTH` or the host's netrc entry becomes basic auth and is never printed;
+    `http_proxy` / `https_proxy` / `no_proxy` are honoured). `timeout` (seconds) bounds connect and each read;
     `deadline` (seconds, default `$TTBUILD_CACHE_DEADLINE` or 10) bounds a whole request: a server
     that answers, but too slowly (a byte every half second), is cut off there and marked down for
     the rest of the process like an unreachable one (one warning).
@@ -78,9 +116,19 @@ class HttpCache(Cache):
         self.deadline = max(deadline, timeout)
         self.name = _redact(url)
         self._headers = {"User-Agent": "ttbuild-cache"}
-        if url.username is not None:
-            cred = f"{urllib.parse.unquote(url.username)}:{urllib.parse.unquote(url.password or '')}"
+        cred = credentials(url)
+        if cred is not None:
             self._headers["Authorization"] = "Basic " + base64.b64encode(cred.encode()).decode()
+        # An http(s)_proxy from the environment (no_proxy honoured), as urllib and curl read them:
+        # plain http goes through it with absolute URLs, https through a CONNECT tunnel.
+        self.proxy = proxy_for(url)
+        if self.proxy is not None and self.proxy.username is not None:
+            pcred = f"{urllib.parse.unquote(self.proxy.username)}:{urllib.parse.unquote(self.proxy.password or '')}"
+            self._proxy_auth = {"Proxy-Authorization": "Basic " + base64.b64encode(pcred.encode()).decode()}
+        else:
+            self._proxy_auth = {}
+        if self.proxy is not None and url.scheme == "http":
+            self._headers.update(self._proxy_auth)
         self._local = threading.local()
         self._stats = CacheStats(self.name)
         self.down = False
@@ -95,9 +143,19 @@ class HttpCache(Cache):
             conn = None
         if conn is None:
             cls = http.client.HTTPSConnection if self.url.scheme == "https" else http.client.HTTPConnection
-            conn = cls(self.url.hostname, self.url.port, timeout=self.timeout)
+            if self.proxy is None:
+                conn = cls(self.url.hostname, self.url.port, timeout=self.timeout)
+            else:
+                conn = cls(self.proxy.hostname, self.proxy.port or 8080, timeout=self.timeout)
+                if self.url.scheme == "https":
+                    conn.set_tunnel(self.url.hostname, self.url.port or 443, headers=self._proxy_auth)
             self._local.conn, self._local.pid = conn, os.getpid()
         return conn
+
+    def _hostport(self) -> str:
+        host = self.url.hostname or ""
+        host = f"[{host}]" if ":" in host else host
+        return host + (f":{self.url.port}" if self.url.port else "")
 
     def _drop_conn(self) -> None:
         conn = getattr(self._local, "conn", None)
@@ -138,7 +196,10 @@ class HttpCache(Cache):
             watchdog.daemon = True
             watchdog.start()
             try:
-                conn.request(method, self.base_path + path, body=body, headers=headers)
+                target = self.base_path + path
+                if self.proxy is not None and self.url.scheme == "http":  # a proxy takes the absolute URL
+                    target = f"http://{self._hostport()}{target}"
+                conn.request(method, target, body=body, headers=headers)
                 resp = conn.getresponse()
                 length = resp.getheader("Content-Length")
                 length = int(length) if length and length.isdigit() else None

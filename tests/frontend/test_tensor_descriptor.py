@@ -126,6 +126,8 @@ MK = "d = tl.make_tensor_descriptor(p, [n, n], [n, 1], [B, B])\n"
     (MK + "x = d.gather(p, 0)\n", "x = d.gather", "desc.gather is not supported yet"),
     (MK + "x = d.shapes\n", "x = d.shapes", "a tensor descriptor has no attribute 'shapes'"),
     ("x = tl.load_tensor_descriptor(p, [0])\n", "x = tl.load_tensor_descriptor", "needs a tensor descriptor"),
+    ("x = p.load([0, n])\n", "x = p.load", ".load([...]) is a tensor descriptor's call, and this is a value of "
+                                           "type pointer<fp32>, not a tensor descriptor"),
 ])
 def test_misuse_is_located_with_tritons_message(body, line, message):
     err, lines = _error(body)

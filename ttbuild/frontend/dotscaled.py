@@ -14,7 +14,7 @@ Only K-packed e2m1 is supported (`lhs_k_pack` / `rhs_k_pack` False is refused by
 
 from __future__ import annotations
 
-from . import blockops, builtins, extra
+from . import blockops, builtins
 from . import semantic as S
 from . import types as T
 from .args import BuiltinRules, cval
@@ -51,28 +51,31 @@ def _as_format(cx, v: Value, fmt: str, side: str) -> Value:
 
 def _e2m1_nibbles(cx, packed: Value, k_axis: int) -> Value:
     """uint8 [..] with two e2m1 per byte along `k_axis` -> fp32 with that axis doubled (first
-    element from the low nibble)."""
-    i32 = S.cast(cx, packed, T.int32)
-    halves = []
-    for shift in (0, 4):
-        n = S.binary(cx, "&", S.binary(cx, ">>", i32, _const(cx, shift, i32)) if shift else i32, _const(cx, 15, i32))
-        e = S.binary(cx, "&", S.binary(cx, ">>", n, _const(cx, 1, n)), _const(cx, 3, n))
-        m = S.cast(cx, S.binary(cx, "&", n, _const(cx, 1, n)), T.fp32)
-        pow2 = S.cast(cx, S.binary(cx, "<<", _const(cx, 1, e), e), T.fp32)  # 2^e
-        normal = S.binary(cx, "*", S.binary(cx, "+", m, _const(cx, 2.0, m)), S.binary(cx, "*", pow2, _const(cx, 0.25, m)))
-        sub = S.binary(cx, "*", m, _const(cx, 0.5, m))
-        mag = builtins.where(cx, S.compare(cx, "==", e, _const(cx, 0, e)), sub, normal)
-        neg = S.compare(cx, "!=", S.binary(cx, "&", n, _const(cx, 8, n)), _const(cx, 0, n))
-        halves.append(builtins.where(cx, neg, S.unary(cx, "-", mag), mag))
-    pair = extra.join(cx, halves[0], halves[1])           # [..., 2], the pair last
+    element from the low nibble). Each byte is repeated along K (expand, broadcast, reshape) and
+    element k takes nibble k % 2: no tt.join, whose layout rule (two elements per thread in the
+    new dimension) Triton's verifier holds the block to."""
     shape = list(packed.type.shape)
-    if k_axis == len(shape) - 1:
-        shape[k_axis] *= 2
-        return blockops.reshape(cx, pair, Constexpr(tuple(shape)))
-    order = tuple(range(k_axis + 1)) + (len(shape),) + tuple(range(k_axis + 1, len(shape)))
-    moved = blockops.trans(cx, pair, Constexpr(order))    # the pair right after K
+    rank = len(shape)
+    twice = blockops.expand_dims(cx, S.cast(cx, packed, T.int32), k_axis + 1)
+    wide = shape[:k_axis + 1] + [2] + shape[k_axis + 1:]
+    twice = blockops.broadcast_to(cx, twice, Constexpr(tuple(wide)))
     shape[k_axis] *= 2
-    return blockops.reshape(cx, moved, Constexpr(tuple(shape)))
+    x = blockops.reshape(cx, twice, Constexpr(tuple(shape)))
+    # the nibble of element k: (k % 2) * 4 bits up, along K
+    k = builtins.arange(cx, Constexpr(0), Constexpr(shape[k_axis]))
+    shift = S.binary(cx, "*", S.binary(cx, "&", k, Constexpr(1)), Constexpr(4))
+    for axis in range(rank):
+        if axis != k_axis:
+            shift = blockops.expand_dims(cx, shift, axis)
+    n = S.binary(cx, "&", S.binary(cx, ">>", x, shift), _const(cx, 15, x))
+    e = S.binary(cx, "&", S.binary(cx, ">>", n, _const(cx, 1, n)), _const(cx, 3, n))
+    m = S.cast(cx, S.binary(cx, "&", n, _const(cx, 1, n)), T.fp32)
+    pow2 = S.cast(cx, S.binary(cx, "<<", _const(cx, 1, e), e), T.fp32)  # 2^e
+    normal = S.binary(cx, "*", S.binary(cx, "+", m, _const(cx, 2.0, m)), S.binary(cx, "*", pow2, _const(cx, 0.25, m)))
+    sub = S.binary(cx, "*", m, _const(cx, 0.5, m))
+    mag = builtins.where(cx, S.compare(cx, "==", e, _const(cx, 0, e)), sub, normal)
+    neg = S.compare(cx, "!=", S.binary(cx, "&", n, _const(cx, 8, n)), _const(cx, 0, n))
+    return builtins.where(cx, neg, S.unary(cx, "-", mag), mag)
 
 
 def _scaled(cx, v: Value, scale, k_axis: int, fast_math: bool) -> Value:

@@ -270,6 +270,7 @@ class Expressions:
             fail(self.cx, "`**kwargs` in a call is not supported")
         if isinstance(fn, tuple) and fn[0] == "method":
             _, obj, name = fn
+            tensordesc.check_not_descriptor_call(self.cx, obj, name, args)
             rule = B.METHODS.get(name) or B.BUILTINS.lookup(name)
             return B.call(self.cx, rule, name, [obj] + args, kwargs)
         if isinstance(fn, tuple) and fn[0] == "desc_method":

@@ -152,6 +152,19 @@ def call_method(cx, desc: TensorDescriptor, name: str, args: list, kwargs: dict)
     return fn(cx, desc, *args, **kwargs)
 
 
+def check_not_descriptor_call(cx, obj, name: str, args: list) -> None:
+    """`p.load([0, 0])` (a descriptor's call form) on a pointer: say that `p` is not a tensor
+    descriptor, instead of the tensor method's complaint about its mask."""
+    if name not in METHODS or not args or not isinstance(obj, Value) or not obj.type.scalar.is_ptr():
+        return
+    first = args[0]
+    offsets = isinstance(first, (tuple, list)) or (isinstance(first, Constexpr) and isinstance(first.value, (tuple, list)))
+    if offsets:
+        fail(cx, f".{name}([...]) is a tensor descriptor's call, and this is {S.describe(obj)}, not a tensor "
+                 f"descriptor: make one with tl.make_tensor_descriptor, or give the parameter a "
+                 f"tensordesc<...> signature entry")
+
+
 def attribute(cx, desc: TensorDescriptor, attr: str):
     """`desc.block_shape` / `desc.dtype` (constexprs), or a method of METHODS to call."""
     if attr == "block_shape":

@@ -21,7 +21,7 @@ KERNELS = REPO / "kernels"
 # build on the 2-core CI machine and add no build-graph behaviour; tests/backend builds every one.
 PROJECT_TENSOR_CORE_KEEP = ("matmul_fp16_128x128x64_w4_s4", "matmul_fp16_leaky_relu_64x64x32_w4_s4")
 PROJECT_TENSOR_CORE_FILES = ("matmul.py", "matmul_fp8.py", "attention.py", "grouped_gemm.py", "linear.py",
-                             "matmul_autotune.py", "matmul_descriptor.py")
+                             "matmul_autotune.py", "matmul_descriptor.py", "matmul_persistent.py")
 
 
 def project_variants(text: str) -> str:

@@ -245,3 +245,15 @@ def test_a_descriptor_kernel_builds_and_the_runtime_expands_its_arguments(tmp_pa
         kernel[(1,)](TritonDescriptor(x, [32, 48], [48, 1], [16, 16]), y, 2.0)
     with pytest.raises(rt.DescriptorError, match="out_desc: strides must be multiples of 16 bytes"):
         kernel[(1,)](x, Tensor(0x8000, (32, 46), (46, 1)), 2.0)
+
+
+def test_dot_T_is_the_2d_transpose_and_refused_on_other_ranks():
+    """`b.T` (tutorial 09's `tl.dot(a, b.T, acc)`) is tl.trans of a 2-D block."""
+    src = ("import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef k(p, n, B: tl.constexpr):\n"
+           "    r = tl.arange(0, B)\n    x = tl.load(p + r[:, None] * B + r[None, :] * 2)\n"
+           "    tl.store(p + r[:, None] * B + r[None, :], x.T)\n")
+    out = parse.run({"source": src.encode()}, {"kernel": "k", "file": "k.py"})
+    text = ttir.run({"json": out["json"]}, {"signature": ["*fp32", "i32"], "constexprs": {"B": 16}})["ttir"].decode()
+    assert '"tt.trans"' in text and "order = array<i32: 1, 0>" in text
+    err, lines = _error("r = tl.arange(0, B)\nx = r.T\n")
+    assert ".T transposes a 2-D block, got shape [16]" in err.message and lines[err.loc.line - 1].strip() == "x = r.T"

@@ -68,3 +68,19 @@ def test_host_descriptor_matmul_is_exact_on_small_integers(torch, lib, kind, sha
     kernel[(-(-M // 128) * -(-N // 128),)](*descs, M, N, K)
     torch.cuda.synchronize()
     assert torch.equal(c, (a.double() @ b.double()).half())
+
+
+@pytest.mark.parametrize("name", ["matmul_persistent_fp16_128x128x64_w4_s4",
+                                  "matmul_persistent_fp16_128x128x64_w4_s4_subtile"])
+@pytest.mark.parametrize("shape", [(500, 384, 208), (2048, 1024, 512)])
+def test_persistent_descriptor_matmul_is_exact_on_small_integers(torch, lib, name, shape):
+    """Tutorial 09's descriptor-persistent form: 132 programs walk every tile (more tiles than
+    programs at 2048 x 1024), B given N x K and used as b.T, C whole or in two halves."""
+    M, N, K = shape
+    gen = torch.Generator(device="cuda").manual_seed(M + 3 * N + K)
+    a = torch.randint(-2, 3, (M, K), device="cuda", generator=gen).half()
+    b = torch.randint(-2, 3, (N, K), device="cuda", generator=gen).half()
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
+    _launcher(lib, name)[(132,)](a, b, c, M, N, K)
+    torch.cuda.synchronize()
+    assert torch.equal(c, (a.double() @ b.double().T).half())

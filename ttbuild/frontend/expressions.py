@@ -133,8 +133,10 @@ class Expressions:
                 return Constexpr(tuple(base.type.shape))
             if node.attr == "type":  # Triton's tensor.type: the block type, or the scalar type
                 return Constexpr(base.type)
-            if node.attr == "T" and len(base.type.shape) == 2:
-                fail(self.cx, "transpose (.T) is not supported yet")
+            if node.attr == "T":  # Triton's tensor.T: the 2-D transpose (tl.trans)
+                if len(base.type.shape) != 2:
+                    fail(self.cx, f".T transposes a 2-D block, got shape {list(base.type.shape)}")
+                return B.call(self.cx, B.BUILTINS.lookup("trans"), "trans", [base], {})
             if node.attr in B.METHODS or node.attr in B.BUILTINS:
                 return ("method", base, node.attr)
             fail(self.cx, f"tensor has no attribute {node.attr!r}")

@@ -193,6 +193,19 @@ def test_reshape_chain_keeps_row_major_order(torch, lib):
     assert torch.isnan(rows[8:]).all() and torch.isnan(out[512:]).all()
 
 
+def test_join_interleave_and_split_of_a_permuted_reshape(torch, lib):
+    """tt.join / tt.split with the layouts Triton infers (register renamings) against torch."""
+    M, N = 32, 64
+    x, y = torch.randn(M, N, device="cuda"), torch.randn(M, N, device="cuda")
+    inter = torch.full((M, 2 * N), float("nan"), device="cuda")
+    lo, hi = (torch.full((M, N // 2), float("nan"), device="cuda") for _ in range(2))
+    lib.variant("join_split_32x64")[(1,)](x, y, inter, lo, hi)
+    torch.cuda.synchronize()
+    assert torch.equal(inter, torch.stack([x, y * 2.0], dim=-1).reshape(M, 2 * N))
+    s = x + y
+    assert torch.equal(lo, s[:, : N // 2]) and torch.equal(hi, s[:, N // 2:])
+
+
 @pytest.mark.parametrize("n", [1000, 5000])
 def test_libdevice_namespace(torch, lib, n):
     """Issue 12: libdevice functions tl.math does not have, against torch in float64."""

@@ -1,4 +1,4 @@
-"""Less common `tl` builtins, each after Triton 3.6 `core`/`math`/`semantic`: clamp (tt.clampf), fdiv, div_rn (tt.precise_divf), sqrt_rn (tt.precise_sqrt), umulhi (tt.mulhiui), join (tt.join), split (tt.split), pointer_type."""
+"""Less common `tl` builtins, each after Triton 3.6 `core`/`math`/`semantic`: clamp (tt.clampf), fdiv, div_rn (tt.precise_divf), sqrt_rn (tt.precise_sqrt), umulhi (tt.mulhiui), join (tt.join), interleave (join + reshape), split (tt.split), pointer_type."""
 
 from __future__ import annotations
 
@@ -91,6 +91,18 @@ def join(cx, a, b):
         out = cx.b.op1("tt.join", [x, y], T.BlockType(x.type.scalar, (1, 2)))
         return cx.b.op1("tt.reshape", [out], T.BlockType(x.type.scalar, (2,)))
     return cx.b.op1("tt.join", [x, y], T.BlockType(x.type.scalar, x.type.shape + (2,)))
+
+
+@builtin("interleave", method="interleave")
+def interleave(cx, a, b):
+    """Interleave two same-shaped blocks along their last dim: [..., N] x 2 -> [..., 2N], a's
+    elements at even positions (Triton `standard.interleave`: join, then a reshape that merges the
+    new dim into the last one; two scalars give a block of 2)."""
+    c = join(cx, a, b)
+    shape = c.type.shape
+    if len(shape) == 1:
+        return c
+    return cx.b.op1("tt.reshape", [c], T.BlockType(c.type.scalar, shape[:-2] + (2 * shape[-2],)))
 
 
 @builtin("split", method="split")

@@ -80,6 +80,22 @@ def reshape_kernel(p, rows, out, BLOCK: tl.constexpr, R: tl.constexpr):
 
 
 @triton.jit
+def join_split_kernel(x_ptr, y_ptr, inter_ptr, lo_ptr, hi_ptr, M: tl.constexpr, N: tl.constexpr):
+    # tl.join / tl.interleave (join + reshape) and the split of a permuted reshape, as tutorial 09's
+    # subtiled epilogue does: each gets the layouts Triton infers, a renaming of registers
+    rm = tl.arange(0, M)[:, None]
+    rn = tl.arange(0, N)[None, :]
+    x = tl.load(x_ptr + rm * N + rn)
+    y = tl.load(y_ptr + rm * N + rn)
+    tl.store(inter_ptr + rm * (2 * N) + tl.arange(0, 2 * N)[None, :], tl.interleave(x, y * 2.0))
+    halves = tl.permute(tl.reshape(x + y, (M, 2, N // 2)), (0, 2, 1))
+    lo, hi = tl.split(halves)
+    rh = tl.arange(0, N // 2)[None, :]
+    tl.store(lo_ptr + rm * (N // 2) + rh, lo)
+    tl.store(hi_ptr + rm * (N // 2) + rh, hi)
+
+
+@triton.jit
 def libdevice_kernel(y_ptr, x_ptr, c_ptr, i_ptr, n, BLOCK: tl.constexpr):
     """libdevice beyond tl.math (issue 12): asin, erfinv, cbrt, hypot with a number, clz, isnan."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)

@@ -20,7 +20,15 @@ from dataclasses import dataclass
 from math import prod
 
 from ttbuild.backend import mlir_util as mu
-from ttbuild.backend.analysis.layout import Blocked, Slice, parse_layout, same_thread_map, trans_order, transposed
+from ttbuild.backend.analysis.layout import (
+    Blocked,
+    Slice,
+    joined,
+    parse_layout,
+    same_thread_map,
+    trans_order,
+    transposed,
+)
 from ttbuild.backend.analysis.mma_layout import NvidiaMma
 from ttbuild.optraits import SCALAR_REGIONS, walk
 
@@ -133,10 +141,10 @@ def ops_bytes(ops, num_warps: int) -> int:
                 # old values reach threads holding duplicates (or all threads, for scalars)
                 r = op.results[0]
                 best = max(best, convert_bytes(mu.shape_of(r.type) or (1,), mu.elem_str(r.type)))
-            if name == "tt.split":
+            if name == "tt.split" and not _join_in_registers(op):
                 src = op.operands[0]
                 best = max(best, convert_bytes(mu.shape_of(src.type), mu.elem_str(src.type)))
-            if name in ("tt.reshape", "tt.cat", "tt.join") or (name == "tt.trans" and not _trans_in_registers(op)):
+            if _permutes_through_shared(op, num_warps):
                 r = op.results[0]
                 best = max(best, convert_bytes(mu.shape_of(r.type), mu.elem_str(r.type)))
             if name == "tt.scan":
@@ -176,6 +184,33 @@ def _in_registers(op, num_warps: int) -> bool:
         return False
     shape = tuple(mu.shape_of(op.results[0].type))
     return same_thread_map(parse_layout(src), parse_layout(dst), shape, 32 * num_warps) is not None
+
+
+def _permutes_through_shared(op, num_warps: int) -> bool:
+    """A view op (llir.view) that moves elements between threads through a result-sized scratch."""
+    name = op.name
+    if name == "tt.reshape":
+        return not _reshape_in_registers(op, num_warps)
+    if name == "tt.join":
+        return not _join_in_registers(op)
+    if name == "tt.trans":
+        return not _trans_in_registers(op)
+    return name == "tt.cat"
+
+
+def _reshape_in_registers(op, num_warps: int) -> bool:
+    """A tt.reshape whose threads keep their elements (llir.view renames registers)."""
+    src, res = op.operands[0], op.results[0]
+    pos = same_thread_map(parse_layout(mu.encoding_str(src.type)), parse_layout(mu.encoding_str(res.type)),
+                          tuple(mu.shape_of(src.type)), 32 * num_warps, dst_shape=tuple(mu.shape_of(res.type)))
+    return pos is not None
+
+
+def _join_in_registers(op) -> bool:
+    """tt.join / tt.split between the layouts Triton infers for each other (llir.view renames registers)."""
+    narrow = [parse_layout(mu.encoding_str(v.type)) for v in (op.operands if op.name == "tt.join" else op.results)]
+    wide = parse_layout(mu.encoding_str((op.results if op.name == "tt.join" else op.operands)[0].type))
+    return narrow[0] == narrow[1] and wide == joined(narrow[0])
 
 
 def _trans_in_registers(op) -> bool:

@@ -153,16 +153,24 @@ class Slice:
         return [self._drop(o) for o in self.parent.thread_indices(tid, self.parent_shape(shape))]
 
 
-def same_thread_map(src_l, dst_l, shape, threads: int) -> list[int] | None:
+def same_thread_map(src_l, dst_l, shape, threads: int, dst_shape=None) -> list[int] | None:
     """Per element of `dst_l` (its local_offsets order), its position among the same thread's
     elements of `src_l` when every one of `threads` threads already holds what it needs (a
     conversion between the two is a register renaming, as Triton's mma -> dot_op shortcut), else
-    None. Layouts are any with `thread_indices` (blocked, slice, tensor-core)."""
+    None. Layouts are any with `thread_indices` (blocked, slice, tensor-core). With `dst_shape`
+    (a tt.reshape's result shape) elements are matched by row-major flat index instead."""
+    def flat(ix, sh):
+        n = 0
+        for i, s in zip(ix, sh):
+            n = n * s + i
+        return n
+    src_key = (lambda ix: ix) if dst_shape is None else (lambda ix: flat(ix, shape))
+    dst_key = (lambda ix: ix) if dst_shape is None else (lambda ix: flat(ix, dst_shape))
     pos = None
     for tid in range(threads):
-        have = {ix: j for j, ix in reversed(list(enumerate(src_l.thread_indices(tid, shape))))}
+        have = {src_key(ix): j for j, ix in reversed(list(enumerate(src_l.thread_indices(tid, shape))))}
         try:
-            p = [have[ix] for ix in dst_l.thread_indices(tid, shape)]
+            p = [have[dst_key(ix)] for ix in dst_l.thread_indices(tid, dst_shape or shape)]
         except KeyError:
             return None
         if pos is None:
@@ -222,3 +230,27 @@ def transposed(lay, order):
     perm = lambda t: tuple(t[o] for o in order)
     return Blocked(perm(lay.size_per_thread), perm(lay.threads_per_warp), perm(lay.warps_per_cta),
                    tuple(order.index(o) for o in lay.order))
+
+
+def joined(lay):
+    """The layout tt.join infers for its result from its operands' (Triton's
+    inferDefaultJoinOpEncoding for blocked layouts): a new most-minor dimension of size 2 held
+    whole by each thread. None for other encodings."""
+    if not isinstance(lay, Blocked):
+        return None
+    return Blocked(lay.size_per_thread + (2,), lay.threads_per_warp + (1,), lay.warps_per_cta + (1,),
+                   (lay.rank,) + lay.order)
+
+
+def split_result(lay):
+    """The layout tt.split infers for its results from its operand's (Triton's
+    inferSplitOpEncoding for blocked layouts): the last dimension dropped; None unless each
+    thread holds both of its elements (sizePerThread 2, one lane and one warp along it), the
+    only operand layout Triton's verifier accepts."""
+    if not isinstance(lay, Blocked):
+        return None
+    last = lay.rank - 1
+    if (lay.size_per_thread[last], lay.threads_per_warp[last], lay.warps_per_cta[last]) != (2, 1, 1):
+        return None
+    return Blocked(lay.size_per_thread[:-1], lay.threads_per_warp[:-1], lay.warps_per_cta[:-1],
+                   tuple(o for o in lay.order if o != last))

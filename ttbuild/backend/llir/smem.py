@@ -16,11 +16,15 @@ def smem_store(ctx, offset_bytes, v):
     b = ctx.builder
     if isinstance(v.type, ir.IntType) and v.type.width < 8:
         v = b.zext(v, I8)
+    elif isinstance(v.type, ir.PointerType):  # a pointer tensor's element crosses as its address
+        v = b.ptrtoint(v, ir.IntType(64))
     b.store(v, b.bitcast(ctx.smem(offset_bytes), ir.PointerType(v.type, addrspace=3)))
 
 
 def smem_load(ctx, offset_bytes, t):
     b = ctx.builder
+    if isinstance(t, ir.PointerType):
+        return b.inttoptr(smem_load(ctx, offset_bytes, ir.IntType(64)), t)
     mt = I8 if isinstance(t, ir.IntType) and t.width < 8 else t
     v = b.load(b.bitcast(ctx.smem(offset_bytes), ir.PointerType(mt, addrspace=3)))
     return b.trunc(v, t) if mt != t else v

@@ -14,7 +14,7 @@ from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.allocation import elem_bytes, round4
-from ttbuild.backend.analysis.layout import Slice, trans_order, transposed
+from ttbuild.backend.analysis.layout import Slice, joined, same_thread_map, trans_order, transposed
 from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
 from ttbuild.backend.llir.smem import linear, smem_load, smem_store
 from ttbuild.errors import CompilationError
@@ -96,9 +96,15 @@ def _unlinear(b, lin, shape):
 
 @rule("tt.reshape")
 def reshape(ctx, op, src):
-    """Row-major order is kept (a reshape with allow_reorder may keep it too)."""
+    """Row-major order is kept (a reshape with allow_reorder may keep it too). Between layouts
+    that give each thread the same flat indices (the pair Triton infers, what the ttgir stage
+    gives: layout.unflatten) a renaming of registers; otherwise through shared memory."""
     b = ctx.builder
     dst = tuple(mu.shape_of(op.results[0].type))
+    lay = layout_of(op.results[0])
+    pos = same_thread_map(src.layout, lay, tuple(src.shape), 32 * ctx.num_warps, dst_shape=dst)
+    if pos is not None:
+        return TensorVal([src.elems[p] for p in pos], lay, dst)
 
     def where(_k, ix):
         return _unlinear(b, linear(b, ix, src.shape), dst)
@@ -118,16 +124,31 @@ def cat(ctx, op, lhs, rhs):
 
 @rule("tt.join")
 def join(ctx, op, lhs, rhs):
-    """result[..., 0] = lhs, result[..., 1] = rhs (a new minor dimension of size 2)."""
-    return permute(ctx, [lhs, rhs], lambda k, ix: tuple(ix) + (ir.Constant(I32, k),), op.results[0])
+    """result[..., 0] = lhs, result[..., 1] = rhs (a new minor dimension of size 2). With the
+    layout Triton infers (layout.joined, what the ttgir stage gives) each thread already holds
+    both: a renaming of registers; otherwise through shared memory."""
+    res = op.results[0]
+    lay, shape = layout_of(res), tuple(mu.shape_of(res.type))
+    if lhs.layout == rhs.layout and lay == joined(lhs.layout):
+        where = {o: j for j, o in enumerate(lhs.layout.local_offsets(lhs.shape))}
+        srcs = (lhs, rhs)
+        return TensorVal([srcs[o[-1]].elems[where[o[:-1]]] for o in lay.local_offsets(shape)], lay, shape)
+    return permute(ctx, [lhs, rhs], lambda k, ix: tuple(ix) + (ir.Constant(I32, k),), res)
 
 
 @rule("tt.split")
 def split(ctx, op, src):
-    """Inverse of tt.join: the minor dimension (size 2) becomes two results."""
+    """Inverse of tt.join: the minor dimension (size 2) becomes two results; a renaming of
+    registers when the operand's layout is layout.joined of the results' (Triton's inferred pair)."""
     b = ctx.builder
     elem = mu.elem_str(op.operands[0].type)
     shape = tuple(src.shape)
+    lays = [layout_of(r) for r in op.results]
+    if lays[0] == lays[1] and src.layout == joined(lays[0]):
+        where = {o: j for j, o in enumerate(src.layout.local_offsets(shape))}
+        rshape = shape[:-1]
+        return [TensorVal([src.elems[where[o + (k,)]] for o in lays[0].local_offsets(rshape)], lays[0], rshape)
+                for k in range(2)]
     slot = ir.Constant(I32, round4(elem_bytes(elem)))
     ctx.before_smem_write()
     for ix, v in zip(ctx.indices(src.layout, shape), src.elems):

@@ -22,8 +22,17 @@ from math import prod
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.axis import AxisAnalysis, vector_elems
-from ttbuild.backend.analysis.layout import Blocked, Slice, default_blocked, trans_order, transposed, unflatten
-from ttbuild.optraits import SCALAR_REGIONS, walk
+from ttbuild.backend.analysis.layout import (
+    Blocked,
+    Slice,
+    default_blocked,
+    joined,
+    parse_layout,
+    trans_order,
+    transposed,
+    unflatten,
+)
+from ttbuild.optraits import SCALAR_REGIONS, erase_dead, walk
 
 MEMORY_OPS = ("tt.load", "tt.store", "tt.atomic_rmw", "tt.atomic_cas")
 # Ops whose tensor operands and results need no common layout (handled as constraints or free).
@@ -81,6 +90,7 @@ class _Assigner:
         self.reshapes: list = []     # tt.reshape ops
         self.broadcasts: dict = {}   # operand value -> its tt.broadcast users
         self.split_bcasts: list = [] # tt.broadcast ops whose operand keeps its own layout
+        self.joins: list = []        # tt.join and tt.split ops (layouts fitted last, _fit_join)
 
     def collect(self):
         _split_constants(self.func)
@@ -131,6 +141,8 @@ class _Assigner:
             self.transes.append((op, trans_order(op)))
         elif name == "tt.reshape":
             self.reshapes.append(op)
+        elif name in ("tt.join", "tt.split"):
+            self.joins.append(op)
         elif name == "tt.broadcast":
             self.broadcasts.setdefault(op.operands[0], []).append(op)
         elif name == "scf.for":
@@ -322,22 +334,86 @@ def assign(module, num_warps: int, threads_per_warp: int = 32) -> dict[tuple[int
                 c = mu.ir.Operation.create("ttg.convert_layout", results=[_typed(x, need)],
                                            operands=[x], loc=op.location)
             op.operands[0] = c.results[0]
+        for op in a.joins:
+            _fit_join(op, num_warps, threads_per_warp)
+        _fold_chains(func)
     return out
+
+
+def _fold_chains(func) -> None:
+    """A conversion of a conversion's result converts the first one's operand instead (two
+    constraints met one after the other above can leave such a chain); conversions left
+    converting nothing, or unused, are dropped."""
+    for op in walk(func, skip_regions_of=SCALAR_REGIONS):
+        if op.name != "ttg.convert_layout":
+            continue
+        inner = op.operands[0].owner
+        if isinstance(op.operands[0], mu.ir.OpResult) and inner.name == "ttg.convert_layout":
+            op.operands[0] = inner.operands[0]
+        if op.operands[0].type == op.results[0].type:
+            op.results[0].replace_all_uses_with(op.operands[0])
+    erase_dead(func, removable=lambda o: o.name == "ttg.convert_layout")
+
+
+def _layout(v):
+    return parse_layout(mu.encoding_str(v.type))
+
+
+def _convert_operand(op, i: int, lay) -> None:
+    x = op.operands[i]
+    with mu.ir.InsertionPoint(op):
+        c = mu.ir.Operation.create("ttg.convert_layout", results=[_typed(x, lay)], operands=[x], loc=op.location)
+    op.operands[i] = c.results[0]
+
+
+def _convert_result(op, r, lay) -> None:
+    have = mu.ir.RankedTensorType(r.type)
+    r.set_type(_typed(r, lay))
+    with mu.ir.InsertionPoint.after(op):
+        c = mu.ir.Operation.create("ttg.convert_layout", results=[have], operands=[r], loc=op.location)
+    r.replace_all_uses_except(c.results[0], c)
+
+
+def _fit_join(op, num_warps: int, threads_per_warp: int) -> None:
+    """Give a tt.join (tt.split) the result (operand) layout Triton infers from the other side
+    (layout.joined: each thread holds both elements of the size-2 minor dimension), converting
+    from/to the chosen layouts where they differ: Triton's verifier rejects any other pair
+    (inferDefaultJoinOpEncoding / inferSplitOpEncoding). With it the op is a register renaming."""
+    narrow = op.operands if op.name == "tt.join" else op.results
+    wide = op.results[0] if op.name == "tt.join" else op.operands[0]
+    base = _layout(narrow[0])
+    if not isinstance(base, Blocked):
+        base = default_blocked(tuple(mu.shape_of(narrow[0].type)), num_warps, 1, threads_per_warp)
+    need = joined(base)
+    if op.name == "tt.join":
+        for i in range(2):
+            if _layout(op.operands[i]) != base:
+                _convert_operand(op, i, base)
+        if _layout(wide) != need:
+            _convert_result(op, wide, need)
+    else:
+        if _layout(wide) != need:
+            _convert_operand(op, 0, need)
+        for r in op.results:
+            if _layout(r) != base:
+                _convert_result(op, r, base)
 
 
 def _reshape_through_flat(op, chosen, num_warps: int, threads_per_warp: int) -> None:
     """Give a tt.reshape the operand and result layouts Triton infers from each other (both views
     of one 1-D layout, `unflatten`), converting from/to the chosen ones where they differ: Triton's
-    verifier rejects any other pair unless allow_reorder is set. The 1-D layout is the result's
-    (flattening) or the operand's (unflattening) when blocked, else Triton's default."""
+    verifier rejects any other pair unless allow_reorder is set. The 1-D layout is the one a side
+    already is a view of (the result's first, or a 1-D side itself), else Triton's default."""
     src, res = op.operands[0], op.results[0]
     have_src, have_res = chosen.get(src), chosen.get(res)
     src_shape, res_shape = mu.shape_of(src.type), mu.shape_of(res.type)
-    if isinstance(have_res, Blocked) and len(res_shape) == 1:
-        flat = have_res
-    elif isinstance(have_src, Blocked) and len(src_shape) == 1:
-        flat = have_src
-    else:
+    flat = None
+    for lay, shape in ((have_res, res_shape), (have_src, src_shape)):
+        f = _flat_of(lay, shape)
+        if f is not None:
+            flat = f
+            break
+    if flat is None:
         flat = default_blocked((prod(src_shape),), num_warps, 1, threads_per_warp)
     need_src, need_res = unflatten(flat, src_shape), unflatten(flat, res_shape)
     if have_src != need_src:
@@ -351,3 +427,11 @@ def _reshape_through_flat(op, chosen, num_warps: int, threads_per_warp: int) -> 
             c = mu.ir.Operation.create("ttg.convert_layout", results=[_typed(res, have_res)],
                                        operands=[res], loc=op.location)
         res.replace_all_uses_except(c.results[0], c)
+
+
+def _flat_of(lay, shape):
+    """The 1-D blocked layout `lay` is the `unflatten` of over `shape`, or None."""
+    if not isinstance(lay, Blocked):
+        return None
+    flat = Blocked((prod(lay.size_per_thread),), (prod(lay.threads_per_warp),), (prod(lay.warps_per_cta),), (0,))
+    return flat if len(shape) == 1 or unflatten(flat, shape) == lay else None

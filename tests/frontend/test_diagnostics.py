@@ -341,3 +341,26 @@ def test_triton_warnings_are_warnings_here_too(tmp_path, new_project):
     run = proj.ttbuild("build")
     assert run.rc == 0, run.text
     assert "wh.py:9:9: warning: tl.where with a non-boolean condition is deprecated" in run.out, run.out
+
+
+@pytest.mark.parametrize("expr,message", [
+    ("tl.histogram(tl.zeros((4, 4), tl.int32), 8)", "histogram only supports 1D input"),
+    ("tl.histogram(tl.zeros((16,), tl.float32), 8)", "histogram only supports integer input"),
+    ("tl.histogram(tl.zeros((16,), tl.int32), 12)", "tl.histogram needs num_bins a power of two, got 12"),
+    ("tl.histogram(tl.zeros((16,), tl.int32), 8, mask=tl.zeros((16,), tl.int32))", "Mask must have boolean scalar type"),
+])
+def test_histogram_refusals(expr, message):
+    """Triton semantic.histogram's checks with its messages, at the call."""
+    err, lines = compile_error(f"h = {expr}\n")
+    assert err.message == message
+    assert_at(err, lines, "h = ", "tl.histogram")
+
+
+def test_histogram_ttir():
+    """tt.histogram of the 1-D input (and the mask, broadcast to it) -> tensor<Nxi32>."""
+    src = HEADER + "def k(p, n):\n    r = tl.arange(0, 64)\n    h = tl.histogram(r, 16, mask=r < n)\n" \
+                   "    tl.store(p + tl.arange(0, 16), h)\n"
+    out = parse.run({"source": src.encode()}, {"kernel": "k", "file": "lib/k.py"})
+    text = ttir.run({"json": out["json"]}, {"signature": ["*i32", "i32"], "constexprs": {}})["ttir"].decode()
+    assert '"tt.histogram"' in text
+    assert "(tensor<64xi32>, tensor<64xi1>) -> tensor<16xi32>" in text

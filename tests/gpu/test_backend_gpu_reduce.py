@@ -193,6 +193,44 @@ def test_reshape_chain_keeps_row_major_order(torch, lib):
     assert torch.isnan(rows[8:]).all() and torch.isnan(out[512:]).all()
 
 
+@pytest.mark.parametrize("variant,block,bins,n", [("histogram_1024x64", 1024, 64, 1000),
+                                                  ("histogram_1024x64", 1024, 64, 1024),
+                                                  ("histogram_64x16", 64, 16, 50)])
+def test_histogram_with_and_without_mask(torch, lib, variant, block, bins, n):
+    """tl.histogram against torch.bincount; values past the bins land by their low bits, as
+    Triton's lowering bins them (log2(max(bins, 32)) bits; slots past `bins` are not returned)."""
+    gen = torch.Generator(device="cuda").manual_seed(n)
+    x = torch.randint(0, bins, (block,), device="cuda", dtype=torch.int32, generator=gen)
+    x[:8] = torch.tensor([bins, bins + 3, 2 * bins, -1, 5, 5, 5, 0], device="cuda", dtype=torch.int32)
+    out, masked = (torch.full((bins,), -7, device="cuda", dtype=torch.int32) for _ in range(2))
+    lib.variant(variant)[(1,)](x, out, masked, n)
+    torch.cuda.synchronize()
+    slots = max(bins, 32)
+    xs = x[:n].long() & (slots - 1)
+    loaded = torch.cat([xs, torch.zeros(block - n, dtype=torch.long, device="cuda")])  # other=0
+    assert torch.equal(masked.long(), torch.bincount(xs, minlength=slots)[:bins])
+    assert torch.equal(out.long(), torch.bincount(loaded, minlength=slots)[:bins])
+
+
+def test_histogram_bins_as_tritons_does_out_of_range_values_too(torch, lib, tmp_path):
+    """Differential: Triton 3.6 compiles the same kernel source (tests/data/gpu_kernels/misc.py)
+    and both count values from -100 to 199 into 64 and 16 bins identically."""
+    pytest.importorskip("triton")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("misc_kernels", Path(__file__).parents[1] / "data" / "gpu_kernels" / "misc.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    for variant, block, bins, n in [("histogram_1024x64", 1024, 64, 1000), ("histogram_64x16", 64, 16, 50)]:
+        gen = torch.Generator(device="cuda").manual_seed(n)
+        x = torch.randint(-100, 200, (block,), device="cuda", dtype=torch.int32, generator=gen)
+        theirs, ours = [[torch.zeros(bins, device="cuda", dtype=torch.int32) for _ in range(2)] for _ in range(2)]
+        mod.histogram_kernel[(1,)](x, *theirs, n, BLOCK=block, BINS=bins)
+        lib.variant(variant)[(1,)](x, *ours, n)
+        torch.cuda.synchronize()
+        assert torch.equal(theirs[0], ours[0]) and torch.equal(theirs[1], ours[1]), variant
+
+
 def test_join_interleave_and_split_of_a_permuted_reshape(torch, lib):
     """tt.join / tt.split with the layouts Triton infers (register renamings) against torch."""
     M, N = 32, 64

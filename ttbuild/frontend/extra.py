@@ -1,4 +1,4 @@
-"""Less common `tl` builtins, each after Triton 3.6 `core`/`math`/`semantic`: clamp (tt.clampf), fdiv, div_rn (tt.precise_divf), sqrt_rn (tt.precise_sqrt), umulhi (tt.mulhiui), join (tt.join), interleave (join + reshape), split (tt.split), pointer_type."""
+"""Less common `tl` builtins, each after Triton 3.6 `core`/`math`/`semantic`: clamp (tt.clampf), fdiv, div_rn (tt.precise_divf), sqrt_rn (tt.precise_sqrt), umulhi (tt.mulhiui), join (tt.join), interleave (join + reshape), split (tt.split), histogram (tt.histogram), pointer_type."""
 
 from __future__ import annotations
 
@@ -112,6 +112,30 @@ def split(cx, a):
         fail(cx, f"tl.split needs a block whose last dimension is 2, got {S.describe(a)}")
     rt = S.with_shape(a.type.scalar, a.type.shape[:-1])
     return tuple(cx.b.op("tt.split", [a], [rt, rt]))
+
+
+@builtin("histogram", method="histogram")
+def histogram(cx, input, num_bins, mask=None):
+    """`tl.histogram(x, num_bins, mask=None)`: int32[num_bins] counts of the values of the 1-D
+    integer block `x` (bins of width 1 from 0; elements where `mask` is false are not counted).
+    Triton `semantic.histogram`: 1-D integer input, a boolean mask broadcast to it; its lowering
+    bins a value by its low log2(max(num_bins, 32)) bits (HistogramOpToLLVM), so num_bins must
+    be a power of two here."""
+    x = tensor(cx, input, "input")
+    if len(x.type.shape) != 1:
+        fail(cx, "histogram only supports 1D input")
+    if not x.type.scalar.is_int() or x.type.scalar.is_bool():
+        fail(cx, "histogram only supports integer input")
+    n = cval(cx, num_bins, "num_bins")
+    if not isinstance(n, int) or n < 1 or n & (n - 1):
+        fail(cx, f"tl.histogram needs num_bins a power of two, got {n!r}")
+    operands = [x]
+    if mask is not None and not (isinstance(mask, Constexpr) and mask.value is None):
+        m = S.broadcast_to(cx, tensor(cx, mask, "mask"), x.type.shape)
+        if not m.type.scalar.is_bool():
+            fail(cx, "Mask must have boolean scalar type")
+        operands.append(m)
+    return cx.b.op1("tt.histogram", operands, T.BlockType(T.int32, (n,)))
 
 
 @builtin("pointer_type")

@@ -80,7 +80,7 @@ BUILTIN_NAMES = (
     "atomic_or", "atomic_xor",
     "atomic_xchg", "range", "static_range", "static_assert", "static_print", "device_assert",
     "device_print", "multiple_of", "max_contiguous", "max_constancy", "debug_barrier",
-    "umulhi", "floor", "ceil", "div_rn", "fdiv", "sqrt_rn", "erf", "cumsum", "cumprod", "join", "split", "ravel",
+    "umulhi", "floor", "ceil", "div_rn", "fdiv", "sqrt_rn", "erf", "cumsum", "cumprod", "join", "split", "interleave", "ravel",
     "make_block_ptr", "advance", "assume", "associative_scan", "histogram",
     "rand", "randn", "randint", "randint4x", "rand4x", "randn4x", "inline_asm_elementwise",
     "make_tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor", "dot_scaled",

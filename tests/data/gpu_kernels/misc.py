@@ -80,6 +80,15 @@ def reshape_kernel(p, rows, out, BLOCK: tl.constexpr, R: tl.constexpr):
 
 
 @triton.jit
+def histogram_kernel(x_ptr, out_ptr, masked_ptr, n, BLOCK: tl.constexpr, BINS: tl.constexpr):
+    # tl.histogram with and without a mask; BINS < 32 is padded to 32 slots, as Triton does
+    r = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + r, mask=r < n, other=0)
+    tl.store(out_ptr + tl.arange(0, BINS), tl.histogram(x, BINS))
+    tl.store(masked_ptr + tl.arange(0, BINS), x.histogram(BINS, mask=r < n))
+
+
+@triton.jit
 def join_split_kernel(x_ptr, y_ptr, inter_ptr, lo_ptr, hi_ptr, M: tl.constexpr, N: tl.constexpr):
     # tl.join / tl.interleave (join + reshape) and the split of a permuted reshape, as tutorial 09's
     # subtiled epilogue does: each gets the layouts Triton infers, a renaming of registers

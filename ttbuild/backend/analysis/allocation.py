@@ -78,6 +78,12 @@ def elem_bytes(elem: str) -> int:
     return max(1, mu.elem_bits(elem) // 8)
 
 
+def histogram_bytes(num_bins: int) -> int:
+    """Scratch of a tt.histogram: one i32 slot per bin, at least one per lane of a warp (Triton's
+    HistogramOpToLLVM pads the bins to 32 and bins by the low log2 of that)."""
+    return max(num_bins, 32) * 4
+
+
 def reduce_bytes(layout, shape, axis: int, elems: list[str]) -> int:
     """Bytes of shared memory a tt.reduce needs (0 when it stays within warps)."""
     if not isinstance(layout, (Blocked, NvidiaMma)):
@@ -147,6 +153,8 @@ def ops_bytes(ops, num_warps: int) -> int:
             if _permutes_through_shared(op, num_warps):
                 r = op.results[0]
                 best = max(best, convert_bytes(mu.shape_of(r.type), mu.elem_str(r.type)))
+            if name == "tt.histogram":
+                best = max(best, histogram_bytes(mu.shape_of(op.results[0].type)[0]))
             if name == "tt.scan":
                 src = op.operands[0]
                 ax = mu.int_attr(mu.props(op)["axis"])

@@ -18,6 +18,7 @@ from ttbuild.backend.llir import (
                                   convert_layout,
                                   debug,
                                   dot,
+                                  histogram,
                                   inline_asm,
                                   math_ops,
                                   memory,
@@ -29,6 +30,6 @@ from ttbuild.backend.llir import (
 from ttbuild.registry import Registry, build
 
 MODULES = (arith, math_ops, cast, tt, memory, async_copy, atomic, view, convert_layout, reduce, scan,
-           control_flow, debug, dot, inline_asm)
+           control_flow, debug, dot, inline_asm, histogram)
 
 RULES: Registry = build({"default": Registry("LLIR lowering rule")}, MODULES)["default"]

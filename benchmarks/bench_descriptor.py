@@ -1,4 +1,4 @@
-"""Tensor descriptors (kernels/matmul_descriptor.py): TFLOP/s of the matmul with descriptors made in the kernel and made on the host, against ttbuild's pointer matmul (kernels/matmul.py, same tile) and Triton 3.6 compiling the same descriptor sources; and the host cost of a launch with descriptor arguments against one with pointers.
+"""Tensor descriptors (kernels/matmul_descriptor.py, kernels/matmul_persistent.py): TFLOP/s of the matmul with descriptors made in the kernel and made on the host, and of tutorial 09's descriptor-persistent form (B given N x K, 132 programs), against ttbuild's pointer matmul (kernels/matmul.py, same tile) and Triton 3.6 compiling the same descriptor sources; and the host cost of a launch with descriptor arguments against one with pointers.
 
 ttbuild lowers descriptors to pointer loads with bounds masks (no TMA yet: issue 13); Triton
 on sm_90 uses TMA for them (its default build), so the Triton columns are what TMA reaches.
@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.dirname(HERE))
 from _common import WORKER_FLAG, bench_ms, have_triton, kernel_module, report_worker_result, table, triton_worker
 
 BM, BN, BK = 128, 128, 64
+NUM_SMS = 132  # the persistent rows' NUM_SMS (kernels/variants.toml): an H100's / H200's SMs
 
 
 def _inputs(torch, n):
@@ -42,6 +43,7 @@ def triton_side(job: dict) -> None:
 
     triton.set_allocator(lambda size, align, stream: torch.empty(size, dtype=torch.int8, device="cuda"))
     mod = kernel_module("matmul_descriptor")
+    pers = kernel_module("matmul_persistent")
     out = {}
     for n in job["sizes"]:
         a, b, c = _inputs(torch, n)
@@ -51,8 +53,13 @@ def triton_side(job: dict) -> None:
         da, db, dc = (TensorDescriptor.from_tensor(t, blk) for t, blk in ((a, [BM, BK]), (b, [BK, BN]), (c, [BM, BN])))
         host = lambda: mod.matmul_host_descriptor_kernel[grid](da, db, dc, n, n, n, 8,  # noqa: E731
                                                                num_warps=4, num_stages=4)
+        bt = b.T.contiguous()
+        persistent = {
+            f"persistent{'_subtile' if sub else ''}": lambda sub=sub: pers.matmul_persistent_kernel[(NUM_SMS,)](
+                a, bt, c, n, n, n, BM, BN, BK, 8, sub, NUM_SMS, num_warps=4, num_stages=4)
+            for sub in (False, True)}
         out[n] = {}
-        for name, fn in (("device", dev), ("host", host)):
+        for name, fn in (("device", dev), ("host", host), *persistent.items()):
             try:
                 fn()
                 torch.cuda.synchronize()
@@ -112,12 +119,17 @@ def main(argv=None):
         a, b, c = _inputs(torch, n)
         grid = ((n // BM) * (n // BN),)
         descs = tuple(rt.TensorDescriptor.from_tensor(t, blk) for t, blk in ((a, [BM, BK]), (b, [BK, BN]), (c, [BM, BN])))
+        bt = b.T.contiguous()  # the persistent form's B, N x K
         forms = {
             "pointers (kernels/matmul.py)": lambda g=grid: lib.variant("matmul_fp16_128x128x64_w4_s4")[g](
                 a, b, c, n, n, n, a.stride(0), 1, b.stride(0), 1, c.stride(0), 1),
             "descriptors made in the kernel": lambda g=grid: lib.variant("matmul_desc_fp16_128x128x64_w4_s4")[g](
                 a, b, c, n, n, n),
             "descriptors from the host": lambda g=grid: lib["matmul_host_descriptor_kernel"][g](*descs, n, n, n),
+            "descriptor-persistent (B as N x K)": lambda: lib.variant("matmul_persistent_fp16_128x128x64_w4_s4")[
+                (NUM_SMS,)](a, bt, c, n, n, n),
+            "descriptor-persistent, split epilogue": lambda: lib.variant(
+                "matmul_persistent_fp16_128x128x64_w4_s4_subtile")[(NUM_SMS,)](a, bt, c, n, n, n),
         }
         t = tri.get("results", {}).get(str(n), {})
         for name, fn in forms.items():
@@ -125,7 +137,9 @@ def main(argv=None):
             torch.cuda.synchronize()
             ok = bool(torch.allclose(c.float(), (a.float() @ b.float()), rtol=1e-2, atol=1e-1 * (n / 512) ** 0.5))
             ms = bench_ms(fn)
-            ref = t.get({"descriptors made in the kernel": "device", "descriptors from the host": "host"}.get(name, ""), {})
+            ref = t.get({"descriptors made in the kernel": "device", "descriptors from the host": "host",
+                         "descriptor-persistent (B as N x K)": "persistent",
+                         "descriptor-persistent, split epilogue": "persistent_subtile"}.get(name, ""), {})
             rows.append([f"{n}³", name, f"{ms:.3f}", f"{_tflops(n, ms):.0f}", "ok" if ok else "WRONG",
                          f"{_tflops(n, ref['ms']):.0f}" if ref.get("ms") else "",
                          f"{ref['ms'] / ms:.2f}" if ref.get("ms") else ""])

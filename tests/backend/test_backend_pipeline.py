@@ -586,3 +586,27 @@ def test_triton_pipelines_the_same_loads():
         assert count("ttg.async_copy_global_to_local", ours) == theirs[name]["copies"], name
         if name in ORACLE_SAME:
             assert shared(ours) == theirs[name]["shared"], name
+
+
+def _kernel_rows():
+    from library_rows import rows
+
+    kdirs = (Path(__file__).parents[2] / "kernels", Path(__file__).parents[1] / "data" / "gpu_kernels")
+    return {v["name"]: dict(v, dir=d) for d in kdirs for v in rows(d)}
+
+
+@pytest.mark.parametrize("name,rings", [("matmul_persistent_fp16_128x128x64_w4_s4", 2),
+                                        ("dot_trans_f16_64x64x32_w4", 0)])
+def test_a_transposed_loaded_dot_operand_is_loaded_through_transposed_pointers(name, rings):
+    """`tl.dot(a, b.T)` with b loaded N x K (ttbuild.backend.ttgir.transpose_loads): the tt.trans
+    moves onto the pointers and mask, the tile is loaded K x N with dimension 0 contiguous, and
+    in a pipelined loop both operands get a cp.async ring (before: B crossed registers, a
+    tt.trans and a local_alloc every iteration)."""
+    v = _kernel_rows()[name]
+    out = ttbuild.compile(v["dir"] / v["file"], kernel=v["kernel"], signature=v["signature"],
+                          constexprs=v.get("constexprs", {}), num_warps=v.get("num_warps", 4),
+                          num_stages=v.get("num_stages", 3), until="ttgir")
+    g = out["ttgir"].decode()
+    assert not re.search(r'"tt\.trans"\(%\w+\) <\{order = array<i32: 1, 0>\}> : \(tensor<\d+x\d+xf16', g)
+    assert re.search(r'"tt\.trans"\(%\w+\) <\{order = array<i32: 1, 0>\}> : \(tensor<\d+x\d+x!tt\.ptr<f16>', g)
+    assert len(re.findall(r'"ttg\.local_alloc"\(\) .*memdesc<\d+x', g)) == rings

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 16  # 16: tt.join / tt.split get the layouts Triton infers for each other (register renamings); 15: tl.multiple_of / max_contiguous / max_constancy hints read by the axis analysis (as Triton); 9: tensor cores (mma.sync, dot pipelining); 10-14: softmax on the mma layout, P as an mma -> dot_op register conversion (remove_layout_conversions), splat constants and multi-shape broadcasts no longer tie layout groups (coalesce), vector conversions of dot kernels rebuilt, liveness-based shared memory for register-staged operands, loop-carried and round-trip slices carried in #mma; 14: atomics reserve shared memory only when their old values cross threads
+VERSION = 17  # 17: a dot operand tt.trans(tt.load) is loaded through transposed pointers (transpose_loads), pipelined; 16: tt.join / tt.split get the layouts Triton infers for each other (register renamings); 15: tl.multiple_of / max_contiguous / max_constancy hints read by the axis analysis (as Triton); 9: tensor cores (mma.sync, dot pipelining); 10-14: softmax on the mma layout, P as an mma -> dot_op register conversion (remove_layout_conversions), splat constants and multi-shape broadcasts no longer tie layout groups (coalesce), vector conversions of dot kernels rebuilt, liveness-based shared memory for register-staged operands, loop-carried and round-trip slices carried in #mma; 14: atomics reserve shared memory only when their old values cross threads
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

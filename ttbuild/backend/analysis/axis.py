@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from math import gcd
 
 from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.analysis.layout import trans_order
 from ttbuild.registry import Registry, RuleSet, build
 
 MAX_DIV = 1 << 30  # what "divisible by everything" (the value 0) is capped to
@@ -325,6 +326,15 @@ def _broadcast(op, shape, ins):
         if src[d] == 1 and shape[d] != 1:
             contig[d], const[d] = 1, shape[d]
     return AxisInfo(tuple(contig), tuple(div), tuple(const), a.value)
+
+
+@_rule("tt.trans")
+def _trans(op, shape, ins):
+    """Result dimension k is operand dimension order[k]: every field permuted (Triton's
+    TransOpAxisInfoVisitor)."""
+    a, order = ins[0], trans_order(op)
+    perm = lambda t: tuple(t[o] for o in order)
+    return AxisInfo(perm(a.contiguity), perm(a.divisibility), perm(a.constancy), a.value)
 
 
 @_rule("ttg.convert_layout", "arith.extsi", "arith.extui", "arith.trunci")

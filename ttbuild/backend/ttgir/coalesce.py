@@ -193,8 +193,15 @@ class _Assigner:
                     demand.setdefault(self.uf.find(r), (ax, self.uf.find(op.operands[0])))
         for op, d in self.expands:
             demand.setdefault(self.uf.find(op.operands[0]), (d, self.uf.find(op.results[0])))
+        forced = set()  # roots that take their demanded layout even though memory is accessed through them
         for op, order in self.transes:
-            demand.setdefault(self.uf.find(op.results[0]), (("trans", order), self.uf.find(op.operands[0])))
+            res, src = self.uf.find(op.results[0]), self.uf.find(op.operands[0])
+            if res in mem and mu.pointee(mu.elem_str(op.results[0].type)) is not None and res not in demand:
+                # pointers transposed for a load (ttbuild.backend.ttgir.transpose_loads): the load
+                # takes the operand's layout transposed, so the tt.trans renames registers (a
+                # conversion of the pointers and mask would cross shared memory every iteration)
+                forced.add(res)
+            demand.setdefault(res, (("trans", order), src))
         for op in self.split_bcasts:
             demand.setdefault(self.uf.find(op.operands[0]), ("same", self.uf.find(op.results[0])))
         layout: dict = {}
@@ -206,7 +213,7 @@ class _Assigner:
             vals = groups[root]
             shape = max((tuple(mu.shape_of(v.type)) for v in vals), key=prod)
             small = prod(shape) <= self.tpw * self.num_warps
-            if root in mem and not (small and root in demand):
+            if root in mem and not (small and root in demand) and root not in forced:
                 layout[root] = self._coalesced(shape, mem[root])
             elif root in demand:
                 d, parent = demand[root]

@@ -76,6 +76,22 @@ class Target:
         """Compute capability as (major, minor): 90 -> (9, 0), 120 -> (12, 0)."""
         return divmod(self.capability, 10)
 
+    @property
+    def max_shared_bytes(self) -> int:
+        """Most dynamic shared memory one CTA may use on this target (the opt-in maximum,
+        cudaDevAttrMaxSharedMemoryPerBlockOptin; CUDA C++ Programming Guide, "Technical
+        Specifications per Compute Capability"): 227 KB on 9.0 / 10.x, 163 KB on 8.0 / 8.7,
+        99 KB on 8.6 / 8.9 / 12.x, 96 KB on 7.x. A kernel needing more cannot launch there
+        (Triton raises OutOfResources when loading it)."""
+        major, minor = self.major_minor
+        if major >= 10 and major != 12 or (major, minor) == (9, 0):
+            return 232448
+        if (major, minor) in ((8, 0), (8, 7)):
+            return 166912
+        if major in (8, 12) or major > 9:
+            return 101376
+        return 98304
+
     def __str__(self) -> str:
         return f"{self.backend}:{self.capability}"
 

@@ -123,3 +123,44 @@ def test_misuse_is_a_located_error(body, message, at):
     assert message in err.message, err.message
     (lineno,) = [i + 1 for i, line in enumerate(lines) if at in line]
     assert err.loc is not None and err.loc.line == lineno and err.loc.file == "lib/k.py"
+
+
+def _assume_kernel(body: str) -> bytes:
+    return (HEADER + "def k(p, n, stride):\n    pid = tl.program_id(0)\n" + textwrap.indent(body, "    ")
+            + "    tl.store(p + pid * stride, n)\n").encode()
+
+
+def test_assume_is_an_llvm_assume_through_ptx(tmp_path):
+    """tl.assume (tutorial 03's `tl.assume(pid_m >= 0)`, `tl.assume(stride_am > 0)`) is
+    `llvm.intr.assume` in TTIR, as Triton's semantic.assume, and a call of llvm.assume in LLIR;
+    the kernel builds through PTX. Triton 3.6 parses and compiles our TTIR (oracle, when found)."""
+    import ttbuild
+
+    f = tmp_path / "k.py"
+    f.write_bytes(_assume_kernel("tl.assume(pid >= 0)\ntl.assume(stride > 0)\n"))
+    out = ttbuild.compile(f, kernel="k", signature="*i32,i32,i32", constexprs={}, until="ptx")
+    t = out["ttir"].decode()
+    assert t.count('"llvm.intr.assume"') == 2 and "(i1) -> ()" in t
+    assert "call void @llvm.assume(i1" in out["llir"].decode()
+    from oracle import run_triton, triton_python
+
+    try:
+        triton_python()
+    except pytest.skip.Exception:
+        return
+    g = tmp_path / "k.ttir"
+    g.write_bytes(out["ttir"])
+    code = ("import sys, triton\nfrom triton.backends.compiler import GPUTarget\n"
+            "triton.compile(sys.argv[1], target=GPUTarget('cuda', 90, 32))\n")
+    run_triton(code, str(g))
+
+
+@pytest.mark.parametrize("cond,message", [
+    ("stride", "tl.assume condition must be boolean (int1), got int32"),
+    ("tl.arange(0, 4) > 0", "tl.assume takes a scalar condition, got int1[4]"),
+])
+def test_assume_refusals(cond, message):
+    out = parse.run({"source": _assume_kernel(f"tl.assume({cond})\n")}, {"kernel": "k", "file": "k.py"})
+    with pytest.raises(CompilationError) as ei:
+        ttir.run({"json": out["json"]}, {"signature": ["*i32", "i32", "i32"], "constexprs": {}})
+    assert ei.value.message == message

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 sys.path.insert(0, str(Path(__file__).parent))
 import ttir_eval  # noqa: E402  (tests/frontend is on sys.path)
 
+import ttbuild  # noqa: E402
 from ttbuild.errors import CompilationError  # noqa: E402
 from ttbuild.frontend.locs import locate  # noqa: E402
 from ttbuild.stages import parse, ttir  # noqa: E402
@@ -257,3 +258,43 @@ def test_dot_T_is_the_2d_transpose_and_refused_on_other_ranks():
     assert '"tt.trans"' in text and "order = array<i32: 1, 0>" in text
     err, lines = _error("r = tl.arange(0, B)\nx = r.T\n")
     assert ".T transposes a 2-D block, got shape [16]" in err.message and lines[err.loc.line - 1].strip() == "x = r.T"
+
+
+MAYBE_DESC = '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def _maybe_desc(desc_or_ptr, shape, strides, block_shape):
+    if isinstance(desc_or_ptr, tl.tensor_descriptor):
+        return desc_or_ptr
+    else:
+        return tl.make_tensor_descriptor(desc_or_ptr, shape, strides, block_shape)
+
+
+@triton.jit
+def k(x, y, n, B: tl.constexpr):
+    dx = _maybe_desc(x, shape=[n, B], strides=[B, 1], block_shape=[B, B])
+    dy = _maybe_desc(y, shape=[n, B], strides=[B, 1], block_shape=[B, B])
+    dy.store([0, 0], dx.load([0, 0]) + 1.0)
+    tl.static_assert(isinstance(n, tl.tensor) and not isinstance(B, tl.tensor))
+    tl.static_assert(isinstance(B, (tl.constexpr, tl.tensor_descriptor)) and not isinstance(x, tl.constexpr))
+'''
+
+
+@pytest.mark.parametrize("signature", ["tensordesc<fp32[16, 16]>,*fp32:16,i32", "*fp32:16,*fp32:16,i32"])
+def test_isinstance_tensor_descriptor_picks_the_branch_at_compile_time(tmp_path, signature):
+    """Tutorial 06's `_maybe_make_tensor_desc`: isinstance(x, tl.tensor_descriptor) is a constexpr
+    (Triton runs isinstance on its frontend objects), so a descriptor parameter is used as given and
+    a pointer gets a descriptor made in the kernel (the other branch would refuse either: a
+    descriptor is no pointer base); tl.tensor and tl.constexpr answer alike (static_assert)."""
+    f = tmp_path / "k.py"
+    f.write_text(MAYBE_DESC)
+    out = ttbuild.compile(f, kernel="k", signature=signature, constexprs={"B": 16}, until="ttir")
+    text = out["ttir"].decode()
+    assert text.count('"tt.load"') == 1 and text.count('"tt.store"') == 1
+
+
+def test_isinstance_of_another_class_is_refused():
+    err, _ = _error("b = isinstance(n, int)\n")
+    assert err.message.startswith("isinstance() in a kernel takes tl.tensor, tl.tensor_descriptor or tl.constexpr")

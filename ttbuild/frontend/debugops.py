@@ -61,6 +61,21 @@ def device_print(cx, prefix, *args, hex=False):
     return Constexpr(None)
 
 
+@builtin("assume")
+def assume(cx, cond):
+    """`tl.assume(cond)`: the compiler may take the scalar boolean `cond` to hold (Triton
+    `semantic.assume`: `llvm.intr.assume`, an LLVM hint; nothing is checked at run time, a false
+    condition is undefined behaviour). Tutorial 03 asserts non-negative program ids and strides."""
+    c = tensor(cx, cond, "assume condition")
+    if not c.type.scalar.is_bool():
+        fail(cx, f"tl.assume condition must be boolean (int1), got {c.type}")
+    if c.type.shape:
+        fail(cx, f"tl.assume takes a scalar condition, got {c.type}")
+    # the LLVM dialect's AssumeOp carries (empty) operand bundles: their sizes are inherent
+    cx.b.op("llvm.intr.assume", [c], [], {"op_bundle_sizes": "array<i32>", "operandSegmentSizes": "array<i32: 1, 0>"})
+    return Constexpr(None)
+
+
 @builtin("device_assert")
 def device_assert(cx, cond, msg="", mask=None):
     """`tt.assert` that `cond` (a boolean tensor or scalar) holds where `mask` is true, with

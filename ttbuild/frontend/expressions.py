@@ -34,6 +34,25 @@ class FuncRef:
         self.kind, self.name = kind, name
 
 
+class LangClass:
+    """A `tl` class usable as isinstance()'s second argument in a kernel (`tl.tensor`,
+    `tl.tensor_descriptor`, `tl.tensor_descriptor_base`, `tl.constexpr`; Triton's @jit code runs
+    isinstance on its frontend objects at compile time, tutorial 06 on a descriptor-or-pointer)."""
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def holds(self, obj) -> bool:
+        if self.name in ("tensor_descriptor", "tensor_descriptor_base"):
+            return isinstance(obj, tensordesc.TensorDescriptor)
+        if self.name == "tensor":
+            return isinstance(obj, Value)
+        return isinstance(obj, Constexpr)  # tl.constexpr
+
+    def __repr__(self):
+        return f"tl.{self.name}"
+
+
 class ReturnValue(Exception):
     """Unwinds a `return` to the inlined call (or the kernel) it leaves."""
 
@@ -109,6 +128,8 @@ class Expressions:
                 return FuncRef("libdevice", attr.rsplit(".", 1)[1])
         if attr in ("constexpr", "range", "static_range"):
             return FuncRef("py", "tl." + attr)
+        if attr in ("tensor", "tensor_descriptor", "tensor_descriptor_base"):
+            return Constexpr(LangClass(attr))
         from ttbuild import language
         known = set(language.BUILTIN_NAMES) | {f"math.{n}" for n in language.math.MATH_NAMES}
         if attr in known:
@@ -299,6 +320,8 @@ class Expressions:
             return B.call(self.cx, B.BUILTINS.lookup("device_print"), "device_print", args, kwargs)
         if name in ("tl.constexpr",):
             return args[0] if isinstance(args[0], Constexpr) else fail(self.cx, "tl.constexpr() needs a constant")
+        if name == "isinstance":
+            return self.isinstance_(args, kwargs)
         if name in ("range", "tl.range", "tl.static_range"):
             fail(self.cx, f"{name}() is only supported as the iterable of a for loop")
         if not all(isinstance(a, Constexpr) for a in args):
@@ -307,14 +330,32 @@ class Expressions:
             fail(self.cx, f"Python builtin {name}() needs constexpr arguments in a kernel")
         vals = [a.value for a in args]
         try:
-            if name == "isinstance":
-                fail(self.cx, "isinstance() is not supported in kernels")
             return Constexpr({"min": min, "max": max, "len": len, "int": int, "float": float,
                               "bool": bool, "abs": abs}[name](*vals))
         except CompilationError:
             raise
         except Exception as e:  # noqa: BLE001
             fail(self.cx, f"{name}{tuple(vals)} failed: {e}")
+
+    def isinstance_(self, args, kwargs):
+        """`isinstance(x, C)` with C a tl class (LangClass), `tl.constexpr` or a tuple of them: a
+        constexpr bool, decided at compile time as Triton's code generator does."""
+        if kwargs or len(args) != 2:
+            fail(self.cx, "isinstance() takes exactly 2 arguments")
+        obj, cls = args
+        if isinstance(cls, Constexpr) and isinstance(cls.value, tuple):
+            cls = cls.value
+        classes = tuple(cls) if isinstance(cls, (tuple, list)) else (cls,)
+        found = False
+        for c in classes:
+            c = c.value if isinstance(c, Constexpr) else c
+            if isinstance(c, FuncRef) and c.kind == "py" and c.name == "tl.constexpr":
+                c = LangClass("constexpr")
+            if not isinstance(c, LangClass):
+                fail(self.cx, f"isinstance() in a kernel takes tl.tensor, tl.tensor_descriptor or tl.constexpr, "
+                              f"got {S.describe(c)}")
+            found = found or c.holds(obj)
+        return Constexpr(found)
 
     def inline(self, name, args, kwargs):
         """Inline a call to another @jit function: bind arguments, lower its body in a new scope."""

@@ -34,6 +34,13 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     with ctx, mu.ir.Location.unknown(ctx):
         module = mu.parse_module(inputs["ttir"], ctx, "ttir")
         shared = run_passes(module, opts)  # coalesce, accelerate_matmul, pipeline, then allocation
+        limit = opts.target_info.max_shared_bytes
+        if shared > limit:  # Triton's OutOfResources text, at build time rather than at load
+            from ttbuild.backend.diagnostics import at_op
+            err = CompilationError(f"out of resource: shared memory, Required: {shared}, Hardware limit: {limit} "
+                                   f"({target}). Reducing block sizes or `num_stages` may help.", stage="ttgir")
+            func = next((op for op in module.body.operations if op.operation.name == "tt.func"), None)
+            raise at_op(err, func, "ttgir") if func is not None else err
         i32 = mu.ir.IntegerType.get_signless(32)
         attrs = module.operation.attributes
         attrs["ttg.num-ctas"] = mu.ir.IntegerAttr.get(i32, num_ctas)

@@ -197,6 +197,13 @@ def assert_(ctx, op, cond):
     return None
 
 
+@rule("llvm.intr.assume")
+def assume(ctx, op, cond):
+    """`call void @llvm.assume(i1 cond)` (LLVM LangRef, llvm.assume), as Triton's LLVM::AssumeOp."""
+    ctx.builder.call(ctx.intrinsic("llvm.assume", ir.VoidType(), [cond.type]), [cond])
+    return None
+
+
 @rule("gpu.barrier")
 def gpu_barrier(ctx, op):
     """tl.debug_barrier(): every thread of the CTA meets."""

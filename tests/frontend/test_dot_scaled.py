@@ -57,3 +57,19 @@ def test_refusals_are_tritons_and_located(body, message):
     err = locate(ei.value, p["loc"])
     assert message in err.message, err.message
     assert err.loc.source_line.strip().startswith("c = tl.dot_scaled")
+
+
+def test_nvfp4_e4m3_scales_are_one_per_16_and_multiply_as_their_value():
+    """An fp8e4nv scale block (NVFP4, tutorial 10's default) is [rows, K/16]: upcast to fp32 and
+    multiplied in (no exponent arithmetic, no 255 select); uint8 stays e8m0 per 32."""
+    body = ("s4 = tl.load(s_ptr.to(tl.pointer_type(tl.float8e4nv)) + r64[:, None] * 4 + tl.arange(0, 4)[None, :])\n"
+            'c = tl.dot_scaled(a, s4, "e2m1", b, s4, "e4m3")\n'
+            "tl.store(c_ptr + r64[:, None] * 64 + r64[None, :], c)\n")
+    text = _ttir(body)
+    assert "tensor<64x4xf8E4M3FN>) -> tensor<64x4xf32>" in text  # the scales' upcast
+    assert "255" not in text and "dense<23>" not in text  # no e8m0 NaN select, no exponent shift
+    src = HEAD + LOADS + "    " + 'c = tl.dot_scaled(a, s.to(tl.float8e4nv, bitcast=True), "e2m1", b, None, "e4m3")\n'
+    p = parse.run({"source": src.encode()}, {"kernel": "k", "file": "k.py"})
+    with pytest.raises(CompilationError) as ei:
+        ttir.run({"json": p["json"]}, {"signature": ["*u8:16", "*fp8e4nv:16", "*u8:16", "*fp32:16"], "constexprs": {}})
+    assert "expected [64, 4] (one e4m3 per 16 elements along K)" in ei.value.message

@@ -327,6 +327,23 @@ def _mx_decode(torch, x, fmt, k_axis):
     return x.double()
 
 
+def test_nvfp4_dot_scaled_matches_the_dequantized_product(torch, lib):
+    """NVFP4: e2m1 elements times their e4m3 scale (one per 16 along K), products exact in bf16,
+    an fp32 sum, against torch in float64."""
+    m, n, k = 64, 64, 128
+    gen = torch.Generator(device="cuda").manual_seed(7)
+    a = torch.randint(0, 256, (m, k // 2), device="cuda", generator=gen, dtype=torch.int32).to(torch.uint8)
+    b = torch.randint(0, 256, (k // 2, n), device="cuda", generator=gen, dtype=torch.int32).to(torch.uint8)
+    sa = (torch.rand((m, k // 16), device="cuda", generator=gen) * 4).to(torch.float8_e4m3fn)
+    sb = (torch.rand((n, k // 16), device="cuda", generator=gen) * 4).to(torch.float8_e4m3fn)
+    c = torch.full((m, n), 7.0, device="cuda")
+    lib.variant("dot_nvfp4_64x64x128")[(1,)](a, sa, b, sb, c)
+    torch.cuda.synchronize()
+    ref = ((_mx_decode(torch, a, "e2m1", 1) * sa.double().repeat_interleave(16, dim=1))
+           @ (_mx_decode(torch, b, "e2m1", 0) * sb.double().repeat_interleave(16, dim=1).T))
+    assert torch.allclose(c.double(), ref, rtol=1e-5, atol=1e-6 * ref.abs().max().item())
+
+
 @pytest.mark.parametrize("name, fa, fb, m, n, k, fast", [
     ("dot_scaled_e2m1_e4m3", "e2m1", "e4m3", 64, 64, 128, False),
     ("dot_scaled_e5m2_e2m1_fast", "e5m2", "e2m1", 32, 64, 64, True)])

@@ -1,4 +1,4 @@
-"""`tl.dot_scaled`: the matrix product of two microscaled blocks (OCP MX: e2m1 packed two per byte, e4m3, e5m2, bf16, fp16, with one e8m0 scale per 32 elements along K), decomposed into an upcast and `tt.dot`, as Triton does on GPUs without native microscaled dots.
+"""`tl.dot_scaled`: the matrix product of two microscaled blocks (OCP MX: e2m1 packed two per byte, e4m3, e5m2, bf16, fp16, with one e8m0 scale per 32 elements along K, or NVFP4's e4m3 scale per 16), decomposed into an upcast and `tt.dot`, as Triton does on GPUs without native microscaled dots.
 
 The decomposition (Triton 3.6: python/triton/language/semantic.py `dot_scaled`, the checks;
 lib/Dialect/TritonGPU/Transforms/DecomposeScaledBlocked.cpp, the rewrite):
@@ -7,7 +7,8 @@ lib/Dialect/TritonGPU/Transforms/DecomposeScaledBlocked.cpp, the rewrite):
   sign x (exponent 0: mantissa / 2; else (1 + mantissa / 2) x 2^(exponent - 1));
 - an e8m0 scale `s` is 2^(s - 127); `lhs_scale` is [M, K/32] and `rhs_scale` [N, K/32] (not
   transposed); each element is multiplied by its group's scale in fp32 (exact: MX elements and
-  powers of two), and s = 255 gives NaN unless `fast_math`;
+  powers of two), and s = 255 gives NaN unless `fast_math`; an fp8 e4m3 scale (NVFP4: [M, K/16]
+  and [N, K/16]) is multiplied as its value;
 - `tt.dot` of the upcast blocks with an fp32 (or `out_dtype`) accumulator.
 Only K-packed e2m1 is supported (`lhs_k_pack` / `rhs_k_pack` False is refused by name).
 """
@@ -28,6 +29,7 @@ FORMATS = ("e2m1", "e4m3", "e5m2", "bf16", "fp16")
 _TYPED = {"e4m3": "fp8e4nv", "e5m2": "fp8e5", "bf16": "bf16", "fp16": "fp16"}
 _BITS = {"e4m3": "uint8", "e5m2": "uint8", "bf16": "uint16", "fp16": "uint16"}
 GROUP = 32  # elements per e8m0 scale (OCP MX)
+E4M3_GROUP = 16  # elements per e4m3 scale (NVFP4)
 
 
 def _const(cx, value, like: Value) -> Value:
@@ -79,24 +81,30 @@ def _e2m1_nibbles(cx, packed: Value, k_axis: int) -> Value:
 
 
 def _scaled(cx, v: Value, scale, k_axis: int, fast_math: bool) -> Value:
-    """fp32 `v` times 2^(scale - 127) per GROUP elements along `k_axis` (scale [rows, K/32]);
-    NaN where the scale is 255 unless fast_math."""
+    """fp32 `v` times its group's scale along `k_axis`: an e8m0 scale (uint8, [rows, K/32]) is
+    2^(scale - 127), NaN for 255 unless fast_math; an e4m3 scale (fp8e4nv, [rows, K/16]: NVFP4,
+    tutorial 10's default) is its fp8 value, as Triton's decomposition upcasts it."""
     if scale is None or (isinstance(scale, Constexpr) and scale.value is None):
         return v
-    if not isinstance(scale, Value) or scale.type.scalar not in (T.DTYPES["uint8"], T.DTYPES["int8"]):
-        fail(cx, f"a dot_scaled scale must be a uint8 (e8m0) block, got {S.describe(scale)}")
+    e4m3 = isinstance(scale, Value) and scale.type.scalar == T.DTYPES["fp8e4nv"]
+    if not isinstance(scale, Value) or not (e4m3 or scale.type.scalar in (T.DTYPES["uint8"], T.DTYPES["int8"])):
+        fail(cx, f"a dot_scaled scale must be a uint8 (e8m0) or float8e4nv (e4m3) block, got {S.describe(scale)}")
+    group = E4M3_GROUP if e4m3 else GROUP
     rows = v.type.shape[1 - k_axis]
     k = v.type.shape[k_axis]
-    if tuple(scale.type.shape) != (rows, k // GROUP):
-        fail(cx, f"scale shape {list(scale.type.shape)} does not match: expected [{rows}, {k // GROUP}] "
-                 f"(one e8m0 per {GROUP} elements along K)")
-    s = S.cast(cx, S.cast(cx, scale, T.DTYPES["uint8"], bitcast=True), T.int32)
-    f = S.cast(cx, S.binary(cx, "<<", s, _const(cx, 23, s)), T.fp32, bitcast=True)   # 2^(s - 127)
-    if not fast_math:
-        nan = cx.b.constant(float("nan"), f.type)
-        f = builtins.where(cx, S.compare(cx, "==", s, _const(cx, 255, s)), nan, f)
+    if tuple(scale.type.shape) != (rows, k // group):
+        fail(cx, f"scale shape {list(scale.type.shape)} does not match: expected [{rows}, {k // group}] "
+                 f"(one {'e4m3' if e4m3 else 'e8m0'} per {group} elements along K)")
+    if e4m3:
+        f = S.cast(cx, scale, T.fp32)
+    else:
+        s = S.cast(cx, S.cast(cx, scale, T.DTYPES["uint8"], bitcast=True), T.int32)
+        f = S.cast(cx, S.binary(cx, "<<", s, _const(cx, 23, s)), T.fp32, bitcast=True)   # 2^(s - 127)
+        if not fast_math:
+            nan = cx.b.constant(float("nan"), f.type)
+            f = builtins.where(cx, S.compare(cx, "==", s, _const(cx, 255, s)), nan, f)
     f = blockops.expand_dims(cx, f, 2)
-    f = blockops.broadcast_to(cx, f, Constexpr((rows, k // GROUP, GROUP)))
+    f = blockops.broadcast_to(cx, f, Constexpr((rows, k // group, group)))
     f = blockops.reshape(cx, f, Constexpr((rows, k)))
     if k_axis == 0:
         f = blockops.trans(cx, f)

@@ -173,3 +173,18 @@ def dot_scaled_kernel(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, M: tl.constexpr, N: t
     b_scale = tl.load(bs_ptr + rn[:, None] * (K // 32) + rs[None, :])
     c = tl.dot_scaled(a, a_scale, FA, b, b_scale, FB, fast_math=FAST)
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)
+
+
+@triton.jit
+def dot_nvfp4_kernel(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    """NVFP4 (tutorial 10's default format): e2m1 A [M, K / 2] and B [K / 2, N] packed along K, one
+    fp8 e4m3 scale per 16 elements along K ([M, K / 16], [N, K / 16])."""
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    rs = tl.arange(0, K // 16)
+    a = tl.load(a_ptr + rm[:, None] * (K // 2) + tl.arange(0, K // 2)[None, :])
+    b = tl.load(b_ptr + tl.arange(0, K // 2)[:, None] * N + rn[None, :])
+    a_scale = tl.load(as_ptr + rm[:, None] * (K // 16) + rs[None, :])
+    b_scale = tl.load(bs_ptr + rn[:, None] * (K // 16) + rs[None, :])
+    c = tl.dot_scaled(a, a_scale, "e2m1", b, b_scale, "e2m1")
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)

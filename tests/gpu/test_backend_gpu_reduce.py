@@ -231,6 +231,25 @@ def test_histogram_bins_as_tritons_does_out_of_range_values_too(torch, lib, tmp_
         assert torch.equal(theirs[0], ours[0]) and torch.equal(theirs[1], ours[1]), variant
 
 
+def test_softmax_ravel_and_xor_sum(torch, lib):
+    """Triton's standard-library tl.softmax (fp16 in, fp32 out), tl.ravel and tl.xor_sum against torch."""
+    M, N = 16, 64
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    x = (torch.randn(M, N, device="cuda", generator=gen) * 4).half()
+    i = torch.randint(-2**31, 2**31 - 1, (M, N), device="cuda", generator=gen, dtype=torch.int32)
+    sm = torch.full((M, N), float("nan"), device="cuda")
+    flat = torch.full((M * N,), float("nan"), device="cuda", dtype=torch.float16)
+    xs = torch.zeros(M, device="cuda", dtype=torch.int32)
+    lib.variant("standard_ops_16x64")[(1,)](x, sm, flat, i, xs)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(sm, torch.softmax(x.float(), dim=1), rtol=1e-5, atol=1e-6)
+    assert torch.equal(flat, (x * 2).flatten())
+    ref = i[:, 0].clone()
+    for k in range(1, N):
+        ref ^= i[:, k]
+    assert torch.equal(xs, ref)
+
+
 def test_join_interleave_and_split_of_a_permuted_reshape(torch, lib):
     """tt.join / tt.split with the layouts Triton infers (register renamings) against torch."""
     M, N = 32, 64

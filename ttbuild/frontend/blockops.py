@@ -129,3 +129,13 @@ def reshape(cx, input, *shape, can_reorder=False):
         fail(cx, f"cannot reshape a block of {n_old} elements {list(v.type.shape)} to {list(new)}")
     props = {"allow_reorder": "true"} if cval(cx, can_reorder, "can_reorder") else None
     return cx.b.op1("tt.reshape", [v], T.BlockType(v.type.scalar, new), props)
+
+
+@builtin("ravel", method="ravel")
+def ravel(cx, x, can_reorder=False):
+    """`tl.ravel(x)`: x reshaped to 1-D (Triton `standard.ravel`: reshape to [x.numel])."""
+    v = _need_tensor(cx, x, "ravel")
+    n = 1
+    for d in v.type.shape:
+        n *= d
+    return reshape(cx, v, Constexpr((n,)), can_reorder=can_reorder)

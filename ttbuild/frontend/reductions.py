@@ -202,3 +202,27 @@ def _cum(op: str, what: str):
 
 builtin("cumsum", method="cumsum")(_cum("+", "cumsum"))
 builtin("cumprod", method="cumprod")(_cum("*", "cumprod"))
+
+
+@builtin("xor_sum", method="xor_sum")
+def xor_sum(cx, input, axis=None, keep_dims=False):
+    """Triton `standard.xor_sum`: integers only, no widening (a reduce with `^`)."""
+    v = _need_tensor(cx, input, "xor_sum")
+    if not v.type.scalar.is_int():
+        fail(cx, "xor_sum only supported for integers")
+    return reduce_values(cx, [v], axis, keep_dims, _one(lambda c, a, b: S.binary(c, "^", a, b)), "xor_sum")[0]
+
+
+@builtin("softmax", method="softmax")
+def softmax(cx, x, dim=None, keep_dims=False, ieee_rounding=False):
+    """Triton `standard.softmax`: exp(x - max) / sum along `dim` (0 when None), through tl.max
+    (which widens fp16/bf16 to fp32), tl.exp, tl.sum and tl.fdiv, as written there."""
+    from . import builtins, extra
+
+    v = _need_tensor(cx, x, "softmax")
+    d = cval(cx, dim, "dim")
+    ax = Constexpr(0 if d is None else d)
+    z = S.binary(cx, "-", v, _max_min(True, "softmax")(cx, v, ax, False, True, keep_dims))
+    num = builtins.MATH_UNARY["exp"](cx, z)
+    den = sum_(cx, num, ax, keep_dims)
+    return extra.fdiv(cx, num, den, ieee_rounding)

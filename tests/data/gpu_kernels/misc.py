@@ -188,3 +188,15 @@ def dot_nvfp4_kernel(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, M: tl.constexpr, N: tl
     b_scale = tl.load(bs_ptr + rn[:, None] * (K // 16) + rs[None, :])
     c = tl.dot_scaled(a, a_scale, "e2m1", b, b_scale, "e2m1")
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)
+
+
+@triton.jit
+def standard_ops_kernel(x_ptr, sm_ptr, flat_ptr, i_ptr, xs_ptr, M: tl.constexpr, N: tl.constexpr):
+    """tl.softmax (Triton's standard library form: max widens fp16 to fp32), tl.ravel, tl.xor_sum."""
+    rm = tl.arange(0, M)[:, None]
+    rn = tl.arange(0, N)[None, :]
+    x = tl.load(x_ptr + rm * N + rn)
+    tl.store(sm_ptr + rm * N + rn, tl.softmax(x, dim=1, keep_dims=True))
+    tl.store(flat_ptr + tl.arange(0, M * N), tl.ravel(x * 2))
+    i = tl.load(i_ptr + rm * N + rn)
+    tl.store(xs_ptr + tl.arange(0, M), i.xor_sum(1))

@@ -1,4 +1,4 @@
-"""The command line answers environment problems with one line, never a traceback (issue 14, item 8): `-o` naming a file, `list | head`, Ctrl-C."""
+"""The command line answers environment problems and bad input with one line or a located diagnostic, never a traceback (issue 14, item 8): `-o` naming a file, `list | head`, Ctrl-C, variants.toml rows that do not load."""
 
 from __future__ import annotations
 
@@ -68,3 +68,97 @@ def test_a_bad_row_fails_alone_with_continue(proj):
     assert "unknown dtype 'fp33'" in loose.text
     assert any(t.startswith("meta:add_kernel") for t in loose.ran), loose.text
     assert (proj.artifacts / "lib" / "add_kernel_fp32.json").is_file()
+
+
+TUNED_KERNEL = '''import triton
+import triton.language as tl
+
+
+@triton.autotune(configs=[triton.Config({'BLOCK': 64}, pre_hook=lambda *a: None)], key=['n'])
+@triton.jit
+def tuned_kernel(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) + 1, mask=offs < n)
+'''
+GOOD_AND_UNREADABLE_ROWS = '''[[variant]]
+name = "add_kernel_fp32"
+file = "vector_add.py"
+kernel = "add_kernel"
+signature = "*fp32:16,*fp32:16,*fp32:16,i32"
+constexprs = { BLOCK_SIZE = 1024 }
+
+[[variant]]
+name = "tuned.at"
+file = "tuned.py"
+kernel = "tuned_kernel"
+signature = "*fp32:16,i32"
+autotune = true
+'''
+PRE_HOOK = "tuned.py:5:65: error: triton.Config(pre_hook=...)"
+
+
+@pytest.fixture
+def unreadable(proj):
+    """One good row, then a row whose @triton.autotune decorator cannot be read (a pre_hook)."""
+    (proj.kernels / "tuned.py").write_text(TUNED_KERNEL)
+    (proj.kernels / "variants.toml").write_text(GOOD_AND_UNREADABLE_ROWS)
+    return proj
+
+
+def _build_diagnostic(proj) -> str:
+    """The bad row's diagnostic as `ttbuild build --continue` prints it (its FAILED block)."""
+    loose = proj.ttbuild("build", "--continue")
+    assert loose.rc in (1, 2) and "meta:row2" in loose.failed, loose.text
+    head = "FAILED meta:row2  variants.toml row #2 (not built)\n"
+    assert head in loose.out, loose.out
+    diag = loose.out[loose.out.index(head) + len(head):].rstrip("\n")
+    assert diag.startswith(PRE_HOOK) and diag.endswith("^"), diag  # file:line:col, the line, a caret
+    return diag
+
+
+def test_list_shows_a_row_whose_decorators_cannot_be_read(unreadable):
+    """`list` on a row that fails in the meta step (decorators read before parse): no traceback;
+    the good row is listed, the bad one has a line and its located diagnostic (the build's, on
+    stderr), and the status is 3, a bad variant list."""
+    proj = unreadable
+    run = proj.ttbuild("list")
+    assert run.rc == 3 and "Traceback" not in run.text, run.text
+    lines = run.out.splitlines()
+    assert len(lines) == 3, run.out
+    assert lines[0].startswith("add_kernel_fp32 ") and "needs build (parse" in lines[0], run.out
+    assert lines[1].startswith("tuned.at ") and "error: does not load (variants.toml row #2" in lines[1], run.out
+    assert lines[2] == "1 variants, 0 up to date, 1 need a build; 1 variants.toml row failed to load", run.out
+    assert "ERROR: variants.toml row #2 (tuned.at) does not load" in run.err, run.err
+    diag = _build_diagnostic(proj)
+    assert diag in run.err, run.err
+    again = proj.ttbuild("list")  # the good row built: up to date; the bad one still fails the list
+    assert again.rc == 3 and again.out.splitlines()[0].endswith("up-to-date"), again.text
+    assert diag in again.err and "Traceback" not in again.text, again.text
+
+
+def test_show_beside_a_row_whose_decorators_cannot_be_read(unreadable):
+    """`show` of a good variant works (the bad row is a warning with its located diagnostic);
+    a variant of the bad row is refused with that diagnostic and status 3; no traceback."""
+    proj = unreadable
+    diag = _build_diagnostic(proj)
+    path = proj.ttbuild("show", "add_kernel_fp32", "--stage", "ttgir", "--path")
+    assert path.rc == 0 and path.out.startswith("artifacts/ttgir/"), path.text
+    shown = proj.ttbuild("show", "add_kernel_fp32", "--stage", "ttgir")
+    assert shown.rc == 0 and shown.out == (proj.root / path.out.strip()).read_text(), shown.text
+    assert "ttbuild: warning: variants.toml row #2 (tuned.at) does not load" in shown.err, shown.err
+    assert diag in shown.err and "Traceback" not in shown.text, shown.text
+    for name in ("tuned.at.c0", "tuned.at"):
+        bad = proj.ttbuild("show", name, "--stage", "ttgir")
+        assert bad.rc == 3 and bad.out == "" and "Traceback" not in bad.text, bad.text
+        assert diag in bad.err and f"variant {name!r} is not available" in bad.err, bad.err
+    unknown = proj.ttbuild("show", "add_kernel_fp33", "--stage", "ttgir")
+    assert unknown.rc == 2 and "did you mean add_kernel_fp32" in unknown.err, unknown.text
+    assert "Traceback" not in unknown.text, unknown.text
+
+
+def test_build_without_continue_stops_at_a_row_whose_decorators_cannot_be_read(unreadable):
+    """`build` (no --continue) on the same list: status 3, a bad variant list, with the row's
+    located diagnostic and no traceback (the reader's error was not caught there)."""
+    run = unreadable.ttbuild("build")
+    assert run.rc == 3 and "Traceback" not in run.text, run.text
+    assert PRE_HOOK in run.text, run.text

@@ -11,7 +11,9 @@
     ttbuild package [--name N --version V] [-o dist]   (artifacts/lib as a wheel; ttbuild.wheel)
 
 `ttbuild` alone is `ttbuild build`. Exit status: 0 ok; build: doit's (1 a task failed, 2 a task
-failed and others were skipped behind it or raised), 3 a bad variant list; others: 2 bad usage.
+failed and others were skipped behind it or raised), 3 a bad variant list; others: 2 bad usage,
+3 a bad variant list (`list` still lists the rows that load and shows each bad row's diagnostic;
+`show`/`explain` of a variant a bad row may define; ttbuild.cli.inspect).
 """
 
 from __future__ import annotations

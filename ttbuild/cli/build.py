@@ -86,6 +86,7 @@ def _prefetch(project: Project) -> None:
     import time
 
     from ttbuild.cache import LayeredCache, default_cache
+    from ttbuild.errors import CompilationError
     from ttbuild.graph.prefetch import prefetch
     from ttbuild.graph.tasks import generate_tasks
     from ttbuild.graph.variants import VariantError
@@ -96,7 +97,7 @@ def _prefetch(project: Project) -> None:
     try:
         tasks = list(generate_tasks(project.kernels, project.artifacts, project.stage_package,
                                     variants=project.variants()))
-    except VariantError:
+    except (VariantError, CompilationError):  # the build reports it
         return
     start = time.monotonic()
     try:

@@ -4,6 +4,13 @@ Status comes from doit's own `Dependency.get_status` over `artifacts/.doit.db`, 
 `doit run` makes, so `list` and `build` never disagree. `explain` adds what doit's DB keeps
 from the last build: the variant's options (saved by its `meta` task's config_changed) and each
 file dependency's saved state, and compares them with now.
+
+A variants.toml row that fails on its own (a schema error, an `@triton.autotune` /
+`@triton.heuristics` decorator that cannot be read) is handled as a continuing build handles
+it (`meta:row<N>`, ttbuild.graph.namespace): the row is left out and its located diagnostic
+printed, the other rows are listed or shown. `list` then exits 3 (a bad variant list, as the
+build without --continue); `show` / `explain` exit 3 when the variant asked for may be one of
+that row's (a warning otherwise).
 """
 
 from __future__ import annotations
@@ -114,36 +121,129 @@ def variant_states(project: Project, variant, tasks: dict, dep) -> list[TaskStat
     return states
 
 
-def _find(project: Project, name: str):
-    variants = project.variants()
+@dataclass
+class RowFailure:
+    """A variants.toml row that does not load, so its variants are unknown: `text` is its
+    diagnostic as the build log prints it (file:line:col, source line, caret); name, kernel and
+    file are the row's own when it gives them as strings."""
+
+    index: int
+    text: str
+    name: str | None = None
+    kernel: str | None = None
+    file: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"variants.toml row #{self.index}" + (f" ({self.name})" if self.name else "")
+
+    def may_define(self, variant: str) -> bool:
+        """Whether `variant` may be one of this row's: the row's name, or an autotune /
+        heuristics expansion of it (`<name>.c0...`); any name when the row names none."""
+        return self.name is None or variant == self.name or variant.startswith(self.name + ".")
+
+
+def _rows(project: Project) -> list:
+    """The [[variant]] tables of the project's variants.toml as TOML reads them ([] if it cannot)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised only on 3.10
+        import tomli as tomllib
+
+    from ttbuild.graph.variants import VARIANTS_FILE
+
+    try:
+        rows = tomllib.loads((project.kernels / VARIANTS_FILE).read_text(encoding="utf-8")).get("variant")
+    except (OSError, ValueError):  # tomllib.TOMLDecodeError is a ValueError
+        return []
+    return rows if isinstance(rows, list) else []
+
+
+def load(project: Project) -> tuple[list, list[RowFailure]]:
+    """The project's variants and the rows that failed on their own, the way a continuing build
+    loads them (ttbuild.graph.load_variants with row_errors; each diagnostic rendered by the
+    build log's ttbuild.graph.diagnostics.render_error). Raises VariantError for a list that
+    fails as a whole (TOML syntax, an unknown top-level key)."""
+    from ttbuild.graph.diagnostics import render_error
+
+    row_errors: list = []
+    variants = project.variants(row_errors)
+    rows = _rows(project) if row_errors else []
+    failures = []
+    for index, exc in row_errors:
+        row = rows[index - 1] if 0 < index <= len(rows) and isinstance(rows[index - 1], dict) else {}
+        given = {k: row.get(k) if isinstance(row.get(k), str) else None for k in ("name", "kernel", "file")}
+        failures.append(RowFailure(index, render_error(exc, None), **given))
+    return variants, failures
+
+
+def write_row_failures(failures: list[RowFailure], err, lead: str = "ERROR:") -> None:
+    """Each failed row's label and diagnostic on `err` (`ERROR:` as ttbuild prints a bad
+    variant list; `ttbuild: warning:` where the command could still do its work)."""
+    for f in failures:
+        err.write(f"{lead} {f.label} does not load; its variants are left out:\n{f.text}\n")
+    err.flush()
+
+
+def _find(project: Project, name: str, err=None):
+    """The variant called `name`, or None when it may belong to a row that does not load (that
+    row's diagnostic is printed; the caller exits 3). Rows that fail elsewhere are warned about.
+    An unknown name with no failed row to blame: SystemExit (status 2) with close matches."""
+    err = err or sys.stderr
+    variants, failures = load(project)
     for v in variants:
         if v.name == name:
+            write_row_failures(failures, err, "ttbuild: warning:")
             return v
     import difflib
 
-    close = difflib.get_close_matches(name, [v.name for v in variants], n=3)
+    suspects = [f for f in failures if f.may_define(name)]
+    if suspects:
+        write_row_failures(suspects, err)
+        rows = ", ".join(f"#{f.index}" for f in suspects)
+        err.write(f"ttbuild: error: variant {name!r} is not available: {project.kernels}/variants.toml "
+                  f"row{'s' if len(suspects) > 1 else ''} {rows}, which may define it, does not load\n")
+        return None
+    write_row_failures(failures, err, "ttbuild: warning:")
+    names = [v.name for v in variants] + [f.name for f in failures if f.name]
+    close = difflib.get_close_matches(name, names, n=3)
     hint = f" (did you mean {', '.join(close)}?)" if close else ""
     raise SystemExit(f"ttbuild: error: no variant {name!r} in {project.kernels}/variants.toml{hint}")
 
 
-def cmd_list(project: Project, out=None) -> int:
-    """One line per variant: `up-to-date` or `needs build (stage, ...)`, then a count."""
+def cmd_list(project: Project, out=None, err=None) -> int:
+    """One line per variant: `up-to-date` or `needs build (stage, ...)`, then a count. A row that
+    does not load gets a line saying so, its diagnostic goes to `err`, and the status is 3."""
     out = out or sys.stdout
+    err = err or sys.stderr
     tasks, dep = project.tasks(), project.dependency()
     try:
-        variants = project.variants()
+        variants, failures = load(project)
         stale = 0
-        width = max((len(v.name) for v in variants), default=0)
-        for v in variants:
-            states = variant_states(project, v, tasks, dep)
+        width = max([len(v.name) for v in variants] + [len(f.name or f"row #{f.index}") for f in failures],
+                    default=0)
+        # file order: a row's variants, or its failure, where the row stands (sort is stable)
+        for entry in sorted([*variants, *failures], key=lambda e: e.index):
+            if isinstance(entry, RowFailure):
+                what = f"  {entry.kernel} ({entry.file})" if entry.kernel and entry.file else ""
+                out.write(f"{entry.name or f'row #{entry.index}':<{width}}{what}  error: does not load "
+                          f"(variants.toml row #{entry.index}; diagnostic on stderr)\n")
+                continue
+            states = variant_states(project, entry, tasks, dep)
             todo = [s.stage for s in states if s.status in ("run", "new")]
             if todo:
                 stale += 1
             status = "up-to-date" if not todo else f"needs build ({', '.join(todo)})"
-            out.write(f"{v.name:<{width}}  {v.kernel} ({v.file}) until {v.until}  {status}\n")
-        out.write(f"{len(variants)} variants, {len(variants) - stale} up to date, {stale} need a build\n")
+            out.write(f"{entry.name:<{width}}  {entry.kernel} ({entry.file}) until {entry.until}  {status}\n")
+        failed = f"; {len(failures)} variants.toml row{'s' if len(failures) != 1 else ''} failed to load" \
+            if failures else ""
+        out.write(f"{len(variants)} variants, {len(variants) - stale} up to date, {stale} need a build{failed}\n")
     finally:
         dep.close()
+    if failures:
+        out.flush()
+        write_row_failures(failures, err)
+        return 3  # a bad variant list, as `ttbuild build` without --continue says for such a row
     return 0
 
 
@@ -165,6 +265,8 @@ def cmd_explain(project: Project, name: str, out=None) -> int:
 
     out = out or sys.stdout
     variant = _find(project, name)
+    if variant is None:
+        return 3
     tasks, dep = project.tasks(), project.dependency()
     try:
         states = variant_states(project, variant, tasks, dep)
@@ -208,6 +310,8 @@ def cmd_show(project: Project, name: str, stage: str, role: str | None = None,
 
     out = out or sys.stdout
     variant = _find(project, name)
+    if variant is None:
+        return 3
     nodes = {n.stage: n for n in chain(variant, stage_versions(project.stage_package))}
     if stage not in nodes:
         raise SystemExit(f"ttbuild: error: variant {name} builds {', '.join(nodes)} only (until = "

@@ -35,11 +35,14 @@ class Project:
 
         return namespace(self.kernels, self.artifacts, self.stage_package, self.shard, config)
 
-    def variants(self):
-        """The variants this project builds (after sharding). Raises VariantError."""
+    def variants(self, row_errors: list | None = None):
+        """The variants this project builds (after sharding). Raises VariantError. With
+        `row_errors` (a list), a row that fails on its own (a schema error, a decorator that
+        cannot be read) is skipped and appended there as (row index, CompilationError), as a
+        continuing build does (ttbuild.graph.load_variants)."""
         from ttbuild.graph import in_shard, load_variants
 
-        variants = load_variants(self.kernels)
+        variants = load_variants(self.kernels, row_errors)
         if self.shard is not None:
             variants = [v for v in variants if in_shard(v.name, *self.shard)]
         return variants

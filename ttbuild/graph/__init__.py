@@ -37,6 +37,8 @@ def namespace(kernels_dir: str | Path = "kernels", artifacts_dir: str | Path = "
         """ttbuild kernels: parse -> ttir -> ttgir -> llir -> ptx -> cubin -> meta."""
         from doit.exceptions import InvalidDodoFile
 
+        from ttbuild.errors import CompilationError
+
         keep_going = {**doit_config(artifacts_dir), **(config or {})}.get("continue", False)
         row_errors: list = []
         try:
@@ -44,7 +46,7 @@ def namespace(kernels_dir: str | Path = "kernels", artifacts_dir: str | Path = "
             if shard is not None:
                 variants = [v for v in variants if in_shard(v.name, *shard)]
             yield from generate_tasks(kernels_dir, artifacts_dir, stage_package, variants=variants)
-        except VariantError as exc:
+        except (VariantError, CompilationError) as exc:  # a bad row, or its unreadable decorators
             raise InvalidDodoFile(exc.render()) from None
         # With --continue (plain doit always continues) a bad row fails on its own: a task that
         # reports its diagnostic, while every other variant builds.

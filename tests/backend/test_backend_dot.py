@@ -236,13 +236,15 @@ def test_triton_accepts_our_ttgir(tmp_path):
 
 def test_loop_invariant_operand_staged_once_before_the_loop(tmp_path):
     """Attention's Q (loaded before the loop) is written to shared memory once, before scf.for;
-    K^T is staged inside the loop (V comes through the pipeline's ring), and P = fp16(S) reaches
-    the second dot as a register-only #mma -> #dot_op conversion, as Triton does, not through
-    shared memory."""
+    K^T (tl.trans of a load, so loaded through transposed pointers: ttgir/transpose_loads.py) and
+    V come through the pipeline's rings, K's with order [0, 1]; nothing is allocated in the loop,
+    and P = fp16(S) reaches the second dot as a register-only #mma -> #dot_op conversion, as
+    Triton does, not through shared memory."""
     checks = """
-CHECK: "ttg.local_alloc"{{.*}} -> !ttg.memdesc<64x64xf16
+CHECK: "ttg.local_alloc"(%{{.*}}) -> !ttg.memdesc<64x64xf16
+CHECK-DAG: "ttg.local_alloc"() {{.*}} -> !ttg.memdesc<2x64x32xf16, #ttg.swizzled_shared<{{.*}}order = [0, 1]
+CHECK-DAG: "ttg.local_alloc"() {{.*}} -> !ttg.memdesc<2x32x64xf16
 CHECK: "scf.for"
-CHECK: "ttg.local_alloc"
 CHECK-NOT: "ttg.local_alloc"
 CHECK: "ttg.convert_layout"{{.*}}#ttg.nvidia_mma{{.*}} -> tensor<64x32xf16, #ttg.dot_op<{opIdx = 0
 CHECK-NOT: "ttg.local_alloc"

@@ -216,6 +216,113 @@ def test_prune_configs_by_warns_and_goes_on():
         read(src.replace('prune_configs_by={"early_config_prune": prune, "top_k": 1}', "prune_configs_by=None"))
 
 
+def test_pre_hook_none_passed_on_by_a_config_helper():
+    """Tutorial 09's matmul_get_configs(pre_hook=None) hands its parameter to triton.Config: None
+    unless a caller passes a hook."""
+    src = HEAD + textwrap.dedent('''
+    NO_HOOK = None
+
+    def hook(nargs):
+        pass
+
+    def matmul_get_configs(pre_hook=None):
+        return [
+            triton.Config({'BLOCK_SIZE_M': BM, 'BLOCK_SIZE_N': BN}, num_stages=s,
+                          num_warps=w, pre_hook=pre_hook)
+            for BM in [128]
+            for BN in [128, 256]
+            for s in ([2, 3])
+            for w in [4, 8]
+        ]
+
+    @triton.autotune(configs=matmul_get_configs(), key=["M"], pre_hook=NO_HOOK, post_hook=None,
+                     prune_configs_by=NO_HOOK)
+    @triton.jit
+    def kernel(x, M, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr):
+        pass
+
+    @triton.autotune(configs=matmul_get_configs(pre_hook=hook), key=["M"])
+    @triton.jit
+    def hooked(x, M, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr):
+        pass
+    ''')
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # prune_configs_by=None through a name: no warning either
+        tune = read(src).autotune
+    assert [(c.kwargs["BLOCK_SIZE_N"], c.num_stages, c.num_warps) for c in tune.configs] == [
+        (128, 2, 4), (128, 2, 8), (128, 3, 4), (128, 3, 8), (256, 2, 4), (256, 2, 8), (256, 3, 4), (256, 3, 8)]
+    err = refusal(src, "hooked")
+    assert err.message == "triton.Config(pre_hook=...): ttbuild builds configs ahead of time and cannot run a pre_hook"
+    assert at(err) == where(src, "pre_hook)")  # the helper's `pre_hook=pre_hook`
+
+
+def test_key_that_is_no_parameter_is_ignored_with_a_warning():
+    """Tutorial 08's `key=[..., 'gropup_c_ptrs', ...]`: Triton's Autotuner.run keeps the key names
+    found among the arguments and skips the others; so does ttbuild, and it says so."""
+    src = HEAD + textwrap.dedent('''
+    @triton.autotune(
+        [triton.Config({"B": 64})],
+        key=['group_a_ptrs', 'group_b_ptrs', 'gropup_c_ptrs', 'group_size'],
+    )
+    @triton.jit
+    def kernel(group_a_ptrs, group_b_ptrs, group_c_ptrs, group_size, B: tl.constexpr):
+        pass
+    ''')
+    with pytest.warns(CompilerWarning) as rec:
+        tune = read(src).autotune
+    assert tune.key == ("group_a_ptrs", "group_b_ptrs", "group_size")
+    (w,) = [r.message for r in rec]
+    assert w.message == ("autotune key names 'gropup_c_ptrs', which is not a parameter of kernel (parameters: "
+                         "group_a_ptrs, group_b_ptrs, group_c_ptrs, group_size, B): ignored, as Triton's autotuner "
+                         "ignores it too")
+    assert (w.loc.file, w.loc.line, w.loc.col) == ("k.py", *where(src, "'gropup_c_ptrs'"))
+    assert str(w).startswith(f"k.py:{w.loc.line}:{w.loc.col + 1}: warning: autotune key names 'gropup_c_ptrs'")
+
+
+def test_filter_map_and_lambdas_over_configs():
+    """Tutorial 06's `configs=list(filter(keep, configs))` with keep() reading the config's fields."""
+    src = HEAD + textwrap.dedent('''
+    def is_cuda():
+        return triton.runtime.driver.active.get_current_target().backend == "cuda"
+
+    configs = [
+        triton.Config({'BLOCK_M': BM, 'BLOCK_N': BN}, num_stages=s, num_warps=w, pre_hook=None) \\
+        for BM in [64, 128]\\
+        for BN in [32, 128]\\
+        for s in [2] \\
+        for w in [4, 8]\\
+    ]
+
+    def keep(conf):
+        BLOCK_M = conf.kwargs["BLOCK_M"]
+        BLOCK_N = conf.kwargs["BLOCK_N"]
+        return not (is_cuda() and BLOCK_M * BLOCK_N < 128 * 128 and conf.num_warps == 8
+                    and conf.pre_hook is None and conf.num_ctas == 1)
+
+    small = lambda c: c.kwargs["BLOCK_M"] == 64
+    MORE = list(map(lambda bm, w: triton.Config({'BLOCK_M': bm, 'BLOCK_N': 16}, num_warps=w), (16, 32), [1, 2, 4]))
+
+    @triton.autotune(configs=list(filter(keep, configs)), key=["N_CTX"])
+    @triton.jit
+    def kernel(N_CTX, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+        pass
+
+    @triton.autotune(configs=tuple(filter(small, configs)) + tuple(filter(None, MORE)), key=[])
+    @triton.jit
+    def other(N_CTX, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+        pass
+    ''')
+    tune = read(src).autotune
+    assert [(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"], c.num_warps) for c in tune.configs] == [
+        (64, 32, 4), (64, 128, 4), (128, 32, 4), (128, 128, 4), (128, 128, 8)]
+    assert tune.configs[0].loc.line == where(src, "triton.Config({'BLOCK_M': BM")[0]
+    other = read(src, "other").autotune
+    assert [(c.kwargs, c.num_warps) for c in other.configs] == [
+        ({"BLOCK_M": 64, "BLOCK_N": 32}, 4), ({"BLOCK_M": 64, "BLOCK_N": 32}, 8),
+        ({"BLOCK_M": 64, "BLOCK_N": 128}, 4), ({"BLOCK_M": 64, "BLOCK_N": 128}, 8),
+        ({"BLOCK_M": 16, "BLOCK_N": 16}, 1), ({"BLOCK_M": 32, "BLOCK_N": 16}, 2)]
+
+
 def kernel_with(configs: str, key: str = '["n"]', extra: str = "", helpers: str = "") -> str:
     return HEAD + helpers + f'''
 @triton.autotune(configs={configs}, key={key}{extra})
@@ -238,8 +345,8 @@ REFUSALS = [
      "lambda kw", "cannot run a pre_hook"),
     (kernel_with('[triton.Config({"BLOCK": 64})]', extra=", post_hook=done"), "done", "post_hook"),
     (kernel_with('[triton.Config({"BLOCK": 64})]', extra=", do_bench=bench"), "bench)", "do_bench"),
-    (kernel_with('[triton.Config({"BLOCK": 64})]', key='["n", "size"]'),
-     '"size"', "autotune key names 'size', which is not a parameter of kernel (parameters: x_ptr, n, BLOCK)"),
+    (kernel_with('[triton.Config({"BLOCK": 64})]', key='["n", 3]'),
+     "3]", "autotune key names 3, which is not a parameter of kernel (parameters: x_ptr, n, BLOCK)"),
     (kernel_with('[triton.Config({"BLOCK": 64})]', key='"n"'), '"n"', "must be a list of argument names"),
     (kernel_with('[triton.Config({"BLOCK": 64})]', extra=', reset_to_zero=["y_ptr"]'), '"y_ptr"', "reset_to_zero"),
     (kernel_with('[triton.Config({"BLOCK": 64, "n": 3})]'),
@@ -269,6 +376,29 @@ REFUSALS = [
     (kernel_with("os.environ['CONFIGS']", helpers="import os\n"), "os.environ", "cannot evaluate `os.environ`"),
     (kernel_with("[triton.Config({'BLOCK': b}) for b, w in zip([64], [4])]"), "zip(",
      "cannot evaluate `zip([64], [4])` without running the file"),
+    (kernel_with("configs(hook)", helpers="def hook(nargs):\n    pass\n\n\ndef configs(pre_hook=None):\n"
+                                          "    return [triton.Config({'BLOCK': 64}, pre_hook=pre_hook)]\n"),
+     "pre_hook)]", "triton.Config(pre_hook=...): ttbuild builds configs ahead of time and cannot run a pre_hook"),
+    (kernel_with("[triton.Config({'BLOCK': 64}, pre_hook=HOOK)]", helpers="HOOK = print\n"), "HOOK)",
+     "triton.Config(pre_hook=...): ttbuild builds configs ahead of time and cannot run a pre_hook"),
+    (kernel_with("list(filter(keep, CONFIGS))",
+                 helpers="CONFIGS = [triton.Config({'BLOCK': 64})]\n\n\ndef keep(conf):\n"
+                         "    return torch.cuda.get_device_capability()[0] == 9\n"),
+     "torch.cuda.get_device_capability()",
+     "cannot evaluate `torch.cuda.get_device_capability()` without running the file"),
+    (kernel_with("list(filter(lambda c, d=1: True, []))"), "lambda c, d",
+     "cannot evaluate `lambda c, d=1: True` without running the file: ttbuild reads autotune configs statically "
+     "(a lambda may take plain positional parameters only)"),
+    (kernel_with("list(filter(len, [[triton.Config({'BLOCK': 64})]]))"), "len,",
+     "cannot evaluate `len` without running the file"),
+    (kernel_with("list(filter(3, [triton.Config({'BLOCK': 64})]))"), "filter(3",
+     "only a function of the file or a lambda is called, not 3"),
+    (kernel_with("list(map(lambda b: triton.Config({'BLOCK': b}), [64], [4]))"), "map(",
+     "`lambda b: triton.Config({'BLOCK': b})` takes 1 arguments, not 2"),
+    (kernel_with("list(filter(None))"), "filter(", "`filter(None)` fails: filter expected 2 arguments, got 1"),
+    (kernel_with("[triton.Config({'BLOCK': 64}, num_warps=c.num_warps) for c in CONFIGS if c.all_kwargs()]",
+                 helpers="CONFIGS = [triton.Config({'BLOCK': 64})]\n"), "c.all_kwargs",
+     "cannot evaluate `c.all_kwargs()` without running the file"),
 ]
 
 

@@ -36,8 +36,8 @@ _CONSTEXPR = {"triton.language.constexpr", "ttbuild.language.constexpr"}
 _AUTOTUNE_PARAMS = ("configs", "key", "prune_configs_by", "reset_to_zero", "restore_value", "pre_hook",
                     "post_hook", "warmup", "rep", "use_cuda_graph", "do_bench", "cache_results")
 _CONFIG_PARAMS = ("kwargs", "num_warps", "num_stages", "num_ctas", "maxnreg", "pre_hook", "ir_override")
-_WHY = ("literals, comprehensions, range/len/min/max, triton.Config, names and simple functions of the file, "
-        "and the current target's backend, which is 'cuda'")
+_WHY = ("literals, comprehensions, lambdas, range/len/min/max/list/tuple/filter/map, triton.Config and its fields, "
+        "names and simple functions of the file, and the current target's backend, which is 'cuda'")
 
 
 @dataclass(frozen=True)
@@ -167,6 +167,13 @@ class _Function:
         self.fn = fn
 
 
+class _Closure:
+    """A lambda with plain positional parameters and the scope it was made in."""
+
+    def __init__(self, node: ast.Lambda, scope: _Scope | None):
+        self.node, self.scope = node, scope
+
+
 class _Scope:
     """Local names of a function call or a comprehension; `assigned` are the names a function body
     binds (read before binding: UnboundLocalError in Python, an error here)."""
@@ -193,7 +200,8 @@ _CMPOPS = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast
            ast.Gt: operator.gt, ast.GtE: operator.ge, ast.Is: operator.is_, ast.IsNot: operator.is_not,
            ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
 _SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**"}
-_BUILTINS = ("range", "len", "min", "max")
+_BUILTINS = ("range", "len", "min", "max", "list", "tuple", "filter", "map")
+_CONFIG_FIELDS = ("kwargs", "num_warps", "num_stages", "num_ctas", "maxnreg", "pre_hook", "ir_override")
 
 
 def _number(v) -> bool:
@@ -231,12 +239,26 @@ class _Evaluator:
         return method(node, scope)
 
     def iterate(self, node: ast.AST, scope: _Scope | None):
-        value = self.eval(node, scope)
+        yield from self.iterate_value(self.eval(node, scope), node)
+
+    def iterate_value(self, value, node: ast.AST):
         if not isinstance(value, (list, tuple, range, dict, set, str)):
             raise self.src.error(node, f"cannot iterate over `{_short(node)}`, a {type(value).__name__}")
         for item in value:
             self.tick(node)
             yield item
+
+    def is_none(self, node: ast.AST, scope: _Scope | None) -> bool:
+        """Whether a hook argument (pre_hook=, post_hook=...) is None: a literal `None`, or an
+        expression that evaluates to None, as a helper's `pre_hook=None` parameter passed on. One that
+        evaluates to anything else, or cannot be evaluated (a lambda with defaults, an imported
+        function), is a hook."""
+        if _is_none(node):
+            return True
+        try:
+            return self.eval(node, scope) is None
+        except CompilationError:
+            return False
 
     def bind(self, target: ast.AST, value, scope: _Scope) -> None:
         if isinstance(target, ast.Name):
@@ -297,6 +319,9 @@ class _Evaluator:
         if isinstance(value, _Target) and node.attr == "arch":
             raise self.cannot(node, "the target's arch depends on the GPU the file runs on; only "
                                     "`.backend` is known, 'cuda'")
+        if isinstance(value, Config) and node.attr in _CONFIG_FIELDS:  # a filter over configs reads them
+            field_value = getattr(value, node.attr, None)  # pre_hook / ir_override: None, others refused
+            return dict(field_value) if node.attr == "kwargs" else field_value
         raise self.cannot(node)
 
     def _BinOp(self, node, scope):
@@ -349,6 +374,12 @@ class _Evaluator:
                 return False
             left = right
         return True
+
+    def _Lambda(self, node, scope):
+        a = node.args
+        if a.vararg or a.kwarg or a.kwonlyargs or a.defaults:
+            raise self.cannot(node, "a lambda may take plain positional parameters only")
+        return _Closure(node, scope)
 
     def _IfExp(self, node, scope):
         return self.eval(node.body if self.eval(node.test, scope) else node.orelse, scope)
@@ -444,6 +475,10 @@ class _Evaluator:
             value = self.eval(func, scope)
             if isinstance(value, _Function):
                 return self.call(value.fn, node, scope)
+            if isinstance(value, _Closure):
+                if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
+                    raise self.cannot(node, "a lambda is called with positional arguments only")
+                return self.apply(value, [self.eval(a, scope) for a in node.args], node)
         raise self.cannot(node)
 
     # ------------------------------------------------------------- calls
@@ -461,6 +496,22 @@ class _Evaluator:
             if name == "len":
                 (arg,) = args
                 return len(arg)
+            if name in ("list", "tuple"):
+                if len(args) > 1:
+                    raise TypeError(f"{name} expected at most 1 argument, got {len(args)}")
+                items = list(self.iterate_value(args[0], node)) if args else []
+                return items if name == "list" else tuple(items)
+            if name == "filter":  # eager: a list, which list()/for/len read alike
+                if len(args) != 2:
+                    raise TypeError(f"filter expected 2 arguments, got {len(args)}")
+                test, items = args
+                return [item for item in self.iterate_value(items, node)
+                        if (item if test is None else self.apply(test, [item], node))]
+            if name == "map":
+                if len(args) < 2:
+                    raise TypeError("map() must have at least two arguments.")
+                columns = [list(self.iterate_value(a, node)) for a in args[1:]]
+                return [self.apply(args[0], list(row), node) for row in zip(*columns)]
             if len(args) == 1:  # min(iterable) scans it: count the scan
                 if not isinstance(args[0], (list, tuple, range, set, dict, str)):
                     raise TypeError(f"{type(args[0]).__name__} is not iterable")
@@ -492,8 +543,8 @@ class _Evaluator:
         """`triton.Config(kwargs, num_warps=4, num_stages=3, num_ctas=1, maxnreg=None, pre_hook=None,
         ir_override=None)` (python/triton/runtime/autotuner.py)."""
         args = self.bind_arguments(node, _CONFIG_PARAMS, "triton.Config")
-        for hook in ("pre_hook", "ir_override"):
-            if hook in args and not _is_none(args[hook]):
+        for hook in ("pre_hook", "ir_override"):  # `pre_hook=pre_hook` of a helper whose default is None: fine
+            if hook in args and not self.is_none(args[hook], scope):
                 why = ("cannot run a pre_hook" if hook == "pre_hook"
                        else "cannot replace a stage with an ir_override file")
                 raise self.src.error(args[hook], f"triton.Config({hook}=...): ttbuild builds configs ahead of "
@@ -545,12 +596,49 @@ class _Evaluator:
                 frame.vars[name] = self.eval(defaults[name], None)
             else:
                 raise self.src.error(node, f"{fn.name}() is missing the argument `{name}`")
+        return self.enter(fn.body, frame)
+
+    def enter(self, body: list[ast.stmt] | ast.expr, frame: _Scope):
+        """A function's body (or a lambda's expression) in its frame, one call deeper."""
         self.depth += 1
         try:
-            returned, value = self.run(fn.body, frame)
+            if isinstance(body, ast.expr):
+                return self.eval(body, frame)
+            returned, value = self.run(body, frame)
         finally:
             self.depth -= 1
         return value if returned else None
+
+    def apply(self, callee, values: list, node: ast.AST):
+        """Call a function value (a function of the file or a lambda) with positional values, as
+        filter() and map() do; `node` is the call to blame."""
+        if self.depth >= _MAX_CALL_DEPTH:
+            raise self.src.error(node, f"calls nested deeper than {_MAX_CALL_DEPTH} (a recursion?)")
+        if isinstance(callee, _Closure):
+            params = [p.arg for p in callee.node.args.posonlyargs + callee.node.args.args]
+            if len(values) != len(params):
+                raise self.src.error(node, f"`{_short(callee.node)}` takes {len(params)} arguments, "
+                                           f"not {len(values)}")
+            frame = _Scope(callee.scope)
+            frame.vars.update(zip(params, values))
+            return self.enter(callee.node.body, frame)
+        if not isinstance(callee, _Function):
+            raise self.cannot(node, f"only a function of the file or a lambda is called, not {callee!r}")
+        fn, a = callee.fn, callee.fn.args
+        if a.vararg or a.kwarg:
+            raise self.cannot(node, f"`{fn.name}` takes *args or **kwargs")
+        params = a.posonlyargs + a.args
+        if len(values) > len(params):
+            raise self.src.error(node, f"{fn.name}() takes at most {len(params)} positional arguments")
+        defaults = dict(zip((p.arg for p in params[len(params) - len(a.defaults):]), a.defaults))
+        defaults.update((p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
+        frame = _Scope(None, _assigned(fn))
+        frame.vars.update(zip((p.arg for p in params), values))
+        for p in params[len(values):] + a.kwonlyargs:
+            if p.arg not in defaults:
+                raise self.src.error(node, f"{fn.name}() is missing the argument `{p.arg}`")
+            frame.vars[p.arg] = self.eval(defaults[p.arg], None)
+        return self.enter(fn.body, frame)
 
     def run(self, body: list[ast.stmt], frame: _Scope) -> tuple[bool, object]:
         for stmt in body:
@@ -680,15 +768,25 @@ class _Reader:
         self.ev = _Evaluator(src, module, self.constexprs)
 
     def names(self, node: ast.AST, what: str) -> tuple[str, ...]:
-        """A list/tuple of strings naming kernel parameters (`key`, `reset_to_zero`, `restore_value`)."""
+        """A list/tuple of strings naming kernel parameters (`key`, `reset_to_zero`, `restore_value`).
+        A `key` name that is no parameter is dropped with a warning: Triton's Autotuner.run builds
+        the key from `self.keys` that are among the arguments and skips the others. A reset/restore
+        name that is no parameter stays an error (Triton's pre_hook would fail on `kwargs[name]`)."""
         value = self.ev.eval(node, None)
         if not isinstance(value, (list, tuple)):
             raise self.src.error(node, f"autotune {what} must be a list of argument names, not {value!r}")
+        kept = []
         for i, name in enumerate(value):
-            if name not in self.params:
-                raise self.src.error(_element(node, i), f"autotune {what} names {name!r}, which is not a parameter "
-                                                        f"of {self.fn.name} (parameters: {', '.join(self.params)})")
-        return tuple(value)
+            if name in self.params:
+                kept.append(name)
+                continue
+            message = (f"autotune {what} names {name!r}, which is not a parameter of {self.fn.name} "
+                       f"(parameters: {', '.join(self.params)})")
+            if what != "key" or not isinstance(name, str):
+                raise self.src.error(_element(node, i), message)
+            warnings.warn(CompilerWarning(f"{message}: ignored, as Triton's autotuner ignores it too",
+                                          loc=self.src.loc(_element(node, i))), stacklevel=5)
+        return tuple(kept)
 
     def autotune(self, dec: ast.Call) -> Autotune:
         """`triton.autotune(configs, key, ...)` (python/triton/runtime/autotuner.py)."""
@@ -698,10 +796,10 @@ class _Reader:
                 raise self.src.error(dec, f"triton.autotune needs `{name}`")
         for name, why in (("pre_hook", "cannot run a pre_hook"), ("post_hook", "cannot run a post_hook"),
                           ("do_bench", "times configs with `ttbuild tune`, not a do_bench function")):
-            if name in args and not _is_none(args[name]):
+            if name in args and not self.ev.is_none(args[name], None):
                 raise self.src.error(args[name], f"triton.autotune({name}=...): ttbuild builds configs ahead of "
                                                  f"time and {why}")
-        if "prune_configs_by" in args and not _is_none(args["prune_configs_by"]):
+        if "prune_configs_by" in args and not self.ev.is_none(args["prune_configs_by"], None):
             warnings.warn(CompilerWarning("prune_configs_by is not evaluated: ttbuild tunes every config",
                                           loc=self.src.loc(args["prune_configs_by"])), stacklevel=4)
         node = args["configs"]
@@ -817,9 +915,10 @@ def read_decorators(source: str | bytes, kernel: str, file: str) -> Decorators:
     kernel parameters; configs and heuristics set tl.constexpr parameters; an empty config list is
     Triton's default config. Raises CompilationError at the offending node for a syntax error, a
     missing kernel, anything that cannot be evaluated statically (torch, os, other modules' calls,
-    the target's arch, a pre_hook/post_hook/do_bench, more than MAX_STEPS steps, a name defined in
-    terms of itself) and a heuristic outside the ttbuild.runtime.heuristics grammar. Warns
-    (CompilerWarning) that prune_configs_by is not evaluated.
+    the target's arch, a pre_hook/post_hook/do_bench that is not None, more than MAX_STEPS steps, a
+    name defined in terms of itself) and a heuristic outside the ttbuild.runtime.heuristics grammar.
+    Warns (CompilerWarning) that prune_configs_by is not evaluated, and of a `key` name that is not
+    a parameter, which is left out of the key as Triton's Autotuner leaves it out.
     """
     text = source.decode("utf-8") if isinstance(source, bytes) else source
     src = _Source(file, text)

@@ -28,7 +28,7 @@ SUFFIX_STAGE = {".ttir": "ttir", ".ttgir": "ttgir", ".llir": "llir", ".ll": "lli
 
 
 def run_stage(stage: str, inputs: Mapping[str, bytes], options: Mapping[str, Any], *,
-              package: str = DEFAULT_PACKAGE, cache=None) -> tuple[dict[str, bytes], bool]:
+              package: str = DEFAULT_PACKAGE, cache=None, limits=None) -> tuple[dict[str, bytes], bool]:
     """Run stage `stage` of `package` on `inputs` (role -> bytes) with its `options`.
 
     cache: None runs the stage; a `ttbuild.cache.Cache` answers from it when the same action
@@ -37,17 +37,20 @@ def run_stage(stage: str, inputs: Mapping[str, bytes], options: Mapping[str, Any
     role of docs/CONTRACTS.md, whether it came from the cache). Raises what the stage raises
     (CompilationError, ToolError), and RuntimeError when it breaks its contract (a missing
     output role, an output that is not bytes).
+
+    limits: a `ttbuild.limits.StageLimits` the stage's computation runs under (in a forked
+    child; a cache hit runs nothing), raising `ttbuild.limits.StageLimitError` at a limit or
+    when that process dies; None runs it in this process.
     """
     from ttbuild.graph.keys import OUTPUT_ROLES
 
-    module = importlib.import_module(f"{package}.{stage}")
+    module = _Keyed(importlib.import_module(f"{package}.{stage}"), options, stage, limits)
     if cache is None:
-        result, cached = module.run(inputs, dict(options)), False
+        result, cached = module.run(inputs, None), False
     else:
         from ttbuild.cache import run_cached_hit
 
-        result, cached = run_cached_hit(stage, _Keyed(module, options), inputs,
-                                        _key_options(options, package), cache)
+        result, cached = run_cached_hit(stage, module, inputs, _key_options(options, package), cache)
     missing = sorted(set(OUTPUT_ROLES[stage]) - set(result or {}))
     if missing:
         raise RuntimeError(f"stage {stage} returned no {', '.join(missing)} output "
@@ -80,19 +83,24 @@ class _Keyed:
     """A stage module whose `run` ignores the key-only options: the key may name more than the
     stage reads (its package), while the stage still gets exactly its contract's options."""
 
-    def __init__(self, module, options: Mapping[str, Any]):
+    def __init__(self, module, options: Mapping[str, Any], stage: str = "", limits=None):
         self.VERSION = module.VERSION
         self.__name__ = module.__name__  # the cache key names the code this module runs
         self._module, self._options = module, dict(options)
+        self._stage, self._limits = stage, limits
 
     def run(self, inputs, _key_options):
-        return self._module.run(inputs, self._options)
+        if self._limits is None:
+            return self._module.run(inputs, self._options)
+        from ttbuild.limits import run_limited
+
+        return run_limited(self._module.run, (inputs, self._options), self._limits, stage=self._stage)
 
 
 def compile(source: str | bytes | os.PathLike, *, kernel: str | None = None,
             signature: str | Sequence[str] | None = None, constexprs: Mapping[str, Any] | None = None,
             options: Options | None = None, until: str = "cubin", start: str | None = None,
-            file: str | None = None, package: str = DEFAULT_PACKAGE, cache=None,
+            file: str | None = None, package: str = DEFAULT_PACKAGE, cache=None, limits=None,
             **opts: Any) -> dict[str, bytes]:
     """Compile one kernel in memory; returns {ext: bytes} for every stage it ran.
 
@@ -105,7 +113,9 @@ def compile(source: str | bytes | os.PathLike, *, kernel: str | None = None,
     ...). until: the last stage to run (parse, ttir, ttgir, llir, ptx, cubin). start: the stage
     whose output `source` is ("ttir", "ttgir", ...). file: the name locations and
     diagnostics give the kernel file (default: the path's name, or "<string>"). package: the
-    stage package (test doubles); cache: a `ttbuild.cache.Cache` to read and fill (default none).
+    stage package (test doubles); cache: a `ttbuild.cache.Cache` to read and fill (default none);
+    limits: a `ttbuild.limits.StageLimits` each stage runs under, in a child process (default
+    none: in this process).
 
     Keys of the result: parse gives "json" and "loc", every later stage its own name
     ("ttir", "ttgir", "llir", "ptx", "cubin"). Raises CompilationError (a bad kernel, at
@@ -152,7 +162,7 @@ def compile(source: str | bytes | os.PathLike, *, kernel: str | None = None,
         try:
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", CompilerWarning)
-                outputs, _ = run_stage(stage, inputs, opts_s, package=package, cache=cache)
+                outputs, _ = run_stage(stage, inputs, opts_s, package=package, cache=cache, limits=limits)
         except CompilationError as exc:
             raise _located(exc, produced.get(("parse", "loc"))) from None
         for w in caught:  # Triton's warnings, placed at file:line:col (CompilerWarning)

@@ -2,6 +2,9 @@
 
 import ast
 import json
+import os
+import signal
+import time
 
 from ttbuild.errors import CompilationError, Loc
 
@@ -13,6 +16,11 @@ VERSION = 1
 def run(inputs, options):
     trace("parse")
     src = inputs["source"].decode()
+    # runaway and crashing compiles for the per-stage limits (tests/graph/test_stage_limits.py)
+    if "# FAKE_RUNAWAY" in src:
+        time.sleep(3600)
+    if "# FAKE_CRASH" in src:
+        os.kill(os.getpid(), signal.SIGSEGV)
     try:
         tree = ast.parse(src)
     except SyntaxError as e:

@@ -40,16 +40,26 @@ def run_stage(stage: str, package: str, inputs: Mapping[str, str], outputs: Mapp
     is part of the key too, so its outputs never answer for the real compiler's. Returns doit
     task values on success, `{"cached": bool, "seconds": float}` (the reporter's summary reads
     them), or TaskFailed.
+
+    A cache miss computes under the per-stage time and memory limits of the environment
+    (`ttbuild.limits`: TTBUILD_STAGE_TIMEOUT, TTBUILD_STAGE_MEMORY) in a child process, so a
+    runaway or crashing stage fails alone, as a compilation error of its variant.
     """
     from ttbuild.cache import default_cache
     from ttbuild.compiler import run_stage as compile_stage
+    from ttbuild.limits import StageLimits
 
     start = time.perf_counter()
+    try:
+        limits = StageLimits.from_env()
+    except ValueError as exc:
+        return TaskFailed(f"{stage} not run for {label}: {exc}")
     try:
         data = {role: Path(path).read_bytes() for role, path in inputs.items()}
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", CompilerWarning)
-            result, cached = compile_stage(stage, data, options, package=package, cache=default_cache())
+            result, cached = compile_stage(stage, data, options, package=package, cache=default_cache(),
+                                           limits=limits)
     except (CompilationError, ToolError) as exc:
         _remove(outputs.values())
         return TaskFailed(f"{stage} failed for {label}:\n{render_error(exc, loc_path)}")

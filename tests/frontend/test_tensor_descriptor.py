@@ -71,6 +71,53 @@ def test_descriptor_load_store_match_numpy(m, n, om, on, seed):
     np.testing.assert_array_equal(bufs["out"].reshape(m, n), out)
 
 
+GATHER = textwrap.dedent('''\
+    import triton
+    import triton.language as tl
+
+
+    @triton.jit
+    def desc_gather(out_ptr, dst_ptr, in_ptr, idx_ptr, M, N, y, R: tl.constexpr, W: tl.constexpr):
+        src = tl.make_tensor_descriptor(in_ptr, [M, N], [N, 1], [1, W])
+        dst = tl.make_tensor_descriptor(dst_ptr, [M, N], [N, 1], [1, W])
+        rows = tl.load(idx_ptr + tl.arange(0, R))
+        x = src.gather(rows, y)
+        tl.store(out_ptr + tl.arange(0, R)[:, None] * W + tl.arange(0, W)[None, :], x)
+        dst.scatter(x + 1.0, rows, y)
+    ''')
+R, W = 8, 8
+_GATHER = _ttir(GATHER, "desc_gather", ["*fp32", "*fp32", "*fp32", "*i32", "i32", "i32", "i32"], {"R": R, "W": W})
+
+
+@settings(max_examples=40, deadline=None)
+@given(m=st.integers(1, 12), n=st.integers(1, 2 * W), y=st.integers(-W - 2, 2 * W),
+       rows=st.lists(st.integers(-3, 14), min_size=R, max_size=R, unique=True), seed=st.integers(0, 2**32 - 1))
+def test_gather_and_scatter_match_numpy(m, n, y, rows, seed):
+    """desc.gather(rows, y): rows `rows` (any order, out of range included) at columns y..y+W,
+    out-of-bounds elements 0; desc.scatter writes exactly the in-bounds ones (a TMA gather4 /
+    scatter4, as Triton rewrites them to pointers without TMA)."""
+    a = np.random.default_rng(seed).standard_normal((m, n)).astype(np.float32)
+    bufs = {"in": a.reshape(-1).copy(), "out": np.full(R * W, -7.0, np.float32),
+            "dst": np.full(m * n, -7.0, np.float32), "idx": np.array(rows, np.int32)}
+    ttir_eval.run(_GATHER, ["out", "dst", "in", "idx", m, n, y], bufs)
+    r, c = np.array(rows)[:, None], np.arange(y, y + W)[None, :]
+    inside = (r >= 0) & (r < m) & (c >= 0) & (c < n)
+    want = np.where(inside, a[np.clip(r, 0, m - 1), np.clip(c, 0, n - 1)], 0.0).astype(np.float32)
+    np.testing.assert_array_equal(bufs["out"].reshape(R, W), want)
+    dst = np.full((m, n), -7.0, np.float32)
+    i, j = np.nonzero(inside)
+    dst[r[i, 0], c[0, j]] = want[i, j] + 1.0
+    np.testing.assert_array_equal(bufs["dst"].reshape(m, n), dst)
+
+
+def test_gather_and_scatter_build_through_ptx():
+    out = ttbuild.compile(GATHER, kernel="desc_gather", signature="*fp32:16,*fp32:16,*fp32:16,*i32:16,i32,i32:16,i32",
+                          constexprs={"R": R, "W": W}, until="ptx")
+    ptx = out["ptx"].decode()
+    assert "ld.global" in ptx and "st.global" in ptx
+    assert "tt.descriptor_gather" not in out["ttir"].decode()  # rewritten to pointers, as without TMA
+
+
 LOOP = textwrap.dedent('''\
     import triton
     import triton.language as tl
@@ -124,7 +171,15 @@ MK = "d = tl.make_tensor_descriptor(p, [n, n], [n, 1], [B, B])\n"
     (MK + "x = d.load([0])\n", "x = d.load", "1 offsets for a descriptor of rank 2"),
     (MK + "d.store([0, 0], tl.zeros((B, 8), tl.float32))\n", "d.store",
      "value shape [16, 8] does not match the descriptor's block shape [16, 16]"),
-    (MK + "x = d.gather(p, 0)\n", "x = d.gather", "desc.gather is not supported yet"),
+    (MK + "x = d.gather(tl.arange(0, 8), 0)\n", "x = d.gather", "descriptor block must have 1 row, but got [16, 16]"),
+    ("d = tl.make_tensor_descriptor(p, [n, n], [n, 1], [1, B])\nx = d.gather(tl.arange(0, 4), 0)\n", "x = d.gather",
+     "descriptor gather must have at least 8 rows, but got [4]"),
+    ("d = tl.make_tensor_descriptor(p, [n, n], [n, 1], [1, 4])\nx = d.gather(tl.arange(0, 8), 0)\n", "x = d.gather",
+     "descriptor gather of fp32 must have at least 8 columns, but got 4"),
+    ("d = tl.make_tensor_descriptor(p, [n, n], [n, 1], [1, B])\nd.scatter(tl.zeros((8, 8), tl.float32), "
+     "tl.arange(0, 8), 0)\n", "d.scatter", "value shape [8, 8] does not match the gathered shape [8, 16]"),
+    ("d = tl.make_tensor_descriptor(p, [n, n], [n, 1], [1, B])\nx = d.gather(p, 0)\n", "x = d.gather",
+     "desc.gather: x offsets must be a 1-D integer tensor"),
     (MK + "x = d.shapes\n", "x = d.shapes", "a tensor descriptor has no attribute 'shapes'"),
     ("x = tl.load_tensor_descriptor(p, [0])\n", "x = tl.load_tensor_descriptor", "needs a tensor descriptor"),
     ("x = p.load([0, n])\n", "x = p.load", ".load([...]) is a tensor descriptor's call, and this is a value of "

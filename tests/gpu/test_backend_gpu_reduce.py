@@ -392,3 +392,26 @@ def test_dot_scaled_matches_the_dequantized_product(torch, lib, name, fa, fb, m,
     assert torch.allclose(c[rows].double(), ref[rows], rtol=1e-5, atol=1e-6 * ref.abs().max().item())
     if not fast:  # with fast_math a 255 scale is not special-cased (Triton: no NaN select)
         assert torch.isnan(c[3]).all()
+
+
+@pytest.mark.parametrize("y", [0, 5, 90, -4])
+def test_descriptor_gather_and_scatter(torch, lib, y):
+    """desc.gather(rows, y) / desc.scatter: the rows by index (some out of range) at columns
+    y..y+32, out-of-bounds elements zero; the scatter writes exactly the in-bounds ones."""
+    M, N, R, W = 40, 100, 16, 32
+    x = torch.randn(M, N, device="cuda")
+    rows = torch.tensor([3, 39, 0, 41, 17, -1, 8, 8 + 1, 25, 60, 1, 2, 30, 31, 38, 12], device="cuda",
+                        dtype=torch.int32)
+    out = torch.full((R, W), float("nan"), device="cuda")
+    dst = torch.full((M, N), -7.0, device="cuda")
+    lib.variant("desc_gather_16x32")[(1,)](x, out, dst, rows, M, N, y)
+    torch.cuda.synchronize()
+    r = rows.long()[:, None]
+    c = torch.arange(y, y + W, device="cuda")[None, :]
+    inside = (r >= 0) & (r < M) & (c >= 0) & (c < N)
+    want = torch.where(inside, x[r.clamp(0, M - 1), c.clamp(0, N - 1)], torch.zeros((), device="cuda"))
+    assert torch.equal(out, want)
+    ref = torch.full((M, N), -7.0, device="cuda")
+    i, j = inside.nonzero(as_tuple=True)
+    ref[r[i, 0], c[0, j]] = want[i, j] * 2.0
+    assert torch.equal(dst, ref)

@@ -106,17 +106,20 @@ def advance(cx, base, offsets):
     return bp.with_offsets(new)
 
 
+def span(cx, off, n: int) -> Value:
+    """off + arange(0, n) as a 1-D i64 index (`off`: an i64 scalar Value or a Constexpr int)."""
+    rng = S.cast(cx, cx.b.op1("tt.make_range", [], T.BlockType(T.int32, (n,)),
+                              {"start": "0 : i32", "end": f"{n} : i32"}), T.int64)
+    if isinstance(off, Constexpr):
+        return rng if off.value == 0 else S.binary(cx, "+", rng, off)
+    return S.binary(cx, "+", S.splat(cx, off, (n,)), rng)
+
+
 def _indices(cx, bp: BlockPtr) -> list[Value]:
     """idx_i = offset_i + arange(0, block_shape[i]) as i64, shaped [1, .., B_i, .., 1]."""
     rank, out = len(bp.block_shape), []
     for i, n in enumerate(bp.block_shape):
-        rng = S.cast(cx, cx.b.op1("tt.make_range", [], T.BlockType(T.int32, (n,)),
-                                  {"start": "0 : i32", "end": f"{n} : i32"}), T.int64)
-        off = bp.offsets[i]
-        if isinstance(off, Constexpr):
-            idx = rng if off.value == 0 else S.binary(cx, "+", rng, off)
-        else:
-            idx = S.binary(cx, "+", S.splat(cx, off, (n,)), rng)
+        idx = span(cx, bp.offsets[i], n)
         for axis in range(rank):
             if axis != i:
                 idx = S.expand_dims(cx, idx, axis)
@@ -131,21 +134,28 @@ def pointers_and_mask(cx, bp: BlockPtr, boundary_check, what: str):
     for d in dims:
         if not isinstance(d, int) or not 0 <= d < rank:
             fail(cx, f"{what}: boundary_check dimension {d!r} is out of range for a block of rank {rank}")
-    idx = _indices(cx, bp)
+    # an index offset + arange with a constant offset >= 0 is never negative
+    nonneg = {d for d, off in enumerate(bp.offsets) if isinstance(off, Constexpr) and off.value >= 0}
+    return address(cx, bp.base, bp.shape, bp.strides, _indices(cx, bp), bp.block_shape, dims, nonneg)
+
+
+def address(cx, base: Value, shape, strides, idx: list[Value], block_shape, dims, nonneg=frozenset()):
+    """Pointers base + sum_i idx_i * stride_i over `block_shape` (each idx_i i64, broadcastable to
+    it), and the mask `0 <= idx_d < shape_d` over the dimensions `dims` (None when there are
+    none; the `>= 0` half is left out for the dimensions in `nonneg`)."""
     offs = None
     for i, ix in enumerate(idx):
-        stride = bp.strides[i]
+        stride = strides[i]
         scaled = ix if isinstance(stride, Constexpr) and stride.value == 1 else S.binary(cx, "*", ix, stride)
-        term = S.broadcast_to(cx, scaled, bp.block_shape)
+        term = S.broadcast_to(cx, scaled, block_shape)
         offs = term if offs is None else S.binary(cx, "+", offs, term)
-    ptrs = S.binary(cx, "+", S.splat(cx, bp.base, bp.block_shape), offs)
+    ptrs = S.binary(cx, "+", S.splat(cx, base, block_shape), offs)
     mask = None
     for d in sorted(set(dims)):
-        ok = S.compare(cx, "<", idx[d], bp.shape[d])
-        off = bp.offsets[d]
-        if not (isinstance(off, Constexpr) and off.value >= 0):  # else idx >= 0 always holds
+        ok = S.compare(cx, "<", idx[d], shape[d])
+        if d not in nonneg:
             ok = S.binary(cx, "&", S.compare(cx, ">=", idx[d], Constexpr(0)), ok)
-        ok = S.broadcast_to(cx, ok, bp.block_shape)
+        ok = S.broadcast_to(cx, ok, block_shape)
         mask = ok if mask is None else S.binary(cx, "&", mask, ok)
     return ptrs, mask
 

@@ -5,7 +5,9 @@ them) and `strides` (i64; the last must be the constant 1), `block_shape` (const
 padding option. `desc.load(offsets)` is the block at `offsets` with every dimension
 bounds-checked (`0 <= offset + i < shape`), out-of-bounds elements the padding (zero, or NaN for
 `padding_option="nan"`), as a TMA load fills them. `desc.store(offsets, value)` writes the
-in-bounds elements. `desc.atomic_add/min/max/and/or/xor(offsets, value)` reduce the in-bounds
+in-bounds elements. `desc.gather(x_offsets, y_offset)` / `desc.scatter(value, x_offsets,
+y_offset)` read / write the rows `x_offsets` (a 1-D integer tensor) at the columns `y_offset +
+arange(block_shape[1])`, bounds-checked the same way (a TMA gather4 / scatter4). `desc.atomic_add/min/max/and/or/xor(offsets, value)` reduce the in-bounds
 elements with relaxed atomics, as a TMA reduction does. The validation follows Triton 3.6's
 `semantic.make_tensor_descriptor` (python/triton/language/semantic.py). The indices are
 built by ttbuild.frontend.blockptr, so a descriptor and a block pointer over the same tile give
@@ -26,7 +28,7 @@ builtin = RULES.builtin
 
 # desc.<name>(offsets, value) that reduce like a TMA reduction (Triton's descriptor_atomic_*)
 ATOMICS = ("atomic_add", "atomic_min", "atomic_max", "atomic_and", "atomic_or", "atomic_xor")
-METHODS = ("load", "store") + ATOMICS
+METHODS = ("load", "store", "gather", "scatter") + ATOMICS
 
 
 class TensorDescriptor:
@@ -134,6 +136,53 @@ def atomic(cx, desc: TensorDescriptor, op: str, offsets, value):
     return None
 
 
+def _rows_and_cols(cx, desc: TensorDescriptor, x_offsets, y_offset, what: str):
+    """Triton `semantic.descriptor_gather` / `descriptor_scatter`'s checks (python/triton/language/
+    semantic.py), then the pointers and in-bounds mask of rows `x_offsets` x columns `y_offset +
+    arange(block_shape[1])`, shaped [len(x_offsets), block_shape[1]]."""
+    bs = desc.block_shape
+    if len(bs) != 2:
+        fail(cx, f"descriptor must be 2D, but got {list(bs)}")
+    if bs[0] != 1:
+        fail(cx, f"descriptor block must have 1 row, but got {list(bs)}")
+    if not (isinstance(x_offsets, Value) and x_offsets.type.shape and x_offsets.type.scalar.is_int()):
+        fail(cx, f"desc.{what}: x offsets must be a 1-D integer tensor, got {S.describe(x_offsets)}")
+    if len(x_offsets.type.shape) != 1:
+        fail(cx, f"x offsets must be 1D, but got {list(x_offsets.type.shape)}")
+    n = x_offsets.type.shape[0]
+    if n < 8:
+        fail(cx, f"descriptor {what} must have at least 8 rows, but got {list(x_offsets.type.shape)}")
+    min_cols = 32 // desc.dtype.bits * 8
+    if bs[1] < min_cols:
+        fail(cx, f"descriptor {what} of {desc.dtype} must have at least {min_cols} columns, but got {bs[1]}")
+    (y,) = blockptr.ints(cx, [y_offset], f"desc.{what} y offset")
+    rows = S.expand_dims(cx, S.cast(cx, x_offsets, T.int64), 1)
+    cols = S.expand_dims(cx, blockptr.span(cx, blockptr.i64(cx, y), bs[1]), 0)
+    nonneg = {1} if isinstance(y, Constexpr) and y.value >= 0 else set()
+    return blockptr.address(cx, desc.base, desc.shape, desc.strides, [rows, cols], (n, bs[1]), (0, 1), nonneg)
+
+
+def gather(cx, desc: TensorDescriptor, x_offsets, y_offset):
+    """`desc.gather(x_offsets, y_offset)`: an [len(x_offsets), block_shape[1]] tile of the rows
+    `x_offsets`, out-of-bounds elements the padding (Triton's descriptor_gather)."""
+    ptrs, mask = _rows_and_cols(cx, desc, x_offsets, y_offset, "gather")
+    shape = (x_offsets.type.shape[0], desc.block_shape[1])
+    fill = cx.b.constant(float("nan") if desc.padding == "nan" else 0, T.BlockType(desc.dtype, shape))
+    return builtins.load(cx, ptrs, mask=mask, other=fill)
+
+
+def scatter(cx, desc: TensorDescriptor, value, x_offsets, y_offset):
+    """`desc.scatter(value, x_offsets, y_offset)`: writes the in-bounds elements of the
+    [len(x_offsets), block_shape[1]] `value` to the rows `x_offsets` (Triton's descriptor_scatter)."""
+    ptrs, mask = _rows_and_cols(cx, desc, x_offsets, y_offset, "scatter")
+    shape = (x_offsets.type.shape[0], desc.block_shape[1])
+    if isinstance(value, Value) and tuple(value.type.shape) != shape:
+        fail(cx, f"desc.scatter: value shape {list(value.type.shape)} does not match the gathered shape "
+                 f"{list(shape)}")
+    builtins.store(cx, ptrs, value, mask=mask)
+    return None
+
+
 def call_method(cx, desc: TensorDescriptor, name: str, args: list, kwargs: dict):
     """`desc.<name>(...)` for the names in METHODS (Triton's tensor_descriptor methods)."""
     import inspect
@@ -142,6 +191,10 @@ def call_method(cx, desc: TensorDescriptor, name: str, args: list, kwargs: dict)
         fn = load_tensor_descriptor
     elif name == "store":
         fn = store_tensor_descriptor
+    elif name == "gather":
+        fn = gather
+    elif name == "scatter":
+        fn = scatter
     else:
         def fn(cx, desc, offsets, value):
             return atomic(cx, desc, name.removeprefix("atomic_"), offsets, value)
@@ -173,6 +226,4 @@ def attribute(cx, desc: TensorDescriptor, attr: str):
         return Constexpr(desc.dtype)
     if attr in METHODS:
         return ("desc_method", desc, attr)
-    if attr in ("gather", "scatter"):
-        fail(cx, f"desc.{attr} is not supported yet")
     fail(cx, f"a tensor descriptor has no attribute {attr!r} here (block_shape, dtype, {', '.join(METHODS)})")

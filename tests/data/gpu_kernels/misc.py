@@ -200,3 +200,14 @@ def standard_ops_kernel(x_ptr, sm_ptr, flat_ptr, i_ptr, xs_ptr, M: tl.constexpr,
     tl.store(flat_ptr + tl.arange(0, M * N), tl.ravel(x * 2))
     i = tl.load(i_ptr + rm * N + rn)
     tl.store(xs_ptr + tl.arange(0, M), i.xor_sum(1))
+
+
+@triton.jit
+def desc_gather_kernel(x_ptr, out_ptr, dst_ptr, idx_ptr, M, N, y, R: tl.constexpr, W: tl.constexpr):
+    # desc.gather / desc.scatter (rows by index, a column window; bounds-checked on both)
+    src = tl.make_tensor_descriptor(x_ptr, [M, N], [N, 1], [1, W])
+    dst = tl.make_tensor_descriptor(dst_ptr, [M, N], [N, 1], [1, W])
+    rows = tl.load(idx_ptr + tl.arange(0, R))
+    g = src.gather(rows, y)
+    tl.store(out_ptr + tl.arange(0, R)[:, None] * W + tl.arange(0, W)[None, :], g)
+    dst.scatter(g * 2.0, rows, y)

@@ -94,7 +94,7 @@ class _Keyed:
             return self._module.run(inputs, self._options)
         from ttbuild.limits import run_limited
 
-        return run_limited(self._module.run, (inputs, self._options), self._limits, stage=self._stage)
+        return run_limited(f"{self._module.__name__}:run", (inputs, self._options), self._limits, stage=self._stage)
 
 
 def compile(source: str | bytes | os.PathLike, *, kernel: str | None = None,

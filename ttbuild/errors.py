@@ -20,21 +20,7 @@ class Loc:
 
 
 class TTBuildError(Exception):
-    """Base class of every error ttbuild raises on purpose.
-
-    Pickles as its class, args and attributes without calling `__init__` (subclasses take other
-    parameters than their message), so a stage run in a child process (`ttbuild.limits`) raises
-    the same error, location included, in the build."""
-
-    def __reduce__(self):
-        return (_restore, (type(self), self.args, dict(self.__dict__)))
-
-
-def _restore(cls, args: tuple, state: dict) -> TTBuildError:
-    exc = cls.__new__(cls)
-    exc.args = args
-    exc.__dict__.update(state)
-    return exc
+    """Base class of every error ttbuild raises on purpose."""
 
 
 class CompilationError(TTBuildError):

@@ -13,7 +13,7 @@ a millisecond more than in-process. A stage past a limit gets the runner's proce
 (the runner and the tools it started, ptxas) and the next stage a fresh runner, forked as the
 first was (Python's multiprocessing forkserver works this way, without the limits).
 
-Configuration (read once per process by `StageLimits.from_env`):
+Configuration (read by `StageLimits.from_env` for each stage the build runs):
 - `TTBUILD_STAGE_TIMEOUT`: wall-clock seconds per stage, default 600; `0` or `off`: none.
 - `TTBUILD_STAGE_MEMORY`: resident memory of the stage's process, in bytes or with a K/M/G/T
   suffix (binary units), default 16G; `0` or `off`: none. Tools the stage starts (ptxas) are
@@ -23,19 +23,23 @@ With both off, stages run in the worker's own process.
 
 from __future__ import annotations
 
+import base64
+import builtins
 import faulthandler
 import gc
+import importlib
+import json
 import os
-import pickle
 import select
 import signal
 import threading
 import time
+import traceback
 import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from ttbuild.errors import CompilationError
+from ttbuild.errors import CompilationError, CompilerWarning, Loc, TTBuildError
 
 DEFAULT_SECONDS = 600.0
 DEFAULT_MEMORY = 16 << 30
@@ -134,14 +138,6 @@ def _rss(pid: int) -> int | None:
         return None
 
 
-def _picklable(value) -> bool:
-    try:
-        pickle.loads(pickle.dumps(value))
-        return True
-    except Exception:  # noqa: BLE001 - a library's odd warning is dropped, not the stage's result
-        return False
-
-
 def _read_exact(fd: int, n: int) -> bytes:
     chunks, got = [], 0
     while got < n:
@@ -159,33 +155,108 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-def _frame(obj) -> bytes:
-    data = pickle.dumps(obj)
+# The runner protocol: length-prefixed JSON documents, bytes as base64 (no pickle: what the pipe
+# carries is data, and only ttbuild's own error and warning classes are rebuilt from it).
+def _enc(v):
+    if isinstance(v, (bytes, bytearray)):
+        return {"$b": base64.b64encode(v).decode("ascii")}
+    if isinstance(v, Loc):
+        return {"$loc": [v.file, v.line, v.col, v.source_line]}
+    if isinstance(v, dict):
+        return {"$d": [[k, _enc(x)] for k, x in v.items()]}
+    if isinstance(v, (list, tuple)):
+        return [_enc(x) for x in v]
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    raise TypeError(f"the stage runner cannot carry a {type(v).__name__}")
+
+
+def _dec(v):
+    if isinstance(v, list):
+        return [_dec(x) for x in v]
+    if isinstance(v, dict):
+        if "$b" in v:
+            return base64.b64decode(v["$b"])
+        if "$loc" in v:
+            return Loc(*v["$loc"])
+        return {k: _dec(x) for k, x in v["$d"]}
+    return v
+
+
+def _frame(doc) -> bytes:
+    data = json.dumps(doc, separators=(",", ":")).encode()
     return len(data).to_bytes(8, "little") + data
 
 
-def _outcome(fn: Callable[..., Any], args: tuple) -> bytes:
-    """The framed, pickled (kind, value, warnings) of one call: ("ok", result) or ("error",
-    exception); an exception that cannot be pickled and rebuilt goes back as its text."""
+def _resolve(target: str) -> Callable[..., Any]:
+    """`"package.module:function"` -> the function (imported in the runner, as the build would)."""
+    module, _, name = target.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def _error_doc(exc: BaseException, stage: str) -> dict:
+    """An exception as data: ttbuild's own errors (TTBuildError) with their attributes, so the
+    build raises the same error, location included; anything else as a RuntimeError naming its
+    type and carrying the runner's traceback."""
+    cls = type(exc)
+    if isinstance(exc, TTBuildError):
+        try:
+            return {"class": f"{cls.__module__}:{cls.__qualname__}", "args": _enc(list(exc.args)),
+                    "state": _enc(dict(exc.__dict__))}
+        except TypeError:
+            pass
+    text = "".join(traceback.format_exception(exc)).rstrip()
+    return {"class": None, "text": f"{cls.__name__} in the {stage} stage's runner process: {exc}\n{text}"}
+
+
+def _error_of(doc: dict) -> BaseException:
+    if doc["class"]:
+        cls = _resolve(doc["class"])
+        if isinstance(cls, type) and issubclass(cls, TTBuildError):
+            exc = cls.__new__(cls)
+            exc.args = tuple(_dec(doc["args"]))
+            exc.__dict__.update(_dec(doc["state"]))
+            return exc
+    return RuntimeError(doc.get("text", "the stage failed in its runner process"))
+
+
+def _warning_doc(w) -> dict | None:
+    m = w.message
+    if isinstance(m, CompilerWarning):
+        return {"compiler": _enc({"message": m.message, "node_id": m.node_id, "loc": m.loc})}
+    return {"category": w.category.__name__, "text": str(m)}
+
+
+def _warning_of(doc: dict) -> tuple[Warning, type]:
+    if "compiler" in doc:
+        f = _dec(doc["compiler"])
+        return CompilerWarning(f["message"], node_id=f["node_id"], loc=f["loc"]), CompilerWarning
+    category = getattr(builtins, doc["category"], UserWarning)
+    if not (isinstance(category, type) and issubclass(category, Warning)):
+        category = UserWarning
+    return category(doc["text"]), category
+
+
+def _outcome(target: str, args: list, stage: str) -> bytes:
+    """The framed outcome of one call: {"ok": result} or {"error": ...}, with the warnings it issued."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            outcome: tuple = ("ok", fn(*args))
+            doc: dict = {"ok": _enc(_resolve(target)(*args))}
+        except TypeError as exc:
+            if "stage runner cannot carry" not in str(exc):
+                doc = {"error": _error_doc(exc, stage)}
+            else:  # a result that is not data: the stage broke its contract
+                doc = {"error": {"class": None, "text": f"the {stage} stage's result cannot be sent back: {exc}"}}
         except BaseException as exc:  # noqa: BLE001 - every failure goes back to the build
-            outcome = ("error", exc)
-    found = [(w.message, w.category) for w in caught if _picklable((w.message, w.category))]
-    try:
-        data = pickle.dumps(outcome + (found,))
-        pickle.loads(data)
-    except Exception:  # noqa: BLE001
-        err = outcome[1] if outcome[0] == "error" else RuntimeError("the stage's result cannot be sent back")
-        data = pickle.dumps(("error", RuntimeError(f"{type(err).__name__}: {err}"), found))
-    return len(data).to_bytes(8, "little") + data
+            doc = {"error": _error_doc(exc, stage)}
+    doc["warnings"] = [_warning_doc(w) for w in caught]
+    return _frame(doc)
 
 
 def _serve(requests: int, replies: int) -> None:
-    """The runner's loop, in the forked child: read a framed (fn, args, environ, cwd), run it
-    there, write the framed outcome; leave with os._exit (no atexit handler, no flush of the
+    """The runner's loop, in the forked child: read a framed request (target, args, environ,
+    cwd, stage), run it there, write the framed outcome; leave with os._exit (no atexit handler, no flush of the
     build's buffers) when the build closes its end or dies."""
     code = 0
     try:
@@ -203,13 +274,14 @@ def _serve(requests: int, replies: int) -> None:
             header = _read_exact(requests, 8)
             if not header:
                 break
-            fn, args, environ, cwd = pickle.loads(_read_exact(requests, int.from_bytes(header, "little")))
+            request = json.loads(_read_exact(requests, int.from_bytes(header, "little")))
+            environ = request["environ"]
             if environ != os.environ:
                 os.environ.clear()
                 os.environ.update(environ)
-            if cwd != os.getcwd():
-                os.chdir(cwd)
-            _write_all(replies, _outcome(fn, args))
+            if request["cwd"] != os.getcwd():
+                os.chdir(request["cwd"])
+            _write_all(replies, _outcome(request["target"], _dec(request["args"]), request["stage"]))
     except BaseException:  # noqa: BLE001
         code = 70
     finally:
@@ -295,12 +367,13 @@ def _crash(stage: str, status: int | None) -> StageLimitError:
     return StageLimitError(f"the {stage} stage's process {why} before giving a result", stage=stage, kind="crash")
 
 
-def run_limited(fn: Callable[..., Any], args: tuple, limits: StageLimits, *, stage: str) -> Any:
-    """`fn(*args)` in this process's runner under `limits`; returns what it returns, raises
-    what it raised (pickled between this process and its own child; warnings it issued are
-    issued again here). `fn` and `args` must pickle (a module-level function such as a stage's
-    `run`, bytes and JSON-like options); the runner gets this process's environment and working
-    directory with each call.
+def run_limited(target: str, args: tuple, limits: StageLimits, *, stage: str) -> Any:
+    """`function(*args)` for `target` = "package.module:function" (a stage's `run`), in this
+    process's runner under `limits`; returns what it returns, raises what it raised (ttbuild's
+    own errors as themselves, location included; any other exception as a RuntimeError with the
+    runner's traceback) and issues again the warnings it issued. Arguments and result are data:
+    bytes, str, numbers, None, lists, tuples (as lists), dicts with str keys, Loc. The runner
+    gets this process's environment and working directory with each call.
 
     Raises StageLimitError ("time" / "memory") after killing the runner's process group at a
     limit, or ("crash") when the runner died without a result (a signal, the kernel's OOM
@@ -309,8 +382,9 @@ def run_limited(fn: Callable[..., Any], args: tuple, limits: StageLimits, *, sta
     """
     global _RUNNER
     if not limits.active or not hasattr(os, "fork"):
-        return fn(*args)
-    request = _frame((fn, args, dict(os.environ), os.getcwd()))
+        return _resolve(target)(*args)
+    request = _frame({"target": target, "args": _enc(list(args)), "environ": dict(os.environ),
+                      "cwd": os.getcwd(), "stage": stage})
     with _LOCK:
         if _RUNNER is None or _RUNNER.owner != os.getpid():
             _RUNNER = _Runner()
@@ -330,12 +404,13 @@ def run_limited(fn: Callable[..., Any], args: tuple, limits: StageLimits, *, sta
             if not ok:
                 _RUNNER = None
                 runner.close(kill=True)
-    kind, value, caught = pickle.loads(reply)
-    for message, category in caught:
+    doc = json.loads(reply)
+    for w in doc["warnings"]:
+        message, category = _warning_of(w)
         warnings.warn(message, category, stacklevel=2)
-    if kind == "error":
-        raise value
-    return value
+    if "error" in doc:
+        raise _error_of(doc["error"])
+    return _dec(doc["ok"])
 
 
 def _await(runner: _Runner, limits: StageLimits, stage: str, start: float) -> bytes:
@@ -361,7 +436,7 @@ def _await(runner: _Runner, limits: StageLimits, stage: str, start: float) -> by
             buf += data
             if need == 8 and len(buf) >= 8:
                 need = 8 + int.from_bytes(buf[:8], "little")
-            if need > 8 and len(buf) >= need:  # a pickle is never empty: the body follows the header
+            if need > 8 and len(buf) >= need:  # a JSON document is never empty: the body follows the header
                 return bytes(buf[8:need])
             continue
         if limits.rss_bytes is not None:

@@ -54,37 +54,54 @@ def _env(name: str):
 
 
 def test_results_errors_and_warnings_come_back_from_the_runner():
-    assert run_limited(_bytes, (3 << 20,), LIMITS, stage="ptx") == {"ptx": b"x" * (3 << 20)}
+    assert run_limited(f"{__name__}:_bytes", (3 << 20,), LIMITS, stage="ptx") == {"ptx": b"x" * (3 << 20)}
     with pytest.raises(NotSupportedYet) as info:
-        run_limited(_unsupported, (), LIMITS, stage="llir")
+        run_limited(f"{__name__}:_unsupported", (), LIMITS, stage="llir")
     assert (info.value.op, info.value.loc, info.value.stage) == ("tt.frob", Loc("k.py", 7, 4, "    y = frob(x)\n"), "llir")
     assert info.value.render().endswith("    y = frob(x)\n        ^")
     with pytest.raises(ToolError) as tool_info:
-        run_limited(_tool, (), LIMITS, stage="cubin")
+        run_limited(f"{__name__}:_tool", (), LIMITS, stage="cubin")
     assert tool_info.value.repro == "ptxas -arch=sm_90 k.ptx"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert run_limited(_warn, (), LIMITS, stage="ttir") == 1
+        assert run_limited(f"{__name__}:_warn", (), LIMITS, stage="ttir") == 1
     (w,) = caught
     assert isinstance(w.message, CompilerWarning) and w.message.node_id == 12
 
 
 def test_one_warm_runner_serves_the_stages_with_the_callers_environment(monkeypatch, tmp_path):
-    runner = run_limited(os.getpid, (), LIMITS, stage="parse")
+    runner = run_limited("os:getpid", (), LIMITS, stage="parse")
     assert runner != os.getpid()  # it ran elsewhere
-    assert run_limited(os.getpid, (), LIMITS, stage="ttir") == runner  # and stays for the next stage
+    assert run_limited("os:getpid", (), LIMITS, stage="ttir") == runner  # and stays for the next stage
     monkeypatch.setenv("TTBUILD_LIMITS_PROBE", "7")
     monkeypatch.chdir(tmp_path)
-    assert run_limited(_env, ("TTBUILD_LIMITS_PROBE",), LIMITS, stage="ttir") == ("7", str(tmp_path))
+    assert run_limited(f"{__name__}:_env", ("TTBUILD_LIMITS_PROBE",), LIMITS, stage="ttir") == ["7", str(tmp_path)]  # tuples come back as lists
     monkeypatch.delenv("TTBUILD_LIMITS_PROBE")
-    assert run_limited(_env, ("TTBUILD_LIMITS_PROBE",), LIMITS, stage="ttir")[0] is None
+    assert run_limited(f"{__name__}:_env", ("TTBUILD_LIMITS_PROBE",), LIMITS, stage="ttir")[0] is None
     with pytest.raises(StageLimitError):
-        run_limited(time.sleep, (30,), StageLimits(0.3, None), stage="ptx")
-    assert run_limited(os.getpid, (), LIMITS, stage="parse") not in (runner, os.getpid())  # a new one
+        run_limited("time:sleep", (30,), StageLimits(0.3, None), stage="ptx")
+    assert run_limited("os:getpid", (), LIMITS, stage="parse") not in (runner, os.getpid())  # a new one
+
+
+def _bug():
+    return {"k": 1} / 2
+
+
+def _not_data():
+    return {"ptx": object()}
+
+
+def test_other_exceptions_and_results_that_are_not_data_are_reported():
+    with pytest.raises(RuntimeError, match=r"TypeError in the llir stage's runner process: unsupported operand") as info:
+        run_limited(f"{__name__}:_bug", (), LIMITS, stage="llir")
+    assert "Traceback" in str(info.value) and "_bug" in str(info.value)  # the runner's traceback
+    with pytest.raises(RuntimeError, match="the ptx stage's result cannot be sent back: the stage runner cannot "
+                                           "carry a object"):
+        run_limited(f"{__name__}:_not_data", (), LIMITS, stage="ptx")
 
 
 def test_no_limit_runs_in_process():
-    assert run_limited(os.getpid, (), StageLimits(None, None), stage="parse") == os.getpid()
+    assert run_limited("os:getpid", (), StageLimits(None, None), stage="parse") == os.getpid()
 
 
 def _sleep_with_a_tool(marker: str) -> None:
@@ -99,7 +116,7 @@ def test_time_limit_stops_the_stage_and_the_tools_it_started(tmp_path):
     marker = tmp_path / "tool.pid"
     start = time.monotonic()
     with pytest.raises(StageLimitError) as info:
-        run_limited(_sleep_with_a_tool, (str(marker),), StageLimits(1.0, None), stage="cubin")
+        run_limited(f"{__name__}:_sleep_with_a_tool", (str(marker),), StageLimits(1.0, None), stage="cubin")
     assert time.monotonic() - start < 10
     assert info.value.kind == "time" and info.value.stage == "cubin"
     assert "the cubin stage ran past its time limit of 1 s" in str(info.value)
@@ -127,7 +144,7 @@ def _allocate(n: int) -> None:
 def test_memory_limit_stops_the_stage():
     start = time.monotonic()
     with pytest.raises(StageLimitError) as info:
-        run_limited(_allocate, (512 << 20,), StageLimits(60, 256 << 20), stage="ttir")
+        run_limited(f"{__name__}:_allocate", (512 << 20,), StageLimits(60, 256 << 20), stage="ttir")
     assert time.monotonic() - start < 30
     assert info.value.kind == "memory"
     assert "past its memory limit of 256M" in str(info.value) and "TTBUILD_STAGE_MEMORY" in str(info.value)
@@ -135,10 +152,10 @@ def test_memory_limit_stops_the_stage():
 
 def test_a_crash_is_the_stage_failing_not_the_build():
     with pytest.raises(StageLimitError, match="the ptx stage's process was killed by SIGSEGV") as info:
-        run_limited(os.kill, (0, signal.SIGSEGV), LIMITS, stage="ptx")
+        run_limited("os:kill", (0, signal.SIGSEGV), LIMITS, stage="ptx")
     assert info.value.kind == "crash"
     with pytest.raises(StageLimitError, match="exited with status 3"):
-        run_limited(os._exit, (3,), LIMITS, stage="ptx")
+        run_limited("os:_exit", (3,), LIMITS, stage="ptx")
 
 
 RUNAWAY = '''"""A kernel whose parse never ends (the fake stages sleep on the marker below)."""

@@ -251,3 +251,27 @@ CHECK-NOT: "ttg.local_alloc"
 CHECK: "scf.yield"
 """
     filecheck(variant("dot_chain_64x32x64_w4", "ttgir")["ttgir"], checks, tmp_path)
+
+
+def test_fp16_accumulator_converts_through_packed_padded_rows():
+    """The matmul epilogue's #mma -> #blocked conversion of the fp16 tile (allocation.packed_pitch):
+    each thread stores its neighbour pairs as 32-bit words (64 for a 128x128 tile on 4 warps, was
+    128 16-bit stores into 4-byte slots) and reads 128-bit vectors back (16, was 32); the scratch
+    is 128 rows of 256 + 16 bytes (was 64 KiB), under the 48 KiB of the pipeline's rings."""
+    ptx = library("matmul_fp16_128x128x64_w4_s4")["ptx"]
+    assert _count(ptx, r"st\.shared\.(?:v2\.b16|b32)\s") == 64
+    assert _count(ptx, r"st\.shared\.b16\s") == 0
+    assert _count(ptx, r"ld\.shared\.v4\.b32\s") == 16
+
+
+def test_packed_pitch_only_where_pairs_are_neighbours():
+    from ttbuild.backend.analysis.allocation import convert_bytes, packed_pitch
+    from ttbuild.backend.analysis.mma_layout import NvidiaMma
+
+    mma = NvidiaMma((4, 1))
+    assert packed_pitch(mma, (128, 128), "f16") == 272 and packed_pitch(mma, (128, 128), "bf16") == 272
+    assert convert_bytes((128, 128), "f16", mma) == 128 * 272
+    assert packed_pitch(mma, (128, 128), "f32") is None  # 32-bit elements: one word each already
+    assert packed_pitch(mma, (32, 128), "f16") is None  # 4 warps x 16 rows do not fit in 32
+    assert packed_pitch(NvidiaMma((2, 2)), (64, 8), "f16") is None  # wraps along N
+    assert convert_bytes((128, 128), "f16") == 128 * 128 * 4

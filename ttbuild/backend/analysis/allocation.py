@@ -95,8 +95,31 @@ def reduce_bytes(layout, shape, axis: int, elems: list[str]) -> int:
     return outs * plan.warps * sum(round4(elem_bytes(e)) for e in elems)
 
 
-def convert_bytes(shape, elem: str) -> int:
-    return prod(shape) * round4(elem_bytes(elem))
+def convert_bytes(shape, elem: str, src_layout=None) -> int:
+    """Scratch of a conversion through shared memory: packed rows (`packed_pitch`) when the
+    source layout allows it, else one 32-bit word per element."""
+    pitch = packed_pitch(src_layout, shape, elem) if src_layout is not None else None
+    return shape[0] * pitch if pitch else prod(shape) * round4(elem_bytes(elem))
+
+
+def packed_pitch(src_layout, shape, elem: str) -> int | None:
+    """Row pitch in bytes of a conversion that stores 16-bit elements as packed pairs: out of the
+    mma.sync accumulator (`#ttg.nvidia_mma` version 2), whose threads hold each element with its
+    right neighbour (c0 c1, c2 c3 of an m16n8 tile), a rank-2 tile its warps cover without
+    wrapping. Each pair is one 32-bit store at row * pitch + 2 * col; the 16 bytes of padding per
+    row put the eight rows a warp stores into different banks (row r starts at bank 4r), as
+    Triton pads its conversion scratch. None: no packed plan (one word per element)."""
+    if not isinstance(src_layout, NvidiaMma) or src_layout.version[0] != 2 or len(shape) != 2:
+        return None
+    if elem_bytes(elem) != 2 or mu.elem_bits(elem) != 16:
+        return None
+    wm, wn = src_layout.warps_per_cta
+    if shape[0] % (16 * wm) or shape[1] % (8 * wn):
+        return None
+    offs = src_layout.local_offsets(tuple(shape))
+    if len(offs) % 2 or any(offs[j + 1] != (offs[j][0], offs[j][1] + 1) for j in range(0, len(offs), 2)):
+        return None
+    return shape[1] * 2 + 16
 
 
 def round4(n: int) -> int:
@@ -162,8 +185,16 @@ def ops_bytes(ops, num_warps: int) -> int:
                                             [mu.elem_str(v.type) for v in op.operands]))
             if name == "ttg.convert_layout" and not _in_registers(op, num_warps):
                 src = op.operands[0]
-                best = max(best, convert_bytes(mu.shape_of(src.type), mu.elem_str(src.type)))
+                best = max(best, convert_bytes(mu.shape_of(src.type), mu.elem_str(src.type),
+                                               _layout_or_none(mu.encoding_str(src.type))))
     return best
+
+
+def _layout_or_none(text: str):
+    try:
+        return parse_layout(text)
+    except ValueError:
+        return None
 
 
 def _atomic_shares(op) -> bool:

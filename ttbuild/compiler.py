@@ -38,9 +38,9 @@ def run_stage(stage: str, inputs: Mapping[str, bytes], options: Mapping[str, Any
     (CompilationError, ToolError), and RuntimeError when it breaks its contract (a missing
     output role, an output that is not bytes).
 
-    limits: a `ttbuild.limits.StageLimits` the stage's computation runs under (in a forked
-    child; a cache hit runs nothing), raising `ttbuild.limits.StageLimitError` at a limit or
-    when that process dies; None runs it in this process.
+    limits: a `ttbuild.limits.StageLimits` the stage's computation runs under (in this
+    process's stage runner, `ttbuild.limits.run_limited`; a cache hit runs nothing), raising
+    `ttbuild.limits.StageLimitError` at a limit or when the runner dies; None runs it here.
     """
     from ttbuild.graph.keys import OUTPUT_ROLES
 
@@ -114,7 +114,7 @@ def compile(source: str | bytes | os.PathLike, *, kernel: str | None = None,
     whose output `source` is ("ttir", "ttgir", ...). file: the name locations and
     diagnostics give the kernel file (default: the path's name, or "<string>"). package: the
     stage package (test doubles); cache: a `ttbuild.cache.Cache` to read and fill (default none);
-    limits: a `ttbuild.limits.StageLimits` each stage runs under, in a child process (default
+    limits: a `ttbuild.limits.StageLimits` each stage runs under, in the stage runner (default
     none: in this process).
 
     Keys of the result: parse gives "json" and "loc", every later stage its own name

@@ -95,30 +95,35 @@ class StageLimits:
         """The limits `TTBUILD_STAGE_TIMEOUT` and `TTBUILD_STAGE_MEMORY` set (module docstring).
         Raises ValueError naming the variable for a value that is not a number or a size."""
         env = os.environ if environ is None else environ
-        seconds: float | None = DEFAULT_SECONDS
-        rss: int | None = DEFAULT_MEMORY
-        raw = env.get("TTBUILD_STAGE_TIMEOUT", "").strip()
-        if raw:
-            if raw.lower() in ("0", "off", "none"):
-                seconds = None
-            else:
-                try:
-                    seconds = float(raw)
-                except ValueError:
-                    raise ValueError(f"TTBUILD_STAGE_TIMEOUT={raw!r} is not a number of seconds") from None
-                if not seconds > 0:
-                    raise ValueError(f"TTBUILD_STAGE_TIMEOUT={raw!r}: give positive seconds, or 0 for none")
-        raw = env.get("TTBUILD_STAGE_MEMORY", "").strip()
-        if raw:
-            if raw.lower() in ("0", "off", "none"):
-                rss = None
-            else:
-                try:
-                    rss = parse_bytes(raw)
-                except ValueError as exc:
-                    raise ValueError(f"TTBUILD_STAGE_MEMORY: {exc}") from None
-                rss = rss or None
-        return cls(seconds, rss)
+        return cls(_setting(env, "TTBUILD_STAGE_TIMEOUT", DEFAULT_SECONDS, _seconds),
+                   _setting(env, "TTBUILD_STAGE_MEMORY", DEFAULT_MEMORY, _memory))
+
+
+def _setting(env: Mapping[str, str], name: str, default, parse):
+    """`env[name]` through `parse(name, text)`: the default when unset, None for 0 / off / none."""
+    raw = env.get(name, "").strip()
+    if not raw:
+        return default
+    if raw.lower() in ("0", "off", "none"):
+        return None
+    return parse(name, raw)
+
+
+def _seconds(name: str, raw: str) -> float:
+    try:
+        seconds = float(raw)
+    except ValueError:
+        raise ValueError(f"{name}={raw!r} is not a number of seconds") from None
+    if not seconds > 0:
+        raise ValueError(f"{name}={raw!r}: give positive seconds, or 0 for none")
+    return seconds
+
+
+def _memory(name: str, raw: str) -> int | None:
+    try:
+        return parse_bytes(raw) or None
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
 
 
 def _human(n: int) -> str:
@@ -242,14 +247,14 @@ def _outcome(target: str, args: list, stage: str) -> bytes:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            doc: dict = {"ok": _enc(_resolve(target)(*args))}
-        except TypeError as exc:
-            if "stage runner cannot carry" not in str(exc):
-                doc = {"error": _error_doc(exc, stage)}
-            else:  # a result that is not data: the stage broke its contract
-                doc = {"error": {"class": None, "text": f"the {stage} stage's result cannot be sent back: {exc}"}}
+            result = _resolve(target)(*args)
         except BaseException as exc:  # noqa: BLE001 - every failure goes back to the build
-            doc = {"error": _error_doc(exc, stage)}
+            doc: dict = {"error": _error_doc(exc, stage)}
+        else:
+            try:
+                doc = {"ok": _enc(result)}
+            except TypeError as exc:  # a result that is not data: the stage broke its contract
+                doc = {"error": {"class": None, "text": f"the {stage} stage's result cannot be sent back: {exc}"}}
     doc["warnings"] = [_warning_doc(w) for w in caught]
     return _frame(doc)
 
@@ -307,6 +312,13 @@ class _Runner:
             pass
         self.pid, self.requests, self.replies, self.owner = pid, req_w, rep_r, os.getpid()
 
+    def close_pipes(self) -> None:
+        for fd in (self.requests, self.replies):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
     def close(self, kill: bool) -> int | None:
         """Close the pipes (the runner then leaves), or SIGKILL its process group first; reap
         it and return its wait status (None when it was not ours to reap, or closed before)."""
@@ -319,11 +331,7 @@ class _Runner:
                     break
                 except (ProcessLookupError, PermissionError):
                     continue
-        for fd in (self.requests, self.replies):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        self.close_pipes()
         pid, self.pid = self.pid, 0
         try:
             return os.waitpid(pid, 0)[1]
@@ -340,11 +348,7 @@ def _forget_after_fork() -> None:
     this process's; close its pipe ends so that the runner still sees its build leave."""
     global _RUNNER
     if _RUNNER is not None:
-        for fd in (_RUNNER.requests, _RUNNER.replies):
-            try:
-                os.close(fd)
-            except OSError:
-                pass
+        _RUNNER.close_pipes()
     _RUNNER = None
 
 

@@ -159,14 +159,15 @@ def _rows_and_cols(cx, desc: TensorDescriptor, x_offsets, y_offset, what: str):
     rows = S.expand_dims(cx, S.cast(cx, x_offsets, T.int64), 1)
     cols = S.expand_dims(cx, blockptr.span(cx, blockptr.i64(cx, y), bs[1]), 0)
     nonneg = {1} if isinstance(y, Constexpr) and y.value >= 0 else set()
-    return blockptr.address(cx, desc.base, desc.shape, desc.strides, [rows, cols], (n, bs[1]), (0, 1), nonneg)
+    shape = (n, bs[1])
+    ptrs, mask = blockptr.address(cx, desc.base, desc.shape, desc.strides, [rows, cols], shape, (0, 1), nonneg)
+    return ptrs, mask, shape
 
 
 def gather(cx, desc: TensorDescriptor, x_offsets, y_offset):
     """`desc.gather(x_offsets, y_offset)`: an [len(x_offsets), block_shape[1]] tile of the rows
     `x_offsets`, out-of-bounds elements the padding (Triton's descriptor_gather)."""
-    ptrs, mask = _rows_and_cols(cx, desc, x_offsets, y_offset, "gather")
-    shape = (x_offsets.type.shape[0], desc.block_shape[1])
+    ptrs, mask, shape = _rows_and_cols(cx, desc, x_offsets, y_offset, "gather")
     fill = cx.b.constant(float("nan") if desc.padding == "nan" else 0, T.BlockType(desc.dtype, shape))
     return builtins.load(cx, ptrs, mask=mask, other=fill)
 
@@ -174,8 +175,7 @@ def gather(cx, desc: TensorDescriptor, x_offsets, y_offset):
 def scatter(cx, desc: TensorDescriptor, value, x_offsets, y_offset):
     """`desc.scatter(value, x_offsets, y_offset)`: writes the in-bounds elements of the
     [len(x_offsets), block_shape[1]] `value` to the rows `x_offsets` (Triton's descriptor_scatter)."""
-    ptrs, mask = _rows_and_cols(cx, desc, x_offsets, y_offset, "scatter")
-    shape = (x_offsets.type.shape[0], desc.block_shape[1])
+    ptrs, mask, shape = _rows_and_cols(cx, desc, x_offsets, y_offset, "scatter")
     if isinstance(value, Value) and tuple(value.type.shape) != shape:
         fail(cx, f"desc.scatter: value shape {list(value.type.shape)} does not match the gathered shape "
                  f"{list(shape)}")

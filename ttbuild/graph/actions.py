@@ -42,7 +42,7 @@ def run_stage(stage: str, package: str, inputs: Mapping[str, str], outputs: Mapp
     them), or TaskFailed.
 
     A cache miss computes under the per-stage time and memory limits of the environment
-    (`ttbuild.limits`: TTBUILD_STAGE_TIMEOUT, TTBUILD_STAGE_MEMORY) in a child process, so a
+    (`ttbuild.limits`: TTBUILD_STAGE_TIMEOUT, TTBUILD_STAGE_MEMORY) in the stage runner, so a
     runaway or crashing stage fails alone, as a compilation error of its variant.
     """
     from ttbuild.cache import default_cache

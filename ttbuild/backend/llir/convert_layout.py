@@ -27,39 +27,36 @@ def convert_layout(ctx, op, src):
     pos = same_thread_map(src.layout, lay, shape, 32 * ctx.num_warps)
     if pos is not None:
         return TensorVal([src.elems[p] for p in pos], lay, shape)
-    ety = llvm_type(mu.elem_str(res.type))
-    pitch = packed_pitch(src.layout, shape, mu.elem_str(res.type))
-    if pitch:
-        return _packed(ctx, src, lay, shape, ety, pitch)
-    slot = ir.Constant(I32, round4(elem_bytes(mu.elem_str(res.type))))
+    elem = mu.elem_str(res.type)
+    ety = llvm_type(elem)
+    pitch = packed_pitch(src.layout, shape, elem)
     ctx.before_smem_write()
-    for ix, v in zip(ctx.indices(src.layout, shape), src.elems):
-        smem_store(ctx, b.mul(linear(b, ix, shape), slot), v)
+    if pitch:  # 16-bit mma accumulator: neighbour pairs as one word each, in padded rows
+        p, two = ir.Constant(I32, pitch), ir.Constant(I32, 2)
+
+        def at(ix):
+            return b.add(b.mul(ix[0], p), b.mul(ix[1], two))
+
+        idx = ctx.indices(src.layout, shape)
+        stores = [(idx[j], _pair(b, ety, src.elems[j], src.elems[j + 1])) for j in range(0, len(src.elems), 2)]
+    else:  # one 32-bit slot per element, at its row-major index
+        slot = ir.Constant(I32, round4(elem_bytes(elem)))
+
+        def at(ix):
+            return b.mul(linear(b, ix, shape), slot)
+
+        stores = zip(ctx.indices(src.layout, shape), src.elems)
+    for ix, v in stores:
+        smem_store(ctx, at(ix), v)
     ctx.barrier()
-    out = [smem_load(ctx, b.mul(linear(b, ix, shape), slot), ety) for ix in ctx.indices(lay, shape)]
-    ctx.after_smem_read()
-    return TensorVal(out, lay, shape)
-
-
-def _packed(ctx, src, lay, shape, ety, pitch: int):
-    """The 16-bit mma accumulator through packed rows (allocation.packed_pitch): each pair of
-    neighbours one 32-bit store, then each new element a 16-bit load (LLVM's load/store
-    vectorizer joins a thread's contiguous ones into 128-bit loads)."""
-    b = ctx.builder
-    pair_t = ir.VectorType(ety, 2)
-    p, two = ir.Constant(I32, pitch), ir.Constant(I32, 2)
-
-    def at(ix):
-        return b.add(b.mul(ix[0], p), b.mul(ix[1], two))
-
-    ctx.before_smem_write()
-    idx = ctx.indices(src.layout, shape)
-    for j in range(0, len(src.elems), 2):
-        pair = ir.Constant(pair_t, ir.Undefined)
-        pair = b.insert_element(pair, src.elems[j], ir.Constant(I32, 0))
-        pair = b.insert_element(pair, src.elems[j + 1], ir.Constant(I32, 1))
-        smem_store(ctx, at(idx[j]), b.bitcast(pair, I32))
-    ctx.barrier()
+    # packed: 16-bit loads, which LLVM's load/store vectorizer joins into 128-bit ones
     out = [smem_load(ctx, at(ix), ety) for ix in ctx.indices(lay, shape)]
     ctx.after_smem_read()
     return TensorVal(out, lay, shape)
+
+
+def _pair(b, ety, lo, hi):
+    """Two 16-bit values as one i32 (`lo` in the low half, as a little-endian store lays them)."""
+    pair = ir.Constant(ir.VectorType(ety, 2), ir.Undefined)
+    pair = b.insert_element(pair, lo, ir.Constant(I32, 0))
+    return b.bitcast(b.insert_element(pair, hi, ir.Constant(I32, 1)), I32)

@@ -1,4 +1,4 @@
-"""Matmul, fp16 in / fp32 accumulate (tutorial 03 kernel, kernels/matmul.py): TFLOP/s of ttbuild's build vs Triton 3.6 compiled from the same source with the same config, forced onto mma.sync (DISABLE_MMA_V3=1: the comparison the ratios use) and by default (wgmma on sm_90, for reference), and cuBLAS (torch.matmul); same run, same GPU.
+"""Matmul, fp16 in / fp32 accumulate (tutorial 03 kernel, kernels/matmul.py): TFLOP/s of ttbuild's build vs Triton 3.6 compiled from the same source with the same config, both by default (wgmma on sm_90) and both forced onto mma.sync (ttbuild's `*_mma2` variants, disable_mma_v3; Triton's DISABLE_MMA_V3=1), and cuBLAS (torch.matmul); same run, same GPU.
 
 Triton runs in child processes (one with DISABLE_MMA_V3=1 set before triton is imported, one
 without), one after the other on the same GPU; each checks its output against torch.matmul.
@@ -35,8 +35,10 @@ from _common import (
 )
 
 # (ttbuild variant, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K, num_warps, num_stages); GROUP_SIZE_M 8.
+# Each has a twin `<variant>_mma2` kept on mma.sync (disable_mma_v3 = true in variants.toml).
 CONFIGS = [("matmul_fp16_128x256x64_w8_s3", 128, 256, 64, 8, 3),
            ("matmul_fp16_128x128x64_w4_s4", 128, 128, 64, 4, 4)]
+MMA2 = "_mma2"
 SWEEP = [256, 512, 768, 1024, 1536, 2048, 3072, 4096, 5120, 6144, 7168, 8192]
 
 
@@ -139,7 +141,7 @@ def main(argv=None):
 
     lib = rt.load(args.artifacts)
     ours = {}
-    for name, *_ in CONFIGS:
+    for name in [n for n, *_ in CONFIGS] + [n + MMA2 for n, *_ in CONFIGS]:
         launcher, why = variant_or_reason(lib, name)
         if launcher is None:
             print(f"skip ttbuild {name}: {why}")
@@ -149,7 +151,7 @@ def main(argv=None):
         a, b, c = _inputs(torch, shape)
         ref = torch.matmul(a, b)
         cublas[shape] = bench_ms(lambda a=a, b=b, c=c: torch.matmul(a, b, out=c))
-        for name, bm, bn, *_ in CONFIGS:
+        for name, bm, bn, *_ in [c for base in CONFIGS for c in (base, (base[0] + MMA2, *base[1:]))]:
             launcher = ours[name]
             if launcher is None:
                 continue
@@ -177,36 +179,42 @@ def main(argv=None):
         return _tflops(shape, r["ms"]), r["mma"]
 
     print(f"\nmatmul fp16 -> fp16 (fp32 accumulate), {gpu}, TFLOP/s, medians of triton.testing.do_bench")
+    def mine(shape, name):
+        return _tflops(shape, ttb[(shape, name)]) if (shape, name) in ttb else None
+
     rows = []
     for shape in main_shapes:
         cb = _tflops(shape, cublas[shape])
         for name, *_ in CONFIGS:
-            ours_t = _tflops(shape, ttb[(shape, name)]) if (shape, name) in ttb else None
+            o3, o2 = mine(shape, name), mine(shape, name + MMA2)
             t2, k2 = tri(v2, shape, name)
             t3, k3 = tri(v3, shape, name)
-            rows.append((f"{shape[0]}^3", name.replace("matmul_fp16_", ""), _fmt(ours_t),
-                         _fmt(t2) + (f" ({k2})" if k2 else ""), _ratio(ours_t, t2),
-                         _fmt(t3) + (f" ({k3})" if k3 else ""), _ratio(ours_t, t3), _fmt(cb), _ratio(ours_t, cb)))
-    print(table(["size", "config", "ttbuild", "triton DISABLE_MMA_V3=1", "x triton mma.sync",
-                 "triton default", "x triton default", "cuBLAS", "x cuBLAS"], rows))
+            rows.append((f"{shape[0]}^3", name.replace("matmul_fp16_", ""), _fmt(o3),
+                         _fmt(t3) + (f" ({k3})" if k3 else ""), _ratio(o3, t3), _fmt(o2),
+                         _fmt(t2) + (f" ({k2})" if k2 else ""), _ratio(o2, t2), _fmt(cb), _ratio(o3, cb)))
+    print(table(["size", "config", "ttbuild", "triton default", "x triton", "ttbuild mma.sync",
+                 "triton DISABLE_MMA_V3=1", "x triton mma.sync", "cuBLAS", "x cuBLAS"], rows))
 
     if sweep_shapes:
         def best(values):
             values = [v for v in values if v]
             return max(values) if values else None
-        series = {"ttbuild": [], "Triton (mma.sync)": [], "Triton (default)": [], "cuBLAS": []}
+        series = {"ttbuild": [], "Triton (default)": [], "ttbuild (mma.sync)": [], "Triton (mma.sync)": [],
+                  "cuBLAS": []}
         srows = []
         for shape in sweep_shapes:
-            o = best(_tflops(shape, ttb[(shape, n)]) for n, *_ in CONFIGS if (shape, n) in ttb)
+            o3 = best(mine(shape, n) for n, *_ in CONFIGS)
+            o2 = best(mine(shape, n + MMA2) for n, *_ in CONFIGS)
             t2 = best(tri(v2, shape, n)[0] for n, *_ in CONFIGS)
             t3 = best(tri(v3, shape, n)[0] for n, *_ in CONFIGS)
             cb = _tflops(shape, cublas[shape])
-            for key, val in zip(series, (o, t2, t3, cb)):
+            for key, val in zip(series, (o3, t3, o2, t2, cb)):
                 series[key].append(val)
-            srows.append((shape[0], _fmt(o), _fmt(t2), _ratio(o, t2), _fmt(t3), _fmt(cb), _ratio(o, cb)))
+            srows.append((shape[0], _fmt(o3), _fmt(t3), _ratio(o3, t3), _fmt(o2), _fmt(t2), _ratio(o2, t2),
+                          _fmt(cb), _ratio(o3, cb)))
         print(f"\nsize sweep (square, best of {', '.join(n.replace('matmul_fp16_', '') for n, *_ in CONFIGS)}), TFLOP/s")
-        print(table(["size", "ttbuild", "triton mma.sync", "x triton mma.sync", "triton default", "cuBLAS",
-                     "x cuBLAS"], srows))
+        print(table(["size", "ttbuild", "triton default", "x triton", "ttbuild mma.sync", "triton mma.sync",
+                     "x triton mma.sync", "cuBLAS", "x cuBLAS"], srows))
         _plot(args.plot, [s[0] for s in sweep_shapes], series, gpu)
     for n in dict.fromkeys(notes):
         print("note:", n)

@@ -34,7 +34,9 @@ class Options:
     (only 1 is lowered). num_stages: default software-pipelining depth (>= 1). target: the
     GPU, "cuda:<cc>" (`ttbuild.target.Target`). enable_fp_fusion: let LLVM contract
     mul+add into FMA. debug: keep tl.device_assert (Triton's debug=True). ptxas_options:
-    extra ptxas flags, e.g. ("-O3",).
+    extra ptxas flags, e.g. ("-O3",). disable_mma_v3: keep every tt.dot on mma.sync (MMAv2)
+    where wgmma would apply (sm_90), as Triton's DISABLE_MMA_V3=1 does; the PTX it gives runs
+    on later GPUs too.
 
     Raises OptionError (a ValueError) from `__post_init__` for a value of the wrong type or
     range; the messages are the ones the variant list reports at the field's line.
@@ -47,6 +49,7 @@ class Options:
     enable_fp_fusion: bool = True
     debug: bool = False
     ptxas_options: tuple[str, ...] = ()
+    disable_mma_v3: bool = False
 
     def __post_init__(self):
         for name in ("num_warps", "num_stages", "num_ctas"):
@@ -61,7 +64,7 @@ class Options:
             Target.parse(self.target)
         except TargetError as exc:
             raise OptionError("target", str(exc)) from None
-        for name in ("enable_fp_fusion", "debug"):
+        for name in ("enable_fp_fusion", "debug", "disable_mma_v3"):
             if not isinstance(getattr(self, name), bool):
                 raise OptionError(name, f"must be true or false, got {getattr(self, name)!r}")
         opts = self.ptxas_options

@@ -24,11 +24,14 @@ _CACHE: dict = {}
 
 
 def build(source: Path, kernel: str, signature: str, constexprs: dict, num_warps: int = 4,
-          until: str = "ptx", num_stages: int = 3) -> dict[str, bytes]:
-    key = (source, kernel, signature, tuple(sorted(constexprs.items())), num_warps, until, num_stages)
+          until: str = "ptx", num_stages: int = 3, mma_v3: bool = False) -> dict[str, bytes]:
+    """The kernel compiled for sm_90 on mma.sync (this file's subject; `mma_v3=True` lets wgmma
+    take the dots it covers, tests/backend/test_backend_wgmma.py)."""
+    key = (source, kernel, signature, tuple(sorted(constexprs.items())), num_warps, until, num_stages, mma_v3)
     if key not in _CACHE:
         _CACHE[key] = ttbuild.compile(source, kernel=kernel, signature=signature, constexprs=constexprs,
-                                      num_warps=num_warps, num_stages=num_stages, until=until)
+                                      num_warps=num_warps, num_stages=num_stages, until=until,
+                                      disable_mma_v3=not mma_v3)
     return _CACHE[key]
 
 

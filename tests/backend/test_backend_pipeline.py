@@ -30,8 +30,9 @@ def build(kernel: str, signature: str, constexprs: dict, num_warps: int = 4, unt
     key = (kernel, signature, tuple(sorted(constexprs.items())), num_warps, until, num_stages)
     if key in _CACHE:
         return _CACHE[key]
+    # mma.sync for the dot loops (the rings of wgmma are tests/backend/test_backend_wgmma.py's)
     out = ttbuild.compile(SOURCE, kernel=kernel, signature=signature, constexprs=constexprs,
-                          num_warps=num_warps, num_stages=num_stages, until=until)
+                          num_warps=num_warps, num_stages=num_stages, until=until, disable_mma_v3=True)
     _CACHE[key] = out
     return out
 

@@ -71,8 +71,10 @@ def stage_options_of(kernel: str, file: str, params: Sequence[SigEntry], constex
         # `debug` keys ttir only when on, so non-debug variants keep their keys and cached outputs.
         "ttir": {"signature": [str(p) for p in params], "constexprs": dict(constexprs),
                  **({"debug": True} if options.debug else {})},
+        # `disable_mma_v3` keys ttgir only when on, so other variants keep their keys.
         "ttgir": {"num_warps": options.num_warps, "num_ctas": options.num_ctas,
-                  "num_stages": options.num_stages, "target": options.target},
+                  "num_stages": options.num_stages, "target": options.target,
+                  **({"disable_mma_v3": True} if options.disable_mma_v3 else {})},
         "llir": {"target": options.target, "enable_fp_fusion": options.enable_fp_fusion,
                  "debug": options.debug},
         "ptx": {"arch": target.arch, "ptx_version": target.ptx_version},

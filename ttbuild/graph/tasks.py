@@ -108,6 +108,8 @@ def variant_doc(v: Variant) -> dict:
         doc.pop("tuning", None)
     if not v.heuristics:
         doc.pop("heuristics", None)
+    if not v.disable_mma_v3:  # only variants that set it carry it (the others keep their documents)
+        doc.pop("disable_mma_v3", None)
     if v.targets:
         doc["targets"] = list(v.targets)
     else:  # single-target variants keep the document (and the meta task's up-to-date check) they had
@@ -150,42 +152,50 @@ def generate_tasks(kernels_dir: str | Path = "kernels", artifacts_dir: str | Pat
             "_kernel": kernel,
         }
 
+    def add_chain(v, vt, kernel):
+        """The stage tasks of variant `v`'s chain for `vt` (v, or v narrowed to one target);
+        (outputs per stage, keys per stage, the loc table's path)."""
+        outs_of: dict[str, dict[str, str]] = {}
+        keys_of: dict[str, str] = {}
+        loc_path = None
+        # Variants that differ only in name (aliases) share one chain: computed once.
+        same = repr(replace(vt, index=0, name=""))
+        nodes = chains.get(same)
+        if nodes is None:
+            nodes = chains[same] = chain(vt, versions)
+        for node in nodes:
+            outs = output_paths(artifacts, node.stage, node.key, v.kernel)
+            outs_of[node.stage] = outs
+            keys_of[node.stage] = node.key
+            if node.stage == "parse":
+                loc_path = outs["loc"]
+                inputs = {INPUT_ROLE["parse"]: str(kernels / v.file)}
+            else:
+                pstage, prole = PARENT_ROLE[node.stage]
+                inputs = {INPUT_ROLE[node.stage]: outs_of[pstage][prole]}
+                # a debug ttir also reads the loc table (real positions for assert messages)
+                inputs.update({role: outs_of[s][r] for role, (s, r) in extra_inputs(node.stage, node.options).items()})
+            name = f"{node.stage}:{node.key}"
+            users.setdefault(name, []).append(v.name)
+            if name not in stage_tasks:
+                add_stage(name, kernel, node, inputs, outs, loc_path)
+        return outs_of, keys_of, loc_path
+
     for v in variants:
         kernel = f"{v.kernel} ({v.file})"
         # A multi-target variant builds one chain per target (shared stages dedupe as usual).
         per_target = {}
         for target in v.targets or (v.target,):
-            vt = replace(v, target=target, targets=()) if v.targets else v
-            outs_of: dict[str, dict[str, str]] = {}
-            keys_of: dict[str, str] = {}
-            loc_path = None
-            # Variants that differ only in name (aliases) share one chain: computed once.
-            same = repr(replace(vt, index=0, name=""))
-            nodes = chains.get(same)
-            if nodes is None:
-                nodes = chains[same] = chain(vt, versions)
-            for node in nodes:
-                outs = output_paths(artifacts, node.stage, node.key, v.kernel)
-                outs_of[node.stage] = outs
-                keys_of[node.stage] = node.key
-                if node.stage == "parse":
-                    loc_path = outs["loc"]
-                    inputs = {INPUT_ROLE["parse"]: str(kernels / v.file)}
-                else:
-                    pstage, prole = PARENT_ROLE[node.stage]
-                    inputs = {INPUT_ROLE[node.stage]: outs_of[pstage][prole]}
-                    # a debug ttir also reads the loc table (real positions for assert messages)
-                    inputs.update({role: outs_of[s][r] for role, (s, r) in extra_inputs(node.stage, node.options).items()})
-                name = f"{node.stage}:{node.key}"
-                users.setdefault(name, []).append(v.name)
-                if name not in stage_tasks:
-                    add_stage(name, kernel, node, inputs, outs, loc_path)
-            per_target[target] = (outs_of, keys_of, loc_path)
+            per_target[target] = add_chain(v, replace(v, target=target, targets=()) if v.targets else v, kernel)
         jit = None
         if v.targets and v.until == "cubin":
             # PTX of the newest target for the driver to JIT on newer GPUs: its portable arch
-            # (sm_90, not sm_90a, whose PTX loads on 9.0 only), same LLIR.
+            # (sm_90, not sm_90a, whose PTX loads on 9.0 only), from the same LLIR unless that
+            # may hold wgmma (sm_90a only): then from a chain with every dot on mma.sync.
             outs_of, keys_of, loc_path = per_target[v.target]
+            if Target.parse(v.target).capability >= 90 and not v.disable_mma_v3:
+                outs_of, keys_of, loc_path = add_chain(
+                    v, replace(v, targets=(), disable_mma_v3=True, until="llir"), kernel)
             opts = jit_ptx_options(v.target)
             node = _JitNode("ptx", stage_key(keys_of["llir"], "ptx", versions["ptx"], opts), opts)
             outs = output_paths(artifacts, "ptx", node.key, v.kernel)

@@ -44,6 +44,7 @@ FIELDS: dict[str, tuple[bool, Any]] = {
     "until": (False, "cubin"),
     "enable_fp_fusion": (False, DEFAULTS.enable_fp_fusion),
     "debug": (False, DEFAULTS.debug),
+    "disable_mma_v3": (False, DEFAULTS.disable_mma_v3),
     "ptxas_options": (False, list(DEFAULTS.ptxas_options)),
     # @triton.autotune / @triton.heuristics rows (ttbuild.graph.tunevariants)
     "autotune": (False, False),
@@ -81,6 +82,7 @@ class Variant:
     until: str = "cubin"
     enable_fp_fusion: bool = DEFAULTS.enable_fp_fusion
     debug: bool = DEFAULTS.debug
+    disable_mma_v3: bool = DEFAULTS.disable_mma_v3
     ptxas_options: tuple[str, ...] = DEFAULTS.ptxas_options
     targets: tuple[str, ...] = ()
     # an autotune expansion's record (ttbuild.graph.tunevariants): group, key, config, tune plan
@@ -93,7 +95,7 @@ class Variant:
         """The variant's compile options as one validated value."""
         return Options(num_warps=self.num_warps, num_ctas=self.num_ctas, num_stages=self.num_stages,
                        target=self.target, enable_fp_fusion=self.enable_fp_fusion, debug=self.debug,
-                       ptxas_options=self.ptxas_options)
+                       ptxas_options=self.ptxas_options, disable_mma_v3=self.disable_mma_v3)
 
     @property
     def capability(self) -> int:
@@ -288,15 +290,17 @@ def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator") -> 
                    num_stages=options.num_stages, num_ctas=options.num_ctas,
                    target=options.target, until=values["until"],
                    enable_fp_fusion=options.enable_fp_fusion, debug=options.debug,
-                   ptxas_options=options.ptxas_options, targets=targets or ())
+                   ptxas_options=options.ptxas_options, targets=targets or (),
+                   disable_mma_v3=options.disable_mma_v3)
 
 
 def _default_name(values: dict) -> str:
     from .keys import xxh3_hex
 
-    # `targets` joins the hash only when given, so single-target names stay as they were.
+    # `targets` joins the hash only when given (disable_mma_v3 only when true), so other names
+    # stay as they were.
     opts = {k: v for k, v in values.items() if k not in ("name", "until") and not (k == "targets" and v is None)
-            and not (k in ("autotune", "configs", "tune") and v in (None, False))}
+            and not (k in ("autotune", "configs", "tune", "disable_mma_v3") and v in (None, False))}
     return f"{values['kernel']}_{xxh3_hex(canonical_json(opts))[:8]}"
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 16  # 16: the packed conversion builds its pairs before the stores (LLIR order only, the same PTX); 15: the 16-bit mma accumulator converts through packed, padded rows (32-bit stores of neighbour pairs); 14: tt.join / tt.split between inferred layouts and tt.reshape between layouts giving each thread the same flat indices rename registers; 13: hints read by the axis analysis (vector widths); 12: the SLP vectorizer in the O3 pipeline, as Triton; 9: tensor cores (mma.sync, dot pipelining); 10: SSA numbering of dot kernels (an unused shift dropped); 11: dot operands addressed base + immediate, lazy ldmatrix across ring views, one barrier per async_wait, reductions on #mma
+VERSION = 17  # 17: wgmma (ttng.warp_group_dot / _wait, fence_async_shared), nvmma_shared tiles, global_smem 1024-aligned where they are used; 16: the packed conversion builds its pairs before the stores (LLIR order only, the same PTX); 15: the 16-bit mma accumulator converts through packed, padded rows (32-bit stores of neighbour pairs); 14: tt.join / tt.split between inferred layouts and tt.reshape between layouts giving each thread the same flat indices rename registers; 13: hints read by the axis analysis (vector widths); 12: the SLP vectorizer in the O3 pipeline, as Triton; 9: tensor cores (mma.sync, dot pipelining); 10: SSA numbering of dot kernels (an unused shift dropped); 11: dot operands addressed base + immediate, lazy ldmatrix across ring views, one barrier per async_wait, reductions on #mma
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

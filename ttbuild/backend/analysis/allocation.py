@@ -57,13 +57,14 @@ def _distinct(total: int, per: int, count: int) -> int:
 def reduce_plan(layout, shape, axis: int) -> ReducePlan:
     """The plan for a blocked layout, or for the `#ttg.nvidia_mma` accumulator (lane = 4g + t:
     t holds 2 columns of an n8 tile, g one row of each 8-row half of an m16 tile; warps N
-    fastest), whose softmax reductions stay within a quad of lanes when warps split only M."""
+    fastest for mma.sync, M fastest for wgmma), whose softmax reductions stay within a quad of
+    lanes when warps split only M."""
     if isinstance(layout, NvidiaMma):
         r = layout.rank
         wt, wpc = layout._warp_tile(), layout.warps_per_cta
         span, per, stride = {r - 1: (4, 2, 1), r - 2: (8, 1, 4)}.get(axis, (1, 1, 1))
         return ReducePlan(axis, _distinct(shape[axis], per, span), stride,
-                          _distinct(shape[axis], wt[axis], wpc[axis]), prod(wpc[axis + 1:]), span, wpc[axis])
+                          _distinct(shape[axis], wt[axis], wpc[axis]), layout.warp_stride(axis), span, wpc[axis])
     spt = min(layout.size_per_thread[axis], shape[axis])
     tpw, wpc = layout.threads_per_warp[axis], layout.warps_per_cta[axis]
     lanes = _distinct(shape[axis], spt, tpw)
@@ -104,17 +105,16 @@ def convert_bytes(shape, elem: str, src_layout=None) -> int:
 
 def packed_pitch(src_layout, shape, elem: str) -> int | None:
     """Row pitch in bytes of a conversion that stores 16-bit elements as packed pairs: out of the
-    mma.sync accumulator (`#ttg.nvidia_mma` version 2), whose threads hold each element with its
-    right neighbour (c0 c1, c2 c3 of an m16n8 tile), a rank-2 tile its warps cover without
+    tensor-core accumulator (`#ttg.nvidia_mma`, mma.sync or wgmma), whose threads hold each
+    element with its right neighbour (c0 c1, c2 c3 of each 16x8 tile), a rank-2 tile its warps cover without
     wrapping. Each pair is one 32-bit store at row * pitch + 2 * col; the 16 bytes of padding per
     row put the eight rows a warp stores into different banks (row r starts at bank 4r), as
     Triton pads its conversion scratch. None: no packed plan (one word per element)."""
-    if not isinstance(src_layout, NvidiaMma) or src_layout.version[0] != 2 or len(shape) != 2:
+    if not isinstance(src_layout, NvidiaMma) or len(shape) != 2:
         return None
     if elem_bytes(elem) != 2 or mu.elem_bits(elem) != 16:
         return None
-    wm, wn = src_layout.warps_per_cta
-    if shape[0] % (16 * wm) or shape[1] % (8 * wn):
+    if shape[0] % src_layout.tile(0) or shape[1] % src_layout.tile(1):
         return None
     offs = src_layout.local_offsets(tuple(shape))
     if len(offs) % 2 or any(offs[j + 1] != (offs[j][0], offs[j][1] + 1) for j in range(0, len(offs), 2)):
@@ -277,6 +277,8 @@ def feeds_dot(ring) -> bool:
         if view.name != "ttg.memdesc_index":
             continue
         for u in view.results[0].uses:
+            if u.owner.name == "ttng.warp_group_dot":
+                return True
             if u.owner.name == "ttg.local_load" and mu.encoding_str(u.owner.results[0].type).startswith("#ttg.dot_op<"):
                 return True
     return False
@@ -317,6 +319,13 @@ def _align(n: int, a: int = 16) -> int:
     return (n + a - 1) // a * a
 
 
+def buffer_align(alloc) -> int:
+    """Byte alignment of a buffer's offset: 1024 for `#ttg.nvmma_shared` (the 128-byte swizzle
+    repeats every 8 rows of 128 bytes and wgmma applies it to absolute shared addresses,
+    PTX ISA 9.7.15.5.1; `global_smem` is then 1024-aligned too), else 16."""
+    return 1024 if "#ttg.nvmma_shared<" in str(alloc.results[0].type) else 16
+
+
 def allocate(module, num_warps: int) -> int:
     """Place every `ttg.local_alloc` (`allocation.offset = <bytes> : i32` on the op) and return
     `ttg.shared` in bytes (0 when nothing uses shared memory).
@@ -338,6 +347,7 @@ def allocate(module, num_warps: int) -> int:
     for group, live_ops in ring_groups(module):
         at = _align(ops_bytes(live_ops, num_warps))
         for op in group:
+            at = _align(at, buffer_align(op))
             op.operation.attributes["allocation.offset"] = mu.ir.IntegerAttr.get(i32, at)
             at = _align(at + buffer_bytes(op))
             placed.append(op.operation)
@@ -349,16 +359,27 @@ def allocate(module, num_warps: int) -> int:
     live = _live_ranges(module)
     taken = [(live[op.operation], int(op.operation.attributes["allocation.offset"].value), buffer_bytes(op))
              for g, _ in ring_groups(module) for op in g]
+    ordered = [o for func in module.body.operations for o in [func.operation, *walk(func)]]
     for op, size in sorted(rest, key=lambda b: live[b[0].operation][0]):
         span = live[op.operation]
-        at = top
+        align = buffer_align(op)
+        # above the scratch of the ops that run while it is live (the accumulator's conversion
+        # after a loop may reuse the bytes of operand tiles the loop wrote, as Triton's does)
+        at = _align(_scratch_during(ordered, span, num_warps), align)
         for (lo, hi), off, n in sorted(taken, key=lambda t: t[1]):
             if lo <= span[1] and span[0] <= hi and off < at + size and at < off + n:
-                at = _align(off + n)
+                at = _align(off + n, align)
         op.operation.attributes["allocation.offset"] = mu.ir.IntegerAttr.get(i32, at)
         taken.append((span, at, size))
         shared = max(shared, _align(at + size))
     return shared
+
+
+def _scratch_during(ordered, span, num_warps: int) -> int:
+    """The largest scratch of an op at pre-order positions span[0]..span[1] of `ordered` (the
+    positions _live_ranges uses); control-flow ops count only through the ops they nest."""
+    ops = [o for o in ordered[span[0]:span[1] + 1] if not o.name.startswith(("scf.", "tt.func"))]
+    return ops_bytes(ops, num_warps)
 
 
 def _live_ranges(module) -> dict:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from itertools import product
+from math import prod
 
 
 def _ints(text: str, key: str) -> tuple[int, ...]:
@@ -93,9 +94,16 @@ class _Affine:
 
 @dataclass(frozen=True)
 class NvidiaMma(_Affine):
-    """`#ttg.nvidia_mma<{versionMajor = 2, versionMinor = 0, warpsPerCTA, instrShape}>`: the
-    mma.sync m16n8 accumulator (rank 2, or rank 3 with a leading batch dimension whose
-    instrShape entry is 1)."""
+    """`#ttg.nvidia_mma<{versionMajor, versionMinor = 0, warpsPerCTA, instrShape}>`: a
+    tensor-core accumulator.
+
+    Version 2, mma.sync: m16n8 tiles, rank 2 or rank 3 with a leading batch dimension whose
+    instrShape entry is 1; warps N fastest.
+    Version 3, wgmma (rank 2, instrShape = [16, n, k]): each warp owns 16 rows by n columns of
+    its warpgroup's m64nNk result, the mma.sync C pattern repeated every 8 columns (PTX ISA
+    9.7.15.5.1, "Matrix fragments for wgmma .m64nNk16": d[4j..4j+3] = rows g, g, g+8, g+8 at
+    columns 8j + 2t, +1); warps M fastest, so four consecutive warps (a warpgroup) stack 64 rows
+    (Triton: nvidiaMmaToLinearLayout, row-major warp order only below Hopper)."""
     warps_per_cta: tuple[int, ...]
     instr_shape: tuple[int, ...] = (16, 8)
     version: tuple[int, int] = (2, 0)
@@ -121,7 +129,24 @@ class NvidiaMma(_Affine):
         return cls(_ints(text, "warpsPerCTA"), _ints(text, "instrShape"),
                    (_int(text, "versionMajor"), _int(text, "versionMinor")))
 
+    @property
+    def is_hopper(self) -> bool:
+        return self.version[0] == 3
+
+    @property
+    def warp_order(self) -> tuple[int, ...]:
+        """Dimensions fastest-first in which warp indices advance: N first for mma.sync, M first
+        for wgmma (a warpgroup's four warps stack along M)."""
+        return (0, 1) if self.is_hopper else tuple(reversed(range(self.rank)))
+
+    def warp_stride(self, d: int) -> int:
+        """How far apart (in warps) two warps adjacent along dimension d are."""
+        order = self.warp_order
+        return prod(self.warps_per_cta[e] for e in order[:order.index(d)])
+
     def _warp_tile(self):
+        if self.is_hopper:
+            return (16, self.instr_shape[1])
         return (1,) * (self.rank - 2) + (16, 8)
 
     def _warps(self):
@@ -129,16 +154,17 @@ class NvidiaMma(_Affine):
 
     def _tile_offsets(self):
         z = (0,) * (self.rank - 2)
-        return [z + (0, 0), z + (0, 1), z + (8, 0), z + (8, 1)]
+        n8 = self.instr_shape[1] // 8 if self.is_hopper else 1
+        return [z + (r, 8 * j + c) for j in range(n8) for r, c in ((0, 0), (0, 1), (8, 0), (8, 1))]
 
     def _lane_base(self, lane: int):
         return (0,) * (self.rank - 2) + (lane >> 2, 2 * (lane & 3))
 
     def warp_coords(self, warp: int) -> tuple[int, ...]:
-        """Warp index -> its coordinate per dimension (last dimension fastest); the last
-        coordinate of dimension 0 keeps any excess warps (they wrap, as blocked layouts do)."""
+        """Warp index -> its coordinate per dimension (in `warp_order`); the slowest dimension's
+        coordinate keeps any excess warps (they wrap, as blocked layouts do)."""
         out = [0] * self.rank
-        for d in reversed(range(self.rank)):
+        for d in self.warp_order:
             w = self.warps_per_cta[d]
             out[d] = warp % w
             warp //= w
@@ -270,6 +296,71 @@ class SwizzledShared:
             off += index[d] * stride
             stride *= shape[d]
         return off
+
+
+@dataclass(frozen=True)
+class NvmmaShared:
+    """`#ttg.nvmma_shared<{swizzlingByteWidth, transposed, elementBitWidth}>`: a rank-2
+    shared tile in the layout wgmma's matrix descriptors (and TMA) read. The contiguous
+    dimension (the last one, or the first when `transposed`) is cut into blocks of
+    `swizzle` bytes; block after block, each holds every row of the tile, row after row; within
+    a row of 8 rows the 16-byte chunks are XORed with (row / (128 / swizzle)) % (swizzle / 16)
+    (CuTe Swizzle<3,4,3> for 128 bytes; Triton: nvmmaSharedToLinearLayout; PTX ISA 9.7.15.5.1,
+    "Shared memory matrix layout"). As a `SwizzledShared` over one block: vec = 16 bytes,
+    perPhase = 128 / swizzle, maxPhase = swizzle / 16."""
+    swizzle: int
+    transposed: bool
+    elem_bits: int
+
+    @property
+    def order(self) -> tuple[int, int]:
+        return (0, 1) if self.transposed else (1, 0)
+
+    @property
+    def block_elems(self) -> int:
+        """Elements of one block along the contiguous dimension."""
+        return self.swizzle * 8 // self.elem_bits
+
+    @property
+    def vec(self) -> int:
+        return 128 // self.elem_bits
+
+    @property
+    def per_phase(self) -> int:
+        return 128 // self.swizzle
+
+    @property
+    def max_phase(self) -> int:
+        return self.swizzle // 16
+
+    def attr(self) -> str:
+        return (f"#ttg.nvmma_shared<{{swizzlingByteWidth = {self.swizzle}, transposed = "
+                f"{'true' if self.transposed else 'false'}, elementBitWidth = {self.elem_bits}}}>")
+
+    @classmethod
+    def parse(cls, text: str) -> "NvmmaShared":
+        m = re.search(r"transposed\s*=\s*(true|false)", text)
+        return cls(_int(text, "swizzlingByteWidth"), bool(m and m.group(1) == "true"), _int(text, "elementBitWidth"))
+
+    def offset(self, index, shape) -> int:
+        """Element offset of `index` in a tile of `shape` (pure Python; LLIR mirrors it)."""
+        c, r = self.order
+        e = self.block_elems
+        col, row = index[c], index[r]
+        blk, x = divmod(col, e)
+        group = (x // self.vec) ^ ((row // self.per_phase) % self.max_phase)
+        return blk * shape[r] * e + row * e + group * self.vec + x % self.vec
+
+
+def nvmma_for_operand(shape, order, elem_bits: int) -> NvmmaShared | None:
+    """Triton's NVMMASharedEncodingAttr::get for a rank-2 tile stored with `order` (fastest
+    first): the widest of 128/64/32-byte swizzles that the contiguous extent is a multiple of;
+    None when that extent is under 32 bytes (no wgmma descriptor fits)."""
+    inner = shape[order[0]] * elem_bits // 8
+    for w in (128, 64, 32):
+        if inner % w == 0:
+            return NvmmaShared(w, order[0] != len(shape) - 1, elem_bits)
+    return None
 
 
 def for_operand(op_idx: int, shape, order, elem_bits: int, k_width: int) -> SwizzledShared:

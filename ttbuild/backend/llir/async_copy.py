@@ -132,6 +132,8 @@ def _dot_ring(view) -> bool:
         if use.owner.name != "ttg.memdesc_index":
             continue
         for u in use.owner.results[0].uses:
+            if u.owner.name == "ttng.warp_group_dot":
+                return True
             if u.owner.name == "ttg.local_load" and mu.encoding_str(u.owner.results[0].type).startswith("#ttg.dot_op<"):
                 return True
     return False

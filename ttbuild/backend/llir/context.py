@@ -113,6 +113,15 @@ class Ctx:
         off = offset if isinstance(offset, ir.Value) else ir.Constant(I32, offset)
         return self.builder.gep(g, [ir.Constant(I32, 0), off])
 
+    def align_smem(self, align: int) -> None:
+        """Raise `global_smem`'s alignment to `align` bytes (swizzled wgmma/TMA tiles are placed
+        at offsets aligned so, and the hardware swizzles absolute shared addresses)."""
+        g = self.module.globals.get("global_smem")
+        if g is None:
+            self.smem()
+            g = self.module.globals["global_smem"]
+        g.align = max(g.align or 1, align)
+
     def barrier(self) -> None:
         """`bar.sync 0`: all warps of the CTA meet (PTX ISA 9.7.13.1). Through the convergent
         intrinsic (as Triton), so LLVM never duplicates it into divergent branches."""

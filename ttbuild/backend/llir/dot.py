@@ -24,7 +24,7 @@ from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.allocation import elem_bytes
-from ttbuild.backend.analysis.mma_layout import DotOperand, NvidiaMma, SwizzledShared
+from ttbuild.backend.analysis.mma_layout import DotOperand, NvidiaMma, NvmmaShared, SwizzledShared
 from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
 from ttbuild.backend.llir.fma import fma_dot
 from ttbuild.backend.llir.mma_index import warp_origin
@@ -36,6 +36,7 @@ RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the 
 rule = RULES.rule
 
 _SWIZZLED = re.compile(r"#ttg\.swizzled_shared<\{[^}]*\}>")
+_NVMMA = re.compile(r"#ttg\.nvmma_shared<\{[^}]*\}>")
 
 
 def _c(v: int) -> ir.Constant:
@@ -46,8 +47,11 @@ def _log2(n: int) -> int:
     return n.bit_length() - 1
 
 
-def shared_layout(memdesc_type) -> SwizzledShared:
-    """The `#ttg.swizzled_shared` encoding of a memdesc type."""
+def shared_layout(memdesc_type) -> SwizzledShared | NvmmaShared:
+    """The `#ttg.swizzled_shared` or `#ttg.nvmma_shared` encoding of a memdesc type."""
+    m = _NVMMA.search(str(memdesc_type))
+    if m:
+        return NvmmaShared.parse(m.group(0))
     m = _SWIZZLED.search(str(memdesc_type))
     if not m:
         raise CompilationError(f"unsupported shared encoding in {memdesc_type}", stage="llir")
@@ -62,8 +66,25 @@ def full_order(desc: MemDesc) -> tuple[int, ...]:
     return tuple(order) + tuple(d for d in reversed(range(len(desc.shape))) if d not in order)
 
 
-def swizzled_offset(b, sw: SwizzledShared, desc: MemDesc, index) -> ir.Value:
-    """LLIR of SwizzledShared.offset: the element offset (i32) of `index` (one i32 per dimension)."""
+def _nvmma_offset(b, sw: NvmmaShared, desc: MemDesc, index) -> ir.Value:
+    """LLIR of NvmmaShared.offset (rank 2)."""
+    c, r = sw.order
+    e = sw.block_elems
+    col, row = index[c], index[r]
+    x = b.and_(col, _c(e - 1)) if desc.shape[c] > e else col
+    ph = b.lshr(row, _c(_log2(sw.per_phase))) if sw.per_phase > 1 else row
+    ph = b.and_(ph, _c(sw.max_phase - 1))
+    off = b.add(b.mul(row, _c(e)), b.xor(x, b.shl(ph, _c(_log2(sw.vec)))))
+    if desc.shape[c] > e:
+        off = b.add(off, b.mul(b.lshr(col, _c(_log2(e))), _c(desc.shape[r] * e)))
+    return off
+
+
+def swizzled_offset(b, sw: SwizzledShared | NvmmaShared, desc: MemDesc, index) -> ir.Value:
+    """LLIR of SwizzledShared.offset / NvmmaShared.offset: the element offset (i32) of `index`
+    (one i32 per dimension)."""
+    if isinstance(sw, NvmmaShared):
+        return _nvmma_offset(b, sw, desc, index)
     order = full_order(desc)
     o0 = order[0]
     col = index[o0]
@@ -84,6 +105,8 @@ def swizzle_periods(sw: SwizzledShared, desc: MemDesc) -> dict[int, int]:
     swizzle unchanged and so move its offset by shift * stride: vec * maxPhase along the fastest
     dimension, perPhase * maxPhase along the next, 1 along the others (whole tiles)."""
     order = full_order(desc)
+    if isinstance(sw, NvmmaShared):  # a whole block along the contiguous dimension, 8 rows
+        return {sw.order[0]: sw.block_elems, sw.order[1]: 8}
     out = {d: 1 for d in order}
     if sw.max_phase > 1:
         out[order[0]] = sw.vec * sw.max_phase
@@ -92,8 +115,13 @@ def swizzle_periods(sw: SwizzledShared, desc: MemDesc) -> dict[int, int]:
     return out
 
 
-def element_strides(desc: MemDesc) -> dict[int, int]:
-    """Per dimension, the element stride of the view's slots (fastest dimension 1)."""
+def element_strides(desc: MemDesc, sw=None) -> dict[int, int]:
+    """Per dimension, the element stride of the view's slots (fastest dimension 1); for an
+    nvmma tile, per element of a shift by whole periods (swizzle_periods): a block along the
+    contiguous dimension moves by rows x block, so a shift of `block` elements by that much."""
+    if isinstance(sw, NvmmaShared):
+        c, r = sw.order
+        return {c: desc.shape[r], r: sw.block_elems}
     strides, stride = {}, 1
     for d in full_order(desc):
         strides[d] = stride
@@ -115,7 +143,7 @@ def tile_addresses(ctx, desc: MemDesc, sw: SwizzledShared, layout, shape, js) ->
     b = ctx.builder
     offs = layout.local_offsets(shape)
     base = ctx.thread_base(layout)
-    periods, strides = swizzle_periods(sw, desc), element_strides(desc)
+    periods, strides = swizzle_periods(sw, desc), element_strides(desc, sw)
     eb = elem_bytes(desc.elem)
     classes: dict = {}
     out = []

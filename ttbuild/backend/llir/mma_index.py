@@ -13,6 +13,16 @@ def _c(v: int) -> ir.Constant:
     return ir.Constant(I32, v)
 
 
+def _warp_coords(b, mma: NvidiaMma, warp) -> list[ir.Value]:
+    """The warp's coordinate per dimension, in the layout's warp order (NvidiaMma.warp_coords)."""
+    wc, rem = [None] * mma.rank, warp
+    for d in mma.warp_order:
+        w = mma.warps_per_cta[d]
+        wc[d] = b.and_(rem, _c(w - 1)) if w > 1 else _c(0)
+        rem = b.lshr(rem, _c(w.bit_length() - 1)) if w > 1 else rem
+    return wc
+
+
 def warp_origin(ctx, layout) -> list[ir.Value]:
     """Per dimension, the first index of this warp's tile (warp coordinate x warp tile; 0 along
     the dimensions a dot operand is replicated over)."""
@@ -20,11 +30,7 @@ def warp_origin(ctx, layout) -> list[ir.Value]:
     _, warp = ctx.lane_warp()
     parent = layout.parent if isinstance(layout, DotOperand) else layout
     rank = parent.rank
-    wc, rem = [None] * rank, warp
-    for d in reversed(range(rank)):
-        w = parent.warps_per_cta[d]
-        wc[d] = b.and_(rem, _c(w - 1)) if w > 1 else _c(0)
-        rem = b.lshr(rem, _c(w.bit_length() - 1)) if w > 1 else rem
+    wc = _warp_coords(b, parent, warp)
     wt = layout._warp_tile()
     out = []
     for d in range(rank):
@@ -47,12 +53,7 @@ def bases(ctx, layout) -> list[ir.Value]:
     t = b.and_(lane, _c(3))
     parent = layout.parent if isinstance(layout, DotOperand) else layout
     rank = parent.rank
-    # warp coordinates, last dimension fastest (NvidiaMma.warp_coords)
-    wc, rem = [None] * rank, warp
-    for d in reversed(range(rank)):
-        w = parent.warps_per_cta[d]
-        wc[d] = b.and_(rem, _c(w - 1)) if w > 1 else _c(0)
-        rem = b.lshr(rem, _c(w.bit_length() - 1)) if w > 1 else rem
+    wc = _warp_coords(b, parent, warp)
     if isinstance(layout, NvidiaMma):
         lane_b = [_c(0)] * (rank - 2) + [g, b.shl(t, _c(1))]
     else:

@@ -26,10 +26,11 @@ from ttbuild.backend.llir import (
                                   scan,
                                   tt,
                                   view,
+                                  wgmma,
 )
 from ttbuild.registry import Registry, build
 
 MODULES = (arith, math_ops, cast, tt, memory, async_copy, atomic, view, convert_layout, reduce, scan,
-           control_flow, debug, dot, inline_asm, histogram)
+           control_flow, debug, dot, inline_asm, histogram, wgmma)
 
 RULES: Registry = build({"default": Registry("LLIR lowering rule")}, MODULES)["default"]

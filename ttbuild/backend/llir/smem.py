@@ -40,6 +40,7 @@ def linear(b, idx, shape):
     return acc if acc is not None else ir.Constant(I32, 0)
 
 
+_NVMMA_DESC = re.compile(r"!ttg\.memdesc<([0-9x]+)x([a-zA-Z0-9]+),\s*#ttg\.nvmma_shared<\{[^}]*transposed\s*=\s*(true|false)")
 _MEMDESC = re.compile(r"!ttg\.memdesc<([0-9x]+)x([a-zA-Z0-9]+),.*?order\s*=\s*\[([0-9,\s]*)\]")
 
 
@@ -57,6 +58,11 @@ def parse_memdesc(t) -> tuple[tuple[int, ...], str, tuple[int, ...]]:
     """`!ttg.memdesc<2x256xf32, #ttg.swizzled_shared<{..., order = [0]}>, ...>` ->
     ((2, 256), 'f32', (0,)). Raises CompilationError for other spellings."""
     m = _MEMDESC.match(str(t))
+    if m is None:
+        n = _NVMMA_DESC.match(str(t))
+        if n is not None:  # rank 2; `transposed` puts dimension 0 fastest
+            order = (0, 1) if n.group(3) == "true" else (1, 0)
+            return tuple(int(s) for s in n.group(1).split("x")), n.group(2), order
     if not m:
         raise CompilationError(f"unsupported shared-memory descriptor {t}", stage="llir")
     order = tuple(int(x) for x in m.group(3).split(",") if x.strip())

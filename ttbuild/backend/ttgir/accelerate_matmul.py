@@ -1,4 +1,11 @@
-"""TTGIR pass: every `tt.dot` that mma.sync can compute gets a `#ttg.nvidia_mma` (v2) result and `#ttg.dot_op` operands staged through `#ttg.swizzled_shared` memory (Triton's AccelerateMatmul, MMAv2 branch).
+"""TTGIR pass: every `tt.dot` that a tensor core can compute gets a `#ttg.nvidia_mma` result: v3 (wgmma, `ttng.warp_group_dot` on `#ttg.nvmma_shared` tiles) where sm_90 allows it, else v2 with `#ttg.dot_op` operands staged through `#ttg.swizzled_shared` memory (Triton's AccelerateMatmul).
+
+wgmma (`wgmma_supported`, Triton's MMAv3 branch): warpsPerCTA from warpsPerTileV3, instrShape
+[16, n, 16] from mmaVersionToInstrShape; each operand `ttg.local_alloc`ed into the
+`#ttg.nvmma_shared` swizzle NVMMASharedEncodingAttr::get picks, read by the dot as a memdesc;
+`ttng.fence_async_shared` before `ttng.warp_group_dot {isAsync}` and `ttng.warp_group_dot_wait
+{pendings = 0}` after it (the pipeliner drops the fence and keeps one group in flight where its
+rings allow). The accumulator is carried as below. What follows is the mma.sync branch.
 
 Runs after layout assignment (ttbuild.backend.ttgir.coalesce), which left every tensor `#ttg.blocked`.
 Per dot, as Triton 3.6 spells it (lib/Dialect/TritonGPU/Transforms/AccelerateMatmul.cpp):
@@ -22,7 +29,7 @@ from __future__ import annotations
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.layout import parse_layout
-from ttbuild.backend.analysis.mma_layout import DotOperand, FmaOperand, NvidiaMma, for_operand
+from ttbuild.backend.analysis.mma_layout import DotOperand, FmaOperand, NvidiaMma, for_operand, nvmma_for_operand
 from ttbuild.optraits import walk
 
 ir = mu.ir
@@ -296,11 +303,119 @@ def _fma(dot) -> None:
         dot.operands[2] = _convert(c, blocked, before=dot, loc=dot.location)
 
 
-def accelerate(module, num_warps: int, cc: int = 90) -> int:
-    """Rewrite every mma-able tt.dot of the module (see the module docstring); returns how many."""
+# (A element, C element) that this wgmma path computes (PTX ISA 9.7.15.5, wgmma.mma_async
+# .f32.f16.f16 / .f32.bf16.bf16); Triton's supportMMA(op, 3) also takes tf32, fp8 and int8.
+_WGMMA_TYPES = {("f16", "f32"), ("bf16", "f32")}
+
+
+def _operand_order(v) -> tuple[int, ...]:
+    return parse_layout(mu.encoding_str(v.type)).order
+
+
+def wgmma_supported(op, cc: int, num_warps: int) -> bool:
+    """Whether this tt.dot runs on wgmma (Triton's supportMMA(op, 3) and the MMAv3 branch of
+    AccelerateMatmul): sm_90, num_warps a multiple of 4, rank 2, M a multiple of 64, N of 8,
+    K of 16, 16-bit inputs with an fp32 accumulator, each operand tile's contiguous extent at
+    least 32 bytes (an nvmma_shared swizzle), and no other tt.dot chained to it (attention's
+    P.V needs wgmma with A in registers, not built yet: those stay on mma.sync)."""
+    if cc != 90 or num_warps % 4:
+        return False
+    a, bm, c = op.operands[0], op.operands[1], op.operands[2]
+    if (mu.elem_str(a.type), mu.elem_str(c.type)) not in _WGMMA_TYPES or mu.elem_str(bm.type) != mu.elem_str(a.type):
+        return False
+    shape_c, shape_a = mu.shape_of(c.type), mu.shape_of(a.type)
+    if len(shape_c) != 2 or shape_c[0] % 64 or shape_c[1] % 8 or shape_a[1] % 16:
+        return False
+    # Along a contiguous M or N, one wgmma's sub-tile (64 rows of A, instrShape n columns of B)
+    # must not straddle two swizzle blocks: it spans whole blocks or lies inside one.
+    for v, k_dim, step in ((a, 1, 64), (bm, 0, instr_n_v3(shape_c, num_warps))):
+        order = _operand_order(v)
+        sw = nvmma_for_operand(mu.shape_of(v.type), order, mu.elem_bits(mu.elem_str(v.type)))
+        if sw is None or (order[0] != k_dim and step % sw.block_elems and sw.block_elems % step):
+            return False
+    return not _slice_has_other_dot(op)
+
+
+def instr_n_v3(shape, num_warps: int) -> int:
+    """wgmma's N for a [M, N] result (Triton's mmaVersionToInstrShape, version 3): the largest
+    multiple of 8 up to 256 that divides N and is at most N / (warps left after M takes
+    M / 16 of them)."""
+    m_warps = max(shape[0] // 16, 1)
+    n_warps = max(num_warps // m_warps, 1)
+    max_n = max(shape[1] // n_warps, 8)
+    return next(n for n in range(256, 7, -8) if shape[1] % n == 0 and n <= max_n)
+
+
+def warps_per_tile_v3(shape, num_warps: int) -> tuple[int, int]:
+    """Triton's warpsPerTileV3: from [4, 1], double M while a warpgroup's 64 rows x the M warps
+    do not cover M, else N, until the warps are used up."""
+    ret = [4, 1]
+    while ret[0] * ret[1] < num_warps:
+        if shape[0] > 16 * ret[0]:
+            ret[0] *= 2
+        else:
+            ret[1] *= 2
+    return tuple(ret)
+
+
+def _stage_operand_v3(dot, idx: int):
+    """Operand idx of `dot`: `ttg.local_alloc` into `#ttg.nvmma_shared` right after its
+    definition (so a loop-invariant operand is written once, before the loop); the memdesc."""
+    v = dot.operands[idx]
+    elem = mu.elem_str(v.type)
+    shape = mu.shape_of(v.type)
+    shared = nvmma_for_operand(shape, _operand_order(v), mu.elem_bits(elem))
+    owner = v.owner if isinstance(v, ir.OpResult) else None
+    ip = ir.InsertionPoint.after(owner) if owner is not None else ir.InsertionPoint(dot)
+    with ip:
+        return ir.Operation.create("ttg.local_alloc", results=[_memdesc_type(shape, elem, shared)],
+                                   operands=[v], loc=dot.location).results[0]
+
+
+def _to_warp_group_dot(dot, a, bm) -> None:
+    """tt.dot (already on #mma v3) -> `ttng.fence_async_shared` (register-written operand tiles
+    reach wgmma through the async proxy, PTX ISA 9.7.13.4.4), `ttng.warp_group_dot {isAsync}` on
+    the two memdescs, `ttng.warp_group_dot_wait {pendings = 0}` (the pipeliner lets one group
+    stay in flight where its ring keeps the operands alive)."""
+    d = dot.results[0]
+    p = mu.props(dot)
+    i32 = ir.IntegerType.get_signless(32)
+    attrs = {"inputPrecision": p["inputPrecision"] if "inputPrecision" in p else ir.IntegerAttr.get(i32, 0),
+             "isAsync": ir.BoolAttr.get(True)}
+    if "maxNumImpreciseAcc" in p:
+        attrs["maxNumImpreciseAcc"] = p["maxNumImpreciseAcc"]
+    with ir.InsertionPoint(dot):
+        ir.Operation.create("ttng.fence_async_shared", results=[], operands=[],
+                            attributes={"bCluster": ir.BoolAttr.get(False)}, loc=dot.location)
+        wg = ir.Operation.create("ttng.warp_group_dot", results=[d.type], operands=[a, bm, dot.operands[2]],
+                                 attributes=attrs, loc=dot.location)
+        wait = ir.Operation.create("ttng.warp_group_dot_wait", results=[d.type, a.type, bm.type],
+                                   operands=[wg.results[0], a, bm],
+                                   attributes={"pendings": ir.IntegerAttr.get(i32, 0)}, loc=dot.location)
+    d.replace_all_uses_with(wait.results[0])
+    dot.operation.erase()
+
+
+def _accelerate_v3(dot, num_warps: int) -> None:
+    shape = mu.shape_of(dot.results[0].type)
+    k = 16
+    mma = NvidiaMma(warps_per_tile_v3(shape, num_warps), (16, instr_n_v3(shape, num_warps), k), (3, 0))
+    a = _stage_operand_v3(dot, 0)
+    bm = _stage_operand_v3(dot, 1)
+    _accumulator(dot, mma)
+    _to_warp_group_dot(dot, a, bm)
+
+
+def accelerate(module, num_warps: int, cc: int = 90, wgmma: bool = True) -> int:
+    """Rewrite every mma-able tt.dot of the module (see the module docstring); returns how many.
+    wgmma=False keeps every dot on mma.sync (the `disable_mma_v3` option)."""
     dots = [op.opview for func in module.body.operations for op in walk(func) if op.name == "tt.dot"]
     n = 0
     for dot in dots:
+        if wgmma and wgmma_supported(dot, cc, num_warps):
+            _accelerate_v3(dot, num_warps)
+            n += 1
+            continue
         if not mma_supported(dot, cc):
             _fma(dot)
             continue

@@ -24,7 +24,8 @@ from ttbuild.options import Options
 PASSES = (
     ("transpose_loads", lambda module, o: transpose_loads(module)),
     ("coalesce", lambda module, o: assign(module, o.num_warps)),
-    ("accelerate_matmul", lambda module, o: accelerate(module, o.num_warps, o.target_info.capability)),
+    ("accelerate_matmul", lambda module, o: accelerate(module, o.num_warps, o.target_info.capability,
+                                                       wgmma=not o.disable_mma_v3)),
     ("remove_layout_conversions", lambda module, o: remove_layout_conversions(module, o.num_warps)),
     ("pipeline", lambda module, o: pipeline(module, o.num_stages)),
 )

@@ -85,8 +85,9 @@ def memdesc_type(shape, elem: str, order, encoding: str | None = None) -> ir.Typ
 
 
 def _shared_encoding(memdesc) -> str:
-    """The shared encoding (text) of a memdesc type: `#ttg.swizzled_shared<{...}>`."""
-    m = re.search(r"#ttg\.swizzled_shared<\{[^}]*\}>", str(memdesc))
+    """The shared encoding (text) of a memdesc type: `#ttg.swizzled_shared<{...}>` or
+    `#ttg.nvmma_shared<{...}>`."""
+    m = re.search(r"#ttg\.(swizzled|nvmma)_shared<\{[^}]*\}>", str(memdesc))
     if not m:
         raise ValueError(f"unsupported shared encoding in {memdesc}")
     return m.group(0)
@@ -206,13 +207,27 @@ def _sole_user(v):
     return uses[0].owner if len(uses) == 1 else None
 
 
+def wgmma_reader(alloc):
+    """The `ttng.warp_group_dot` that reads the memdesc `alloc` when that dot (and the
+    `ttng.warp_group_dot_wait`s that keep it alive) are its only users, in its block; else None."""
+    users = [u.owner for u in alloc.results[0].uses]
+    dots = [o for o in users if o.name == "ttng.warp_group_dot"]
+    if len(dots) != 1 or any(o.name not in ("ttng.warp_group_dot", "ttng.warp_group_dot_wait") for o in users):
+        return None
+    return dots[0] if dots[0].operation.block == alloc.operation.block else None
+
+
 def dot_operand_use(load):
-    """(local_alloc, local_load) when the load's sole user is a `ttg.local_alloc` whose memdesc
-    only a `ttg.local_load` into `#ttg.dot_op` reads (accelerate_matmul's staging of a tt.dot
-    operand, Triton's condition for a shared-memory pipelined dot operand); else None."""
+    """(local_alloc, reader) when the load's sole user is a `ttg.local_alloc` whose memdesc
+    only a `ttg.local_load` into `#ttg.dot_op`, or a `ttng.warp_group_dot`, reads
+    (accelerate_matmul's staging of a dot operand, Triton's condition for a shared-memory
+    pipelined dot operand); else None."""
     alloc = _sole_user(load.results[0])
     if alloc is None or alloc.name != "ttg.local_alloc" or alloc.operation.block != load.operation.block:
         return None
+    wg = wgmma_reader(alloc)
+    if wg is not None:
+        return alloc, wg
     reader = _sole_user(alloc.results[0])
     if reader is None or reader.name != "ttg.local_load" or reader.operation.block != load.operation.block:
         return None
@@ -221,8 +236,11 @@ def dot_operand_use(load):
     return alloc, reader
 
 
+DOT_OPS = ("tt.dot", "ttng.warp_group_dot")
+
+
 def has_dot(for_op) -> bool:
-    return any(op.operation.name == "tt.dot" for op in for_op.regions[0].blocks[0].operations)
+    return any(op.operation.name in DOT_OPS for op in for_op.regions[0].blocks[0].operations)
 
 
 def candidates(for_op, axis: AxisAnalysis, plain: bool = True) -> list[Candidate]:
@@ -323,6 +341,12 @@ class _Loop:
 
     def __init__(self, for_op, stages: int, cands: list[Candidate]):
         self.op, self.S, self.cands = for_op, stages, cands
+        # A wgmma operand ring holds one more slot: the copy for iteration i + S - 1 lands in
+        # the slot iteration i - 1's wgmma read, which may still run until iteration i's
+        # warp_group_dot_wait {pendings = 1} (Triton's loadRequiresAdditionalBuffer).
+        self.wgmmas = {c.reader.operation: c.reader for c in cands
+                       if c.reader is not None and c.reader.name == "ttng.warp_group_dot"}
+        self.slots = stages if self.wgmmas else stages - 1
         self.b = _Builder(for_op.location)
         self.lb, self.ub, self.step = list(for_op.operands)[:3]
         self.body = for_op.regions[0].blocks[0]
@@ -411,11 +435,11 @@ class _Loop:
                 elem = str(t.element_type)
                 if cand.alloc is not None:
                     enc = _shared_encoding(cand.alloc.results[0].type)
-                    ring = memdesc_type((S - 1, *t.shape), elem, None, enc)
+                    ring = memdesc_type((self.slots, *t.shape), elem, None, enc)
                     view = memdesc_type(tuple(t.shape), elem, None, enc)
                 else:
                     order = parse_layout(str(t.encoding)).order
-                    ring = memdesc_type((S - 1, *t.shape), elem, order)
+                    ring = memdesc_type((self.slots, *t.shape), elem, order)
                     view = memdesc_type(tuple(t.shape), elem, order)
                 alloc = b.op("ttg.local_alloc", [ring], []).results[0]
                 self.allocs.append(alloc)
@@ -447,12 +471,19 @@ class _Loop:
             lim = b.subi(self.ub, self._step_times(S - 1))
             pred = b.cmpi(SLT, self.iv_new, lim)
             ext = b.addi(extract, b.const(1))
-            ext = b.select(b.cmpi(SGE, ext, b.const(S - 1)), b.const(0), ext)
+            ext = b.select(b.cmpi(SGE, ext, b.const(self.slots)), b.const(0), ext)
             waited = b.op("ttg.async_wait", [token_type()], [toks[0]],
                           {"num": ir.IntegerAttr.get(i32, S - 2)}).results[0]
         for cand, alloc in zip(self.cands, self.allocs):
             load = cand.load
             lb = b.at(load.location)
+            if cand.alloc is not None and cand.reader.name == "ttng.warp_group_dot":
+                # wgmma reads the slot itself: the dot and its waits take the slot's view.
+                with ir.InsertionPoint(cand.reader):
+                    view = lb.op("ttg.memdesc_index", [self.views[id(alloc)]], [alloc, ext]).results[0]
+                _retarget(cand.alloc.results[0], view)
+                cand.alloc.erase()
+                continue
             if cand.alloc is not None:
                 # The dot operand's local_load reads the slot itself (no register round trip).
                 with ir.InsertionPoint(cand.reader):
@@ -471,7 +502,7 @@ class _Loop:
             load.results[0].replace_all_uses_with(val)
         with ir.InsertionPoint(yield_op):
             ins = b.addi(insert, b.const(1))
-            ins = b.select(b.cmpi(SGE, ins, b.const(S - 1)), b.const(0), ins)
+            ins = b.select(b.cmpi(SGE, ins, b.const(self.slots)), b.const(0), ins)
             ahead_next = self._update(ahead_args, S - 2, self.iv_new) if ahead else {}
             nxt = self._iter_value(S - 1, self.iv_new)
             tok = self._copies(nxt, pred, [ins] * len(self.cands), ahead_next)
@@ -498,7 +529,9 @@ class _Loop:
                     changed = True
         if ahead:
             new_for = self._drop_dead_args(ahead)
-        return new_for
+        for wg in self.wgmmas.values():
+            _keep_in_flight(wg, self.op)
+        return self.op
 
     def _drop_dead_args(self, idxs):
         """Removes the iter_args among `idxs` that nothing needs any more (the original pointer,
@@ -583,6 +616,57 @@ class _Loop:
         old.operation.erase()
         self.op = new
         return new
+
+
+def _retarget(old, new) -> None:
+    """Every use of memdesc `old` reads `new` instead; a `ttng.warp_group_dot_wait` result
+    that passes `old` through takes `new`'s type."""
+    for use in list(old.uses):
+        owner = use.owner
+        owner.operands[use.operand_number] = new
+        if owner.name == "ttng.warp_group_dot_wait":
+            owner.results[use.operand_number].set_type(new.type)
+
+
+def _from_registers(v) -> bool:
+    """Whether memdesc v is a `ttg.local_alloc` of a register tensor (written by st.shared)."""
+    return isinstance(v, ir.OpResult) and v.owner.name == "ttg.local_alloc" and len(v.owner.operands) > 0
+
+
+def _keep_in_flight(wg, loop) -> None:
+    """After pipelining a wgmma's operands: drop the `ttng.fence_async_shared` before it when
+    no operand is written from registers any more (cp.async writes need none: Triton's
+    FenceInsertion), and when the loop carries the accumulator straight from its wait to the
+    yield and every operand outlives the next iteration (a ring slot, or a tile written before
+    the loop), let one wgmma group stay in flight (`pendings = 1`) with a
+    `ttng.warp_group_dot_wait {pendings = 0}` on the loop's result (Triton's pipelined form)."""
+    prev = wg.operation
+    block = prev.block
+    ops = [o.operation for o in block.operations]
+    i = ops.index(prev) - 1
+    while i >= 0 and ops[i].name == "ttg.memdesc_index":  # the slot views pipelining put there
+        i -= 1
+    a, bm = wg.operands[0], wg.operands[1]
+    if i >= 0 and ops[i].name == "ttng.fence_async_shared" and not (_from_registers(a) or _from_registers(bm)):
+        ops[i].erase()
+    body = loop.regions[0].blocks[0]
+    if any(_from_registers(v) and v.owner.operation.block == body for v in (a, bm)):
+        return
+    waits = [u.owner for u in wg.results[0].uses if u.owner.name == "ttng.warp_group_dot_wait"]
+    if len(waits) != 1:
+        return
+    wait = waits[0]
+    acc = wait.results[0]
+    uses = list(acc.uses)
+    if len(uses) != 1 or uses[0].owner.name != "scf.yield" or uses[0].owner.operation.block != body:
+        return
+    res = loop.results[uses[0].operand_number]
+    i32 = ir.IntegerType.get_signless(32)
+    wait.attributes["pendings"] = ir.IntegerAttr.get(i32, 1)
+    with ir.InsertionPoint.after(loop):
+        done = ir.Operation.create("ttng.warp_group_dot_wait", results=[res.type], operands=[res],
+                                   attributes={"pendings": ir.IntegerAttr.get(i32, 0)}, loc=loop.location)
+    res.replace_all_uses_except(done.results[0], done)
 
 
 def _unused(v) -> bool:

@@ -1,0 +1,242 @@
+"""tl.dot on Hopper's wgmma (CPU): which dots take it (Triton's conditions), the nvmma_shared swizzle and the wgmma accumulator map, the pipelined TTGIR (one extra ring slot, one group in flight), the PTX (shapes, counts, descriptor constants, shared memory) against Triton 3.6's for the same tutorial-03 configs, ptxas without spills, and Triton (optional oracle) accepting our TTGIR."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from filecheck_util import filecheck
+from oracle import run_triton
+
+import ttbuild
+from ttbuild.backend.analysis.mma_layout import NvidiaMma, NvmmaShared, nvmma_for_operand
+
+MATMUL = Path(__file__).parents[2] / "kernels" / "matmul.py"
+SIG = "*fp16:16,*fp16:16,*fp16:16,i32:16,i32:16,i32:16,i32:16,i32:16,i32:16"
+_CACHE: dict = {}
+
+
+def matmul(bm, bn, bk, w, s, until="ptx", **opts) -> dict[str, bytes]:
+    """kernels/matmul.py (tutorial 03) at one config, for sm_90, strides of 1 specialized as
+    Triton's JIT does."""
+    key = (bm, bn, bk, w, s, until, tuple(sorted(opts.items())))
+    if key not in _CACHE:
+        cx = {"BLOCK_SIZE_M": bm, "BLOCK_SIZE_N": bn, "BLOCK_SIZE_K": bk, "GROUP_SIZE_M": 8, "ACTIVATION": "",
+              "stride_ak": 1, "stride_bn": 1, "stride_cn": 1}
+        _CACHE[key] = ttbuild.compile(MATMUL, kernel="matmul_kernel", signature=SIG, constexprs=cx, num_warps=w,
+                                      num_stages=s, until=until, **opts)
+    return _CACHE[key]
+
+
+def shared(ttgir: bytes) -> int:
+    return int(re.search(rb'ttg.shared"? = (\d+)', ttgir).group(1))
+
+
+# ------------------------------------------------------------------------------ layouts
+
+def test_nvmma_128b_swizzle_is_cute_swizzle_3_4_3():
+    """A 64-column fp16 tile with 128-byte rows: byte address bits 4-6 (the 16-byte chunk) are
+    XORed with bits 7-9 (the row mod 8), CuTe's Swizzle<3,4,3> that wgmma and TMA apply."""
+    sw = NvmmaShared(128, False, 16)
+    for row in range(16):
+        for col in range(64):
+            plain = row * 128 + col * 2
+            want = plain ^ (((plain >> 7) & 7) << 4)
+            assert sw.offset((row, col), (16, 64)) * 2 == want
+
+
+@pytest.mark.parametrize("swizzle,shape,transposed", [(128, (64, 128), False), (64, (32, 64), False),
+                                                     (32, (16, 32), False), (128, (128, 64), True),
+                                                     (64, (64, 32), True)])
+def test_nvmma_layout_is_a_bijection_of_whole_blocks(swizzle, shape, transposed):
+    """Every element has its own slot; blocks of `swizzle` bytes along the contiguous dimension
+    follow each other, each holding all rows; 16-byte chunks stay contiguous."""
+    sw = NvmmaShared(swizzle, transposed, 16)
+    c, r = sw.order
+    offs = {}
+    for i in range(shape[0]):
+        for j in range(shape[1]):
+            offs[(i, j)] = sw.offset((i, j), shape)
+    assert sorted(offs.values()) == list(range(shape[0] * shape[1]))
+    e = sw.block_elems
+    for idx, off in offs.items():
+        assert off // (shape[r] * e) == idx[c] // e       # its block
+        if idx[c] % 8:                                     # inside a chunk: next to its neighbour
+            prev = list(idx)
+            prev[c] -= 1
+            assert off == offs[tuple(prev)] + 1
+
+
+@pytest.mark.parametrize("shape,order,want", [((128, 64), (1, 0), (128, False)), ((64, 32), (1, 0), (64, False)),
+                                              ((32, 16), (1, 0), (32, False)), ((64, 128), (0, 1), (128, True)),
+                                              ((64, 8), (1, 0), None)])
+def test_nvmma_swizzle_choice_as_triton(shape, order, want):
+    """NVMMASharedEncodingAttr::get: the widest swizzle the contiguous extent is a multiple of."""
+    sw = nvmma_for_operand(shape, order, 16)
+    assert (None if sw is None else (sw.swizzle, sw.transposed)) == want
+
+
+@pytest.mark.parametrize("warps,instr,shape", [((4, 1), (16, 128, 16), (128, 128)), ((8, 1), (16, 256, 16), (128, 256)),
+                                               ((4, 2), (16, 32, 16), (64, 64))])
+def test_wgmma_accumulator_covers_the_tile_once(warps, instr, shape):
+    """Each element of the result is held by exactly one thread; warp w of a warpgroup owns rows
+    16 (w mod 4) .. +15 of its 64 (PTX ISA wgmma m64nNk16 D fragments), warps M fastest."""
+    mma = NvidiaMma(warps, instr, (3, 0))
+    threads = 32 * warps[0] * warps[1]
+    seen = {}
+    for tid in range(threads):
+        idx = mma.thread_indices(tid, shape)
+        assert len(idx) == shape[0] * shape[1] // threads
+        warp = tid // 32
+        for i, j in idx:
+            assert (i // 16) % 4 == warp % 4
+            assert (i, j) not in seen
+            seen[(i, j)] = tid
+    assert len(seen) == shape[0] * shape[1]
+    lane5 = NvidiaMma(warps, instr, (3, 0)).thread_indices(5, shape)   # g = 1, t = 1
+    assert lane5[:4] == [(1, 2), (1, 3), (9, 2), (9, 3)] and lane5[4] == (1, 10)
+
+
+# ---------------------------------------------------------------------------------- TTGIR
+
+# Triton 3.6 on sm_90 for the tutorial's CUDA autotune configs (python triton.compile of the
+# same kernel, GPUTarget("cuda", 90, 32)): warpsPerCTA, instrShape, ttg.shared, wgmma per k tile.
+TRITON = {
+    (128, 256, 64, 8, 3): ("[8, 1]", "[16, 256, 16]", 147456, 4),
+    (64, 256, 32, 4, 4): ("[4, 1]", "[16, 256, 16]", 81920, 2),
+    (128, 128, 32, 4, 4): ("[4, 1]", "[16, 128, 16]", 65536, 4),
+    (128, 64, 32, 4, 4): ("[4, 1]", "[16, 64, 16]", 49152, 4),
+    (64, 128, 32, 4, 4): ("[4, 1]", "[16, 128, 16]", 49152, 2),
+    (128, 32, 32, 4, 4): ("[4, 1]", "[16, 32, 16]", 40960, 4),
+    (64, 64, 32, 8, 3): ("[4, 2]", "[16, 32, 16]", 24576, 2),
+    (128, 128, 64, 4, 3): ("[4, 1]", "[16, 128, 16]", 98304, 8),
+}
+
+
+@pytest.mark.parametrize("cfg", sorted(TRITON))
+def test_layouts_and_shared_memory_as_triton(cfg):
+    warps, instr, smem, count = TRITON[cfg]
+    out = matmul(*cfg)
+    g = out["ttgir"].decode()
+    assert f"versionMajor = 3, versionMinor = 0, warpsPerCTA = {warps}, instrShape = {instr}" in g
+    assert shared(out["ttgir"]) == smem
+    n = re.search(r"\[16, (\d+), 16\]", instr).group(1)
+    assert len(re.findall(rf"wgmma\.mma_async\.sync\.aligned\.m64n{n}k16\.f32\.f16\.f16 ", out["ptx"].decode())) == count
+
+
+@pytest.mark.parametrize("cfg,why", [((64, 32, 32, 2, 5), "2 warps: no warpgroup"),
+                                     ((32, 64, 32, 4, 4), "M below 64")])
+def test_dots_wgmma_cannot_take_stay_on_mma_sync(cfg, why):
+    g = matmul(*cfg, until="ttgir")["ttgir"].decode()
+    assert "versionMajor = 2" in g and "warp_group_dot" not in g, why
+
+
+def test_disable_mma_v3_keeps_mma_sync():
+    g = matmul(128, 128, 64, 4, 3, until="ttgir", disable_mma_v3=True)["ttgir"].decode()
+    assert "versionMajor = 2" in g and "warp_group_dot" not in g and "nvmma_shared" not in g
+
+
+def test_pipelined_loop_structure(tmp_path):
+    """Triton's pipelined form: S slots (one more than mma.sync's S-1), one group in flight in the
+    loop (`pendings = 1`), a full wait after it, no proxy fence (cp.async writes need none)."""
+    enc = "#ttg.nvmma_shared<{swizzlingByteWidth = 128, transposed = false, elementBitWidth = 16}>"
+    checks = f"""
+CHECK: "ttg.local_alloc"() {{{{.*}}}} -> !ttg.memdesc<3x128x64xf16, {enc}, #ttg.shared_memory, mutable>
+CHECK: "ttg.local_alloc"() {{{{.*}}}} -> !ttg.memdesc<3x64x128xf16, {enc}, #ttg.shared_memory, mutable>
+CHECK: "scf.for"
+CHECK: "ttg.async_wait"({{{{.*}}}}) {{num = 1 : i32}}
+CHECK-NOT: fence_async_shared
+CHECK: %[[A:.+]] = "ttg.memdesc_index"
+CHECK-NEXT: %[[B:.+]] = "ttg.memdesc_index"
+CHECK-NEXT: %[[D:.+]] = "ttng.warp_group_dot"(%[[A]], %[[B]], %{{{{.+}}}}) {{{{.*}}}}isAsync = true
+CHECK-NEXT: "ttng.warp_group_dot_wait"(%[[D]], %[[A]], %[[B]]) {{pendings = 1 : i32}}
+CHECK: "ttg.async_copy_global_to_local"
+CHECK: "scf.yield"
+CHECK: "ttng.warp_group_dot_wait"({{{{.+}}}}) {{pendings = 0 : i32}}
+CHECK-NEXT: "ttg.async_wait"() {{num = 0 : i32}}
+"""
+    filecheck(matmul(128, 128, 64, 4, 3, until="ttgir")["ttgir"], checks, tmp_path)
+
+
+def test_unpipelined_operands_are_fenced_and_waited_at_once(tmp_path):
+    """num_stages = 1: operand tiles are written from registers each iteration, so a proxy fence
+    precedes the wgmma and its group completes before the next iteration overwrites them."""
+    checks = """
+CHECK: "scf.for"
+CHECK: "ttg.local_alloc"(%{{.+}})
+CHECK: "ttg.local_alloc"(%{{.+}})
+CHECK-NEXT: "ttng.fence_async_shared"() {bCluster = false}
+CHECK-NEXT: "ttng.warp_group_dot"
+CHECK-NEXT: "ttng.warp_group_dot_wait"({{.*}}) {pendings = 0 : i32}
+"""
+    filecheck(matmul(128, 128, 64, 4, 1, until="ttgir")["ttgir"], checks, tmp_path)
+
+
+# ------------------------------------------------------------------------------------ PTX
+
+def _descriptor_constants(ptx: str) -> set[int]:
+    return {int(x) & (2 ** 64 - 1) for x in re.findall(r"or\.b64\s+%rd\d+, %rd\d+, (-?\d{12,});", ptx)}
+
+
+def test_descriptors_as_triton():
+    """128x128x64 w4: A 128x64 K-major, 128-byte swizzle (stride offset 1024, leading unused);
+    B 64x128 N-major (leading offset 8192 = the next 64-column block, stride 1024); Triton 3.6's
+    constants 0x4000004000000000 and 0x4000004002000000, k16 steps +2 (32 bytes) on A."""
+    ptx = matmul(128, 128, 64, 4, 3)["ptx"].decode()
+    consts = _descriptor_constants(ptx)
+    assert {0x4000004000000000, 0x4000004002000000} <= consts
+    assert re.search(r"\.target sm_90a", ptx)
+    assert re.search(r"\.extern \.shared \.align 1024 \.b8 global_smem", ptx)
+    # the wgmma: both descriptors, scale-d, and imm-trans-b = 1 for N-major B
+    assert re.search(r"wgmma\.mma_async[^;]*\}, %rd\d+, %rd\d+, %p\d+, 1, 1, 0, 1;", ptx)
+    body = ptx[ptx.index("wgmma.fence"):]
+    assert body.index("wgmma.commit_group") < body.index("wgmma.wait_group.sync.aligned 1;")
+    assert "wgmma.wait_group.sync.aligned 0;" in body
+
+
+def test_64b_swizzle_descriptor_as_triton():
+    """64x128x32 w4: A 64x32 (64-byte swizzle: stride offset 512, mode 2) and B 32x128
+    (leading offset 4096 = 32 rows x 128 bytes), Triton 3.6's constants."""
+    consts = _descriptor_constants(matmul(64, 128, 32, 4, 4)["ptx"].decode())
+    assert {0x8000002000000000, 0x4000004001000000} <= consts
+
+
+def _ptxas_v(ptx: bytes, tmp_path) -> str:
+    from ttbuild.toolchain import ptxas_path
+
+    src = tmp_path / "k.ptx"
+    src.write_bytes(ptx)
+    proc = subprocess.run([str(ptxas_path()), "-arch=sm_90a", "-v", str(src), "-o", str(tmp_path / "k.cubin")],
+                          capture_output=True, text=True, check=True)
+    return proc.stderr
+
+
+@pytest.mark.parametrize("cfg", [(128, 256, 64, 8, 3), (128, 128, 64, 4, 4)])
+def test_ptxas_no_spills(cfg, tmp_path):
+    """The 128 (w8) and 128 (w4) fp32 accumulators per thread stay in registers."""
+    info = _ptxas_v(matmul(*cfg)["ptx"], tmp_path)
+    assert "0 bytes spill stores" in info and "0 bytes spill loads" in info, info
+
+
+def test_triton_accepts_our_ttgir(tmp_path):
+    """Triton 3.6 parses, verifies and compiles our wgmma TTGIR to cubin with the shared memory we
+    computed (oracle; skips without Triton)."""
+    paths = []
+    for cfg in [(128, 256, 64, 8, 3), (64, 64, 32, 8, 3), (128, 128, 64, 4, 1)]:
+        p = tmp_path / ("m_%d_%d_%d_%d_%d.ttgir" % cfg)
+        p.write_bytes(matmul(*cfg, until="ttgir")["ttgir"])
+        paths.append(p)
+    code = ("import sys, triton\nfrom triton.backends.compiler import GPUTarget\n"
+            "for p in sys.argv[1:]:\n"
+            "    k = triton.compile(p, target=GPUTarget('cuda', 90, 32))\n"
+            "    print(k.metadata.shared, k.asm['ptx'].count('wgmma.mma_async'))\n")
+    out = run_triton(code, *map(str, paths)).split()
+    ours = [shared(p.read_bytes()) for p in paths]
+    theirs = [int(x) for x in out[0::2]]
+    assert ours[:2] == theirs[:2]
+    # unpipelined, the epilogue's conversion is the largest user: ours pads each of its 128 rows
+    # by 16 bytes (bank spread, allocation.packed_pitch), Triton's does not
+    assert ours[2] == theirs[2] + 128 * 16
+    assert all(int(x) > 0 for x in out[1::2])

@@ -1,0 +1,162 @@
+"""LLIR rules for Hopper's warpgroup MMA: `ttng.warp_group_dot` (wgmma.mma_async on shared-memory matrix descriptors), `ttng.warp_group_dot_wait` (wgmma.wait_group, accumulators tied) and `ttng.fence_async_shared` (fence.proxy.async).
+
+PTX ISA 9.7.15 (warpgroup-level matrix instructions), as Triton 3.6 emits them
+(third_party/nvidia/lib/TritonNVIDIAGPUToLLVM/DotOpToLLVM/WGMMA.cpp; ../shared/TENSORCORE.md
+section 3):
+- per warp_group_dot: `wgmma.fence`, then for each accumulator tile of the warpgroup (64 rows x
+  instrShape n) and each k16 step, `wgmma.mma_async.sync.aligned.m64nNk16.f32.{f16,bf16}` with
+  both operands as 64-bit matrix descriptors and the tile's accumulators tied in/out, then
+  `wgmma.commit_group`;
+- the wait is an asm that takes every accumulator as in/out, so neither LLVM nor ptxas reads or
+  moves them while the group may still write them;
+- descriptor (PTX ISA 9.7.15.5.1.2, "Matrix Descriptor Format"): bits 0-13 start address >> 4,
+  16-29 leading byte offset >> 4, 32-45 stride byte offset >> 4, 62-63 swizzle (1 = 128 B,
+  2 = 64 B, 3 = 32 B). For an operand whose contiguous dimension is K, the stride offset steps 8
+  rows (8 x swizzle bytes) and the leading one is unused (0, as Triton); for one stored M- or
+  N-contiguous (`imm-trans` 1, 16-bit types only) the leading offset steps from one
+  swizzle-wide block to the next (K x swizzle bytes) and the stride offset 8 rows of K.
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.analysis.allocation import elem_bytes
+from ttbuild.backend.analysis.mma_layout import NvidiaMma, NvmmaShared
+from ttbuild.backend.llir.context import I32, TensorVal, layout_of
+from ttbuild.backend.llir.dot import shared_layout
+from ttbuild.backend.llir.smem import MemDesc
+from ttbuild.errors import NotSupportedYet
+from ttbuild.registry import RuleSet
+
+RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the table
+rule = RULES.rule
+
+I64 = ir.IntType(64)
+_SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
+_PTX_TYPE = {"f16": "f16", "bf16": "bf16"}
+
+
+def _c(v: int) -> ir.Constant:
+    return ir.Constant(I32, v)
+
+
+def _asm(ctx, text: str) -> None:
+    ctx.builder.asm(ir.FunctionType(ir.VoidType(), []), text, "~{memory}", [], side_effect=True)
+
+
+@rule("ttng.fence_async_shared")
+def fence_async_shared(ctx, op):
+    """`fence.proxy.async.shared::cta`: shared-memory writes of this thread's generic proxy
+    (st.shared) become visible to the async proxy (wgmma, TMA) (PTX ISA 9.7.13.4.4)."""
+    _asm(ctx, "fence.proxy.async.shared::cta;")
+
+
+def descriptor_bits(sw: NvmmaShared, k_major: bool, k_extent: int) -> int:
+    """The constant fields of an operand's matrix descriptor (all but the start address)."""
+    block = sw.swizzle
+    lbo = 0 if k_major else k_extent * block
+    sbo = 8 * block
+    return ((lbo >> 4) << 16) | ((sbo >> 4) << 32) | (_SWIZZLE_MODE[block] << 62)
+
+
+class _Operand:
+    """One wgmma operand in shared memory: byte offsets of its (m-or-n, k) sub-tiles and the
+    descriptor they make. idx 0 = A [M, K], 1 = B [K, N]."""
+
+    def __init__(self, desc: MemDesc, sw: NvmmaShared, idx: int):
+        self.desc, self.sw, self.idx = desc, sw, idx
+        self.k_dim = 1 if idx == 0 else 0
+        self.mn_dim = 1 - self.k_dim
+        self.k_major = sw.order[0] == self.k_dim
+        self.eb = elem_bytes(desc.elem)
+        self.bits = descriptor_bits(sw, self.k_major, desc.shape[self.k_dim])
+
+    def address(self, b, base_i32, mn0, k0: int):
+        """Shared address (i32) of sub-tile (mn0, k0): NvmmaShared.offset with mn0 a runtime i32
+        (a multiple of 8) and k0 a multiple of 16. Along K the swizzle phase of such a row is 0,
+        so K-contiguous tiles sit at mn0 rows of a block plus k0's block and column; M/N-contiguous
+        ones at mn0's block and column (a descriptor may start inside a swizzled row, as Triton's
+        second warpgroup of a 32-wide wgmma does) plus k0 rows."""
+        e, eb, shape = self.sw.block_elems, self.eb, self.desc.shape
+        if self.k_major:
+            off = b.mul(mn0, _c(e * eb))
+            const = (k0 // e) * shape[self.mn_dim] * e + k0 % e
+        else:
+            blk = b.lshr(mn0, _c(e.bit_length() - 1))
+            off = b.add(b.mul(blk, _c(shape[self.k_dim] * e * eb)), b.mul(b.and_(mn0, _c(e - 1)), _c(eb)))
+            const = k0 * e
+        return b.add(b.add(base_i32, off), _c(const * eb))
+
+    def make(self, b, addr_i32):
+        field = b.zext(b.and_(b.lshr(addr_i32, _c(4)), _c(0x3FFF)), I64)
+        return b.or_(field, ir.Constant(I64, self.bits))
+
+
+@rule("ttng.warp_group_dot")
+def warp_group_dot(ctx, op, a: MemDesc, bm: MemDesc, c: TensorVal):
+    """D = A B + C on wgmma, both operands in shared memory (see the module docstring)."""
+    b = ctx.builder
+    lc = layout_of(op.results[0])
+    ea, ec = a.elem, mu.elem_str(op.operands[2].type)
+    if not isinstance(lc, NvidiaMma) or ea not in _PTX_TYPE or ec != "f32":
+        raise NotSupportedYet(f"ttng.warp_group_dot for {ea} -> {ec}", None, "llir")
+    ctx.align_smem(1024)  # nvmma buffers sit at 1024-byte multiples of its start
+    # Operand tiles other threads filled (cp.async rings) or wrote (st.shared + proxy fence)
+    # must be complete before any warpgroup reads them.
+    ctx.barrier_unless_fresh()
+    opa = _Operand(a, shared_layout(op.operands[0].type), 0)
+    opb = _Operand(bm, shared_layout(op.operands[1].type), 1)
+    shape = c.shape
+    n_instr = lc.instr_shape[1]
+    k_steps = a.shape[1] // 16
+    wm, wn = lc.warps_per_cta
+    _, warp = ctx.lane_warp()
+    # warps M fastest: this warp's warpgroup starts at row 16 * (warp % wm rounded down to 4)
+    wg_row = b.mul(b.and_(warp, _c(wm - 4)), _c(16)) if wm > 4 else _c(0)
+    n_col = b.mul(b.and_(b.udiv(warp, _c(wm)), _c(wn - 1)), _c(n_instr)) if wn > 1 else _c(0)
+    base_a, base_b = b.ptrtoint(a.ptr, I32), b.ptrtoint(bm.ptr, I32)
+    per = n_instr // 2
+    grid = lc.rep_grid(shape)
+    acc_t = ir.FloatType()
+    regs = ", ".join(f"${i}" for i in range(per))  # operands: per outputs, per tied inputs, A, B, scale-d
+    text = (f"wgmma.mma_async.sync.aligned.m64n{n_instr}k16.f32.{_PTX_TYPE[ea]}.{_PTX_TYPE[ea]} "
+            f"{{{regs}}}, ${2 * per}, ${2 * per + 1}, ${2 * per + 2}, 1, 1, {0 if opa.k_major else 1}, {0 if opb.k_major else 1};")
+    cons = ",".join(["=f"] * per) + "," + ",".join(str(i) for i in range(per)) + ",l,l,b"
+    ftype = ir.FunctionType(ir.LiteralStructType([acc_t] * per), [acc_t] * per + [I64, I64, ir.IntType(1)])
+    one = ir.Constant(ir.IntType(1), 1)
+    out = list(c.elems)
+    _asm(ctx, "wgmma.fence.sync.aligned;")
+    for i, (rm, rn) in enumerate(grid):
+        acc = out[i * per:(i + 1) * per]
+        m0 = b.add(wg_row, _c(rm * lc.tile(0)))
+        n0 = b.add(n_col, _c(rn * lc.tile(1)))
+        for kk in range(k_steps):
+            da = opa.make(b, opa.address(b, base_a, m0, 16 * kk))
+            db = opb.make(b, opb.address(b, base_b, n0, 16 * kk))
+            r = b.asm(ftype, text, cons, acc + [da, db, one], side_effect=True)
+            acc = [b.extract_value(r, j) for j in range(per)]
+        out[i * per:(i + 1) * per] = acc
+    _asm(ctx, "wgmma.commit_group.sync.aligned;")
+    ctx.after_smem_read()  # the next write into these tiles waits for every warpgroup (bar.sync)
+    return TensorVal(out, lc, shape)
+
+
+@rule("ttng.warp_group_dot_wait")
+def warp_group_dot_wait(ctx, op, *vals):
+    """`wgmma.wait_group.sync.aligned N` (all but the N most recent groups complete), with
+    every accumulator register of the first operand tied through it; memdesc operands pass
+    through unchanged."""
+    b = ctx.builder
+    pendings = mu.int_attr(op.operation.attributes["pendings"] if "pendings" in op.operation.attributes
+                           else mu.props(op)["pendings"])
+    acc = vals[0]
+    n = len(acc.elems)
+    ety = acc.elems[0].type
+    ftype = ir.FunctionType(ir.LiteralStructType([ety] * n), [ety] * n)
+    cons = ",".join(["=f"] * n) + "," + ",".join(str(i) for i in range(n))
+    r = b.asm(ftype, f"// wait for regs\n\twgmma.wait_group.sync.aligned {pendings};", cons, list(acc.elems),
+              side_effect=True)
+    done = TensorVal([b.extract_value(r, j) for j in range(n)], acc.layout, acc.shape)
+    return done if len(vals) == 1 else [done, *vals[1:]]

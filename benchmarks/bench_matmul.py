@@ -229,8 +229,9 @@ def _plot(path, sizes, series, gpu):
         print(f"matplotlib is not importable: no plot written ({path})")
         return
     fig, ax = plt.subplots(figsize=(8, 5))
-    styles = {"ttbuild": ("tab:red", "-"), "Triton (mma.sync)": ("tab:blue", "-"),
-              "Triton (default)": ("tab:blue", "--"), "cuBLAS": ("tab:green", "-")}
+    styles = {"ttbuild": ("tab:red", "-"), "ttbuild (mma.sync)": ("tab:red", ":"),
+              "Triton (default)": ("tab:blue", "-"), "Triton (mma.sync)": ("tab:blue", ":"),
+              "cuBLAS": ("tab:green", "-")}
     for name, values in series.items():
         pts = [(s, v) for s, v in zip(sizes, values) if v]
         if pts:

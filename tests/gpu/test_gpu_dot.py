@@ -256,3 +256,32 @@ def test_tutorial_matmul_exact(torch, v):
         if cx["ACTIVATION"] == "leaky_relu":
             acc = torch.where(acc >= 0, acc, 0.01 * acc)
         _check(torch, c, acc.half(), f"{v['variant']} M={M} N={N} K={K}")
+
+
+@pytest.mark.parametrize("v", _ids(("kmajor_matmul_kernel",)))
+def test_kmajor_operands(torch, lib, v):
+    """Both operands K-contiguous (B as its transpose's view), the form wgmma needs for tf32 and
+    int8: int8 small integers bit-exact in int32, fp32 (tf32 products) within tf32's 10 bits;
+    sizes off the block, K not a multiple of BK, a padded C row pitch."""
+    cx = v["constexprs"]
+    dt = _dt(torch, v, 0)
+    g = torch.Generator(device="cuda").manual_seed(5)
+    for M, N, K in [(2 * cx["BM"] + 16, 3 * cx["BN"] - 16, 5 * cx["BK"] + 16), (cx["BM"], cx["BN"], cx["BK"])]:
+        if cx["INT"]:
+            a = torch.randint(-8, 8, (M, K), generator=g, device="cuda").to(dt)
+            bt = torch.randint(-8, 8, (N, K), generator=g, device="cuda").to(dt)
+        else:
+            a = torch.randn((M, K), generator=g, device="cuda").to(dt)
+            bt = torch.randn((N, K), generator=g, device="cuda").to(dt)
+        b = bt.t()  # K x N, K-contiguous
+        out_dt = torch.int32 if cx["INT"] else torch.float32
+        c = torch.full((M, _round16(N)), -7, dtype=out_dt, device="cuda")
+        lib.variant(v["variant"])[(_cdiv(M, cx["BM"]), _cdiv(N, cx["BN"]))](
+            a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+        torch.cuda.synchronize()
+        want = a.double() @ b.double()
+        if cx["INT"]:
+            _check(torch, c[:, :N], want.to(torch.int32), v["variant"])
+        else:
+            assert torch.allclose(c[:, :N].double(), want, atol=2e-2 * K ** 0.5, rtol=2e-2), v["variant"]
+        assert (c[:, N:] == -7).all(), "wrote past N"

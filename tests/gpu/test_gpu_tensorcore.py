@@ -120,8 +120,18 @@ def test_matmul_fp8_matches_torch(torch, lib, name):
         a, b, c, c_full, grid = _matmul_case(torch, name, M, N, K, gen, fp8=True)
         assert b.stride(0) == 1  # K-major
         run[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
-        # e4m3 values are exact in fp64; products are exact in fp32 too (8 significant bits)
-        _check_c(torch, c, c_full, a.double() @ b.double(), M, N, rtol=1e-3, atol=1e-2)
+        # e4m3 values are exact in fp64, products in fp32 too (8 significant bits). On sm_90 the
+        # dot runs on wgmma, whose fp8 sums keep fewer bits than fp32 (Triton's default
+        # max_num_imprecise_acc of 2**30 there takes that, as ours does): the error is bounded by
+        # a few units in 2**-10 of the sum of |a| |b|, not by C's magnitude (a wrong fragment is
+        # off by whole products).
+        torch.cuda.synchronize()
+        ref = a.double() @ b.double()
+        bound = 1e-2 + 1e-3 * ref.abs() + 2.0 ** -10 * (a.double().abs() @ b.double().abs())
+        assert not torch.isnan(c).any(), "some outputs were never written"
+        bad = ((c.double() - ref).abs() > bound).sum().item()
+        assert bad == 0, f"{bad} elements off by more than the fp8 accumulation bound"
+        assert torch.isnan(c_full[M:]).all() and torch.isnan(c_full[:M, N:]).all(), "wrote outside C"
 
 
 @pytest.mark.parametrize("name", _names("matmul_fp8_kernel"))

@@ -20,5 +20,5 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     opts = stage_options("llir", options)
     text = lower(inputs["ttgir"], fp_fusion=opts.enable_fp_fusion)
     # kernels with tensor cores use 32-bit shared pointers (nvptx.llvm.target_machine), as Triton
-    short = b'"tt.dot"' in inputs["ttgir"]
+    short = b'"tt.dot"' in inputs["ttgir"] or b'"ttng.warp_group_dot"' in inputs["ttgir"]
     return {"llir": llvm.optimize(text, opts.arch, opts.enable_fp_fusion, short_ptr=short).encode()}

@@ -35,7 +35,9 @@ rule = RULES.rule
 
 I64 = ir.IntType(64)
 _SWIZZLE_MODE = {128: 1, 64: 2, 32: 3}
-_PTX_TYPE = {"f16": "f16", "bf16": "bf16"}
+# element -> (wgmma type, k per instruction); PTX ISA 9.7.15.5.2
+_PTX_TYPE = {"f16": ("f16", 16), "bf16": ("bf16", 16), "f32": ("tf32", 8), "f8E4M3FN": ("e4m3", 32),
+             "f8E5M2": ("e5m2", 32), "i8": ("s8", 32)}
 
 
 def _c(v: int) -> ir.Constant:
@@ -75,7 +77,7 @@ class _Operand:
 
     def address(self, b, base_i32, mn0, k0: int):
         """Shared address (i32) of sub-tile (mn0, k0): NvmmaShared.offset with mn0 a runtime i32
-        (a multiple of 8) and k0 a multiple of 16. Along K the swizzle phase of such a row is 0,
+        (a multiple of 8) and k0 a multiple of one k step. Along K the swizzle phase of such a row is 0,
         so K-contiguous tiles sit at mn0 rows of a block plus k0's block and column; M/N-contiguous
         ones at mn0's block and column (a descriptor may start inside a swizzled row, as Triton's
         second warpgroup of a 32-wide wgmma does) plus k0 rows."""
@@ -99,9 +101,9 @@ def warp_group_dot(ctx, op, a: MemDesc, bm: MemDesc, c: TensorVal):
     """D = A B + C on wgmma, both operands in shared memory (see the module docstring)."""
     b = ctx.builder
     lc = layout_of(op.results[0])
-    ea, ec = a.elem, mu.elem_str(op.operands[2].type)
-    if not isinstance(lc, NvidiaMma) or ea not in _PTX_TYPE or ec != "f32":
-        raise NotSupportedYet(f"ttng.warp_group_dot for {ea} -> {ec}", None, "llir")
+    ea, eb, ec = a.elem, bm.elem, mu.elem_str(op.operands[2].type)
+    if not isinstance(lc, NvidiaMma) or ea not in _PTX_TYPE or eb not in _PTX_TYPE or ec not in ("f32", "i32"):
+        raise NotSupportedYet(f"ttng.warp_group_dot for {ea} x {eb} -> {ec}", None, "llir")
     ctx.align_smem(1024)  # nvmma buffers sit at 1024-byte multiples of its start
     # Operand tiles other threads filled (cp.async rings) or wrote (st.shared + proxy fence)
     # must be complete before any warpgroup reads them.
@@ -110,7 +112,8 @@ def warp_group_dot(ctx, op, a: MemDesc, bm: MemDesc, c: TensorVal):
     opb = _Operand(bm, shared_layout(op.operands[1].type), 1)
     shape = c.shape
     n_instr = lc.instr_shape[1]
-    k_steps = a.shape[1] // 16
+    (ta, k), (tb, _) = _PTX_TYPE[ea], _PTX_TYPE[eb]
+    k_steps = a.shape[1] // k
     wm, wn = lc.warps_per_cta
     _, warp = ctx.lane_warp()
     # warps M fastest: this warp's warpgroup starts at row 16 * (warp % wm rounded down to 4)
@@ -119,11 +122,16 @@ def warp_group_dot(ctx, op, a: MemDesc, bm: MemDesc, c: TensorVal):
     base_a, base_b = b.ptrtoint(a.ptr, I32), b.ptrtoint(bm.ptr, I32)
     per = n_instr // 2
     grid = lc.rep_grid(shape)
-    acc_t = ir.FloatType()
+    integer = ec == "i32"
+    acc_t = I32 if integer else ir.FloatType()
     regs = ", ".join(f"${i}" for i in range(per))  # operands: per outputs, per tied inputs, A, B, scale-d
-    text = (f"wgmma.mma_async.sync.aligned.m64n{n_instr}k16.f32.{_PTX_TYPE[ea]}.{_PTX_TYPE[ea]} "
-            f"{{{regs}}}, ${2 * per}, ${2 * per + 1}, ${2 * per + 2}, 1, 1, {0 if opa.k_major else 1}, {0 if opb.k_major else 1};")
-    cons = ",".join(["=f"] * per) + "," + ",".join(str(i) for i in range(per)) + ",l,l,b"
+    # imm-scale-a/b (1: no negation) for floating types; imm-trans-a/b for 16-bit ones only
+    tail = "" if integer else ", 1, 1"
+    if ta in ("f16", "bf16"):
+        tail += f", {0 if opa.k_major else 1}, {0 if opb.k_major else 1}"
+    text = (f"wgmma.mma_async.sync.aligned.m64n{n_instr}k{k}.{'s32' if integer else 'f32'}.{ta}.{tb} "
+            f"{{{regs}}}, ${2 * per}, ${2 * per + 1}, ${2 * per + 2}{tail};")
+    cons = ",".join(["=r" if integer else "=f"] * per) + "," + ",".join(str(i) for i in range(per)) + ",l,l,b"
     ftype = ir.FunctionType(ir.LiteralStructType([acc_t] * per), [acc_t] * per + [I64, I64, ir.IntType(1)])
     one = ir.Constant(ir.IntType(1), 1)
     out = list(c.elems)
@@ -133,8 +141,8 @@ def warp_group_dot(ctx, op, a: MemDesc, bm: MemDesc, c: TensorVal):
         m0 = b.add(wg_row, _c(rm * lc.tile(0)))
         n0 = b.add(n_col, _c(rn * lc.tile(1)))
         for kk in range(k_steps):
-            da = opa.make(b, opa.address(b, base_a, m0, 16 * kk))
-            db = opb.make(b, opb.address(b, base_b, n0, 16 * kk))
+            da = opa.make(b, opa.address(b, base_a, m0, k * kk))
+            db = opb.make(b, opb.address(b, base_b, n0, k * kk))
             r = b.asm(ftype, text, cons, acc + [da, db, one], side_effect=True)
             acc = [b.extract_value(r, j) for j in range(per)]
         out[i * per:(i + 1) * per] = acc
@@ -155,7 +163,7 @@ def warp_group_dot_wait(ctx, op, *vals):
     n = len(acc.elems)
     ety = acc.elems[0].type
     ftype = ir.FunctionType(ir.LiteralStructType([ety] * n), [ety] * n)
-    cons = ",".join(["=f"] * n) + "," + ",".join(str(i) for i in range(n))
+    cons = ",".join(["=r" if ety == I32 else "=f"] * n) + "," + ",".join(str(i) for i in range(n))
     r = b.asm(ftype, f"// wait for regs\n\twgmma.wait_group.sync.aligned {pendings};", cons, list(acc.elems),
               side_effect=True)
     done = TensorVal([b.extract_value(r, j) for j in range(n)], acc.layout, acc.shape)

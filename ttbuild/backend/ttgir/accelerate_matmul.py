@@ -303,9 +303,10 @@ def _fma(dot) -> None:
         dot.operands[2] = _convert(c, blocked, before=dot, loc=dot.location)
 
 
-# (A element, C element) that this wgmma path computes (PTX ISA 9.7.15.5, wgmma.mma_async
-# .f32.f16.f16 / .f32.bf16.bf16); Triton's supportMMA(op, 3) also takes tf32, fp8 and int8.
-_WGMMA_TYPES = {("f16", "f32"), ("bf16", "f32")}
+# (A element, C element) that wgmma computes (PTX ISA 9.7.15.5.2, wgmma.mma_async types; Triton's
+# supportMMA(op, 3)); fp32 inputs as tf32 only.
+_WGMMA_TYPES = {("f16", "f32"), ("bf16", "f32"), ("f32", "f32"), ("f8E4M3FN", "f32"), ("f8E5M2", "f32"),
+                ("i8", "i32")}
 
 
 def _operand_order(v) -> tuple[int, ...]:
@@ -315,20 +316,31 @@ def _operand_order(v) -> tuple[int, ...]:
 def wgmma_supported(op, cc: int, num_warps: int) -> bool:
     """Whether this tt.dot runs on wgmma (Triton's supportMMA(op, 3) and the MMAv3 branch of
     AccelerateMatmul): sm_90, num_warps a multiple of 4, rank 2, M a multiple of 64, N of 8,
-    K of 16, 16-bit inputs with an fp32 accumulator, each operand tile's contiguous extent at
-    least 32 bytes (an nvmma_shared swizzle), and no other tt.dot chained to it (attention's
-    P.V needs wgmma with A in registers, not built yet: those stay on mma.sync)."""
+    K of one wgmma k step (256 / element bits), fp16/bf16/tf32/fp8 -> fp32 or int8 -> int32,
+    8- and 32-bit operands K-contiguous, fp8 without a maxNumImpreciseAcc at or below K, each
+    operand tile's contiguous extent at least 32 bytes (an nvmma_shared swizzle), and no other
+    tt.dot chained to it (attention's P.V needs wgmma with A in registers, not built yet: those
+    stay on mma.sync)."""
     if cc != 90 or num_warps % 4:
         return False
     a, bm, c = op.operands[0], op.operands[1], op.operands[2]
-    if (mu.elem_str(a.type), mu.elem_str(c.type)) not in _WGMMA_TYPES or mu.elem_str(bm.type) != mu.elem_str(a.type):
+    ea, eb, ec = mu.elem_str(a.type), mu.elem_str(bm.type), mu.elem_str(c.type)
+    if (ea, ec) not in _WGMMA_TYPES or (eb, ec) not in _WGMMA_TYPES or (ea == "i8") != (eb == "i8"):
         return False
+    if (ea == "f32") != (eb == "f32") or (ea == "f32" and input_precision(op) != TF32):
+        return False  # tf32x3 and ieee are mma.sync's (split in LLIR) and the FMA path's
+    bits = mu.elem_bits(ea)
     shape_c, shape_a = mu.shape_of(c.type), mu.shape_of(a.type)
-    if len(shape_c) != 2 or shape_c[0] % 64 or shape_c[1] % 8 or shape_a[1] % 16:
+    if len(shape_c) != 2 or shape_c[0] % 64 or shape_c[1] % 8 or shape_a[1] % (256 // bits):
         return False
+    imprecise = mu.int_attr(mu.props(op)["maxNumImpreciseAcc"]) if "maxNumImpreciseAcc" in mu.props(op) else 0
+    if ea.startswith("f8") and 0 < imprecise <= shape_a[1]:
+        return False  # Triton then adds partial sums into fp32 every maxNumImpreciseAcc (not built)
+    if bits != 16 and (_operand_order(a)[0] != 1 or _operand_order(bm)[0] != 0):
+        return False  # wgmma transposes 16-bit operands only: others must be K-contiguous
     # Along a contiguous M or N, one wgmma's sub-tile (64 rows of A, instrShape n columns of B)
     # must not straddle two swizzle blocks: it spans whole blocks or lies inside one.
-    for v, k_dim, step in ((a, 1, 64), (bm, 0, instr_n_v3(shape_c, num_warps))):
+    for v, k_dim, step in ((a, 1, 64), (bm, 0, instr_n_v3(shape_c, num_warps, ea))):
         order = _operand_order(v)
         sw = nvmma_for_operand(mu.shape_of(v.type), order, mu.elem_bits(mu.elem_str(v.type)))
         if sw is None or (order[0] != k_dim and step % sw.block_elems and sw.block_elems % step):
@@ -336,14 +348,20 @@ def wgmma_supported(op, cc: int, num_warps: int) -> bool:
     return not _slice_has_other_dot(op)
 
 
-def instr_n_v3(shape, num_warps: int) -> int:
+# wgmma's N per input type (PTX ISA 9.7.15.5.2: multiples of 8 up to 256; for int8 multiples of
+# 16 from 32 up to 224, and 8, 16, 24), largest first as Triton tries them.
+_VALID_N = tuple(range(256, 7, -8))
+_VALID_N_I8 = tuple(range(224, 31, -16)) + (24, 16, 8)
+
+
+def instr_n_v3(shape, num_warps: int, elem: str = "f16") -> int:
     """wgmma's N for a [M, N] result (Triton's mmaVersionToInstrShape, version 3): the largest
-    multiple of 8 up to 256 that divides N and is at most N / (warps left after M takes
-    M / 16 of them)."""
+    valid N that divides N and is at most N / (warps left after M takes M / 16 of them)."""
     m_warps = max(shape[0] // 16, 1)
     n_warps = max(num_warps // m_warps, 1)
     max_n = max(shape[1] // n_warps, 8)
-    return next(n for n in range(256, 7, -8) if shape[1] % n == 0 and n <= max_n)
+    valid = _VALID_N_I8 if elem == "i8" else _VALID_N
+    return next(n for n in valid if shape[1] % n == 0 and n <= max_n)
 
 
 def warps_per_tile_v3(shape, num_warps: int) -> tuple[int, int]:
@@ -398,8 +416,9 @@ def _to_warp_group_dot(dot, a, bm) -> None:
 
 def _accelerate_v3(dot, num_warps: int) -> None:
     shape = mu.shape_of(dot.results[0].type)
-    k = 16
-    mma = NvidiaMma(warps_per_tile_v3(shape, num_warps), (16, instr_n_v3(shape, num_warps), k), (3, 0))
+    elem = mu.elem_str(dot.operands[0].type)
+    k = 256 // mu.elem_bits(elem)
+    mma = NvidiaMma(warps_per_tile_v3(shape, num_warps), (16, instr_n_v3(shape, num_warps, elem), k), (3, 0))
     a = _stage_operand_v3(dot, 0)
     bm = _stage_operand_v3(dot, 1)
     _accumulator(dot, mma)

@@ -31,7 +31,8 @@ def stages(variant: dict, until: str):
         return out
     out["ttgir"] = ttgir.run({"ttir": out["ttir"]}, {"num_warps": variant.get("num_warps", 4), "num_ctas": 1,
                                                      "num_stages": variant.get("num_stages", 3),
-                                                     "target": "cuda:90"})["ttgir"]
+                                                     "target": "cuda:90",
+                                                     "disable_mma_v3": variant.get("disable_mma_v3", False)})["ttgir"]
     if until == "ttgir":
         return out
     out["llir"] = llir.run({"ttgir": out["ttgir"]}, {"target": "cuda:90", "enable_fp_fusion": True,
@@ -70,7 +71,11 @@ def test_matmul_builds_through_llir_on_tensor_cores(name):
     v = next(v for v in VARIANTS if v["name"] == name)
     assert "until" not in v
     out = stages(v, "llir")
-    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in out["llir"].decode()
+    # sm_90: wgmma where Triton's MMAv3 conditions hold (a warpgroup, 64-row blocks), else mma.sync
+    cx = v["constexprs"]
+    wgmma = v.get("num_warps", 4) % 4 == 0 and cx["BLOCK_SIZE_M"] % 64 == 0 and not v.get("disable_mma_v3")
+    want = "wgmma.mma_async.sync.aligned.m64n" if wgmma else "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32"
+    assert want in out["llir"].decode()
 
 
 BATCHED_F64 = """import triton

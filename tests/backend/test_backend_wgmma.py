@@ -240,3 +240,19 @@ def test_triton_accepts_our_ttgir(tmp_path):
     # by 16 bytes (bank spread, allocation.packed_pitch), Triton's does not
     assert ours[2] == theirs[2] + 128 * 16
     assert all(int(x) > 0 for x in out[1::2])
+
+
+def test_attention_qk_ss_and_pv_rs():
+    """Attention forward d64 (kernels/attention.py, w4): QK^T is an SS wgmma (both descriptors),
+    P.V an RS one (four A registers, imm-trans-b 1 for N-contiguous V), 4 k steps each per
+    64-row block (two blocks on 4 warps); the loop's only waits are QK's full ones."""
+    import tomllib
+
+    kdir = Path(__file__).parents[2] / "kernels"
+    v = {x["name"]: x for x in tomllib.loads((kdir / "variants.toml").read_text())["variant"]}["attn_fwd_d64"]
+    ptx = ttbuild.compile(kdir / v["file"], kernel=v["kernel"], signature=v["signature"], constexprs=v["constexprs"],
+                          num_warps=v["num_warps"], num_stages=v["num_stages"], until="ptx")["ptx"].decode()
+    ss = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16 \{[^}]*\}, %rd\d+, %rd\d+, %p\d+, 1, 1, 0, 0;", ptx)
+    rs = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16 \{[^}]*\}, \{%r\d+, %r\d+, %r\d+, %r\d+\}, "
+                    r"%rd\d+, %p\d+, 1, 1, 1;", ptx)
+    assert len(ss) == 8 and len(rs) == 8, (len(ss), len(rs))

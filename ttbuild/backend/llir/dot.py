@@ -444,8 +444,8 @@ for _a in ("f8E4M3FN", "f8E5M2"):
         _MMA[(_a, _b, "f16")] = ("m16n8k32", f"f16.{_n[_a]}.{_n[_b]}.f16")
 
 
-def _pack(b, elems):
-    """kWidth elements of one register -> i32."""
+def pack_register(b, elems):
+    """kWidth elements of one register -> i32 (a dot operand register of mma.sync or wgmma)."""
     if len(elems) == 1:
         e = elems[0]
         return e if e.type == I32 else b.bitcast(e, I32)
@@ -508,7 +508,7 @@ def dot(ctx, op, a: TensorVal, bm: TensorVal, c: TensorVal):
     acc = {}
     for rep, i in at.items():
         vals = c.elems[4 * i:4 * i + 4]
-        acc[rep] = [_pack(b, vals[0:2]), _pack(b, vals[2:4])] if half_acc else list(vals)
+        acc[rep] = [pack_register(b, vals[0:2]), pack_register(b, vals[2:4])] if half_acc else list(vals)
     nacc = 2 if half_acc else 4
     outs = ",".join([f"={text_c}"] * nacc)
     cons = outs + "," + ",".join(["r"] * 6) + "," + ",".join(str(i) for i in range(nacc))
@@ -526,7 +526,7 @@ def dot(ctx, op, a: TensorVal, bm: TensorVal, c: TensorVal):
 
         def get(key):
             if key not in cache:
-                cache[key] = [_pack(b, [x.elems[p] for p in reg]) for reg in regs[key]]
+                cache[key] = [pack_register(b, [x.elems[p] for p in reg]) for reg in regs[key]]
             return cache[key]
         return get
 

@@ -25,7 +25,7 @@ from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.allocation import elem_bytes
 from ttbuild.backend.analysis.mma_layout import NvidiaMma, NvmmaShared
 from ttbuild.backend.llir.context import I32, TensorVal, layout_of
-from ttbuild.backend.llir.dot import shared_layout
+from ttbuild.backend.llir.dot import pack_register, shared_layout
 from ttbuild.backend.llir.smem import MemDesc
 from ttbuild.errors import NotSupportedYet
 from ttbuild.registry import RuleSet
@@ -96,43 +96,65 @@ class _Operand:
         return b.or_(field, ir.Constant(I64, self.bits))
 
 
+def _a_words(b, a: TensorVal):
+    """A in registers (`#ttg.dot_op<{opIdx = 0, parent = #mma v3, kWidth}>`): per (m rep, k
+    step) its four 32-bit registers, the m16k16 fragment of mma.sync, which wgmma's RS form
+    reads per warp of the warpgroup (PTX ISA 9.7.15.5.1, "Register fragments: A")."""
+    regs = a.layout.regs(a.shape)
+    return {(mn, k): [pack_register(b, [a.elems[p] for p in reg]) for reg in positions]
+            for (_, mn, k), positions in regs.items()}
+
+
 @rule("ttng.warp_group_dot")
-def warp_group_dot(ctx, op, a: MemDesc, bm: MemDesc, c: TensorVal):
-    """D = A B + C on wgmma, both operands in shared memory (see the module docstring)."""
+def warp_group_dot(ctx, op, a, bm: MemDesc, c: TensorVal):
+    """D = A B + C on wgmma: A in shared memory (a MemDesc: SS form) or in registers (a
+    TensorVal in #ttg.dot_op: RS form, attention's P), B in shared memory (see the module
+    docstring)."""
     b = ctx.builder
     lc = layout_of(op.results[0])
-    ea, eb, ec = a.elem, bm.elem, mu.elem_str(op.operands[2].type)
+    rs = isinstance(a, TensorVal)
+    ea = mu.elem_str(op.operands[0].type) if rs else a.elem
+    eb, ec = bm.elem, mu.elem_str(op.operands[2].type)
+    if rs and ea not in ("f16", "bf16"):
+        raise NotSupportedYet(f"ttng.warp_group_dot with {ea} A in registers", None, "llir")
     if not isinstance(lc, NvidiaMma) or ea not in _PTX_TYPE or eb not in _PTX_TYPE or ec not in ("f32", "i32"):
         raise NotSupportedYet(f"ttng.warp_group_dot for {ea} x {eb} -> {ec}", None, "llir")
     ctx.align_smem(1024)  # nvmma buffers sit at 1024-byte multiples of its start
     # Operand tiles other threads filled (cp.async rings) or wrote (st.shared + proxy fence)
     # must be complete before any warpgroup reads them.
     ctx.barrier_unless_fresh()
-    opa = _Operand(a, shared_layout(op.operands[0].type), 0)
+    opa = None if rs else _Operand(a, shared_layout(op.operands[0].type), 0)
     opb = _Operand(bm, shared_layout(op.operands[1].type), 1)
     shape = c.shape
     n_instr = lc.instr_shape[1]
     (ta, k), (tb, _) = _PTX_TYPE[ea], _PTX_TYPE[eb]
     k_steps = a.shape[1] // k
+    words = _a_words(b, a) if rs else None
     wm, wn = lc.warps_per_cta
     _, warp = ctx.lane_warp()
     # warps M fastest: this warp's warpgroup starts at row 16 * (warp % wm rounded down to 4)
     wg_row = b.mul(b.and_(warp, _c(wm - 4)), _c(16)) if wm > 4 else _c(0)
     n_col = b.mul(b.and_(b.udiv(warp, _c(wm)), _c(wn - 1)), _c(n_instr)) if wn > 1 else _c(0)
-    base_a, base_b = b.ptrtoint(a.ptr, I32), b.ptrtoint(bm.ptr, I32)
+    base_a = None if rs else b.ptrtoint(a.ptr, I32)
+    base_b = b.ptrtoint(bm.ptr, I32)
     per = n_instr // 2
     grid = lc.rep_grid(shape)
     integer = ec == "i32"
     acc_t = I32 if integer else ir.FloatType()
     regs = ", ".join(f"${i}" for i in range(per))  # operands: per outputs, per tied inputs, A, B, scale-d
-    # imm-scale-a/b (1: no negation) for floating types; imm-trans-a/b for 16-bit ones only
+    # imm-scale-a/b (1: no negation) for floating types; imm-trans-a (SS only) and imm-trans-b
+    # for 16-bit ones only
     tail = "" if integer else ", 1, 1"
     if ta in ("f16", "bf16"):
-        tail += f", {0 if opa.k_major else 1}, {0 if opb.k_major else 1}"
+        tail += (f", {0 if opa.k_major else 1}" if not rs else "") + f", {0 if opb.k_major else 1}"
+    n_a = 4 if rs else 1
+    a_text = "{" + ", ".join(f"${2 * per + i}" for i in range(4)) + "}" if rs else f"${2 * per}"
     text = (f"wgmma.mma_async.sync.aligned.m64n{n_instr}k{k}.{'s32' if integer else 'f32'}.{ta}.{tb} "
-            f"{{{regs}}}, ${2 * per}, ${2 * per + 1}, ${2 * per + 2}{tail};")
-    cons = ",".join(["=r" if integer else "=f"] * per) + "," + ",".join(str(i) for i in range(per)) + ",l,l,b"
-    ftype = ir.FunctionType(ir.LiteralStructType([acc_t] * per), [acc_t] * per + [I64, I64, ir.IntType(1)])
+            f"{{{regs}}}, {a_text}, ${2 * per + n_a}, ${2 * per + n_a + 1}{tail};")
+    cons = (",".join(["=r" if integer else "=f"] * per) + "," + ",".join(str(i) for i in range(per))
+            + (",r,r,r,r" if rs else ",l") + ",l,b")
+    ftype = ir.FunctionType(ir.LiteralStructType([acc_t] * per),
+                            [acc_t] * per + ([I32] * 4 if rs else [I64]) + [I64, ir.IntType(1)])
     one = ir.Constant(ir.IntType(1), 1)
     out = list(c.elems)
     _asm(ctx, "wgmma.fence.sync.aligned;")
@@ -141,9 +163,9 @@ def warp_group_dot(ctx, op, a: MemDesc, bm: MemDesc, c: TensorVal):
         m0 = b.add(wg_row, _c(rm * lc.tile(0)))
         n0 = b.add(n_col, _c(rn * lc.tile(1)))
         for kk in range(k_steps):
-            da = opa.make(b, opa.address(b, base_a, m0, k * kk))
+            da = words[(rm, kk)] if rs else [opa.make(b, opa.address(b, base_a, m0, k * kk))]
             db = opb.make(b, opb.address(b, base_b, n0, k * kk))
-            r = b.asm(ftype, text, cons, acc + [da, db, one], side_effect=True)
+            r = b.asm(ftype, text, cons, acc + da + [db, one], side_effect=True)
             acc = [b.extract_value(r, j) for j in range(per)]
         out[i * per:(i + 1) * per] = acc
     _asm(ctx, "wgmma.commit_group.sync.aligned;")
@@ -154,17 +176,21 @@ def warp_group_dot(ctx, op, a: MemDesc, bm: MemDesc, c: TensorVal):
 @rule("ttng.warp_group_dot_wait")
 def warp_group_dot_wait(ctx, op, *vals):
     """`wgmma.wait_group.sync.aligned N` (all but the N most recent groups complete), with
-    every accumulator register of the first operand tied through it; memdesc operands pass
-    through unchanged."""
+    every register of its accumulator operands (the f32/i32 tensors on #mma: this dot's, and
+    an earlier dot's still in flight) tied through it; other operands (memdescs, register A
+    operands) pass through unchanged."""
     b = ctx.builder
     pendings = mu.int_attr(op.operation.attributes["pendings"] if "pendings" in op.operation.attributes
                            else mu.props(op)["pendings"])
-    acc = vals[0]
-    n = len(acc.elems)
-    ety = acc.elems[0].type
-    ftype = ir.FunctionType(ir.LiteralStructType([ety] * n), [ety] * n)
-    cons = ",".join(["=r" if ety == I32 else "=f"] * n) + "," + ",".join(str(i) for i in range(n))
-    r = b.asm(ftype, f"// wait for regs\n\twgmma.wait_group.sync.aligned {pendings};", cons, list(acc.elems),
-              side_effect=True)
-    done = TensorVal([b.extract_value(r, j) for j in range(n)], acc.layout, acc.shape)
-    return done if len(vals) == 1 else [done, *vals[1:]]
+    tied = [i for i, v in enumerate(vals) if isinstance(v, TensorVal) and isinstance(v.layout, NvidiaMma)]
+    elems = [e for i in tied for e in vals[i].elems]
+    types = [e.type for e in elems]
+    cons = ",".join("=r" if t == I32 else "=f" for t in types) + "," + ",".join(str(i) for i in range(len(elems)))
+    r = b.asm(ir.FunctionType(ir.LiteralStructType(types), types),
+              f"// wait for regs\n\twgmma.wait_group.sync.aligned {pendings};", cons, elems, side_effect=True)
+    out, k = list(vals), 0
+    for i in tied:
+        n = len(vals[i].elems)
+        out[i] = TensorVal([b.extract_value(r, k + j) for j in range(n)], vals[i].layout, vals[i].shape)
+        k += n
+    return out[0] if len(out) == 1 else out

@@ -318,9 +318,9 @@ def wgmma_supported(op, cc: int, num_warps: int) -> bool:
     AccelerateMatmul): sm_90, num_warps a multiple of 4, rank 2, M a multiple of 64, N of 8,
     K of one wgmma k step (256 / element bits), fp16/bf16/tf32/fp8 -> fp32 or int8 -> int32,
     8- and 32-bit operands K-contiguous, fp8 without a maxNumImpreciseAcc at or below K, each
-    operand tile's contiguous extent at least 32 bytes (an nvmma_shared swizzle), and no other
-    tt.dot chained to it (attention's P.V needs wgmma with A in registers, not built yet: those
-    stay on mma.sync)."""
+    shared operand tile's contiguous extent at least 32 bytes (an nvmma_shared swizzle); a dot
+    chained to another (attention) needs M to be a multiple of 16 x num_warps (all warps along
+    M) and, when A comes from a dot (P), 16-bit A (it stays in registers: RS wgmma)."""
     if cc != 90 or num_warps % 4:
         return False
     a, bm, c = op.operands[0], op.operands[1], op.operands[2]
@@ -338,14 +338,19 @@ def wgmma_supported(op, cc: int, num_warps: int) -> bool:
         return False  # Triton then adds partial sums into fp32 every maxNumImpreciseAcc (not built)
     if bits != 16 and (_operand_order(a)[0] != 1 or _operand_order(bm)[0] != 0):
         return False  # wgmma transposes 16-bit operands only: others must be K-contiguous
+    chained = _slice_has_other_dot(op)
+    if chained and (shape_c[0] % (16 * num_warps) or (bits != 16 and _from_dot(a))):
+        return False  # all warps along M must tile it; A from registers is built for 16 bits
     # Along a contiguous M or N, one wgmma's sub-tile (64 rows of A, instrShape n columns of B)
     # must not straddle two swizzle blocks: it spans whole blocks or lies inside one.
     for v, k_dim, step in ((a, 1, 64), (bm, 0, instr_n_v3(shape_c, num_warps, ea))):
+        if v is a and _from_dot(a):
+            continue  # A from registers
         order = _operand_order(v)
         sw = nvmma_for_operand(mu.shape_of(v.type), order, mu.elem_bits(mu.elem_str(v.type)))
         if sw is None or (order[0] != k_dim and step % sw.block_elems and sw.block_elems % step):
             return False
-    return not _slice_has_other_dot(op)
+    return True
 
 
 # wgmma's N per input type (PTX ISA 9.7.15.5.2: multiples of 8 up to 256; for int8 multiples of
@@ -378,7 +383,10 @@ def warps_per_tile_v3(shape, num_warps: int) -> tuple[int, int]:
 
 def _stage_operand_v3(dot, idx: int):
     """Operand idx of `dot`: `ttg.local_alloc` into `#ttg.nvmma_shared` right after its
-    definition (so a loop-invariant operand is written once, before the loop); the memdesc."""
+    definition (so a loop-invariant operand is written once, before the loop), then
+    `ttng.fence_async_shared`: the tile, written by st.shared (the generic proxy), is read by
+    wgmma through the async proxy (PTX ISA 9.7.13.4.4; Triton's FenceInsertion puts one there,
+    the pipeliner drops it with the alloc). Returns the memdesc."""
     v = dot.operands[idx]
     elem = mu.elem_str(v.type)
     shape = mu.shape_of(v.type)
@@ -386,15 +394,37 @@ def _stage_operand_v3(dot, idx: int):
     owner = v.owner if isinstance(v, ir.OpResult) else None
     ip = ir.InsertionPoint.after(owner) if owner is not None else ir.InsertionPoint(dot)
     with ip:
-        return ir.Operation.create("ttg.local_alloc", results=[_memdesc_type(shape, elem, shared)],
-                                   operands=[v], loc=dot.location).results[0]
+        alloc = ir.Operation.create("ttg.local_alloc", results=[_memdesc_type(shape, elem, shared)],
+                                    operands=[v], loc=dot.location)
+    with ir.InsertionPoint.after(alloc):
+        ir.Operation.create("ttng.fence_async_shared", results=[], operands=[],
+                            attributes={"bCluster": ir.BoolAttr.get(False)}, loc=dot.location)
+    return alloc.results[0]
+
+
+def _from_dot(v) -> bool:
+    """Whether a tt.dot (or warp_group_dot) result reaches v through the ops that define it:
+    attention's P, which stays in registers as wgmma's A operand (Triton's AccelerateMatmul
+    takes A from registers unless it comes from a load)."""
+    seen, stack = set(), [v]
+    while stack:
+        x = stack.pop()
+        if not isinstance(x, ir.OpResult):
+            continue
+        op = x.owner
+        if op.operation in seen:
+            continue
+        seen.add(op.operation)
+        if op.name in ("tt.dot", "ttng.warp_group_dot"):
+            return True
+        stack.extend(op.operands)
+    return False
 
 
 def _to_warp_group_dot(dot, a, bm) -> None:
-    """tt.dot (already on #mma v3) -> `ttng.fence_async_shared` (register-written operand tiles
-    reach wgmma through the async proxy, PTX ISA 9.7.13.4.4), `ttng.warp_group_dot {isAsync}` on
-    the two memdescs, `ttng.warp_group_dot_wait {pendings = 0}` (the pipeliner lets one group
-    stay in flight where its ring keeps the operands alive)."""
+    """tt.dot (already on #mma v3) -> `ttng.warp_group_dot {isAsync}` on A (a memdesc, or
+    registers in `#ttg.dot_op`) and B (a memdesc), then `ttng.warp_group_dot_wait {pendings =
+    0}` (the pipeliner lets one group stay in flight where its ring keeps the operands alive)."""
     d = dot.results[0]
     p = mu.props(dot)
     i32 = ir.IntegerType.get_signless(32)
@@ -402,9 +432,12 @@ def _to_warp_group_dot(dot, a, bm) -> None:
              "isAsync": ir.BoolAttr.get(True)}
     if "maxNumImpreciseAcc" in p:
         attrs["maxNumImpreciseAcc"] = p["maxNumImpreciseAcc"]
+    if mu.elem_str(dot.operands[0].type).startswith("f8") and (
+            "maxNumImpreciseAcc" not in p or mu.int_attr(p["maxNumImpreciseAcc"]) == 0):
+        # unset (0 in our TTIR): Triton's default on sm_90, 2**30 (compiler.py
+        # max_num_imprecise_acc_default; its verifier wants >= 32 for an fp8 wgmma into f32)
+        attrs["maxNumImpreciseAcc"] = ir.IntegerAttr.get(i32, 2 ** 30)
     with ir.InsertionPoint(dot):
-        ir.Operation.create("ttng.fence_async_shared", results=[], operands=[],
-                            attributes={"bCluster": ir.BoolAttr.get(False)}, loc=dot.location)
         wg = ir.Operation.create("ttng.warp_group_dot", results=[d.type], operands=[a, bm, dot.operands[2]],
                                  attributes=attrs, loc=dot.location)
         wait = ir.Operation.create("ttng.warp_group_dot_wait", results=[d.type, a.type, bm.type],
@@ -417,9 +450,14 @@ def _to_warp_group_dot(dot, a, bm) -> None:
 def _accelerate_v3(dot, num_warps: int) -> None:
     shape = mu.shape_of(dot.results[0].type)
     elem = mu.elem_str(dot.operands[0].type)
-    k = 256 // mu.elem_bits(elem)
-    mma = NvidiaMma(warps_per_tile_v3(shape, num_warps), (16, instr_n_v3(shape, num_warps, elem), k), (3, 0))
-    a = _stage_operand_v3(dot, 0)
+    bits = mu.elem_bits(elem)
+    # chained dots (attention) put every warp along M, as warpsPerTileV3 does
+    warps = (num_warps, 1) if _slice_has_other_dot(dot) else warps_per_tile_v3(shape, num_warps)
+    mma = NvidiaMma(warps, (16, instr_n_v3(shape, num_warps, elem), 256 // bits), (3, 0))
+    if _from_dot(dot.operands[0]):  # RS wgmma: A as mma.sync's m16k16 fragments
+        a = _convert(dot.operands[0], DotOperand(0, mma, 32 // bits), before=dot, loc=dot.location)
+    else:
+        a = _stage_operand_v3(dot, 0)
     bm = _stage_operand_v3(dot, 1)
     _accumulator(dot, mma)
     _to_warp_group_dot(dot, a, bm)

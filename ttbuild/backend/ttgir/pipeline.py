@@ -482,6 +482,7 @@ class _Loop:
                 with ir.InsertionPoint(cand.reader):
                     view = lb.op("ttg.memdesc_index", [self.views[id(alloc)]], [alloc, ext]).results[0]
                 _retarget(cand.alloc.results[0], view)
+                _erase_fence_after(cand.alloc)
                 cand.alloc.erase()
                 continue
             if cand.alloc is not None:
@@ -633,22 +634,25 @@ def _from_registers(v) -> bool:
     return isinstance(v, ir.OpResult) and v.owner.name == "ttg.local_alloc" and len(v.owner.operands) > 0
 
 
+def _erase_fence_after(alloc) -> None:
+    """The `ttng.fence_async_shared` accelerate_matmul put right after a register tile's
+    local_alloc goes with it (cp.async writes need none: Triton's FenceInsertion)."""
+    ops = [o.operation for o in alloc.operation.block.operations]
+    i = ops.index(alloc.operation)
+    if i + 1 < len(ops) and ops[i + 1].name == "ttng.fence_async_shared":
+        ops[i + 1].erase()
+
+
 def _keep_in_flight(wg, loop) -> None:
-    """After pipelining a wgmma's operands: drop the `ttng.fence_async_shared` before it when
-    no operand is written from registers any more (cp.async writes need none: Triton's
-    FenceInsertion), and when the loop carries the accumulator straight from its wait to the
-    yield and every operand outlives the next iteration (a ring slot, or a tile written before
-    the loop), let one wgmma group stay in flight (`pendings = 1`) with a
-    `ttng.warp_group_dot_wait {pendings = 0}` on the loop's result (Triton's pipelined form)."""
-    prev = wg.operation
-    block = prev.block
-    ops = [o.operation for o in block.operations]
-    i = ops.index(prev) - 1
-    while i >= 0 and ops[i].name == "ttg.memdesc_index":  # the slot views pipelining put there
-        i -= 1
+    """When a wgmma's wait hands its accumulator straight to the loop's yield and every shared
+    operand outlives the next iteration (a ring slot, or a tile written before the loop), its
+    group stays in flight into the next iteration, with a `ttng.warp_group_dot_wait {pendings =
+    0}` on the loop's result (Triton's pipelined forms):
+    - the loop's only wgmma (the matmul): its wait keeps one group (`pendings = 1`);
+    - else (attention's P.V) its wait goes, and the first full wait of the next iteration that
+      comes before any use of the carried accumulator (the QK dot's) takes it as an operand:
+      that wait retires the group and ties its registers, so nothing reads them in flight."""
     a, bm = wg.operands[0], wg.operands[1]
-    if i >= 0 and ops[i].name == "ttng.fence_async_shared" and not (_from_registers(a) or _from_registers(bm)):
-        ops[i].erase()
     body = loop.regions[0].blocks[0]
     if any(_from_registers(v) and v.owner.operation.block == body for v in (a, bm)):
         return
@@ -660,13 +664,52 @@ def _keep_in_flight(wg, loop) -> None:
     uses = list(acc.uses)
     if len(uses) != 1 or uses[0].owner.name != "scf.yield" or uses[0].owner.operation.block != body:
         return
-    res = loop.results[uses[0].operand_number]
+    index = uses[0].operand_number
+    res = loop.results[index]
     i32 = ir.IntegerType.get_signless(32)
-    wait.attributes["pendings"] = ir.IntegerAttr.get(i32, 1)
+    if sum(1 for o in body.operations if o.operation.name == "ttng.warp_group_dot") == 1:
+        wait.attributes["pendings"] = ir.IntegerAttr.get(i32, 1)
+    elif not _tie_to_next_wait(wait, body.arguments[1 + index]):
+        return
     with ir.InsertionPoint.after(loop):
         done = ir.Operation.create("ttng.warp_group_dot_wait", results=[res.type], operands=[res],
                                    attributes={"pendings": ir.IntegerAttr.get(i32, 0)}, loc=loop.location)
     res.replace_all_uses_except(done.results[0], done)
+
+
+def _tie_to_next_wait(wait, arg) -> bool:
+    """Drop `wait` (its group stays in flight) and add the carried accumulator `arg` to the
+    body's first full warp_group_dot_wait that precedes every use of `arg`; False (nothing
+    changed) when there is none."""
+    body = arg.owner
+    ops = [o.operation for o in body.operations]
+    pos = {o: k for k, o in enumerate(ops)}
+
+    def top(op):  # the op of `body` that holds op
+        while op.block != body:
+            op = op.parent
+        return op
+
+    first_use = min(pos[top(u.owner.operation)] for u in arg.uses)
+    target = next((o for o in ops[:first_use] if o.name == "ttng.warp_group_dot_wait" and o != wait.operation
+                   and mu.int_attr(o.attributes["pendings"]) == 0), None)
+    if target is None:
+        return False
+    with ir.InsertionPoint(target):
+        new = ir.Operation.create("ttng.warp_group_dot_wait", results=[r.type for r in target.results] + [arg.type],
+                                  operands=list(target.operands) + [arg],
+                                  attributes={"pendings": target.attributes["pendings"]}, loc=target.location)
+    for old, r in zip(target.results, new.results):
+        old.replace_all_uses_with(r)
+    arg.replace_all_uses_except(new.results[len(target.results)], new)
+    target.erase()
+    dot = wait.operands[0].owner
+    wait.results[0].replace_all_uses_with(wait.operands[0])
+    for r, v in zip(list(wait.results)[1:], list(wait.operands)[1:]):
+        r.replace_all_uses_with(v)
+    wait.operation.erase()
+    assert dot.name == "ttng.warp_group_dot"
+    return True
 
 
 def _unused(v) -> bool:

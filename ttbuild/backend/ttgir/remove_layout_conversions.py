@@ -375,7 +375,7 @@ def remove_layout_conversions(module, num_warps: int) -> int:
                 continue
             _rewrite(sl, remat)
             n += 1
-        if any(op.name == "tt.dot" for op in walk(func)):
+        if any(op.name in ("tt.dot", "ttng.warp_group_dot") for op in walk(func)):
             folded = fold_conversions(func, remat)
             if n or folded:
                 erase_dead(func)

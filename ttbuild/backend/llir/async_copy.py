@@ -116,6 +116,7 @@ def async_wait(ctx, op, *tokens):
     attrs = op.operation.attributes
     num = mu.int_attr(attrs["num"] if "num" in attrs else mu.props(op)["num"])
     _asm(ctx, f"cp.async.wait_group {num};", "~{memory}", [])
+    ctx.smem_landed()
     if num == 0:
         # Dot-operand rings may share bytes with scratch used after the loop: the next scratch
         # write must wait until every thread's copies have landed (a bar.sync after this wait).

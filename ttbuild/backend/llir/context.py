@@ -127,6 +127,7 @@ class Ctx:
         intrinsic (as Triton), so LLVM never duplicates it into divergent branches."""
         self._cache["last_barrier"] = self.builder.call(self.intrinsic("llvm.nvvm.barrier0", ir.VoidType(), []), [])
         self._cache["smem_read"] = False
+        self._cache["smem_landed"] = False
 
     def barrier_unless_fresh(self) -> None:
         """A barrier, unless the current block's last memory instruction is already one: two
@@ -148,6 +149,17 @@ class Ctx:
 
     def after_smem_read(self) -> None:
         self._cache["smem_read"] = True
+
+    def smem_landed(self) -> None:
+        """Shared-memory data other threads will read became visible to this thread only (a
+        cp.async wait, st.shared behind a proxy fence): the next such reader needs a barrier."""
+        self._cache["smem_landed"] = True
+
+    def barrier_if_landed(self) -> None:
+        """A barrier, if data landed (smem_landed) since the last one: a wgmma reading tiles
+        that cp.async or other threads filled (two wgmma after one wait share one barrier)."""
+        if self._cache.get("smem_landed", True):
+            self.barrier()
 
     def lane_warp(self):
         tid = self.sreg("tid.x")

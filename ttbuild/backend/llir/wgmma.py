@@ -53,6 +53,7 @@ def fence_async_shared(ctx, op):
     """`fence.proxy.async.shared::cta`: shared-memory writes of this thread's generic proxy
     (st.shared) become visible to the async proxy (wgmma, TMA) (PTX ISA 9.7.13.4.4)."""
     _asm(ctx, "fence.proxy.async.shared::cta;")
+    ctx.smem_landed()
 
 
 def descriptor_bits(sw: NvmmaShared, k_major: bool, k_extent: int) -> int:
@@ -96,6 +97,17 @@ class _Operand:
         return b.or_(field, ir.Constant(I64, self.bits))
 
 
+def _is_zero_splat(v) -> bool:
+    """Whether v is an `arith.constant` splat of +0 / 0."""
+    if not isinstance(v, mu.ir.OpResult) or v.owner.name != "arith.constant":
+        return False
+    a = v.owner.attributes["value"]
+    if not (isinstance(a, mu.ir.DenseElementsAttr) and a.is_splat):
+        return False
+    s = a.get_splat_value()
+    return (s.value == 0.0 and str(s.value) == "0.0") if isinstance(s, mu.ir.FloatAttr) else mu.ir.IntegerAttr(s).value == 0
+
+
 def _a_words(b, a: TensorVal):
     """A in registers (`#ttg.dot_op<{opIdx = 0, parent = #mma v3, kWidth}>`): per (m rep, k
     step) its four 32-bit registers, the m16k16 fragment of mma.sync, which wgmma's RS form
@@ -122,7 +134,7 @@ def warp_group_dot(ctx, op, a, bm: MemDesc, c: TensorVal):
     ctx.align_smem(1024)  # nvmma buffers sit at 1024-byte multiples of its start
     # Operand tiles other threads filled (cp.async rings) or wrote (st.shared + proxy fence)
     # must be complete before any warpgroup reads them.
-    ctx.barrier_unless_fresh()
+    ctx.barrier_if_landed()
     opa = None if rs else _Operand(a, shared_layout(op.operands[0].type), 0)
     opb = _Operand(bm, shared_layout(op.operands[1].type), 1)
     shape = c.shape
@@ -156,7 +168,10 @@ def warp_group_dot(ctx, op, a, bm: MemDesc, c: TensorVal):
     ftype = ir.FunctionType(ir.LiteralStructType([acc_t] * per),
                             [acc_t] * per + ([I32] * 4 if rs else [I64]) + [I64, ir.IntType(1)])
     one = ir.Constant(ir.IntType(1), 1)
-    out = list(c.elems)
+    # C a splat zero (attention's QK): the first k step ignores it (scale-d false, Triton's
+    # useC), so its registers need no zeros written every iteration
+    zero_c = _is_zero_splat(op.operands[2])
+    out = [ir.Constant(acc_t, ir.Undefined)] * len(c.elems) if zero_c else list(c.elems)
     _asm(ctx, "wgmma.fence.sync.aligned;")
     for i, (rm, rn) in enumerate(grid):
         acc = out[i * per:(i + 1) * per]
@@ -165,7 +180,8 @@ def warp_group_dot(ctx, op, a, bm: MemDesc, c: TensorVal):
         for kk in range(k_steps):
             da = words[(rm, kk)] if rs else [opa.make(b, opa.address(b, base_a, m0, k * kk))]
             db = opb.make(b, opb.address(b, base_b, n0, k * kk))
-            r = b.asm(ftype, text, cons, acc + da + [db, one], side_effect=True)
+            scale_d = ir.Constant(ir.IntType(1), 0) if zero_c and kk == 0 else one
+            r = b.asm(ftype, text, cons, acc + da + [db, scale_d], side_effect=True)
             acc = [b.extract_value(r, j) for j in range(per)]
         out[i * per:(i + 1) * per] = acc
     _asm(ctx, "wgmma.commit_group.sync.aligned;")

@@ -183,3 +183,31 @@ def test_the_untouched_cubin_loads(tmp_path):
     drv = RecordingDriver(capability=(9, 0))
     launch(attach(rt.load(str(tmp_path), driver=drv), drv))
     assert [l[1] for l in drv.loads] == [b"CUBIN:add_one"]
+
+
+MATMUL_MULTI = '''
+[[variant]]
+name = "mm_multi"
+file = "matmul.py"
+kernel = "matmul_kernel"
+signature = "*fp16:16,*fp16:16,*fp16:16,i32:16,i32:16,i32:16,i32:16,i32:16,i32:16"
+constexprs = { BLOCK_SIZE_M = 128, BLOCK_SIZE_N = 128, BLOCK_SIZE_K = 64, GROUP_SIZE_M = 8, ACTIVATION = "", stride_ak = 1, stride_bn = 1, stride_cn = 1 }
+targets = ["cuda:80", "cuda:90"]
+'''
+
+
+def test_portable_ptx_of_a_wgmma_kernel_uses_mma_sync(tmp_path, new_project):
+    """wgmma exists on sm_90a only: the cuda:90 cubin of a matmul uses it, while the PTX shipped
+    for newer GPUs (`.target sm_90`) comes from a chain with disable_mma_v3, on mma.sync."""
+    import shutil
+
+    proj = new_project(tmp_path / "p", stages="real")
+    shutil.copy(Path(__file__).parents[2] / "kernels" / "matmul.py", proj.kernels / "matmul.py")
+    (proj.kernels / "variants.toml").write_text(MATMUL_MULTI)
+    run = proj.doit()
+    assert run.rc == 0, run.text[-3000:]
+    lib = proj.artifacts / "lib"
+    ptx = (lib / "mm_multi.sm_90.ptx").read_text()
+    assert ".target sm_90\n" in ptx and "wgmma" not in ptx and "mma.sync.aligned.m16n8k16" in ptx
+    sm90a = [p.read_text() for p in (proj.artifacts / "ptx").rglob("*.ptx") if ".target sm_90a" in p.read_text()]
+    assert sm90a and all("wgmma.mma_async" in p for p in sm90a)

@@ -100,17 +100,21 @@ class _Assigner:
                 self.values.append(a)
         for op in walk(self.func, skip_regions_of=SCALAR_REGIONS):  # combiners hold scalars
             self._op(op)
-        # A value broadcast to one shape shares its result's layout. One broadcast to several
-        # shapes (attention's key mask row, to the K^T tile and to the score tile) would tie
-        # tiles of different shapes and memory access patterns into one layout: it takes the
-        # first result's layout instead, and the other broadcasts convert it (a small tensor).
+        # Values broadcast to one shape share its layout. A group broadcast to several shapes
+        # (attention's key mask row, to the K^T tile and to the score tile; a descriptor tile's
+        # row offsets, to the A tile and to the C tile) would tie tiles of different shapes and
+        # memory access patterns into one layout: it takes the first result's layout instead,
+        # and the other broadcasts convert their operand (a small tensor).
+        by_group: dict = {}
         for x, ops in self.broadcasts.items():
-            shapes = {tuple(mu.shape_of(o.results[0].type)) for o in ops}
+            by_group.setdefault(self.uf.find(x), []).extend((x, o) for o in ops)
+        for pairs in by_group.values():
+            shapes = {tuple(mu.shape_of(o.results[0].type)) for _, o in pairs}
             if len(shapes) == 1:
-                for o in ops:
+                for x, o in pairs:
                     self.uf.union(x, o.results[0])
             else:
-                self.split_bcasts.extend(ops)
+                self.split_bcasts.extend(o for _, o in pairs)
 
     def _op(self, op):
         name = op.operation.name

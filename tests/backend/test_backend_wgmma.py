@@ -256,3 +256,19 @@ def test_attention_qk_ss_and_pv_rs():
     rs = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f32\.f16\.f16 \{[^}]*\}, \{%r\d+, %r\d+, %r\d+, %r\d+\}, "
                     r"%rd\d+, %p\d+, 1, 1, 1;", ptx)
     assert len(ss) == 8 and len(rs) == 8, (len(ss), len(rs))
+
+
+def test_fp16_accumulator_on_wgmma():
+    """out_dtype=fp16 (tests/data/gpu_kernels dot_f16acc): wgmma's .f16 form, N/4 packed
+    registers per instruction, tied through the wait as the pairs wgmma wrote (no unpacking
+    between the two)."""
+    import tomllib
+
+    kdir = Path(__file__).parents[1] / "data" / "gpu_kernels"
+    v = {x["name"]: x for x in tomllib.loads((kdir / "variants.toml").read_text())["variant"]}["dot_f16acc_rr_64x64x32_w4"]
+    ptx = ttbuild.compile(kdir / v["file"], kernel=v["kernel"], signature=v["signature"], constexprs=v["constexprs"],
+                          num_warps=v["num_warps"], until="ptx")["ptx"].decode()
+    ins = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n64k16\.f16\.f16\.f16 \{([^}]*)\}", ptx)
+    assert ins and all(len(x.split(",")) == 16 for x in ins)
+    between = ptx[ptx.index("wgmma.commit_group"):ptx.index("wgmma.wait_group")]
+    assert not re.search(r"^\s*(mov|cvt)", between, re.M)

@@ -24,7 +24,7 @@ from llvmlite import ir
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.allocation import elem_bytes
 from ttbuild.backend.analysis.mma_layout import NvidiaMma, NvmmaShared
-from ttbuild.backend.llir.context import I32, TensorVal, layout_of
+from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
 from ttbuild.backend.llir.dot import pack_register, shared_layout
 from ttbuild.backend.llir.smem import MemDesc
 from ttbuild.errors import NotSupportedYet
@@ -129,7 +129,7 @@ def warp_group_dot(ctx, op, a, bm: MemDesc, c: TensorVal):
     eb, ec = bm.elem, mu.elem_str(op.operands[2].type)
     if rs and ea not in ("f16", "bf16"):
         raise NotSupportedYet(f"ttng.warp_group_dot with {ea} A in registers", None, "llir")
-    if not isinstance(lc, NvidiaMma) or ea not in _PTX_TYPE or eb not in _PTX_TYPE or ec not in ("f32", "i32"):
+    if not isinstance(lc, NvidiaMma) or ea not in _PTX_TYPE or eb not in _PTX_TYPE or ec not in ("f32", "i32", "f16"):
         raise NotSupportedYet(f"ttng.warp_group_dot for {ea} x {eb} -> {ec}", None, "llir")
     ctx.align_smem(1024)  # nvmma buffers sit at 1024-byte multiples of its start
     # Operand tiles other threads filled (cp.async rings) or wrote (st.shared + proxy fence)
@@ -149,10 +149,14 @@ def warp_group_dot(ctx, op, a, bm: MemDesc, c: TensorVal):
     n_col = b.mul(b.and_(b.udiv(warp, _c(wm)), _c(wn - 1)), _c(n_instr)) if wn > 1 else _c(0)
     base_a = None if rs else b.ptrtoint(a.ptr, I32)
     base_b = b.ptrtoint(bm.ptr, I32)
-    per = n_instr // 2
+    per = n_instr // 2          # accumulator elements per thread and tile
     grid = lc.rep_grid(shape)
-    integer = ec == "i32"
-    acc_t = I32 if integer else ir.FloatType()
+    integer, half = ec == "i32", ec == "f16"
+    acc_t = I32 if integer or half else ir.FloatType()
+    # an f16 accumulator: neighbour pairs (the same columns as f32's d[2j], d[2j+1]) per 32-bit
+    # register (PTX ISA 9.7.15.5.1, wgmma .f16 D fragments)
+    n_d = per // 2 if half else per
+    per, per_elems = n_d, per
     regs = ", ".join(f"${i}" for i in range(per))  # operands: per outputs, per tied inputs, A, B, scale-d
     # imm-scale-a/b (1: no negation) for floating types; imm-trans-a (SS only) and imm-trans-b
     # for 16-bit ones only
@@ -161,9 +165,10 @@ def warp_group_dot(ctx, op, a, bm: MemDesc, c: TensorVal):
         tail += (f", {0 if opa.k_major else 1}" if not rs else "") + f", {0 if opb.k_major else 1}"
     n_a = 4 if rs else 1
     a_text = "{" + ", ".join(f"${2 * per + i}" for i in range(4)) + "}" if rs else f"${2 * per}"
-    text = (f"wgmma.mma_async.sync.aligned.m64n{n_instr}k{k}.{'s32' if integer else 'f32'}.{ta}.{tb} "
+    dtype = "s32" if integer else "f16" if half else "f32"
+    text = (f"wgmma.mma_async.sync.aligned.m64n{n_instr}k{k}.{dtype}.{ta}.{tb} "
             f"{{{regs}}}, {a_text}, ${2 * per + n_a}, ${2 * per + n_a + 1}{tail};")
-    cons = (",".join(["=r" if integer else "=f"] * per) + "," + ",".join(str(i) for i in range(per))
+    cons = (",".join(["=r" if integer or half else "=f"] * per) + "," + ",".join(str(i) for i in range(per))
             + (",r,r,r,r" if rs else ",l") + ",l,b")
     ftype = ir.FunctionType(ir.LiteralStructType([acc_t] * per),
                             [acc_t] * per + ([I32] * 4 if rs else [I64]) + [I64, ir.IntType(1)])
@@ -171,7 +176,12 @@ def warp_group_dot(ctx, op, a, bm: MemDesc, c: TensorVal):
     # C a splat zero (attention's QK): the first k step ignores it (scale-d false, Triton's
     # useC), so its registers need no zeros written every iteration
     zero_c = _is_zero_splat(op.operands[2])
-    out = [ir.Constant(acc_t, ir.Undefined)] * len(c.elems) if zero_c else list(c.elems)
+    if zero_c:
+        out = [ir.Constant(acc_t, ir.Undefined)] * (len(c.elems) * n_d // per_elems)
+    elif half:
+        out = [pack_register(b, c.elems[j:j + 2]) for j in range(0, len(c.elems), 2)]
+    else:
+        out = list(c.elems)
     _asm(ctx, "wgmma.fence.sync.aligned;")
     for i, (rm, rn) in enumerate(grid):
         acc = out[i * per:(i + 1) * per]
@@ -186,6 +196,10 @@ def warp_group_dot(ctx, op, a, bm: MemDesc, c: TensorVal):
         out[i * per:(i + 1) * per] = acc
     _asm(ctx, "wgmma.commit_group.sync.aligned;")
     ctx.after_smem_read()  # the next write into these tiles waits for every warpgroup (bar.sync)
+    if half:
+        f16 = llvm_type("f16")
+        pairs = [b.bitcast(w, ir.VectorType(f16, 2)) for w in out]
+        out = [b.extract_element(p, _c(e)) for p in pairs for e in (0, 1)]
     return TensorVal(out, lc, shape)
 
 
@@ -199,14 +213,23 @@ def warp_group_dot_wait(ctx, op, *vals):
     pendings = mu.int_attr(op.operation.attributes["pendings"] if "pendings" in op.operation.attributes
                            else mu.props(op)["pendings"])
     tied = [i for i, v in enumerate(vals) if isinstance(v, TensorVal) and isinstance(v.layout, NvidiaMma)]
-    elems = [e for i in tied for e in vals[i].elems]
+
+    def words(v):  # f16 accumulators as the packed pairs wgmma wrote (the repacking folds away)
+        if v.elems and v.elems[0].type == llvm_type("f16"):
+            return [pack_register(b, v.elems[j:j + 2]) for j in range(0, len(v.elems), 2)]
+        return list(v.elems)
+    regs = [words(vals[i]) for i in tied]
+    elems = [e for w in regs for e in w]
     types = [e.type for e in elems]
     cons = ",".join("=r" if t == I32 else "=f" for t in types) + "," + ",".join(str(i) for i in range(len(elems)))
     r = b.asm(ir.FunctionType(ir.LiteralStructType(types), types),
               f"// wait for regs\n\twgmma.wait_group.sync.aligned {pendings};", cons, elems, side_effect=True)
     out, k = list(vals), 0
-    for i in tied:
-        n = len(vals[i].elems)
-        out[i] = TensorVal([b.extract_value(r, k + j) for j in range(n)], vals[i].layout, vals[i].shape)
-        k += n
+    for i, w in zip(tied, regs):
+        got = [b.extract_value(r, k + j) for j in range(len(w))]
+        k += len(w)
+        if len(w) != len(vals[i].elems):  # unpack the f16 pairs
+            pairs = [b.bitcast(x, ir.VectorType(llvm_type("f16"), 2)) for x in got]
+            got = [b.extract_element(p, _c(e)) for p in pairs for e in (0, 1)]
+        out[i] = TensorVal(got, vals[i].layout, vals[i].shape)
     return out[0] if len(out) == 1 else out

@@ -306,7 +306,7 @@ def _fma(dot) -> None:
 # (A element, C element) that wgmma computes (PTX ISA 9.7.15.5.2, wgmma.mma_async types; Triton's
 # supportMMA(op, 3)); fp32 inputs as tf32 only.
 _WGMMA_TYPES = {("f16", "f32"), ("bf16", "f32"), ("f32", "f32"), ("f8E4M3FN", "f32"), ("f8E5M2", "f32"),
-                ("i8", "i32")}
+                ("i8", "i32"), ("f16", "f16")}
 
 
 def _operand_order(v) -> tuple[int, ...]:
@@ -316,7 +316,8 @@ def _operand_order(v) -> tuple[int, ...]:
 def wgmma_supported(op, cc: int, num_warps: int) -> bool:
     """Whether this tt.dot runs on wgmma (Triton's supportMMA(op, 3) and the MMAv3 branch of
     AccelerateMatmul): sm_90, num_warps a multiple of 4, rank 2, M a multiple of 64, N of 8,
-    K of one wgmma k step (256 / element bits), fp16/bf16/tf32/fp8 -> fp32 or int8 -> int32,
+    K of one wgmma k step (256 / element bits), fp16/bf16/tf32/fp8 -> fp32, fp16 -> fp16 or
+    int8 -> int32,
     8- and 32-bit operands K-contiguous, fp8 without a maxNumImpreciseAcc at or below K, each
     shared operand tile's contiguous extent at least 32 bytes (an nvmma_shared swizzle); a dot
     chained to another (attention) needs M to be a multiple of 16 x num_warps (all warps along

@@ -472,6 +472,219 @@ static PyTypeObject FastLaunchType = {
     .tp_members = fl_members,
 };
 
+/* DescExpand: lib.kernel[grid] for a kernel with tensor-descriptor parameters
+ * (ttbuild.runtime.tensordesc.DescriptorLauncher). Each descriptor argument (an object with
+ * `base`, `shape`, `strides` and `block_shape`: Triton's host TensorDescriptor or ttbuild's)
+ * becomes base, shape..., strides[:-1], as tensordesc.expander does, and the expanded arguments
+ * go to `inner` (the FastLaunch of the expanded parameters) in one vectorcall. The checks are
+ * expander's: block shape as built, rank, last stride 1, strides and base 16-byte aligned; any
+ * argument that is not such an object, fails a check or comes with keywords goes, untouched, to
+ * `fallback` (the Python launch), which expands it or raises the descriptor's error. */
+typedef struct {
+    PyObject_HEAD
+    vectorcallfunc vectorcall;
+    Py_ssize_t n;           /* call arguments */
+    unsigned char plan[MAX_PARAMS]; /* per call argument: 0 passed through, else the rank */
+    int elem[MAX_PARAMS];   /* per descriptor argument: element bytes */
+    PyObject *blocks;       /* tuple: per call argument, the block shape tuple or None */
+    PyObject *inner, *fallback;
+} DescExpand;
+
+static PyObject *s_base, *s_shape, *s_strides, *s_block_shape;
+
+/* 1: equal int sequences; 0: not (or not ints of a sequence) */
+static int same_ints(PyObject *seq, PyObject *want) {
+    PyObject *fast = PySequence_Fast(seq, "");
+    if (fast == NULL) {
+        PyErr_Clear();
+        return 0;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    int ok = n == PyTuple_GET_SIZE(want);
+    for (Py_ssize_t i = 0; ok && i < n; i++) {
+        int r = PyObject_RichCompareBool(PySequence_Fast_GET_ITEM(fast, i), PyTuple_GET_ITEM(want, i), Py_EQ);
+        if (r < 0)
+            PyErr_Clear();
+        ok = r == 1;
+    }
+    Py_DECREF(fast);
+    return ok;
+}
+
+static PyObject *de_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
+    DescExpand *self = (DescExpand *)obj;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    /* fewer arguments than call names: trailing constexprs left to their built values, which
+     * the launch of the expanded parameters accepts alike */
+    if (nargs > self->n || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0))
+        return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+    PyObject *out[MAX_PARAMS];
+    PyObject *held[4 * MAX_PARAMS]; /* owned: the attributes read (items of out are borrowed from them) */
+    Py_ssize_t m = 0, h = 0;
+    PyObject *result = NULL;
+    for (Py_ssize_t i = 0; i < nargs; i++) {
+        int r = self->plan[i];
+        PyObject *a = args[i];
+        if (r == 0) {
+            if (m >= MAX_PARAMS)
+                goto fallback;
+            out[m++] = a;
+            continue;
+        }
+        PyObject *base = PyObject_GetAttr(a, s_base);
+        if (base == NULL)
+            goto fallback_clear;
+        held[h++] = base;
+        PyObject *shape = PyObject_GetAttr(a, s_shape);
+        if (shape == NULL)
+            goto fallback_clear;
+        held[h++] = shape;
+        PyObject *strides = PyObject_GetAttr(a, s_strides);
+        if (strides == NULL)
+            goto fallback_clear;
+        held[h++] = strides;
+        PyObject *block = PyObject_GetAttr(a, s_block_shape);
+        if (block == NULL)
+            goto fallback_clear;
+        int block_ok = same_ints(block, PyTuple_GET_ITEM(self->blocks, i));
+        Py_DECREF(block);
+        if (!block_ok)
+            goto fallback;
+        PyObject *fs = PySequence_Fast(shape, "");
+        if (fs == NULL)
+            goto fallback_clear;
+        held[h++] = fs;
+        PyObject *ft = PySequence_Fast(strides, "");
+        if (ft == NULL)
+            goto fallback_clear;
+        Py_DECREF(strides); /* keep the fast sequence in its slot instead */
+        held[h - 2] = ft;
+        if (PySequence_Fast_GET_SIZE(fs) != r || PySequence_Fast_GET_SIZE(ft) != r || m + 2 * r > MAX_PARAMS)
+            goto fallback;
+        for (Py_ssize_t j = 0; j < r; j++) {
+            PyObject *st = PySequence_Fast_GET_ITEM(ft, j);
+            if (!PyLong_CheckExact(st) || !PyLong_CheckExact(PySequence_Fast_GET_ITEM(fs, j)))
+                goto fallback;
+            long long v = PyLong_AsLongLong(st);
+            if (v == -1 && PyErr_Occurred())
+                goto fallback_clear;
+            if (j == r - 1 ? v != 1 : (v * self->elem[i]) % 16 != 0)
+                goto fallback;
+        }
+        PyObject *p = PyObject_CallMethodNoArgs(base, s_data_ptr);
+        if (p == NULL)
+            goto fallback_clear;
+        unsigned long long addr = PyLong_AsUnsignedLongLong(p);
+        Py_DECREF(p);
+        if (addr == (unsigned long long)-1 && PyErr_Occurred())
+            goto fallback_clear;
+        if (addr % 16)
+            goto fallback;
+        out[m++] = base;
+        for (Py_ssize_t j = 0; j < r; j++)
+            out[m++] = PySequence_Fast_GET_ITEM(fs, j);
+        for (Py_ssize_t j = 0; j + 1 < r; j++)
+            out[m++] = PySequence_Fast_GET_ITEM(ft, j);
+    }
+    result = PyObject_Vectorcall(self->inner, out, (size_t)m, NULL);
+    goto done;
+fallback_clear:
+    PyErr_Clear();
+fallback:
+    result = PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+done:
+    for (Py_ssize_t k = 0; k < h; k++)
+        Py_XDECREF(held[k]);
+    return result;
+}
+
+static PyObject *de_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
+    const char *plan;
+    Py_ssize_t n;
+    PyObject *elems, *blocks, *inner, *fallback;
+    static char *kwlist[] = {"plan", "elem_bytes", "blocks", "inner", "fallback", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "y#O!O!OO:DescExpand", kwlist, &plan, &n, &PyTuple_Type, &elems,
+                                     &PyTuple_Type, &blocks, &inner, &fallback))
+        return NULL;
+    if (n < 1 || n > MAX_PARAMS || PyTuple_GET_SIZE(elems) != n || PyTuple_GET_SIZE(blocks) != n) {
+        PyErr_Format(PyExc_ValueError, "DescExpand: plan, elem_bytes and blocks must have 1 to %d entries alike",
+                     MAX_PARAMS);
+        return NULL;
+    }
+    if (!PyCallable_Check(inner) || !PyCallable_Check(fallback)) {
+        PyErr_SetString(PyExc_TypeError, "DescExpand: inner and fallback must be callable");
+        return NULL;
+    }
+    DescExpand *self = (DescExpand *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->n = n;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        self->plan[i] = (unsigned char)plan[i];
+        long e = PyLong_AsLong(PyTuple_GET_ITEM(elems, i));
+        if (e == -1 && PyErr_Occurred()) {
+            Py_DECREF(self);
+            return NULL;
+        }
+        self->elem[i] = (int)e;
+        if (plan[i] && !PyTuple_Check(PyTuple_GET_ITEM(blocks, i))) {
+            Py_DECREF(self);
+            PyErr_SetString(PyExc_TypeError, "DescExpand: a descriptor argument's block shape must be a tuple");
+            return NULL;
+        }
+    }
+    Py_INCREF(blocks);
+    self->blocks = blocks;
+    Py_INCREF(inner);
+    self->inner = inner;
+    Py_INCREF(fallback);
+    self->fallback = fallback;
+    self->vectorcall = de_vectorcall;
+    return (PyObject *)self;
+}
+
+static int de_traverse(DescExpand *self, visitproc visit, void *arg) {
+    Py_VISIT(self->blocks);
+    Py_VISIT(self->inner);
+    Py_VISIT(self->fallback);
+    return 0;
+}
+
+static int de_clear(DescExpand *self) {
+    Py_CLEAR(self->blocks);
+    Py_CLEAR(self->inner);
+    Py_CLEAR(self->fallback);
+    return 0;
+}
+
+static void de_dealloc(DescExpand *self) {
+    PyObject_GC_UnTrack(self);
+    de_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyMemberDef de_members[] = {
+    {"__vectorcalloffset__", T_PYSSIZET, offsetof(DescExpand, vectorcall), READONLY, NULL},
+    {"inner", T_OBJECT, offsetof(DescExpand, inner), READONLY, "the launch of the expanded parameters"},
+    {"fallback", T_OBJECT, offsetof(DescExpand, fallback), READONLY, "the Python launch of the same grid"},
+    {NULL},
+};
+
+static PyTypeObject DescExpandType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ttbuild_claunch.DescExpand",
+    .tp_doc = "lib.kernel[grid] for tensor-descriptor parameters: see the source comment above it",
+    .tp_basicsize = sizeof(DescExpand),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_new = de_new,
+    .tp_call = PyVectorcall_Call,
+    .tp_vectorcall_offset = offsetof(DescExpand, vectorcall),
+    .tp_traverse = (traverseproc)de_traverse,
+    .tp_clear = (inquiry)de_clear,
+    .tp_dealloc = (destructor)de_dealloc,
+    .tp_members = de_members,
+};
+
 /* A cuLaunchKernel that launches nothing: what benchmarks/profile_launch.py measures the
  * launcher's own host cost against. */
 static int noop_launch(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
@@ -500,12 +713,14 @@ static struct PyModuleDef module = {
 };
 
 PyMODINIT_FUNC PyInit_ttbuild_claunch(void) {
-    if (PyType_Ready(&FastLaunchType) < 0)
+    if (PyType_Ready(&FastLaunchType) < 0 || PyType_Ready(&DescExpandType) < 0)
         return NULL;
     PyObject **names[] = {&s_TT, &s_getdev, &s_rawstream, &s_D, &s_fill, &s_tok, &s_norm_stream,
-                          &s_fail_code, &s_get_device, &s_data_ptr, &s_dtype, &s_stream};
+                          &s_fail_code, &s_get_device, &s_data_ptr, &s_dtype, &s_stream,
+                          &s_base, &s_shape, &s_strides, &s_block_shape};
     const char *texts[] = {"TT", "getdev", "rawstream", "D", "fill", "tok", "norm_stream",
-                           "fail_code", "get_device", "data_ptr", "dtype", "stream"};
+                           "fail_code", "get_device", "data_ptr", "dtype", "stream",
+                           "base", "shape", "strides", "block_shape"};
     for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
         *names[i] = PyUnicode_InternFromString(texts[i]);
         if (*names[i] == NULL)
@@ -517,6 +732,12 @@ PyMODINIT_FUNC PyInit_ttbuild_claunch(void) {
     Py_INCREF(&FastLaunchType);
     if (PyModule_AddObject(m, "FastLaunch", (PyObject *)&FastLaunchType) < 0) {
         Py_DECREF(&FastLaunchType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&DescExpandType);
+    if (PyModule_AddObject(m, "DescExpand", (PyObject *)&DescExpandType) < 0) {
+        Py_DECREF(&DescExpandType);
         Py_DECREF(m);
         return NULL;
     }

@@ -124,7 +124,7 @@ class DescriptorLauncher:
         fn = inner[grid]
         n = len(plan)
 
-        def launch(*args, **kwargs):
+        def launch(*args, **kwargs):  # (claunch.c's DescExpand does this in C where it is built)
             if kwargs or len(args) != n:
                 a, kw = slow(args, kwargs)
                 return fn(*a, **kw)
@@ -135,7 +135,21 @@ class DescriptorLauncher:
                 else:
                     vals.extend(ex(a))
             return fn(*vals)
-        return launch
+        return self._in_c(fn, launch) or launch
+
+    def _in_c(self, fn, launch):
+        """The C expansion of ttbuild_claunch.DescExpand in front of `fn` (the same checks; any
+        other argument goes to `launch`), or None where the C launch path is not built."""
+        from . import cext
+
+        module = cext.load()
+        if module is None or not hasattr(module, "DescExpand") or not 0 < len(self.call_names) <= 64:
+            return None
+        specs = [self.descriptors.get(name) for name in self.call_names]
+        plan = bytes(len(s["block_shape"]) if s else 0 for s in specs)
+        elems = tuple(DTYPE_BYTES[s["dtype"]] if s else 0 for s in specs)
+        blocks = tuple(tuple(s["block_shape"]) if s else None for s in specs)
+        return module.DescExpand(plan, elems, blocks, fn, launch)
 
     def run(self, *args, grid, **kwargs):
         return self[grid](*args, **kwargs)

@@ -13,8 +13,11 @@ PipelineExpander.cpp peels the prologue), and what this pass reproduces op for o
   non-zero `other` keeps the load in registers) gets an (S-1)-slot ring in that local_alloc's
   `#ttg.swizzled_shared` encoding (MMAv2: S-1 buffers, Triton's LowerLoops), and the
   local_load reads the slot (`ttg.memdesc_index`) with the wait's token; the register
-  local_alloc disappears. Other loads of a dot loop are pipelined only when the loop asked for
-  it with tl.range(num_stages=...), by the rules below.
+  local_alloc disappears. A `ttng.warp_group_dot` (wgmma) operand the same way, its ring in
+  `#ttg.nvmma_shared` with S slots (one more: Triton's loadRequiresAdditionalBuffer), the dot
+  reading the slot's view, the proxy fence of the register tile gone, and its group left in
+  flight into the next iteration (`_keep_in_flight`). Other loads of a dot loop are pipelined
+  only when the loop asked for it with tl.range(num_stages=...), by the rules below.
 - A `tt.load` at the top level of the loop body is pipelined when its pointer and mask are
   computed, inside the loop, by pure ops from the induction variable, loop-invariant values and
   loop-carried values that the body itself advances by pure ops from the same (`ptrs +=
@@ -703,12 +706,9 @@ def _tie_to_next_wait(wait, arg) -> bool:
         old.replace_all_uses_with(r)
     arg.replace_all_uses_except(new.results[len(target.results)], new)
     target.erase()
-    dot = wait.operands[0].owner
-    wait.results[0].replace_all_uses_with(wait.operands[0])
-    for r, v in zip(list(wait.results)[1:], list(wait.operands)[1:]):
+    for r, v in zip(list(wait.results), list(wait.operands)):
         r.replace_all_uses_with(v)
     wait.operation.erase()
-    assert dot.name == "ttng.warp_group_dot"
     return True
 
 

@@ -76,25 +76,36 @@ class _Operand:
         self.eb = elem_bytes(desc.elem)
         self.bits = descriptor_bits(sw, self.k_major, desc.shape[self.k_dim])
 
-    def address(self, b, base_i32, mn0, k0: int):
-        """Shared address (i32) of sub-tile (mn0, k0): NvmmaShared.offset with mn0 a runtime i32
-        (a multiple of 8) and k0 a multiple of one k step. Along K the swizzle phase of such a row is 0,
-        so K-contiguous tiles sit at mn0 rows of a block plus k0's block and column; M/N-contiguous
-        ones at mn0's block and column (a descriptor may start inside a swizzled row, as Triton's
-        second warpgroup of a 32-wide wgmma does) plus k0 rows."""
+    def address(self, b, base_i32, mn0):
+        """Shared address (i32) of sub-tile (mn0, 0): NvmmaShared.offset with mn0 a runtime i32
+        (a multiple of 8). K-contiguous tiles sit at mn0 rows of a block; M/N-contiguous ones at
+        mn0's block and column (a descriptor may start inside a swizzled row, as Triton's second
+        warpgroup of a 32-wide wgmma does)."""
         e, eb, shape = self.sw.block_elems, self.eb, self.desc.shape
         if self.k_major:
             off = b.mul(mn0, _c(e * eb))
-            const = (k0 // e) * shape[self.mn_dim] * e + k0 % e
         else:
             blk = b.lshr(mn0, _c(e.bit_length() - 1))
             off = b.add(b.mul(blk, _c(shape[self.k_dim] * e * eb)), b.mul(b.and_(mn0, _c(e - 1)), _c(eb)))
-            const = k0 * e
-        return b.add(b.add(base_i32, off), _c(const * eb))
+        return b.add(base_i32, off)
+
+    def k_offset(self, k0: int) -> int:
+        """Bytes from sub-tile (mn0, 0) to (mn0, k0), k0 a multiple of one k step: along K the
+        swizzle phase of such a row is 0, so k0 moves to its block and column (K-contiguous) or
+        by k0 rows (M/N-contiguous), the same for every mn0."""
+        e, shape = self.sw.block_elems, self.desc.shape
+        const = (k0 // e) * shape[self.mn_dim] * e + k0 % e if self.k_major else k0 * e
+        return const * self.eb
 
     def make(self, b, addr_i32):
         field = b.zext(b.and_(b.lshr(addr_i32, _c(4)), _c(0x3FFF)), I64)
         return b.or_(field, ir.Constant(I64, self.bits))
+
+    @staticmethod
+    def step(b, desc, byte_off: int):
+        """The descriptor of a start `byte_off` bytes further (a multiple of 16): added to the
+        start field, which cannot carry out (shared addresses stay below 2**18), as Triton adds."""
+        return b.add(desc, ir.Constant(I64, byte_off >> 4)) if byte_off else desc
 
 
 def _is_zero_splat(v) -> bool:
@@ -183,13 +194,16 @@ def warp_group_dot(ctx, op, a, bm: MemDesc, c: TensorVal):
     else:
         out = list(c.elems)
     _asm(ctx, "wgmma.fence.sync.aligned;")
+    tiles_a, tiles_b = {}, {}  # per m (n) tile: its descriptor at k = 0, built once
     for i, (rm, rn) in enumerate(grid):
         acc = out[i * per:(i + 1) * per]
-        m0 = b.add(wg_row, _c(rm * lc.tile(0)))
-        n0 = b.add(n_col, _c(rn * lc.tile(1)))
+        if not rs and rm not in tiles_a:
+            tiles_a[rm] = opa.make(b, opa.address(b, base_a, b.add(wg_row, _c(rm * lc.tile(0)))))
+        if rn not in tiles_b:
+            tiles_b[rn] = opb.make(b, opb.address(b, base_b, b.add(n_col, _c(rn * lc.tile(1)))))
         for kk in range(k_steps):
-            da = words[(rm, kk)] if rs else [opa.make(b, opa.address(b, base_a, m0, k * kk))]
-            db = opb.make(b, opb.address(b, base_b, n0, k * kk))
+            da = words[(rm, kk)] if rs else [opa.step(b, tiles_a[rm], opa.k_offset(k * kk))]
+            db = opb.step(b, tiles_b[rn], opb.k_offset(k * kk))
             scale_d = ir.Constant(ir.IntType(1), 0) if zero_c and kk == 0 else one
             r = b.asm(ftype, text, cons, acc + da + [db, scale_d], side_effect=True)
             acc = [b.extract_value(r, j) for j in range(per)]

@@ -5,8 +5,8 @@ tuned_matmul_kernel.json, from `ttbuild tune`; tuned here first when missing, an
 printed). Steady-state time of the launch the table picks, median of CUDA-event timings
 (_common.bench_ms). First call: a fresh process that has torch and the inputs ready, timed
 from `ttbuild.runtime.load` to the end of the first launch (no compiler, no tuning).
-Triton side, in a child process with DISABLE_MMA_V3=1 (the mma.sync path ttbuild has; Triton's
-wgmma path is issue 13): the same file imported, so Triton compiles and tunes the same configs
+Triton side, in a child process on its default path (wgmma on sm_90, as ttbuild's build since the
+eighth session): the same file imported, so Triton compiles and tunes the same configs
 in the process; its first call per shape (compile + tune) is timed, then the steady state.
 Ratios are Triton ms / ttbuild ms (>1: ttbuild faster).
 Usage: python benchmarks/bench_autotune.py [--artifacts DIR] [--sizes 512,2048,8192] [--no-triton]
@@ -147,7 +147,7 @@ def main(argv=None):
 
     tri = {}
     if not args.no_triton and have_triton():
-        tri = triton_worker(__file__, {"sizes": sizes}, disable_mma_v3=True)
+        tri = triton_worker(__file__, {"sizes": sizes}, disable_mma_v3=False)
         if "error" in tri:
             print(f"triton failed: {tri['error']}")
     tri_by = {r["n"]: r for r in tri.get("results", [])}

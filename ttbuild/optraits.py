@@ -32,6 +32,9 @@ OPEN_REGIONS = frozenset({"scf.for", "scf.if", "scf.while", "tt.func"})
 SCALAR_REGIONS = frozenset({"tt.reduce", "tt.scan"})
 # Ops that end a region by handing values to the op that holds it (tt.return ends a function).
 TERMINATORS = frozenset({"scf.yield", "tt.reduce.return", "tt.scan.return", "scf.condition"})
+# Matrix products: `tt.dot` (mma.sync / FMA) and the `ttng.warp_group_dot` (wgmma) that
+# accelerate_matmul turns it into on sm_90.
+DOT_OPS = frozenset({"tt.dot", "ttng.warp_group_dot"})
 # `tt` ops with Triton's Elementwise trait: each result element depends only on the operands'
 # elements at the same index, so the op runs in any layout (arith/math ops are elementwise too).
 ELEMENTWISE_TT = frozenset({"tt.fp_to_fp", "tt.bitcast", "tt.precise_divf", "tt.precise_sqrt", "tt.clampf",

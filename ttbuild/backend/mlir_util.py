@@ -8,6 +8,7 @@ math, scf) expose their properties as attributes.
 from __future__ import annotations
 
 import re
+import struct
 
 from mlir import ir
 
@@ -81,6 +82,20 @@ def props(op) -> dict[str, ir.Attribute]:
 
 def int_attr(a) -> int:
     return ir.IntegerAttr(a).value
+
+
+def is_zero_splat(v) -> bool:
+    """Whether value v is an `arith.constant` splat whose bits are all zero (+0.0, 0): what a
+    zero-filled buffer or an ignored accumulator already holds (-0.0 is not)."""
+    if not isinstance(v, ir.OpResult) or v.owner.name != "arith.constant":
+        return False
+    a = v.owner.attributes["value"]
+    if not (isinstance(a, ir.DenseElementsAttr) and a.is_splat):
+        return False
+    s = a.get_splat_value()
+    if isinstance(s, ir.FloatAttr):
+        return struct.pack("<d", s.value) == b"\0" * 8
+    return ir.IntegerAttr(s).value == 0
 
 
 def loc_name(op) -> str | None:

@@ -95,6 +95,13 @@ class DescriptorLauncher:
         self.kernel = inner.kernel
         self._by_name = {n: expander(d, self.kernel) for n, d in self.descriptors.items()}
         self._plan = [self._by_name.get(n) for n in self.call_names]  # per position: an expander or None
+        # claunch.c DescExpand's arguments: per position the rank (0: not a descriptor), element
+        # bytes and block shape
+        specs = [self.descriptors.get(n) for n in self.call_names]
+        self._c_plan = (bytes(len(s["block_shape"]) if s else 0 for s in specs),
+                        tuple(DTYPE_BYTES[s["dtype"]] if s else 0 for s in specs),
+                        tuple(tuple(s["block_shape"]) if s else None for s in specs))
+        self._bound: dict = {}  # grid -> its launch (grids that are tuples or ints)
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
@@ -120,6 +127,16 @@ class DescriptorLauncher:
         return out, kw
 
     def __getitem__(self, grid):
+        hashable = type(grid) in (tuple, int)
+        bound = self._bound.get(grid) if hashable else None
+        if bound is None:
+            bound = self._launch(grid)
+            if hashable:
+                self._bound[grid] = bound
+        return bound
+
+    def _launch(self, grid):
+        """The launch of `grid`: the C expansion where it is built, else this Python one."""
         inner, plan, slow = self.inner, self._plan, self.expand
         fn = inner[grid]
         n = len(plan)
@@ -145,11 +162,7 @@ class DescriptorLauncher:
         module = cext.load()
         if module is None or not hasattr(module, "DescExpand") or not 0 < len(self.call_names) <= 64:
             return None
-        specs = [self.descriptors.get(name) for name in self.call_names]
-        plan = bytes(len(s["block_shape"]) if s else 0 for s in specs)
-        elems = tuple(DTYPE_BYTES[s["dtype"]] if s else 0 for s in specs)
-        blocks = tuple(tuple(s["block_shape"]) if s else None for s in specs)
-        return module.DescExpand(plan, elems, blocks, fn, launch)
+        return module.DescExpand(*self._c_plan, fn, launch)
 
     def run(self, *args, grid, **kwargs):
         return self[grid](*args, **kwargs)

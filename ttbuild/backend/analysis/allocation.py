@@ -271,7 +271,8 @@ def buffers(module) -> list:
 
 
 def feeds_dot(ring) -> bool:
-    """Whether a ring's slots are read into `#ttg.dot_op` (a dot-operand ring)."""
+    """Whether a ring's slots are read into `#ttg.dot_op` or by a `ttng.warp_group_dot` (a
+    dot-operand ring)."""
     for use in ring.results[0].uses:
         view = use.owner
         if view.name != "ttg.memdesc_index":

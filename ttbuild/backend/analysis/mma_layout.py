@@ -342,14 +342,18 @@ class NvmmaShared:
         m = re.search(r"transposed\s*=\s*(true|false)", text)
         return cls(_int(text, "swizzlingByteWidth"), bool(m and m.group(1) == "true"), _int(text, "elementBitWidth"))
 
+    def in_block(self) -> "SwizzledShared":
+        """The swizzle within one block (a `SwizzledShared` of `block_elems` columns)."""
+        return SwizzledShared(self.vec, self.per_phase, self.max_phase, self.order)
+
     def offset(self, index, shape) -> int:
-        """Element offset of `index` in a tile of `shape` (pure Python; LLIR mirrors it)."""
+        """Element offset of `index` in a tile of `shape`: its block's offset plus the swizzled
+        offset within the block (pure Python; LLIR mirrors it)."""
         c, r = self.order
-        e = self.block_elems
-        col, row = index[c], index[r]
-        blk, x = divmod(col, e)
-        group = (x // self.vec) ^ ((row // self.per_phase) % self.max_phase)
-        return blk * shape[r] * e + row * e + group * self.vec + x % self.vec
+        blk, x = divmod(index[c], self.block_elems)
+        inner, block_shape = list(index), list(shape)
+        inner[c], block_shape[c] = x, self.block_elems
+        return blk * shape[r] * self.block_elems + self.in_block().offset(inner, block_shape)
 
 
 def nvmma_for_operand(shape, order, elem_bits: int) -> NvmmaShared | None:

@@ -22,7 +22,7 @@ from math import gcd, prod
 from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
-from ttbuild.backend.analysis.allocation import elem_bytes
+from ttbuild.backend.analysis.allocation import elem_bytes, feeds_dot
 from ttbuild.backend.analysis.axis import vector_elems
 from ttbuild.backend.llir import dot  # tensor-core operand tiles: register-sourced allocs, dot_op loads, the swizzle
 from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
@@ -125,19 +125,12 @@ def async_wait(ctx, op, *tokens):
 
 
 def _dot_ring(view) -> bool:
-    """Whether the slot `view` (a ttg.memdesc_index of a ring) belongs to a ring whose slots are
-    read into `#ttg.dot_op`: threads then read elements other threads copied."""
+    """Whether the slot `view` (a ttg.memdesc_index of a ring) belongs to a ring whose slots a dot
+    reads (allocation.feeds_dot): threads then read elements other threads copied."""
     if not isinstance(view, mu.ir.OpResult) or view.owner.name != "ttg.memdesc_index":
         return False
-    for use in view.owner.operands[0].uses:
-        if use.owner.name != "ttg.memdesc_index":
-            continue
-        for u in use.owner.results[0].uses:
-            if u.owner.name == "ttng.warp_group_dot":
-                return True
-            if u.owner.name == "ttg.local_load" and mu.encoding_str(u.owner.results[0].type).startswith("#ttg.dot_op<"):
-                return True
-    return False
+    ring = view.owner.operands[0]
+    return isinstance(ring, mu.ir.OpResult) and feeds_dot(ring.owner)
 
 
 def _swizzle(view):

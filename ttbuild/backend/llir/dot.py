@@ -18,6 +18,7 @@ Triton's ldmatrix lowering reads without bank conflicts.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from math import gcd
 
 from llvmlite import ir
@@ -67,17 +68,16 @@ def full_order(desc: MemDesc) -> tuple[int, ...]:
 
 
 def _nvmma_offset(b, sw: NvmmaShared, desc: MemDesc, index) -> ir.Value:
-    """LLIR of NvmmaShared.offset (rank 2)."""
+    """LLIR of NvmmaShared.offset (rank 2): its block's offset plus the swizzled offset within
+    the block (sw.in_block())."""
     c, r = sw.order
     e = sw.block_elems
-    col, row = index[c], index[r]
-    x = b.and_(col, _c(e - 1)) if desc.shape[c] > e else col
-    ph = b.lshr(row, _c(_log2(sw.per_phase))) if sw.per_phase > 1 else row
-    ph = b.and_(ph, _c(sw.max_phase - 1))
-    off = b.add(b.mul(row, _c(e)), b.xor(x, b.shl(ph, _c(_log2(sw.vec)))))
-    if desc.shape[c] > e:
-        off = b.add(off, b.mul(b.lshr(col, _c(_log2(e))), _c(desc.shape[r] * e)))
-    return off
+    if desc.shape[c] <= e:
+        return swizzled_offset(b, sw.in_block(), desc, index)
+    inner, block_shape = list(index), list(desc.shape)
+    inner[c], block_shape[c] = b.and_(index[c], _c(e - 1)), e
+    off = swizzled_offset(b, sw.in_block(), replace(desc, shape=tuple(block_shape)), inner)
+    return b.add(off, b.mul(b.lshr(index[c], _c(_log2(e))), _c(desc.shape[r] * e)))
 
 
 def swizzled_offset(b, sw: SwizzledShared | NvmmaShared, desc: MemDesc, index) -> ir.Value:
@@ -456,6 +456,18 @@ def pack_register(b, elems):
     return b.bitcast(v, I32)
 
 
+def pack_halves(b, elems) -> list:
+    """16-bit elements as 32-bit registers of neighbour pairs (an fp16 accumulator of mma.sync
+    or wgmma: c0 c1, c2 c3 of each 16x8 tile)."""
+    return [pack_register(b, elems[j:j + 2]) for j in range(0, len(elems), 2)]
+
+
+def unpack_halves(b, words) -> list:
+    """pack_halves undone: each register's two fp16 elements, low half first."""
+    pairs = [b.bitcast(w, ir.VectorType(llvm_type("f16"), 2)) for w in words]
+    return [b.extract_element(p, _c(e)) for p in pairs for e in (0, 1)]
+
+
 def _precision(op) -> int:
     p = mu.props(op)
     return mu.int_attr(p["inputPrecision"]) if "inputPrecision" in p else 0
@@ -508,7 +520,7 @@ def dot(ctx, op, a: TensorVal, bm: TensorVal, c: TensorVal):
     acc = {}
     for rep, i in at.items():
         vals = c.elems[4 * i:4 * i + 4]
-        acc[rep] = [pack_register(b, vals[0:2]), pack_register(b, vals[2:4])] if half_acc else list(vals)
+        acc[rep] = pack_halves(b, vals) if half_acc else list(vals)
     nacc = 2 if half_acc else 4
     outs = ",".join([f"={text_c}"] * nacc)
     cons = outs + "," + ",".join(["r"] * 6) + "," + ",".join(str(i) for i in range(nacc))
@@ -549,12 +561,5 @@ def dot(ctx, op, a: TensorVal, bm: TensorVal, c: TensorVal):
                         acc[rep] = [b.extract_value(r, i) for i in range(nacc)]
     out = [None] * len(c.elems)
     for rep, i in at.items():
-        if half_acc:
-            vals = []
-            for w in acc[rep]:
-                v = b.bitcast(w, ir.VectorType(llvm_type("f16"), 2))
-                vals += [b.extract_element(v, _c(0)), b.extract_element(v, _c(1))]
-        else:
-            vals = acc[rep]
-        out[4 * i:4 * i + 4] = vals
+        out[4 * i:4 * i + 4] = unpack_halves(b, acc[rep]) if half_acc else acc[rep]
     return TensorVal(out, lc, shape)

@@ -12,7 +12,7 @@ from ttbuild.backend.llir.rules import RULES
 from ttbuild.backend.nvptx import TRIPLE
 from ttbuild.errors import CompilationError, NotSupportedYet, TTBuildError
 from ttbuild.irattrs import module_attrs
-from ttbuild.optraits import TERMINATORS, walk
+from ttbuild.optraits import DOT_OPS, TERMINATORS, walk
 
 
 def run_block(ctx: Ctx, block, args: list) -> list:
@@ -61,7 +61,7 @@ def lower_function(module: ir.Module, func_op, num_warps: int, fp_fusion: bool) 
     entry = fn.append_basic_block("entry")
     builder = ir.IRBuilder(fn.append_basic_block("start"))
     env = {blk_arg: a for blk_arg, a in zip(body.arguments, fn.args)}
-    has_dot = any(op.name in ("tt.dot", "ttng.warp_group_dot") for op in walk(func_op))
+    has_dot = any(op.name in DOT_OPS for op in walk(func_op))
     ctx = Ctx(builder, module, num_warps, AxisAnalysis(func_op), fp_fusion, env,
               lambda blk, args: run_block(ctx, blk, args), local_indices=has_dot)
     run_block(ctx, body, list(fn.args))

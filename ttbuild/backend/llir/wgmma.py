@@ -25,7 +25,7 @@ from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.allocation import elem_bytes
 from ttbuild.backend.analysis.mma_layout import NvidiaMma, NvmmaShared
 from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
-from ttbuild.backend.llir.dot import pack_register, shared_layout
+from ttbuild.backend.llir.dot import pack_halves, pack_register, shared_layout, unpack_halves
 from ttbuild.backend.llir.smem import MemDesc
 from ttbuild.errors import NotSupportedYet
 from ttbuild.registry import RuleSet
@@ -108,17 +108,6 @@ class _Operand:
         return b.add(desc, ir.Constant(I64, byte_off >> 4)) if byte_off else desc
 
 
-def _is_zero_splat(v) -> bool:
-    """Whether v is an `arith.constant` splat of +0 / 0."""
-    if not isinstance(v, mu.ir.OpResult) or v.owner.name != "arith.constant":
-        return False
-    a = v.owner.attributes["value"]
-    if not (isinstance(a, mu.ir.DenseElementsAttr) and a.is_splat):
-        return False
-    s = a.get_splat_value()
-    return (s.value == 0.0 and str(s.value) == "0.0") if isinstance(s, mu.ir.FloatAttr) else mu.ir.IntegerAttr(s).value == 0
-
-
 def _a_words(b, a: TensorVal):
     """A in registers (`#ttg.dot_op<{opIdx = 0, parent = #mma v3, kWidth}>`): per (m rep, k
     step) its four 32-bit registers, the m16k16 fragment of mma.sync, which wgmma's RS form
@@ -186,11 +175,11 @@ def warp_group_dot(ctx, op, a, bm: MemDesc, c: TensorVal):
     one = ir.Constant(ir.IntType(1), 1)
     # C a splat zero (attention's QK): the first k step ignores it (scale-d false, Triton's
     # useC), so its registers need no zeros written every iteration
-    zero_c = _is_zero_splat(op.operands[2])
+    zero_c = mu.is_zero_splat(op.operands[2])
     if zero_c:
         out = [ir.Constant(acc_t, ir.Undefined)] * (len(c.elems) * n_d // per_elems)
     elif half:
-        out = [pack_register(b, c.elems[j:j + 2]) for j in range(0, len(c.elems), 2)]
+        out = pack_halves(b, c.elems)
     else:
         out = list(c.elems)
     _asm(ctx, "wgmma.fence.sync.aligned;")
@@ -210,11 +199,7 @@ def warp_group_dot(ctx, op, a, bm: MemDesc, c: TensorVal):
         out[i * per:(i + 1) * per] = acc
     _asm(ctx, "wgmma.commit_group.sync.aligned;")
     ctx.after_smem_read()  # the next write into these tiles waits for every warpgroup (bar.sync)
-    if half:
-        f16 = llvm_type("f16")
-        pairs = [b.bitcast(w, ir.VectorType(f16, 2)) for w in out]
-        out = [b.extract_element(p, _c(e)) for p in pairs for e in (0, 1)]
-    return TensorVal(out, lc, shape)
+    return TensorVal(unpack_halves(b, out) if half else out, lc, shape)
 
 
 @rule("ttng.warp_group_dot_wait")
@@ -230,7 +215,7 @@ def warp_group_dot_wait(ctx, op, *vals):
 
     def words(v):  # f16 accumulators as the packed pairs wgmma wrote (the repacking folds away)
         if v.elems and v.elems[0].type == llvm_type("f16"):
-            return [pack_register(b, v.elems[j:j + 2]) for j in range(0, len(v.elems), 2)]
+            return pack_halves(b, v.elems)
         return list(v.elems)
     regs = [words(vals[i]) for i in tied]
     elems = [e for w in regs for e in w]
@@ -242,8 +227,6 @@ def warp_group_dot_wait(ctx, op, *vals):
     for i, w in zip(tied, regs):
         got = [b.extract_value(r, k + j) for j in range(len(w))]
         k += len(w)
-        if len(w) != len(vals[i].elems):  # unpack the f16 pairs
-            pairs = [b.bitcast(x, ir.VectorType(llvm_type("f16"), 2)) for x in got]
-            got = [b.extract_element(p, _c(e)) for p in pairs for e in (0, 1)]
-        out[i] = TensorVal(got, vals[i].layout, vals[i].shape)
+        out[i] = TensorVal(unpack_halves(b, got) if len(w) != len(vals[i].elems) else got,
+                           vals[i].layout, vals[i].shape)
     return out[0] if len(out) == 1 else out

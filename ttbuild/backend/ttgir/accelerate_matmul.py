@@ -30,7 +30,7 @@ from __future__ import annotations
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.layout import parse_layout
 from ttbuild.backend.analysis.mma_layout import DotOperand, FmaOperand, NvidiaMma, for_operand, nvmma_for_operand
-from ttbuild.optraits import walk
+from ttbuild.optraits import DOT_OPS, walk
 
 ir = mu.ir
 
@@ -63,8 +63,9 @@ def mma_supported(op, cc: int = 90) -> bool:
 
 
 def _slice_has_other_dot(op) -> bool:
-    """Whether another tt.dot is reachable from `op` through uses (forward) or definitions
-    (backward) within the function: the chained-dot test of Triton's warpsPerTileV2."""
+    """Whether another dot (`tt.dot`, or one already turned into a `ttng.warp_group_dot`) is
+    reachable from `op` through uses (forward) or definitions (backward) within the function: the
+    chained-dot test of Triton's warpsPerTileV2 / V3."""
     seen, stack = set(), [op]
     while stack:
         cur = stack.pop()
@@ -72,23 +73,30 @@ def _slice_has_other_dot(op) -> bool:
         if key in seen:
             continue
         seen.add(key)
-        if cur.operation.name == "tt.dot" and cur != op and cur.operation != op.operation:
+        if cur.operation.name in DOT_OPS and cur.operation != op.operation:
             return True
         for r in cur.results:
             for use in r.uses:
                 stack.append(use.owner)
-    seen2, stack = set(), [op]
+    return any(_from_dot(v) for v in op.operands)
+
+
+def _from_dot(v) -> bool:
+    """Whether a dot's result reaches v through the ops that define it: attention's P, which
+    stays in registers as wgmma's A operand (Triton's AccelerateMatmul takes A from registers
+    unless it comes from a load)."""
+    seen, stack = set(), [v]
     while stack:
-        cur = stack.pop()
-        key = cur.operation if hasattr(cur, "operation") else cur
-        if key in seen2:
+        x = stack.pop()
+        if not isinstance(x, ir.OpResult):
             continue
-        seen2.add(key)
-        if cur.operation.name == "tt.dot" and cur.operation != op.operation:
+        op = x.owner
+        if op.operation in seen:
+            continue
+        seen.add(op.operation)
+        if op.name in DOT_OPS:
             return True
-        for v in cur.operands:
-            if isinstance(v, ir.OpResult):
-                stack.append(v.owner)
+        stack.extend(op.operands)
     return False
 
 
@@ -129,22 +137,28 @@ def _convert(v, layout, before=None, after=None, loc=None):
                                    operands=[v], loc=loc).results[0]
 
 
+def _alloc_after_definition(dot, idx: int, shared):
+    """`ttg.local_alloc` of operand idx of `dot` into `shared`, right after the operand's
+    definition, also when that is outside the dot's loop (attention's Q): the tile is then
+    written once, not every iteration (Triton hoists it the same way)."""
+    v = dot.operands[idx]
+    owner = v.owner if isinstance(v, ir.OpResult) else None
+    ip = ir.InsertionPoint.after(owner) if owner is not None else ir.InsertionPoint(dot)
+    with ip:
+        return ir.Operation.create("ttg.local_alloc",
+                                   results=[_memdesc_type(mu.shape_of(v.type), mu.elem_str(v.type), shared)],
+                                   operands=[v], loc=dot.location)
+
+
 def _stage_operand(dot, idx: int, mma: NvidiaMma) -> None:
     """Operand idx (0 = A, 1 = B) of `dot`: local_alloc into swizzled shared memory after its
     definition, local_load into the dot_op layout before the dot."""
     v = dot.operands[idx]
     elem = mu.elem_str(v.type)
-    shape = mu.shape_of(v.type)
     src = parse_layout(mu.encoding_str(v.type))
     k_width = max(1, 32 // mu.elem_bits(elem))
-    shared = for_operand(idx, shape, src.order, mu.elem_bits(elem), k_width)
-    # Right after the definition, also when that is outside the dot's loop (attention's Q): the
-    # tile is then written once, not every iteration (Triton hoists it the same way).
-    owner = v.owner if isinstance(v, ir.OpResult) else None
-    ip = ir.InsertionPoint.after(owner) if owner is not None else ir.InsertionPoint(dot)
-    with ip:
-        alloc = ir.Operation.create("ttg.local_alloc", results=[_memdesc_type(shape, elem, shared)],
-                                    operands=[v], loc=dot.location)
+    alloc = _alloc_after_definition(dot, idx, for_operand(idx, mu.shape_of(v.type), src.order,
+                                                          mu.elem_bits(elem), k_width))
     with ir.InsertionPoint(dot):
         load = ir.Operation.create("ttg.local_load", results=[_tensor_type(v, DotOperand(idx, mma, k_width))],
                                    operands=[alloc.results[0]], loc=dot.location)
@@ -389,37 +403,12 @@ def _stage_operand_v3(dot, idx: int):
     wgmma through the async proxy (PTX ISA 9.7.13.4.4; Triton's FenceInsertion puts one there,
     the pipeliner drops it with the alloc). Returns the memdesc."""
     v = dot.operands[idx]
-    elem = mu.elem_str(v.type)
-    shape = mu.shape_of(v.type)
-    shared = nvmma_for_operand(shape, _operand_order(v), mu.elem_bits(elem))
-    owner = v.owner if isinstance(v, ir.OpResult) else None
-    ip = ir.InsertionPoint.after(owner) if owner is not None else ir.InsertionPoint(dot)
-    with ip:
-        alloc = ir.Operation.create("ttg.local_alloc", results=[_memdesc_type(shape, elem, shared)],
-                                    operands=[v], loc=dot.location)
+    alloc = _alloc_after_definition(dot, idx, nvmma_for_operand(mu.shape_of(v.type), _operand_order(v),
+                                                                mu.elem_bits(mu.elem_str(v.type))))
     with ir.InsertionPoint.after(alloc):
         ir.Operation.create("ttng.fence_async_shared", results=[], operands=[],
                             attributes={"bCluster": ir.BoolAttr.get(False)}, loc=dot.location)
     return alloc.results[0]
-
-
-def _from_dot(v) -> bool:
-    """Whether a tt.dot (or warp_group_dot) result reaches v through the ops that define it:
-    attention's P, which stays in registers as wgmma's A operand (Triton's AccelerateMatmul
-    takes A from registers unless it comes from a load)."""
-    seen, stack = set(), [v]
-    while stack:
-        x = stack.pop()
-        if not isinstance(x, ir.OpResult):
-            continue
-        op = x.owner
-        if op.operation in seen:
-            continue
-        seen.add(op.operation)
-        if op.name in ("tt.dot", "ttng.warp_group_dot"):
-            return True
-        stack.extend(op.operands)
-    return False
 
 
 def _to_warp_group_dot(dot, a, bm) -> None:

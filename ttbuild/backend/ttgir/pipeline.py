@@ -54,7 +54,7 @@ from math import gcd
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.axis import AxisAnalysis, vector_elems
 from ttbuild.backend.analysis.layout import parse_layout
-from ttbuild.optraits import is_pure, walk
+from ttbuild.optraits import DOT_OPS, is_pure, walk
 
 ir = mu.ir
 
@@ -191,20 +191,6 @@ def _segments(load) -> list[int]:
     return [1, len(load.operands) - 1, 0]
 
 
-def _is_zero_other(v) -> bool:
-    """Whether `other` is a splat of +0 (all bits zero): the zero-filled slot already holds it."""
-    if not isinstance(v, ir.OpResult) or v.owner.name != "arith.constant":
-        return False
-    a = v.owner.attributes["value"]
-    if not (isinstance(a, ir.DenseElementsAttr) and a.is_splat):
-        return False
-    s = a.get_splat_value()
-    if isinstance(s, ir.FloatAttr):
-        import struct
-        return struct.pack("<d", s.value) == b"\0" * 8
-    return ir.IntegerAttr(s).value == 0
-
-
 def _sole_user(v):
     uses = list(v.uses)
     return uses[0].owner if len(uses) == 1 else None
@@ -239,9 +225,6 @@ def dot_operand_use(load):
     return alloc, reader
 
 
-DOT_OPS = ("tt.dot", "ttng.warp_group_dot")
-
-
 def has_dot(for_op) -> bool:
     return any(op.operation.name in DOT_OPS for op in for_op.regions[0].blocks[0].operations)
 
@@ -264,7 +247,7 @@ def candidates(for_op, axis: AxisAnalysis, plain: bool = True) -> list[Candidate
         staged = dot_operand_use(op)
         if staged is None and not plain:
             continue
-        if staged is not None and seg[2] and not _is_zero_other(op.operands[1 + seg[1]]):
+        if staged is not None and seg[2] and not mu.is_zero_splat(op.operands[1 + seg[1]]):
             continue  # the zero-filled slot would not hold `other` (Triton keeps it in registers)
         got = _slice(op, body, iv)
         if got is None:
@@ -501,7 +484,7 @@ class _Loop:
                 view = lb.op("ttg.memdesc_index", [self.views[id(alloc)]], [alloc, ext]).results[0]
                 val = lb.op("ttg.local_load", [load.results[0].type], [view, waited]).results[0]
                 seg = _segments(load)
-                if seg[2] and not _is_zero_other(load.operands[1 + seg[1]]):
+                if seg[2] and not mu.is_zero_splat(load.operands[1 + seg[1]]):
                     val = lb.select(load.operands[1], val, load.operands[1 + seg[1]])
             load.results[0].replace_all_uses_with(val)
         with ir.InsertionPoint(yield_op):

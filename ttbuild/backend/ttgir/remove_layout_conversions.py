@@ -30,7 +30,7 @@ from __future__ import annotations
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.layout import Blocked, Slice, parse_layout, same_thread_map
 from ttbuild.backend.analysis.mma_layout import NvidiaMma
-from ttbuild.optraits import erase_dead, is_elementwise, walk
+from ttbuild.optraits import DOT_OPS, erase_dead, is_elementwise, walk
 
 ir = mu.ir
 
@@ -375,7 +375,7 @@ def remove_layout_conversions(module, num_warps: int) -> int:
                 continue
             _rewrite(sl, remat)
             n += 1
-        if any(op.name in ("tt.dot", "ttng.warp_group_dot") for op in walk(func)):
+        if any(op.name in DOT_OPS for op in walk(func)):
             folded = fold_conversions(func, remat)
             if n or folded:
                 erase_dead(func)

@@ -1,7 +1,8 @@
 """Tensor descriptors (kernels/matmul_descriptor.py, kernels/matmul_persistent.py): TFLOP/s of the matmul with descriptors made in the kernel and made on the host, and of tutorial 09's descriptor-persistent form (B given N x K, 132 programs), against ttbuild's pointer matmul (kernels/matmul.py, same tile) and Triton 3.6 compiling the same descriptor sources; and the host cost of a launch with descriptor arguments against one with pointers.
 
-ttbuild lowers descriptors to pointer loads with bounds masks (no TMA yet: issue 13); Triton
-on sm_90 uses TMA for them (its default build), so the Triton columns are what TMA reaches.
+ttbuild lowers descriptors made in the kernel to pointer loads with bounds masks and loads host
+descriptors (tensordesc<...> parameters) through TMA on sm_90 (ttbuild.tma); Triton on sm_90
+uses TMA for both (its default build).
 Triton runs in a child process. Launch cost: through a cuLaunchKernel that launches nothing
 (the C path's no-op, as benchmarks/bench_launch.py measures), best of 20 rounds of 300 calls.
 Usage: python benchmarks/bench_descriptor.py [--artifacts DIR] [--sizes 4096,8192] [--no-triton]
@@ -58,6 +59,11 @@ def triton_side(job: dict) -> None:
             f"persistent{'_subtile' if sub else ''}": lambda sub=sub: pers.matmul_persistent_kernel[(NUM_SMS,)](
                 a, bt, c, n, n, n, BM, BN, BK, 8, sub, NUM_SMS, num_warps=4, num_stages=4)
             for sub in (False, True)}
+        for bn, w, st in ((BN, 4, 4), (256, 8, 3)):  # tutorial 09's TMA-persistent form, host descriptors
+            ta, tb, tc = (TensorDescriptor.from_tensor(t, blk) for t, blk in ((a, [BM, BK]), (bt, [bn, BK]), (c, [BM, bn])))
+            persistent[f"tma_persistent_{bn}"] = lambda ta=ta, tb=tb, tc=tc, w=w, st=st: \
+                pers.matmul_tma_persistent_kernel[(NUM_SMS,)](ta, tb, tc, n, n, n, 8, False, NUM_SMS,
+                                                              num_warps=w, num_stages=st)
         out[n] = {}
         for name, fn in (("device", dev), ("host", host), *persistent.items()):
             try:
@@ -131,6 +137,11 @@ def main(argv=None):
             "descriptor-persistent, split epilogue": lambda: lib.variant(
                 "matmul_persistent_fp16_128x128x64_w4_s4_subtile")[(NUM_SMS,)](a, bt, c, n, n, n),
         }
+        for bn, w, st in ((BN, 4, 4), (256, 8, 3)):
+            v = f"matmul_tma_persistent_fp16_{BM}x{bn}x{BK}_w{w}_s{st}"
+            td = tuple(rt.TensorDescriptor.from_tensor(t, blk) for t, blk in ((a, [BM, BK]), (bt, [bn, BK]), (c, [BM, bn])))
+            forms[f"TMA-persistent, host descriptors ({BM}x{bn}x{BK} w{w} s{st})"] = \
+                lambda v=v, td=td: lib.variant(v)[(NUM_SMS,)](*td, n, n, n)
         t = tri.get("results", {}).get(str(n), {})
         for name, fn in forms.items():
             fn()
@@ -139,11 +150,13 @@ def main(argv=None):
             ms = bench_ms(fn)
             ref = t.get({"descriptors made in the kernel": "device", "descriptors from the host": "host",
                          "descriptor-persistent (B as N x K)": "persistent",
-                         "descriptor-persistent, split epilogue": "persistent_subtile"}.get(name, ""), {})
+                         "descriptor-persistent, split epilogue": "persistent_subtile",
+                         f"TMA-persistent, host descriptors ({BM}x{BN}x{BK} w4 s4)": f"tma_persistent_{BN}",
+                         f"TMA-persistent, host descriptors ({BM}x256x{BK} w8 s3)": "tma_persistent_256"}.get(name, ""), {})
             rows.append([f"{n}³", name, f"{ms:.3f}", f"{_tflops(n, ms):.0f}", "ok" if ok else "WRONG",
                          f"{_tflops(n, ref['ms']):.0f}" if ref.get("ms") else "",
                          f"{ref['ms'] / ms:.2f}" if ref.get("ms") else ""])
-    print(f"GPU: {torch.cuda.get_device_name()}; tile {BM}x{BN}x{BK}, 4 warps, 4 stages")
+    print(f"GPU: {torch.cuda.get_device_name()}; tile {BM}x{BN}x{BK}, 4 warps, 4 stages unless named")
     print(table(["size", "ttbuild form", "ms", "TFLOP/s", "check", "Triton TFLOP/s (TMA)", "Triton ms / ours"], rows))
     cost = _launch_cost(torch, args.artifacts)
     print(f"host cost of one launch (no-op cuLaunchKernel): 3 descriptors + 3 ints {cost['descriptors']:.2f} µs, "

@@ -36,7 +36,9 @@ class Options:
     mul+add into FMA. debug: keep tl.device_assert (Triton's debug=True). ptxas_options:
     extra ptxas flags, e.g. ("-O3",). disable_mma_v3: keep every tt.dot on mma.sync (MMAv2)
     where wgmma would apply (sm_90), as Triton's DISABLE_MMA_V3=1 does; the PTX it gives runs
-    on later GPUs too.
+    on later GPUs too. disable_tma: compile `tensordesc<...>` parameters to their pointer
+    form even on a TMA target (sm_90+), as below sm_90 (ttbuild.tma; a multi-target variant
+    sets it so that every image takes the same parameters).
 
     Raises OptionError (a ValueError) from `__post_init__` for a value of the wrong type or
     range; the messages are the ones the variant list reports at the field's line.
@@ -50,6 +52,7 @@ class Options:
     debug: bool = False
     ptxas_options: tuple[str, ...] = ()
     disable_mma_v3: bool = False
+    disable_tma: bool = False
 
     def __post_init__(self):
         for name in ("num_warps", "num_stages", "num_ctas"):
@@ -64,7 +67,7 @@ class Options:
             Target.parse(self.target)
         except TargetError as exc:
             raise OptionError("target", str(exc)) from None
-        for name in ("enable_fp_fusion", "debug", "disable_mma_v3"):
+        for name in ("enable_fp_fusion", "debug", "disable_mma_v3", "disable_tma"):
             if not isinstance(getattr(self, name), bool):
                 raise OptionError(name, f"must be true or false, got {getattr(self, name)!r}")
         opts = self.ptxas_options

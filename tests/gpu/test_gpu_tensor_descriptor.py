@@ -1,4 +1,4 @@
-"""Tensor descriptors on a real GPU: kernels/matmul_descriptor.py (tutorial 09's device-descriptor form, descriptors lowered to pointer loads with bounds masks) against torch, at sizes that are not multiples of the tile (the out-of-bounds tiles load as zeros and are not stored), bit-exact on small integers."""
+"""Tensor descriptors on a real GPU: kernels/matmul_descriptor.py and kernels/matmul_persistent.py (tutorial 09's forms: descriptors made in the kernel, lowered to pointer loads with bounds masks; host descriptors, through TMA on sm_90) against torch, at sizes that are not multiples of the tile (the out-of-bounds tiles load as zeros and are not stored), bit-exact on small integers."""
 
 from __future__ import annotations
 
@@ -84,3 +84,25 @@ def test_persistent_descriptor_matmul_is_exact_on_small_integers(torch, lib, nam
     _launcher(lib, name)[(132,)](a, b, c, M, N, K)
     torch.cuda.synchronize()
     assert torch.equal(c, (a.double() @ b.double().T).half())
+
+
+@pytest.mark.parametrize("name, bn", [("matmul_tma_persistent_fp16_128x128x64_w4_s4", 128),
+                                      ("matmul_tma_persistent_fp16_128x256x64_w8_s3", 256)])
+@pytest.mark.parametrize("shape", [(500, 376, 200), (2048, 1024, 512), (128, 256, 64)])
+def test_tma_persistent_matmul_is_exact_on_small_integers(torch, lib, name, bn, shape):
+    """Tutorial 09's TMA-persistent form: A and B load through TMA on sm_90 (host descriptors
+    encoded by the runtime), tiles past M, N and K filled with zeros by the TMA unit, C's
+    out-of-range rows and columns left alone (a guard row after C)."""
+    M, N, K = shape
+    gen = torch.Generator(device="cuda").manual_seed(M + 5 * N + K)
+    a = torch.randint(-2, 3, (M, K), device="cuda", generator=gen).half()
+    b = torch.randint(-2, 3, (N, K), device="cuda", generator=gen).half()
+    buf = torch.full((M + 1, N), float("nan"), device="cuda", dtype=torch.float16)
+    c = buf[:M]
+    from ttbuild.runtime import TensorDescriptor as TD
+
+    descs = (TD.from_tensor(a, [128, 64]), TD.from_tensor(b, [bn, 64]), TD.from_tensor(c, [128, bn]))
+    _launcher(lib, name)[(132,)](*descs, M, N, K)
+    torch.cuda.synchronize()
+    assert torch.equal(c, (a.double() @ b.double().T).half())
+    assert torch.isnan(buf[M]).all()

@@ -24,7 +24,7 @@ from .loader import Project
 # Which stage options come from which variant field (docs/CONTRACTS.md, stage table).
 FIELD_STAGE = {"file": "parse", "kernel": "parse", "signature": "ttir", "params": "ttir",
                "constexprs": "ttir", "num_warps": "ttgir", "num_ctas": "ttgir", "num_stages": "ttgir",
-               "target": "ttgir", "disable_mma_v3": "ttgir", "enable_fp_fusion": "llir", "debug": "llir", "arch": "ptx",
+               "target": "ttgir", "disable_mma_v3": "ttgir", "disable_tma": "ttir", "enable_fp_fusion": "llir", "debug": "llir", "arch": "ptx",
                "ptxas_options": "cubin", "until": "meta", "name": "meta", "index": "meta"}
 
 

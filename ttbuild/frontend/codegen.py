@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from ttbuild import tma
 from ttbuild.errors import CompilationError
 from ttbuild.signature import DTYPE_BYTES, SignatureError, parse_entry
 
@@ -57,8 +58,9 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
     """Lower one kernel (and everything it calls) into a TTIR module (generic MLIR text)."""
 
     def __init__(self, desc: dict, signature: list[str], constexprs: dict[str, Any], *,
-                 debug: bool = False, loc_table: dict | None = None):
+                 debug: bool = False, loc_table: dict | None = None, tma: bool = False):
         self.desc = desc
+        self.tma = tma  # descriptor parameters eligible for TMA take a tensormap (ttbuild.tma)
         try:
             self.functions = {name: (f["params"], decode(f["body"])) for name, f in desc["functions"].items()}
         except RecursionError:
@@ -116,6 +118,13 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
                 what = "unknown signature type" if e.field == "dtype" else "bad signature entry"
                 fail(self.cx, f"{what} {entry!r}: {e}")
             vals = []
+            tmap = None
+            if sig.is_descriptor and self.tma and tma.eligible(sig.block_shape, 8 * DTYPE_BYTES[sig.dtype]):
+                tmap = self.b.fresh(T.TensorDescType(T.DTYPES[sig.language_dtype], tuple(sig.block_shape)))
+                args.append(tmap)
+                types.append(tmap.type.mlir)
+                attrs.append("{}")
+                locs.append(self.b.loc_of(node._id))
             for i, part in enumerate(sig.expanded()):
                 ty = T.signature_type(part)
                 v = self.b.fresh(ty)
@@ -129,13 +138,13 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
                 attrs.append(f"{{tt.divisibility = {div} : i32}}" if div > 1 else "{}")
                 locs.append(self.b.loc_of(node._id))
             if sig.is_descriptor:
-                descriptors.append((p["name"], sig, vals, node))
+                descriptors.append((p["name"], sig, vals, node, tmap))
             else:
                 self.scope[p["name"]] = vals[0]
         self.b.open_block()
-        for name, sig, vals, node in descriptors:  # its shape widened to i64 inside the body
+        for name, sig, vals, node, tmap in descriptors:  # its shape widened to i64 inside the body
             self.b.loc = node._id
-            self.scope[name] = tensordesc.from_parameter(self.cx, sig, vals)
+            self.scope[name] = tensordesc.from_parameter(self.cx, sig, vals, tmap)
         try:
             self.visit_body(fn.body)
         except ReturnValue:
@@ -145,8 +154,14 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
         region = self.b.close_block(args, locs)
         props = (f'arg_attrs = [{", ".join(attrs)}], function_type = ({", ".join(types)}) -> (), '
                  f'sym_name = "{kernel}", sym_visibility = "public"')
+        # per descriptor parameter: null (pointer form) or its TMA record, filled in by the ttgir stage
+        records = [None if tmap is None else {"swizzle": 0, "box": list(sig.block_shape)}
+                   for _, sig, _, _, tmap in descriptors]
+        mattrs = ""
+        if any(records):
+            mattrs = " {" + tma.MODULE_ATTR + ' = "' + tma.encode_attr(records) + '"}'
         return ('"builtin.module"() ({\n"tt.func"() <{' + props + '}> (' + region + f') : () -> () {self.b.loc_of(fn._id)}\n'
-                "}) : () -> () loc(unknown)\n")
+                "})" + mattrs + " : () -> () loc(unknown)\n")
 
     def _call_value(self, fn, args: list):
         """Call a function value from a builtin (tl.reduce's combine_fn): only @jit functions."""
@@ -309,8 +324,10 @@ def _returns_nothing(stmts) -> bool:
 
 
 def generate(desc: dict, signature: list[str], constexprs: dict[str, Any], *, debug: bool = False,
-             loc_table: dict | None = None) -> str:
+             loc_table: dict | None = None, tma: bool = False) -> str:
     """TTIR text (generic MLIR, not yet verified) for `desc["kernel"]`; raises CompilationError
     carrying the failing AST node's id. `debug` keeps `tl.device_assert` (Triton drops it
-    otherwise); with it, `loc_table` (the parse `loc` output) adds file:line:col to every location."""
-    return CodeGen(desc, signature, constexprs, debug=debug, loc_table=loc_table).generate()
+    otherwise); with it, `loc_table` (the parse `loc` output) adds file:line:col to every location.
+    `tma`: descriptor parameters eligible for TMA (ttbuild.tma.eligible) take a tensormap and
+    their `desc.load`s become `tt.descriptor_load` (the target has TMA)."""
+    return CodeGen(desc, signature, constexprs, debug=debug, loc_table=loc_table, tma=tma).generate()

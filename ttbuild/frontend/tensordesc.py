@@ -35,9 +35,10 @@ class TensorDescriptor:
     """A tensor descriptor: `base`, per dimension `shape`/`strides` (an i64 scalar Value or a
     Constexpr int), `block_shape` (ints) and `padding` ("zero" or "nan")."""
 
-    def __init__(self, base: Value, shape, strides, block_shape, padding: str):
+    def __init__(self, base: Value, shape, strides, block_shape, padding: str, tmap: Value | None = None):
         self.base, self.shape, self.strides = base, list(shape), list(strides)
         self.block_shape, self.padding = tuple(block_shape), padding
+        self.tmap = tmap  # a TMA parameter's tensormap (`!tt.tensordesc`): loads go through it
 
     @property
     def dtype(self):
@@ -92,13 +93,14 @@ def make_tensor_descriptor(cx, base, shape, strides, block_shape, padding_option
     return TensorDescriptor(base, shape64, [blockptr.i64(cx, x) for x in st], bs, pad)
 
 
-def from_parameter(cx, sig, vals: list) -> TensorDescriptor:
+def from_parameter(cx, sig, vals: list, tmap: Value | None = None) -> TensorDescriptor:
     """The descriptor a `tensordesc<...>` kernel parameter stands for, from its expanded
-    arguments (ttbuild.signature.SigEntry.expanded: base, shape as i32, strides but the last)."""
+    arguments (ttbuild.signature.SigEntry.expanded: base, shape as i32, strides but the last)
+    and, compiled for TMA, its tensormap argument (ttbuild.tma)."""
     rank = len(sig.block_shape)
     base, shape, strides = vals[0], vals[1:1 + rank], vals[1 + rank:]
     return TensorDescriptor(base, [blockptr.i64(cx, x) for x in shape], list(strides) + [Constexpr(1)],
-                            sig.block_shape, "zero")
+                            sig.block_shape, "zero", tmap)
 
 
 def _desc(cx, d, what: str) -> TensorDescriptor:
@@ -111,9 +113,22 @@ def _desc(cx, d, what: str) -> TensorDescriptor:
 def load_tensor_descriptor(cx, desc, offsets):
     """`tl.load_tensor_descriptor(desc, offsets)`, the same as `desc.load(offsets)`."""
     d = _desc(cx, desc, "tl.load_tensor_descriptor")
+    if d.tmap is not None:
+        return _tma_load(cx, d, offsets)
     bp = d.block(cx, offsets, "desc.load")
     everything = tuple(range(len(d.block_shape)))
     return blockptr.load_block(cx, bp, None, None, everything, d.padding, builtins.load)
+
+
+def _tma_load(cx, d: TensorDescriptor, offsets) -> Value:
+    """`tt.descriptor_load` (Triton's DescriptorLoadOp: i32 indices, the block, out-of-bounds
+    elements zero as the TMA fills them) of a TMA descriptor parameter."""
+    offs = blockptr.ints(cx, offsets, "desc.load offsets")
+    if len(offs) != len(d.block_shape):
+        fail(cx, f"desc.load: {len(offs)} offsets for a descriptor of rank {len(d.block_shape)}")
+    idx = [S.cast(cx, o, T.int32) if isinstance(o, Value) else cx.b.constant(o.value, T.int32) for o in offs]
+    rt = T.BlockType(d.dtype, d.block_shape)
+    return cx.b.op1("tt.descriptor_load", [d.tmap] + idx, rt, {"cache": "1 : i32", "evict": "1 : i32"})
 
 
 @builtin("store_tensor_descriptor")

@@ -127,6 +127,19 @@ Scalar = DType | PointerType
 MAX_TENSOR_NUMEL = 1048576
 
 
+@dataclass(frozen=True)
+class TensorDescType:
+    """A TMA tensor descriptor parameter (Triton's `!tt.tensordesc<tensor<128x64xf16>>`): the
+    address of a CUtensorMap whose box is `block` of `element` (ttbuild.tma)."""
+
+    element: "DType"
+    block: tuple[int, ...]
+
+    @property
+    def mlir(self) -> str:
+        return "!tt.tensordesc<tensor<" + "".join(f"{d}x" for d in self.block) + self.element.mlir + ">>"
+
+
 @dataclass(frozen=True, repr=False)
 class BlockType:
     """A block (tensor) of `shape` elements of `element`: MLIR `tensor<1024xf32>`. Raises

@@ -8,6 +8,7 @@ from typing import Any, Mapping, Sequence
 
 import xxhash
 
+from ttbuild import tma
 from ttbuild.canonical import canonical_json
 from ttbuild.options import Options
 from ttbuild.signature import SigEntry
@@ -68,9 +69,11 @@ def stage_options_of(kernel: str, file: str, params: Sequence[SigEntry], constex
     target = options.target_info
     return {
         "parse": {"kernel": kernel, "file": file},
-        # `debug` keys ttir only when on, so non-debug variants keep their keys and cached outputs.
+        # `debug` keys ttir only when on, so non-debug variants keep their keys and cached outputs;
+        # `tma` only for a kernel whose descriptors load through TMA on this target (ttbuild.tma).
         "ttir": {"signature": [str(p) for p in params], "constexprs": dict(constexprs),
-                 **({"debug": True} if options.debug else {})},
+                 **({"debug": True} if options.debug else {}),
+                 **({"tma": True} if tma.enabled(params, target.capability, options.disable_tma) else {})},
         # `disable_mma_v3` keys ttgir only when on, so other variants keep their keys.
         "ttgir": {"num_warps": options.num_warps, "num_ctas": options.num_ctas,
                   "num_stages": options.num_stages, "target": options.target,

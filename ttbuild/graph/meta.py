@@ -9,6 +9,7 @@ import ttbuild
 from ttbuild.errors import TTBuildError
 from ttbuild.irattrs import module_attrs
 from ttbuild.target import Target, min_cuda_driver
+from ttbuild.tma import MODULE_ATTR, decode_attr
 
 from .keys import xxh3_hex
 
@@ -43,20 +44,26 @@ def _constant(node):
     return node if isinstance(node, (int, float, bool, str)) else None
 
 
-def build_params(variant: dict, parse_doc: dict) -> list[dict]:
+def build_params(variant: dict, parse_doc: dict, tma: list | None = None) -> list[dict]:
     """Every Python parameter of the kernel in order, as `pointer` / `scalar` / `constexpr`.
 
     A parameter named in the variant's constexprs is a constexpr with that value; one
     annotated `tl.constexpr` but not named takes its default; every other parameter takes
-    the next signature entry (the signature lists non-constexpr parameters in order).
+    the next signature entry (the signature lists non-constexpr parameters in order). A
+    tensordesc parameter is its expanded parameters: `<name>` (the base pointer),
+    `<name>.shape<i>`, `<name>.stride<i>`; `tma` (tma_entries(): per tensordesc parameter in
+    order, None or {"swizzle", "box"}) puts a u64 scalar `<name>.tensormap` (the device address
+    of its CUtensorMap, ttbuild.tma) in front of those of a parameter that loads through TMA.
     Raises MetaError when the counts disagree or a constexpr has no value.
     """
     fn = parse_doc.get("functions", {}).get(variant["kernel"])
     if not isinstance(fn, dict):
         raise MetaError(f"parse output has no function {variant['kernel']!r}")
     sig = list(variant["params"])
+    if tma and len(tma) != sum(1 for e in sig if e[0] == "tensordesc"):
+        raise MetaError(f"{len(tma)} TMA entries for the tensordesc parameters of {variant['signature']!r}")
     constexprs = variant["constexprs"]
-    params, used = [], 0
+    params, used, desc = [], 0, 0
     for p in fn.get("params", []):
         name = p.get("name")
         if name in constexprs:
@@ -75,6 +82,9 @@ def build_params(variant: dict, parse_doc: dict) -> list[dict]:
             used += 1
             if kind == "tensordesc":  # its expanded parameters (SigEntry.expanded), named after it
                 rank = len(block[0])
+                if tma and tma[desc] is not None:  # loads through TMA: its CUtensorMap's address first
+                    params.append({"name": f"{name}.tensormap", "kind": "scalar", "dtype": "u64", "divisibility": 1})
+                desc += 1
                 params.append({"name": name, "kind": "pointer", "dtype": dtype, "divisibility": 16})
                 params += [{"name": f"{name}.shape{i}", "kind": "scalar", "dtype": "i32", "divisibility": div}
                            for i in range(rank)]
@@ -104,12 +114,45 @@ def image_entry(image: dict, data: bytes, ttgir: bytes) -> dict:
     return entry
 
 
-def _descriptors(variant: dict, parse_doc: dict) -> list:
-    """(parameter name, signature item) of each tensordesc parameter, in order."""
+def _descriptors(variant: dict, parse_doc: dict, tma: list | None = None) -> list[dict]:
+    """The metadata's `descriptors` entry of each tensordesc parameter, in order: {"name",
+    "dtype", "block_shape"}, plus "tma": {"swizzle", "box"} where `tma` (tma_entries()) says
+    the parameter loads through TMA."""
     fn = parse_doc.get("functions", {}).get(variant["kernel"], {})
     names = [p.get("name") for p in fn.get("params", []) if p.get("name") not in variant["constexprs"]
              and not _is_constexpr_annotation(p.get("annotation"))]
-    return [(n, p) for n, p in zip(names, variant["params"]) if p[0] == "tensordesc"]
+    descs = [(n, p) for n, p in zip(names, variant["params"]) if p[0] == "tensordesc"]
+    return [{"name": n, "dtype": p[1], "block_shape": list(p[3]),
+             **({"tma": {"swizzle": tma[i]["swizzle"], "box": list(tma[i]["box"])}}
+                if tma and tma[i] is not None else {})}
+            for i, (n, p) in enumerate(descs)]
+
+
+def tma_entries(variant: dict, ttgir: bytes | str) -> list:
+    """The TTGIR stage's TMA choice (ttbuild.tma.MODULE_ATTR): per tensordesc parameter of the
+    signature in order, None (pointer form) or {"swizzle": bytes, "box": [rows, cols]}; [] when
+    the module has no such attribute (every descriptor in pointer form, as before TMA). Raises
+    MetaError for an attribute that is malformed or does not fit the signature's descriptors."""
+    value = module_attrs(ttgir).get(MODULE_ATTR)
+    where = f"TTGIR module attribute {MODULE_ATTR} of {variant.get('name', variant['kernel'])}"
+    try:
+        entries = decode_attr(value)
+    except ValueError as exc:
+        raise MetaError(f"{where}: {exc}") from None
+    if not entries:
+        return []
+    blocks = [p[3] for p in variant["params"] if p[0] == "tensordesc"]
+    if len(entries) != len(blocks):
+        raise MetaError(f"{where} has {len(entries)} entries for {len(blocks)} tensordesc parameters: {value!r}")
+    for e, block in zip(entries, blocks):
+        if e is None:
+            continue
+        box, swizzle = e["box"], e["swizzle"]
+        if swizzle not in (0, 32, 64, 128) or len(box) != len(block) or not all(
+                isinstance(d, int) and 0 < d <= b for d, b in zip(box, block)):
+            raise MetaError(f"{where}: entry {e} is not a swizzle of 0/32/64/128 bytes and a box within "
+                            f"the block {list(block)}")
+    return entries
 
 
 def build_metadata(variant: dict, blobs: dict[str, bytes], cubin_name: str, images: list[dict] | None = None) -> dict:
@@ -117,7 +160,10 @@ def build_metadata(variant: dict, blobs: dict[str, bytes], cubin_name: str, imag
     and `params` as [kind, dtype, divisibility]) from its stage outputs `blobs` (stage ->
     bytes; parse = its `json` output). `num_warps`, `num_ctas`, `shared` come from the TTGIR
     module attributes, falling back to the variant when an attribute is absent (shared: 0).
-    `images` (multi-target variants): image_entry() of every cubin and the JIT PTX."""
+    `images` (multi-target variants): image_entry() of every cubin and the JIT PTX. A
+    descriptor parameter that the TTGIR stage chose to load through TMA (tma_entries()) has a
+    `<name>.tensormap` parameter and a "tma" record in `descriptors`; without that choice the
+    document is as it was before TMA."""
     try:
         parse_doc = json.loads(blobs["parse"])
     except ValueError as exc:
@@ -128,6 +174,7 @@ def build_metadata(variant: dict, blobs: dict[str, bytes], cubin_name: str, imag
     num_ctas = attrs.get("ttg.num-ctas")
     shared = attrs.get("ttg.shared")
     target = Target.parse(variant["target"])
+    tma = tma_entries(variant, blobs["ttgir"])
     return {
         "schema": SCHEMA,
         "variant": variant["name"],
@@ -137,12 +184,12 @@ def build_metadata(variant: dict, blobs: dict[str, bytes], cubin_name: str, imag
         "file": variant["file"],
         "entry": variant["kernel"],
         "cubin": cubin_name,
-        "params": build_params(variant, parse_doc),
+        "params": build_params(variant, parse_doc, tma),
         "signature": variant["signature"],
         "constexprs": dict(variant["constexprs"]),
         # tensordesc<...> parameters: the runtime expands a host descriptor into base, shape, strides
-        **({"descriptors": [{"name": n, "dtype": p[1], "block_shape": list(p[3])} for n, p in descs]}
-           if (descs := _descriptors(variant, parse_doc)) else {}),
+        # (behind the address of the CUtensorMap it encodes where the entry has "tma")
+        **({"descriptors": descs} if (descs := _descriptors(variant, parse_doc, tma)) else {}),
         "num_warps": num_warps if num_warps is not None else variant["num_warps"],
         "num_ctas": num_ctas if num_ctas is not None else variant["num_ctas"],
         "num_stages": variant["num_stages"],

@@ -110,6 +110,8 @@ def variant_doc(v: Variant) -> dict:
         doc.pop("heuristics", None)
     if not v.disable_mma_v3:  # only variants that set it carry it (the others keep their documents)
         doc.pop("disable_mma_v3", None)
+    if not v.disable_tma:
+        doc.pop("disable_tma", None)
     if v.targets:
         doc["targets"] = list(v.targets)
     else:  # single-target variants keep the document (and the meta task's up-to-date check) they had
@@ -186,7 +188,9 @@ def generate_tasks(kernels_dir: str | Path = "kernels", artifacts_dir: str | Pat
         # A multi-target variant builds one chain per target (shared stages dedupe as usual).
         per_target = {}
         for target in v.targets or (v.target,):
-            per_target[target] = add_chain(v, replace(v, target=target, targets=()) if v.targets else v, kernel)
+            # (descriptors in their pointer form: every image of the variant takes the same parameters)
+            per_target[target] = add_chain(
+                v, replace(v, target=target, targets=(), disable_tma=True) if v.targets else v, kernel)
         jit = None
         if v.targets and v.until == "cubin":
             # PTX of the newest target for the driver to JIT on newer GPUs: its portable arch
@@ -195,7 +199,7 @@ def generate_tasks(kernels_dir: str | Path = "kernels", artifacts_dir: str | Pat
             outs_of, keys_of, loc_path = per_target[v.target]
             if Target.parse(v.target).capability >= 90 and not v.disable_mma_v3:
                 outs_of, keys_of, loc_path = add_chain(
-                    v, replace(v, targets=(), disable_mma_v3=True, until="llir"), kernel)
+                    v, replace(v, targets=(), disable_mma_v3=True, disable_tma=True, until="llir"), kernel)
             opts = jit_ptx_options(v.target)
             node = _JitNode("ptx", stage_key(keys_of["llir"], "ptx", versions["ptx"], opts), opts)
             outs = output_paths(artifacts, "ptx", node.key, v.kernel)

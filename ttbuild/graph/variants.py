@@ -45,6 +45,7 @@ FIELDS: dict[str, tuple[bool, Any]] = {
     "enable_fp_fusion": (False, DEFAULTS.enable_fp_fusion),
     "debug": (False, DEFAULTS.debug),
     "disable_mma_v3": (False, DEFAULTS.disable_mma_v3),
+    "disable_tma": (False, DEFAULTS.disable_tma),
     "ptxas_options": (False, list(DEFAULTS.ptxas_options)),
     # @triton.autotune / @triton.heuristics rows (ttbuild.graph.tunevariants)
     "autotune": (False, False),
@@ -83,6 +84,7 @@ class Variant:
     enable_fp_fusion: bool = DEFAULTS.enable_fp_fusion
     debug: bool = DEFAULTS.debug
     disable_mma_v3: bool = DEFAULTS.disable_mma_v3
+    disable_tma: bool = DEFAULTS.disable_tma
     ptxas_options: tuple[str, ...] = DEFAULTS.ptxas_options
     targets: tuple[str, ...] = ()
     # an autotune expansion's record (ttbuild.graph.tunevariants): group, key, config, tune plan
@@ -95,7 +97,8 @@ class Variant:
         """The variant's compile options as one validated value."""
         return Options(num_warps=self.num_warps, num_ctas=self.num_ctas, num_stages=self.num_stages,
                        target=self.target, enable_fp_fusion=self.enable_fp_fusion, debug=self.debug,
-                       ptxas_options=self.ptxas_options, disable_mma_v3=self.disable_mma_v3)
+                       ptxas_options=self.ptxas_options, disable_mma_v3=self.disable_mma_v3,
+                       disable_tma=self.disable_tma)
 
     @property
     def capability(self) -> int:
@@ -291,16 +294,16 @@ def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator") -> 
                    target=options.target, until=values["until"],
                    enable_fp_fusion=options.enable_fp_fusion, debug=options.debug,
                    ptxas_options=options.ptxas_options, targets=targets or (),
-                   disable_mma_v3=options.disable_mma_v3)
+                   disable_mma_v3=options.disable_mma_v3, disable_tma=options.disable_tma)
 
 
 def _default_name(values: dict) -> str:
     from .keys import xxh3_hex
 
-    # `targets` joins the hash only when given (disable_mma_v3 only when true), so other names
+    # `targets` joins the hash only when given (disable_mma_v3 / disable_tma only when true), so other names
     # stay as they were.
     opts = {k: v for k, v in values.items() if k not in ("name", "until") and not (k == "targets" and v is None)
-            and not (k in ("autotune", "configs", "tune", "disable_mma_v3") and v in (None, False))}
+            and not (k in ("autotune", "configs", "tune", "disable_mma_v3", "disable_tma") and v in (None, False))}
     return f"{values['kernel']}_{xxh3_hex(canonical_json(opts))[:8]}"
 
 

@@ -479,7 +479,11 @@ static PyTypeObject FastLaunchType = {
  * go to `inner` (the FastLaunch of the expanded parameters) in one vectorcall. The checks are
  * expander's: block shape as built, rank, last stride 1, strides and base 16-byte aligned; any
  * argument that is not such an object, fails a check or comes with keywords goes, untouched, to
- * `fallback` (the Python launch), which expands it or raises the descriptor's error. */
+ * `fallback` (the Python launch), which expands it or raises the descriptor's error.
+ * A descriptor that loads through TMA has a callable at its position of the optional `tensormaps`
+ * tuple (tensordesc.tensormapper): tensormap(base, address, shape, strides) -> the device
+ * address of its CUtensorMap, which goes in front of base; an exception it raises (a descriptor
+ * the driver cannot encode) is the launch's. */
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
@@ -487,6 +491,7 @@ typedef struct {
     unsigned char plan[MAX_PARAMS]; /* per call argument: 0 passed through, else the rank */
     int elem[MAX_PARAMS];   /* per descriptor argument: element bytes */
     PyObject *blocks;       /* tuple: per call argument, the block shape tuple or None */
+    PyObject *tensormaps;   /* NULL, or a tuple: per call argument, its tensormap callable or None */
     PyObject *inner, *fallback;
 } DescExpand;
 
@@ -519,7 +524,7 @@ static PyObject *de_vectorcall(PyObject *obj, PyObject *const *args, size_t narg
     if (nargs > self->n || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0))
         return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
     PyObject *out[MAX_PARAMS];
-    PyObject *held[4 * MAX_PARAMS]; /* owned: the attributes read (items of out are borrowed from them) */
+    PyObject *held[5 * MAX_PARAMS]; /* owned: the attributes read and map addresses (items of out are borrowed from them) */
     Py_ssize_t m = 0, h = 0;
     PyObject *result = NULL;
     for (Py_ssize_t i = 0; i < nargs; i++) {
@@ -559,7 +564,9 @@ static PyObject *de_vectorcall(PyObject *obj, PyObject *const *args, size_t narg
             goto fallback_clear;
         Py_DECREF(strides); /* keep the fast sequence in its slot instead */
         held[h - 2] = ft;
-        if (PySequence_Fast_GET_SIZE(fs) != r || PySequence_Fast_GET_SIZE(ft) != r || m + 2 * r > MAX_PARAMS)
+        PyObject *tm = self->tensormaps != NULL ? PyTuple_GET_ITEM(self->tensormaps, i) : Py_None;
+        if (PySequence_Fast_GET_SIZE(fs) != r || PySequence_Fast_GET_SIZE(ft) != r ||
+            m + 2 * r + (tm != Py_None) > MAX_PARAMS)
             goto fallback;
         for (Py_ssize_t j = 0; j < r; j++) {
             PyObject *st = PySequence_Fast_GET_ITEM(ft, j);
@@ -575,11 +582,25 @@ static PyObject *de_vectorcall(PyObject *obj, PyObject *const *args, size_t narg
         if (p == NULL)
             goto fallback_clear;
         unsigned long long addr = PyLong_AsUnsignedLongLong(p);
-        Py_DECREF(p);
-        if (addr == (unsigned long long)-1 && PyErr_Occurred())
+        if (addr == (unsigned long long)-1 && PyErr_Occurred()) {
+            Py_DECREF(p);
             goto fallback_clear;
-        if (addr % 16)
+        }
+        if (addr % 16) {
+            Py_DECREF(p);
             goto fallback;
+        }
+        if (tm != Py_None) {
+            PyObject *targs[4] = {base, p, fs, ft};
+            PyObject *map = PyObject_Vectorcall(tm, targs, 4, NULL);
+            Py_DECREF(p);
+            if (map == NULL)
+                goto error;
+            held[h++] = map;
+            out[m++] = map;
+        } else {
+            Py_DECREF(p);
+        }
         out[m++] = base;
         for (Py_ssize_t j = 0; j < r; j++)
             out[m++] = PySequence_Fast_GET_ITEM(fs, j);
@@ -592,6 +613,9 @@ fallback_clear:
     PyErr_Clear();
 fallback:
     result = PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+    goto done;
+error:
+    result = NULL;
 done:
     for (Py_ssize_t k = 0; k < h; k++)
         Py_XDECREF(held[k]);
@@ -601,15 +625,30 @@ done:
 static PyObject *de_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     const char *plan;
     Py_ssize_t n;
-    PyObject *elems, *blocks, *inner, *fallback;
-    static char *kwlist[] = {"plan", "elem_bytes", "blocks", "inner", "fallback", NULL};
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "y#O!O!OO:DescExpand", kwlist, &plan, &n, &PyTuple_Type, &elems,
-                                     &PyTuple_Type, &blocks, &inner, &fallback))
+    PyObject *elems, *blocks, *inner, *fallback, *tensormaps = Py_None;
+    static char *kwlist[] = {"plan", "elem_bytes", "blocks", "inner", "fallback", "tensormaps", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "y#O!O!OO|O:DescExpand", kwlist, &plan, &n, &PyTuple_Type, &elems,
+                                     &PyTuple_Type, &blocks, &inner, &fallback, &tensormaps))
         return NULL;
     if (n < 1 || n > MAX_PARAMS || PyTuple_GET_SIZE(elems) != n || PyTuple_GET_SIZE(blocks) != n) {
         PyErr_Format(PyExc_ValueError, "DescExpand: plan, elem_bytes and blocks must have 1 to %d entries alike",
                      MAX_PARAMS);
         return NULL;
+    }
+    if (tensormaps != Py_None) {
+        if (!PyTuple_Check(tensormaps) || PyTuple_GET_SIZE(tensormaps) != n) {
+            PyErr_SetString(PyExc_TypeError, "DescExpand: tensormaps must be None or a tuple with one entry per "
+                                             "call argument");
+            return NULL;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *t = PyTuple_GET_ITEM(tensormaps, i);
+            if (t != Py_None && (!plan[i] || !PyCallable_Check(t))) {
+                PyErr_SetString(PyExc_TypeError, "DescExpand: a tensormaps entry is None or, at a descriptor "
+                                                 "argument, a callable");
+                return NULL;
+            }
+        }
     }
     if (!PyCallable_Check(inner) || !PyCallable_Check(fallback)) {
         PyErr_SetString(PyExc_TypeError, "DescExpand: inner and fallback must be callable");
@@ -635,6 +674,10 @@ static PyObject *de_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
     }
     Py_INCREF(blocks);
     self->blocks = blocks;
+    if (tensormaps != Py_None) {
+        Py_INCREF(tensormaps);
+        self->tensormaps = tensormaps;
+    }
     Py_INCREF(inner);
     self->inner = inner;
     Py_INCREF(fallback);
@@ -645,6 +688,7 @@ static PyObject *de_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
 
 static int de_traverse(DescExpand *self, visitproc visit, void *arg) {
     Py_VISIT(self->blocks);
+    Py_VISIT(self->tensormaps);
     Py_VISIT(self->inner);
     Py_VISIT(self->fallback);
     return 0;
@@ -652,6 +696,7 @@ static int de_traverse(DescExpand *self, visitproc visit, void *arg) {
 
 static int de_clear(DescExpand *self) {
     Py_CLEAR(self->blocks);
+    Py_CLEAR(self->tensormaps);
     Py_CLEAR(self->inner);
     Py_CLEAR(self->fallback);
     return 0;

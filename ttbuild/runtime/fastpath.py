@@ -24,7 +24,7 @@ when `kernel[grid]` is first seen or at the first launch of the variant.
 
 from __future__ import annotations
 
-INT_FAST = frozenset({"i32", "i64", "fp16", "bf16", "fp32", "fp64"})
+INT_FAST = frozenset({"i32", "i64", "u64", "fp16", "bf16", "fp32", "fp64"})  # u64: TMA tensormap addresses
 FLOAT_FAST = frozenset({"fp16", "bf16", "fp32", "fp64"})
 ARG = "_ttb_a"  # generated parameter names: a kernel parameter spelled like this disables the path
 

@@ -1,4 +1,4 @@
-"""Tensor-descriptor arguments: a host descriptor becomes the base pointer, shape and strides that a `tensordesc<...>` parameter is compiled to (ttbuild.signature.SigEntry.expanded); stdlib only.
+"""Tensor-descriptor arguments: a host descriptor becomes the base pointer, shape and strides that a `tensordesc<...>` parameter is compiled to (ttbuild.signature.SigEntry.expanded), behind the address of its CUtensorMap where the parameter loads through TMA; stdlib only.
 
 A descriptor argument may be Triton's host `TensorDescriptor`
 (python/triton/tools/tensor_descriptor.py: `base`, `shape`, `strides`, `block_shape`), this
@@ -8,6 +8,12 @@ takes the block shape of the kernel's signature. The checks are the TMA contract
 - the base is 16-byte aligned;
 - every stride but the last is a multiple of 16 bytes, and the last is 1;
 - the block shape is the signature's.
+
+A parameter whose metadata `descriptors` entry has "tma": {"swizzle", "box"} (ttbuild.tma) takes
+`<name>.tensormap` first: the device address of the CUtensorMap of the descriptor on the device
+that holds its base (ttbuild.runtime.tensormap: encoded once per distinct descriptor, then one dict
+lookup), with the driver API's further limits checked when it is encoded: every extent in
+[1, 2**32], byte strides below 2**40.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from typing import Any
 
 from ..errors import TTBuildError
 from ..signature import DTYPE_BYTES
+from .metadata import MetadataError
 
 
 class DescriptorError(TTBuildError, TypeError):
@@ -39,11 +46,12 @@ class TensorDescriptor:
         return cls(tensor, tuple(tensor.shape), tuple(tensor.stride()), tuple(block_shape))
 
 
-def expander(spec: dict, kernel: str):
+def expander(spec: dict, kernel: str, tensormap=None):
     """`expand(arg) -> (base, *shape, *strides[:-1])` for one descriptor parameter; `spec` is the
-    metadata's {"name", "dtype", "block_shape"}. The expansion raises DescriptorError naming the
-    parameter. An extent or stride out of the i32/i64 range is refused by variant selection, as
-    any integer argument is."""
+    metadata's {"name", "dtype", "block_shape"}. With `tensormap` (tensormapper(), for a spec
+    with "tma"): `(tensormap(base, address, shape, strides), base, *shape, *strides[:-1])`. The
+    expansion raises DescriptorError naming the parameter. An extent or stride out of the
+    i32/i64 range is refused by variant selection, as any integer argument is."""
     name, block = spec["name"], tuple(spec["block_shape"])
     blist, rank, size = list(block), len(block), DTYPE_BYTES[spec["dtype"]]
 
@@ -68,6 +76,11 @@ def expander(spec: dict, kernel: str):
         for s in strides[:-1]:
             if (s * size) % 16:
                 fail(f"strides must be multiples of 16 bytes (TMA), got {list(strides)} elements of {size} bytes")
+        if tensormap is not None:
+            ptr = _address(base, name, kernel)
+            if ptr % 16:
+                fail(f"the base address must be 16-byte aligned, got {ptr:#x}")
+            return (tensormap(base, ptr, shape, strides), base, *shape, *strides[:-1])
         ptr = base.data_ptr() if hasattr(base, "data_ptr") else 0
         if ptr % 16:
             fail(f"the base address must be 16-byte aligned, got {ptr:#x}")
@@ -75,8 +88,90 @@ def expander(spec: dict, kernel: str):
     return expand
 
 
+def _address(base, name: str, kernel: str) -> int:
+    """The device address of a descriptor's base: data_ptr(), __cuda_array_interface__ or
+    DLPack (read with the legacy default stream: the launch asks again with its own)."""
+    get = getattr(base, "data_ptr", None)
+    if get is not None:
+        return get()
+    cai = getattr(base, "__cuda_array_interface__", None)
+    if cai is not None:
+        return cai["data"][0] or 0
+    if hasattr(base, "__dlpack__") and hasattr(base, "__dlpack_device__"):
+        from .interop import dlpack_pointer
+
+        return dlpack_pointer(base, name, 0)[0]
+    raise DescriptorError(f"{kernel}: {name}: the descriptor's base must be a device tensor (data_ptr(), "
+                          f"__cuda_array_interface__ or __dlpack__), got {type(base).__name__}")
+
+
+def _device(base, name: str, kernel: str, maps) -> int:
+    """The device holding a descriptor's base: get_device() (torch), the DLPack device, else
+    the current context's (what the launch does for such arguments)."""
+    get = getattr(base, "get_device", None)
+    if get is not None:
+        dev = get()
+        if dev < 0:
+            raise DescriptorError(f"{kernel}: {name}: the descriptor's tensor is in host memory (device "
+                                  f"{getattr(base, 'device', 'cpu')}); a kernel needs CUDA device memory")
+        return dev
+    if hasattr(base, "__dlpack_device__"):
+        from .interop import dlpack_device
+
+        return dlpack_device(base, name)
+    return maps.current_device()
+
+
+def tma_record(spec: dict, where: str) -> tuple[tuple, int] | None:
+    """(box, swizzle) of a spec that loads through TMA, None for the pointer form; MetadataError
+    for a "tma" record that is not {"swizzle": 0/32/64/128, "box": one extent per block dimension}."""
+    tma = spec.get("tma")
+    if tma is None:
+        return None
+    box = tma.get("box") if isinstance(tma, dict) else None
+    if not (isinstance(box, list) and len(box) == len(spec["block_shape"]) and all(
+            isinstance(b, int) and b > 0 for b in box) and tma.get("swizzle") in (0, 32, 64, 128)):
+        raise MetadataError(f"{where}: descriptor {spec['name']!r} has 'tma' {tma!r}, not "
+                            "{\"swizzle\": 0/32/64/128, \"box\": [one extent per block dimension]}")
+    return tuple(box), tma["swizzle"]
+
+
+def tensormapper(spec: dict, kernel: str, maps_of):
+    """`tensormap(base, address, shape, strides) -> int` for a spec with "tma": the device
+    address of the CUtensorMap of that descriptor (address = base's device address, shape and
+    strides in elements), from `maps_of()` (a ttbuild.runtime.tensormap.TensorMaps, asked for
+    at the first call). Raises DescriptorError naming the parameter for a descriptor the
+    driver API cannot encode. claunch.c's DescExpand calls it too."""
+    from .tensormap import TensorMapError
+
+    name, dtype = spec["name"], spec["dtype"]
+    box, swizzle = tma_record(spec, kernel)
+    cell: list = []
+
+    def tensormap(base, address, shape, strides) -> int:
+        if not cell:
+            cell.append(maps_of())
+        maps = cell[0]
+        device = _device(base, name, kernel, maps)
+        shape, strides = tuple(shape), tuple(strides)
+        hit = maps.table.get((device, dtype, address, shape, strides, box, swizzle))
+        if hit is not None:
+            return hit
+        try:
+            return maps.address(device, dtype, address, shape, strides, box, swizzle)
+        except TensorMapError as exc:
+            raise DescriptorError(f"{kernel}: {name}: {exc}") from None
+    return tensormap
+
+
+def _no_tensormap(base, address, shape, strides) -> int:
+    """select()'s stand-in: variant selection reads nothing of the map's address."""
+    return 0
+
+
 def expand(arg, spec: dict, kernel: str) -> tuple:
-    """(base, *shape, *strides[:-1]) for one descriptor argument (see expander)."""
+    """(base, *shape, *strides[:-1]) for one descriptor argument (see expander); the pointer form
+    alone, also for a spec with "tma" (DescriptorLauncher puts its map's address in front)."""
     return expander(spec, kernel)(arg)
 
 
@@ -88,28 +183,53 @@ class DescriptorLauncher:
     def __init__(self, inner, descriptors):
         self.inner = inner
         self.descriptors = {d["name"]: d for d in descriptors}
-        parts = {f"{n}.{kind}{i}" for n, d in self.descriptors.items() for kind in ("shape", "stride")
-                 for i in range(len(d["block_shape"]))}
-        names = getattr(inner, "call_names", inner.param_names)
-        self.call_names = tuple(n for n in names if n not in parts)
         self.kernel = inner.kernel
-        self._by_name = {n: expander(d, self.kernel) for n, d in self.descriptors.items()}
+        tma = {n for n, d in self.descriptors.items() if tma_record(d, self.kernel) is not None}
+        parts = {f"{n}.{kind}{i}" for n, d in self.descriptors.items() for kind in ("shape", "stride")
+                 for i in range(len(d["block_shape"]))} | {f"{n}.tensormap" for n in tma}
+        names = getattr(inner, "call_names", inner.param_names)
+        params = list(inner.param_names)
+        for n in tma:
+            if f"{n}.tensormap" not in params or params.index(f"{n}.tensormap") + 1 != params.index(n):
+                raise MetadataError(f"{self.kernel}: descriptor {n!r} loads through TMA but its parameters do not "
+                                    f"start with {n}.tensormap: rebuild the library")
+        if tma:
+            _same_tma_everywhere(self.kernel, getattr(inner, "variants", ()), tma)
+        self.call_names = tuple(n for n in names if n not in parts)
+        # TMA descriptors: per name, its tensormapper (the driver's TensorMaps found at the first launch)
+        self._tensormaps = {n: tensormapper(self.descriptors[n], self.kernel, self._tensor_maps) for n in tma}
+        self._maps = None
+        self._by_name = {n: expander(d, self.kernel, self._tensormaps.get(n)) for n, d in self.descriptors.items()}
+        self._selecting = {n: expander(d, self.kernel, _no_tensormap if n in tma else None)
+                           for n, d in self.descriptors.items()}
         self._plan = [self._by_name.get(n) for n in self.call_names]  # per position: an expander or None
         # claunch.c DescExpand's arguments: per position the rank (0: not a descriptor), element
-        # bytes and block shape
+        # bytes and block shape; with TMA descriptors also per position its tensormapper or None
         specs = [self.descriptors.get(n) for n in self.call_names]
         self._c_plan = (bytes(len(s["block_shape"]) if s else 0 for s in specs),
                         tuple(DTYPE_BYTES[s["dtype"]] if s else 0 for s in specs),
                         tuple(tuple(s["block_shape"]) if s else None for s in specs))
+        self._c_tensormaps = tuple(self._tensormaps.get(n) for n in self.call_names) if tma else None
         self._bound: dict = {}  # grid -> its launch (grids that are tuples or ints)
+
+    def _tensor_maps(self):
+        """The TensorMaps of the driver the launches go through (made on first use)."""
+        if self._maps is None:
+            from .tensormap import tensor_maps
+
+            self._maps = tensor_maps(_driver_of(self.inner))
+        return self._maps
 
     def __getattr__(self, name):
         return getattr(self.inner, name)
 
-    def expand(self, args, kwargs) -> tuple[list, dict]:
-        """The arguments with each descriptor replaced by its expanded values."""
+    def expand(self, args, kwargs, select: bool = False) -> tuple[list, dict]:
+        """The arguments with each descriptor replaced by its expanded values (`select`: a TMA
+        descriptor's map address is 0, nothing is encoded)."""
+        by_name = self._selecting if select else self._by_name
         out = []
-        for a, ex in zip(args, self._plan):
+        for a, n in zip(args, self.call_names):
+            ex = by_name.get(n)
             if ex is None:
                 out.append(a)
             else:
@@ -117,12 +237,13 @@ class DescriptorLauncher:
         out.extend(args[len(self._plan):])
         kw = {}
         for k, v in kwargs.items():
-            ex = self._by_name.get(k)
+            ex = by_name.get(k)
             if ex is None:
                 kw[k] = v
                 continue
             rank = len(self.descriptors[k]["block_shape"])
-            names = [k] + [f"{k}.shape{i}" for i in range(rank)] + [f"{k}.stride{i}" for i in range(rank - 1)]
+            names = ([f"{k}.tensormap"] if k in self._tensormaps else []) + [k] + \
+                [f"{k}.shape{i}" for i in range(rank)] + [f"{k}.stride{i}" for i in range(rank - 1)]
             kw.update(zip(names, ex(v)))
         return out, kw
 
@@ -162,14 +283,43 @@ class DescriptorLauncher:
         module = cext.load()
         if module is None or not hasattr(module, "DescExpand") or not 0 < len(self.call_names) <= 64:
             return None
+        if self._c_tensormaps is not None:
+            return module.DescExpand(*self._c_plan, fn, launch, tensormaps=self._c_tensormaps)
         return module.DescExpand(*self._c_plan, fn, launch)
 
     def run(self, *args, grid, **kwargs):
         return self[grid](*args, **kwargs)
 
     def select(self, *args, **kwargs):
-        a, kw = self.expand(args, kwargs)
+        a, kw = self.expand(args, kwargs, select=True)
         return self.inner.select(*a, **kw)
 
     def __repr__(self):
         return f"<ttbuild kernel {self.kernel} with descriptor parameters {', '.join(self.descriptors)}>"
+
+
+def _driver_of(inner):
+    """The driver a Launcher or TunedLauncher (`base`) launches through."""
+    driver = getattr(inner, "driver", None)
+    if driver is None:
+        driver = getattr(getattr(inner, "base", None), "driver", None)
+    if driver is None:
+        from .driver import default_driver
+
+        driver = default_driver()
+    return driver
+
+
+def _same_tma_everywhere(kernel: str, variants, names) -> None:
+    """Refuse (MetadataError) a kernel whose variants encode a TMA descriptor differently (dtype,
+    block, box, swizzle): the map is encoded before a variant is chosen, so it must fit them all."""
+    for n in names:
+        seen = {}
+        for v in variants:
+            d = next((d for d in getattr(v, "descriptors", ()) if d["name"] == n), None)
+            rec = None if d is None else (d["dtype"], tuple(d["block_shape"]), repr(d.get("tma")))
+            seen.setdefault(rec, v)
+        if len(seen) > 1:
+            raise MetadataError(f"{kernel}: variants {', '.join(v.variant for v in seen.values())} disagree on "
+                                f"descriptor {n!r} (dtype, block shape or TMA box and swizzle); a TMA descriptor's "
+                                "map is encoded before the variant is chosen: build one kernel name per encoding")

@@ -23,7 +23,9 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     """`inputs["json"]`: the parse stage's output; `options`: `signature` (list of str, one per
     non-constexpr parameter, e.g. `["*fp32:16", "i32"]`), `constexprs` (name → value; a dtype
     may be given by name, e.g. `"fp16"`), `debug` (bool, absent = false: keep tl.device_assert
-    as `tt.assert`, as Triton's debug=True). With debug, `inputs["loc"]` (the parse `loc` table,
+    as `tt.assert`, as Triton's debug=True), `tma` (bool, absent = false: the target loads
+    descriptor parameters through TMA, ttbuild.tma; Triton's make_ttir rewrites descriptors to
+    pointers only below sm_90). With debug, `inputs["loc"]` (the parse `loc` table,
     optional) puts file:line:col into every location: `loc("n17"("vector_add.py":12:5))`.
     Returns `{"ttir": bytes}`.
 
@@ -41,7 +43,8 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
         signature = [s for s in split_entries(signature) if s]
     debug = bool(options.get("debug", False))
     loc_table = json.loads(inputs["loc"]) if debug and inputs.get("loc") else None
-    text = generate(desc, list(signature), dict(options.get("constexprs", {})), debug=debug, loc_table=loc_table)
+    text = generate(desc, list(signature), dict(options.get("constexprs", {})), debug=debug, loc_table=loc_table,
+                    tma=bool(options.get("tma", False)))
     from mlir import ir
     ctx = _context()
     try:

@@ -211,3 +211,16 @@ def desc_gather_kernel(x_ptr, out_ptr, dst_ptr, idx_ptr, M, N, y, R: tl.constexp
     g = src.gather(rows, y)
     tl.store(out_ptr + tl.arange(0, R)[:, None] * W + tl.arange(0, W)[None, :], g)
     dst.scatter(g * 2.0, rows, y)
+
+
+@triton.jit
+def tma_tile_kernel(in_desc, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """out[tile] = in[tile] + 1 for the tile at program (i, j) of a host descriptor: one TMA load
+    outside any loop (ttbuild.backend.ttgir.tma_lowering), read back through its swizzle;
+    elements past (M, N) load as zeros, and the whole block is written (out is padded)."""
+    i = tl.program_id(0) * BM
+    j = tl.program_id(1) * BN
+    x = in_desc.load([i, j])
+    rm = i + tl.arange(0, BM)
+    rn = j + tl.arange(0, BN)
+    tl.store(out_ptr + rm[:, None] * (tl.num_programs(1) * BN) + rn[None, :], x + 1)

@@ -3,7 +3,9 @@
 A buffer lives in the kernel's dynamic shared memory at the `allocation.offset` the ttgir stage
 wrote (ttbuild.backend.analysis.allocation.allocate); slots are row-major with the shared encoding's `order`
 fastest-first (`#ttg.swizzled_shared` with vec = perPhase = maxPhase = 1: no swizzle), except
-the slots of a dot-operand ring, laid out by their XOR swizzle (llir.dot.swizzled_offset). A memdesc
+the slots of a dot-operand ring, laid out by their XOR swizzle (llir.dot.swizzled_offset), and
+`#ttg.nvmma_shared` tiles (TMA destinations, wgmma operands), always read and written through
+their swizzle (NvmmaShared; row-major for swizzle 0). A memdesc
 lowers to a Python `MemDesc` (a shared pointer plus its shape), never to an SSA value that
 crosses a loop: the pipeliner carries slot indices, and tokens lower to a dummy i32.
 
@@ -124,6 +126,9 @@ def async_wait(ctx, op, *tokens):
     return ir.Constant(I32, 0)
 
 
+_NVMMA = "#ttg.nvmma_shared<"
+
+
 def _dot_ring(view) -> bool:
     """Whether the slot `view` (a ttg.memdesc_index of a ring) belongs to a ring whose slots a dot
     reads (allocation.feeds_dot): threads then read elements other threads copied."""
@@ -135,8 +140,9 @@ def _dot_ring(view) -> bool:
 
 def _swizzle(view):
     """The `#ttg.swizzled_shared` encoding of a dot-operand ring's slot (its reader's layout),
-    else None (row-major slots, read back by the threads that copied them)."""
-    if not _dot_ring(view):
+    or the `#ttg.nvmma_shared` one of any slot (ttg.local_load reads those through their
+    swizzle too), else None (row-major slots, read back by the threads that copied them)."""
+    if _NVMMA not in str(view.type) and not _dot_ring(view):
         return None
     return dot.shared_layout(view.type)  # the one home of the swizzle
 
@@ -218,6 +224,8 @@ def local_load(ctx, op, desc: MemDesc, token=None):
     bytes another thread's copy wrote: then all threads must have waited first (bar.sync)."""
     if mu.encoding_str(op.results[0].type).startswith("#ttg.dot_op<"):
         return dot.local_load_dot(ctx, op, desc, token)
+    if _NVMMA in str(op.operands[0].type):
+        return _local_load_nvmma(ctx, op, desc)
     b = ctx.builder
     res = op.results[0]
     layout = layout_of(res)
@@ -238,4 +246,40 @@ def local_load(ctx, op, desc: MemDesc, token=None):
         vt = ir.VectorType(ety, vec)
         v = b.load(b.bitcast(p, ir.PointerType(vt, addrspace=3)), align=vec * eb)
         out += [b.extract_element(v, ir.Constant(I32, k)) for k in range(vec)]
+    return TensorVal(out, layout, shape)
+
+
+def _local_load_nvmma(ctx, op, desc: MemDesc) -> TensorVal:
+    """`ttg.local_load` of an nvmma tile (a TMA destination) into a blocked layout: each
+    element from where the swizzle put it (llir.dot.tile_addresses, NvmmaShared.offset; row-major
+    for swizzle 0), as vectors of up to 16 bytes that stay within one 16-byte chunk, which the
+    swizzle moves whole. The tile was written by other agents (TMA, other threads): reading it
+    counts as a shared read, so the next write into it waits for a barrier."""
+    b = ctx.builder
+    res = op.results[0]
+    layout = layout_of(res)
+    shape = tuple(mu.shape_of(res.type))
+    sw = dot.shared_layout(op.operands[0].type)
+    bits = mu.elem_bits(desc.elem)
+    if len(shape) != 2:
+        raise CompilationError(f"ttg.local_load of a rank-{len(shape)} nvmma_shared view", stage="llir")
+    dot.check_nvmma(sw, shape[sw.order[0]], bits)
+    ety = llvm_type(desc.elem)
+    eb = elem_bytes(desc.elem)
+    o0 = getattr(layout, "order", (None,))[0]
+    # a chunk of 16 bytes (an unswizzled tile: a row) holds neighbours along the contiguous dimension
+    vec = _vec(layout, shape, 16 // eb) if o0 == sw.order[0] else 1
+    if _shares_elements(ctx, layout, shape):
+        ctx.barrier()
+    n = len(layout.local_offsets(shape)) if hasattr(layout, "local_offsets") else len(ctx.indices(layout, shape))
+    starts = range(0, n, vec)
+    out = []
+    for p in dot.tile_addresses(ctx, desc, sw, layout, shape, starts):
+        if vec == 1:
+            out.append(b.load(b.bitcast(p, ir.PointerType(ety, addrspace=3)), align=eb))
+            continue
+        vt = ir.VectorType(ety, vec)
+        v = b.load(b.bitcast(p, ir.PointerType(vt, addrspace=3)), align=vec * eb)
+        out += [b.extract_element(v, ir.Constant(I32, k)) for k in range(vec)]
+    ctx.after_smem_read()
     return TensorVal(out, layout, shape)

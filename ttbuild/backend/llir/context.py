@@ -55,10 +55,14 @@ class TensorVal:
 
 
 def llvm_type(elem: str) -> ir.Type:
-    """MLIR element spelling -> llvmlite type (pointers: `ptr addrspace(1)`)."""
+    """MLIR element spelling -> llvmlite type (pointers: `ptr addrspace(1)`; a tensor
+    descriptor `!tt.tensordesc<...>`: i64, the generic address of its 128-byte CUtensorMap in
+    global memory, ttbuild.tma)."""
     simple = {"f16": F16, "f32": F32, "f64": F64, "bf16": BF16}
     if elem in simple:
         return simple[elem]
+    if elem.startswith("!tt.tensordesc<"):
+        return I64
     if mu.pointee(elem) is not None:
         return GPTR
     if elem.startswith("i") and elem[1:].isdigit():
@@ -129,18 +133,28 @@ class Ctx:
         self._cache["smem_read"] = False
         self._cache["smem_landed"] = False
 
-    def barrier_unless_fresh(self) -> None:
+    def barrier_unless_fresh(self, ignore=None) -> None:
         """A barrier, unless the current block's last memory instruction is already one: two
         back-to-back `bar.sync` order nothing more than one (e.g. the A and B ring slots a dot
-        reads after one async_wait)."""
+        reads after one async_wait). `ignore(call)`: calls that do not count as memory
+        instructions here (e.g. TMA issues, which read no shared memory that others write)."""
+        if self.since_barrier(ignore) is None:
+            self.barrier()
+
+    def since_barrier(self, ignore=None) -> list | None:
+        """The instructions of the current block after its last barrier, if none of them is a
+        load, a store or a call (but those `ignore(call)` accepts); else None."""
         last = self._cache.get("last_barrier")
         block = self.builder.block
-        if last is not None and last.parent is block:
-            insts = block.instructions
-            tail = insts[insts.index(last) + 1:] if last in insts else None
-            if tail is not None and not any(isinstance(i, (ir.CallInstr, ir.LoadInstr, ir.StoreInstr)) for i in tail):
-                return
-        self.barrier()
+        if last is None or last.parent is not block or last not in block.instructions:
+            return None
+        insts = block.instructions
+        tail = insts[insts.index(last) + 1:]
+        for i in tail:
+            if isinstance(i, (ir.LoadInstr, ir.StoreInstr)) or (
+                    isinstance(i, ir.CallInstr) and not (ignore is not None and ignore(i))):
+                return None
+        return tail
 
     def before_smem_write(self) -> None:
         """A barrier only if shared memory was read since the last one (write-after-read)."""

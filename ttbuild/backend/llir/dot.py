@@ -67,6 +67,25 @@ def full_order(desc: MemDesc) -> tuple[int, ...]:
     return tuple(order) + tuple(d for d in reversed(range(len(desc.shape))) if d not in order)
 
 
+def unswizzled(sw):
+    """An nvmma tile with `swizzlingByteWidth = 0` as what it is, a row-major tile with its
+    contiguous dimension fastest (the layout an unswizzled TMA box is written in; Triton's
+    nvmmaSharedToLinearLayout, swizzle 0): the SwizzledShared without swizzle. Other
+    encodings are returned as they are."""
+    if isinstance(sw, NvmmaShared) and sw.swizzle == 0:
+        return SwizzledShared(1, 1, 1, sw.order)
+    return sw
+
+
+def check_nvmma(sw, contiguous: int, bits: int) -> None:
+    """A swizzled nvmma tile must span at least one swizzle width along its contiguous
+    dimension: narrower rows are neither NvmmaShared's layout nor one wgmma or TMA writes
+    (Triton's getTMABlockShape rejects them). Raises NotSupportedYet."""
+    if isinstance(sw, NvmmaShared) and sw.swizzle and contiguous * bits < 8 * sw.swizzle:
+        raise NotSupportedYet(f"an nvmma_shared tile {contiguous} elements of {bits} bits wide with a "
+                              f"{sw.swizzle}-byte swizzle", None, "llir")
+
+
 def _nvmma_offset(b, sw: NvmmaShared, desc: MemDesc, index) -> ir.Value:
     """LLIR of NvmmaShared.offset (rank 2): its block's offset plus the swizzled offset within
     the block (sw.in_block())."""
@@ -83,6 +102,7 @@ def _nvmma_offset(b, sw: NvmmaShared, desc: MemDesc, index) -> ir.Value:
 def swizzled_offset(b, sw: SwizzledShared | NvmmaShared, desc: MemDesc, index) -> ir.Value:
     """LLIR of SwizzledShared.offset / NvmmaShared.offset: the element offset (i32) of `index`
     (one i32 per dimension)."""
+    sw = unswizzled(sw)
     if isinstance(sw, NvmmaShared):
         return _nvmma_offset(b, sw, desc, index)
     order = full_order(desc)
@@ -105,6 +125,7 @@ def swizzle_periods(sw: SwizzledShared, desc: MemDesc) -> dict[int, int]:
     swizzle unchanged and so move its offset by shift * stride: vec * maxPhase along the fastest
     dimension, perPhase * maxPhase along the next, 1 along the others (whole tiles)."""
     order = full_order(desc)
+    sw = unswizzled(sw)
     if isinstance(sw, NvmmaShared):  # a whole block along the contiguous dimension, 8 rows
         return {sw.order[0]: sw.block_elems, sw.order[1]: 8}
     out = {d: 1 for d in order}
@@ -119,7 +140,7 @@ def element_strides(desc: MemDesc, sw=None) -> dict[int, int]:
     """Per dimension, the element stride of the view's slots (fastest dimension 1); for an
     nvmma tile, per element of a shift by whole periods (swizzle_periods): a block along the
     contiguous dimension moves by rows x block, so a shift of `block` elements by that much."""
-    if isinstance(sw, NvmmaShared):
+    if isinstance(unswizzled(sw), NvmmaShared):
         c, r = sw.order
         return {c: desc.shape[r], r: sw.block_elems}
     strides, stride = {}, 1
@@ -273,7 +294,7 @@ class _Ldmatrix:
         self.reps_k = shape[self.kd] // (2 * self.kb)
         self.step = 1 if layout.op_idx == 0 else min(2, self.reps_mn)
         self.trans = full_order(desc)[0] != layout.k_dim
-        self.periods, self.strides = swizzle_periods(sw, desc), element_strides(desc)
+        self.periods, self.strides = swizzle_periods(sw, desc), element_strides(desc, sw)
         self.cache: dict = {}
 
     def words(self, rb: int, mn: int, rk: int) -> list:
@@ -403,6 +424,8 @@ def local_load_dot(ctx, op, desc: MemDesc, token=None) -> TensorVal:
     layout = layout_of(res)
     shape = tuple(mu.shape_of(res.type))
     sw = shared_layout(op.operands[0].type)
+    if isinstance(sw, NvmmaShared):
+        check_nvmma(sw, desc.shape[sw.order[0]], mu.elem_bits(desc.elem))
     src_op = op.operands[0].owner if isinstance(op.operands[0], mu.ir.OpResult) else None
     if not (src_op is not None and src_op.name == "ttg.local_alloc" and len(src_op.operands)):
         ctx.barrier_unless_fresh()  # a buffer other threads filled (cp.async): everyone has waited first

@@ -24,6 +24,7 @@ from ttbuild.backend.llir import (
                                   memory,
                                   reduce,
                                   scan,
+                                  tma,
                                   tt,
                                   view,
                                   wgmma,
@@ -31,6 +32,6 @@ from ttbuild.backend.llir import (
 from ttbuild.registry import Registry, build
 
 MODULES = (arith, math_ops, cast, tt, memory, async_copy, atomic, view, convert_layout, reduce, scan,
-           control_flow, debug, dot, inline_asm, histogram, wgmma)
+           control_flow, debug, dot, inline_asm, histogram, wgmma, tma)
 
 RULES: Registry = build({"default": Registry("LLIR lowering rule")}, MODULES)["default"]

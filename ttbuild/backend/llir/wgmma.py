@@ -59,6 +59,8 @@ def fence_async_shared(ctx, op):
 def descriptor_bits(sw: NvmmaShared, k_major: bool, k_extent: int) -> int:
     """The constant fields of an operand's matrix descriptor (all but the start address)."""
     block = sw.swizzle
+    if block not in _SWIZZLE_MODE:
+        raise NotSupportedYet(f"wgmma on an nvmma_shared tile with a {block}-byte swizzle", None, "llir")
     lbo = 0 if k_major else k_extent * block
     sbo = 8 * block
     return ((lbo >> 4) << 16) | ((sbo >> 4) << 32) | (_SWIZZLE_MODE[block] << 62)

@@ -15,12 +15,13 @@ from ttbuild.backend.ttgir.accelerate_matmul import accelerate
 from ttbuild.backend.ttgir.coalesce import assign
 from ttbuild.backend.ttgir.pipeline import pipeline
 from ttbuild.backend.ttgir.remove_layout_conversions import remove_layout_conversions
+from ttbuild.backend.ttgir.tma_lowering import lower_tma
 from ttbuild.backend.ttgir.transpose_loads import transpose_loads
 from ttbuild.errors import CompilationError, TTBuildError
 from ttbuild.options import Options
 
 # (name, fn(module, options)): in the order the ttgir stage runs them (Triton's make_ttgir:
-# coalesce, accelerate_matmul, remove_layout_conversions, ..., pipeline; transpose_loads is ours).
+# coalesce, accelerate_matmul, remove_layout_conversions, ..., pipeline, tma_lowering; transpose_loads is ours).
 PASSES = (
     ("transpose_loads", lambda module, o: transpose_loads(module)),
     ("coalesce", lambda module, o: assign(module, o.num_warps)),
@@ -28,6 +29,7 @@ PASSES = (
                                                        wgmma=not o.disable_mma_v3)),
     ("remove_layout_conversions", lambda module, o: remove_layout_conversions(module, o.num_warps)),
     ("pipeline", lambda module, o: pipeline(module, o.num_stages)),
+    ("tma_lowering", lambda module, o: lower_tma(module)),
 )
 
 

@@ -54,6 +54,7 @@ from math import gcd
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.axis import AxisAnalysis, vector_elems
 from ttbuild.backend.analysis.layout import parse_layout
+from ttbuild.backend.analysis.mma_layout import NvmmaShared, nvmma_for_operand
 from ttbuild.optraits import DOT_OPS, is_pure, walk
 
 ir = mu.ir
@@ -72,6 +73,12 @@ class Candidate:
     carried: frozenset = frozenset()
     alloc: object = None   # dot operand: the ttg.local_alloc(load) that stages it ...
     reader: object = None  # ... and the ttg.local_load into #ttg.dot_op that reads it back
+    trans: object = None   # a TMA load's tt.trans between it and the alloc (B^T of a row-major block)
+
+    @property
+    def tma(self) -> bool:
+        """A `tt.descriptor_load`: copied by TMA into its ring slot (mbarrier-tracked)."""
+        return self.load.name == "tt.descriptor_load"
 
 
 def shared_attr(order) -> str:
@@ -94,6 +101,42 @@ def _shared_encoding(memdesc) -> str:
     if not m:
         raise ValueError(f"unsupported shared encoding in {memdesc}")
     return m.group(0)
+
+
+def barrier_type() -> ir.Type:
+    """One mbarrier: a mutable 1 x i64 shared-memory descriptor (Triton's barrier memdescs)."""
+    return ir.Type.parse(f"!ttg.memdesc<1xi64, {shared_attr([0])}, #ttg.shared_memory, mutable>")
+
+
+def tma_copy_operands(desc, coords, dst, bar, pred) -> list:
+    """`ttng.async_tma_copy_global_to_local`'s operands in Triton 3.6's generic order: desc,
+    coords, (no im2col offsets), barrier, result (the destination), pred."""
+    return [desc, *coords, bar, dst, pred]
+
+
+def wait_barrier_attrs() -> dict:
+    """`ttng.wait_barrier`'s operand segments: alloc, phase, no pred, no deps (Triton 3.6)."""
+    return {"operandSegmentSizes": ir.Attribute.parse("array<i32: 1, 1, 0, 0>")}
+
+
+def tma_copy_attrs(rank: int) -> dict:
+    i32 = ir.IntegerType.get_signless(32)
+    return {"cache": ir.IntegerAttr.get(i32, 1), "evict": ir.IntegerAttr.get(i32, 1),
+            "isVolatile": ir.BoolAttr.get(False),
+            "operandSegmentSizes": ir.Attribute.parse(f"array<i32: 1, {rank}, 0, 1, 1, 1>")}
+
+
+def _memdesc_shape(t) -> tuple[int, ...]:
+    """The shape of a `!ttg.memdesc<64x128xf16, ...>` type."""
+    m = re.match(r"!ttg\.memdesc<((?:\d+x)+)", str(t))
+    return tuple(int(d) for d in m.group(1).rstrip("x").split("x"))
+
+
+def _numel(t) -> int:
+    n = 1
+    for d in mu.shape_of(t):
+        n *= d
+    return n
 
 
 def token_type() -> ir.Type:
@@ -155,13 +198,20 @@ def _yielded(body) -> list:
     return list(list(body.operations)[-1].operands)
 
 
+def _address(load) -> list:
+    """The operands that say where a load reads: a tt.load's pointer and mask, a
+    tt.descriptor_load's indices."""
+    if load.name == "tt.descriptor_load":
+        return list(load.operands)[1:]
+    return list(load.operands)[:1 + _segments(load)[1]]
+
+
 def _slice(load, body, iv):
-    """(ops, carried) for the load's pointer and mask: the body ops they need (program order) and
+    """(ops, carried) for the load's address (_address): the body ops it needs (program order) and
     the loop-carried values they read, closed over those values' updates (each carried value's
     yielded value must itself be computed by pure ops from carried values, the induction
     variable and loop invariants); None otherwise."""
-    nmask = _segments(load)[1]
-    got = _deps(list(load.operands)[:1 + nmask], body, iv)
+    got = _deps(_address(load), body, iv)
     if got is None:
         return None
     ops, carried = got
@@ -225,6 +275,33 @@ def dot_operand_use(load):
     return alloc, reader
 
 
+def tma_candidate(op, body, iv) -> Candidate | None:
+    """A `tt.descriptor_load` whose block (or its tt.trans) only a wgmma operand's
+    `ttg.local_alloc` reads, in that alloc's `#ttg.nvmma_shared` (the swizzle the TMA box is
+    written with: nvmma_for_operand of the block; a transposed view for the tt.trans), with an
+    address computed as for a cp.async candidate; else None."""
+    v, trans = op.results[0], None
+    user = _sole_user(v)
+    if user is not None and user.name == "tt.trans" and user.operation.block == op.operation.block:
+        trans, v = user, user.results[0]
+    alloc = _sole_user(v)
+    if alloc is None or alloc.name != "ttg.local_alloc" or alloc.operation.block != op.operation.block:
+        return None
+    wg = wgmma_reader(alloc)
+    enc_text = str(alloc.results[0].type)
+    if wg is None or "#ttg.nvmma_shared" not in enc_text:
+        return None
+    enc = NvmmaShared.parse(_shared_encoding(alloc.results[0].type))
+    block = mu.shape_of(op.results[0].type)
+    want = nvmma_for_operand(block, (1, 0), mu.elem_bits(mu.elem_str(op.results[0].type)))
+    if want is None or enc.swizzle != want.swizzle or enc.transposed != (trans is not None):
+        return None
+    got = _slice(op, body, iv)
+    if got is None:
+        return None
+    return Candidate(op, got[0], 16, got[1], alloc, wg, trans)
+
+
 def has_dot(for_op) -> bool:
     return any(op.operation.name in DOT_OPS for op in for_op.regions[0].blocks[0].operations)
 
@@ -236,6 +313,11 @@ def candidates(for_op, axis: AxisAnalysis, plain: bool = True) -> list[Candidate
     iv = body.arguments[0]
     out = []
     for op in body.operations:
+        if op.operation.name == "tt.descriptor_load":
+            cand = tma_candidate(op, body, iv)
+            if cand is not None:
+                out.append(cand)
+            continue
         if op.operation.name != "tt.load" or not isinstance(op.operands[0].type, ir.RankedTensorType):
             continue
         p = mu.props(op)
@@ -376,26 +458,47 @@ class _Loop:
         ylds = _yielded(self.body)
         return {j: m.get(ylds[j], ylds[j]) for j in sorted(cvals)}
 
-    def _clone_slice(self, cand: Candidate, iv_value, cvals=None):
+    def _clone_slice(self, cand: Candidate, iv_value, cvals=None) -> list:
         """Clones of the slice ops at the current insertion point with iv -> iv_value and the
-        carried values -> cvals; returns (pointer, mask or None) of the load as that iteration
-        computes them."""
+        carried values -> cvals; returns the load's address operands (_address: pointer and
+        mask, or descriptor indices) as that iteration computes them."""
         m = self._mapping(iv_value, cvals)
         self._clone_ops(cand.slice_ops, m)
-        load = cand.load
-        seg = _segments(load)
-        ptr = m.get(load.operands[0], load.operands[0])
-        mask = m.get(load.operands[1], load.operands[1]) if seg[1] else None
-        return ptr, mask
+        return [m.get(x, x) for x in _address(cand.load)]
+
+    def _tma_copies(self, iv_value, pred, slot, cvals=None):
+        """The TMA copies of the iteration at iv_value into ring slot `slot` (an i32), all
+        completing on that slot's mbarrier, which first expects their bytes (Triton's
+        LowerLoops: ttng.barrier_expect, then ttng.async_tma_copy_global_to_local per load)."""
+        b = self.b
+        bar = b.op("ttg.memdesc_index", [barrier_type()], [self.barriers, slot]).results[0]
+        nbytes = sum(mu.elem_bits(mu.elem_str(c.load.results[0].type)) // 8 * _numel(c.load.results[0].type)
+                     for c in self.cands if c.tma)
+        b.op("ttng.barrier_expect", [], [bar, pred], {"size": ir.IntegerAttr.get(b.i32, nbytes)})
+        for cand, alloc in zip(self.cands, self.allocs):
+            if not cand.tma:
+                continue
+            lb = self.b.at(cand.load.location)
+            idx = self._clone_slice(cand, iv_value, cvals)
+            view = lb.op("ttg.memdesc_index", [self.views[id(alloc)]], [alloc, slot]).results[0]
+            lb.op("ttng.async_tma_copy_global_to_local", [], tma_copy_operands(cand.load.operands[0], idx, view, bar, pred),
+                  tma_copy_attrs(len(idx)))
 
     def _copies(self, iv_value, pred, slots, cvals=None):
-        """Async copies of every pipelined load for the iteration at iv_value (carried values
-        `cvals`) into `slots` (one memdesc per load), then one commit group; returns the
-        group's token."""
+        """Async copies of every pipelined pointer load for the iteration at iv_value (carried
+        values `cvals`) into `slots` (one memdesc per load), then one commit group; returns the
+        group's token (None without pointer loads); the TMA loads' copies go with them."""
+        if any(c.tma for c in self.cands):
+            self._tma_copies(iv_value, pred, slots[0], cvals)
+        if all(c.tma for c in self.cands):
+            return None
         toks = []
         for cand, alloc, slot in zip(self.cands, self.allocs, slots):
+            if cand.tma:
+                continue
             b = self.b.at(cand.load.location)
-            ptr, mask = self._clone_slice(cand, iv_value, cvals)
+            ptr, *rest = self._clone_slice(cand, iv_value, cvals)
+            mask = rest[0] if rest else None
             view = b.op("ttg.memdesc_index", [self.views[id(alloc)]], [alloc, slot]).results[0]
             m = b.splat_i1(pred, ptr)
             if mask is not None:
@@ -427,9 +530,21 @@ class _Loop:
                     order = parse_layout(str(t.encoding)).order
                     ring = memdesc_type((self.slots, *t.shape), elem, order)
                     view = memdesc_type(tuple(t.shape), elem, order)
+                if cand.tma:  # the slot is the wgmma operand itself (a transposed view for tt.trans)
+                    shape = _memdesc_shape(cand.alloc.results[0].type)
+                    ring = memdesc_type((self.slots, *shape), elem, None, enc)
+                    view = memdesc_type(tuple(shape), elem, None, enc)
                 alloc = b.op("ttg.local_alloc", [ring], []).results[0]
                 self.allocs.append(alloc)
                 self.views[id(alloc)] = view
+            self.barriers = None
+            if any(c.tma for c in self.cands):  # one mbarrier per slot, arrived on by one thread
+                ring = ir.Type.parse(f"!ttg.memdesc<{self.slots}x1xi64, {shared_attr([0])}, "
+                                     "#ttg.shared_memory, mutable>")
+                self.barriers = b.op("ttg.local_alloc", [ring], []).results[0]
+                for k in range(self.slots):
+                    bar = b.op("ttg.memdesc_index", [barrier_type()], [self.barriers, b.const(k)]).results[0]
+                    b.op("ttng.init_barrier", [], [bar], {"count": ir.IntegerAttr.get(b.i32, 1)})
             # Iteration k's copies read the carried values of iteration k: those of k-1
             # advanced by the body's updates (Triton peels the address computation alike).
             tokens = []
@@ -439,17 +554,23 @@ class _Loop:
                 ivk = self._iter_value(k, self.lb)
                 pred = b.cmpi(SLT, ivk, self.ub)
                 idx = b.const(k)
-                tokens.append(self._copies(ivk, pred, [idx] * len(self.cands), cvals))
+                tok = self._copies(ivk, pred, [idx] * len(self.cands), cvals)
+                if tok is not None:
+                    tokens.append(tok)
             init_insert, init_extract = b.const(S - 2), b.const(-1)
+            # the parity of the slot barriers' phase being waited for (with TMA loads)
+            phases = [b.const(0)] if self.barriers is not None else []
         nres = len(self.op.results)
         # The loop carries, next to the originals, the carried values S-2 iterations ahead.
         ahead = sorted(cvals)
-        new_for = self._new_loop([init_insert, init_extract] + tokens + [cvals[j] for j in ahead])
+        new_for = self._new_loop([init_insert, init_extract] + phases + tokens + [cvals[j] for j in ahead])
         body = new_for.regions[0].blocks[0]
         args = list(body.arguments)
         insert, extract = args[1 + nres], args[2 + nres]
-        toks = args[3 + nres:3 + nres + S - 1]
-        ahead_args = {j: a for j, a in zip(ahead, args[3 + nres + S - 1:])}
+        phase = args[3 + nres] if phases else None
+        first_tok = 3 + nres + len(phases)
+        toks = args[first_tok:first_tok + len(tokens)]
+        ahead_args = {j: a for j, a in zip(ahead, args[first_tok + len(tokens):])}
         ops = list(body.operations)
         first = next(o for o in ops if any(o.operation == c.load.operation for c in self.cands))
         yield_op = ops[-1]
@@ -457,12 +578,28 @@ class _Loop:
             lim = b.subi(self.ub, self._step_times(S - 1))
             pred = b.cmpi(SLT, self.iv_new, lim)
             ext = b.addi(extract, b.const(1))
-            ext = b.select(b.cmpi(SGE, ext, b.const(self.slots)), b.const(0), ext)
-            waited = b.op("ttg.async_wait", [token_type()], [toks[0]],
-                          {"num": ir.IntegerAttr.get(i32, S - 2)}).results[0]
+            wrap = b.cmpi(SGE, ext, b.const(self.slots))
+            ext = b.select(wrap, b.const(0), ext)
+            waited = None
+            if toks:
+                waited = b.op("ttg.async_wait", [token_type()], [toks[0]],
+                              {"num": ir.IntegerAttr.get(i32, S - 2)}).results[0]
+            if phase is not None:  # a slot's barrier completes a phase each time the slot fills
+                phase = b.select(wrap, b.arith("arith.xori", phase, b.const(1)), phase)
+                bar = b.op("ttg.memdesc_index", [barrier_type()], [self.barriers, ext]).results[0]
+                b.op("ttng.wait_barrier", [], [bar, phase], wait_barrier_attrs())
         for cand, alloc in zip(self.cands, self.allocs):
             load = cand.load
             lb = b.at(load.location)
+            if cand.tma:  # wgmma reads the slot TMA filled (the alloc's view: transposed for tt.trans)
+                with ir.InsertionPoint(cand.reader):
+                    view = lb.op("ttg.memdesc_index", [self.views[id(alloc)]], [alloc, ext]).results[0]
+                _retarget(cand.alloc.results[0], view)
+                _erase_fence_after(cand.alloc)
+                cand.alloc.erase()
+                if cand.trans is not None:
+                    cand.trans.erase()
+                continue
             if cand.alloc is not None and cand.reader.name == "ttng.warp_group_dot":
                 # wgmma reads the slot itself: the dot and its waits take the slot's view.
                 with ir.InsertionPoint(cand.reader):
@@ -494,13 +631,20 @@ class _Loop:
             nxt = self._iter_value(S - 1, self.iv_new)
             tok = self._copies(nxt, pred, [ins] * len(self.cands), ahead_next)
         ir.Operation.create("scf.yield", results=[], operands=list(yield_op.operands)[:nres]
-                            + [ins, ext] + list(toks[1:]) + [tok] + [ahead_next[j] for j in ahead],
+                            + [ins, ext] + ([phase] if phase is not None else [])
+                            + (list(toks[1:]) + [tok] if toks else []) + [ahead_next[j] for j in ahead],
                             loc=yield_op.location, ip=ir.InsertionPoint(yield_op))
         yield_op.erase()
         for cand in self.cands:
             cand.load.erase()
         with ir.InsertionPoint.after(new_for):
-            b.op("ttg.async_wait", [token_type()], [], {"num": ir.IntegerAttr.get(i32, 0)})
+            if toks:
+                b.op("ttg.async_wait", [token_type()], [], {"num": ir.IntegerAttr.get(i32, 0)})
+            if self.barriers is not None:  # every TMA copy issued has completed: each was waited for
+                for k in range(self.slots):
+                    bar = b.op("ttg.memdesc_index", [barrier_type()], [self.barriers, b.const(k)]).results[0]
+                    b.op("ttng.inval_barrier", [], [bar])
+                b.op("ttg.local_dealloc", [], [self.barriers])
             for alloc in self.allocs:
                 b.op("ttg.local_dealloc", [], [alloc])
         # The address math the loads no longer use (clones feed the copies); other body ops may

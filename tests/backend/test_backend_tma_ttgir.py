@@ -1,0 +1,158 @@
+"""Tensor descriptors through TMA (CPU): which variants take it (sm_90+, eligible descriptor parameters, not disable_tma), the tensormap parameter and `tt.descriptor_load` in TTIR, the pipelined TTGIR (an S-slot ring per operand in its wgmma encoding, one mbarrier per slot, the phase carried, Triton's LowerLoops form), the lowering of other descriptor loads, and the `ttb.tma` record the runtime encodes the CUtensorMap from."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from oracle import assert_triton_compiles
+
+import ttbuild
+from ttbuild import tma
+from ttbuild.graph.keys import stage_options_of
+from ttbuild.irattrs import module_attrs
+from ttbuild.options import Options
+from ttbuild.signature import parse_entry
+
+MATMUL = Path(__file__).parents[2] / "kernels" / "matmul_descriptor.py"
+HOST_SIG = "tensordesc<fp16[128, 64]>:16,tensordesc<fp16[64, 128]>:16,tensordesc<fp16[128, 128]>:16,i32,i32,i32"
+
+# B given K-major as a [BN, BK] block and transposed in the kernel (tutorial 09's persistent form)
+BT_SRC = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def mm_bt(a_desc, b_desc, c_ptr, K, N, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        a = a_desc.load([pid_m * BM, k * BK])
+        b = b_desc.load([pid_n * BN, k * BK])
+        acc = tl.dot(a, b.T, acc)
+    rm = pid_m * BM + tl.arange(0, BM)
+    rn = pid_n * BN + tl.arange(0, BN)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(tl.float16))
+
+
+@triton.jit
+def scale(in_desc, out_ptr, N, BM: tl.constexpr, BN: tl.constexpr):
+    x = in_desc.load([tl.program_id(0) * BM, 0])
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    tl.store(out_ptr + rm[:, None] * N + rn[None, :], x * 2)
+'''
+
+
+def host(until="ttgir", **opts):
+    return ttbuild.compile(MATMUL, kernel="matmul_host_descriptor_kernel", signature=HOST_SIG,
+                           constexprs={"GROUP_SIZE_M": 8}, num_warps=4, num_stages=4, until=until, **opts)
+
+
+@pytest.fixture(scope="module")
+def bt_file(tmp_path_factory) -> Path:
+    p = tmp_path_factory.mktemp("tma") / "bt.py"
+    p.write_text(BT_SRC)
+    return p
+
+
+def test_only_sm90_descriptor_kernels_with_tma_on_key_their_ttir_with_it():
+    params = [parse_entry(e) for e in ("tensordesc<fp16[128, 64]>", "i32")]
+    ttir = lambda **o: stage_options_of("k", "k.py", params, {}, Options(**o))["ttir"]  # noqa: E731
+    assert ttir(target="cuda:90")["tma"] is True
+    assert "tma" not in ttir(target="cuda:80")
+    assert "tma" not in ttir(target="cuda:90", disable_tma=True)
+    assert "tma" not in stage_options_of("k", "k.py", [parse_entry("*fp16")], {}, Options(target="cuda:90"))["ttir"]
+    # a rank-3 block or one past 256 elements keeps the pointer form
+    assert not tma.eligible((2, 64, 64), 16) and not tma.eligible((512, 64), 16) and tma.eligible((256, 64), 8)
+
+
+def test_ttir_takes_a_tensormap_per_descriptor_and_loads_through_it():
+    ttir = host(until="ttir")["ttir"].decode()
+    sig = re.search(r"function_type = \(([^)]*)\)", ttir).group(1)
+    # per descriptor: the tensormap, then the pointer form (base, shape, strides but the last)
+    assert sig.startswith("!tt.tensordesc<tensor<128x64xf16>>, !tt.ptr<f16>, i32, i32, i64, "
+                          "!tt.tensordesc<tensor<64x128xf16>>, !tt.ptr<f16>, i32, i32, i64, "
+                          "!tt.tensordesc<tensor<128x128xf16>>, !tt.ptr<f16>")
+    assert ttir.count('"tt.descriptor_load"') == 2
+    assert '"tt.load"' not in ttir  # both tiles through TMA; the store keeps the pointer form
+    assert '"tt.store"' in ttir
+
+
+@pytest.mark.parametrize("opts", [{"target": "cuda:80"}, {"target": "cuda:90", "disable_tma": True}])
+def test_without_tma_descriptors_keep_the_pointer_form(opts):
+    ttir = host(until="ttir", **opts)["ttir"].decode()
+    assert "tensordesc" not in ttir and "descriptor_load" not in ttir
+    assert ttir.count('"tt.load"') == 2
+    assert tma.MODULE_ATTR not in module_attrs(ttir)
+
+
+def test_pipelined_tma_loads_fill_wgmma_rings_through_slot_barriers():
+    ttgir = host()["ttgir"].decode()
+    S = 4
+    assert "tt.descriptor_load" not in ttgir
+    # one ring per operand in its wgmma encoding (B [64, 128]: two 128-byte swizzle blocks), S slots
+    assert re.search(rf"memdesc<{S}x128x64xf16, #ttg\.nvmma_shared<\{{swizzlingByteWidth = 128, transposed = false", ttgir)
+    assert re.search(rf"memdesc<{S}x64x128xf16, #ttg\.nvmma_shared<\{{swizzlingByteWidth = 128, transposed = false", ttgir)
+    assert f"memdesc<{S}x1xi64" in ttgir
+    assert ttgir.count('"ttng.init_barrier"') == S and ttgir.count('"ttng.inval_barrier"') == S
+    body = ttgir[ttgir.index('"scf.for"'):]
+    loop = body[:body.index('"scf.yield"')]
+    # prologue: S-1 iterations, each one expect + two copies; the loop: one wait, one expect, two copies
+    pro = ttgir[:ttgir.index('"scf.for"')]
+    assert pro.count('"ttng.barrier_expect"') == S - 1 and pro.count('"ttng.async_tma_copy_global_to_local"') == 2 * (S - 1)
+    assert loop.count('"ttng.wait_barrier"') == 1 and loop.count('"ttng.barrier_expect"') == 1
+    assert loop.count('"ttng.async_tma_copy_global_to_local"') == 2
+    assert re.search(r'"ttng.barrier_expect"\([^)]*\) \{size = 32768 : i32\}', loop)  # 2 x 128 x 64 x 2 bytes
+    assert "pendings = 1" in loop and "ttg.async_wait" not in ttgir and "ttng.fence_async_shared" not in loop
+    assert tma.decode_attr(module_attrs(ttgir)[tma.MODULE_ATTR]) == [
+        {"swizzle": 128, "box": [128, 64]}, {"swizzle": 128, "box": [64, 64]}, {"swizzle": 128, "box": [128, 64]}]
+
+
+def test_a_transposed_tma_tile_is_the_wgmma_operand_in_a_transposed_view(bt_file):
+    out = ttbuild.compile(bt_file, kernel="mm_bt", signature="tensordesc<fp16[128, 64]>,tensordesc<fp16[128, 64]>,*fp16:16,i32,i32",
+                          constexprs={"BM": 128, "BN": 128, "BK": 64}, num_warps=4, num_stages=3, until="ttgir")
+    ttgir = out["ttgir"].decode()
+    assert "tt.trans" not in ttgir and "tt.descriptor_load" not in ttgir
+    # B^T: the [128, 64] box written as is, read by wgmma as a K-contiguous [64, 128] operand
+    assert re.search(r"memdesc<3x64x128xf16, #ttg\.nvmma_shared<\{swizzlingByteWidth = 128, transposed = true", ttgir)
+    assert int(module_attrs(ttgir)["ttg.shared"]) >= 3 * 2 * 128 * 64 * 2 + 3 * 8
+
+
+def test_a_descriptor_load_outside_a_loop_waits_on_its_own_barrier(bt_file):
+    out = ttbuild.compile(bt_file, kernel="scale", signature="tensordesc<fp16[64, 32]>,*fp16:16,i32",
+                          constexprs={"BM": 64, "BN": 32}, num_warps=4, until="ttgir")
+    ttgir = out["ttgir"].decode()
+    order = [m.group(1) for m in re.finditer(r'"(ttng\.\w+|ttg\.local_load)"', ttgir)]
+    assert order == ["ttng.init_barrier", "ttng.barrier_expect", "ttng.async_tma_copy_global_to_local",
+                     "ttng.wait_barrier", "ttg.local_load", "ttng.inval_barrier"]
+    # 32 fp16 = 64-byte rows: the 64-byte swizzle, one box
+    assert "swizzlingByteWidth = 64" in ttgir
+    assert tma.decode_attr(module_attrs(ttgir)[tma.MODULE_ATTR]) == [{"swizzle": 64, "box": [64, 32]}]
+
+
+def test_box_and_copies_follow_the_swizzle_span():
+    assert tma.box((64, 128), 16, 128) == (64, 64) and tma.copies((64, 128), 16, 128) == 2
+    assert tma.box((64, 128), 8, 128) == (64, 128) and tma.copies((64, 16), 16, 0) == 1
+    assert tma.decode_attr(tma.encode_attr([None, {"swizzle": 32, "box": [8, 16]}])) == [None, {"swizzle": 32, "box": [8, 16]}]
+    with pytest.raises(ValueError):
+        tma.decode_attr("128:axb")
+
+
+def test_triton_accepts_our_tma_ttgir(tmp_path, bt_file):
+    """Triton 3.6 (oracle) parses, verifies and compiles to cubin the TTGIR of a pipelined TMA
+    matmul (both operand orders) and of a lone TMA load: our ops carry its operand segments."""
+    paths = []
+    for name, out in (("host", host()),
+                      ("bt", ttbuild.compile(bt_file, kernel="mm_bt", signature="tensordesc<fp16[128, 64]>,"
+                                             "tensordesc<fp16[128, 64]>,*fp16:16,i32,i32",
+                                             constexprs={"BM": 128, "BN": 128, "BK": 64}, num_stages=3, until="ttgir")),
+                      ("scale", ttbuild.compile(bt_file, kernel="scale", signature="tensordesc<fp16[64, 32]>,*fp16:16,i32",
+                                                constexprs={"BM": 64, "BN": 32}, until="ttgir"))):
+        p = tmp_path / f"{name}.ttgir"
+        p.write_bytes(out["ttgir"])
+        paths.append(p)
+    assert_triton_compiles(paths)

@@ -1,0 +1,98 @@
+"""TTGIR pass: every `tt.descriptor_load` the pipeliner left becomes a TMA copy into a shared buffer waited on through an mbarrier and read back into its register layout, and the module's `ttb.tma` record gets each TMA parameter's swizzle and box (Triton's TMALowering, lib/Dialect/TritonNvidiaGPU/Transforms/TMALowering.cpp).
+
+A descriptor's CUtensorMap has one swizzle for all its loads: the `#ttg.nvmma_shared` encoding
+Triton gives its block (NVMMASharedEncodingAttr::get, `nvmma_for_operand`; unswizzled when the
+block's rows are under 32 bytes), which is also what a wgmma operand ring of the block gets (the
+pipeliner only takes loads whose ring has it).
+"""
+
+from __future__ import annotations
+
+from ttbuild import tma
+from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.analysis.mma_layout import NvmmaShared, nvmma_for_operand
+from ttbuild.backend.ttgir.pipeline import (
+    barrier_type,
+    memdesc_type,
+    tma_copy_attrs,
+    tma_copy_operands,
+    wait_barrier_attrs,
+)
+from ttbuild.optraits import walk
+
+ir = mu.ir
+
+
+def _block_of(desc_type) -> tuple[tuple[int, ...], str]:
+    """(block shape, element) of a `!tt.tensordesc<tensor<128x64xf16>>` type."""
+    text = str(desc_type)
+    inner = text[text.index("tensor<") + len("tensor<"):text.rindex(">>")]
+    *dims, elem = inner.split(",")[0].split("x")
+    return tuple(int(d) for d in dims), elem
+
+
+def encoding(block, elem: str) -> NvmmaShared:
+    """The shared encoding TMA writes `block` in (see the module docstring)."""
+    bits = mu.elem_bits(elem)
+    return nvmma_for_operand(block, (1, 0), bits) or NvmmaShared(0, False, bits)
+
+
+def _lower(load) -> None:
+    block, elem = _block_of(load.operands[0].type)
+    enc = encoding(block, elem)
+    i32, i1 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(1)
+    loc = load.location
+
+    def op(name, results, operands, attrs=None):
+        return ir.Operation.create(name, results=results, operands=operands, attributes=attrs or {}, loc=loc)
+
+    with ir.InsertionPoint(load):
+        buf = op("ttg.local_alloc", [memdesc_type(block, elem, None, enc.attr())], []).results[0]
+        bar = op("ttg.local_alloc", [barrier_type()], []).results[0]
+        op("ttng.init_barrier", [], [bar], {"count": ir.IntegerAttr.get(i32, 1)})
+        true = op("arith.constant", [i1], [], {"value": ir.IntegerAttr.get(i1, 1)}).results[0]
+        nbytes = mu.elem_bits(elem) // 8
+        for d in block:
+            nbytes *= d
+        op("ttng.barrier_expect", [], [bar, true], {"size": ir.IntegerAttr.get(i32, nbytes)})
+        coords = list(load.operands)[1:]
+        op("ttng.async_tma_copy_global_to_local", [], tma_copy_operands(load.operands[0], coords, buf, bar, true),
+           tma_copy_attrs(len(coords)))
+        zero = op("arith.constant", [i32], [], {"value": ir.IntegerAttr.get(i32, 0)}).results[0]
+        op("ttng.wait_barrier", [], [bar, zero], wait_barrier_attrs())
+        val = op("ttg.local_load", [load.results[0].type], [buf]).results[0]
+        op("ttng.inval_barrier", [], [bar])
+        op("ttg.local_dealloc", [], [bar])
+        op("ttg.local_dealloc", [], [buf])
+    load.results[0].replace_all_uses_with(val)
+    load.operation.erase()
+
+
+def lower_tma(module) -> int:
+    """Lower the remaining `tt.descriptor_load`s of every tt.func and fill the module's
+    ttbuild.tma.MODULE_ATTR; returns how many loads were lowered here."""
+    count = 0
+    args = []
+    for func in module.body.operations:
+        if func.operation.name != "tt.func":
+            continue
+        loads = [op for op in walk(func) if op.name == "tt.descriptor_load"]
+        for load in loads:
+            _lower(load)
+        count += len(loads)
+        body = func.regions[0].blocks[0]
+        args += [a for a in body.arguments if str(a.type).startswith("!tt.tensordesc<")]
+    attrs = module.operation.attributes
+    if tma.MODULE_ATTR not in attrs:
+        return count
+    entries = tma.decode_attr(ir.StringAttr(attrs[tma.MODULE_ATTR]).value)
+    it = iter(args)
+    for e in entries:
+        if e is None:
+            continue
+        block, elem = _block_of(next(it).type)
+        bits = mu.elem_bits(elem)
+        sw = encoding(block, elem).swizzle
+        e["swizzle"], e["box"] = sw, list(tma.box(block, bits, sw))
+    attrs[tma.MODULE_ATTR] = ir.StringAttr.get(tma.encode_attr(entries))
+    return count

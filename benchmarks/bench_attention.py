@@ -1,4 +1,4 @@
-"""FlashAttention-2 forward, fp16 (tutorial 06 form with pointer loads, kernels/attention.py `_attn_fwd`): TFLOP/s of ttbuild's build vs Triton 3.6 compiled from the same source and config, forced onto mma.sync (DISABLE_MMA_V3=1: the comparison the ratios use) and by default (for reference), and torch SDPA; same run, same GPU.
+"""FlashAttention-2 forward, fp16 (tutorial 06 form with pointer loads, kernels/attention.py `_attn_fwd`, or with host descriptors, `_attn_fwd_desc`, with --form desc): TFLOP/s of ttbuild's build vs Triton 3.6 compiled from the same source and config, forced onto mma.sync (DISABLE_MMA_V3=1: the comparison the ratios use) and by default (for reference), and torch SDPA; same run, same GPU.
 
 Z=4, H=32, head dim 64 and 128, N_CTX 4096 and 16384, causal and not; BLOCK_M 128, BLOCK_N 64,
 4 warps at d64 and 8 at d128, 3 stages (variants attn_fwd_d{64,128}[_causal]). FLOPs counted as
@@ -7,7 +7,7 @@ DISABLE_MMA_V3=1 set before triton is imported), each checking its output agains
 A ttbuild variant that is not built (`until` in kernels/variants.toml) is reported and skipped.
 Artifacts: `doit` (kernels/ -> artifacts/; elsewhere $TTBUILD_ARTIFACTS or --artifacts DIR).
 Usage: python benchmarks/bench_attention.py [--artifacts DIR] [--ctx 4096,16384] [--dims 64,128]
-       [--batch 4] [--heads 32] [--no-triton]
+       [--batch 4] [--heads 32] [--no-triton] [--form pointers|desc]
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ def _cdiv(a, b):
     return -(-a // b)
 
 
-def _name(d, causal):
-    return f"attn_fwd_d{d}" + ("_causal" if causal else "")
+def _name(d, causal, form="pointers"):
+    return f"attn_fwd{'_desc' if form == 'desc' else ''}_d{d}" + ("_causal" if causal else "")
 
 
 def _tflops(case, ms):
@@ -65,6 +65,13 @@ def _args(q, k, v, o, m):
     return (q, k, v, SM_SCALE, m, o, *q.stride(), *k.stride(), *v.stride(), *o.stride(), Z, H, N)
 
 
+def _descriptors(TD, q, k, v, o):
+    """Tutorial 06's host descriptors: Q, K, V, Out as (Z * H * N_CTX, HEAD_DIM)."""
+    Z, H, N, d = q.shape
+    return tuple(TD.from_tensor(t.reshape(Z * H * N, d), [blk, d])
+                 for t, blk in ((q, BLOCK_M), (k, BLOCK_N), (v, BLOCK_N), (o, BLOCK_M)))
+
+
 def _sdpa(torch, q, k, v, causal):
     return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=SM_SCALE)
 
@@ -78,6 +85,9 @@ def worker(job: dict) -> None:
     import torch
 
     mod = kernel_module("attention")
+    desc = job.get("form") == "desc"
+    if desc:
+        from triton.tools.tensor_descriptor import TensorDescriptor
     results = []
     for case in map(tuple, job["cases"]):
         Z, H, N, d, causal = case
@@ -86,6 +96,10 @@ def worker(job: dict) -> None:
         grid = (_cdiv(N, BLOCK_M), Z * H, 1)
 
         def fn(grid=grid, t=(q, k, v, o, m), d=d, causal=causal):
+            if desc:
+                return mod._attn_fwd_desc[grid](SM_SCALE, t[4], Z, H, *_descriptors(TensorDescriptor, *t[:4]), N,
+                                                HEAD_DIM=d, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, STAGE=3 if causal else 1,
+                                                num_warps=WARPS[d], num_stages=NUM_STAGES)
             return mod._attn_fwd[grid](*_args(*t), HEAD_DIM=d, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
                                        STAGE=3 if causal else 1, num_warps=WARPS[d], num_stages=NUM_STAGES)
         try:
@@ -106,6 +120,8 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--heads", type=int, default=32)
     ap.add_argument("--no-triton", action="store_true")
+    ap.add_argument("--form", choices=("pointers", "desc"), default="pointers",
+                    help="desc: _attn_fwd_desc with host descriptors (TMA on sm_90) on both sides")
     args = ap.parse_args(argv)
 
     import torch
@@ -118,8 +134,8 @@ def main(argv=None):
 
     tri_v2 = tri_v3 = {}
     if not args.no_triton and have_triton():
-        tri_v2 = triton_worker(__file__, {"cases": cases}, disable_mma_v3=True)
-        tri_v3 = triton_worker(__file__, {"cases": cases}, disable_mma_v3=False)
+        tri_v2 = triton_worker(__file__, {"cases": cases, "form": args.form}, disable_mma_v3=True)
+        tri_v3 = triton_worker(__file__, {"cases": cases, "form": args.form}, disable_mma_v3=False)
         for label, res in (("DISABLE_MMA_V3=1", tri_v2), ("default", tri_v3)):
             if "error" in res:
                 print(f"triton ({label}) failed: {res['error']}")
@@ -147,28 +163,34 @@ def main(argv=None):
         q, k, v, o, m = _tensors(torch, case)
         ref = _sdpa(torch, q, k, v, causal)
         sdpa = _tflops(case, bench_ms(lambda t=(q, k, v), c=causal: _sdpa(torch, *t, c)))
-        launcher, why = variant_or_reason(lib, _name(d, causal))
+        name = _name(d, causal, args.form)
+        launcher, why = variant_or_reason(lib, name)
         ours = None
         if launcher is None:
-            notes.append(f"skip ttbuild {_name(d, causal)}: {why}")
+            notes.append(f"skip ttbuild {name}: {why}")
         else:
             grid = (_cdiv(N, BLOCK_M), Z * H, 1)
-            fn = lambda launcher=launcher, grid=grid, t=(q, k, v, o, m): launcher[grid](*_args(*t))
+            if args.form == "desc":
+                descs = _descriptors(rt.TensorDescriptor, q, k, v, o)
+                fn = lambda launcher=launcher, grid=grid, dd=descs, m=m, Z=Z, H=H, N=N: launcher[grid](  # noqa: E731
+                    SM_SCALE, m, Z, H, *dd, N)
+            else:
+                fn = lambda launcher=launcher, grid=grid, t=(q, k, v, o, m): launcher[grid](*_args(*t))  # noqa: E731
             try:
                 o.fill_(float("nan"))
                 fn()
                 torch.cuda.synchronize()
                 if not _close(torch, o, ref):
-                    notes.append(f"ttbuild {_name(d, causal)} at N={N}: WRONG result")
+                    notes.append(f"ttbuild {name} at N={N}: WRONG result")
                 ours = _tflops(case, bench_ms(fn))
             except Exception as e:  # noqa: BLE001
-                notes.append(f"ttbuild {_name(d, causal)} at N={N}: {type(e).__name__}: {e}")
+                notes.append(f"ttbuild {name} at N={N}: {type(e).__name__}: {e}")
         t2, k2 = tri(v2, case)
         t3, k3 = tri(v3, case)
         rows.append((d, N, "yes" if causal else "no", _fmt(ours), _fmt(t2) + (f" ({k2})" if k2 else ""),
                      _ratio(ours, t2), _fmt(t3) + (f" ({k3})" if k3 else ""), _ratio(ours, t3), _fmt(sdpa),
                      _ratio(ours, sdpa)))
-    print(f"\nattention forward fp16, Z={args.batch} H={args.heads}, BLOCK_M={BLOCK_M} BLOCK_N={BLOCK_N} "
+    print(f"\nattention forward fp16 ({args.form}), Z={args.batch} H={args.heads}, BLOCK_M={BLOCK_M} BLOCK_N={BLOCK_N} "
           f"{NUM_STAGES} stages, {gpu}, TFLOP/s, medians of triton.testing.do_bench")
     print(table(["d", "N_CTX", "causal", "ttbuild", "triton DISABLE_MMA_V3=1", "x triton mma.sync",
                  "triton default", "x triton default", "torch SDPA", "x SDPA"], rows))

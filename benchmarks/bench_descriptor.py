@@ -1,10 +1,11 @@
-"""Tensor descriptors (kernels/matmul_descriptor.py, kernels/matmul_persistent.py): TFLOP/s of the matmul with descriptors made in the kernel and made on the host, and of tutorial 09's descriptor-persistent form (B given N x K, 132 programs), against ttbuild's pointer matmul (kernels/matmul.py, same tile) and Triton 3.6 compiling the same descriptor sources; and the host cost of a launch with descriptor arguments against one with pointers.
+"""Tensor descriptors (kernels/matmul_descriptor.py, kernels/matmul_persistent.py): TFLOP/s of the matmul with descriptors made in the kernel and made on the host, and of tutorial 09's descriptor-persistent form (B given N x K, 132 programs), against ttbuild's pointer matmul (kernels/matmul.py, same tile) and Triton 3.6 compiling the same descriptor sources; and the host time of a launch with descriptor arguments against one with pointers.
 
 ttbuild lowers descriptors made in the kernel to pointer loads with bounds masks and loads host
 descriptors (tensordesc<...> parameters) through TMA on sm_90 (ttbuild.tma); Triton on sm_90
 uses TMA for both (its default build).
 Triton runs in a child process. Launch cost: through a cuLaunchKernel that launches nothing
-(the C path's no-op, as benchmarks/bench_launch.py measures), best of 20 rounds of 300 calls.
+(the C path's no-op, as benchmarks/bench_launch.py measures: the launcher alone) and through
+the real one, best of 20 rounds of 300 calls.
 Usage: python benchmarks/bench_descriptor.py [--artifacts DIR] [--sizes 4096,8192] [--no-triton]
 """
 
@@ -76,7 +77,11 @@ def triton_side(job: dict) -> None:
     report_worker_result({"results": {str(k): v for k, v in out.items()}})
 
 
-def _launch_cost(torch, artifacts) -> dict:
+def _launch_cost(torch, artifacts, noop: bool) -> dict:
+    """Best µs per launch of the host-descriptor matmul (3 TMA descriptors + 3 ints) and the
+    in-kernel-descriptor one (3 pointers + 3 ints) at 512³ (16 programs): through a no-op
+    cuLaunchKernel (the launcher's own cost) or a real one (what a caller waits for; the GPU
+    work of 300 launches outlasts their enqueueing, so the queue never fills)."""
     import ttbuild.runtime as rt
     from ttbuild.runtime import cext
 
@@ -86,7 +91,7 @@ def _launch_cost(torch, artifacts) -> dict:
             module = cext.load()
             return module.noop_launch_address() if module is not None else None
 
-    lib = rt.load(artifacts, driver=NoopLaunchDriver())
+    lib = rt.load(artifacts, driver=NoopLaunchDriver() if noop else rt.CudaDriver())
     a, b, c = _inputs(torch, 512)
     descs = tuple(rt.TensorDescriptor.from_tensor(t, blk) for t, blk in ((a, [BM, BK]), (b, [BK, BN]), (c, [BM, BN])))
     host = lib.variant("matmul_hostdesc_fp16_128x128x64_w4_s4")[(16,)]
@@ -95,10 +100,12 @@ def _launch_cost(torch, artifacts) -> dict:
     best = {k: float("inf") for k in fns}
     for _ in range(20):
         for name, fn in fns.items():
+            torch.cuda.synchronize()
             t0 = time.perf_counter()
             for _ in range(300):
                 fn()
             best[name] = min(best[name], (time.perf_counter() - t0) / 300 * 1e6)
+    torch.cuda.synchronize()
     return best
 
 
@@ -158,9 +165,10 @@ def main(argv=None):
                          f"{ref['ms'] / ms:.2f}" if ref.get("ms") else ""])
     print(f"GPU: {torch.cuda.get_device_name()}; tile {BM}x{BN}x{BK}, 4 warps, 4 stages unless named")
     print(table(["size", "ttbuild form", "ms", "TFLOP/s", "check", "Triton TFLOP/s (TMA)", "Triton ms / ours"], rows))
-    cost = _launch_cost(torch, args.artifacts)
-    print(f"host cost of one launch (no-op cuLaunchKernel): 3 descriptors + 3 ints {cost['descriptors']:.2f} µs, "
-          f"3 pointers + 3 ints {cost['pointers']:.2f} µs ({cost['descriptors'] / cost['pointers']:.2f}x)")
+    for noop, what in ((True, "launcher alone (no-op cuLaunchKernel)"), (False, "a real launch")):
+        cost = _launch_cost(torch, args.artifacts, noop)
+        print(f"host time per launch, {what}: 3 TMA descriptors + 3 ints {cost['descriptors']:.2f} µs, "
+              f"3 pointers + 3 ints {cost['pointers']:.2f} µs ({cost['descriptors'] / cost['pointers']:.2f}x)")
 
 
 if __name__ == "__main__":

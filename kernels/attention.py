@@ -1,6 +1,7 @@
-"""FlashAttention-2 forward and backward in the form of Triton's tutorial 06, with pointer loads (no tensor descriptors): fp16 Q, K, V of shape (Z, H, N_CTX, HEAD_DIM), fp32 softmax statistics, causal (STAGE 3 / CAUSAL) or not.
+"""FlashAttention-2 forward and backward in the form of Triton's tutorial 06, with pointer loads and (forward) with host tensor descriptors: fp16 Q, K, V of shape (Z, H, N_CTX, HEAD_DIM), fp32 softmax statistics, causal (STAGE 3 / CAUSAL) or not.
 
-Every load and store is masked on N_CTX, so N_CTX need not be a multiple of any block size.
+Every pointer load and store is masked on N_CTX, so N_CTX need not be a multiple of any block
+size; the descriptor form (_attn_fwd_desc) needs N_CTX a multiple of BLOCK_M.
 Conventions as in the tutorial: the forward writes M = m + log2(l) per row (log2 domain), the
 backward takes K pre-scaled by sm_scale / ln(2) and Delta = rowsum(O * dO) from
 `_attn_bwd_preprocess`, and returns dQ already scaled (dq *= ln 2) and dK scaled by sm_scale.
@@ -123,6 +124,80 @@ def _attn_fwd(Q, K, V, sm_scale, M, Out,  #
     tl.store(M + off_hz * N_CTX + offs_m, m_i, mask=row_ok)
     o_ptrs = Out + o_offset + offs_m[:, None] * stride_om + offs_d[None, :] * stride_on
     tl.store(o_ptrs, acc.to(Out.type.element_ty), mask=row_ok[:, None])
+
+
+@triton.jit
+def _attn_fwd_inner_desc(acc, l_i, m_i, q,  #
+                         desc_k, desc_v, offset_y, dtype: tl.constexpr, start_m, qk_scale,  #
+                         BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr,  #
+                         STAGE: tl.constexpr, offs_m: tl.constexpr, offs_n: tl.constexpr,  #
+                         N_CTX: tl.constexpr):
+    # _attn_fwd_inner with K and V read through descriptors over (Z * H * N_CTX, HEAD_DIM): rows
+    # offset_y + lo.. of this (batch, head); N_CTX is a multiple of BLOCK_N, so no column is masked.
+    if STAGE == 1:
+        lo, hi = 0, start_m * BLOCK_M
+    elif STAGE == 2:
+        lo, hi = start_m * BLOCK_M, (start_m + 1) * BLOCK_M
+        lo = tl.multiple_of(lo, BLOCK_M)
+    else:
+        lo, hi = 0, N_CTX
+    row = offset_y + lo
+    for start_n in range(lo, hi, BLOCK_N):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        k = desc_k.load([row, 0])  # BLOCK_N x HEAD_DIM, used transposed
+        qk = tl.dot(q, k.T)
+        if STAGE == 2:
+            mask = offs_m[:, None] >= (start_n + offs_n[None, :])
+            qk = qk * qk_scale + tl.where(mask, 0, -1.0e6)
+            m_ij = tl.maximum(m_i, tl.max(qk, 1))
+            qk -= m_ij[:, None]
+        else:
+            m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+            qk = qk * qk_scale - m_ij[:, None]
+        p = tl.math.exp2(qk)
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_ij = tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v = desc_v.load([row, 0])
+        acc = tl.dot(p.to(dtype), v, acc)
+        l_i = l_i * alpha + l_ij
+        m_i = m_ij
+        row += BLOCK_N
+    return acc, l_i, m_i
+
+
+@triton.jit
+def _attn_fwd_desc(sm_scale, M, Z, H, desc_q, desc_k, desc_v, desc_o, N_CTX,  #
+                   HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGE: tl.constexpr):
+    """_attn_fwd through host tensor descriptors (tutorial 06's descriptor form): Q, K, V and Out
+    viewed as (Z * H * N_CTX, HEAD_DIM) with blocks [BLOCK_M, HEAD_DIM] (Q, Out) and [BLOCK_N,
+    HEAD_DIM] (K, V), which load through TMA on sm_90 (ttbuild.tma). N_CTX must be a multiple of
+    BLOCK_M (a block never straddles two heads); grid (N_CTX / BLOCK_M, Z * H)."""
+    dtype = desc_q.dtype
+    start_m = tl.program_id(0)
+    off_hz = tl.program_id(1)
+    off_z = off_hz // H
+    off_h = off_hz % H
+    offset_y = off_z * (N_CTX * H) + off_h * N_CTX
+    qo_offset_y = offset_y + start_m * BLOCK_M
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale
+    qk_scale *= 1.44269504  # 1/log(2)
+    q = desc_q.load([qo_offset_y, 0])
+    if STAGE & 1:
+        acc, l_i, m_i = _attn_fwd_inner_desc(acc, l_i, m_i, q, desc_k, desc_v, offset_y, dtype, start_m, qk_scale,  #
+                                             BLOCK_M, HEAD_DIM, BLOCK_N, 4 - STAGE, offs_m, offs_n, N_CTX)
+    if STAGE & 2:
+        acc, l_i, m_i = _attn_fwd_inner_desc(acc, l_i, m_i, q, desc_k, desc_v, offset_y, dtype, start_m, qk_scale,  #
+                                             BLOCK_M, HEAD_DIM, BLOCK_N, 2, offs_m, offs_n, N_CTX)
+    m_i += tl.math.log2(l_i)
+    acc = acc / l_i[:, None]
+    tl.store(M + off_hz * N_CTX + offs_m, m_i)
+    desc_o.store([qo_offset_y, 0], acc.to(dtype))
 
 
 @triton.jit

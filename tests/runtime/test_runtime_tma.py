@@ -379,7 +379,8 @@ def test_the_cuda_seam_calls_the_driver_api_in_order():
         CUstream_flags=types.SimpleNamespace(CU_STREAM_NON_BLOCKING=1), CU_MEMHOSTALLOC_PORTABLE=1,
         cuTensorMapEncodeTiled=rec("encode", tmap), cuMemAlloc=rec("alloc", 0x9000), cuMemFree=rec("free"),
         cuMemHostAlloc=rec("hostalloc", 0), cuStreamCreate=rec("stream", 0x55), cuCtxGetDevice=rec("device", 3),
-        cuMemcpyHtoDAsync=rec("copy"), cuStreamSynchronize=rec("sync"), cuCtxSynchronize=rec("ctxsync"))
+        cuMemcpyHtoDAsync=rec("copy"), cuStreamSynchronize=rec("sync"), cuCtxSynchronize=rec("ctxsync"),
+        cuuint64_t=lambda x: ("u64", x), cuuint32_t=lambda x: ("u32", x))
 
     class Driver:
         def __init__(self):
@@ -392,8 +393,9 @@ def test_the_cuda_seam_calls_the_driver_api_in_order():
     seam = CudaTensorMaps(Driver())
     data = seam.tensor_map_encode_tiled(*encode_args("fp16", 0x1000, (4, 64), (64, 1), (4, 64), 128))
     assert data == b"".join((w + 0x100).to_bytes(8, "little") for w in words)
-    assert calls[0] == ("encode", (("dt", "CU_TENSOR_MAP_DATA_TYPE_FLOAT16"), 2, 0x1000, [64, 4], [128], [64, 4],
-                                   [1, 1], ("il", "CU_TENSOR_MAP_INTERLEAVE_NONE"), ("sw", "CU_TENSOR_MAP_SWIZZLE_128B"),
+    u64, u32 = (lambda *xs: [("u64", x) for x in xs]), (lambda *xs: [("u32", x) for x in xs])
+    assert calls[0] == ("encode", (("dt", "CU_TENSOR_MAP_DATA_TYPE_FLOAT16"), 2, 0x1000, u64(64, 4), u64(128), u32(64, 4),
+                                   u32(1, 1), ("il", "CU_TENSOR_MAP_INTERLEAVE_NONE"), ("sw", "CU_TENSOR_MAP_SWIZZLE_128B"),
                                    ("l2", "CU_TENSOR_MAP_L2_PROMOTION_L2_128B"),
                                    ("oob", "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE")))
     assert seam.tensor_map_alloc(4096) == 0x9000 and calls[-1] == ("alloc", (4096,))
@@ -451,6 +453,45 @@ def test_desc_expand_puts_the_map_address_in_front_of_base(c_module):
     assert args == (0xABC00, a, 128, 96, 96, 7, c, 4, 16, 16) and not fallback.calls
     (targs, _), = tmap.calls
     assert targs[0] is a and targs[1:] == (0x1000, [128, 96], [96, 1])
+
+
+def test_desc_expand_reuses_a_map_address_until_the_key_or_the_epoch_changes(c_module):
+    """The C one-entry cache per TMA position: a repeated (address, shape, strides) calls no
+    Python while `tmap.maps.epoch` holds; a new address, shape or epoch asks again; a mapper with
+    no maps yet (first launch) is always asked."""
+    class Mapper:
+        def __init__(self):
+            self.maps, self.calls = None, 0
+
+        def __call__(self, base, address, shape, strides):
+            self.calls += 1
+            if self.maps is None:
+                self.maps = types.SimpleNamespace(epoch=0)
+            return 0x10000 + address + 128 * self.calls
+
+    inner, fallback, tmap = Recorder("inner"), Recorder("fallback"), Mapper()
+    launch = c_module.DescExpand(bytes([2]), (2,), ((64, 32),), inner, fallback, tensormaps=(tmap,))
+    a = Base(0x1000)
+    d = rt.TensorDescriptor(a, [128, 96], [96, 1], [64, 32])
+    for _ in range(3):
+        launch(d)
+    assert tmap.calls == 1 and {c[0][0] for c in inner.calls} == {0x11080}
+    launch(rt.TensorDescriptor(a, [64, 96], [96, 1], [64, 32]))  # another shape
+    launch(rt.TensorDescriptor(Base(0x2000), [64, 96], [96, 1], [64, 32]))  # another address
+    assert tmap.calls == 3
+    launch(rt.TensorDescriptor(Base(0x2000), [64, 96], [96, 1], [64, 32]))
+    assert tmap.calls == 3
+    tmap.maps.epoch = 1  # maps forgotten: the cached address may be freed
+    launch(rt.TensorDescriptor(Base(0x2000), [64, 96], [96, 1], [64, 32]))
+    assert tmap.calls == 4 and inner.calls[-1][0][0] == 0x10000 + 0x2000 + 128 * 4
+    # the same shape and strides tuples (immutable): only the address and the epoch are compared
+    shape, strides = (32, 64), (64, 1)
+    for ptr, calls in ((0x3000, 5), (0x3000, 5), (0x4000, 6), (0x3000, 7)):
+        launch(rt.TensorDescriptor(Base(ptr), shape, strides, [64, 32]))
+        assert tmap.calls == calls and inner.calls[-1][0][:4] == (0x10000 + ptr + 128 * calls, inner.calls[-1][0][1], 32, 64)
+    launch(rt.TensorDescriptor(Base(0x3000), (32, 64), (48, 1), [64, 32]))  # other strides
+    assert tmap.calls == 8 and inner.calls[-1][0][4] == 48
+    assert not fallback.calls
 
 
 def test_desc_expand_leaves_refused_descriptors_to_python_and_raises_what_the_map_raises(c_module):

@@ -481,9 +481,12 @@ static PyTypeObject FastLaunchType = {
  * argument that is not such an object, fails a check or comes with keywords goes, untouched, to
  * `fallback` (the Python launch), which expands it or raises the descriptor's error.
  * A descriptor that loads through TMA has a callable at its position of the optional `tensormaps`
- * tuple (tensordesc.tensormapper): tensormap(base, address, shape, strides) -> the device
+ * tuple (a tensordesc.TensorMapper): tensormap(base, address, shape, strides) -> the device
  * address of its CUtensorMap, which goes in front of base; an exception it raises (a descriptor
- * the driver cannot encode) is the launch's. */
+ * the driver cannot encode) is the launch's. A one-entry cache per position keeps the last
+ * (address, shape, strides) and its map's address, valid while the TensorMapper's
+ * `maps.epoch` is unchanged (TensorMaps bumps it before it may free a map), so a repeated
+ * launch calls no Python. */
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
@@ -493,7 +496,40 @@ typedef struct {
     PyObject *blocks;       /* tuple: per call argument, the block shape tuple or None */
     PyObject *tensormaps;   /* NULL, or a tuple: per call argument, its tensormap callable or None */
     PyObject *inner, *fallback;
+    /* per TMA position: the last key (address, shape..., strides...), the epoch it was valid in
+     * and the map address it gave (owned; NULL: empty) */
+    long long tm_key[MAX_PARAMS][11];
+    long long tm_epoch[MAX_PARAMS];
+    PyObject *tm_val[MAX_PARAMS];
+    /* the shape and strides tuples of that key (owned; NULL unless tuples): the same immutable
+     * objects again need no re-reading or re-checking */
+    PyObject *tm_seq[MAX_PARAMS][2];
 } DescExpand;
+
+static PyObject *s_maps, *s_epoch;
+
+/* The epoch of a TensorMapper's maps, or -1 when it has none yet (or on any error, cleared). */
+static long long tm_epoch_of(PyObject *tm) {
+    PyObject *maps = PyObject_GetAttr(tm, s_maps);
+    if (maps == NULL) {
+        PyErr_Clear();
+        return -1;
+    }
+    long long e = -1;
+    if (maps != Py_None) {
+        PyObject *ep = PyObject_GetAttr(maps, s_epoch);
+        if (ep != NULL) {
+            e = PyLong_AsLongLong(ep);
+            Py_DECREF(ep);
+        }
+        if (PyErr_Occurred()) {
+            PyErr_Clear();
+            e = -1;
+        }
+    }
+    Py_DECREF(maps);
+    return e;
+}
 
 static PyObject *s_base, *s_shape, *s_strides, *s_block_shape;
 
@@ -568,7 +604,9 @@ static PyObject *de_vectorcall(PyObject *obj, PyObject *const *args, size_t narg
         if (PySequence_Fast_GET_SIZE(fs) != r || PySequence_Fast_GET_SIZE(ft) != r ||
             m + 2 * r + (tm != Py_None) > MAX_PARAMS)
             goto fallback;
-        for (Py_ssize_t j = 0; j < r; j++) {
+        long long key[11];
+        int known = tm != Py_None && self->tm_val[i] != NULL && fs == self->tm_seq[i][0] && ft == self->tm_seq[i][1];
+        for (Py_ssize_t j = 0; j < r && !known; j++) {
             PyObject *st = PySequence_Fast_GET_ITEM(ft, j);
             if (!PyLong_CheckExact(st) || !PyLong_CheckExact(PySequence_Fast_GET_ITEM(fs, j)))
                 goto fallback;
@@ -577,6 +615,12 @@ static PyObject *de_vectorcall(PyObject *obj, PyObject *const *args, size_t narg
                 goto fallback_clear;
             if (j == r - 1 ? v != 1 : (v * self->elem[i]) % 16 != 0)
                 goto fallback;
+            if (r <= 5) {
+                key[1 + r + j] = v;
+                key[1 + j] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fs, j));
+                if (key[1 + j] == -1 && PyErr_Occurred())
+                    goto fallback_clear;
+            }
         }
         PyObject *p = PyObject_CallMethodNoArgs(base, s_data_ptr);
         if (p == NULL)
@@ -591,11 +635,34 @@ static PyObject *de_vectorcall(PyObject *obj, PyObject *const *args, size_t narg
             goto fallback;
         }
         if (tm != Py_None) {
-            PyObject *targs[4] = {base, p, fs, ft};
-            PyObject *map = PyObject_Vectorcall(tm, targs, 4, NULL);
-            Py_DECREF(p);
-            if (map == NULL)
-                goto error;
+            key[0] = (long long)addr;
+            Py_ssize_t nk = 1 + 2 * r;
+            long long epoch = r <= 5 ? tm_epoch_of(tm) : -1;
+            PyObject *map = NULL;
+            if (epoch >= 0 && self->tm_val[i] != NULL && self->tm_epoch[i] == epoch &&
+                (known ? self->tm_key[i][0] == key[0]
+                       : memcmp(self->tm_key[i], key, (size_t)nk * sizeof(long long)) == 0)) {
+                map = self->tm_val[i];
+                Py_INCREF(map);
+                Py_DECREF(p);
+            } else {
+                if (known)  /* a new address with the same shape and strides */
+                    memcpy(key + 1, self->tm_key[i] + 1, (size_t)(nk - 1) * sizeof(long long));
+                PyObject *targs[4] = {base, p, fs, ft};
+                map = PyObject_Vectorcall(tm, targs, 4, NULL);
+                Py_DECREF(p);
+                if (map == NULL)
+                    goto error;
+                epoch = r <= 5 ? tm_epoch_of(tm) : -1;  /* the call may have opened a new epoch */
+                if (epoch >= 0) {
+                    Py_XSETREF(self->tm_val[i], Py_NewRef(map));
+                    memcpy(self->tm_key[i], key, (size_t)nk * sizeof(long long));
+                    self->tm_epoch[i] = epoch;
+                    int tuples = PyTuple_Check(fs) && PyTuple_Check(ft);
+                    Py_XSETREF(self->tm_seq[i][0], tuples ? Py_NewRef(fs) : NULL);
+                    Py_XSETREF(self->tm_seq[i][1], tuples ? Py_NewRef(ft) : NULL);
+                }
+            }
             held[h++] = map;
             out[m++] = map;
         } else {
@@ -695,6 +762,11 @@ static int de_traverse(DescExpand *self, visitproc visit, void *arg) {
 }
 
 static int de_clear(DescExpand *self) {
+    for (Py_ssize_t i = 0; i < MAX_PARAMS; i++) {
+        Py_CLEAR(self->tm_val[i]);
+        Py_CLEAR(self->tm_seq[i][0]);
+        Py_CLEAR(self->tm_seq[i][1]);
+    }
     Py_CLEAR(self->blocks);
     Py_CLEAR(self->tensormaps);
     Py_CLEAR(self->inner);
@@ -762,10 +834,10 @@ PyMODINIT_FUNC PyInit_ttbuild_claunch(void) {
         return NULL;
     PyObject **names[] = {&s_TT, &s_getdev, &s_rawstream, &s_D, &s_fill, &s_tok, &s_norm_stream,
                           &s_fail_code, &s_get_device, &s_data_ptr, &s_dtype, &s_stream,
-                          &s_base, &s_shape, &s_strides, &s_block_shape};
+                          &s_base, &s_shape, &s_strides, &s_block_shape, &s_maps, &s_epoch};
     const char *texts[] = {"TT", "getdev", "rawstream", "D", "fill", "tok", "norm_stream",
                            "fail_code", "get_device", "data_ptr", "dtype", "stream",
-                           "base", "shape", "strides", "block_shape"};
+                           "base", "shape", "strides", "block_shape", "maps", "epoch"};
     for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
         *names[i] = PyUnicode_InternFromString(texts[i]);
         if (*names[i] == NULL)

@@ -48,7 +48,7 @@ class TensorDescriptor:
 
 def expander(spec: dict, kernel: str, tensormap=None):
     """`expand(arg) -> (base, *shape, *strides[:-1])` for one descriptor parameter; `spec` is the
-    metadata's {"name", "dtype", "block_shape"}. With `tensormap` (tensormapper(), for a spec
+    metadata's {"name", "dtype", "block_shape"}. With `tensormap` (a TensorMapper, for a spec
     with "tma"): `(tensormap(base, address, shape, strides), base, *shape, *strides[:-1])`. The
     expansion raises DescriptorError naming the parameter. An extent or stride out of the
     i32/i64 range is refused by variant selection, as any integer argument is."""
@@ -136,32 +136,36 @@ def tma_record(spec: dict, where: str) -> tuple[tuple, int] | None:
     return tuple(box), tma["swizzle"]
 
 
-def tensormapper(spec: dict, kernel: str, maps_of):
+class TensorMapper:
     """`tensormap(base, address, shape, strides) -> int` for a spec with "tma": the device
     address of the CUtensorMap of that descriptor (address = base's device address, shape and
     strides in elements), from `maps_of()` (a ttbuild.runtime.tensormap.TensorMaps, asked for
-    at the first call). Raises DescriptorError naming the parameter for a descriptor the
-    driver API cannot encode. claunch.c's DescExpand calls it too."""
-    from .tensormap import TensorMapError
+    at the first call and then kept as `maps`). Raises DescriptorError naming the parameter for
+    a descriptor the driver API cannot encode. claunch.c's DescExpand calls it on a miss of its
+    one-entry cache per position, which it keys on (address, shape, strides) and on `maps.epoch`
+    (a map address stays valid until the epoch changes)."""
 
-    name, dtype = spec["name"], spec["dtype"]
-    box, swizzle = tma_record(spec, kernel)
-    cell: list = []
+    def __init__(self, spec: dict, kernel: str, maps_of):
+        self.name, self.dtype, self.kernel = spec["name"], spec["dtype"], kernel
+        self.box, self.swizzle = tma_record(spec, kernel)
+        self.maps_of = maps_of
+        self.maps = None
 
-    def tensormap(base, address, shape, strides) -> int:
-        if not cell:
-            cell.append(maps_of())
-        maps = cell[0]
-        device = _device(base, name, kernel, maps)
+    def __call__(self, base, address, shape, strides) -> int:
+        from .tensormap import TensorMapError
+
+        maps = self.maps
+        if maps is None:
+            maps = self.maps = self.maps_of()
+        device = _device(base, self.name, self.kernel, maps)
         shape, strides = tuple(shape), tuple(strides)
-        hit = maps.table.get((device, dtype, address, shape, strides, box, swizzle))
+        hit = maps.table.get((device, self.dtype, address, shape, strides, self.box, self.swizzle))
         if hit is not None:
             return hit
         try:
-            return maps.address(device, dtype, address, shape, strides, box, swizzle)
+            return maps.address(device, self.dtype, address, shape, strides, self.box, self.swizzle)
         except TensorMapError as exc:
-            raise DescriptorError(f"{kernel}: {name}: {exc}") from None
-    return tensormap
+            raise DescriptorError(f"{self.kernel}: {self.name}: {exc}") from None
 
 
 def _no_tensormap(base, address, shape, strides) -> int:
@@ -196,15 +200,15 @@ class DescriptorLauncher:
         if tma:
             _same_tma_everywhere(self.kernel, getattr(inner, "variants", ()), tma)
         self.call_names = tuple(n for n in names if n not in parts)
-        # TMA descriptors: per name, its tensormapper (the driver's TensorMaps found at the first launch)
-        self._tensormaps = {n: tensormapper(self.descriptors[n], self.kernel, self._tensor_maps) for n in tma}
+        # TMA descriptors: per name, its TensorMapper (the driver's TensorMaps found at the first launch)
+        self._tensormaps = {n: TensorMapper(self.descriptors[n], self.kernel, self._tensor_maps) for n in tma}
         self._maps = None
         self._by_name = {n: expander(d, self.kernel, self._tensormaps.get(n)) for n, d in self.descriptors.items()}
         self._selecting = {n: expander(d, self.kernel, _no_tensormap if n in tma else None)
                            for n, d in self.descriptors.items()}
         self._plan = [self._by_name.get(n) for n in self.call_names]  # per position: an expander or None
         # claunch.c DescExpand's arguments: per position the rank (0: not a descriptor), element
-        # bytes and block shape; with TMA descriptors also per position its tensormapper or None
+        # bytes and block shape; with TMA descriptors also per position its TensorMapper or None
         specs = [self.descriptors.get(n) for n in self.call_names]
         self._c_plan = (bytes(len(s["block_shape"]) if s else 0 for s in specs),
                         tuple(DTYPE_BYTES[s["dtype"]] if s else 0 for s in specs),

@@ -236,6 +236,7 @@ class TensorMaps:
         self.table: dict = {}
         self.max_slots, self.slab_slots = max_slots, slab_slots
         self.encodes = 0  # maps encoded so far (tests, diagnostics)
+        self.epoch = 0    # bumped when maps are forgotten: an address cached before may be freed later
         self._devices: dict = {}
         self._lock = threading.Lock()
         self._version = None
@@ -298,6 +299,7 @@ class TensorMaps:
     def _new_generation(self, device, d: _Device) -> None:
         """Forget `device`'s maps: wait for every launch so far, free the generation before the
         current one (no launch can still read it), keep the current one a round longer."""
+        self.epoch += 1
         self.driver.tensor_map_synchronize()
         for base in d.old:
             self.driver.tensor_map_free(base)

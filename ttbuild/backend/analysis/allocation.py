@@ -321,10 +321,20 @@ def _align(n: int, a: int = 16) -> int:
 
 
 def buffer_align(alloc) -> int:
-    """Byte alignment of a buffer's offset: 1024 for `#ttg.nvmma_shared` (the 128-byte swizzle
-    repeats every 8 rows of 128 bytes and wgmma applies it to absolute shared addresses,
-    PTX ISA 9.7.15.5.1; `global_smem` is then 1024-aligned too), else 16."""
-    return 1024 if "#ttg.nvmma_shared<" in str(alloc.results[0].type) else 16
+    """Byte alignment of a buffer's offset: 1024 for a swizzled `#ttg.nvmma_shared` (the
+    128-byte swizzle repeats every 8 rows of 128 bytes and wgmma and TMA apply it to absolute
+    shared addresses, PTX ISA 9.7.15.5.1; `global_smem` is then 1024-aligned too), 128 for an
+    unswizzled one (a TMA destination, PTX ISA cp.async.bulk.tensor), 8 for an mbarrier (one
+    i64, as Triton places them), else 16."""
+    text = str(alloc.results[0].type)
+    if "#ttg.nvmma_shared<" in text:
+        return 128 if "swizzlingByteWidth = 0," in text else 1024
+    if _MBARRIER.match(text):
+        return 8
+    return 16
+
+
+_MBARRIER = re.compile(r"!ttg\.memdesc<(\d+x)?1xi64,")
 
 
 def allocate(module, num_warps: int) -> int:
@@ -350,7 +360,7 @@ def allocate(module, num_warps: int) -> int:
         for op in group:
             at = _align(at, buffer_align(op))
             op.operation.attributes["allocation.offset"] = mu.ir.IntegerAttr.get(i32, at)
-            at = _align(at + buffer_bytes(op))
+            at = _align(at + buffer_bytes(op), min(16, buffer_align(op)))
             placed.append(op.operation)
         shared = max(shared, at)
     top = _align(shared)
@@ -372,7 +382,7 @@ def allocate(module, num_warps: int) -> int:
                 at = _align(off + n, align)
         op.operation.attributes["allocation.offset"] = mu.ir.IntegerAttr.get(i32, at)
         taken.append((span, at, size))
-        shared = max(shared, _align(at + size))
+        shared = max(shared, _align(at + size, min(16, align)))
     return shared
 
 
@@ -386,7 +396,7 @@ def _scratch_during(ordered, span, num_warps: int) -> int:
 def _live_ranges(module) -> dict:
     """Per `ttg.local_alloc` (Operation), its live range (first, last) in pre-order op positions:
     from the alloc to the last reader of its memory (through memdesc views, and the users of a
-    `ttg.local_load`, where a lazy ldmatrix reads), widened to the whole of any loop that reads
+    `ttg.local_load` into `#ttg.dot_op`, where a lazy ldmatrix reads), widened to the whole of any loop that reads
     it without containing the alloc (the buffer must survive every iteration). Buffers whose
     ranges are disjoint may share bytes (Triton's liveness-based allocation); the LLIR puts a
     bar.sync before a register tile is written into shared memory (llir.dot.local_alloc_from)."""
@@ -419,7 +429,7 @@ def _live_ranges(module) -> dict:
                     readers.append(o)
                     if o.name.startswith("ttg.memdesc_"):
                         todo.append(o.results[0])
-                    elif o.name == "ttg.local_load":
+                    elif o.name == "ttg.local_load" and "#ttg.dot_op<" in str(o.results[0].type):
                         readers += [w.owner.operation for w in o.results[0].uses]
             for o in readers:
                 hi = max(hi, pos[o])

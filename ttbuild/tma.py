@@ -1,6 +1,8 @@
 """TMA facts shared by the frontend, the ttgir and llir stages, the metadata writer and the runtime: which descriptor parameters load through TMA, the copy box, the record of the choice in TTGIR; stdlib only.
 
-A `tensordesc<...>` kernel parameter compiled for a TMA target (sm_90 and newer: Triton's
+A descriptor made in the kernel (`tl.make_tensor_descriptor` at the kernel's top level) gets its
+CUtensorMap written by the program itself into a per-program global scratch slot (Triton's
+`ttng.tensormap_create`, lowered by the ttgir stage). A `tensordesc<...>` kernel parameter compiled for a TMA target (sm_90 and newer: Triton's
 `supports_tma`, third_party/nvidia/backend/compiler.py) is passed as the address of a
 `CUtensorMap` in global memory (`<name>.tensormap`, a u64) in front of its pointer-form
 parameters (base, shape, strides but the last: ttbuild.signature.SigEntry.expanded), so the
@@ -10,8 +12,6 @@ Object Management") from the box and swizzle the TTGIR stage recorded.
 """
 
 from __future__ import annotations
-
-from ttbuild.signature import DTYPE_BYTES
 
 # The TTGIR module attribute that records, per tensordesc parameter in order, None (pointer form)
 # or {"swizzle": bytes, "box": [rows, cols]} (encode_attr's text): what the runtime encodes the
@@ -29,12 +29,11 @@ def eligible(block_shape, elem_bits: int) -> bool:
     return len(block_shape) == 2 and all(0 < d <= MAX_BOX for d in block_shape) and 8 <= elem_bits <= 64
 
 
-def enabled(params, capability: int, disable: bool) -> bool:
-    """Whether a kernel with signature entries `params` (ttbuild.signature.SigEntry) compiles some
-    descriptor parameter for TMA: a TMA target (capability >= 90), not `disable_tma`, and an
-    eligible descriptor parameter. The ttir stage's `tma` option (its key changes only then)."""
-    return capability >= 90 and not disable and any(
-        p.is_descriptor and eligible(p.block_shape, 8 * DTYPE_BYTES[p.dtype]) for p in params)
+def enabled(capability: int, disable: bool) -> bool:
+    """Whether a variant loads descriptors through TMA: a TMA target (capability >= 90) and not
+    `disable_tma`. The ttir stage's `tma` option (Triton's make_ttir rewrites descriptors to
+    pointers below sm_90); which descriptors take it is `eligible`'s."""
+    return capability >= 90 and not disable
 
 
 def box(block_shape, elem_bits: int, swizzle: int) -> tuple[int, int]:

@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ttbuild import tma
 from ttbuild.graph.keys import extra_inputs, stage_key, stage_options, stage_versions
 from ttbuild.graph.variants import load_variants
 from ttbuild.stages import cubin, llir, parse, ptx, ttgir, ttir
@@ -65,9 +66,11 @@ def test_ttir_key_takes_debug_only_when_on():
     plain = stage_options(v)
     assert "debug" not in plain["ttir"]
     parse_key = stage_key("", "parse", versions["parse"], plain["parse"])
-    # A non-debug variant's ttir key is what it was before ttir knew about debug.
+    # A non-debug variant's ttir key is what it was before ttir knew about debug (its options:
+    # signature, constexprs, and `tma` where the target has it).
+    tma_on = {"tma": True} if tma.enabled(v.capability, v.disable_tma) else {}
     old_key = stage_key(parse_key, "ttir", versions["ttir"],
-                        {"signature": [str(p) for p in v.params], "constexprs": dict(v.constexprs)})
+                        {"signature": [str(p) for p in v.params], "constexprs": dict(v.constexprs), **tma_on})
     assert stage_key(parse_key, "ttir", versions["ttir"], plain["ttir"]) == old_key
     dbg = stage_options(dataclasses.replace(v, debug=True))
     assert dbg["ttir"]["debug"] is True and dbg["parse"] == plain["parse"]

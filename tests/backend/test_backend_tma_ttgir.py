@@ -16,6 +16,7 @@ from ttbuild.options import Options
 from ttbuild.signature import parse_entry
 
 MATMUL = Path(__file__).parents[2] / "kernels" / "matmul_descriptor.py"
+DEVICE_CX = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8}
 HOST_SIG = "tensordesc<fp16[128, 64]>:16,tensordesc<fp16[64, 128]>:16,tensordesc<fp16[128, 128]>:16,i32,i32,i32"
 
 # B given K-major as a [BN, BK] block and transposed in the kernel (tutorial 09's persistent form)
@@ -39,6 +40,22 @@ def mm_bt(a_desc, b_desc, c_ptr, K, N, BM: tl.constexpr, BN: tl.constexpr, BK: t
 
 
 @triton.jit
+def made_in_a_loop(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    for i in range(2):
+        d = tl.make_tensor_descriptor(x_ptr + i * M * N, shape=[M, N], strides=[N, 1], block_shape=[BM, BN],
+                                      padding_option="nan")
+        x = d.load([0, 0])
+        tl.store(out_ptr + i * BM * BN + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], x)
+
+
+@triton.jit
+def nan_padded(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    d = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN], padding_option="nan")
+    x = d.load([0, 0])
+    tl.store(out_ptr + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], x)
+
+
+@triton.jit
 def scale(in_desc, out_ptr, N, BM: tl.constexpr, BN: tl.constexpr):
     x = in_desc.load([tl.program_id(0) * BM, 0])
     rm = tl.program_id(0) * BM + tl.arange(0, BM)
@@ -59,13 +76,12 @@ def bt_file(tmp_path_factory) -> Path:
     return p
 
 
-def test_only_sm90_descriptor_kernels_with_tma_on_key_their_ttir_with_it():
+def test_only_sm90_variants_with_tma_on_key_their_ttir_with_it():
     params = [parse_entry(e) for e in ("tensordesc<fp16[128, 64]>", "i32")]
     ttir = lambda **o: stage_options_of("k", "k.py", params, {}, Options(**o))["ttir"]  # noqa: E731
     assert ttir(target="cuda:90")["tma"] is True
     assert "tma" not in ttir(target="cuda:80")
     assert "tma" not in ttir(target="cuda:90", disable_tma=True)
-    assert "tma" not in stage_options_of("k", "k.py", [parse_entry("*fp16")], {}, Options(target="cuda:90"))["ttir"]
     # a rank-3 block or one past 256 elements keeps the pointer form
     assert not tma.eligible((2, 64, 64), 16) and not tma.eligible((512, 64), 16) and tma.eligible((256, 64), 8)
 
@@ -134,6 +150,46 @@ def test_a_descriptor_load_outside_a_loop_waits_on_its_own_barrier(bt_file):
     assert tma.decode_attr(module_attrs(ttgir)[tma.MODULE_ATTR]) == [{"swizzle": 64, "box": [64, 32]}]
 
 
+def device(until="ttgir", **opts):
+    return ttbuild.compile(MATMUL, kernel="matmul_descriptor_kernel", signature="*fp16:16,*fp16:16,*fp16:16,i32,i32,i32",
+                           constexprs=DEVICE_CX, num_warps=4, num_stages=4, until=until, **opts)
+
+
+def test_descriptors_made_in_the_kernel_write_their_tensormaps_into_global_scratch():
+    """Tutorial 09's device-descriptor matmul: A and B get a tensormap each, made by the program
+    in its 128-byte global scratch slots (box and extents innermost first, the row stride in
+    bytes, fp16 = CU_TENSOR_MAP_DATA_TYPE_FLOAT16, the 128-byte swizzle), then load through TMA
+    rings; C, only stored (through pointers), gets none."""
+    ttgir = device()["ttgir"].decode()
+    assert "tt.make_tensor_descriptor" not in ttgir and "tt.descriptor_load" not in ttgir
+    attrs = module_attrs(ttgir)
+    assert attrs["ttg.global_scratch_memory_size"] == 256 and attrs["ttg.global_scratch_memory_alignment"] == 128
+    creates = re.findall(r'"ttng.tensormap_create"\(([^)]*)\) \{([^}]*)\}', ttgir)
+    assert len(creates) == 2
+    for _, attr in creates:
+        assert "elem_type = 6" in attr and "swizzle_mode = 3" in attr and "fill_mode = 0" in attr
+        assert "operandSegmentSizes = array<i32: 1, 1, 2, 2, 1, 2>" in attr
+    offsets = re.findall(r"ttg.global_scratch_memory_offset = (\d+)", ttgir)
+    assert offsets == ["0", "128"]
+    assert ttgir.count('"ttng.tensormap_fenceproxy_acquire"') == 2 and ttgir.count('"ttng.wait_barrier"') == 1
+    assert tma.MODULE_ATTR not in attrs  # no descriptor parameter: nothing for the runtime to encode
+    # without TMA: the pointer form and no scratch
+    ttgir80 = device(target="cuda:80")["ttgir"].decode()
+    assert "tensormap" not in ttgir80 and "ttg.global_scratch_memory_size" not in module_attrs(ttgir80)
+
+
+def test_a_descriptor_made_inside_runtime_control_flow_keeps_the_pointer_form(bt_file):
+    ttir = ttbuild.compile(bt_file, kernel="made_in_a_loop", signature="*fp32:16,*fp32:16,i32,i32",
+                           constexprs={"BM": 16, "BN": 16}, until="ttir")["ttir"].decode()
+    assert "make_tensor_descriptor" not in ttir and '"tt.load"' in ttir
+
+
+def test_nan_padding_fills_the_box_with_nan(bt_file):
+    ttgir = ttbuild.compile(bt_file, kernel="nan_padded", signature="*fp32:16,*fp32:16,i32,i32",
+                            constexprs={"BM": 16, "BN": 16}, until="ttgir")["ttgir"].decode()
+    assert re.search(r'"ttng.tensormap_create".*fill_mode = 1 : i32', ttgir)
+
+
 def test_box_and_copies_follow_the_swizzle_span():
     assert tma.box((64, 128), 16, 128) == (64, 64) and tma.copies((64, 128), 16, 128) == 2
     assert tma.box((64, 128), 8, 128) == (64, 128) and tma.copies((64, 16), 16, 0) == 1
@@ -144,14 +200,16 @@ def test_box_and_copies_follow_the_swizzle_span():
 
 def test_triton_accepts_our_tma_ttgir(tmp_path, bt_file):
     """Triton 3.6 (oracle) parses, verifies and compiles to cubin the TTGIR of a pipelined TMA
-    matmul (both operand orders) and of a lone TMA load: our ops carry its operand segments."""
+    matmul (both operand orders), of a lone TMA load and of device-made descriptors: our ops
+    carry its operand segments."""
     paths = []
     for name, out in (("host", host()),
                       ("bt", ttbuild.compile(bt_file, kernel="mm_bt", signature="tensordesc<fp16[128, 64]>,"
                                              "tensordesc<fp16[128, 64]>,*fp16:16,i32,i32",
                                              constexprs={"BM": 128, "BN": 128, "BK": 64}, num_stages=3, until="ttgir")),
                       ("scale", ttbuild.compile(bt_file, kernel="scale", signature="tensordesc<fp16[64, 32]>,*fp16:16,i32",
-                                                constexprs={"BM": 64, "BN": 32}, until="ttgir"))):
+                                                constexprs={"BM": 64, "BN": 32}, until="ttgir")),
+                      ("device", device())):
         p = tmp_path / f"{name}.ttgir"
         p.write_bytes(out["ttgir"])
         paths.append(p)

@@ -9,18 +9,19 @@ import pytest
 import tomllib
 from oracle import run_triton
 
+from ttbuild.signature import split_entries
 from ttbuild.stages import parse, ttgir, ttir
 
 REPO = Path(__file__).resolve().parents[2]
 KERNELS = REPO / "kernels"
 FILES = ("matmul.py", "matmul_fp8.py", "linear.py", "grouped_gemm.py", "attention.py")
 VARIANTS = [v for v in tomllib.loads((KERNELS / "variants.toml").read_text())["variant"] if v["file"] in FILES]
-DOT_KERNELS = {"matmul_kernel", "matmul_fp8_kernel", "linear_kernel", "grouped_matmul_kernel", "_attn_fwd", "_attn_bwd"}
+DOT_KERNELS = {"matmul_kernel", "matmul_fp8_kernel", "linear_kernel", "grouped_matmul_kernel", "_attn_fwd", "_attn_fwd_desc", "_attn_bwd"}
 
 
 def _ttir(v: dict) -> bytes:
     p = parse.run({"source": (KERNELS / v["file"]).read_bytes()}, {"kernel": v["kernel"], "file": v["file"]})
-    return ttir.run({"json": p["json"]}, {"signature": v["signature"].split(","),
+    return ttir.run({"json": p["json"]}, {"signature": split_entries(v["signature"]),
                                           "constexprs": v.get("constexprs", {})})["ttir"]
 
 

@@ -74,7 +74,7 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
         self.signature = signature
         self.constexprs = dict(constexprs)
         self.b = IRBuilder(Positions(loc_table) if debug and loc_table else None)
-        self.cx = Ctx(self.b, self._call_value, debug)
+        self.cx = Ctx(self.b, self._call_value, debug, tma)
         self.scope: dict[str, Any] = {}
         self.depth = 0
         self.loops = 0  # enclosing runtime loops: an early return there stays an error

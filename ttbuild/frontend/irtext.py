@@ -186,6 +186,11 @@ class IRBuilder:
     def emit(self, line: str) -> None:
         self._blocks[-1].lines.append(line)
 
+    @property
+    def depth(self) -> int:
+        """Blocks open: 1 in the kernel's body, more inside runtime control flow."""
+        return len(self._blocks)
+
     def open_block(self) -> _Block:
         self._blocks.append(_Block())
         return self._blocks[-1]

@@ -34,11 +34,13 @@ class Constexpr:
 class Ctx:
     """What every lowering rule receives: the IR builder (whose `loc` is the current node),
     `call(fn, args)`, which lowers a call to a @jit function value (a combine_fn) inline, and
-    `debug` (the variant's debug option: whether tl.device_assert emits tt.assert)."""
+    `debug` (the variant's debug option: whether tl.device_assert emits tt.assert) and `tma`
+    (the target loads descriptors through TMA: ttbuild.tma)."""
 
     b: IRBuilder
     call: Any = None
     debug: bool = False
+    tma: bool = False
 
 
 def fail(cx: Ctx, message: str, cls=CompilationError):

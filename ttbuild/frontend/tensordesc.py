@@ -16,6 +16,8 @@ the same TTIR.
 
 from __future__ import annotations
 
+from ttbuild import tma
+
 from . import atomics, blockptr, builtins
 from . import semantic as S
 from . import types as T
@@ -89,8 +91,19 @@ def make_tensor_descriptor(cx, base, shape, strides, block_shape, padding_option
     if pad == "nan" and not elt.is_float():
         fail(cx, "Padding option `nan` is not supported for integer blocks")
     # shape entries are i32 in Triton (make_scalar(x, tl.int32)); the bounds compare in i64
-    shape64 = [blockptr.i64(cx, S.cast(cx, x, T.int32) if isinstance(x, Value) else x) for x in sh]
-    return TensorDescriptor(base, shape64, [blockptr.i64(cx, x) for x in st], bs, pad)
+    shape32 = [S.cast(cx, x, T.int32) if isinstance(x, Value) else x for x in sh]
+    shape64 = [blockptr.i64(cx, x) for x in shape32]
+    strides64 = [blockptr.i64(cx, x) for x in st]
+    tmap = None
+    if cx.tma and cx.b.depth == 1 and tma.eligible(bs, elt.bits):
+        # made once per program at the kernel's top level: a tensormap in global scratch, loads
+        # through TMA (Triton's tt.make_tensor_descriptor on sm_90; the ttgir stage lowers it)
+        i32 = [x if isinstance(x, Value) else cx.b.constant(x.value, T.int32) for x in shape32]
+        i64 = [x if isinstance(x, Value) else cx.b.constant(x.value, T.int64) for x in strides64]
+        tmap = cx.b.op1("tt.make_tensor_descriptor", [base] + i32 + i64, T.TensorDescType(elt, bs), {
+            "padding": "2 : i32" if pad == "nan" else "1 : i32",
+            "operandSegmentSizes": f"array<i32: 1, {len(i32)}, {len(i64)}>"})
+    return TensorDescriptor(base, shape64, strides64, bs, pad, tmap)
 
 
 def from_parameter(cx, sig, vals: list, tmap: Value | None = None) -> TensorDescriptor:

@@ -70,10 +70,10 @@ def stage_options_of(kernel: str, file: str, params: Sequence[SigEntry], constex
     return {
         "parse": {"kernel": kernel, "file": file},
         # `debug` keys ttir only when on, so non-debug variants keep their keys and cached outputs;
-        # `tma` only for a kernel whose descriptors load through TMA on this target (ttbuild.tma).
+        # `tma` where the target loads descriptors through TMA (ttbuild.tma).
         "ttir": {"signature": [str(p) for p in params], "constexprs": dict(constexprs),
                  **({"debug": True} if options.debug else {}),
-                 **({"tma": True} if tma.enabled(params, target.capability, options.disable_tma) else {})},
+                 **({"tma": True} if tma.enabled(target.capability, options.disable_tma) else {})},
         # `disable_mma_v3` keys ttgir only when on, so other variants keep their keys.
         "ttgir": {"num_warps": options.num_warps, "num_ctas": options.num_ctas,
                   "num_stages": options.num_stages, "target": options.target,

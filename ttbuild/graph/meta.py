@@ -15,6 +15,10 @@ from .keys import xxh3_hex
 
 SCHEMA = "ttbuild.kernel/1"
 HASHED_STAGES = ("parse", "ttir", "ttgir", "llir", "ptx", "cubin")
+# TTGIR module attributes of the per-program global scratch (Triton's global_scratch): bytes per
+# program and the alignment the kernel assumes of its base
+SCRATCH_SIZE_ATTR = "ttg.global_scratch_memory_size"
+SCRATCH_ALIGN_ATTR = "ttg.global_scratch_memory_alignment"
 
 
 
@@ -155,6 +159,23 @@ def tma_entries(variant: dict, ttgir: bytes | str) -> list:
     return entries
 
 
+def global_scratch(variant: dict, ttgir: bytes | str) -> dict | None:
+    """The metadata's "global_scratch" record, {"size": bytes per program, "align": bytes}, from
+    the TTGIR module attributes SCRATCH_SIZE_ATTR / SCRATCH_ALIGN_ATTR (alignment 1 when only
+    the size is given); None when the size is absent or 0 (the kernel takes no scratch pointer).
+    Raises MetaError for a negative size or an alignment that is not a power of two."""
+    attrs = module_attrs(ttgir)
+    size, align = attrs.get(SCRATCH_SIZE_ATTR), attrs.get(SCRATCH_ALIGN_ATTR, 1)
+    if size is None or size == 0:
+        return None
+    where = f"TTGIR module attributes of {variant.get('name', variant['kernel'])}"
+    if not isinstance(size, int) or size < 0:
+        raise MetaError(f"{where}: {SCRATCH_SIZE_ATTR} must be a non-negative integer, got {size!r}")
+    if not isinstance(align, int) or align < 1 or align & (align - 1):
+        raise MetaError(f"{where}: {SCRATCH_ALIGN_ATTR} must be a power of two, got {align!r}")
+    return {"size": size, "align": align}
+
+
 def build_metadata(variant: dict, blobs: dict[str, bytes], cubin_name: str, images: list[dict] | None = None) -> dict:
     """The `lib/<variant>.json` document for `variant` (a dict of Variant fields plus `arch`
     and `params` as [kind, dtype, divisibility]) from its stage outputs `blobs` (stage ->
@@ -163,7 +184,9 @@ def build_metadata(variant: dict, blobs: dict[str, bytes], cubin_name: str, imag
     `images` (multi-target variants): image_entry() of every cubin and the JIT PTX. A
     descriptor parameter that the TTGIR stage chose to load through TMA (tma_entries()) has a
     `<name>.tensormap` parameter and a "tma" record in `descriptors`; without that choice the
-    document is as it was before TMA."""
+    document is as it was before TMA. A kernel with global scratch (global_scratch()) has a
+    "global_scratch" record: its cubin takes one more parameter after those `params` lists, the
+    u64 address of the buffer the runtime provides (no entry of `params`: no user argument)."""
     try:
         parse_doc = json.loads(blobs["parse"])
     except ValueError as exc:
@@ -175,6 +198,7 @@ def build_metadata(variant: dict, blobs: dict[str, bytes], cubin_name: str, imag
     shared = attrs.get("ttg.shared")
     target = Target.parse(variant["target"])
     tma = tma_entries(variant, blobs["ttgir"])
+    scratch = global_scratch(variant, blobs["ttgir"])
     return {
         "schema": SCHEMA,
         "variant": variant["name"],
@@ -194,6 +218,8 @@ def build_metadata(variant: dict, blobs: dict[str, bytes], cubin_name: str, imag
         "num_ctas": num_ctas if num_ctas is not None else variant["num_ctas"],
         "num_stages": variant["num_stages"],
         "shared": shared if shared is not None else 0,
+        # bytes per program of the global memory the runtime passes after the parameters
+        **({"global_scratch": scratch} if scratch else {}),
         "target": variant["target"],
         "arch": variant["arch"],
         "hashes": {stage: xxh3_hex(blobs[stage]) for stage in HASHED_STAGES},

@@ -13,7 +13,14 @@
  *
  * The hit's element 8 (ttbuild.runtime.launcher._Compiled.fast_state) is the C launch data:
  * bytes "<QIII" (function handle, block x, dynamic shared bytes, parameter count) followed by
- * one code per parameter: 'p' pointer, struct codes b h i q B H I Q e f d, 'z' bf16.
+ * one code per parameter: 'p' pointer, struct codes b h i q B H I Q e f d, 'z' bf16; a variant
+ * with global scratch (ttbuild.runtime.scratch) adds "<QQQ": bytes per program, alignment and the
+ * address of its GlobalScratch's epoch (a uint64), and its hit's element 9 is its ScratchUse:
+ * use(stream, programs) -> the address of the stream's buffer, passed after the parameters. The
+ * FastLaunch keeps the last (device, stream, size, alignment, epoch) it asked for and the address
+ * it got: while they hold (and the stream is not the per-thread default stream), a launch calls
+ * no Python for it. The address is the stream's live buffer until the epoch changes (scratch
+ * bumps it when a buffer is replaced by a larger one or freed, before it is freed).
  * cuLaunchKernel: CUDA Driver API, Execution Control; PTX kernel parameters are copied by the
  * call, so stack slots suffice.
  */
@@ -46,7 +53,14 @@ typedef struct {
     long last_dev;
     long long last_comp[2 * MAX_PARAMS];
     PyObject *last_dtype[MAX_PARAMS];
+    /* global scratch: what the address sc_addr was asked for (sc_valid: there is one) */
+    int sc_valid;
+    long sc_dev;
+    void *sc_stream;
+    uint64_t sc_size, sc_align, sc_epoch_addr, sc_epoch, sc_addr;
 } FastLaunch;
+
+#define PER_THREAD_STREAM ((void *)(uintptr_t)2) /* CU_STREAM_PER_THREAD: another stream per thread */
 
 static PyObject *s_TT, *s_getdev, *s_rawstream, *s_D, *s_fill, *s_tok, *s_norm_stream, *s_fail_code;
 static PyObject *s_get_device, *s_data_ptr, *s_dtype, *s_stream;
@@ -312,12 +326,14 @@ static PyObject *fl_vectorcall(PyObject *obj, PyObject *const *args, size_t narg
     memcpy(&bx, raw + 8, 4);
     memcpy(&shared, raw + 12, 4);
     memcpy(&count, raw + 16, 4);
-    if ((Py_ssize_t)count != n || PyBytes_GET_SIZE(info) != 20 + (Py_ssize_t)count)
+    Py_ssize_t info_size = PyBytes_GET_SIZE(info);
+    int scratch = info_size == 20 + (Py_ssize_t)count + 24;
+    if ((Py_ssize_t)count != n || (info_size != 20 + (Py_ssize_t)count && !scratch))
         goto fallback;
     const char *codes = raw + 20;
 
-    uint64_t slots[MAX_PARAMS];
-    void *params[MAX_PARAMS];
+    uint64_t slots[MAX_PARAMS + 1];
+    void *params[MAX_PARAMS + 1];
     for (Py_ssize_t i = 0; i < n; i++) {
         params[i] = &slots[i];
         if (codes[i] == 'p') {
@@ -350,6 +366,39 @@ static PyObject *fl_vectorcall(PyObject *obj, PyObject *const *args, size_t narg
     }
     if (stream == NULL && PyErr_Occurred())
         goto error;
+
+    if (scratch) {
+        uint64_t sc[3];
+        memcpy(sc, raw + 20 + count, sizeof sc);
+        uint64_t epoch = *(volatile uint64_t *)(uintptr_t)sc[2];
+        if (self->sc_valid && self->sc_dev == dev_i && self->sc_stream == stream && self->sc_size == sc[0] &&
+            self->sc_align == sc[1] && self->sc_epoch_addr == sc[2] && self->sc_epoch == epoch &&
+            stream != PER_THREAD_STREAM) {
+            slots[n] = self->sc_addr;
+        } else {
+            PyObject *use = PyTuple_GET_SIZE(hit) >= 10 ? PyTuple_GET_ITEM(hit, 9) : Py_None;
+            if (use == Py_None)
+                goto fallback;
+            PyObject *a = PyObject_CallFunction(use, "KK", (unsigned long long)(uintptr_t)stream,
+                                                (unsigned long long)self->g0 * self->g1 * self->g2);
+            if (a == NULL)
+                goto error;
+            slots[n] = PyLong_AsUnsignedLongLong(a);
+            Py_DECREF(a);
+            if (slots[n] == (uint64_t)-1 && PyErr_Occurred())
+                goto error;
+            /* the epoch read before the call: a release() during it makes the next launch ask again */
+            self->sc_valid = stream != PER_THREAD_STREAM;
+            self->sc_dev = dev_i;
+            self->sc_stream = stream;
+            self->sc_size = sc[0];
+            self->sc_align = sc[1];
+            self->sc_epoch_addr = sc[2];
+            self->sc_epoch = epoch;
+            self->sc_addr = slots[n];
+        }
+        params[n] = &slots[n];
+    }
 
     int err;
     Py_BEGIN_ALLOW_THREADS

@@ -51,7 +51,9 @@ class Driver(Protocol):
     #     CudaError for a CUresult code: what the C launch path (ttbuild.runtime.cext) needs;
     #   on_device(device): a context manager making that device's primary context current;
     #   launch_pdl(...): `launch` with programmatic dependent launch (`launch_pdl=True`);
-    #   stream_wait(stream, producer): make `stream` wait on work queued so far on `producer`.
+    #   stream_wait(stream, producer): make `stream` wait on work queued so far on `producer`;
+    #   mem_alloc(ctx, nbytes), mem_free(ctx, address), ctx_synchronize(ctx), stream_is_capturing(stream):
+    #     the global scratch buffers of kernels that take one (ttbuild.runtime.scratch).
 
 
 class CudaDriver:
@@ -187,6 +189,47 @@ class CudaDriver:
                 cu.CUevent_flags.CU_EVENT_DISABLE_TIMING))
         self.check("cuEventRecord", cu.cuEventRecord(event, producer), f"producer stream {producer:#x}")
         self.check("cuStreamWaitEvent", cu.cuStreamWaitEvent(stream, event, 0), f"launch stream {stream:#x}")
+
+    @contextlib.contextmanager
+    def _in_context(self, ctx):
+        """Run the body with the context whose key context() returned current (pushed, then
+        popped, unless it is current already)."""
+        err, current = self._get_current()
+        if err == self._success and int(current) == ctx:
+            yield
+            return
+        cu = self.cu
+        self.check("cuCtxPushCurrent", cu.cuCtxPushCurrent(cu.CUcontext(ctx)))
+        try:
+            yield
+        finally:
+            self.check("cuCtxPopCurrent", cu.cuCtxPopCurrent())
+
+    def mem_alloc(self, ctx, nbytes: int) -> int:
+        """cuMemAlloc of `nbytes` in context `ctx` (a key from context()): the device address."""
+        with self._in_context(ctx):
+            return int(self.check("cuMemAlloc", self.cu.cuMemAlloc(nbytes), f"{nbytes} bytes of global scratch"))
+
+    def mem_free(self, ctx, address: int) -> None:
+        """cuMemFree of what mem_alloc gave in context `ctx`."""
+        with self._in_context(ctx):
+            self.check("cuMemFree", self.cu.cuMemFree(address))
+
+    def ctx_synchronize(self, ctx) -> None:
+        """cuCtxSynchronize of context `ctx`: every kernel launched in it so far has finished."""
+        with self._in_context(ctx):
+            self.check("cuCtxSynchronize", self.cu.cuCtxSynchronize())
+
+    def stream_is_capturing(self, stream: int) -> bool:
+        """Whether work queued on `stream` now would be captured into a CUDA graph rather than
+        run (cuStreamIsCapturing: ACTIVE or INVALIDATED; the legacy stream while a blocking
+        stream of its context captures counts as capturing, CUDA_ERROR_STREAM_CAPTURE_IMPLICIT)."""
+        cu = self.cu
+        err, status = cu.cuStreamIsCapturing(stream)
+        if err == cu.CUresult.CUDA_ERROR_STREAM_CAPTURE_IMPLICIT:
+            return True
+        self.check("cuStreamIsCapturing", (err,), f"stream {stream:#x}")
+        return status != cu.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
 
     def driver_version(self) -> int:
         """cuDriverGetVersion: 1000 * major + 10 * minor of the CUDA version the driver supports

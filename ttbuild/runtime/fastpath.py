@@ -20,6 +20,11 @@ handle for the device's context, packer, parameter buffer). A hit packs the para
 cuLaunchKernel directly; everything fixed
 per grid (the normalized grid) or per variant (block, shared memory, buffer address) is bound
 when `kernel[grid]` is first seen or at the first launch of the variant.
+
+A kernel some variant of which takes global scratch (ttbuild.runtime.scratch) gets the source
+with `scratch`: its hits carry a tenth item, the variant's ScratchUse or None, and a variant with
+one packs the address of the launch stream's buffer after its parameters. Other kernels get the
+source as it was before global scratch.
 """
 
 from __future__ import annotations
@@ -69,7 +74,8 @@ def c_kinds(kinds: tuple[str, ...]) -> bytes:
     return bytes(ord({"ptr": "p", "int": "i", "float": "f", "any": "a"}[k]) for k in kinds)
 
 
-def source(kinds: tuple[str, ...], raw_launch: bool, names: tuple[str, ...] = (), dynamic: bool = False) -> str:
+def source(kinds: tuple[str, ...], raw_launch: bool, names: tuple[str, ...] = (), dynamic: bool = False,
+           scratch: bool = False) -> str:
     """Python source of `make(grid, g0, g1, g2) -> launch(*args, stream=None, **kw)` for one
     kernel whose runtime parameters are `kinds` (see position_kinds); `dynamic`: `make(grid)`
     for a callable grid, called with the runtime arguments by `names` plus the variant's
@@ -80,6 +86,10 @@ def source(kinds: tuple[str, ...], raw_launch: bool, names: tuple[str, ...] = ()
     parameter is constant over such a class (i32 range = classes 0 and -1; i64 bounds are
     multiples of 2**31); a "float" parameter (float in the guard) gives nothing; any other
     gives its generic key item.
+
+    `scratch`: hits are 10-tuples whose last item is None or `use(stream, programs) ->
+    address` of the variant's global scratch, packed after the parameters (and passed as the
+    last of the values to `driver_launch`).
     """
     n = len(kinds)
     a = [f"{ARG}{i}" for i in range(n)]
@@ -102,9 +112,34 @@ def source(kinds: tuple[str, ...], raw_launch: bool, names: tuple[str, ...] = ()
         call = ["r = L(fn, g0, g1, g2, bx, 1, 1, sh, stream, slot[1], 0)"]
         after = ["if r[0]:  # a CUresult is an int enum: CUDA_SUCCESS is 0",
                  "    fail(r, hit, g0, g1, g2)"]
+    elif scratch:
+        call = [f"driver_launch(fn, (g0, g1, g2), bx, sh, stream, slot[1], {vt} if sa is None else {vt} + (sa,))"]
+        after = []
     else:
         call = [f"driver_launch(fn, (g0, g1, g2), bx, sh, stream, slot[1], {vt})"]
         after = []
+    if scratch:  # the scratch address is taken before the parameter buffer (it may raise)
+        unpack = ("                pool, grow, pack, conv, fn, bx, sh = hit[:7]\n"
+                  "                scr = hit[9]") if dynamic else \
+            "                pool, grow, pack, conv, fn, bx, sh, _, _, scr = hit"
+        take = ["sa = None if scr is None else scr(stream, g0 * g1 * g2)"]
+        packing = ["if sa is None:",
+                   "    if conv is None:",
+                   f"        pack(slot[0], 0, {', '.join(vals)})",
+                   "    else:",
+                   f"        pack(slot[0], 0, *conv({vt}))",
+                   "elif conv is None:",
+                   f"    pack(slot[0], 0, {', '.join(vals)}, sa)",
+                   "else:",
+                   f"    pack(slot[0], 0, *conv({vt}), sa)"]
+    else:
+        unpack = "                pool, grow, pack, conv, fn, bx, sh = hit[:7]" if dynamic else \
+            "                pool, grow, pack, conv, fn, bx, sh, _, _ = hit"
+        take = []
+        packing = ["if conv is None:",
+                   f"    pack(slot[0], 0, {', '.join(vals)})",
+                   "else:",
+                   f"    pack(slot[0], 0, *conv({vt}))"]
     if dynamic:
         meta = "{" + ", ".join(f"{nm!r}: {x}" for nm, x in zip(names, a)) + "}"
         grid_lines = [
@@ -133,21 +168,18 @@ def source(kinds: tuple[str, ...], raw_launch: bool, names: tuple[str, ...] = ()
         "                hit = D.get(key)",
         "                if hit is None:",
         f"                    hit = fill(key, ({', '.join(a)},), dev)",
-        "                pool, grow, pack, conv, fn, bx, sh = hit[:7]" if dynamic else
-        "                pool, grow, pack, conv, fn, bx, sh, _, _ = hit",
+        unpack,
         *[f"                {c}" for c in grid_lines],
         "                if stream is None:",
         "                    stream = rawstream(dev)",
         "                elif type(stream) is not int:",
         "                    stream = norm_stream(stream)",
+        *[f"                {c}" for c in take],
         "                try:",
         "                    slot = pool.pop()",
         "                except IndexError:",
         "                    slot = grow()",
-        "                if conv is None:",
-        f"                    pack(slot[0], 0, {', '.join(vals)})",
-        "                else:",
-        f"                    pack(slot[0], 0, *conv({vt}))",
+        *[f"                {c}" for c in packing],
         *[f"                {c}" for c in call],
         "                pool.append(slot)",
         *[f"                {c}" for c in after],
@@ -158,13 +190,14 @@ def source(kinds: tuple[str, ...], raw_launch: bool, names: tuple[str, ...] = ()
     return "\n".join(body) + "\n"
 
 
-def compile_maker(kinds: tuple[str, ...], namespace: dict, raw_launch: bool, names=(), dynamic=False):
+def compile_maker(kinds: tuple[str, ...], namespace: dict, raw_launch: bool, names=(), dynamic=False,
+                  scratch=False):
     """exec the generated source in `namespace` (the launcher's mutable globals: TT, getdev,
-    rawstream, D, fill, slow, tok, grid3, ...) and return its `make`."""
+    rawstream, D, fill, slow, tok, grid3, ...) and return its `make`; `scratch`: see source."""
     if not kinds or "ptr" not in kinds:
         return None
     namespace.setdefault("MISSING", _Missing())
-    text = source(kinds, raw_launch, names, dynamic)
+    text = source(kinds, raw_launch, names, dynamic, scratch)
     code = compile(text, f"<ttbuild launch {len(kinds)} args{' dynamic grid' if dynamic else ''}>", "exec")
     scope: dict = {}
     exec(code, namespace, scope)

@@ -7,6 +7,10 @@ else generated Python (ttbuild.runtime.fastpath); the C one hands whatever it do
 the generated one. The generic one here takes everything else: arguments by name, constexprs,
 launch options, DLPack and __cuda_array_interface__ objects (with their streams), tensors on
 another device; it also fills the fast paths' shared dict.
+
+A variant with global scratch (metadata "global_scratch", ttbuild.runtime.scratch) gets one more
+parameter after its own on every path: the address of its launch stream's scratch buffer, grown
+to size x programs; kernels without it launch as they did before it existed.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import sys
 import threading
 
 from ..errors import TTBuildError
-from . import cext, fastpath
+from . import cext, fastpath, scratch
 from .args import classify, read_args, resolve_dlpack
 from .driver import CudaError, default_driver
 from .interop import same_stream
@@ -71,8 +75,12 @@ class _Compiled:
             if code is None:
                 raise MetadataError(f"{variant.json_path}: cannot pass {p.dtype} parameter {p.name}")
             fmt += code + "x" * (_SLOT - struct.calcsize("<" + code))
+        # global scratch: (bytes per program, alignment); its address is the last parameter
+        self.scratch = variant.global_scratch
+        if self.scratch is not None:
+            fmt += "Q"
         self.packer = struct.Struct(fmt)
-        self.n_slots = max(len(params), 1)
+        self.n_slots = max(len(params) + (self.scratch is not None), 1)
         # Parameter buffers, taken and given back per launch: list.pop/append are atomic, so
         # threads never share one (cuLaunchKernel reads it with the GIL released), at a third
         # of a lock's cost. A launch that finds the pool empty (another thread holds the only
@@ -178,17 +186,22 @@ class _Compiled:
         except IndexError:
             return self.new_slot()
 
-    def fast_state(self, fn, shared, fn_address=None) -> tuple:
+    def fast_state(self, fn, shared, fn_address=None, scratch_use=None) -> tuple:
         """What the generated launch unpacks: (pool, new_slot, pack_into, conv, fn, block_x,
         shared, meta for a callable grid, C launch data or None). The C launch data (read by
         claunch.c) is bytes "<QIII" (raw function handle `fn_address`, block x, shared bytes,
         parameter count) and one code per parameter: 'p' pointer, the struct code of a scalar,
-        'z' for bf16."""
+        'z' for bf16; for a variant with global scratch, `scratch_use` (its
+        scratch.ScratchUse in the hit's context) follows "<QQQ": bytes per program, alignment
+        and the address of the GlobalScratch's epoch (Launcher._fill appends the ScratchUse to the
+        tuple)."""
         c_data = None
         if fn_address is not None:
             codes = "".join("p" if p.kind == "pointer" else "z" if p.dtype == "bf16" else _PACK[p.dtype]
                             for p in self.variant.launch_params)
             c_data = struct.pack("<QIII", fn_address, self.block_x, shared, len(codes)) + codes.encode()
+            if scratch_use is not None:
+                c_data += struct.pack("<QQQ", *self.scratch, scratch_use.scratch.epoch_address)
         return (self.pool, self.new_slot, self.packer.pack_into, self.fast_conv, fn, self.block_x,
                 shared, self.meta, c_data)
 
@@ -297,6 +310,10 @@ class Launcher:
         self._choice = None        # Triton's call form, when constexprs sit among the parameters
         self._triton_bound: dict = {}
         self._narrowed: dict = {}  # constexpr values -> Launcher over the variants that have them
+        # some variant takes global scratch: the fast paths' hits carry a tenth item (its
+        # scratch.ScratchUse or None) and the generated source handles it
+        self._has_scratch = any(v.global_scratch is not None for v in self.variants)
+        self._scratch = None  # scratch.GlobalScratch of the driver, on first use
 
     @property
     def runtime_first(self) -> bool:
@@ -419,7 +436,8 @@ class Launcher:
                 self._ns["D"].clear()  # hits filled so far carry no C launch data
         # the second maker shares the first one's globals (TT, D, ...)
         ns = self._ns
-        return fastpath.compile_maker(self._kinds, ns, ns["L"] is not None, self.runtime_names, dynamic)
+        return fastpath.compile_maker(self._kinds, ns, ns["L"] is not None, self.runtime_names, dynamic,
+                                      self._has_scratch)
 
     def _namespace(self) -> dict:
         """The generated launch functions' globals, shared by every grid of this kernel."""
@@ -475,13 +493,23 @@ class Launcher:
         ctx, capability = driver.context(device)
         comp = self._select_compiled(tuple(keys), None, None, capability, packed, ctx)
         fn = comp.function(driver, ctx, capability)
+        use = self._scratch_use(comp, ctx) if comp.scratch is not None else None
         hit = comp.fast_state(fn, comp.shared_of[ctx],
-                              driver.function_address(fn) if self._c_launch is not None else None)
+                              driver.function_address(fn) if self._c_launch is not None else None, use)
+        if self._has_scratch:
+            hit += (use,)
         table = self._ns["D"]
         if len(table) >= MAX_CACHED:
             table.clear()
         table[key] = hit
         return hit
+
+    def _scratch_use(self, comp: _Compiled, ctx) -> scratch.ScratchUse:
+        """`use(stream, programs) -> address` of `comp`'s global scratch in context `ctx`."""
+        if self._scratch is None:
+            self._scratch = scratch.global_scratch(self.driver)
+        size, align = comp.scratch
+        return scratch.ScratchUse(self._scratch, ctx, size, align, f"{self.kernel} ({comp.variant.variant})")
 
     # ------------------------------------------------------------ the generic path
 
@@ -591,6 +619,8 @@ class Launcher:
             wait(stream, s)
         if comp.needs_convert:
             packed = comp.conv(packed)
+        if comp.scratch is not None:  # the address of the stream's buffer, after the parameters
+            packed = [*packed, self._scratch_use(comp, ctx)(stream, g[0] * g[1] * g[2])]
         slot = comp.take_slot()
         comp.packer.pack_into(slot[0], 0, *packed)
         if pdl:

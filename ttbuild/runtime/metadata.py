@@ -108,10 +108,15 @@ class Variant:
     heuristics: dict = field(default_factory=dict, hash=False, compare=False)
     # tensordesc<...> parameters: ({"name", "dtype", "block_shape"}, ...) (ttbuild.runtime.tensordesc)
     descriptors: tuple = ()
+    # (bytes per program, alignment) of the global scratch the kernel takes after its parameters
+    # (metadata "global_scratch", ttbuild.runtime.scratch); None: no such parameter
+    global_scratch: tuple[int, int] | None = None
 
     @property
     def launch_params(self) -> tuple[Param, ...]:
-        """The cubin's kernel parameters: pointer and scalar params, in order."""
+        """The kernel parameters the caller passes: pointer and scalar params, in order (the
+        cubin's parameters, but for the trailing global scratch address of a variant with
+        `global_scratch`, which the runtime adds)."""
         return tuple(p for p in self.params if p.kind != "constexpr")
 
     @property
@@ -220,6 +225,7 @@ def parse_variant(doc: Any, json_path: str) -> Variant:
         autotune=_autotune(doc.get("autotune"), where),
         heuristics=_heuristics(doc.get("heuristics"), where),
         descriptors=_descriptor_specs(doc.get("descriptors"), where),
+        global_scratch=_global_scratch(doc.get("global_scratch"), where),
     )
     _ = v.capability  # validate the target string now, not at the first launch
     if not 1 <= v.num_warps <= MAX_NUM_WARPS:
@@ -248,6 +254,19 @@ def _descriptor_specs(raw, where: str) -> tuple:
     if not ok:
         raise MetadataError(f"{where}: 'descriptors' must list {{name, dtype, block_shape}} objects")
     return tuple(dict(d) for d in raw)
+
+
+def _global_scratch(raw, where: str) -> tuple[int, int] | None:
+    """(size, align) of a "global_scratch" record {"size": bytes per program > 0, "align": a
+    power of two >= 1}; None when absent."""
+    if raw is None:
+        return None
+    size = raw.get("size") if isinstance(raw, dict) else None
+    align = raw.get("align") if isinstance(raw, dict) else None
+    if not (type(size) is int and size > 0 and type(align) is int and align >= 1 and not align & (align - 1)):
+        raise MetadataError(f"{where}: 'global_scratch' must be {{\"size\": bytes per program (> 0), "
+                            f"\"align\": a power of two (>= 1)}}, got {raw!r}")
+    return size, align
 
 
 def _heuristics(raw, where: str) -> dict:

@@ -143,8 +143,14 @@ def scan_bytes(shape, axis: int, threads: int, elems: list[str]) -> int:
     return sum((prod(shape) + lines * P) * round4(elem_bytes(e)) for e in elems)
 
 
+# Scratch of a ttng.tensormap_create: the 128-byte CUtensorMap it builds in shared memory before
+# copying it to global memory (Triton's TMAToLLVM; offset 0, 128-byte aligned).
+TENSORMAP_BYTES = 128
+
+
 def module_bytes(module, num_warps: int) -> int:
-    """`ttg.shared` of a TTGIR module: the largest shared-memory user (reduce or convert_layout)."""
+    """`ttg.shared` of a TTGIR module: the largest shared-memory user (reduce, convert_layout,
+    tensormap_create, ...)."""
     best = 0
     for func in module.body.operations:
         for region in func.regions:
@@ -178,6 +184,8 @@ def ops_bytes(ops, num_warps: int) -> int:
                 best = max(best, convert_bytes(mu.shape_of(r.type), mu.elem_str(r.type)))
             if name == "tt.histogram":
                 best = max(best, histogram_bytes(mu.shape_of(op.results[0].type)[0]))
+            if name == "ttng.tensormap_create":  # the CUtensorMap template it fills (llir.tensormap)
+                best = max(best, TENSORMAP_BYTES)
             if name == "tt.scan":
                 src = op.operands[0]
                 ax = mu.int_attr(mu.props(op)["axis"])

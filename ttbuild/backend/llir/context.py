@@ -97,6 +97,11 @@ class Ctx:
     # Tensor-core kernels compute element indices where they are used (see indices): their
     # per-thread tiles are large, so hoisting every index to the entry block costs registers.
     local_indices: bool = False
+    # The kernel's global scratch (TTGIR module attribute `ttg.global_scratch_memory_size` > 0):
+    # its extra trailing `ptr addrspace(1)` parameter and the bytes each program owns there
+    # (ttbuild.backend.llir.tensormap); None and 0 without one.
+    global_scratch: object = None
+    global_scratch_size: int = 0
     _cache: dict = field(default_factory=dict, compare=False)
 
     def memo(self, key, make):

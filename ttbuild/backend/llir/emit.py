@@ -7,7 +7,7 @@ from llvmlite import ir
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.axis import AxisAnalysis
 from ttbuild.backend.diagnostics import at_op, internal_error
-from ttbuild.backend.llir.context import I32, Ctx, llvm_type
+from ttbuild.backend.llir.context import GPTR, I32, Ctx, llvm_type
 from ttbuild.backend.llir.rules import RULES
 from ttbuild.backend.nvptx import TRIPLE
 from ttbuild.errors import CompilationError, NotSupportedYet, TTBuildError
@@ -46,16 +46,27 @@ def run_block(ctx: Ctx, block, args: list) -> list:
     return []
 
 
-def lower_function(module: ir.Module, func_op, num_warps: int, fp_fusion: bool) -> ir.Function:
+def lower_function(module: ir.Module, func_op, num_warps: int, fp_fusion: bool,
+                   global_scratch_size: int = 0) -> ir.Function:
+    """One kernel. `global_scratch_size` > 0 (the module's `ttg.global_scratch_memory_size`): the
+    kernel takes one more parameter after the tt.func's, `ptr addrspace(1)` `arg<N>` (N = the
+    number of tt.func arguments), the base of the global scratch the runtime provides, of which
+    each program owns `global_scratch_size` bytes (ttbuild.backend.llir.tensormap)."""
     p = mu.props(func_op)
     name = mu.ir.StringAttr(p["sym_name"]).value
     body = func_op.regions[0].blocks[0]
     params = [llvm_type(mu.elem_str(a.type)) for a in body.arguments]
+    if global_scratch_size > 0:
+        params.append(GPTR)
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), params), name)
     fn.calling_convention = "ptx_kernel"
     fn.attributes.add("nounwind")
     for a, blk_arg in zip(fn.args, body.arguments):
         a.name = f"arg{blk_arg.arg_number}"
+    scratch = None
+    if global_scratch_size > 0:
+        scratch = fn.args[len(body.arguments)]
+        scratch.name = f"arg{len(body.arguments)}"
     # "entry" holds what every block may use (special registers, layout index math); code starts
     # in "start", so rules in loops can still add to the entry block.
     entry = fn.append_basic_block("entry")
@@ -63,7 +74,8 @@ def lower_function(module: ir.Module, func_op, num_warps: int, fp_fusion: bool) 
     env = {blk_arg: a for blk_arg, a in zip(body.arguments, fn.args)}
     has_dot = any(op.name in DOT_OPS for op in walk(func_op))
     ctx = Ctx(builder, module, num_warps, AxisAnalysis(func_op), fp_fusion, env,
-              lambda blk, args: run_block(ctx, blk, args), local_indices=has_dot)
+              lambda blk, args: run_block(ctx, blk, args), local_indices=has_dot,
+              global_scratch=scratch, global_scratch_size=max(global_scratch_size, 0))
     run_block(ctx, body, list(fn.args))
     with builder.goto_block(entry):
         builder.branch(fn.basic_blocks[1])
@@ -112,6 +124,9 @@ def lower(ttgir: str | bytes, *, fp_fusion: bool = True) -> str:
         num_warps = int(attrs["ttg.num-warps"])
         if attrs.get("ttg.num-ctas", 1) != 1:  # absent: one CTA per program, as Triton reads it
             raise CompilationError("num-ctas > 1 is not supported yet", stage="llir")
+        scratch = attrs.get("ttg.global_scratch_memory_size", 0)
+        if not isinstance(scratch, int) or scratch < 0:
+            raise CompilationError(f"ttg.global_scratch_memory_size = {scratch!r}: not a byte count", stage="llir")
         module = ir.Module(name="ttbuild")
         module.triple = TRIPLE
         # libdevice's __nvvm_reflect("__CUDA_FTZ") answers 1, as Triton sets it (llvm.set_nvvm_reflect_ftz):
@@ -123,7 +138,7 @@ def lower(ttgir: str | bytes, *, fp_fusion: bool = True) -> str:
                 raise at_op(NotSupportedYet(op.operation.name, None, "llir"), op, "llir")
             # Errors outside any op's rule (arguments, analyses) point at the function.
             try:
-                lower_function(module, op, num_warps, fp_fusion)
+                lower_function(module, op, num_warps, fp_fusion, scratch)
             except CompilationError as err:
                 raise at_op(err, op, "llir")  # noqa: B904  (re-raises err itself, now located)
             except TTBuildError:

@@ -24,6 +24,7 @@ from ttbuild.backend.llir import (
                                   memory,
                                   reduce,
                                   scan,
+                                  tensormap,
                                   tma,
                                   tt,
                                   view,
@@ -32,6 +33,6 @@ from ttbuild.backend.llir import (
 from ttbuild.registry import Registry, build
 
 MODULES = (arith, math_ops, cast, tt, memory, async_copy, atomic, view, convert_layout, reduce, scan,
-           control_flow, debug, dot, inline_asm, histogram, wgmma, tma)
+           control_flow, debug, dot, inline_asm, histogram, wgmma, tma, tensormap)
 
 RULES: Registry = build({"default": Registry("LLIR lowering rule")}, MODULES)["default"]

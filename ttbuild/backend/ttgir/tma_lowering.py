@@ -1,4 +1,4 @@
-"""TTGIR pass: every `tt.descriptor_load` the pipeliner left becomes a TMA copy into a shared buffer waited on through an mbarrier and read back into its register layout, and the module's `ttb.tma` record gets each TMA parameter's swizzle and box (Triton's TMALowering, lib/Dialect/TritonNvidiaGPU/Transforms/TMALowering.cpp).
+"""TTGIR pass: every `tt.descriptor_load` the pipeliner left becomes a TMA copy into a shared buffer waited on through an mbarrier and read back into its register layout, every `tt.make_tensor_descriptor` a tensormap the program writes into its global scratch, and the module's `ttb.tma` record gets each TMA parameter's swizzle and box (Triton's TMALowering, lib/Dialect/TritonNvidiaGPU/Transforms/TMALowering.cpp).
 
 A descriptor's CUtensorMap has one swizzle for all its loads: the `#ttg.nvmma_shared` encoding
 Triton gives its block (NVMMASharedEncodingAttr::get, `nvmma_for_operand`; unswizzled when the
@@ -68,6 +68,56 @@ def _lower(load) -> None:
     load.operation.erase()
 
 
+# tensormap.replace's elemtype per element type (PTX ISA, "tensormap.replace": .u8 0, .u16 1,
+# .s32 3, .s64 5, .f16 6, .f32 7, .f64 9, .bf16 10; not the driver API's CUtensorMapDataType
+# numbering), as Triton 3.6 picks them (8-bit types as u8, 16-bit integers as u16).
+ELEM_TYPES = {"i8": 0, "f8E4M3FN": 0, "f8E5M2": 0, "i16": 1, "i32": 3, "i64": 5, "f16": 6, "f32": 7,
+              "f64": 9, "bf16": 10}
+SWIZZLE_MODES = {0: 0, 32: 1, 64: 2, 128: 3}  # CUtensorMapSwizzle
+MAP_BYTES = 128  # a CUtensorMap
+
+
+def _make_descriptor(make, offset: int) -> None:
+    """`tt.make_tensor_descriptor` -> a tensormap written by the program into its global scratch
+    slot at `offset` (Triton's TMALowering: ttg.global_scratch_alloc, ttng.tensormap_create with
+    box, extents and element strides innermost first and byte strides, the acquire fence, and
+    ttng.reinterpret_tensor_descriptor as the descriptor)."""
+    block, elem = _block_of(make.results[0].type)
+    rank = len(block)
+    enc = encoding(block, elem)
+    box = tma.box(block, enc.elem_bits, enc.swizzle)
+    base, shape, strides = make.operands[0], list(make.operands)[1:1 + rank], list(make.operands)[1 + rank:]
+    i32, i64 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(64)
+    loc = make.location
+    p = mu.props(make)
+    nan = "padding" in p and mu.int_attr(p["padding"]) == 2
+
+    def op(name, results, operands, attrs=None):
+        return ir.Operation.create(name, results=results, operands=operands, attributes=attrs or {}, loc=loc)
+
+    def const(t, v):
+        return op("arith.constant", [t], [], {"value": ir.IntegerAttr.get(t, v)}).results[0]
+
+    with ir.InsertionPoint(make):
+        ptr = op("ttg.global_scratch_alloc", [ir.Type.parse("!tt.ptr<i8>")], [],
+                 {"alignment": ir.IntegerAttr.get(i32, MAP_BYTES), "nbytes": ir.IntegerAttr.get(i32, MAP_BYTES),
+                  "ttg.global_scratch_memory_offset": ir.IntegerAttr.get(i32, offset)}).results[0]
+        eb = const(i64, mu.elem_bits(elem) // 8)
+        byte_strides = [op("arith.muli", [i64], [s_, eb], {"overflowFlags": ir.Attribute.parse("#arith.overflow<none>")}
+                           ).results[0] for s_ in reversed(strides[:-1])]
+        boxes = [const(i32, b) for b in reversed(box)]
+        ones = [const(i32, 1) for _ in range(rank)]
+        op("ttng.tensormap_create", [], [ptr, base, *boxes, *reversed(shape), *byte_strides, *ones],
+           {"elem_type": ir.IntegerAttr.get(i32, ELEM_TYPES[elem]), "fill_mode": ir.IntegerAttr.get(i32, 1 if nan else 0),
+            "interleave_layout": ir.IntegerAttr.get(i32, 0),
+            "swizzle_mode": ir.IntegerAttr.get(i32, SWIZZLE_MODES[enc.swizzle]),
+            "operandSegmentSizes": ir.Attribute.parse(f"array<i32: 1, 1, {rank}, {rank}, {rank - 1}, {rank}>")})
+        op("ttng.tensormap_fenceproxy_acquire", [], [ptr])
+        desc = op("ttng.reinterpret_tensor_descriptor", [make.results[0].type], [ptr]).results[0]
+    make.results[0].replace_all_uses_with(desc)
+    make.operation.erase()
+
+
 def lower_tma(module) -> int:
     """Lower the remaining `tt.descriptor_load`s of every tt.func and fill the module's
     ttbuild.tma.MODULE_ATTR; returns how many loads were lowered here."""
@@ -80,6 +130,20 @@ def lower_tma(module) -> int:
         for load in loads:
             _lower(load)
         count += len(loads)
+        makes = []
+        for op in walk(func):
+            if op.name == "tt.make_tensor_descriptor":
+                if next(iter(op.results[0].uses), None) is None:
+                    op.operation.erase()  # only stored through (the pointer form): no map to write
+                else:
+                    makes.append(op)
+        for k, make in enumerate(makes):
+            _make_descriptor(make, k * MAP_BYTES)
+        if makes:  # the per-program scratch the runtime provides (Triton's global_scratch)
+            module.operation.attributes["ttg.global_scratch_memory_size"] = ir.IntegerAttr.get(
+                ir.IntegerType.get_signless(32), len(makes) * MAP_BYTES)
+            module.operation.attributes["ttg.global_scratch_memory_alignment"] = ir.IntegerAttr.get(
+                ir.IntegerType.get_signless(32), MAP_BYTES)
         body = func.regions[0].blocks[0]
         args += [a for a in body.arguments if str(a.type).startswith("!tt.tensordesc<")]
     attrs = module.operation.attributes

@@ -20,6 +20,31 @@ def _tile_of(tile_id, tiles_per_group, tiles_m, GROUP_SIZE_M: tl.constexpr):
 
 
 @triton.jit
+def _tile_product(a_desc, b_desc, off_m, off_n, k_tiles, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+                  BLOCK_SIZE_K: tl.constexpr):
+    """A[off_m:, :] @ B[off_n:, :].T over k_tiles blocks of K, fp32."""
+    acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    for ki in range(k_tiles):
+        a = a_desc.load([off_m, ki * BLOCK_SIZE_K])
+        b = b_desc.load([off_n, ki * BLOCK_SIZE_K])
+        acc = tl.dot(a, b.T, acc)
+    return acc
+
+
+@triton.jit
+def _store_tile(c_desc, acc, off_m, off_n, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
+                EPILOGUE_SUBTILE: tl.constexpr, dtype: tl.constexpr):
+    """C's tile at (off_m, off_n) as `dtype`: whole, or in two column halves."""
+    if EPILOGUE_SUBTILE:
+        halves = tl.permute(tl.reshape(acc, (BLOCK_SIZE_M, 2, BLOCK_SIZE_N // 2)), (0, 2, 1))
+        left, right = tl.split(halves)
+        c_desc.store([off_m, off_n], left.to(dtype))
+        c_desc.store([off_m, off_n + BLOCK_SIZE_N // 2], right.to(dtype))
+    else:
+        c_desc.store([off_m, off_n], acc.to(dtype))
+
+
+@triton.jit
 def matmul_persistent_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
                              BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
                              GROUP_SIZE_M: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, NUM_SMS: tl.constexpr):
@@ -45,18 +70,8 @@ def matmul_persistent_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
         pid_m, pid_n = _tile_of(tile_id, tiles_per_group, tiles_m, GROUP_SIZE_M)
         off_m = pid_m * BLOCK_SIZE_M
         off_n = pid_n * BLOCK_SIZE_N
-        acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
-        for ki in range(k_tiles):
-            a = a_desc.load([off_m, ki * BLOCK_SIZE_K])
-            b = b_desc.load([off_n, ki * BLOCK_SIZE_K])
-            acc = tl.dot(a, b.T, acc)
-        if EPILOGUE_SUBTILE:
-            halves = tl.permute(tl.reshape(acc, (BLOCK_SIZE_M, 2, BLOCK_SIZE_N // 2)), (0, 2, 1))
-            left, right = tl.split(halves)
-            c_desc.store([off_m, off_n], left.to(dtype))
-            c_desc.store([off_m, off_n + BLOCK_SIZE_N // 2], right.to(dtype))
-        else:
-            c_desc.store([off_m, off_n], acc.to(dtype))
+        acc = _tile_product(a_desc, b_desc, off_m, off_n, k_tiles, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K)
+        _store_tile(c_desc, acc, off_m, off_n, BLOCK_SIZE_M, BLOCK_SIZE_N, EPILOGUE_SUBTILE, dtype)
 
 
 @triton.jit
@@ -80,15 +95,5 @@ def matmul_tma_persistent_kernel(a_desc, b_desc, c_desc, M, N, K,
         pid_m, pid_n = _tile_of(tile_id, tiles_per_group, tiles_m, GROUP_SIZE_M)
         off_m = pid_m * BLOCK_SIZE_M
         off_n = pid_n * BLOCK_SIZE_N
-        acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
-        for ki in range(k_tiles):
-            a = a_desc.load([off_m, ki * BLOCK_SIZE_K])
-            b = b_desc.load([off_n, ki * BLOCK_SIZE_K])
-            acc = tl.dot(a, b.T, acc)
-        if EPILOGUE_SUBTILE:
-            halves = tl.permute(tl.reshape(acc, (BLOCK_SIZE_M, 2, BLOCK_SIZE_N // 2)), (0, 2, 1))
-            left, right = tl.split(halves)
-            c_desc.store([off_m, off_n], left.to(dtype))
-            c_desc.store([off_m, off_n + BLOCK_SIZE_N // 2], right.to(dtype))
-        else:
-            c_desc.store([off_m, off_n], acc.to(dtype))
+        acc = _tile_product(a_desc, b_desc, off_m, off_n, k_tiles, BLOCK_SIZE_M, BLOCK_SIZE_N, BLOCK_SIZE_K)
+        _store_tile(c_desc, acc, off_m, off_n, BLOCK_SIZE_M, BLOCK_SIZE_N, EPILOGUE_SUBTILE, dtype)

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import re
-import subprocess
 
 import pytest
 from filecheck_util import filecheck
 from llvmlite import ir
+from ptx_util import assert_ptxas_accepts, ttgir_to_ptx
 
 from ttbuild import tma
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.llir import emit
 from ttbuild.errors import CompilationError
-from ttbuild.stages import llir, ptx
 
 BS = "#ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>"
 BAR = f"!ttg.memdesc<1xi64, {BS}, #ttg.shared_memory, mutable>"
@@ -117,26 +116,6 @@ def kernel_text(rows=128, cols=64, elem="f16", swizzle=128, *, warps=4, descs=1,
 
 # ------------------------------------------------------------------ helpers
 
-def _ptx(text: str) -> str:
-    out = {"ttgir": text.encode()}
-    out["llir"] = llir.run(out, {})["llir"]
-    return ptx.run(out, {})["ptx"].decode()
-
-
-def _ptxas(ptx_text: str, tmp_path) -> None:
-    """ptxas for sm_90a accepts the PTX (skips where the wheel provides none)."""
-    from ttbuild.errors import ToolError
-    from ttbuild.toolchain import ptxas_path
-
-    try:
-        exe = ptxas_path()
-    except ToolError:
-        pytest.skip("no ptxas")
-    src = tmp_path / "k.ptx"
-    src.write_text(ptx_text)
-    proc = subprocess.run([str(exe), "-arch=sm_90a", str(src), "-o", str(tmp_path / "k.cubin")],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
 
 
 def lowered_function(text: str, monkeypatch) -> ir.Function:
@@ -236,14 +215,14 @@ def _replaces(fn) -> list:
 
 # --------------------------------------------------------------------------------- tests
 
-def test_device_descriptor_ptx(tmp_path):
+def test_device_descriptorttgir_to_ptx(tmp_path):
     """A 128x64 fp16 descriptor (128-byte swizzle) made in the kernel: one trailing .u64 .ptr
     parameter (the scratch base), this program's slot from ctaid/nctaid, warp 0 zeroes the
     template, thread 0 writes every field (rank 1, box {64, 128}, dims {K, M}, stride K * 2
     bytes, element strides 1, elemtype 6, interleave 0, swizzle 3, fill 0), warp 0 copies it
     to the slot with the release and acquires it, a CTA barrier, and the TMA copy reads the map
     at the slot's generic address; ptxas accepts it."""
-    p = _ptx(kernel_text())
+    p = ttgir_to_ptx(kernel_text())
     checks = r"""
 CHECK: .param .u32 k_param_6,
 CHECK-NEXT: .param .u64 .ptr .global .align 1 k_param_7
@@ -296,7 +275,7 @@ CHECK: ld.shared.v4.b32
 """
     filecheck(p, checks, tmp_path)
     assert p.count("tensormap.replace.tile.") == 13 and p.count("bar.warp.sync") == 2
-    _ptxas(p, tmp_path)
+    assert_ptxas_accepts(p, tmp_path)
 
 
 @pytest.mark.parametrize("props,enc", [(True, False), (False, False), (True, True)])
@@ -372,7 +351,7 @@ def test_barriers_around_the_template(tmp_path):
     """bar.warp.sync after the zeroing and before the warp's copy; a CTA barrier after each
     acquire; a second create writes the template only after that barrier (no extra one), and
     global_smem is at least 128-byte aligned."""
-    p = _ptx(kernel_text(descs=2))
+    p = ttgir_to_ptx(kernel_text(descs=2))
     seq = re.findall(r"(bar\.sync\s+0|bar\.warp\.sync\s+-1|st\.shared\.b32|tensormap\.cp_fenceproxy|"
                      r"fence\.proxy\.tensormap|tensormap\.replace\.tile\.global_address)", p)
     seq = [re.sub(r"\s+", " ", s_) for s_ in seq]
@@ -380,7 +359,7 @@ def test_barriers_around_the_template(tmp_path):
            "tensormap.cp_fenceproxy", "fence.proxy.tensormap", "bar.sync 0"]
     assert seq[:14] == one + one
     assert re.search(r"\.extern \.shared \.align (128|256|512|1024) \.b8 global_smem", p)
-    _ptxas(p, tmp_path)
+    assert_ptxas_accepts(p, tmp_path)
 
 
 def test_a_create_after_a_shared_memory_reader_waits_for_a_barrier(monkeypatch):
@@ -421,7 +400,7 @@ def test_no_scratch_attribute_no_extra_parameter(tmp_path):
         assert re.search(r'define ptx_kernel void @"?k"?\(ptr addrspace\(1\) %"?arg0"?, ptr addrspace\(1\) %"?arg1"?, '
                          r'i32 %"?arg2"?, i32 %"?arg3"?, i32 %"?arg4"?, i32 %"?arg5"?, i32 %"?arg6"?\)', ll), ll[:400]
         assert "nctaid" not in ll
-    p = _ptx(plain)
+    p = ttgir_to_ptx(plain)
     assert "k_param_6\n)" in p and "k_param_7" not in p
     with pytest.raises(CompilationError, match="without ttg.global_scratch_memory_size"):
         emit.lower(text)
@@ -464,12 +443,12 @@ def test_rank_3_create(tmp_path):
     text = text.replace("(!tt.ptr<i8>, !tt.ptr<f16>, i32, i32, i32, i32, i64, i32, i32) -> ()",
                         "(!tt.ptr<i8>, !tt.ptr<f16>, i32, i32, i32, i32, i32, i32, i64, i64, i32, i32, i32) -> ()")
     text = text.replace("!tt.tensordesc<tensor<128x64xf16>>", "!tt.tensordesc<tensor<1x128x64xf16>>")
-    p = _ptx(text)
+    p = ttgir_to_ptx(text)
     assert re.search(r"tensormap\.replace\.tile\.rank\.shared::cta\.b1024\.b32 \[%rd\d+\], 2;", p)
     for field, n in (("box_dim", 3), ("global_dim", 3), ("global_stride", 2), ("element_stride", 3)):
         assert re.findall(rf"tensormap\.replace\.tile\.{field}\.shared::cta\.b1024\.b\d+ \[%rd\d+\], (\d)", p) == \
             [str(i) for i in range(n)], field
-    _ptxas(p, tmp_path)
+    assert_ptxas_accepts(p, tmp_path)
 
 
 def test_allocation_counts_the_template():
@@ -513,7 +492,7 @@ print("\\nSCRATCH", k.metadata.global_scratch_size, k.metadata.global_scratch_al
 """
     theirs = run_triton(script, str(path))
     assert re.search(r"SCRATCH 128 128", theirs)
-    ours = _ptx(kernel_text(enc=True))
+    ours = ttgir_to_ptx(kernel_text(enc=True))
 
     def seq(p):
         out = []

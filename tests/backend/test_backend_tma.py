@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import re
-import subprocess
 from math import prod
 
 import pytest
 from filecheck_util import filecheck
 from llvmlite import ir
+from ptx_util import assert_ptxas_accepts, ttgir_to_ptx
 
 from ttbuild import tma
 from ttbuild.backend.analysis.mma_layout import NvmmaShared
 from ttbuild.backend.llir import emit
 from ttbuild.errors import CompilationError, NotSupportedYet
-from ttbuild.stages import llir, ptx
+from ttbuild.stages import llir
 
 # Types of unregistered dialects are opaque text: no attribute aliases inside them.
 BS = "#ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [0]}>"
@@ -250,26 +250,6 @@ def _model(sw: NvmmaShared, index, shape) -> int:
     return sw.offset(index, shape)
 
 
-def _ptx(text: str) -> str:
-    out = {"ttgir": text.encode()}
-    out["llir"] = llir.run(out, {})["llir"]
-    return ptx.run(out, {})["ptx"].decode()
-
-
-def _ptxas(ptx_text: str, tmp_path) -> None:
-    """ptxas for sm_90a accepts the PTX (skips where the wheel provides none)."""
-    from ttbuild.errors import ToolError
-    from ttbuild.toolchain import ptxas_path
-
-    try:
-        exe = ptxas_path()
-    except ToolError:
-        pytest.skip("no ptxas")
-    src = tmp_path / "k.ptx"
-    src.write_text(ptx_text)
-    proc = subprocess.run([str(exe), "-arch=sm_90a", str(src), "-o", str(tmp_path / "k.cubin")],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
 
 
 # --------------------------------------------------------------------------------- tests
@@ -279,7 +259,7 @@ def test_tensordesc_parameter_is_a_u64_and_the_protocol_as_triton(tmp_path):
     address) used as the copy's map operand; one thread inits the barrier, a CTA barrier,
     arms it with the tile's 16384 bytes, proxy fence, one box at {x, y} = {param 3, param 2};
     every thread spins on the parity wait, then reads the tile; a barrier, then the inval."""
-    p = _ptx(kernel_text(128, 64, 128))
+    p = ttgir_to_ptx(kernel_text(128, 64, 128))
     checks = """
 CHECK: .param .u64 k_param_0,
 CHECK-DAG: ld.param.b64 [[MAP:%rd[0-9]+]], [k_param_0];
@@ -301,7 +281,7 @@ CHECK: bar.sync 0;
 CHECK: @[[LEAD]] mbarrier.inval.shared::cta.b64 [[[BAR]]];
 """
     filecheck(p, checks, tmp_path)
-    _ptxas(p, tmp_path)
+    assert_ptxas_accepts(p, tmp_path)
 
 
 @pytest.mark.parametrize("rows,cols,swizzle,elem", [
@@ -330,7 +310,7 @@ def test_one_copy_per_box(rows, cols, swizzle, elem, monkeypatch):
             assert ev(pred) == int(tid == 0 and n_arg > 0)
             assert isinstance(tmap, ir.Argument) and tmap.name == "arg0" and tmap.type == ir.IntType(64)
             assert (ev(dst), ev(x), ev(y), ev(bar)) == (slot + k * rows * box_cols * eb, x0 + k * box_cols, y0, 8)
-    _ptx(text)
+    ttgir_to_ptx(text)
 
 
 @pytest.mark.parametrize("rows,cols,swizzle,elem,vec,trans", [
@@ -359,12 +339,12 @@ def test_local_load_reads_every_element_through_the_swizzle(rows, cols, swizzle,
     widest = max(int(m) for m in re.findall(r"load <(\d+) x", llir.run({"ttgir": text.encode()}, {})["llir"].decode())
                  or ["1"])
     assert widest * 8 <= 128  # 16 bytes at most
-    _ptxas(_ptx(text), tmp_path)
+    assert_ptxas_accepts(ttgir_to_ptx(text), tmp_path)
 
 
 def test_local_load_vectorizes_16_bytes(tmp_path):
     """8 fp16 per thread along the contiguous dimension: one 16-byte ld.shared per chunk."""
-    p = _ptx(kernel_text(128, 64, 128))
+    p = ttgir_to_ptx(kernel_text(128, 64, 128))
     assert len(re.findall(r"ld\.shared\.v4\.b32", p)) == 8 and "ld.shared.b16" not in p
 
 
@@ -374,17 +354,17 @@ def test_predicated_wait_and_several_waits_get_their_own_labels(tmp_path):
     text = kernel_text(64, 64, 128, wait_pred=True)
     wait = re.search(r'\n\s*"ttng.wait_barrier".*', text).group(0)
     text = text.replace(wait, wait + wait)
-    p = _ptx(text)
+    p = ttgir_to_ptx(text)
     labels = re.findall(r"^\s*(ttb_wait_\w+):", p, re.M)
     assert len(labels) == 2 and len(set(labels)) == 2
     assert re.search(r"not\.pred ttb_ready, %p\d+;", p)
     assert re.search(r"@!ttb_ready mbarrier\.try_wait\.parity\.shared::cta\.b64 ttb_ready", p)
-    _ptxas(p, tmp_path)
+    assert_ptxas_accepts(p, tmp_path)
 
 
 def test_constant_true_predicates_fold(tmp_path):
     """`pred = true`: the leader test alone guards the expect and the copy."""
-    p = _ptx(kernel_text(128, 64, 128, pred="true"))
+    p = ttgir_to_ptx(kernel_text(128, 64, 128, pred="true"))
     lead = re.search(r"setp\.eq\.b32\s+(%p\d+), %r\d+, 0;", p).group(1)
     assert re.search(rf"@{lead} mbarrier\.arrive\.expect_tx", p)
     assert re.search(rf"@{lead} cp\.async\.bulk\.tensor", p)
@@ -485,7 +465,7 @@ def test_descriptor_matmul_step_through_tma_and_wgmma(tmp_path):
     both descriptors K-major with a 128-byte swizzle (Triton 3.6's constant 0x4000004000000000
     for both, imm-trans-b 0, as in its descriptor matmul), no CTA barrier between the wait and
     the wgmma (the mbarrier made the tiles visible), ptxas accepts it."""
-    p = _ptx(matmul_text())
+    p = ttgir_to_ptx(matmul_text())
     assert p.count("cp.async.bulk.tensor.2d") == 2
     assert re.search(r"mbarrier\.arrive\.expect_tx\.shared::cta\.b64 _, \[%r\d+\], 32768;", p)
     consts = {int(x) & (2 ** 64 - 1) for x in re.findall(r"or\.b64\s+%rd\d+, %rd\d+, (-?\d{12,});", p)}
@@ -494,7 +474,7 @@ def test_descriptor_matmul_step_through_tma_and_wgmma(tmp_path):
     between = p[p.index("mbarrier.try_wait"):p.index("wgmma.fence")]
     assert "bar.sync" not in between
     assert re.search(r"\.extern \.shared \.align 1024 \.b8 global_smem", p)
-    _ptxas(p, tmp_path)
+    assert_ptxas_accepts(p, tmp_path)
 
 
 def dot_load_text(rows, cols, op_idx: int, trans_view: bool) -> str:
@@ -532,7 +512,7 @@ def test_ldmatrix_from_an_nvmma_tile(rows, cols, op_idx, trans, monkeypatch, tmp
     fast = addresses()
     monkeypatch.setattr(dot, "swizzle_periods", lambda sw, desc: dict.fromkeys(range(len(desc.shape)), 1 << 30))
     assert addresses() == fast
-    _ptxas(_ptx(text), tmp_path)
+    assert_ptxas_accepts(ttgir_to_ptx(text), tmp_path)
 
 
 def test_copy_operands_in_the_custom_forms_order_without_segment_sizes(monkeypatch):

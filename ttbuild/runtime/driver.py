@@ -11,6 +11,7 @@ import contextlib
 import ctypes
 import os
 import threading
+import weakref
 from typing import Protocol
 
 from ..errors import TTBuildError
@@ -340,3 +341,26 @@ class CtypesCudaDriver(CudaDriver):
                              stream or None, params_address, None)
         if err:
             self.check_code("cuLaunchKernel", err, f"grid={grid}, block=({block_x},1,1), shared={shared}")
+
+
+class PerDriver:
+    """`per(driver)`: the one object `make(driver)` made for that driver object, made on first use
+    (thread-safe). Drivers that take weak references are keyed weakly, others strongly."""
+
+    def __init__(self, make):
+        self.make = make
+        self._weak: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+        self._strong: dict = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, driver):
+        with self._lock:
+            try:
+                table = self._weak
+                found = table.get(driver)
+            except TypeError:  # no weak references to this driver
+                table = self._strong
+                found = table.get(driver)
+            if found is None:
+                found = table[driver] = self.make(driver)
+            return found

@@ -45,9 +45,9 @@ from __future__ import annotations
 import ctypes
 import itertools
 import threading
-import weakref
 
 from ..errors import TTBuildError
+from .driver import PerDriver
 
 MIN_ALIGN = 128          # the buffer's base alignment at least (a CUtensorMap needs 64, Triton uses 128)
 GRANULE = 4096           # capacities are multiples of this
@@ -188,23 +188,7 @@ class ScratchUse:
         return self.scratch.address(self.ctx, stream, self.size * programs, self.align, self.what)
 
 
-_by_driver: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_by_driver_strong: dict = {}  # drivers that take no weak reference
-_by_driver_lock = threading.Lock()
-
-
-def global_scratch(driver) -> GlobalScratch:
-    """The GlobalScratch of `driver` (one per driver object, made on first use)."""
-    with _by_driver_lock:
-        try:
-            table = _by_driver
-            found = table.get(driver)
-        except TypeError:
-            table = _by_driver_strong
-            found = table.get(driver)
-        if found is None:
-            found = table[driver] = GlobalScratch(driver)
-        return found
+global_scratch = PerDriver(GlobalScratch)  # driver -> its GlobalScratch (one per driver object)
 
 
 def reserve(nbytes: int, stream: int = 0, device: int | None = None, driver=None) -> int:

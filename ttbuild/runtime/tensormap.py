@@ -31,11 +31,11 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import weakref
 from typing import Protocol
 
 from ..errors import TTBuildError
 from ..signature import DTYPE_BYTES
+from .driver import PerDriver
 
 MAP_BYTES = 128          # sizeof(CUtensorMap)
 MAP_ALIGN = 64           # cuTensorMapEncodeTiled: "tensorMap address must be aligned to 64 bytes"
@@ -309,29 +309,20 @@ class TensorMaps:
             del self.table[key]
 
 
-_by_driver: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_by_driver_strong: dict = {}  # drivers that take no weak reference
-_by_driver_lock = threading.Lock()
+def _new_tensor_maps(driver) -> TensorMaps:
+    if hasattr(driver, "tensor_map_encode_tiled"):
+        return TensorMaps(driver)
+    if hasattr(driver, "cu") and hasattr(driver, "check"):
+        return TensorMaps(CudaTensorMaps(driver))
+    raise TensorMapError(f"{type(driver).__name__} cannot encode CUDA tensor maps (TMA): launch "
+                         "through ttbuild.runtime.CudaDriver or a driver with tensor_map_encode_tiled")
+
+
+_tensor_maps = PerDriver(_new_tensor_maps)
 
 
 def tensor_maps(driver) -> TensorMaps:
     """The TensorMaps of `driver` (one per driver object, made on first use): the driver itself
     where it offers `tensor_map_encode_tiled`, else a CudaDriver through CudaTensorMaps. Raises
     TensorMapError for a driver that has neither."""
-    with _by_driver_lock:
-        try:
-            table = _by_driver
-            maps = table.get(driver)
-        except TypeError:
-            table = _by_driver_strong
-            maps = table.get(driver)
-        if maps is None:
-            if hasattr(driver, "tensor_map_encode_tiled"):
-                seam = driver
-            elif hasattr(driver, "cu") and hasattr(driver, "check"):
-                seam = CudaTensorMaps(driver)
-            else:
-                raise TensorMapError(f"{type(driver).__name__} cannot encode CUDA tensor maps (TMA): launch "
-                                     "through ttbuild.runtime.CudaDriver or a driver with tensor_map_encode_tiled")
-            maps = table[driver] = TensorMaps(seam)
-        return maps
+    return _tensor_maps(driver)

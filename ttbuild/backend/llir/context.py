@@ -197,6 +197,22 @@ class Ctx:
             fn = ir.Function(self.module, ir.FunctionType(ret, args), name)
         return fn
 
+    def asm_effect(self, text: str, cons: str, args) -> None:
+        """A void inline asm with side effects that also clobbers memory: LLVM moves no memory
+        access across it (barriers, fences, async copies and the tiles they guard)."""
+        ftype = ir.FunctionType(ir.VoidType(), [a.type for a in args])
+        self.builder.asm(ftype, text, cons + (",~{memory}" if cons else "~{memory}"), args, side_effect=True)
+
+    def thread_is(self, pred: str, bound: int, name: str) -> ir.Value:
+        """i1: tid.x `pred` `bound` (unsigned compare: "==", "<", ...), computed once per
+        function in the entry block (the threads that issue one-thread or one-warp operations)."""
+        def make():
+            tid = self.sreg("tid.x")
+            b = self.builder
+            with b.goto_block(b.function.entry_basic_block):
+                return b.icmp_unsigned(pred, tid, ir.Constant(I32, bound), name=name)
+        return self.memo(("thread_is", pred, bound), make)
+
     def sreg(self, name: str) -> ir.Value:
         """A PTX special register (`tid.x`, `ctaid.y`, ...) read once per function, in the entry block."""
         key = ("sreg", name)

@@ -39,7 +39,7 @@ from ttbuild import tma
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.llir.context import I8, I32, I64
 from ttbuild.backend.llir.dot import shared_layout
-from ttbuild.backend.llir.tma import _asm, _leader, tensordesc_block
+from ttbuild.backend.llir.tma import leader, tensordesc_block
 from ttbuild.errors import CompilationError, NotSupportedYet
 from ttbuild.registry import RuleSet
 
@@ -71,14 +71,8 @@ def _int(op, name: str) -> int:
 
 
 def _warp0(ctx) -> ir.Value:
-    """i1: this thread is in warp 0 (tid.x < 32), the warp that writes and acquires maps (once
-    per function, in the entry block)."""
-    def make():
-        tid = ctx.sreg("tid.x")
-        b = ctx.builder
-        with b.goto_block(b.function.entry_basic_block):
-            return b.icmp_unsigned("<", tid, ir.Constant(I32, 32), name="tmap_warp0")
-    return ctx.memo(("tmap_warp0",), make)
+    """i1: this thread is in warp 0 (tid.x < 32), the warp that writes and acquires maps."""
+    return ctx.thread_is("<", 32, "tmap_warp0")
 
 
 def program_scratch(ctx) -> ir.Value:
@@ -165,7 +159,7 @@ def _replace(ctx, lead, tmpl, field: str, *, ordinal: int | None = None, value=N
         cons += ",l" if bits == "b64" else ",r"
     else:
         text += f", {imm};"
-    _asm(ctx, text, cons, args)
+    ctx.asm_effect(text, cons, args)
 
 
 def _warp_sync(ctx) -> None:
@@ -196,10 +190,10 @@ def tensormap_create(ctx, op, desc_ptr, global_address, *rest):
 
     ctx.before_smem_write()  # the template's bytes may be scratch others read since the last barrier
     ctx.align_smem(MAP_BYTES)
-    warp0, lead = _warp0(ctx), _leader(ctx)
+    warp0, lead = _warp0(ctx), leader(ctx)
     tmpl32 = b.ptrtoint(ctx.smem(0), I32)
     lane_addr = b.add(tmpl32, b.shl(ctx.sreg("tid.x"), ir.Constant(I32, 2)))
-    _asm(ctx, "@$0 st.shared.b32 [$1], 0;", "b,r", [warp0, lane_addr])
+    ctx.asm_effect("@$0 st.shared.b32 [$1], 0;", "b,r", [warp0, lane_addr])
     _warp_sync(ctx)
     tmpl = b.zext(tmpl32, I64)
     _replace(ctx, lead, tmpl, "global_address", value=b.ptrtoint(global_address, I64))
@@ -216,7 +210,7 @@ def tensormap_create(ctx, op, desc_ptr, global_address, *rest):
     for name, v in fields.items():
         _replace(ctx, lead, tmpl, name, imm=v)
     _warp_sync(ctx)
-    _asm(ctx, f"@$0 {CP_FENCEPROXY} [$1], [$2], {MAP_BYTES};", "b,l,l",
+    ctx.asm_effect(f"@$0 {CP_FENCEPROXY} [$1], [$2], {MAP_BYTES};", "b,l,l",
          [warp0, b.ptrtoint(desc_ptr, I64), tmpl])
     ctx.after_smem_read()  # whoever writes the template's bytes next waits for a barrier
 
@@ -232,7 +226,7 @@ def tensormap_fenceproxy_acquire(ctx, op, ptr):
     """Warp 0 acquires the map for the tensormap proxy, then a CTA barrier."""
     text = (f"@$0 {ACQUIRE} [$1], {MAP_BYTES};\n\t@$0 cp.async.bulk.commit_group;\n\t"
             "@$0 cp.async.bulk.wait_group.read 0;")
-    _asm(ctx, text, "b,l", [_warp0(ctx), _generic(ctx, ptr)])
+    ctx.asm_effect(text, "b,l", [_warp0(ctx), _generic(ctx, ptr)])
     ctx.barrier()
 
 

@@ -64,34 +64,21 @@ def tensordesc_block(t) -> tuple[tuple[int, ...], str]:
     return tuple(int(s) for s in m.group(1).split("x")), m.group(2)
 
 
-def _asm(ctx, text: str, cons: str, args) -> None:
-    """A void asm with side effects that also clobbers memory: LLVM moves no shared-memory
-    access across it (the barrier and the tile it guards)."""
-    ftype = ir.FunctionType(ir.VoidType(), [a.type for a in args])
-    ctx.builder.asm(ftype, text, cons + (",~{memory}" if cons else "~{memory}"), args, side_effect=True)
-
-
 def _addr(ctx, desc: MemDesc) -> ir.Value:
     """The 32-bit shared address of a view (an `r` register; shared-window addresses fit in 32
     bits, as Triton passes them)."""
     return ctx.builder.ptrtoint(desc.ptr, I32)
 
 
-def _leader(ctx) -> ir.Value:
-    """i1: this thread is tid.x == 0, the one that inits, arms and issues (once per function,
-    in the entry block)."""
-    def make():
-        tid = ctx.sreg("tid.x")
-        b = ctx.builder
-        with b.goto_block(b.function.entry_basic_block):
-            return b.icmp_unsigned("==", tid, ir.Constant(I32, 0), name="tma_leader")
-    return ctx.memo(("tma_leader",), make)
+def leader(ctx) -> ir.Value:
+    """i1: this thread is tid.x == 0, the one that inits, arms and issues."""
+    return ctx.thread_is("==", 0, "tma_leader")
 
 
 def _issued_by_leader(ctx, pred) -> ir.Value:
     """The predicate of a one-thread op: the leader, and the op's own predicate when it has one
     (a constant true one folds away)."""
-    lead = _leader(ctx)
+    lead = leader(ctx)
     if pred is None or (isinstance(pred, ir.Constant) and pred.constant in (1, True)):
         return lead
     return ctx.builder.and_(lead, pred)
@@ -114,7 +101,7 @@ def init_barrier(ctx, op, bar: MemDesc):
     """One thread inits the mbarrier with its arrival count; a CTA barrier after it."""
     count = _int_prop(op, "count")
     ctx.before_smem_write()  # its bytes may have held something others read
-    _asm(ctx, f"@$0 mbarrier.init.shared::cta.b64 [$1], {count};", "b,r", [_leader(ctx), _addr(ctx, bar)])
+    ctx.asm_effect(f"@$0 mbarrier.init.shared::cta.b64 [$1], {count};", "b,r", [leader(ctx), _addr(ctx, bar)])
     ctx.barrier()
 
 
@@ -122,7 +109,7 @@ def init_barrier(ctx, op, bar: MemDesc):
 def inval_barrier(ctx, op, bar: MemDesc):
     """A CTA barrier (every thread is done waiting on it), then one thread invalidates it."""
     ctx.barrier_unless_fresh()
-    _asm(ctx, "@$0 mbarrier.inval.shared::cta.b64 [$1];", "b,r", [_leader(ctx), _addr(ctx, bar)])
+    ctx.asm_effect("@$0 mbarrier.inval.shared::cta.b64 [$1];", "b,r", [leader(ctx), _addr(ctx, bar)])
     ctx.after_smem_read()  # whoever writes these bytes next waits for a barrier
 
 
@@ -132,7 +119,7 @@ def barrier_expect(ctx, op, bar: MemDesc, pred=None):
     copies of this phase bring (under the op's predicate)."""
     size = _int_prop(op, "size")
     ctx.barrier_unless_fresh(ignore=_is_tma_issue)
-    _asm(ctx, f"@$0 {_EXPECT} _, [$1], {size};", "b,r", [_issued_by_leader(ctx, pred), _addr(ctx, bar)])
+    ctx.asm_effect(f"@$0 {_EXPECT} _, [$1], {size};", "b,r", [_issued_by_leader(ctx, pred), _addr(ctx, bar)])
 
 
 def _copy_operands(op, vals):
@@ -196,14 +183,14 @@ def async_tma_copy(ctx, op, *vals):
         ctx.barrier()
         tail = []
     if not any(isinstance(i, ir.CallInstr) and getattr(i.callee, "asm", "") == _FENCE for i in tail):
-        _asm(ctx, _FENCE, "", [])
+        ctx.asm_effect(_FENCE, "", [])
     p = _issued_by_leader(ctx, pred)
     base, barrier = _addr(ctx, dst), _addr(ctx, bar)
     y, x0 = coords
     for k in range(n):
         x = b.add(x0, ir.Constant(I32, k * box_cols)) if k else x0
         at = b.add(base, ir.Constant(I32, k * rows * box_cols * eb)) if k else base
-        _asm(ctx, "@$0 " + COPY, "b,r,l,r,r,r", [p, at, tmap, x, y, barrier])
+        ctx.asm_effect("@$0 " + COPY, "b,r,l,r,r,r", [p, at, tmap, x, y, barrier])
 
 
 @rule("ttng.wait_barrier")
@@ -221,13 +208,13 @@ def wait_barrier(ctx, op, bar: MemDesc, phase, *rest):
         text = ("{\n\t.reg .pred ttb_ready;\n\tttb_wait_${:uid}:\n"
                 "\tmbarrier.try_wait.parity.shared::cta.b64 ttb_ready, [$0], $1;\n"
                 "\t@!ttb_ready bra.uni ttb_wait_${:uid};\n}")
-        _asm(ctx, text, "r,r", args)
+        ctx.asm_effect(text, "r,r", args)
         return
     # threads without the predicate start out "ready" and never wait
     text = ("{\n\t.reg .pred ttb_ready;\n\tnot.pred ttb_ready, $2;\n\tttb_wait_${:uid}:\n"
             "\t@!ttb_ready mbarrier.try_wait.parity.shared::cta.b64 ttb_ready, [$0], $1;\n"
             "\t@!ttb_ready bra ttb_wait_${:uid};\n}")
-    _asm(ctx, text, "r,r,b", args + [pred if pred.type == I1 else ctx.builder.trunc(pred, I1)])
+    ctx.asm_effect(text, "r,r,b", args + [pred if pred.type == I1 else ctx.builder.trunc(pred, I1)])
 
 
 @rule("ttg.memdesc_trans")

@@ -93,9 +93,8 @@ def test_ttir_takes_a_tensormap_per_descriptor_and_loads_through_it():
     assert sig.startswith("!tt.tensordesc<tensor<128x64xf16>>, !tt.ptr<f16>, i32, i32, i64, "
                           "!tt.tensordesc<tensor<64x128xf16>>, !tt.ptr<f16>, i32, i32, i64, "
                           "!tt.tensordesc<tensor<128x128xf16>>, !tt.ptr<f16>")
-    assert ttir.count('"tt.descriptor_load"') == 2
-    assert '"tt.load"' not in ttir  # both tiles through TMA; the store keeps the pointer form
-    assert '"tt.store"' in ttir
+    assert ttir.count('"tt.descriptor_load"') == 2 and ttir.count('"tt.descriptor_store"') == 1
+    assert '"tt.load"' not in ttir and '"tt.store"' not in ttir  # tiles in and out through TMA
 
 
 @pytest.mark.parametrize("opts", [{"target": "cuda:80"}, {"target": "cuda:90", "disable_tma": True}])
@@ -156,22 +155,27 @@ def device(until="ttgir", **opts):
 
 
 def test_descriptors_made_in_the_kernel_write_their_tensormaps_into_global_scratch():
-    """Tutorial 09's device-descriptor matmul: A and B get a tensormap each, made by the program
-    in its 128-byte global scratch slots (box and extents innermost first, the row stride in
-    bytes, fp16 = CU_TENSOR_MAP_DATA_TYPE_FLOAT16, the 128-byte swizzle), then load through TMA
-    rings; C, only stored (through pointers), gets none."""
+    """Tutorial 09's device-descriptor matmul: A, B and C get a tensormap each, made by the
+    program in its 128-byte global scratch slots (box and extents innermost first, the row
+    stride in bytes, fp16 = elemtype 6, the 128-byte swizzle); A and B load through TMA rings, C
+    is written by one TMA store of the tile."""
     ttgir = device()["ttgir"].decode()
     assert "tt.make_tensor_descriptor" not in ttgir and "tt.descriptor_load" not in ttgir
     attrs = module_attrs(ttgir)
-    assert attrs["ttg.global_scratch_memory_size"] == 256 and attrs["ttg.global_scratch_memory_alignment"] == 128
+    assert attrs["ttg.global_scratch_memory_size"] == 384 and attrs["ttg.global_scratch_memory_alignment"] == 128
     creates = re.findall(r'"ttng.tensormap_create"\(([^)]*)\) \{([^}]*)\}', ttgir)
-    assert len(creates) == 2
+    assert len(creates) == 3
     for _, attr in creates:
         assert "elem_type = 6" in attr and "swizzle_mode = 3" in attr and "fill_mode = 0" in attr
         assert "operandSegmentSizes = array<i32: 1, 1, 2, 2, 1, 2>" in attr
     offsets = re.findall(r"ttg.global_scratch_memory_offset = (\d+)", ttgir)
-    assert offsets == ["0", "128"]
-    assert ttgir.count('"ttng.tensormap_fenceproxy_acquire"') == 2 and ttgir.count('"ttng.wait_barrier"') == 1
+    assert offsets == ["0", "128", "256"]
+    assert ttgir.count('"ttng.tensormap_fenceproxy_acquire"') == 3 and ttgir.count('"ttng.wait_barrier"') == 1
+    # the store: the accumulator's own layout into the tile, the fence, the TMA store and its wait
+    tail = ttgir[ttgir.rindex('"ttg.local_alloc"('):]
+    assert re.match(r'"ttg.local_alloc"\(%\w+\) .*\(tensor<128x128xf16, #ttg.nvidia_mma<', tail)
+    assert [m for m in re.findall(r'"(ttng\.\w+)"', tail)] == [
+        "ttng.fence_async_shared", "ttng.async_tma_copy_local_to_global", "ttng.async_tma_store_wait"]
     assert tma.MODULE_ATTR not in attrs  # no descriptor parameter: nothing for the runtime to encode
     # without TMA: the pointer form and no scratch
     ttgir80 = device(target="cuda:80")["ttgir"].decode()
@@ -214,3 +218,18 @@ def test_triton_accepts_our_tma_ttgir(tmp_path, bt_file):
         p.write_bytes(out["ttgir"])
         paths.append(p)
     assert_triton_compiles(paths)
+
+
+def test_a_tma_store_writes_the_tile_box_by_box_from_one_thread(tmp_path):
+    """PTX of the host-descriptor matmul's store (C's 128 x 128 fp16 block, 128-byte swizzle: two
+    64-column boxes): every thread's writes fenced for the async proxy, a CTA barrier, the
+    leader's bulk tensor stores, one commit and a read wait before the tile may be reused."""
+    from ptx_util import assert_ptxas_accepts
+
+    ptx = host(until="ptx")["ptx"].decode()
+    stores = re.findall(r"@%p\d+ cp\.async\.bulk\.tensor\.2d\.global\.shared::cta\.bulk_group \[%rd\d+, \{(%r\d+), (%r\d+)\}\], \[(%r\d+)\];", ptx)
+    assert len(stores) == 2 and stores[0][1] == stores[1][1] and stores[0][0] != stores[1][0]
+    tail = ptx[ptx.rindex("fence.proxy.async.shared::cta"):]
+    assert tail.index("bar.sync") < tail.index("bulk_group") < tail.index("cp.async.bulk.commit_group") \
+        < tail.index("cp.async.bulk.wait_group.read 0")
+    assert_ptxas_accepts(ptx, tmp_path)

@@ -133,13 +133,18 @@ def load_tensor_descriptor(cx, desc, offsets):
     return blockptr.load_block(cx, bp, None, None, everything, d.padding, builtins.load)
 
 
+def _indices(cx, d: TensorDescriptor, offsets, what: str) -> list:
+    """A TMA op's i32 indices, one per dimension of the descriptor."""
+    offs = blockptr.ints(cx, offsets, f"{what} offsets")
+    if len(offs) != len(d.block_shape):
+        fail(cx, f"{what}: {len(offs)} offsets for a descriptor of rank {len(d.block_shape)}")
+    return [S.cast(cx, o, T.int32) if isinstance(o, Value) else cx.b.constant(o.value, T.int32) for o in offs]
+
+
 def _tma_load(cx, d: TensorDescriptor, offsets) -> Value:
     """`tt.descriptor_load` (Triton's DescriptorLoadOp: i32 indices, the block, out-of-bounds
     elements zero as the TMA fills them) of a TMA descriptor parameter."""
-    offs = blockptr.ints(cx, offsets, "desc.load offsets")
-    if len(offs) != len(d.block_shape):
-        fail(cx, f"desc.load: {len(offs)} offsets for a descriptor of rank {len(d.block_shape)}")
-    idx = [S.cast(cx, o, T.int32) if isinstance(o, Value) else cx.b.constant(o.value, T.int32) for o in offs]
+    idx = _indices(cx, d, offsets, "desc.load")
     rt = T.BlockType(d.dtype, d.block_shape)
     return cx.b.op1("tt.descriptor_load", [d.tmap] + idx, rt, {"cache": "1 : i32", "evict": "1 : i32"})
 
@@ -152,8 +157,18 @@ def store_tensor_descriptor(cx, desc, offsets, value):
     if isinstance(value, Value) and tuple(value.type.shape) != d.block_shape:
         fail(cx, f"desc.store: value shape {list(value.type.shape)} does not match the descriptor's block "
                  f"shape {list(d.block_shape)}")
+    if d.tmap is not None and isinstance(value, Value) and tuple(value.type.shape) == d.block_shape:
+        return _tma_store(cx, d, offsets, value)
     bp = d.block(cx, offsets, "desc.store")
     return blockptr.store_block(cx, bp, value, None, tuple(range(len(d.block_shape))), builtins.store)
+
+
+def _tma_store(cx, d: TensorDescriptor, offsets, value: Value) -> None:
+    """`tt.descriptor_store` (Triton's DescriptorStoreOp: the block, cast to the descriptor's
+    element type, written in bounds by a TMA store) of a TMA descriptor."""
+    idx = _indices(cx, d, offsets, "desc.store")
+    cx.b.op("tt.descriptor_store", [d.tmap, S.cast(cx, value, d.dtype)] + idx, [])
+    return None
 
 
 def atomic(cx, desc: TensorDescriptor, op: str, offsets, value):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-VERSION = 3  # 2: TTIR cleanup passes (frontend/passes.py); 3: print() in a kernel is tt.print (was dropped)
+VERSION = 4  # 4: TMA targets (option tma): descriptor loads and stores as tt.descriptor_load / tt.descriptor_store, tensormap parameters, tt.make_tensor_descriptor; 2: TTIR cleanup passes (frontend/passes.py); 3: print() in a kernel is tt.print (was dropped)
 
 _CTX = None
 

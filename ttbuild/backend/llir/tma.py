@@ -193,6 +193,51 @@ def async_tma_copy(ctx, op, *vals):
         ctx.asm_effect("@$0 " + COPY, "b,r,l,r,r,r", [p, at, tmap, x, y, barrier])
 
 
+STORE = "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$1, {$2, $3}], [$4];"
+
+
+@rule("ttng.async_tma_copy_local_to_global")
+def async_tma_store(ctx, op, tmap, *rest):
+    """The nvmma tile to the descriptor's block at the coordinates, box by box, by the leader
+    once every thread's writes of the tile are done (the fence before this op made them
+    visible to the async proxy; then a CTA barrier), then one bulk async-group (PTX ISA
+    cp.async.bulk.tensor, .global.shared::cta.bulk_group; out-of-bounds elements are not
+    written)."""
+    b = ctx.builder
+    coords, src = list(rest[:-1]), rest[-1]
+    block, elem = tensordesc_block(op.operands[0].type)
+    src_type = op.operands[len(op.operands) - 1].type
+    if len(block) != 2 or len(coords) != 2:
+        raise NotSupportedYet(f"TMA store of a rank-{len(block)} block", None, "llir")
+    sw = shared_layout(src_type)
+    bits = mu.elem_bits(elem)
+    rows, cols = block
+    if not isinstance(sw, NvmmaShared) or sw.elem_bits != bits or sw.transposed or tuple(src.shape) != (rows, cols):
+        raise CompilationError(f"TMA store of a {rows}x{cols} block from {src_type}: the source must be "
+                               f"#ttg.nvmma_shared, not transposed, with elementBitWidth = {bits}", stage="llir")
+    check_nvmma(sw, cols, bits)
+    _, box_cols = tma.box(block, bits, sw.swizzle)
+    eb = elem_bytes(elem)
+    ctx.align_smem(1024)
+    ctx.barrier()
+    p = leader(ctx)
+    base = _addr(ctx, src)
+    y, x0 = coords
+    for k in range(tma.copies(block, bits, sw.swizzle)):
+        x = b.add(x0, ir.Constant(I32, k * box_cols)) if k else x0
+        at = b.add(base, ir.Constant(I32, k * rows * box_cols * eb)) if k else base
+        ctx.asm_effect("@$0 " + STORE, "b,l,r,r,r", [p, tmap, x, y, at])
+    ctx.asm_effect("cp.async.bulk.commit_group;", "", [])
+
+
+@rule("ttng.async_tma_store_wait")
+def async_tma_store_wait(ctx, op):
+    """Until at most `pendings` bulk groups still read their shared tiles
+    (`cp.async.bulk.wait_group.read`), then a CTA barrier: the tile's bytes may be written again."""
+    ctx.asm_effect(f"cp.async.bulk.wait_group.read {_int_prop(op, 'pendings')};", "", [])
+    ctx.barrier()
+
+
 @rule("ttng.wait_barrier")
 def wait_barrier(ctx, op, bar: MemDesc, phase, *rest):
     """Every thread spins until the barrier's phase of parity `phase` completed; with a

@@ -1,4 +1,4 @@
-"""TTGIR pass: every `tt.descriptor_load` the pipeliner left becomes a TMA copy into a shared buffer waited on through an mbarrier and read back into its register layout, every `tt.make_tensor_descriptor` a tensormap the program writes into its global scratch, and the module's `ttb.tma` record gets each TMA parameter's swizzle and box (Triton's TMALowering, lib/Dialect/TritonNvidiaGPU/Transforms/TMALowering.cpp).
+"""TTGIR pass: every `tt.descriptor_load` the pipeliner left becomes a TMA copy into a shared buffer waited on through an mbarrier and read back into its register layout, every `tt.descriptor_store` a TMA store of a shared tile, every `tt.make_tensor_descriptor` a tensormap the program writes into its global scratch, and the module's `ttb.tma` record gets each TMA parameter's swizzle and box (Triton's TMALowering, lib/Dialect/TritonNvidiaGPU/Transforms/TMALowering.cpp).
 
 A descriptor's CUtensorMap has one swizzle for all its loads: the `#ttg.nvmma_shared` encoding
 Triton gives its block (NVMMASharedEncodingAttr::get, `nvmma_for_operand`; unswizzled when the
@@ -77,6 +77,34 @@ SWIZZLE_MODES = {0: 0, 32: 1, 64: 2, 128: 3}  # CUtensorMapSwizzle
 MAP_BYTES = 128  # a CUtensorMap
 
 
+def _lower_store(store) -> None:
+    """`tt.descriptor_store`: the block into a shared tile in the descriptor's encoding, the
+    async-proxy fence, one TMA store, and its wait (the tile may be reused after it; Triton's
+    TMALowering: ttng.async_tma_copy_local_to_global + ttng.async_tma_store_wait)."""
+    desc, value, coords = store.operands[0], store.operands[1], list(store.operands)[2:]
+    block, elem = _block_of(desc.type)
+    enc = encoding(block, elem)
+    i32 = ir.IntegerType.get_signless(32)
+    loc = store.location
+
+    def op(name, results, operands, attrs=None):
+        return ir.Operation.create(name, results=results, operands=operands, attributes=attrs or {}, loc=loc)
+
+    conv = value.owner if isinstance(value, ir.OpResult) and value.owner.name == "ttg.convert_layout" else None
+    if conv is not None:  # the tile is written from the value's own layout: no register shuffle first
+        value = conv.operands[0]
+    with ir.InsertionPoint(store):
+        dims = "x".join(str(d) for d in block)
+        tile = ir.Type.parse(f"!ttg.memdesc<{dims}x{elem}, {enc.attr()}, #ttg.shared_memory>")
+        buf = op("ttg.local_alloc", [tile], [value]).results[0]
+        op("ttng.fence_async_shared", [], [], {"bCluster": ir.BoolAttr.get(False)})
+        op("ttng.async_tma_copy_local_to_global", [], [desc, *coords, buf])
+        op("ttng.async_tma_store_wait", [], [], {"pendings": ir.IntegerAttr.get(i32, 0)})
+    store.operation.erase()
+    if conv is not None and next(iter(conv.results[0].uses), None) is None:
+        conv.operation.erase()
+
+
 def _make_descriptor(make, offset: int) -> None:
     """`tt.make_tensor_descriptor` -> a tensormap written by the program into its global scratch
     slot at `offset` (Triton's TMALowering: ttg.global_scratch_alloc, ttng.tensormap_create with
@@ -130,6 +158,8 @@ def lower_tma(module) -> int:
         for load in loads:
             _lower(load)
         count += len(loads)
+        for store in [op for op in walk(func) if op.name == "tt.descriptor_store"]:
+            _lower_store(store)
         makes = []
         for op in walk(func):
             if op.name == "tt.make_tensor_descriptor":

@@ -457,8 +457,13 @@ def test_desc_expand_puts_the_map_address_in_front_of_base(c_module):
 
 def test_desc_expand_reuses_a_map_address_until_the_key_or_the_epoch_changes(c_module):
     """The C one-entry cache per TMA position: a repeated (address, shape, strides) calls no
-    Python while `tmap.maps.epoch` holds; a new address, shape or epoch asks again; a mapper with
+    Python while the epoch counter of `tmap.maps` (at its epoch_address) holds; a new address, shape or epoch asks again; a mapper with
     no maps yet (first launch) is always asked."""
+    class Maps:  # TensorMaps' epoch counter, which the C path reads at epoch_address
+        def __init__(self):
+            self.counter = ctypes.c_uint64(0)
+            self.epoch_address = ctypes.addressof(self.counter)
+
     class Mapper:
         def __init__(self):
             self.maps, self.calls = None, 0
@@ -466,7 +471,7 @@ def test_desc_expand_reuses_a_map_address_until_the_key_or_the_epoch_changes(c_m
         def __call__(self, base, address, shape, strides):
             self.calls += 1
             if self.maps is None:
-                self.maps = types.SimpleNamespace(epoch=0)
+                self.maps = Maps()
             return 0x10000 + address + 128 * self.calls
 
     inner, fallback, tmap = Recorder("inner"), Recorder("fallback"), Mapper()
@@ -481,7 +486,7 @@ def test_desc_expand_reuses_a_map_address_until_the_key_or_the_epoch_changes(c_m
     assert tmap.calls == 3
     launch(rt.TensorDescriptor(Base(0x2000), [64, 96], [96, 1], [64, 32]))
     assert tmap.calls == 3
-    tmap.maps.epoch = 1  # maps forgotten: the cached address may be freed
+    tmap.maps.counter.value = 1  # maps forgotten: the cached address may be freed
     launch(rt.TensorDescriptor(Base(0x2000), [64, 96], [96, 1], [64, 32]))
     assert tmap.calls == 4 and inner.calls[-1][0][0] == 0x10000 + 0x2000 + 128 * 4
     # the same shape and strides tuples (immutable): only the address and the epoch are compared

@@ -534,8 +534,8 @@ static PyTypeObject FastLaunchType = {
  * address of its CUtensorMap, which goes in front of base; an exception it raises (a descriptor
  * the driver cannot encode) is the launch's. A one-entry cache per position keeps the last
  * (address, shape, strides) and its map's address, valid while the TensorMapper's
- * `maps.epoch` is unchanged (TensorMaps bumps it before it may free a map), so a repeated
- * launch calls no Python. */
+ * `maps.epoch` is unchanged (TensorMaps bumps it before it may free a map; read through
+ * `maps.epoch_address`), so a repeated launch calls no Python. */
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
@@ -553,31 +553,41 @@ typedef struct {
     /* the shape and strides tuples of that key (owned; NULL unless tuples): the same immutable
      * objects again need no re-reading or re-checking */
     PyObject *tm_seq[MAX_PARAMS][2];
+    /* the TensorMaps whose epoch counter (a uint64 at tm_epoch_addr) the entry was valid in
+     * (owned: it keeps the counter alive; NULL: empty) */
+    PyObject *tm_maps[MAX_PARAMS];
+    uint64_t tm_epoch_addr[MAX_PARAMS];
+    /* per descriptor position: the last block shape tuple that matched the built one (owned) */
+    PyObject *de_block[MAX_PARAMS];
 } DescExpand;
 
-static PyObject *s_maps, *s_epoch;
+static PyObject *s_maps, *s_epoch_address;
 
-/* The epoch of a TensorMapper's maps, or -1 when it has none yet (or on any error, cleared). */
-static long long tm_epoch_of(PyObject *tm) {
+/* The current epoch of the entry's TensorMaps: a read of its counter, no Python. */
+static long long tm_epoch_now(DescExpand *self, Py_ssize_t i) {
+    return (long long)*(volatile uint64_t *)(uintptr_t)self->tm_epoch_addr[i];
+}
+
+/* Point entry i at the epoch counter of TensorMapper tm's maps (after a call, which makes
+ * them); its epoch now, or -1 (no maps or no counter: the entry stays empty). */
+static long long tm_bind_epoch(DescExpand *self, Py_ssize_t i, PyObject *tm) {
     PyObject *maps = PyObject_GetAttr(tm, s_maps);
-    if (maps == NULL) {
+    if (maps == NULL || maps == Py_None) {
         PyErr_Clear();
+        Py_XDECREF(maps);
         return -1;
     }
-    long long e = -1;
-    if (maps != Py_None) {
-        PyObject *ep = PyObject_GetAttr(maps, s_epoch);
-        if (ep != NULL) {
-            e = PyLong_AsLongLong(ep);
-            Py_DECREF(ep);
-        }
-        if (PyErr_Occurred()) {
-            PyErr_Clear();
-            e = -1;
-        }
+    PyObject *ea = PyObject_GetAttr(maps, s_epoch_address);
+    unsigned long long addr = ea != NULL ? PyLong_AsUnsignedLongLong(ea) : 0;
+    Py_XDECREF(ea);
+    if (PyErr_Occurred() || addr == 0) {
+        PyErr_Clear();
+        Py_DECREF(maps);
+        return -1;
     }
-    Py_DECREF(maps);
-    return e;
+    Py_XSETREF(self->tm_maps[i], maps);
+    self->tm_epoch_addr[i] = addr;
+    return tm_epoch_now(self, i);
 }
 
 static PyObject *s_base, *s_shape, *s_strides, *s_block_shape;
@@ -636,7 +646,9 @@ static PyObject *de_vectorcall(PyObject *obj, PyObject *const *args, size_t narg
         PyObject *block = PyObject_GetAttr(a, s_block_shape);
         if (block == NULL)
             goto fallback_clear;
-        int block_ok = same_ints(block, PyTuple_GET_ITEM(self->blocks, i));
+        int block_ok = block == self->de_block[i] || same_ints(block, PyTuple_GET_ITEM(self->blocks, i));
+        if (block_ok && block != self->de_block[i] && PyTuple_Check(block))  /* immutable: the same one matches again */
+            Py_XSETREF(self->de_block[i], Py_NewRef(block));
         Py_DECREF(block);
         if (!block_ok)
             goto fallback;
@@ -686,9 +698,8 @@ static PyObject *de_vectorcall(PyObject *obj, PyObject *const *args, size_t narg
         if (tm != Py_None) {
             key[0] = (long long)addr;
             Py_ssize_t nk = 1 + 2 * r;
-            long long epoch = r <= 5 ? tm_epoch_of(tm) : -1;
             PyObject *map = NULL;
-            if (epoch >= 0 && self->tm_val[i] != NULL && self->tm_epoch[i] == epoch &&
+            if (r <= 5 && self->tm_val[i] != NULL && self->tm_epoch[i] == tm_epoch_now(self, i) &&
                 (known ? self->tm_key[i][0] == key[0]
                        : memcmp(self->tm_key[i], key, (size_t)nk * sizeof(long long)) == 0)) {
                 map = self->tm_val[i];
@@ -702,7 +713,8 @@ static PyObject *de_vectorcall(PyObject *obj, PyObject *const *args, size_t narg
                 Py_DECREF(p);
                 if (map == NULL)
                     goto error;
-                epoch = r <= 5 ? tm_epoch_of(tm) : -1;  /* the call may have opened a new epoch */
+                /* the epoch after the call, which may have opened a new one */
+                long long epoch = r <= 5 ? tm_bind_epoch(self, i, tm) : -1;
                 if (epoch >= 0) {
                     Py_XSETREF(self->tm_val[i], Py_NewRef(map));
                     memcpy(self->tm_key[i], key, (size_t)nk * sizeof(long long));
@@ -812,6 +824,8 @@ static int de_traverse(DescExpand *self, visitproc visit, void *arg) {
 
 static int de_clear(DescExpand *self) {
     for (Py_ssize_t i = 0; i < MAX_PARAMS; i++) {
+        Py_CLEAR(self->tm_maps[i]);
+        Py_CLEAR(self->de_block[i]);
         Py_CLEAR(self->tm_val[i]);
         Py_CLEAR(self->tm_seq[i][0]);
         Py_CLEAR(self->tm_seq[i][1]);
@@ -883,10 +897,10 @@ PyMODINIT_FUNC PyInit_ttbuild_claunch(void) {
         return NULL;
     PyObject **names[] = {&s_TT, &s_getdev, &s_rawstream, &s_D, &s_fill, &s_tok, &s_norm_stream,
                           &s_fail_code, &s_get_device, &s_data_ptr, &s_dtype, &s_stream,
-                          &s_base, &s_shape, &s_strides, &s_block_shape, &s_maps, &s_epoch};
+                          &s_base, &s_shape, &s_strides, &s_block_shape, &s_maps, &s_epoch_address};
     const char *texts[] = {"TT", "getdev", "rawstream", "D", "fill", "tok", "norm_stream",
                            "fail_code", "get_device", "data_ptr", "dtype", "stream",
-                           "base", "shape", "strides", "block_shape", "maps", "epoch"};
+                           "base", "shape", "strides", "block_shape", "maps", "epoch_address"};
     for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
         *names[i] = PyUnicode_InternFromString(texts[i]);
         if (*names[i] == NULL)

@@ -30,6 +30,7 @@ wrapped in `CudaTensorMaps`; any other driver cannot launch TMA kernels.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import threading
 from typing import Protocol
 
@@ -236,11 +237,19 @@ class TensorMaps:
         self.table: dict = {}
         self.max_slots, self.slab_slots = max_slots, slab_slots
         self.encodes = 0  # maps encoded so far (tests, diagnostics)
-        self.epoch = 0    # bumped when maps are forgotten: an address cached before may be freed later
+        # bumped when maps are forgotten (an address cached before may be freed later); the C
+        # launch path reads it at epoch_address (an address this object keeps alive)
+        self._epoch = ctypes.c_uint64(0)
+        self.epoch_address = ctypes.addressof(self._epoch)
         self._devices: dict = {}
         self._lock = threading.Lock()
         self._version = None
         self._on_device = getattr(driver, "on_device", None) or _stay
+
+    @property
+    def epoch(self) -> int:
+        """How many times maps were forgotten (a new generation)."""
+        return self._epoch.value
 
     def current_device(self) -> int:
         return self.driver.tensor_map_device()
@@ -299,7 +308,7 @@ class TensorMaps:
     def _new_generation(self, device, d: _Device) -> None:
         """Forget `device`'s maps: wait for every launch so far, free the generation before the
         current one (no launch can still read it), keep the current one a round longer."""
-        self.epoch += 1
+        self._epoch.value += 1
         self.driver.tensor_map_synchronize()
         for base in d.old:
             self.driver.tensor_map_free(base)

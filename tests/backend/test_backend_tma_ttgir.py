@@ -233,3 +233,19 @@ def test_a_tma_store_writes_the_tile_box_by_box_from_one_thread(tmp_path):
     assert tail.index("bar.sync") < tail.index("bulk_group") < tail.index("cp.async.bulk.commit_group") \
         < tail.index("cp.async.bulk.wait_group.read 0")
     assert_ptxas_accepts(ptx, tmp_path)
+
+
+def test_a_subtiled_epilogue_stores_the_halves_of_one_tile():
+    """Tutorial 09's EPILOGUE_SUBTILE (reshape, permute, split, two desc.store of the halves):
+    the accumulator is written once, from its own layout, into a 128 x 128 tile whose 64-column
+    swizzle blocks are the halves; each half is TMA-stored from its sub-tile (no reshape,
+    permute, split or layout conversion left), one wait after both."""
+    out = ttbuild.compile(Path(MATMUL).parent / "matmul_persistent.py", kernel="matmul_persistent_kernel",
+                          signature="*fp16:16,*fp16:16,*fp16:16,i32,i32:16,i32:16",
+                          constexprs={**DEVICE_CX, "EPILOGUE_SUBTILE": True, "NUM_SMS": 132}, num_stages=4, until="ttgir")
+    ttgir = out["ttgir"].decode()
+    epilogue = ttgir[ttgir.rindex('"ttng.warp_group_dot_wait"'):]
+    assert not re.search(r'"(tt\.reshape|tt\.trans|tt\.split|ttg\.convert_layout)"', epilogue)
+    assert epilogue.count('"ttg.local_alloc"(') == 1 and "(tensor<128x128xf16, #ttg.nvidia_mma<" in epilogue
+    assert re.findall(r"offsets = array<i32: 0, (\d+)>", epilogue) == ["0", "64"]
+    assert epilogue.count('"ttng.async_tma_copy_local_to_global"') == 2 and epilogue.count('"ttng.async_tma_store_wait"') == 1

@@ -26,11 +26,12 @@ from llvmlite import ir
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.allocation import elem_bytes, feeds_dot
 from ttbuild.backend.analysis.axis import vector_elems
+from ttbuild.backend.analysis.mma_layout import NvmmaShared
 from ttbuild.backend.llir import dot  # tensor-core operand tiles: register-sourced allocs, dot_op loads, the swizzle
 from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
 from ttbuild.backend.llir.memory import load_words  # the predicated scalar load
 from ttbuild.backend.llir.smem import MemDesc, parse_memdesc
-from ttbuild.errors import CompilationError
+from ttbuild.errors import CompilationError, NotSupportedYet
 from ttbuild.registry import RuleSet
 
 RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the table
@@ -98,6 +99,22 @@ def memdesc_index(ctx, op, desc: MemDesc, idx):
     b = ctx.builder
     slot = prod(desc.shape[1:]) * elem_bytes(desc.elem)
     return MemDesc(b.gep(desc.ptr, [b.mul(idx, ir.Constant(I32, slot))]), desc.shape[1:], desc.elem, desc.order)
+
+
+@rule("ttg.memdesc_subslice")
+def memdesc_subslice(ctx, op, desc: MemDesc):
+    """The sub-tile at the static `offsets` of an `#ttg.nvmma_shared` tile that is itself one:
+    whole swizzle blocks along the contiguous dimension, every row (the pointer moves by
+    NvmmaShared.offset of its first element). Other sub-tiles are not lowered."""
+    offsets = tuple(int(x) for x in mu.props(op)["offsets"])
+    shape = parse_memdesc(op.results[0].type)[0]
+    sw = dot.shared_layout(op.operands[0].type)
+    c, r = getattr(sw, "order", (None, None))
+    if not (isinstance(sw, NvmmaShared) and sw.swizzle and len(shape) == 2 and offsets[r] == 0
+            and shape[r] == desc.shape[r] and offsets[c] % sw.block_elems == 0 and shape[c] % sw.block_elems == 0):
+        raise NotSupportedYet(f"ttg.memdesc_subslice {list(offsets)} of {op.operands[0].type}", None, "llir")
+    at = sw.offset(offsets, desc.shape) * elem_bytes(desc.elem)
+    return MemDesc(ctx.builder.gep(desc.ptr, [ir.Constant(I32, at)]), tuple(shape), desc.elem, desc.order)
 
 
 @rule("ttg.local_dealloc")

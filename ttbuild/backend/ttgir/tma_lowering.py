@@ -77,6 +77,107 @@ SWIZZLE_MODES = {0: 0, 32: 1, 64: 2, 128: 3}  # CUtensorMapSwizzle
 MAP_BYTES = 128  # a CUtensorMap
 
 
+def _through_conversions(v):
+    while isinstance(v, ir.OpResult) and v.owner.name == "ttg.convert_layout":
+        v = v.owner.operands[0]
+    return v
+
+
+def _column_half(value):
+    """(X, k, truncf or None) when `value` is (the truncf of) half k of tutorial 09's subtiled
+    epilogue, `split(permute(reshape(X, (M, 2, N / 2)), (0, 2, 1)))`: columns k N/2 .. of X
+    [M, N], through any layout conversions; else None."""
+    trunc = None
+    if isinstance(value, ir.OpResult) and value.owner.name == "arith.truncf":
+        trunc, value = value.owner, value.owner.operands[0]
+    if not (isinstance(value, ir.OpResult) and value.owner.name == "tt.split"):
+        return None
+    k = value.result_number
+    t = _through_conversions(value.owner.operands[0])
+    if not (isinstance(t, ir.OpResult) and t.owner.name == "tt.trans"
+            and [int(x) for x in mu.props(t.owner)["order"]] == [0, 2, 1]):
+        return None
+    r = t.owner.operands[0]
+    if not (isinstance(r, ir.OpResult) and r.owner.name == "tt.reshape"):
+        return None
+    x = _through_conversions(r.owner.operands[0])
+    m, two, half = mu.shape_of(r.type)
+    if two != 2 or tuple(mu.shape_of(x.type)) != (m, 2 * half):
+        return None
+    return x, k, trunc
+
+
+def _store_subtiles(stores) -> list:
+    """Stores of the halves of one accumulator (see _column_half) write one shared tile of the
+    whole, from the accumulator's own layout, and TMA-store its column halves (sub-tiles of
+    whole swizzle blocks): no register shuffle of reshape / permute / split, one tile written
+    (Triton keeps those in registers and stores with stmatrix). Returns the stores left."""
+    groups: list = []  # (x, truncf, encoding, [(store, half)]); Values compare by ==, not id
+    for st in stores:
+        got = _column_half(st.operands[1])
+        if got is None:
+            continue
+        x, k, trunc = got
+        block, elem = _block_of(st.operands[0].type)
+        m, n = mu.shape_of(x.type)
+        enc = encoding((m, n), elem)
+        if tuple(block) != (m, n // 2) or not enc.swizzle or (n // 2) % enc.block_elems:
+            continue
+        if trunc is not None and mu.elem_str(trunc.results[0].type) != elem or trunc is None and mu.elem_str(x.type) != elem:
+            continue
+        group = next((g for g in groups if g[0] == x), None)
+        if group is None:
+            group = (x, trunc, enc, [])
+            groups.append(group)
+        group[3].append((st, k))
+    done = set()
+    i32 = ir.IntegerType.get_signless(32)
+    for x, trunc, enc, members in groups:
+        first, last = members[0][0], members[-1][0]
+        if first.operation.block != last.operation.block:
+            continue
+        loc = first.location
+        m, n = mu.shape_of(x.type)
+        elem = _block_of(first.operands[0].type)[1]
+
+        def op(name, results, operands, attrs=None, loc=loc):
+            return ir.Operation.create(name, results=results, operands=operands, attributes=attrs or {}, loc=loc)
+
+        with ir.InsertionPoint(first):
+            y = x
+            if trunc is not None:
+                t = ir.RankedTensorType(x.type)
+                y = op("arith.truncf", [ir.RankedTensorType.get(t.shape, trunc.results[0].type.element_type, t.encoding)],
+                       [x], {"fastmath": ir.Attribute.parse("#arith.fastmath<none>")}).results[0]
+            whole = ir.Type.parse(f"!ttg.memdesc<{m}x{n}x{elem}, {enc.attr()}, #ttg.shared_memory>")
+            buf = op("ttg.local_alloc", [whole], [y]).results[0]
+            op("ttng.fence_async_shared", [], [], {"bCluster": ir.BoolAttr.get(False)})
+        for st, k in members:
+            half = ir.Type.parse(f"!ttg.memdesc<{m}x{n // 2}x{elem}, {enc.attr()}, #ttg.shared_memory, {m}x{n}>")
+            with ir.InsertionPoint(st):
+                view = op("ttg.memdesc_subslice", [half], [buf],
+                          {"offsets": ir.Attribute.parse(f"array<i32: 0, {k * (n // 2)}>")}).results[0]
+                op("ttng.async_tma_copy_local_to_global", [], [st.operands[0], *list(st.operands)[2:], view])
+            done.add(id(st))
+        with ir.InsertionPoint.after(last):
+            op("ttng.async_tma_store_wait", [], [], {"pendings": ir.IntegerAttr.get(i32, 0)})
+        for st, _ in members:
+            st.operation.erase()
+    return [st for st in stores if id(st) not in done]
+
+
+def _erase_dead(func) -> None:
+    """Pure ops whose results lost every use (the register epilogue a fused store left)."""
+    changed = True
+    while changed:
+        changed = False
+        for op in reversed(walk(func)):
+            if op.name in ("tt.split", "tt.trans", "tt.reshape", "ttg.convert_layout", "arith.truncf") and all(
+                    next(iter(r.uses), None) is None for r in op.results):
+                op.operation.erase()
+                changed = True
+
+
 def _lower_store(store) -> None:
     """`tt.descriptor_store`: the block into a shared tile in the descriptor's encoding, the
     async-proxy fence, one TMA store, and its wait (the tile may be reused after it; Triton's
@@ -158,7 +259,11 @@ def lower_tma(module) -> int:
         for load in loads:
             _lower(load)
         count += len(loads)
-        for store in [op for op in walk(func) if op.name == "tt.descriptor_store"]:
+        stores = [op for op in walk(func) if op.name == "tt.descriptor_store"]
+        left = _store_subtiles(stores)
+        if len(left) != len(stores):
+            _erase_dead(func)
+        for store in left:
             _lower_store(store)
         makes = []
         for op in walk(func):

@@ -1,4 +1,9 @@
-"""Tensor descriptors (`tl.make_tensor_descriptor`, `desc.load` / `desc.store` / `desc.atomic_*`, `tl.load_tensor_descriptor`, `tl.store_tensor_descriptor`) lowered to pointer blocks and masks: Triton's `rewrite_tensor_descriptor_to_pointer`, the form it compiles to where there is no TMA.
+"""Tensor descriptors (`tl.make_tensor_descriptor`, `desc.load` / `desc.store` / `desc.atomic_*`, `tl.load_tensor_descriptor`, `tl.store_tensor_descriptor`): on a TMA target loads and stores of an eligible descriptor as `tt.descriptor_load` / `tt.descriptor_store` (ttbuild.tma), everything else lowered to pointer blocks and masks (Triton's `rewrite_tensor_descriptor_to_pointer`, its form where there is no TMA).
+
+With the TMA option (the ttir stage's `tma`), a rank-2 descriptor with blocks of at most 256
+elements, given as a parameter or made at the kernel's top level (`tt.make_tensor_descriptor`),
+carries its tensormap value: its loads and whole-block stores go through it; gathers, scatters and
+atomics keep the pointer form, which the record keeps for every descriptor.
 
 A descriptor is a compile-time record: `base` (a scalar pointer), `shape` (i32, as Triton makes
 them) and `strides` (i64; the last must be the constant 1), `block_shape` (constexpr ints) and the

@@ -12,14 +12,9 @@ import triton.language as tl
 
 
 @triton.jit
-def _attn_fwd_inner(acc, l_i, m_i, q,  #
-                    K, V, stride_kn, stride_kk, stride_vk, stride_vn,  #
-                    dtype: tl.constexpr, start_m, qk_scale,  #
-                    BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr,  #
-                    STAGE: tl.constexpr, offs_m: tl.constexpr, offs_n: tl.constexpr,  #
-                    N_CTX: tl.constexpr):
-    # Which key columns this call visits: STAGE 1 those left of the diagonal block (causal),
-    # STAGE 2 the diagonal block itself (causal, masked), STAGE 3 all of them (non-causal).
+def _key_range(start_m, BLOCK_M: tl.constexpr, STAGE: tl.constexpr, N_CTX):
+    """Which key columns an inner call visits: STAGE 1 those left of the diagonal block (causal),
+    STAGE 2 the diagonal block itself (causal, masked), STAGE 3 all of them (non-causal)."""
     if STAGE == 1:
         lo, hi = 0, start_m * BLOCK_M
     elif STAGE == 2:
@@ -27,6 +22,17 @@ def _attn_fwd_inner(acc, l_i, m_i, q,  #
         lo = tl.multiple_of(lo, BLOCK_M)
     else:
         lo, hi = 0, N_CTX
+    return lo, hi
+
+
+@triton.jit
+def _attn_fwd_inner(acc, l_i, m_i, q,  #
+                    K, V, stride_kn, stride_kk, stride_vk, stride_vn,  #
+                    dtype: tl.constexpr, start_m, qk_scale,  #
+                    BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr,  #
+                    STAGE: tl.constexpr, offs_m: tl.constexpr, offs_n: tl.constexpr,  #
+                    N_CTX: tl.constexpr):
+    lo, hi = _key_range(start_m, BLOCK_M, STAGE, N_CTX)
     offs_d = tl.arange(0, HEAD_DIM)
     # K is read transposed, HEAD_DIM x BLOCK_N, so that q @ k needs no transpose; V as stored.
     kT_ptrs = K + offs_d[:, None] * stride_kk + (lo + offs_n)[None, :] * stride_kn
@@ -134,13 +140,7 @@ def _attn_fwd_inner_desc(acc, l_i, m_i, q,  #
                          N_CTX: tl.constexpr):
     # _attn_fwd_inner with K and V read through descriptors over (Z * H * N_CTX, HEAD_DIM): rows
     # offset_y + lo.. of this (batch, head); N_CTX is a multiple of BLOCK_N, so no column is masked.
-    if STAGE == 1:
-        lo, hi = 0, start_m * BLOCK_M
-    elif STAGE == 2:
-        lo, hi = start_m * BLOCK_M, (start_m + 1) * BLOCK_M
-        lo = tl.multiple_of(lo, BLOCK_M)
-    else:
-        lo, hi = 0, N_CTX
+    lo, hi = _key_range(start_m, BLOCK_M, STAGE, N_CTX)
     row = offset_y + lo
     for start_n in range(lo, hi, BLOCK_N):
         start_n = tl.multiple_of(start_n, BLOCK_N)

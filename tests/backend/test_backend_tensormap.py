@@ -6,6 +6,7 @@ import re
 
 import pytest
 from filecheck_util import filecheck
+from llir_eval import Eval, asm_calls
 from llvmlite import ir
 from ptx_util import assert_ptxas_accepts, ttgir_to_ptx
 
@@ -138,71 +139,11 @@ def lowered_function(text: str, monkeypatch) -> ir.Function:
     return got["fn"]
 
 
-class Eval:
-    """Evaluates the unoptimized LLIR's integer values for one thread of one program: special
-    registers from `sregs` (tid.x, ctaid.*, nctaid.*), `global_smem` at 0, parameters from
-    `args` (by number; 0 when absent)."""
-
-    _BIN = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-            "and": lambda a, b: a & b, "or": lambda a, b: a | b, "shl": lambda a, b: a << b,
-            "lshr": lambda a, b: a >> b, "xor": lambda a, b: a ^ b}
-    _CMP = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "<": lambda a, b: a < b,
-            "==": lambda a, b: a == b, "!=": lambda a, b: a != b, ">": lambda a, b: a > b,
-            "<=": lambda a, b: a <= b, ">=": lambda a, b: a >= b}
-
-    def __init__(self, sregs: dict[str, int], args: dict[int, int]):
-        self.sregs, self.args, self.memo = sregs, args, {}
-
-    def __call__(self, v) -> int:
-        if id(v) not in self.memo:
-            self.memo[id(v)] = self._eval(v)
-        return self.memo[id(v)]
-
-    def _eval(self, v) -> int:
-        if isinstance(v, ir.Constant):
-            return int(v.constant)
-        if isinstance(v, ir.GlobalVariable):
-            assert v.name == "global_smem", v.name
-            return 0
-        if isinstance(v, ir.Argument):
-            return self.args.get(int(v.name[3:]), 0)
-        if isinstance(v, ir.GEPInstr):
-            addr, t = self(v.pointer), v.source_etype
-            for k, i in enumerate(v.indices):
-                if k:
-                    t = t.element
-                addr += self(i) * (t.width // 8 if isinstance(t, ir.IntType) else 1)
-            return addr
-        op = v.opname
-        if op == "call":
-            name = v.callee.name
-            assert name.startswith("llvm.nvvm.read.ptx.sreg."), name
-            return self.sregs[name[len("llvm.nvvm.read.ptx.sreg."):]]
-        if op in ("ptrtoint", "zext", "addrspacecast", "bitcast"):
-            return self(v.operands[0])
-        if op == "trunc":
-            return self(v.operands[0]) & ((1 << v.type.width) - 1)
-        if op == "sext":
-            w, x = v.operands[0].type.width, self(v.operands[0])
-            return (x - (1 << w) if x >> (w - 1) else x) & ((1 << v.type.width) - 1)
-        if op == "icmp":  # operands here are unsigned or non-negative
-            pred = v.op[1:] if v.op[0] in "us" and v.op[1:] in ("lt", "le", "gt", "ge") else v.op
-            pred = {"lt": "<", "le": "<=", "gt": ">", "ge": ">="}.get(pred, pred)
-            return int(self._CMP[pred](self(v.operands[0]), self(v.operands[1])))
-        a, b = (self(x) for x in v.operands)
-        return self._BIN[op](a, b) & ((1 << v.type.width) - 1)
-
-
-def _asm_calls(fn, needle: str) -> list:
-    return [i for blk in fn.blocks for i in blk.instructions
-            if isinstance(i, ir.CallInstr) and needle in getattr(i.callee, "asm", "")]
-
-
 def _replaces(fn) -> list:
     """[(field, ordinal or None, value operand or immediate, predicate)] of the
     tensormap.replace calls, in order."""
     out = []
-    for c in _asm_calls(fn, "tensormap.replace.tile."):
+    for c in asm_calls(fn, "tensormap.replace.tile."):
         text = c.callee.asm
         m = re.match(r"@\$0 tensormap\.replace\.tile\.(\w+)\.shared::cta\.b1024\.b(32|64) \[\$1\](?:, (\d+))?, "
                      r"(\$2|\d+);$", text)
@@ -300,9 +241,9 @@ def test_each_program_writes_its_own_slots(sregs, monkeypatch):
             "nctaid.x": sregs["gx"], "nctaid.y": sregs["gy"], "nctaid.z": 4}
     ev = Eval(regs, {7: base})
     pid = sregs["x"] + sregs["gx"] * (sregs["y"] + sregs["gy"] * sregs["z"])
-    cps = _asm_calls(fn, "tensormap.cp_fenceproxy")
-    acqs = _asm_calls(fn, "fence.proxy.tensormap::generic.acquire.gpu")
-    copies = _asm_calls(fn, "cp.async.bulk.tensor")
+    cps = asm_calls(fn, "tensormap.cp_fenceproxy")
+    acqs = asm_calls(fn, "fence.proxy.tensormap::generic.acquire.gpu")
+    copies = asm_calls(fn, "cp.async.bulk.tensor")
     assert len(cps) == len(acqs) == 2 and len(copies) == 1
     slots = [base + 256 * pid + 128 * k for k in range(2)]
     assert [ev(c.args[1]) for c in cps] == slots
@@ -330,7 +271,7 @@ def test_fields_and_who_writes_them(rows, cols, elem, swizzle, monkeypatch):
             + [("global_stride", 0, K * bits // 8), ("element_stride", 0, 1), ("element_stride", 1, 1),
                ("elemtype", None, PTX_ELEMTYPE[elem]), ("interleave_layout", None, 0),
                ("swizzle_mode", None, SWIZZLE_MODE[swizzle]), ("fill_mode", None, 0)])
-    zero = _asm_calls(fn, "st.shared.b32")
+    zero = asm_calls(fn, "st.shared.b32")
     assert len(zero) == 1 and zero[0].callee.asm == "@$0 st.shared.b32 [$1], 0;"
     for tid in (0, 1, 31, 32, 127):
         ev = Eval({"tid.x": tid, "ctaid.x": 0, "ctaid.y": 0, "ctaid.z": 0, "nctaid.x": 1, "nctaid.y": 1},
@@ -343,7 +284,7 @@ def test_fields_and_who_writes_them(rows, cols, elem, swizzle, monkeypatch):
         assert ev(zero[0].args[0]) == int(tid < 32)
         if tid < 32:
             assert ev(zero[0].args[1]) == 4 * tid
-        for c in _asm_calls(fn, "tensormap.cp_fenceproxy") + _asm_calls(fn, "fence.proxy.tensormap"):
+        for c in asm_calls(fn, "tensormap.cp_fenceproxy") + asm_calls(fn, "fence.proxy.tensormap"):
             assert ev(c.args[0]) == int(tid < 32)
 
 
@@ -381,11 +322,11 @@ def test_a_create_after_a_shared_memory_reader_waits_for_a_barrier(monkeypatch):
     text = head + red + '\n    %tm0 = ' + tail
     fn = lowered_function(text, monkeypatch)
     insts = [i for blk in fn.blocks for i in blk.instructions]
-    zero = insts.index(_asm_calls(fn, "st.shared.b32")[0])
+    zero = insts.index(asm_calls(fn, "st.shared.b32")[0])
     last_read = max(k for k, i in enumerate(insts[:zero]) if isinstance(i, ir.LoadInstr))
     assert any(isinstance(i, ir.CallInstr) and getattr(i.callee, "name", "") == "llvm.nvvm.barrier0"
                for i in insts[last_read:zero])
-    assert len(_asm_calls(fn, "tensormap.cp_fenceproxy")) == 1
+    assert len(asm_calls(fn, "tensormap.cp_fenceproxy")) == 1
 
 
 def test_no_scratch_attribute_no_extra_parameter(tmp_path):

@@ -7,6 +7,7 @@ from math import prod
 
 import pytest
 from filecheck_util import filecheck
+from llir_eval import Eval, asm_calls
 from llvmlite import ir
 from ptx_util import assert_ptxas_accepts, ttgir_to_ptx
 
@@ -111,82 +112,6 @@ def kernel_text(rows, cols, swizzle, *, elem="f16", warps=4, vec=None, trans_vie
 
 # ------------------------------------------------------------------ evaluating the LLVM IR
 
-def _size(t) -> int:
-    if isinstance(t, ir.IntType):
-        return max(1, t.width // 8)
-    if isinstance(t, ir.HalfType):
-        return 2
-    if isinstance(t, ir.FloatType):
-        return 4
-    if isinstance(t, ir.DoubleType):
-        return 8
-    if isinstance(t, (ir.ArrayType, ir.VectorType)):
-        return t.count * _size(t.element)
-    if str(t) == "bfloat":
-        return 2
-    raise TypeError(t)
-
-
-_BINARY = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-           "and": lambda a, b: a & b, "or": lambda a, b: a | b, "xor": lambda a, b: a ^ b,
-           "shl": lambda a, b: a << b, "lshr": lambda a, b: a >> b, "udiv": lambda a, b: a // b,
-           "urem": lambda a, b: a % b}
-
-_COMPARE = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "gt": lambda a, b: a > b,
-            "ge": lambda a, b: a >= b, "lt": lambda a, b: a < b, "le": lambda a, b: a <= b}
-
-
-class Eval:
-    """Evaluates llvmlite values of the unoptimized LLIR for one thread: integers, shared
-    addresses (`global_smem` at 0), global addresses (every pointer parameter at 0), the
-    function's scalar parameters as given."""
-
-    def __init__(self, tid: int, args: dict[int, int]):
-        self.tid, self.args, self.memo = tid, args, {}
-
-    def __call__(self, v) -> int:
-        key = id(v)
-        if key not in self.memo:
-            self.memo[key] = self._eval(v)
-        return self.memo[key]
-
-    def _eval(self, v) -> int:
-        if isinstance(v, ir.Constant):
-            return int(v.constant)
-        if isinstance(v, ir.GlobalVariable):
-            assert v.name == "global_smem", v.name
-            return 0
-        if isinstance(v, ir.Argument):
-            return self.args.get(int(v.name[3:]), 0)
-        op = v.opname
-        if isinstance(v, ir.GEPInstr):
-            addr, t = self(v.pointer), v.source_etype
-            for k, i in enumerate(v.indices):
-                if k:
-                    t = t.element
-                addr += self(i) * _size(t)
-            return addr
-        if op == "call":
-            name = getattr(v.callee, "name", "")
-            assert name == "llvm.nvvm.read.ptx.sreg.tid.x", name
-            return self.tid
-        if op in ("ptrtoint", "bitcast", "zext", "inttoptr"):
-            return self(v.operands[0])
-        if op == "trunc":
-            return self(v.operands[0]) & ((1 << v.type.width) - 1)
-        if op == "icmp":
-            a, b = self(v.operands[0]), self(v.operands[1])
-            if v.op.startswith("s"):
-                w = v.operands[0].type.width
-                a, b = (x - (1 << w) if x >> (w - 1) else x for x in (a, b))
-            return int(_COMPARE[v.op.lstrip("su") if v.op not in ("eq", "ne") else v.op](a, b))
-        if op == "select":
-            return self(v.operands[1]) if self(v.operands[0]) else self(v.operands[2])
-        a, b = (self(x) for x in v.operands)
-        r = _BINARY[op](a, b)
-        return r & ((1 << v.type.width) - 1)
-
-
 def _smem_source(v):
     """(load pointer, element k) of a loaded element: `extractelement (load <n x T>), k` or a
     scalar load (k = 0)."""
@@ -225,7 +150,7 @@ def shared_offsets(got, warps: int, elem_bytes_: int, base: int) -> dict:
     out: dict = {}
     shape = got["value"].shape
     for tid in range(32 * warps):
-        ev = Eval(tid, {})
+        ev = Eval({"tid.x": tid}, {})
         for p, v in zip(got["ptr"].elems, got["value"].elems):
             flat = ev(p) // elem_bytes_
             idx = divmod(flat, shape[1])
@@ -234,11 +159,6 @@ def shared_offsets(got, warps: int, elem_bytes_: int, base: int) -> dict:
             assert out.setdefault(idx, off) == off, (idx, tid)
     assert len(out) == prod(shape)
     return out
-
-
-def _asm_calls(fn, needle: str) -> list:
-    return [i for blk in fn.blocks for i in blk.instructions
-            if isinstance(i, ir.CallInstr) and needle in getattr(i.callee, "asm", "")]
 
 
 def _model(sw: NvmmaShared, index, shape) -> int:
@@ -297,14 +217,14 @@ def test_one_copy_per_box(rows, cols, swizzle, elem, monkeypatch):
     eb = bits // 8
     text = kernel_text(rows, cols, swizzle, elem=elem, ring=2, slot=1)
     _, got = lower_capturing(text, monkeypatch)
-    calls = _asm_calls(got["fn"], "cp.async.bulk.tensor.2d")
+    calls = asm_calls(got["fn"], "cp.async.bulk.tensor.2d")
     n = tma.copies((rows, cols), bits, swizzle)
     _, box_cols = tma.box((rows, cols), bits, swizzle)
     assert len(calls) == n and n * box_cols == cols
     slot = 1024 + rows * cols * eb   # slot 1 of the ring at 1024
     y0, x0 = 40, 1000
     for tid, n_arg in [(0, 1), (0, 0), (5, 1)]:
-        ev = Eval(tid, {2: y0, 3: x0, 4: n_arg})
+        ev = Eval({"tid.x": tid}, {2: y0, 3: x0, 4: n_arg})
         for k, c in enumerate(calls):
             pred, dst, tmap, x, y, bar = c.args
             assert ev(pred) == int(tid == 0 and n_arg > 0)
@@ -507,7 +427,7 @@ def test_ldmatrix_from_an_nvmma_tile(rows, cols, op_idx, trans, monkeypatch, tmp
         calls = [i for blk in got["fn"].blocks for i in blk.instructions
                  if isinstance(i, ir.CallInstr) and getattr(i.callee, "name", "").startswith("llvm.nvvm.ldmatrix")]
         assert calls
-        return [[Eval(tid, {})(c.args[0]) for c in calls] for tid in range(128)]
+        return [[Eval({"tid.x": tid}, {})(c.args[0]) for c in calls] for tid in range(128)]
 
     fast = addresses()
     monkeypatch.setattr(dot, "swizzle_periods", lambda sw, desc: dict.fromkeys(range(len(desc.shape)), 1 << 30))
@@ -529,9 +449,9 @@ def test_copy_operands_in_the_custom_forms_order_without_segment_sizes(monkeypat
     results = []
     for t in (text, text.replace(generic.group(0), custom)):
         _, got = lower_capturing(t, monkeypatch)
-        ev = Eval(0, {2: 3, 3: 64, 4: 1})
+        ev = Eval({"tid.x": 0}, {2: 3, 3: 64, 4: 1})
         results.append([[ev(a) for a in c.args if not isinstance(a, ir.Argument)]
-                        for c in _asm_calls(got["fn"], "cp.async.bulk.tensor")])
+                        for c in asm_calls(got["fn"], "cp.async.bulk.tensor")])
     assert results[0] == results[1] and len(results[0]) == 2
     assert [r[1] for r in results[0]] == [1024 + 64 * 128 * 2, 1024 + 64 * 128 * 2 + 64 * 64 * 2]
 

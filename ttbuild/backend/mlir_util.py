@@ -137,6 +137,18 @@ def elem_bits(elem: str) -> int:
     raise CompilationError(f"unsupported element type {elem}")
 
 
+_TENSORDESC = re.compile(r"!tt\.tensordesc<tensor<([0-9x]+)x([a-zA-Z0-9]+)\s*[,>]")
+
+
+def tensordesc_block(t, stage: str = "ttgir") -> tuple[tuple[int, ...], str]:
+    """`!tt.tensordesc<tensor<128x64xf16>>` (an encoding inside or not) -> ((128, 64), 'f16').
+    Raises CompilationError (of `stage`) for another type."""
+    m = _TENSORDESC.match(str(t))
+    if m is None:
+        raise CompilationError(f"not a tensor descriptor type: {t}", stage=stage)
+    return tuple(int(s) for s in m.group(1).split("x")), m.group(2)
+
+
 def shape_of(t: ir.Type) -> tuple[int, ...]:
     return tuple(ir.RankedTensorType(t).shape) if isinstance(t, ir.RankedTensorType) else ()
 

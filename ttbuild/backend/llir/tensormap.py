@@ -39,7 +39,7 @@ from ttbuild import tma
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.llir.context import I8, I32, I64
 from ttbuild.backend.llir.dot import shared_layout
-from ttbuild.backend.llir.tma import leader, tensordesc_block
+from ttbuild.backend.llir.tma import leader
 from ttbuild.errors import CompilationError, NotSupportedYet
 from ttbuild.registry import RuleSet
 
@@ -264,7 +264,7 @@ def _check_copies(op) -> None:
     create = _create_of(op)
     if create is None:
         return
-    block, elem = tensordesc_block(op.results[0].type)
+    block, elem = mu.tensordesc_block(op.results[0].type, "llir")
     r = len(block)
     try:
         sizes = _segments(create, len(create.operands))

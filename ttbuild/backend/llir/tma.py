@@ -32,8 +32,6 @@ LoadStoreOpToLLVM.cpp; reference output in ../shared/TENSORCORE.md, "mbarrier + 
 
 from __future__ import annotations
 
-import re
-
 from llvmlite import ir
 
 from ttbuild import tma
@@ -49,19 +47,10 @@ from ttbuild.registry import RuleSet
 RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the table
 rule = RULES.rule
 
-_TENSORDESC = re.compile(r"!tt\.tensordesc<tensor<([0-9x]+)x([a-zA-Z0-9]+)\s*[,>]")
 COPY = ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes "
         "[$1], [$2, {$3, $4}], [$5];")
 _EXPECT = "mbarrier.arrive.expect_tx.shared::cta.b64"
 _FENCE = "fence.proxy.async.shared::cta;"
-
-
-def tensordesc_block(t) -> tuple[tuple[int, ...], str]:
-    """`!tt.tensordesc<tensor<128x64xf16>>` (an encoding inside or not) -> ((128, 64), 'f16')."""
-    m = _TENSORDESC.match(str(t))
-    if m is None:
-        raise CompilationError(f"not a tensor descriptor type: {t}", stage="llir")
-    return tuple(int(s) for s in m.group(1).split("x")), m.group(2)
 
 
 def _addr(ctx, desc: MemDesc) -> ir.Value:
@@ -155,7 +144,7 @@ def async_tma_copy(ctx, op, *vals):
     """The descriptor's block into the nvmma tile, box by box (see the module docstring)."""
     b = ctx.builder
     tmap, coords, bar, dst, pred, at_dst = _copy_operands(op, vals)
-    block, elem = tensordesc_block(op.operands[0].type)
+    block, elem = mu.tensordesc_block(op.operands[0].type, "llir")
     dst_type = op.operands[at_dst].type
     if len(block) != 2 or len(coords) != 2:
         raise NotSupportedYet(f"TMA copy of a rank-{len(block)} block", None, "llir")
@@ -205,7 +194,7 @@ def async_tma_store(ctx, op, tmap, *rest):
     written)."""
     b = ctx.builder
     coords, src = list(rest[:-1]), rest[-1]
-    block, elem = tensordesc_block(op.operands[0].type)
+    block, elem = mu.tensordesc_block(op.operands[0].type, "llir")
     src_type = op.operands[len(op.operands) - 1].type
     if len(block) != 2 or len(coords) != 2:
         raise NotSupportedYet(f"TMA store of a rank-{len(block)} block", None, "llir")

@@ -8,6 +8,8 @@ pipeliner only takes loads whose ring has it).
 
 from __future__ import annotations
 
+from functools import partial
+
 from ttbuild import tma
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.mma_layout import NvmmaShared, nvmma_for_operand
@@ -23,12 +25,9 @@ from ttbuild.optraits import walk
 ir = mu.ir
 
 
-def _block_of(desc_type) -> tuple[tuple[int, ...], str]:
-    """(block shape, element) of a `!tt.tensordesc<tensor<128x64xf16>>` type."""
-    text = str(desc_type)
-    inner = text[text.index("tensor<") + len("tensor<"):text.rindex(">>")]
-    *dims, elem = inner.split(",")[0].split("x")
-    return tuple(int(d) for d in dims), elem
+def _op(loc, name, results, operands, attrs=None):
+    """An op at the current insertion point (partial(_op, loc): the ops of one rewrite)."""
+    return ir.Operation.create(name, results=results, operands=operands, attributes=attrs or {}, loc=loc)
 
 
 def encoding(block, elem: str) -> NvmmaShared:
@@ -38,13 +37,12 @@ def encoding(block, elem: str) -> NvmmaShared:
 
 
 def _lower(load) -> None:
-    block, elem = _block_of(load.operands[0].type)
+    block, elem = mu.tensordesc_block(load.operands[0].type)
     enc = encoding(block, elem)
     i32, i1 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(1)
     loc = load.location
 
-    def op(name, results, operands, attrs=None):
-        return ir.Operation.create(name, results=results, operands=operands, attributes=attrs or {}, loc=loc)
+    op = partial(_op, loc)
 
     with ir.InsertionPoint(load):
         buf = op("ttg.local_alloc", [memdesc_type(block, elem, None, enc.attr())], []).results[0]
@@ -118,7 +116,7 @@ def _store_subtiles(stores) -> list:
         if got is None:
             continue
         x, k, trunc = got
-        block, elem = _block_of(st.operands[0].type)
+        block, elem = mu.tensordesc_block(st.operands[0].type)
         m, n = mu.shape_of(x.type)
         enc = encoding((m, n), elem)
         if tuple(block) != (m, n // 2) or not enc.swizzle or (n // 2) % enc.block_elems:
@@ -138,10 +136,9 @@ def _store_subtiles(stores) -> list:
             continue
         loc = first.location
         m, n = mu.shape_of(x.type)
-        elem = _block_of(first.operands[0].type)[1]
+        elem = mu.tensordesc_block(first.operands[0].type)[1]
 
-        def op(name, results, operands, attrs=None, loc=loc):
-            return ir.Operation.create(name, results=results, operands=operands, attributes=attrs or {}, loc=loc)
+        op = partial(_op, loc)
 
         with ir.InsertionPoint(first):
             y = x
@@ -183,13 +180,12 @@ def _lower_store(store) -> None:
     async-proxy fence, one TMA store, and its wait (the tile may be reused after it; Triton's
     TMALowering: ttng.async_tma_copy_local_to_global + ttng.async_tma_store_wait)."""
     desc, value, coords = store.operands[0], store.operands[1], list(store.operands)[2:]
-    block, elem = _block_of(desc.type)
+    block, elem = mu.tensordesc_block(desc.type)
     enc = encoding(block, elem)
     i32 = ir.IntegerType.get_signless(32)
     loc = store.location
 
-    def op(name, results, operands, attrs=None):
-        return ir.Operation.create(name, results=results, operands=operands, attributes=attrs or {}, loc=loc)
+    op = partial(_op, loc)
 
     conv = value.owner if isinstance(value, ir.OpResult) and value.owner.name == "ttg.convert_layout" else None
     if conv is not None:  # the tile is written from the value's own layout: no register shuffle first
@@ -211,7 +207,7 @@ def _make_descriptor(make, offset: int) -> None:
     slot at `offset` (Triton's TMALowering: ttg.global_scratch_alloc, ttng.tensormap_create with
     box, extents and element strides innermost first and byte strides, the acquire fence, and
     ttng.reinterpret_tensor_descriptor as the descriptor)."""
-    block, elem = _block_of(make.results[0].type)
+    block, elem = mu.tensordesc_block(make.results[0].type)
     rank = len(block)
     enc = encoding(block, elem)
     box = tma.box(block, enc.elem_bits, enc.swizzle)
@@ -221,8 +217,7 @@ def _make_descriptor(make, offset: int) -> None:
     p = mu.props(make)
     nan = "padding" in p and mu.int_attr(p["padding"]) == 2
 
-    def op(name, results, operands, attrs=None):
-        return ir.Operation.create(name, results=results, operands=operands, attributes=attrs or {}, loc=loc)
+    op = partial(_op, loc)
 
     def const(t, v):
         return op("arith.constant", [t], [], {"value": ir.IntegerAttr.get(t, v)}).results[0]
@@ -289,7 +284,7 @@ def lower_tma(module) -> int:
     for e in entries:
         if e is None:
             continue
-        block, elem = _block_of(next(it).type)
+        block, elem = mu.tensordesc_block(next(it).type)
         bits = mu.elem_bits(elem)
         sw = encoding(block, elem).swizzle
         e["swizzle"], e["box"] = sw, list(tma.box(block, bits, sw))

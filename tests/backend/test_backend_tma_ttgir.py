@@ -16,6 +16,7 @@ from ttbuild.options import Options
 from ttbuild.signature import parse_entry
 
 MATMUL = Path(__file__).parents[2] / "kernels" / "matmul_descriptor.py"
+MISC = Path(__file__).parents[1] / "data" / "gpu_kernels" / "misc.py"  # tma_reduce_kernel, tma_reduce_made_kernel
 DEVICE_CX = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8}
 HOST_SIG = "tensordesc<fp16[128, 64]>:16,tensordesc<fp16[64, 128]>:16,tensordesc<fp16[128, 128]>:16,i32,i32,i32"
 
@@ -204,8 +205,8 @@ def test_box_and_copies_follow_the_swizzle_span():
 
 def test_triton_accepts_our_tma_ttgir(tmp_path, bt_file):
     """Triton 3.6 (oracle) parses, verifies and compiles to cubin the TTGIR of a pipelined TMA
-    matmul (both operand orders), of a lone TMA load and of device-made descriptors: our ops
-    carry its operand segments."""
+    matmul (both operand orders), of a lone TMA load, of device-made descriptors and of TMA
+    reductions: our ops carry its operand segments and attributes."""
     paths = []
     for name, out in (("host", host()),
                       ("bt", ttbuild.compile(bt_file, kernel="mm_bt", signature="tensordesc<fp16[128, 64]>,"
@@ -213,7 +214,10 @@ def test_triton_accepts_our_tma_ttgir(tmp_path, bt_file):
                                              constexprs={"BM": 128, "BN": 128, "BK": 64}, num_stages=3, until="ttgir")),
                       ("scale", ttbuild.compile(bt_file, kernel="scale", signature="tensordesc<fp16[64, 32]>,*fp16:16,i32",
                                                 constexprs={"BM": 64, "BN": 32}, until="ttgir")),
-                      ("device", device())):
+                      ("device", device()),
+                      ("reduce", reduction(until="ttgir")),
+                      ("reduce_made", reduction("max", "*u32:16,*u32:16,i32,i32", kernel="tma_reduce_made_kernel",
+                                                until="ttgir"))):
         p = tmp_path / f"{name}.ttgir"
         p.write_bytes(out["ttgir"])
         paths.append(p)
@@ -249,3 +253,83 @@ def test_a_subtiled_epilogue_stores_the_halves_of_one_tile():
     assert epilogue.count('"ttg.local_alloc"(') == 1 and "(tensor<128x128xf16, #ttg.nvidia_mma<" in epilogue
     assert re.findall(r"offsets = array<i32: 0, (\d+)>", epilogue) == ["0", "64"]
     assert epilogue.count('"ttng.async_tma_copy_local_to_global"') == 2 and epilogue.count('"ttng.async_tma_store_wait"') == 1
+
+
+def reduction(op="add", sig="tensordesc<fp32[32, 64]>,*fp32:16", kernel="tma_reduce_kernel", until="ptx", **opts):
+    """tests/data/gpu_kernels/misc.py's descriptor reduction of a BM x BN = 32 x 64 block."""
+    return ttbuild.compile(MISC, kernel=kernel, signature=sig, constexprs={"BM": 32, "BN": 64, "OP": op},
+                           until=until, **opts)
+
+
+def test_a_descriptor_reduction_is_a_tma_reduce_of_a_shared_tile(tmp_path):
+    """`desc.atomic_add` of a TMA descriptor: `tt.descriptor_reduce` (kind add) in TTIR; in TTGIR
+    the value written to a shared tile, the async-proxy fence, `ttng.async_tma_reduce` and the
+    store wait (Triton's form); in PTX one `cp.reduce.async.bulk.tensor` per box (fp32 rows of
+    256 bytes: two 32-column boxes of the 128-byte swizzle), one commit, the read wait."""
+    from ptx_util import assert_ptxas_accepts
+
+    out = reduction()
+    ttir = out["ttir"].decode()
+    assert re.search(r'"tt\.descriptor_reduce"\(%arg0, %\d+, %\d+, %\d+\) <\{kind = 1 : i32\}>', ttir)
+    assert '"tt.atomic_rmw"' not in ttir
+    ttgir = out["ttgir"].decode()
+    order = [ttgir.index(s) for s in ('"ttg.local_alloc"(%', '"ttng.fence_async_shared"', '"ttng.async_tma_reduce"',
+                                      '"ttng.async_tma_store_wait"')]
+    assert order == sorted(order) and "{kind = 1 : i32}" in ttgir[order[2]:order[3]]
+    ptx = out["ptx"].decode()
+    boxes = re.findall(r"@%p\d+ cp\.reduce\.async\.bulk\.tensor\.2d\.global\.shared::cta\.add\.bulk_group "
+                       r"\[%rd\d+, \{(%r\d+), (%r\d+)\}\], \[(%r\d+)\];", ptx)
+    assert len(boxes) == 2 and boxes[0][1] == boxes[1][1] and boxes[0][0] != boxes[1][0] and boxes[0][2] != boxes[1][2]
+    tail = ptx[ptx.rindex("fence.proxy.async.shared::cta"):]
+    assert tail.index("bar.sync") < tail.index("cp.reduce") < tail.index("cp.async.bulk.commit_group") \
+        < tail.index("cp.async.bulk.wait_group.read 0")
+    assert_ptxas_accepts(ptx, tmp_path)
+
+
+@pytest.mark.parametrize("op, kind", [("min", 2), ("max", 3), ("and", 6), ("or", 7), ("xor", 8)])
+def test_every_reduction_kind_reaches_its_ptx_op(op, kind):
+    out = reduction(op, "tensordesc<i32[32, 64]>,*i32:16")
+    assert f"<{{kind = {kind} : i32}}>" in out["ttir"].decode()
+    ptx = out["ptx"].decode()
+    assert ptx.count(f"cp.reduce.async.bulk.tensor.2d.global.shared::cta.{op}.bulk_group") == 2
+    assert not re.search(r"\s(atom|red)\.", ptx)
+
+
+@pytest.mark.parametrize("opts", [{"target": "cuda:80"}, {"target": "cuda:90", "disable_tma": True}])
+def test_without_tma_a_descriptor_reduction_is_relaxed_atomics(opts):
+    ttir = reduction(until="ttir", **opts)["ttir"].decode()
+    assert "descriptor_reduce" not in ttir
+    assert ttir.count('"tt.atomic_rmw"') == 1 and "sem = 1 : i32" in ttir
+
+
+def test_a_map_made_in_the_kernel_takes_the_descriptors_signedness():
+    """Integer descriptor types carry signedness as Triton's (`si32` / `ui32`), and the map the
+    program writes takes it as its element type (.s32 = 3, .u32 = 2, .u64 = 4: PTX tensormap.replace
+    numbering), which is what a TMA min / max compares by."""
+    for sig, name, elem in (("*i32:16,*i32:16,i32,i32", "si32", 3), ("*u32:16,*u32:16,i32,i32", "ui32", 2),
+                            ("*u64:16,*u64:16,i32,i32", "ui64", 4)):
+        out = reduction("max", sig, kernel="tma_reduce_made_kernel", until="ptx")
+        assert f"!tt.tensordesc<tensor<32x64x{name}>>" in out["ttir"].decode()
+        assert f"elem_type = {elem} : i32" in out["ttgir"].decode()
+        assert re.search(rf"tensormap\.replace\.tile\.elemtype\.shared::cta\.b1024\.b32 \[%rd\d+\], {elem};",
+                         out["ptx"].decode())
+
+
+def test_16_bit_float_min_max_needs_tma():
+    """Triton 3.6: fp16 / bf16 descriptor min / max only where the target has TMA."""
+    sig = "tensordesc<fp16[32, 64]>,*fp16:16"
+    assert "shared::cta.max.bulk_group" in reduction("max", sig)["ptx"].decode()
+    from ttbuild.errors import CompilationError
+
+    with pytest.raises(CompilationError, match="16-bit float types require native tma support"):
+        reduction("max", sig, until="ttir", target="cuda:80")
+
+
+def test_int64_bitwise_reductions_keep_the_pointer_form():
+    """and / or / xor through an INT64 tensor map raise an illegal instruction on the H200
+    (measured), so an int64 descriptor's bitwise reductions are relaxed atomics; uint64 ones and
+    int64 min / max go through TMA."""
+    ttir = reduction("xor", "tensordesc<i64[32, 64]>,*i64:16", until="ttir")["ttir"].decode()
+    assert "descriptor_reduce" not in ttir and ttir.count('"tt.atomic_rmw"') == 1
+    for op, sig in (("xor", "tensordesc<u64[32, 64]>,*u64:16"), ("max", "tensordesc<i64[32, 64]>,*i64:16")):
+        assert '"tt.descriptor_reduce"' in reduction(op, sig, until="ttir")["ttir"].decode()

@@ -140,13 +140,17 @@ def elem_bits(elem: str) -> int:
 _TENSORDESC = re.compile(r"!tt\.tensordesc<tensor<([0-9x]+)x([a-zA-Z0-9]+)\s*[,>]")
 
 
-def tensordesc_block(t, stage: str = "ttgir") -> tuple[tuple[int, ...], str]:
+def tensordesc_block(t, stage: str = "ttgir", signed: bool = False) -> tuple[tuple[int, ...], str]:
     """`!tt.tensordesc<tensor<128x64xf16>>` (an encoding inside or not) -> ((128, 64), 'f16').
-    Raises CompilationError (of `stage`) for another type."""
+    An integer element is given signless ('i32' for `si32` / `ui32`, the type of the block's
+    values and tiles) unless `signed`. Raises CompilationError (of `stage`) for another type."""
     m = _TENSORDESC.match(str(t))
     if m is None:
         raise CompilationError(f"not a tensor descriptor type: {t}", stage=stage)
-    return tuple(int(s) for s in m.group(1).split("x")), m.group(2)
+    elem = m.group(2)
+    if not signed and re.fullmatch(r"[su]i\d+", elem):
+        elem = elem[1:]
+    return tuple(int(s) for s in m.group(1).split("x")), elem
 
 
 def shape_of(t: ir.Type) -> tuple[int, ...]:

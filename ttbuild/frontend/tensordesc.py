@@ -1,9 +1,10 @@
-"""Tensor descriptors (`tl.make_tensor_descriptor`, `desc.load` / `desc.store` / `desc.atomic_*`, `tl.load_tensor_descriptor`, `tl.store_tensor_descriptor`): on a TMA target loads and stores of an eligible descriptor as `tt.descriptor_load` / `tt.descriptor_store` (ttbuild.tma), everything else lowered to pointer blocks and masks (Triton's `rewrite_tensor_descriptor_to_pointer`, its form where there is no TMA).
+"""Tensor descriptors (`tl.make_tensor_descriptor`, `desc.load` / `desc.store` / `desc.atomic_*`, `tl.load_tensor_descriptor`, `tl.store_tensor_descriptor`): on a TMA target loads, stores and reductions of an eligible descriptor as `tt.descriptor_load` / `tt.descriptor_store` / `tt.descriptor_reduce` (ttbuild.tma), everything else lowered to pointer blocks and masks (Triton's `rewrite_tensor_descriptor_to_pointer`, its form where there is no TMA).
 
 With the TMA option (the ttir stage's `tma`), a rank-2 descriptor with blocks of at most 256
 elements, given as a parameter or made at the kernel's top level (`tt.make_tensor_descriptor`),
-carries its tensormap value: its loads and whole-block stores go through it; gathers, scatters and
-atomics keep the pointer form, which the record keeps for every descriptor.
+carries its tensormap value: its loads, whole-block stores and reductions (`desc.atomic_*`) go
+through it; gathers and scatters keep the pointer form, which the record keeps for every
+descriptor.
 
 A descriptor is a compile-time record: `base` (a scalar pointer), `shape` (i32, as Triton makes
 them) and `strides` (i64; the last must be the constant 1), `block_shape` (constexpr ints) and the
@@ -61,7 +62,7 @@ class TensorDescriptor:
                                  self.block_shape, order)
 
     def __repr__(self):
-        return f"tensor descriptor of {self.dtype}[{', '.join(map(str, self.block_shape))}]"
+        return f"a tensor descriptor of type tensor_descriptor<{self.dtype}[{', '.join(map(str, self.block_shape))}]>"
 
 
 @builtin("make_tensor_descriptor")
@@ -176,10 +177,47 @@ def _tma_store(cx, d: TensorDescriptor, offsets, value: Value) -> None:
     return None
 
 
+# Triton 3.6's element types per descriptor reduction (semantic.descriptor_atomic_*: the types
+# `cp.reduce.async.bulk.tensor` reduces, PTX ISA 9.7.9.25.5.2), and its kind numbers
+# (TT_DescriptorReduceKindAttr, include/triton/Dialect/Triton/IR/TritonAttrDefs.td).
+REDUCE_DTYPES = {
+    "add": ("uint32", "int32", "uint64", "fp32", "fp16", "bf16"),
+    "min": ("uint32", "int32", "uint64", "int64", "fp16", "bf16"),
+    "max": ("uint32", "int32", "uint64", "int64", "fp16", "bf16"),
+    "and": ("uint32", "int32", "uint64", "int64"),
+    "or": ("uint32", "int32", "uint64", "int64"),
+    "xor": ("uint32", "int32", "uint64", "int64"),
+}
+REDUCE_KINDS = {"add": 1, "min": 2, "max": 3, "and": 6, "or": 7, "xor": 8}
+
+
 def atomic(cx, desc: TensorDescriptor, op: str, offsets, value):
-    """`desc.atomic_<op>(offsets, value)`: the in-bounds elements reduced with relaxed atomics."""
-    bp = desc.block(cx, offsets, f"desc.atomic_{op}")
-    ptrs, mask = blockptr.pointers_and_mask(cx, bp, tuple(range(len(desc.block_shape))), f"desc.atomic_{op}")
+    """`desc.atomic_<op>(offsets, value)`: the in-bounds elements of the block at `offsets`
+    reduced into memory (`value` has the block's shape and is cast to the descriptor's dtype).
+    Through a TMA descriptor, a `tt.descriptor_reduce` (one `cp.reduce.async.bulk.tensor` per
+    box); otherwise relaxed atomics on the in-bounds elements. Element types as Triton 3.6 allows
+    them per op (REDUCE_DTYPES; 16-bit float min / max only where there is TMA), else a located
+    error."""
+    what = f"desc.atomic_{op}"
+    allowed = REDUCE_DTYPES[op]
+    if desc.dtype.name not in allowed:
+        fail(cx, f"{what}: unsupported dtype {desc.dtype} (Triton allows {', '.join(allowed)})")
+    if op in ("min", "max") and desc.dtype.name in ("fp16", "bf16") and not cx.tma:
+        fail(cx, f"{what}: 16-bit float types require native tma support (sm_90 or newer, without disable_tma)")
+    if isinstance(value, Value) and tuple(value.type.shape) != desc.block_shape:
+        fail(cx, f"{what}: value shape {list(value.type.shape)} does not match the descriptor's block "
+                 f"shape {list(desc.block_shape)}")
+    # and / or / xor through a map of signed 64-bit elements stop the H200 with an illegal
+    # instruction (measured; .u64 maps and 32-bit ones reduce correctly): such a descriptor's
+    # bitwise reductions keep the pointer form, which gives the same bits
+    bitwise_s64 = op in ("and", "or", "xor") and desc.dtype.name == "int64"
+    if desc.tmap is not None and isinstance(value, Value) and not bitwise_s64:
+        idx = _indices(cx, desc, offsets, what)
+        cx.b.op("tt.descriptor_reduce", [desc.tmap, S.cast(cx, value, desc.dtype)] + idx, [],
+                {"kind": f"{REDUCE_KINDS[op]} : i32"})
+        return None
+    bp = desc.block(cx, offsets, what)
+    ptrs, mask = blockptr.pointers_and_mask(cx, bp, tuple(range(len(desc.block_shape))), what)
     atomics.atomic_rmw(cx, op, ptrs, value, mask, "relaxed", "gpu")
     return None
 

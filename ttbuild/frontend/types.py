@@ -137,7 +137,13 @@ class TensorDescType:
 
     @property
     def mlir(self) -> str:
-        return "!tt.tensordesc<tensor<" + "".join(f"{d}x" for d in self.block) + self.element.mlir + ">>"
+        # integers carry their signedness (si32 / ui32), as Triton's tensor_descriptor_base_type
+        # builds the type: a map made in the kernel takes it as its element type (.s32 / .u32),
+        # which decides how a TMA reduction's min / max compares
+        elem = self.element.mlir
+        if self.element.is_int() and not self.element.is_bool():
+            elem = ("s" if self.element.is_signed() else "u") + elem
+        return "!tt.tensordesc<tensor<" + "".join(f"{d}x" for d in self.block) + elem + ">>"
 
 
 @dataclass(frozen=True, repr=False)

@@ -183,6 +183,9 @@ def async_tma_copy(ctx, op, *vals):
 
 
 STORE = "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$1, {$2, $3}], [$4];"
+# cp.reduce.async.bulk.tensor's .redOp per TT_DescriptorReduceKindAttr value (PTX ISA 9.7.9.25.5.2;
+# the element type, hence signed or unsigned min / max, is the tensor map's)
+REDUCE_OPS = {1: "add", 2: "min", 3: "max", 4: "inc", 5: "dec", 6: "and", 7: "or", 8: "xor"}
 
 
 @rule("ttng.async_tma_copy_local_to_global")
@@ -192,6 +195,24 @@ def async_tma_store(ctx, op, tmap, *rest):
     visible to the async proxy; then a CTA barrier), then one bulk async-group (PTX ISA
     cp.async.bulk.tensor, .global.shared::cta.bulk_group; out-of-bounds elements are not
     written)."""
+    _bulk_store(ctx, op, tmap, rest, STORE)
+
+
+@rule("ttng.async_tma_reduce")
+def async_tma_reduce(ctx, op, tmap, *rest):
+    """As a TMA store, each element reduced into memory by the op's `kind` instead of written
+    (`cp.reduce.async.bulk.tensor.2d.global.shared::cta.<op>.bulk_group`, PTX ISA 9.7.9.25.5.2:
+    atomic per element, out-of-bounds elements skipped)."""
+    kind = _int_prop(op, "kind")
+    if kind not in REDUCE_OPS:
+        raise CompilationError(f"TMA reduction of unknown kind {kind}", stage="llir")
+    text = f"cp.reduce.async.bulk.tensor.2d.global.shared::cta.{REDUCE_OPS[kind]}.bulk_group [$1, {{$2, $3}}], [$4];"
+    _bulk_store(ctx, op, tmap, rest, text)
+
+
+def _bulk_store(ctx, op, tmap, rest, text: str) -> None:
+    """The leader's bulk async copies `text` (operands: map, x, y, shared address) of the
+    source tile, box by box, then one commit."""
     b = ctx.builder
     coords, src = list(rest[:-1]), rest[-1]
     block, elem = mu.tensordesc_block(op.operands[0].type, "llir")
@@ -215,7 +236,7 @@ def async_tma_store(ctx, op, tmap, *rest):
     for k in range(tma.copies(block, bits, sw.swizzle)):
         x = b.add(x0, ir.Constant(I32, k * box_cols)) if k else x0
         at = b.add(base, ir.Constant(I32, k * rows * box_cols * eb)) if k else base
-        ctx.asm_effect("@$0 " + STORE, "b,l,r,r,r", [p, tmap, x, y, at])
+        ctx.asm_effect("@$0 " + text, "b,l,r,r,r", [p, tmap, x, y, at])
     ctx.asm_effect("cp.async.bulk.commit_group;", "", [])
 
 

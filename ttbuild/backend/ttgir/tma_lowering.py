@@ -1,4 +1,4 @@
-"""TTGIR pass: every `tt.descriptor_load` the pipeliner left becomes a TMA copy into a shared buffer waited on through an mbarrier and read back into its register layout, every `tt.descriptor_store` a TMA store of a shared tile, every `tt.make_tensor_descriptor` a tensormap the program writes into its global scratch, and the module's `ttb.tma` record gets each TMA parameter's swizzle and box (Triton's TMALowering, lib/Dialect/TritonNvidiaGPU/Transforms/TMALowering.cpp).
+"""TTGIR pass: every `tt.descriptor_load` the pipeliner left becomes a TMA copy into a shared buffer waited on through an mbarrier and read back into its register layout, every `tt.descriptor_store` / `tt.descriptor_reduce` a TMA store / reduction of a shared tile, every `tt.make_tensor_descriptor` a tensormap the program writes into its global scratch, and the module's `ttb.tma` record gets each TMA parameter's swizzle and box (Triton's TMALowering, lib/Dialect/TritonNvidiaGPU/Transforms/TMALowering.cpp).
 
 A descriptor's CUtensorMap has one swizzle for all its loads: the `#ttg.nvmma_shared` encoding
 Triton gives its block (NVMMASharedEncodingAttr::get, `nvmma_for_operand`; unswizzled when the
@@ -66,11 +66,12 @@ def _lower(load) -> None:
     load.operation.erase()
 
 
-# tensormap.replace's elemtype per element type (PTX ISA, "tensormap.replace": .u8 0, .u16 1,
-# .s32 3, .s64 5, .f16 6, .f32 7, .f64 9, .bf16 10; not the driver API's CUtensorMapDataType
-# numbering), as Triton 3.6 picks them (8-bit types as u8, 16-bit integers as u16).
-ELEM_TYPES = {"i8": 0, "f8E4M3FN": 0, "f8E5M2": 0, "i16": 1, "i32": 3, "i64": 5, "f16": 6, "f32": 7,
-              "f64": 9, "bf16": 10}
+# tensormap.replace's elemtype per descriptor element type (PTX ISA, "tensormap.replace": .u8 0,
+# .u16 1, .u32 2, .s32 3, .u64 4, .s64 5, .f16 6, .f32 7, .f64 9, .bf16 10; not the driver API's
+# CUtensorMapDataType numbering), as Triton 3.6 picks them (8-bit types as u8, 16-bit integers as
+# u16; 32- and 64-bit integers by the signedness the descriptor type carries).
+ELEM_TYPES = {"i1": 0, "si8": 0, "ui8": 0, "f8E4M3FN": 0, "f8E5M2": 0, "si16": 1, "ui16": 1, "ui32": 2, "si32": 3,
+              "ui64": 4, "si64": 5, "f16": 6, "f32": 7, "f64": 9, "bf16": 10}
 SWIZZLE_MODES = {0: 0, 32: 1, 64: 2, 128: 3}  # CUtensorMapSwizzle
 MAP_BYTES = 128  # a CUtensorMap
 
@@ -176,9 +177,10 @@ def _erase_dead(func) -> None:
 
 
 def _lower_store(store) -> None:
-    """`tt.descriptor_store`: the block into a shared tile in the descriptor's encoding, the
-    async-proxy fence, one TMA store, and its wait (the tile may be reused after it; Triton's
-    TMALowering: ttng.async_tma_copy_local_to_global + ttng.async_tma_store_wait)."""
+    """`tt.descriptor_store` / `tt.descriptor_reduce`: the block into a shared tile in the
+    descriptor's encoding, the async-proxy fence, one TMA store (ttng.async_tma_copy_local_to_global)
+    or reduction (ttng.async_tma_reduce, the op's `kind` kept), and its wait (the tile may be
+    reused after it; Triton's TMALowering, TMAStoreLowering and TMAReduceLowering)."""
     desc, value, coords = store.operands[0], store.operands[1], list(store.operands)[2:]
     block, elem = mu.tensordesc_block(desc.type)
     enc = encoding(block, elem)
@@ -195,7 +197,10 @@ def _lower_store(store) -> None:
         tile = ir.Type.parse(f"!ttg.memdesc<{dims}x{elem}, {enc.attr()}, #ttg.shared_memory>")
         buf = op("ttg.local_alloc", [tile], [value]).results[0]
         op("ttng.fence_async_shared", [], [], {"bCluster": ir.BoolAttr.get(False)})
-        op("ttng.async_tma_copy_local_to_global", [], [desc, *coords, buf])
+        if store.name == "tt.descriptor_reduce":
+            op("ttng.async_tma_reduce", [], [desc, *coords, buf], {"kind": mu.props(store)["kind"]})
+        else:
+            op("ttng.async_tma_copy_local_to_global", [], [desc, *coords, buf])
         op("ttng.async_tma_store_wait", [], [], {"pendings": ir.IntegerAttr.get(i32, 0)})
     store.operation.erase()
     if conv is not None and next(iter(conv.results[0].uses), None) is None:
@@ -208,6 +213,7 @@ def _make_descriptor(make, offset: int) -> None:
     box, extents and element strides innermost first and byte strides, the acquire fence, and
     ttng.reinterpret_tensor_descriptor as the descriptor)."""
     block, elem = mu.tensordesc_block(make.results[0].type)
+    map_elem = mu.tensordesc_block(make.results[0].type, signed=True)[1]
     rank = len(block)
     enc = encoding(block, elem)
     box = tma.box(block, enc.elem_bits, enc.swizzle)
@@ -232,7 +238,7 @@ def _make_descriptor(make, offset: int) -> None:
         boxes = [const(i32, b) for b in reversed(box)]
         ones = [const(i32, 1) for _ in range(rank)]
         op("ttng.tensormap_create", [], [ptr, base, *boxes, *reversed(shape), *byte_strides, *ones],
-           {"elem_type": ir.IntegerAttr.get(i32, ELEM_TYPES[elem]), "fill_mode": ir.IntegerAttr.get(i32, 1 if nan else 0),
+           {"elem_type": ir.IntegerAttr.get(i32, ELEM_TYPES[map_elem]), "fill_mode": ir.IntegerAttr.get(i32, 1 if nan else 0),
             "interleave_layout": ir.IntegerAttr.get(i32, 0),
             "swizzle_mode": ir.IntegerAttr.get(i32, SWIZZLE_MODES[enc.swizzle]),
             "operandSegmentSizes": ir.Attribute.parse(f"array<i32: 1, 1, {rank}, {rank}, {rank - 1}, {rank}>")})
@@ -258,7 +264,7 @@ def lower_tma(module) -> int:
         left = _store_subtiles(stores)
         if len(left) != len(stores):
             _erase_dead(func)
-        for store in left:
+        for store in left + [op for op in walk(func) if op.name == "tt.descriptor_reduce"]:
             _lower_store(store)
         makes = []
         for op in walk(func):

@@ -94,11 +94,11 @@ MK = "bp = tl.make_block_ptr(p, (n,), (1,), (0,), (B,), (0,))\n"
      "must have the same length"),
     ("bp = tl.make_block_ptr(p, (n,), (1,), (0,), (12,), (0,))\n", "bp = tl.make_block_ptr", "powers of two"),
     (MK + "bp = tl.advance(bp, (1, 2))\n", "bp = tl.advance(bp, (1, 2))", "2 offsets for a block pointer of rank 1"),
-    (MK + "if n > 0:\n    bp = tl.make_block_ptr(p + 1, (n,), (1,), (0,), (B,), (0,))\ntl.store(bp, 1.0)\n",
-     "if n > 0", "block pointer `bp` is rebound to another block pointer in a runtime `if`: only its "
-                 "offsets may differ between the branches (tl.advance)"),
-    (MK + "for i in range(n):\n    bp = tl.make_block_ptr(p + 1, (n,), (1,), (0,), (B,), (0,))\n", "for i in",
-     "loop-carried block pointer 'bp' may only be advanced in the loop"),
+    (MK + "if n > 0:\n    bp = tl.make_block_ptr(p + 1, (n, n), (n, 1), (0, 0), (B, B), (1, 0))\ntl.store(bp, 1.0)\n",
+     "if n > 0", "mismatched type for `bp` between then block (pointer<fp32[16, 16]>) and else block "
+                 "(pointer<fp32[16]>)"),
+    (MK + "for i in range(n):\n    bp = tl.make_block_ptr(p + 1, (n,), (1,), (0,), (B // 2,), (0,))\n", "for i in",
+     "loop-carried variable 'bp' has initial type pointer<fp32[16]> but is re-assigned to pointer<fp32[8]> in the loop"),
     ("x = tl.advance(p, (0,))\n", "x = tl.advance", "tl.advance needs a block pointer"),
 ])
 def test_block_ptr_diagnostics(body, line, message):
@@ -136,3 +136,71 @@ def test_block_ptr_advanced_in_a_runtime_if_leaves_it_as_its_offsets():
     ttir = out["ttir"].decode()
     assert re.search(r'= "scf\.if"\(%\w+\).*\}\) : \(i1\) -> i64', ttir, re.S), ttir
     assert ttir.count('"scf.yield"') == 2 and ".entry block_ptr_if_kernel" in out["ptx"].decode()
+
+
+def test_block_ptr_rebound_in_a_runtime_if_leaves_it_as_the_fields_that_differ():
+    """Issue 12: a block pointer rebound in a runtime `if` to another one (base, shape and
+    offset differ) leaves the `if` as those fields, as Triton's rewrite_tensor_pointer splits a
+    `!tt.ptr<tensor>` result of scf.if; the unit stride both share stays a constant (not
+    yielded). Run on the GPU by tests/gpu/test_backend_gpu_reduce.py."""
+    import ttbuild
+
+    src = Path(__file__).parents[1] / "data" / "gpu_kernels" / "misc.py"
+    out = ttbuild.compile(src, kernel="block_ptr_rebind_kernel", signature="*fp32:16,*fp32:16,*fp32:16,i32,i32,i32",
+                          constexprs={"BLOCK": 256}, until="ptx")
+    ttir = out["ttir"].decode()
+    assert re.search(r'= "scf\.if"\(%\w+\).*\}\) : \(i1\) -> \(!tt\.ptr<f32>, i64, i64\)', ttir, re.S), ttir
+    assert ".entry block_ptr_rebind_kernel" in out["ptx"].decode()
+
+
+def _loop_types(ttir: str) -> list[str]:
+    """The types an scf.for of generic-form TTIR carries (its results)."""
+    m = re.search(r'= "scf\.for".*?\}\) : \([^)]*\) -> \(?([^)\n]*?)\)? loc', ttir, re.S)
+    return sorted(t.strip() for t in m.group(1).split(",")) if m else []
+
+
+def test_block_ptr_loops_carry_only_the_fields_that_change():
+    """An advanced block pointer carries only the offsets that move (bp_rowsum: the column
+    offset), as Triton's TTIR after rewrite_tensor_pointer and its canonicalizer; one rebound in
+    the loop to the next block's carries its base and shape (Triton 3.6 drops such a rebinding
+    and loads the first block every iteration; run on the GPU by test_backend_gpu_reduce.py)."""
+    import ttbuild
+
+    out = ttbuild.compile(Path(__file__).parent / "kernels" / "block_ptr_loop.py", kernel="bp_rowsum",
+                          signature="*fp32,*fp32,i32,i32,i32", constexprs={"BM": 16, "BN": 32}, until="ttir")
+    assert _loop_types(out["ttir"].decode()) == ["i64", "tensor<16x32xf32>"]
+    src = Path(__file__).parents[1] / "data" / "gpu_kernels" / "misc.py"
+    out = ttbuild.compile(src, kernel="block_ptr_loop_rebind_kernel", signature="*fp32:16,*fp32:16,i32",
+                          constexprs={"BLOCK": 128}, until="ptx")
+    assert _loop_types(out["ttir"].decode()) == ["!tt.ptr<f32>", "i64", "tensor<128xf32>"]
+    assert ".entry block_ptr_loop_rebind_kernel" in out["ptx"].decode()
+
+
+def test_block_ptr_ttir_has_tritons_form():
+    """Oracle: Triton 3.6 prints its TTIR after rewrite_tensor_pointer (make_ttir), so neither
+    its TTIR nor ours has tt.make_tensor_ptr / tt.advance, and the block pointer loop carries the
+    same types in both."""
+    from oracle import run_triton
+
+    import ttbuild
+
+    kernel = Path(__file__).parent / "kernels" / "block_ptr_loop.py"
+    script = (
+        "import importlib.util, sys\n"
+        "import triton\n"
+        "from triton.backends.compiler import GPUTarget\n"
+        "from triton.compiler import ASTSource\n"
+        "spec = importlib.util.spec_from_file_location('k', sys.argv[1])\n"
+        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)\n"
+        "sig = {'out_ptr': '*fp32', 'in_ptr': '*fp32', 'M': 'i32', 'N': 'i32', 'stride_m': 'i32',\n"
+        "       'BM': 'constexpr', 'BN': 'constexpr'}\n"
+        "k = triton.compile(ASTSource(m.bp_rowsum, sig, constexprs={'BM': 16, 'BN': 32}),\n"
+        "                   target=GPUTarget('cuda', 90, 32))\n"
+        "print(k.asm['ttir'])\n")
+    theirs = run_triton(script, kernel)
+    ours = ttbuild.compile(kernel, kernel="bp_rowsum", signature="*fp32,*fp32,i32,i32,i32",
+                           constexprs={"BM": 16, "BN": 32}, until="ttir")["ttir"].decode()
+    for text in (theirs, ours):
+        assert "make_tensor_ptr" not in text and "tt.advance" not in text
+    m = re.search(r"scf\.for .* -> \(([^)]*)\)", theirs)
+    assert sorted(t.strip() for t in m.group(1).split(",")) == _loop_types(ours)

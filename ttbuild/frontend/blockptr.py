@@ -34,8 +34,24 @@ class BlockPtr:
     def with_offsets(self, offsets) -> "BlockPtr":
         return BlockPtr(self.base, self.shape, self.strides, offsets, self.block_shape, self.order)
 
+    def fields(self) -> list:
+        """The run-time fields, in the order Triton's rewrite_tensor_pointer splits a
+        `!tt.ptr<tensor>` into: base, shape, strides, offsets."""
+        return [self.base, *self.shape, *self.strides, *self.offsets]
+
+    def with_fields(self, fields) -> "BlockPtr":
+        """This block pointer with `fields` (as `fields()` lists them) in place of its own."""
+        r = len(self.block_shape)
+        return BlockPtr(fields[0], fields[1:1 + r], fields[1 + r:1 + 2 * r], fields[1 + 2 * r:], self.block_shape,
+                        self.order)
+
+    @property
+    def type_str(self) -> str:
+        """Triton's spelling of a block pointer's type (pointer_type of a block_type)."""
+        return f"pointer<{self.base.type.scalar.element}[{', '.join(map(str, self.block_shape))}]>"
+
     def __repr__(self):
-        return f"block pointer to {self.base.type.scalar.element} of block shape {list(self.block_shape)}"
+        return f"a block pointer of type {self.type_str}"
 
 
 def ints(cx, v, what: str) -> list:

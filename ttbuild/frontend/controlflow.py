@@ -20,6 +20,18 @@ from .semantic import Constexpr, fail
 MAX_STATIC_UNROLL = 1 << 16
 
 
+def _same_field(a, b) -> bool:
+    """Whether two block pointer fields are the same value (the same object, or equal constants)."""
+    return a is b or isinstance(a, Constexpr) and isinstance(b, Constexpr) and a.value == b.value
+
+
+def _type_of(v) -> str:
+    """The type of a name's value as Triton prints it (a block pointer: `pointer<fp32[16]>`)."""
+    if isinstance(v, BlockPtr):
+        return v.type_str
+    return str(v.type) if isinstance(v, Value) else S.describe(v)
+
+
 def max_static_unroll() -> int:
     """How many `tl.static_range` iterations one kernel may unroll in all (TTBUILD_MAX_STATIC_UNROLL,
     default 65536). Triton sets no limit; a `tl.static_range(10**6)` held a ttbuild stage for
@@ -102,18 +114,22 @@ class ControlFlow:
             return {n for n in scope if n not in before or scope[n] is not before[n]}
 
         then_defs, else_defs = changed(then_scope), changed(else_scope)
-        # A block pointer leaves the `if` as its offsets (i64 values, as a loop carries it), when
-        # the branches differ only there (one `tl.advance`d it); it is rebuilt after the scf.if.
-        block_ptrs = []
+        # A block pointer leaves the `if` as the fields its branches disagree on (base, shape,
+        # strides, offsets: what Triton's rewrite_tensor_pointer yields for a `!tt.ptr<tensor>`
+        # result of scf.if), one i64 or pointer value each; the fields both branches share stay as
+        # they are (a unit stride stays a constant for the axis analysis). Rebuilt after the scf.if.
+        block_ptrs = []  # (name, [index of each yielded field])
         for n in sorted(then_defs | else_defs):
             if any(isinstance(sc.get(n), BlockPtr) for sc in (before, then_scope, else_scope)):
+                if n not in before and n not in then_defs & else_defs:
+                    continue  # bound in one branch only: local to it, as any other name
                 t, e = then_scope.get(n), else_scope.get(n)
-                if not (isinstance(t, BlockPtr) and isinstance(e, BlockPtr)) or t.base is not e.base or \
-                        t.block_shape != e.block_shape or t.order != e.order or any(
-                        a is not b for a, b in zip(t.shape + t.strides, e.shape + e.strides)):
-                    fail(self.cx, f"block pointer `{n}` is rebound to another block pointer in a runtime `if`: "
-                                  f"only its offsets may differ between the branches (tl.advance)")
-                block_ptrs.append(n)
+                if not (isinstance(t, BlockPtr) and isinstance(e, BlockPtr)) or t.base.type != e.base.type or \
+                        t.block_shape != e.block_shape or t.order != e.order:
+                    fail(self.cx, f"mismatched type for `{n}` between then block ({_type_of(t)}) "
+                                  f"and else block ({_type_of(e)})")
+                block_ptrs.append((n, [i for i, (a, b) in enumerate(zip(t.fields(), e.fields()))
+                                       if not _same_field(a, b)]))
         merged, tvals, evals = [], [], []
         for n in sorted(n for n in before if isinstance(before[n], Value) and n in then_defs | else_defs):
             for val, which in ((then_scope[n], "then"), (else_scope[n], "else")):
@@ -123,7 +139,7 @@ class ControlFlow:
             merged.append(n)
             tvals.append(then_scope[n])
             evals.append(else_scope[n])
-        for n in sorted((then_defs & else_defs) - set(merged) - set(block_ptrs)):
+        for n in sorted((then_defs & else_defs) - set(merged) - {n for n, _ in block_ptrs}):
             t, e = then_scope[n], else_scope[n]
             if isinstance(t, Value) and isinstance(e, Value) and t.type == e.type:
                 merged.append(n)
@@ -137,30 +153,33 @@ class ControlFlow:
         regions = []
         for blk, vals, scope in ((then_blk, tvals, then_scope), (else_blk, evals, else_scope)):
             self.b.resume(blk)
-            offsets = [as_value(self.cx, o) for n in block_ptrs for o in scope[n].offsets]
-            self.b.op("scf.yield", vals + offsets, [])
+            fields = [as_value(self.cx, scope[n].fields()[i]) for n, which in block_ptrs for i in which]
+            self.b.op("scf.yield", vals + fields, [])
             regions.append(self.b.close_block())
-            types = [v.type for v in vals + offsets]
+            types = [v.type for v in vals + fields]
         results = self.b.op("scf.if", [cond], types, regions=regions)
         for n, r in zip(merged, results):
             self.scope[n] = r
-        i = len(merged)
-        for n in block_ptrs:
-            k = len(then_scope[n].offsets)
-            self.scope[n] = then_scope[n].with_offsets(results[i:i + k])
-            i += k
+        k = len(merged)
+        for n, which in block_ptrs:
+            fields = then_scope[n].fields()
+            for i in which:
+                fields[i] = results[k]
+                k += 1
+            self.scope[n] = then_scope[n].with_fields(fields)
 
-    def _carries(self, before: dict, loc, ignore: str | None = None) -> list[str]:
+    def _carries(self, before: dict, loc, ignore: str | None = None) -> tuple[list[str], dict[str, list[int]]]:
         """After a scratch pass over a loop: the names it rebinds, checked as Triton's
-        `_find_carries` does — only tensors may be carried, and each keeps its type."""
-        out = []
+        `_find_carries` does — only tensors may be carried, and each keeps its type — and, per
+        block pointer among them, the indices of the fields (BlockPtr.fields) the loop carries."""
+        out, fields = [], {}
         for n in before:
             if n == ignore or n not in self.scope or self.scope[n] is before[n]:
                 continue
             v, live = self.scope[n], before[n]
             self.b.loc = loc
             if isinstance(v, BlockPtr) or isinstance(live, BlockPtr):
-                self._check_block_ptr_carry(n, live, v)
+                fields[n] = self._block_ptr_carry(n, live, v)
                 out.append(n)
                 continue
             if not isinstance(live, Value) or not isinstance(v, Value):
@@ -169,39 +188,45 @@ class ControlFlow:
                 fail(self.cx, f"loop-carried variable {n!r} has initial type {live.type} "
                               f"but is re-assigned to {v.type} in the loop")
             out.append(n)
-        return sorted(out)
+        return sorted(out), fields
 
-    def _check_block_ptr_carry(self, n, live, v):
-        """A block pointer may be carried when only its offsets change (tl.advance), which is
-        what Triton's rewrite carries too; anything else about it must stay loop-invariant."""
-        if not (isinstance(v, BlockPtr) and isinstance(live, BlockPtr)) or v.base is not live.base or \
-                v.block_shape != live.block_shape or any(
-                a is not b for a, b in zip(v.shape + v.strides, live.shape + live.strides)):
-            fail(self.cx, f"loop-carried block pointer {n!r} may only be advanced in the loop "
-                          f"(rebinding it to another block pointer is not supported yet)")
+    def _block_ptr_carry(self, n, live, v) -> list[int]:
+        """The fields of block pointer `n` that a loop changes (an advance: offsets; a rebinding
+        to another block pointer: any field), which the loop carries, one value each, as Triton's
+        rewrite_tensor_pointer splits a `!tt.ptr<tensor>` iter_arg; its type must stay."""
+        if not (isinstance(v, BlockPtr) and isinstance(live, BlockPtr)) or v.base.type != live.base.type or \
+                v.block_shape != live.block_shape or v.order != live.order:
+            fail(self.cx, f"loop-carried variable {n!r} has initial type {_type_of(live)} "
+                          f"but is re-assigned to {_type_of(v)} in the loop")
+        return [i for i, (a, b) in enumerate(zip(live.fields(), v.fields())) if not _same_field(a, b)]
 
-    def _flat(self, v) -> list:
-        """The loop-carried values standing for `v`: a block pointer travels as its i64 offsets."""
+    def _flat(self, v, which=None) -> list:
+        """The loop-carried values standing for `v`: a block pointer travels as the fields
+        `which` (indices into its fields(); i64 or pointer values)."""
         if isinstance(v, BlockPtr):
-            return [as_value(self.cx, o) for o in v.offsets]
+            return [as_value(self.cx, v.fields()[i]) for i in which]
         return [v]
 
-    def _unflat(self, template, values: list, i: int):
+    def _unflat(self, template, values: list, i: int, which=None):
         """Rebuild the names' values from carried `values` starting at `i`; returns (value, next i)."""
         if isinstance(template, BlockPtr):
-            k = len(template.offsets)
-            return template.with_offsets(values[i:i + k]), i + k
+            fields = template.fields()
+            for j in which:
+                fields[j] = values[i]
+                i += 1
+            return template.with_fields(fields), i
         return values[i], i + 1
 
-    def _outs(self, changed, inits, loc) -> list:
+    def _outs(self, changed, inits, loc, fields) -> list:
         """The values a loop body yields for its carried names (flattened like `_flat`)."""
         outs = []
         for n, init in zip(changed, inits):
             v = self.scope[n]
             if isinstance(init, BlockPtr):
                 self.b.loc = loc
-                self._check_block_ptr_carry(n, init, v)
-                outs += self._flat(v)
+                if not set(self._block_ptr_carry(n, init, v)) <= set(fields[n]):
+                    fail(self.cx, f"block pointer {n!r} changes more fields in the loop than its first pass showed")
+                outs += self._flat(v, fields[n])
                 continue
             v = self._materialize(v, init.type, n)
             if v.type != init.type:
@@ -211,10 +236,10 @@ class ControlFlow:
             outs.append(v)
         return outs
 
-    def _bind(self, changed, inits, values):
+    def _bind(self, changed, inits, values, fields):
         i = 0
         for n, init in zip(changed, inits):
-            self.scope[n], i = self._unflat(init, values, i)
+            self.scope[n], i = self._unflat(init, values, i, fields.get(n))
 
     def _materialize(self, v, ty, name) -> Value:
         if isinstance(v, Value):
@@ -293,28 +318,28 @@ class ControlFlow:
         self.b.open_block()
         self.scope[node.target.id] = self.b.fresh(ity)
         self._body_no_return(node.body, "a loop")
-        changed = self._carries(before, loc, ignore=node.target.id)
+        changed, fields = self._carries(before, loc, ignore=node.target.id)
         self.b.discard_block()
         self.scope = dict(before)
         self.b.loc = loc
 
         inits = [before[n] for n in changed]
-        flat = [x for v in inits for x in self._flat(v)]
+        flat = [x for n, v in zip(changed, inits) for x in self._flat(v, fields.get(n))]
         # Pass 2: the real body with carried values as block arguments.
         self.b.open_block()
         iv = self.b.fresh(ity)
         carried = [self.b.fresh(v.type) for v in flat]
         self.scope[node.target.id] = iv
-        self._bind(changed, inits, carried)
+        self._bind(changed, inits, carried, fields)
         self._body_no_return(node.body, "a loop")
-        outs = self._outs(changed, inits, loc)
+        outs = self._outs(changed, inits, loc, fields)
         self.b.loc = loc
         self.b.op("scf.yield", outs, [])
         region = self.b.close_block([iv] + carried)
         results = self.b.op("scf.for", [lb, ub, step] + flat, [v.type for v in flat], regions=[region],
                             attrs=loop_attrs)
         self.scope = dict(before)
-        self._bind(changed, inits, results)
+        self._bind(changed, inits, results, fields)
 
     def visit_While(self, node):
         """`while cond:` → scf.while: the condition in the `before` region (scf.condition), the
@@ -325,15 +350,15 @@ class ControlFlow:
         self.b.open_block()  # scratch pass: which names does the loop rebind?
         self.visit(node.test)
         self._body_no_return(node.body, "a while loop")
-        changed = self._carries(before, loc)
+        changed, fields = self._carries(before, loc)
         self.b.discard_block()
         self.scope, self.b.loc = dict(before), loc
         inits = [before[n] for n in changed]
-        flat = [x for v in inits for x in self._flat(v)]
+        flat = [x for n, v in zip(changed, inits) for x in self._flat(v, fields.get(n))]
 
         self.b.open_block()
         args = [self.b.fresh(v.type) for v in flat]
-        self._bind(changed, inits, args)
+        self._bind(changed, inits, args, fields)
         cond = self.visit(node.test)
         if isinstance(cond, Constexpr):
             cond = S.to_value(self.cx, Constexpr(bool(cond.value)), T.int1)
@@ -346,12 +371,12 @@ class ControlFlow:
         self.scope = dict(before)
         self.b.open_block()
         args = [self.b.fresh(v.type) for v in flat]
-        self._bind(changed, inits, args)
+        self._bind(changed, inits, args, fields)
         self._body_no_return(node.body, "a while loop")
-        outs = self._outs(changed, inits, loc)
+        outs = self._outs(changed, inits, loc, fields)
         self.b.loc = loc
         self.b.op("scf.yield", outs, [])
         after_region = self.b.close_block(args)
         results = self.b.op("scf.while", flat, [v.type for v in flat], regions=[before_region, after_region])
         self.scope = dict(before)
-        self._bind(changed, inits, results)
+        self._bind(changed, inits, results, fields)

@@ -84,6 +84,8 @@ def describe(v) -> str:
         return f"a value of type {v.type}"
     if isinstance(v, Constexpr):
         return f"constexpr {v.value!r}"
+    if type(v).__repr__ is not object.__repr__:  # block pointers, tensor descriptors: Triton's type
+        return repr(v)
     return type(v).__name__
 
 

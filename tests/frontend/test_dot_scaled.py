@@ -45,9 +45,11 @@ def test_fast_math_drops_the_nan_select_and_fp16_computes_in_fp16():
     ('c = tl.dot_scaled(a, s, "e3m2", b, s, "e4m3")\n', "NYI: lhs_format e3m2"),
     ('c = tl.dot_scaled(b, s, "e2m1", b, s, "e4m3")\n', "e2m1 format must be packed as uint8"),
     ('c = tl.dot_scaled(a, s, "e4m3", b, s, "e4m3")\n', "Reduction dimension should pack"),
-    ('c = tl.dot_scaled(a, s, "e2m1", b, s, "e4m3", lhs_k_pack=False)\n', "lhs_k_pack=False"),
+    ('c = tl.dot_scaled(a, s, "e2m1", b, s, "e4m3", lhs_k_pack=False)\n', "Reduction dimension should pack"),
+    ('c = tl.dot_scaled(a, s, "e2m1", b[None, :, :], s, "e4m3")\n', "Both inputs must be either 2D or 3D; "
+                                                                  "(lhs: [64, 32] vs rhs: [1, 64, 64])"),
     ('c = tl.dot_scaled(b, s, "e4m3", b, s, "e4m3", rhs_k_pack=False)\n', "only mxfp4 inputs can be packed"),
-    ('c = tl.dot_scaled(a, a, "e2m1", b, s, "e4m3")\n', "scale shape [64, 32] does not match"),
+    ('c = tl.dot_scaled(a, a, "e2m1", b, s, "e4m3")\n', "lhs_scale must be a tensor of shape [64, 2]. Got [64, 32]"),
 ])
 def test_refusals_are_tritons_and_located(body, message):
     src = HEAD + LOADS + "    " + body
@@ -72,4 +74,4 @@ def test_nvfp4_e4m3_scales_are_one_per_16_and_multiply_as_their_value():
     p = parse.run({"source": src.encode()}, {"kernel": "k", "file": "k.py"})
     with pytest.raises(CompilationError) as ei:
         ttir.run({"json": p["json"]}, {"signature": ["*u8:16", "*fp8e4nv:16", "*u8:16", "*fp32:16"], "constexprs": {}})
-    assert "expected [64, 4] (one e4m3 per 16 elements along K)" in ei.value.message
+    assert "lhs_scale must be a tensor of shape [64, 4]. Got [64, 2]" in ei.value.message  # Triton's text

@@ -10,7 +10,8 @@ lib/Dialect/TritonGPU/Transforms/DecomposeScaledBlocked.cpp, the rewrite):
   powers of two), and s = 255 gives NaN unless `fast_math`; an fp8 e4m3 scale (NVFP4: [M, K/16]
   and [N, K/16]) is multiplied as its value;
 - `tt.dot` of the upcast blocks with an fp32 (or `out_dtype`) accumulator.
-Only K-packed e2m1 is supported (`lhs_k_pack` / `rhs_k_pack` False is refused by name).
+e2m1 packed along M (lhs) or N (rhs) with `lhs_k_pack` / `rhs_k_pack` False is unpacked along
+that axis the same way. Rank-3 blocks are batched: one dot per leading index, the scales shared.
 """
 
 from __future__ import annotations
@@ -80,21 +81,24 @@ def _e2m1_nibbles(cx, packed: Value, k_axis: int) -> Value:
     return builtins.where(cx, neg, S.unary(cx, "-", mag), mag)
 
 
-def _scaled(cx, v: Value, scale, k_axis: int, fast_math: bool) -> Value:
-    """fp32 `v` times its group's scale along `k_axis`: an e8m0 scale (uint8, [rows, K/32]) is
-    2^(scale - 127), NaN for 255 unless fast_math; an e4m3 scale (fp8e4nv, [rows, K/16]: NVFP4,
-    tutorial 10's default) is its fp8 value, as Triton's decomposition upcasts it."""
+def _scaled(cx, v: Value, scale, k_axis: int, fast_math: bool, side: str) -> Value:
+    """fp32 `v` ([rows, K] or [K, rows], with a leading batch dimension for rank 3) times its
+    group's scale along `k_axis`: an e8m0 scale (uint8, [rows, K/32]) is 2^(scale - 127), NaN for
+    255 unless fast_math; an e4m3 scale (fp8e4nv, [rows, K/16]: NVFP4, tutorial 10's default) is
+    its fp8 value, as Triton's decomposition upcasts it. A rank-3 block's scale is one [rows,
+    K/group] block for every batch, the shape Triton 3.6's verify_scaled_shape takes."""
     if scale is None or (isinstance(scale, Constexpr) and scale.value is None):
         return v
     e4m3 = isinstance(scale, Value) and scale.type.scalar == T.DTYPES["fp8e4nv"]
     if not isinstance(scale, Value) or not (e4m3 or scale.type.scalar in (T.DTYPES["uint8"], T.DTYPES["int8"])):
         fail(cx, f"a dot_scaled scale must be a uint8 (e8m0) or float8e4nv (e4m3) block, got {S.describe(scale)}")
     group = E4M3_GROUP if e4m3 else GROUP
-    rows = v.type.shape[1 - k_axis]
-    k = v.type.shape[k_axis]
+    shape = v.type.shape
+    rank = len(shape)
+    rows = shape[2 * rank - 3 - k_axis]  # the other of the last two dimensions
+    k = shape[k_axis]
     if tuple(scale.type.shape) != (rows, k // group):
-        fail(cx, f"scale shape {list(scale.type.shape)} does not match: expected [{rows}, {k // group}] "
-                 f"(one {'e4m3' if e4m3 else 'e8m0'} per {group} elements along K)")
+        fail(cx, f"{side}_scale must be a tensor of shape [{rows}, {k // group}]. Got {list(scale.type.shape)}")
     if e4m3:
         f = S.cast(cx, scale, T.fp32)
     else:
@@ -106,38 +110,46 @@ def _scaled(cx, v: Value, scale, k_axis: int, fast_math: bool) -> Value:
     f = blockops.expand_dims(cx, f, 2)
     f = blockops.broadcast_to(cx, f, Constexpr((rows, k // group, group)))
     f = blockops.reshape(cx, f, Constexpr((rows, k)))
-    if k_axis == 0:
+    if k_axis == rank - 2:
         f = blockops.trans(cx, f)
+    if rank == 3:
+        f = blockops.broadcast_to(cx, blockops.expand_dims(cx, f, 0), Constexpr(tuple(shape)))
     return S.binary(cx, "*", v, f)
 
 
 @builtin("dot_scaled")
 def dot_scaled(cx, lhs, lhs_scale, lhs_format, rhs, rhs_scale, rhs_format, acc=None, fast_math=False,
                lhs_k_pack=True, rhs_k_pack=True, out_dtype=T.fp32):
-    """`tl.dot_scaled` (module docstring): 2-D blocks; returns `out_dtype` [M, N]."""
+    """`tl.dot_scaled` (module docstring): lhs [M, K] and rhs [K, N] blocks, or [B, M, K] and
+    [B, K, N]; returns `out_dtype` [M, N] (or [B, M, N]). A packed e2m1 block holds two elements
+    per byte along K, or along M (lhs) / N (rhs) with `*_k_pack=False`."""
     fa, fb = cval(cx, lhs_format, "lhs_format"), cval(cx, rhs_format, "rhs_format")
     for side, fmt in (("lhs", fa), ("rhs", fb)):
         if fmt not in FORMATS:
             fail(cx, f"NYI: {side}_format {fmt}")
     if not (isinstance(lhs, Value) and isinstance(rhs, Value) and lhs.type.shape and rhs.type.shape):
         fail(cx, "tl.dot_scaled needs two blocks")
-    if len(lhs.type.shape) != 2 or len(rhs.type.shape) != 2:
-        fail(cx, f"tl.dot_scaled of rank-{len(lhs.type.shape)} blocks is not supported yet (2-D only)")
+    rank = len(lhs.type.shape)
+    if rank != len(rhs.type.shape) or rank not in (2, 3):
+        fail(cx, f"Both inputs must be either 2D or 3D; (lhs: {list(lhs.type.shape)} vs rhs: {list(rhs.type.shape)})")
+    packs = []
     for side, fmt, pack in (("lhs", fa, lhs_k_pack), ("rhs", fb, rhs_k_pack)):
-        if not cval(cx, pack, f"{side}_k_pack"):
-            if fmt != "e2m1":
-                fail(cx, "only mxfp4 inputs can be packed along a dimension different than K")
-            fail(cx, f"{side}_k_pack=False (e2m1 packed along M or N) is not supported yet")
+        k_pack = bool(cval(cx, pack, f"{side}_k_pack"))
+        if not k_pack and fmt != "e2m1":
+            fail(cx, "only mxfp4 inputs can be packed along a dimension different than K")
+        packs.append(k_pack)
     a, b = _as_format(cx, lhs, fa, "lhs"), _as_format(cx, rhs, fb, "rhs")
-    ka = a.type.shape[1] * (2 if fa == "e2m1" else 1)
-    kb = b.type.shape[0] * (2 if fb == "e2m1" else 1)
+    ka = a.type.shape[-1] * (2 if fa == "e2m1" and packs[0] else 1)
+    kb = b.type.shape[-2] * (2 if fb == "e2m1" and packs[1] else 1)
     if ka != kb:
         fail(cx, f"Reduction dimension should pack the same number of elements; (lhs: {list(lhs.type.shape)} "
                  f"vs rhs: {list(rhs.type.shape)})")
     fast = bool(cval(cx, fast_math, "fast_math"))
     compute = T.fp16 if "fp16" in (fa, fb) else T.bf16
     ops = []
-    for v, fmt, scale, k_axis in ((a, fa, lhs_scale, 1), (b, fb, rhs_scale, 0)):
-        x = _e2m1_nibbles(cx, v, k_axis) if fmt == "e2m1" else S.cast(cx, v, T.fp32)
-        ops.append(S.cast(cx, _scaled(cx, x, scale, k_axis, fast), compute))
+    # (block, format, scale, its K axis, the axis its e2m1 bytes pack along, side)
+    for v, fmt, scale, k_axis, pack_axis, side in ((a, fa, lhs_scale, rank - 1, rank - 1 if packs[0] else rank - 2, "lhs"),
+                                                   (b, fb, rhs_scale, rank - 2, rank - 2 if packs[1] else rank - 1, "rhs")):
+        x = _e2m1_nibbles(cx, v, pack_axis) if fmt == "e2m1" else S.cast(cx, v, T.fp32)
+        ops.append(S.cast(cx, _scaled(cx, x, scale, k_axis, fast, side), compute))
     return blockops.dot(cx, ops[0], ops[1], acc, None, None, None, out_dtype)

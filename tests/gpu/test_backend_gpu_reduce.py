@@ -333,6 +333,29 @@ def test_block_pointer_advanced_in_a_runtime_if(torch, lib, flag):
     assert torch.equal(out, ref)
 
 
+@pytest.mark.parametrize("flag", [0, 1])
+def test_block_pointer_rebound_in_a_runtime_if(torch, lib, flag):
+    n, m = 200, 300  # each block partly out of bounds: zero padding
+    x, y = torch.randn(n, device="cuda"), torch.randn(m, device="cuda")
+    out = torch.full((256,), float("nan"), device="cuda")
+    lib.variant("block_ptr_rebind_256")[(1,)](out, x, y, flag, n, m)
+    torch.cuda.synchronize()
+    ref = torch.zeros(256, device="cuda")
+    part = y[1:257] if flag else x[:256]
+    ref[:part.numel()] = part
+    assert torch.equal(out, ref)
+
+
+def test_block_pointer_rebound_in_a_loop(torch, lib):
+    n = 1000  # the last block partly out of bounds: zero padding
+    x = torch.randint(-50, 50, (n,), device="cuda").float()
+    out = torch.full((128,), float("nan"), device="cuda")
+    lib.variant("block_ptr_loop_rebind_128")[(1,)](out, x, n)
+    torch.cuda.synchronize()
+    ref = torch.nn.functional.pad(x, (0, 1024 - n)).reshape(8, 128).sum(0)
+    assert torch.equal(out, ref)
+
+
 # e2m1 nibble -> value (OCP MX: sign, 2 exponent bits, 1 mantissa bit)
 _E2M1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
 
@@ -394,6 +417,42 @@ def test_dot_scaled_matches_the_dequantized_product(torch, lib, name, fa, fb, m,
         assert torch.isnan(c[3]).all()
 
 
+def _e8m0(torch, gen, rows, k):
+    """Random e8m0 scales [rows, k / 32] and their values repeated along K as float64 [rows, k]."""
+    s = torch.randint(120, 134, (rows, k // 32), device="cuda", generator=gen, dtype=torch.int32).to(torch.uint8)
+    return s, torch.exp2(s.double() - 127).repeat_interleave(32, dim=1)
+
+
+def test_batched_dot_scaled_matches_the_dequantized_products(torch, lib):
+    """Rank-3 tl.dot_scaled: each batch's e2m1 x e4m3 product with the scales every batch shares."""
+    nb, m, n, k = 2, 64, 64, 64
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    a = torch.randint(0, 256, (nb, m, k // 2), device="cuda", generator=gen, dtype=torch.int32).to(torch.uint8)
+    b = (torch.randn((nb, k, n), device="cuda", generator=gen) * 2).to(torch.float8_e4m3fn)
+    sa, scale_a = _e8m0(torch, gen, m, k)
+    sb, scale_b = _e8m0(torch, gen, n, k)
+    c = torch.full((nb, m, n), 7.0, device="cuda")
+    lib.variant("dot_scaled_batched_2x64x64x64")[(1,)](a, sa, b, sb, c)
+    torch.cuda.synchronize()
+    ref = (_mx_decode(torch, a, "e2m1", 2) * scale_a) @ (b.double() * scale_b.T)
+    assert torch.allclose(c.double(), ref, rtol=1e-5, atol=1e-6 * ref.abs().max().item())
+
+
+def test_dot_scaled_packed_along_m_and_n(torch, lib):
+    """e2m1 packed along M (lhs_k_pack=False: byte [i, k] holds rows 2i, 2i + 1) and along N."""
+    m, n, k = 64, 64, 64
+    gen = torch.Generator(device="cuda").manual_seed(12)
+    a = torch.randint(0, 256, (m // 2, k), device="cuda", generator=gen, dtype=torch.int32).to(torch.uint8)
+    b = torch.randint(0, 256, (k, n // 2), device="cuda", generator=gen, dtype=torch.int32).to(torch.uint8)
+    sa, scale_a = _e8m0(torch, gen, m, k)
+    sb, scale_b = _e8m0(torch, gen, n, k)
+    c = torch.full((m, n), 7.0, device="cuda")
+    lib.variant("dot_scaled_mn_packed_64x64x64")[(1,)](a, sa, b, sb, c)
+    torch.cuda.synchronize()
+    ref = (_mx_decode(torch, a, "e2m1", 0) * scale_a) @ (_mx_decode(torch, b, "e2m1", 1) * scale_b.T)
+    assert torch.allclose(c.double(), ref, rtol=1e-5, atol=1e-6 * ref.abs().max().item())
+
+
 @pytest.mark.parametrize("y", [0, 5, 90, -4])
 def test_descriptor_gather_and_scatter(torch, lib, y):
     """desc.gather(rows, y) / desc.scatter: the rows by index (some out of range) at columns
@@ -435,3 +494,60 @@ def test_tma_load_reads_every_swizzle_back_in_place(torch, lib, name, dtype, bm,
     want = torch.zeros((gm * bm, gn * bn), device="cuda", dtype=dt)
     want[:M, :N] = x
     assert torch.equal(out, want + 1)
+
+
+@pytest.mark.parametrize("name, dtype, op, bm, bn, made", [
+    ("tma_reduce_add_fp32_32x64", "float32", "add", 32, 64, False),
+    ("tma_reduce_add_fp16_64x64", "float16", "add", 64, 64, False),
+    ("tma_reduce_max_i32_64x32", "int32", "max", 64, 32, False),
+    ("tma_reduce_xor_i64_16x32", "int64", "xor", 16, 32, False),
+    ("tma_reduce_or_u64_16x32", "uint64", "or", 16, 32, False),
+    ("tma_reduce_made_max_u32_64x32", "uint32", "max", 64, 32, True),
+    ("tma_reduce_made_min_i32_64x32", "int32", "min", 64, 32, True)])
+def test_tma_reductions_combine_every_program_in_bounds(torch, lib, name, dtype, op, bm, bn, made):
+    """desc.atomic_<op> through TMA (cp.reduce.async.bulk.tensor): three programs reduce their
+    tiles into the same block of out at once (atomic per element), elements past (M, N) are
+    skipped, min / max compare as the element type's signedness (u32 values past 2**31 are the
+    largest), on a host descriptor and on a map the kernel makes; the bitwise reduction of an int64
+    descriptor takes the pointer form (relaxed atomics) and gives the same bits."""
+    M, N, K = 3 * bm - 5, 2 * bn + 8, 3
+    gm, gn = -(-M // bm), -(-N // bn)
+    g = torch.Generator(device="cuda").manual_seed(7)
+    if dtype.startswith("float"):  # small integers: every sum exact in any order
+        draw = lambda *s: torch.randint(-8, 9, s, device="cuda", generator=g).to(getattr(torch, dtype))  # noqa: E731
+    else:
+        bits = 64 if dtype.endswith("64") else 32
+        lo, hi = -2 ** (bits - 2), 2 ** (bits - 2)
+        # int64 draws cover the 32-bit range through wrap-around below (u32: past 2**31 too)
+        draw = lambda *s: torch.randint(lo, hi, s, device="cuda", generator=g, dtype=torch.int64) * 2 + \
+            torch.randint(0, 2, s, device="cuda", generator=g, dtype=torch.int64)  # noqa: E731
+    x, y = draw(K, gm * bm, gn * bn), draw(M, N)
+    ref = y.clone()
+    for k in range(K):
+        part = x[k, :M, :N]
+        if op == "add":
+            ref = ref + part
+        elif op == "xor":
+            ref = ref ^ part
+        elif op == "or":
+            ref = ref | part
+        else:
+            wrap = (lambda v: v & 0xFFFFFFFF) if dtype == "uint32" else (lambda v: (v + 2 ** 31) % 2 ** 32 - 2 ** 31)
+            a, b = wrap(ref), wrap(part)
+            ref = torch.maximum(a, b) if op == "max" else torch.minimum(a, b)
+    if dtype in ("int32", "uint32"):  # the 32-bit bits of the int64 draws
+        x, y, ref = ((v + 2 ** 31) % 2 ** 32 - 2 ** 31 for v in (x, y, ref))
+        x, y, ref = (v.to(torch.int32) for v in (x, y, ref))
+        if dtype == "uint32":
+            x, y = x.view(torch.uint32), y.view(torch.uint32)
+    if dtype == "uint64":  # the bits of the int64 draws
+        x, y = x.view(torch.uint64), y.view(torch.uint64)
+    from ttbuild.runtime import TensorDescriptor as TD
+
+    if made:
+        lib.variant(name)[(gm, gn, K)](y, x, M, N)
+    else:
+        lib.variant(name)[(gm, gn, K)](TD.from_tensor(y, [bm, bn]), x)
+    torch.cuda.synchronize()
+    got = y.view(torch.int32) if dtype == "uint32" else y.view(torch.int64) if dtype == "uint64" else y
+    assert torch.equal(got, ref)

@@ -159,6 +159,32 @@ def block_ptr_if_kernel(out_ptr, x_ptr, flag, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def block_ptr_rebind_kernel(out_ptr, x_ptr, y_ptr, flag, n, m, BLOCK: tl.constexpr):
+    """A block pointer rebound in a runtime `if` to another block pointer (issue 12: another base,
+    shape and offset): the load after the `if` reads x[0:BLOCK] (n elements), or y[1:1 + BLOCK]
+    (m elements) when `flag` is set; out-of-bounds elements zero."""
+    p = tl.make_block_ptr(x_ptr, shape=(n,), strides=(1,), offsets=(0,), block_shape=(BLOCK,), order=(0,))
+    if flag != 0:
+        p = tl.make_block_ptr(y_ptr, shape=(m,), strides=(1,), offsets=(1,), block_shape=(BLOCK,), order=(0,))
+    x = tl.load(p, boundary_check=(0,), padding_option="zero")
+    tl.store(out_ptr + tl.arange(0, BLOCK), x)
+
+
+@triton.jit
+def block_ptr_loop_rebind_kernel(out_ptr, x_ptr, n, BLOCK: tl.constexpr):
+    """out[j] = sum over blocks i of x[i * BLOCK + j] (zero past n): the block pointer rebound in
+    the loop to the next block's (its base and shape change, its offset stays 0), so the loop
+    carries the base and the shape."""
+    p = tl.make_block_ptr(x_ptr, shape=(n,), strides=(1,), offsets=(0,), block_shape=(BLOCK,), order=(0,))
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for i in range(0, tl.cdiv(n, BLOCK)):
+        acc += tl.load(p, boundary_check=(0,), padding_option="zero")
+        p = tl.make_block_ptr(x_ptr + (i + 1) * BLOCK, shape=(n - (i + 1) * BLOCK,), strides=(1,), offsets=(0,),
+                              block_shape=(BLOCK,), order=(0,))
+    tl.store(out_ptr + tl.arange(0, BLOCK), acc)
+
+
+@triton.jit
 def dot_scaled_kernel(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
                       KA: tl.constexpr, KB: tl.constexpr, FA: tl.constexpr, FB: tl.constexpr,
                       FAST: tl.constexpr):
@@ -173,6 +199,38 @@ def dot_scaled_kernel(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, M: tl.constexpr, N: t
     b_scale = tl.load(bs_ptr + rn[:, None] * (K // 32) + rs[None, :])
     c = tl.dot_scaled(a, a_scale, FA, b, b_scale, FB, fast_math=FAST)
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)
+
+
+@triton.jit
+def dot_scaled_batched_kernel(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, BATCH: tl.constexpr, M: tl.constexpr,
+                              N: tl.constexpr, K: tl.constexpr):
+    """C[i] = dot_scaled(A[i], "e2m1", B[i], "e4m3") for i < BATCH, as one rank-3 dot: A [BATCH, M,
+    K / 2] packed along K, B [BATCH, K, N], the scales [M, K / 32] and [N, K / 32] shared by every
+    batch (Triton 3.6's scale shape for rank 3), row-major."""
+    rb = tl.arange(0, BATCH)[:, None, None]
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    rs = tl.arange(0, K // 32)
+    a = tl.load(a_ptr + rb * (M * K // 2) + rm[None, :, None] * (K // 2) + tl.arange(0, K // 2)[None, None, :])
+    b = tl.load(b_ptr + rb * (K * N) + tl.arange(0, K)[None, :, None] * N + rn[None, None, :])
+    a_scale = tl.load(as_ptr + rm[:, None] * (K // 32) + rs[None, :])
+    b_scale = tl.load(bs_ptr + rn[:, None] * (K // 32) + rs[None, :])
+    c = tl.dot_scaled(a, a_scale, "e2m1", b, b_scale, "e4m3")
+    tl.store(c_ptr + rb * (M * N) + rm[None, :, None] * N + rn[None, None, :], c)
+
+
+@triton.jit
+def dot_scaled_mn_packed_kernel(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr,
+                                K: tl.constexpr):
+    """C = dot_scaled(A, "e2m1", B, "e2m1") with A [M / 2, K] packed along M and B [K, N / 2] packed
+    along N (lhs_k_pack / rhs_k_pack False), the scales [M, K / 32] and [N, K / 32], row-major."""
+    rs = tl.arange(0, K // 32)
+    a = tl.load(a_ptr + tl.arange(0, M // 2)[:, None] * K + tl.arange(0, K)[None, :])
+    b = tl.load(b_ptr + tl.arange(0, K)[:, None] * (N // 2) + tl.arange(0, N // 2)[None, :])
+    a_scale = tl.load(as_ptr + tl.arange(0, M)[:, None] * (K // 32) + rs[None, :])
+    b_scale = tl.load(bs_ptr + tl.arange(0, N)[:, None] * (K // 32) + rs[None, :])
+    c = tl.dot_scaled(a, a_scale, "e2m1", b, b_scale, "e2m1", lhs_k_pack=False, rhs_k_pack=False)
+    tl.store(c_ptr + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :], c)
 
 
 @triton.jit
@@ -224,3 +282,49 @@ def tma_tile_kernel(in_desc, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
     rm = i + tl.arange(0, BM)
     rn = j + tl.arange(0, BN)
     tl.store(out_ptr + rm[:, None] * (tl.num_programs(1) * BN) + rn[None, :], x + 1)
+
+
+@triton.jit
+def _reduce_tile(desc, i, j, x, OP: tl.constexpr):
+    if OP == "add":
+        desc.atomic_add([i, j], x)
+    elif OP == "min":
+        desc.atomic_min([i, j], x)
+    elif OP == "max":
+        desc.atomic_max([i, j], x)
+    elif OP == "and":
+        desc.atomic_and([i, j], x)
+    elif OP == "or":
+        desc.atomic_or([i, j], x)
+    else:
+        desc.atomic_xor([i, j], x)
+
+
+@triton.jit
+def _tile_of(x_ptr, BM: tl.constexpr, BN: tl.constexpr):
+    """Program (i, j, k)'s tile of x [K, H, W] (H, W the grid's tiles): its slice k at (i, j)."""
+    i = tl.program_id(0) * BM
+    j = tl.program_id(1) * BN
+    w = tl.num_programs(1) * BN
+    h = tl.num_programs(0) * BM
+    rm = i + tl.arange(0, BM)
+    rn = j + tl.arange(0, BN)
+    return i, j, tl.load(x_ptr + tl.program_id(2) * h * w + rm[:, None] * w + rn[None, :])
+
+
+@triton.jit
+def tma_reduce_kernel(out_desc, x_ptr, BM: tl.constexpr, BN: tl.constexpr, OP: tl.constexpr):
+    """desc.atomic_<OP> of a host descriptor: the programs of one (i, j) (program_id(2) = 0,
+    1, ...) each reduce their slice's tile into out's block at (i, j), through TMA on sm_90;
+    elements past out's extent are skipped."""
+    i, j, x = _tile_of(x_ptr, BM, BN)
+    _reduce_tile(out_desc, i, j, x, OP)
+
+
+@triton.jit
+def tma_reduce_made_kernel(y_ptr, x_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr, OP: tl.constexpr):
+    """As tma_reduce_kernel, through a descriptor the kernel makes (its tensormap written in the
+    program's global scratch, with the element type's signedness)."""
+    desc = tl.make_tensor_descriptor(y_ptr, [M, N], [N, 1], [BM, BN])
+    i, j, x = _tile_of(x_ptr, BM, BN)
+    _reduce_tile(desc, i, j, x, OP)

@@ -1,5 +1,6 @@
 # Block pointers carried through scf.for (the matmul-with-block-ptr pattern): the loop carries the
-# pointer's i64 offsets, one iter_arg per dimension, as Triton's rewrite_tensor_pointer does.
+# offsets that move (the column offset; the row indices are made once, outside the loop), as
+# Triton's TTIR after rewrite_tensor_pointer and its canonicalizer.
 # tl.advance(src, (0, BN)): only the column offset moves
 
 import triton

@@ -172,10 +172,11 @@ def library(name: str, until: str = "ptx") -> dict[str, bytes]:
 # attention's forward pass at d128 (Triton's build of the same sources spills on none of them).
 # Attention at d64 sits at the 255-register limit: its key-mask row, rebuilt in the accumulator's
 # layout so no conversion crosses shared memory in the loop, costs a few spilled words there
-# (faster: 0.95-0.99x Triton instead of 0.86x with the conversion and no spill); bounded here.
+# (faster: 0.95-0.99x Triton instead of 0.86x with the conversion and no spill); bounded here:
+# 12 bytes since the epilogue divides and narrows on #mma (56 when it converted the fp32 tile).
 @pytest.mark.parametrize("name,spill", [("matmul_fp16_128x128x64_w4_s4", 0), ("matmul_fp16_128x256x64_w8_s3", 0),
                                         ("linear_fp16_relu_128x128x64_w4_s4", 0), ("attn_fwd_d128", 0),
-                                        ("attn_fwd_d128_causal", 0), ("attn_fwd_d64", 64)])
+                                        ("attn_fwd_d128_causal", 0), ("attn_fwd_d64", 16)])
 def test_ptxas_no_spills_large_tiles(name, spill, tmp_path):
     info = _ptxas_v(library(name)["ptx"], tmp_path)
     m = re.search(r"\b(\d+) bytes spill stores, (\d+) bytes spill loads", info)

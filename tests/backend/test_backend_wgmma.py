@@ -258,6 +258,23 @@ def test_attention_qk_ss_and_pv_rs():
     assert len(ss) == 8 and len(rs) == 8, (len(ss), len(rs))
 
 
+@pytest.mark.parametrize("name,regs", [("attn_fwd_d64", 240), ("attn_fwd_d128", 183), ("attn_fwd_desc_d128", 183)])
+def test_attention_forward_fits_as_triton(name, regs, tmp_path):
+    """Attention forward on wgmma: no spill and no more registers than Triton 3.6's build of the
+    same source (240 at d64, 183 at d128, ptxas 13 -v). The epilogue `(acc / l_i).to(fp16)` runs
+    on the mma fragments and converts the fp16 tile: converting the fp32 accumulator first held
+    both tiles live (d64: 255 registers and 84 bytes of spills, d128: 198 registers)."""
+    import tomllib
+
+    kdir = Path(__file__).parents[2] / "kernels"
+    v = {x["name"]: x for x in tomllib.loads((kdir / "variants.toml").read_text())["variant"]}[name]
+    ptx = ttbuild.compile(kdir / v["file"], kernel=v["kernel"], signature=v["signature"], constexprs=v["constexprs"],
+                          num_warps=v["num_warps"], num_stages=v["num_stages"], until="ptx")["ptx"]
+    info = _ptxas_v(ptx, tmp_path)
+    assert "0 bytes spill stores" in info and "0 bytes spill loads" in info, info
+    assert int(re.search(r"Used (\d+) registers", info).group(1)) <= regs, info
+
+
 def test_fp16_accumulator_on_wgmma():
     """out_dtype=fp16 (tests/data/gpu_kernels dot_f16acc): wgmma's .f16 form, N/4 packed
     registers per instruction, tied through the wait as the pairs wgmma wrote (no unpacking

@@ -16,8 +16,10 @@ reducing on the fragments saves a shared-memory round trip of the whole tile per
 loop-carried value (an accumulator updated by elementwise ops then a dot, as attention
 backward's dK/dV: carried in #mma, converted once after the loop), a staged dot operand (P of
 a chained dot: then the mma -> dot_op shortcut below applies) or a conversion back to #mma (a
-round trip through shared memory that then disappears). Other conversions (a matmul
-epilogue before its store) stay where they are, as in Triton.
+round trip through shared memory that then disappears), or when it ends in fewer bytes than it
+starts with and needs no tile converted in (an epilogue `(acc / l_i).to(tl.float16)` or an
+activation then a narrowing cast: the narrow tile converts, as in Triton). Other conversions (a
+matmul epilogue storing fp32) stay where they are, as in Triton.
 
 Then `ttg.local_load(ttg.local_alloc(convert(%x : #mma -> #blocked)))` into a `#ttg.dot_op`
 becomes `ttg.convert_layout %x : #mma -> #dot_op` when every thread already holds the operand
@@ -124,6 +126,17 @@ class _Slice:
                     if op.name == "ttg.convert_layout" and _mma_derived(_layout(op.results[0])):
                         self.to_mma += 1
 
+    def shrinks(self) -> bool:
+        """Whether the slice ends in fewer bytes than it starts with and needs no tile from
+        outside converted in: a narrowing cast on the way (attention's `(acc / l_i).to(fp16)`,
+        an activation then `.to(fp16)`) then converts the narrow tile instead of the fp32 one,
+        as Triton's forward propagation does (the cast runs on the #mma fragments)."""
+        seen = {op.operands[i] for op, i in self.boundary}
+        if sum(_nbytes(v) for v in seen) >= _nbytes(self.root.results[0]):
+            return False
+        return all(w in self.keys or not _is_tensor(w) or _cheap_in(w)
+                   for op in self.ops for w in op.operands)
+
     def feasible(self) -> bool:
         """Whether every value of the slice has an encoding derived from the converted-to
         blocked layout (operands from outside are rebuilt or converted to what their op needs)."""
@@ -133,6 +146,30 @@ class _Slice:
         layout = _layout(v)
         mapped = _remap_layout(layout, self.old, self.new) if layout is not None else None
         return _retyped(v.type, mapped) if mapped is not None else None
+
+
+def _nbytes(v) -> int:
+    n = mu.elem_bits(mu.elem_str(v.type))
+    for d in mu.shape_of(v.type):
+        n *= d
+    return n // 8
+
+
+def _cheap_in(v, depth: int = 0) -> bool:
+    """Whether `v`, an operand from outside a slice, reaches the slice's layout without a tile
+    conversion: a vector (converting it moves little), or what _Remat rebuilds (constants,
+    splats, ranges, views, conversions, elementwise ops on those)."""
+    if sum(1 for d in mu.shape_of(v.type) if d > 1) <= 1:
+        return True
+    if isinstance(v, ir.BlockArgument) or depth > _REMAT_DEPTH:
+        return False
+    op = v.owner
+    if op.name in ("arith.constant", "tt.splat", "tt.make_range"):
+        attr = op.attributes["value"] if op.name == "arith.constant" else None
+        return attr is None or (isinstance(attr, ir.DenseElementsAttr) and attr.is_splat)
+    if op.name in _VIEWS or op.name == "ttg.convert_layout" or (is_elementwise(op.name) and _cheap_twice(v)):
+        return all(not _is_tensor(w) or _cheap_in(w, depth + 1) for w in op.operands)
+    return False
 
 
 def _stages_dot_operand(alloc) -> bool:
@@ -371,7 +408,7 @@ def remove_layout_conversions(module, num_warps: int) -> int:
         for conv, dst, src in _candidates(func):
             sl = _Slice(conv, dst, src)
             sl.collect()
-            if not (sl.reduces or sl.loops or sl.to_dot or sl.to_mma) or not sl.feasible():
+            if not (sl.reduces or sl.loops or sl.to_dot or sl.to_mma or sl.shrinks()) or not sl.feasible():
                 continue
             _rewrite(sl, remat)
             n += 1

@@ -88,7 +88,11 @@ def test_layer_norm_loops_keep_16_byte_accesses_and_three_barriers():
     assert p.count("ld.global.v4.b32") == 20  # x twice, then x, w, b: 4 chunks of 8 fp16 each
     assert p.count("st.global.v4.b32") == 4
     assert p.count("bar.sync") == 3
-    assert p.count("shfl.sync.bfly.b32") == 10  # two sums over 32 lanes
+    # two sums: 5 butterflies over 32 lanes, then one partial per lane: 3 over the 8 warps' partials
+    # and a broadcast from lane 0
+    assert p.count("shfl.sync.bfly.b32") == 16
+    assert p.count("shfl.sync.idx.b32") == 2
+    assert p.count("ld.shared") == 2
 
 
 @pytest.mark.parametrize("name", ["join_split_32x64", "matmul_persistent_fp16_128x128x64_w4_s4_subtile"])
@@ -378,3 +382,142 @@ def test_scalar_stores_are_issued_by_thread_0_alone():
     for line in scalar:
         pred = re.match(r"@(%p\d+) st\.global", line).group(1)
         assert re.search(rf"setp\.eq\.[bsu]32\s+{re.escape(pred)}, {re.escape(tid)}, 0;", p), line
+
+
+# Reductions whose inputs the kernel computes (no loads), so `llir_eval.Cta` can follow every value
+# through the lanes and warps of one program on the CPU: x = (37 i + 11 j) mod 101 has ties, which
+# argmax resolves to the first index (Triton's tie_break_left).
+_REDUCE_SRC = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def flat_kernel(s_ptr, i_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = (offs * 37) % 101
+    tl.store(s_ptr, tl.sum(x, axis=0))
+    tl.store(i_ptr, tl.argmax(x, axis=0))
+
+
+@triton.jit
+def cols_kernel(s_ptr, i_ptr, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    x = (rm[:, None] * 37 + rn[None, :] * 11) % 101
+    tl.store(s_ptr + rn, tl.sum(x, axis=0))
+    tl.store(i_ptr + rn, tl.argmax(x, axis=0))
+
+
+@triton.jit
+def rows_kernel(s_ptr, i_ptr, BM: tl.constexpr, BN: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    x = (rm[:, None] * 37 + rn[None, :] * 11) % 101
+    tl.store(s_ptr + rm, tl.sum(x, axis=1))
+    tl.store(i_ptr + rm, tl.argmax(x, axis=1))
+'''
+
+
+def _reduce_ttgir(tmp_path, kernel: str, constexprs: dict, warps: int) -> bytes:
+    src = tmp_path / "reductions.py"
+    src.write_text(_REDUCE_SRC)
+    return ttbuild.compile(src, kernel=kernel, signature="*i32:16,*i32:16", constexprs=constexprs,
+                           num_warps=warps, until="ttgir")["ttgir"]
+
+
+def _lower_capturing_reduces(ttgir_text: bytes, monkeypatch) -> list:
+    """emit.lower, keeping (function, operands, results, op) of every tt.reduce."""
+    from ttbuild.backend.llir import emit
+
+    real, got = emit.RULES, []
+
+    class Spy:
+        def get(self, name, default=None):
+            fn = real.get(name, default)
+            if name != "tt.reduce":
+                return fn
+
+            def spy(ctx, op, *srcs):
+                out = fn(ctx, op, *srcs)
+                got.append((ctx.builder.function, srcs, out if isinstance(out, list) else [out]))
+                return out
+            return spy
+    monkeypatch.setattr(emit, "RULES", Spy())
+    emit.lower(ttgir_text)
+    return got
+
+
+def _blocked(spt, tpw, wpc) -> str:
+    return (f"#ttg.blocked<{{sizePerThread = {spt}, threadsPerWarp = {tpw}, warpsPerCTA = {wpc}, "
+            "order = [1, 0]}>")
+
+
+@pytest.mark.parametrize("kernel,constexprs,warps,layout", [
+    ("flat_kernel", {"BLOCK": 4096}, 16, None),   # 16 partials: one per lane, butterflies 8..1, broadcast
+    ("flat_kernel", {"BLOCK": 256}, 2, None),
+    ("flat_kernel", {"BLOCK": 4096}, 32, None),
+    # 2 (4) lanes along the axis, at lane stride 16 (8): 8 (4) partials each, 1 (2) butterflies and a
+    # broadcast within those lanes; several columns per thread
+    ("cols_kernel", {"BM": 64, "BN": 64}, 16, _blocked([1, 4], [2, 16], [16, 1])),
+    ("cols_kernel", {"BM": 128, "BN": 32}, 16, _blocked([2, 1], [4, 8], [16, 1])),
+    ("cols_kernel", {"BM": 32, "BN": 128}, 16, _blocked([1, 4], [1, 32], [16, 1])),  # 1 lane: all 16 partials
+    ("rows_kernel", {"BM": 8, "BN": 1024}, 16, _blocked([1, 4], [1, 32], [2, 8])),  # 4 rows a thread, 8 warps a row
+])
+def test_cross_warp_reductions_give_every_thread_the_result(kernel, constexprs, warps, layout, tmp_path, monkeypatch):
+    """Sum and argmax (a two-operand reduce: value, index) across warps, evaluated on every
+    thread of the program from the LLIR itself (shuffles, the partials in shared memory): each
+    thread holding an output element holds its exact value. `layout`: the blocked layout the
+    kernel's tensors get instead of the one inferred (the same for every tensor of it)."""
+    import sys
+
+    from llir_eval import Cta
+
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
+    ttgir_text = _reduce_ttgir(tmp_path, kernel, constexprs, warps).decode()
+    if layout is not None:
+        assert len(set(re.findall(r"#ttg\.blocked<\{[^}]*\}>", ttgir_text))) == 1
+        ttgir_text = re.sub(r"#ttg\.blocked<\{[^}]*\}>", layout, ttgir_text)
+    got = _lower_capturing_reduces(ttgir_text.encode(), monkeypatch)
+    assert len(got) == 2 and len(got[1][1]) == 2  # the sum; argmax reduces (value, index) pairs
+    fn = got[0][0]
+    cta = Cta(fn, 32 * warps)
+    if kernel == "flat_kernel":
+        xs = [(i * 37) % 101 for i in range(constexprs["BLOCK"])]
+        want_sum, want_arg = {(): sum(xs)}, {(): xs.index(max(xs))}
+    else:
+        bm, bn = constexprs["BM"], constexprs["BN"]
+        x = [[(37 * i + 11 * j) % 101 for j in range(bn)] for i in range(bm)]
+        lines = [[x[i][j] for i in range(bm)] for j in range(bn)] if kernel == "cols_kernel" else x
+        want_sum = {(k,): sum(v) for k, v in enumerate(lines)}
+        want_arg = {(k,): v.index(max(v)) for k, v in enumerate(lines)}
+    assert got[1][0] is fn
+    for which, want, out in (("sum", want_sum, got[0][2][0]), ("argmax", want_arg, got[1][2][1])):
+        for tid in range(32 * warps):
+            t = cta.thread(tid)
+            if not isinstance(getattr(out, "elems", None), list):  # a scalar: every thread holds it
+                assert t(out) == want[()], (which, tid)
+                continue
+            for ix, v in zip(out.layout.thread_indices(tid, out.shape), out.elems):
+                assert t(v) == want[ix], (which, tid, ix)
+
+
+@pytest.mark.parametrize("warps", [2, 16])
+def test_cross_warp_reduction_loads_one_partial_per_lane(warps, tmp_path):
+    """A 1-D sum and argmax over `warps` warps (32 lanes along the axis): per reduced operand one
+    ld.shared of the partials (not one per warp), log2(warps) butterflies over them after the 5
+    within the warp (highest mask first, Triton's warpReduce), and one shfl.sync.idx from lane 0;
+    one barrier per reduction (two: the argmax's writes wait for the sum's reads)."""
+    src = tmp_path / "reductions.py"
+    src.write_text(_REDUCE_SRC)
+    p = ttbuild.compile(src, kernel="flat_kernel", signature="*i32:16,*i32:16", constexprs={"BLOCK": 4096},
+                        num_warps=warps, until="ptx")["ptx"].decode()
+    operands = 3  # the sum's value, argmax's value and index
+    lg = warps.bit_length() - 1
+    assert len(re.findall(r"ld\.shared\.b32", p)) == p.count("ld.shared") == operands
+    assert len(re.findall(r"shfl\.sync\.idx\.b32\s+%r\d+, %r\d+, 0, 31, -1;", p)) == p.count("shfl.sync.idx") == operands
+    assert p.count("shfl.sync.bfly.b32") == operands * (5 + lg)
+    masks = [int(m) for m in re.findall(r"shfl\.sync\.bfly\.b32\s+%r\d+, %r\d+, (\d+), 31, -1;", p)]
+    assert masks[:5] == [16, 8, 4, 2, 1]
+    assert masks[5:5 + lg] == [warps >> k for k in range(1, lg + 1)]
+    assert p.count("bar.sync") == 3

@@ -2,11 +2,21 @@
 
 tt.reduce (Triton ReduceOpToLLVM's three steps): combine the elements a thread holds along the
 axis (left to right, as Triton does: the products of a sum of products fuse into FMAs and
-need not all be live at once); then butterfly shuffles (`shfl.sync.bfly.b32`, PTX ISA 9.7.9.6) across the lanes
-that hold distinct data along the axis, so every lane ends with its group's result; then, when
-several warps hold distinct data along the axis, lane 0 of each writes its partial to shared
-memory, one barrier, and every thread combines the partials in warp order. The user's combine
-region is inlined at each step (multi-operand reductions such as argmax carry tuples).
+need not all be live at once); then butterfly shuffles (`shfl.sync.bfly.b32`, PTX ISA 9.7.9.6)
+across the lanes that hold distinct data along the axis, from the highest lane mask down (Triton's
+warpReduce), so every lane ends with its group's result; then, when several warps hold distinct
+data along the axis, lane 0 of each writes its partial to shared memory and, after one barrier,
+every warp reduces the W = plan.warps partials (a power of two) with shuffles, one partial per
+lane as Triton's ReduceOpToLLVM accumulatePartialReductions: lane l loads the partial of warp
+l mod W, butterflies with masks W/2, ..., 1 combine them, and `shfl.sync.idx` (PTX ISA 9.7.9.6)
+from lane 0 gives every lane lane 0's value. Triton has warp 0 alone do this, store the result and
+meet at a second barrier; here every warp does it, so one barrier does, and each thread loads
+one partial, not W (this rule before). The broadcast keeps the result warp-uniform (ptxas keeps
+e.g. layer norm's mean and rstd in uniform registers) and the same on every lane even for a
+non-commutative combine. Where the lanes along the axis (those sharing an output) are fewer than
+W, each loads W / lanes partials and combines them first, and the shuffles and the broadcast
+stay within those lanes. The user's combine region is inlined at each step (multi-operand
+reductions such as argmax carry tuples).
 Shared memory: the plan of ttbuild.backend.analysis.allocation (offset 0; a barrier before a write only when
 shared memory was read since the last barrier).
 """
@@ -37,9 +47,20 @@ def _log2(n: int) -> int:
 
 def shfl_bfly(ctx, v, lane_mask: int):
     """Value of lane (lane ^ lane_mask) in this warp; any type up to 64 bits."""
+    return _shfl(ctx, "bfly", v, ir.Constant(I32, lane_mask))
+
+
+def shfl_idx(ctx, v, src_lane):
+    """Value of lane `src_lane` (an int or an i32 value) in this warp; any type up to 64 bits."""
+    return _shfl(ctx, "idx", v, src_lane if isinstance(src_lane, ir.Value) else ir.Constant(I32, src_lane))
+
+
+def _shfl(ctx, mode: str, v, b_op):
+    """`shfl.sync.<mode>.b32` over the whole warp, clamp 0x1F (PTX ISA 9.7.9.6); 16-bit values
+    widened to 32 bits, 64-bit ones shuffled as two halves."""
     b = ctx.builder
-    fn = ctx.intrinsic("llvm.nvvm.shfl.sync.bfly.i32", I32, [I32, I32, I32, I32])
-    call = lambda w: b.call(fn, [ir.Constant(I32, -1), w, ir.Constant(I32, lane_mask), ir.Constant(I32, 0x1F)])
+    fn = ctx.intrinsic(f"llvm.nvvm.shfl.sync.{mode}.i32", I32, [I32, I32, I32, I32])
+    call = lambda w: b.call(fn, [ir.Constant(I32, -1), w, b_op, ir.Constant(I32, 0x1F)])
     t = v.type
     bits = t.width if isinstance(t, ir.IntType) else {"half": 16, "bfloat": 16, "float": 32, "double": 64}[str(t)]
     it = ir.IntType(bits)
@@ -84,12 +105,12 @@ def reduce(ctx, op, *srcs):
     # left to right, Triton's order within a thread (ReduceOpToLLVM reduceWithinThreads)
     accs = [functools.reduce(combine, [[s.elems[j] for s in srcs] for j in js]) for js in groups.values()]
 
-    # 2. across lanes
+    # 2. across lanes, from the highest mask down (Triton's warpReduce)
     plan = reduce_plan(layout, shape, axis)
-    k = 1
-    while k < plan.lanes:
+    k = plan.lanes // 2
+    while k >= 1:
         accs = [combine(acc, [shfl_bfly(ctx, v, k * plan.lane_stride) for v in acc]) for acc in accs]
-        k *= 2
+        k //= 2
 
     # 3. across warps, through shared memory
     out_shape = shape[:axis] + shape[axis + 1:]
@@ -114,15 +135,32 @@ def reduce(ctx, op, *srcs):
                     off = b.add(b.mul(slot, ir.Constant(I32, slots[i])), ir.Constant(I32, bases[i]))
                     smem_store(ctx, off, v)
         ctx.barrier()
+        # each lane loads the partials of warps (lane_a mod G) + G j, G = the lanes sharing its
+        # outputs (at most W), combines them, then G-lane butterflies and a broadcast from the
+        # group's first lane (lane_a == 0)
+        assert plan.warps & (plan.warps - 1) == 0 and tpw & (tpw - 1) == 0, plan
+        G = min(plan.warps, tpw)
+        lane_g = b.and_(lane_a, ir.Constant(I32, G - 1))
+        if tpw == 32:
+            src = 0
+        else:
+            src = b.and_(lane, ir.Constant(I32, 31 & ~((tpw - 1) * plan.lane_stride)))
         new = []
         for lin, acc in zip(lins, accs):
             parts = []
-            for w in range(plan.warps):
-                slot = b.add(b.mul(lin, W), ir.Constant(I32, w))
+            for j in range(plan.warps // G):
+                slot = b.add(b.mul(lin, W), b.add(lane_g, ir.Constant(I32, j * G)) if j else lane_g)
                 parts.append([smem_load(ctx, b.add(b.mul(slot, ir.Constant(I32, slots[i])),
                                                     ir.Constant(I32, bases[i])), v.type)
                               for i, v in enumerate(acc)])
-            new.append(tree(combine, parts))
+            part = tree(combine, parts)
+            if G > 1:
+                k = G // 2
+                while k >= 1:
+                    part = combine(part, [shfl_bfly(ctx, v, k * plan.lane_stride) for v in part])
+                    k //= 2
+                part = [shfl_idx(ctx, v, src) for v in part]
+            new.append(part)
         accs = new
         ctx.after_smem_read()
 

@@ -113,3 +113,66 @@ def test_op_count_within_ten_percent_of_tritons_own_ttir():
         if ours > theirs[v["name"]] * 1.1:
             over.append((v["name"], ours, theirs[v["name"]]))
     assert len(theirs) == len(variants) and not over, over
+
+
+DOT_HEAD = HEAD + "def k(a_ptr, b_ptr, c_ptr, K, BLOCK: tl.constexpr):\n"
+DOT_BODY = """    i = tl.arange(0, BLOCK)
+    a_ptrs = a_ptr + i[:, None] * BLOCK + i[None, :]
+    b_ptrs = b_ptr + i[:, None] * BLOCK + i[None, :]
+    acc = tl.zeros((BLOCK, BLOCK), {acc_ty})
+    for k in range(0, K):
+        a = tl.load(a_ptrs)
+        b = tl.load(b_ptrs)
+        {update}
+    tl.store(c_ptr + i[:, None] * BLOCK + i[None, :], acc)
+"""
+
+
+def _dot_ttir(update: str, dtype="fp16", acc_ty="tl.float32") -> str:
+    src = DOT_HEAD + DOT_BODY.format(update=update, acc_ty=acc_ty)
+    p = parse.run({"source": src.encode()}, {"kernel": "k", "file": "k.py"})
+    out = "fp32" if acc_ty == "tl.float32" else "i32"
+    return ttir.run({"json": p["json"]}, {"signature": [f"*{dtype}", f"*{dtype}", f"*{out}", "i32"],
+                                          "constexprs": {"BLOCK": 32}})["ttir"].decode()
+
+
+def test_dot_add_combines_into_the_accumulator():
+    """`acc += tl.dot(a, b)` (either operand order, float and int) is tt.dot(a, b, acc), Triton's
+    CombineDotAddPattern: no arith.add, the loop-carried accumulator is the dot's C."""
+    for update, dtype, acc_ty in (("acc += tl.dot(a, b)", "fp16", "tl.float32"),
+                                  ("acc = tl.dot(a, b) + acc", "fp16", "tl.float32"),
+                                  ("acc += tl.dot(a, b)", "i8", "tl.int32")):
+        text = _dot_ttir(update, dtype, acc_ty)
+        adds = count(text, "arith.addf") + len(re.findall(r'"arith.addi"\(%\w+, %\w+\).*tensor<32x32xi32>', text))
+        assert adds == 0, text
+        loop = text[text.index('"scf.for"'):]
+        m = re.search(r'\^bb0\(%\w+: i32[^,]*, (%\w+): tensor<32x32x', loop)
+        assert m and re.search(r'"tt.dot"\(%\w+, %\w+, ' + re.escape(m.group(1)) + r'\)', loop), text
+
+
+def test_dot_add_kept_when_the_dot_has_another_use():
+    text = _dot_ttir("d = tl.dot(a, b)\n        acc += d + d * 0.5")
+    assert count(text, "arith.addf") == 2 and re.search(r'"tt.dot"\(%\w+, %\w+, %\w+\)', text)
+    dot_c = re.search(r'"tt.dot"\(%\w+, %\w+, (%\w+)\)', text).group(1)
+    assert re.search(re.escape(dot_c) + r' = "arith.constant"\(\) <\{value = dense<0.000000e\+00>', text), text
+
+
+COMBINE_ORACLE = r"""
+import importlib.util, sys, triton
+from triton.compiler import ASTSource
+from triton.backends.compiler import GPUTarget
+spec = importlib.util.spec_from_file_location("k", sys.argv[1])
+m = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(m)
+k = triton.compile(ASTSource(m.k, {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "K": "i32",
+                   "BLOCK": "constexpr"}, constexprs={(4,): 32}), target=GPUTarget("cuda", 90, 32))
+print("ADDF", k.asm["ttir"].count("arith.addf"), "DOTS", k.asm["ttir"].count("tt.dot "))
+"""
+
+
+def test_triton_combines_the_same_dot_add(tmp_path):
+    """Oracle: Triton 3.6's TTIR of the same kernel has no addf either (skips without Triton)."""
+    src = tmp_path / "k.py"
+    src.write_text(DOT_HEAD + DOT_BODY.format(update="acc += tl.dot(a, b)", acc_ty="tl.float32"))
+    out = run_triton(COMBINE_ORACLE, str(src)).split()
+    assert out[-4:] == ["ADDF", "0", "DOTS", "1"], out

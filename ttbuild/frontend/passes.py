@@ -1,4 +1,4 @@
-"""TTIR cleanup after code generation, in place on a parsed MLIR module: the parts of Triton's make_ttir that change our output (splat-constant folding, constant hoisting, CSE, LICM, DCE).
+"""TTIR cleanup after code generation, in place on a parsed MLIR module: the parts of Triton's make_ttir that change our output (splat-constant folding, constant hoisting, dot-add combining, CSE, LICM, DCE).
 
 Upstream MLIR cannot do this for us: the `tt` dialect is unregistered there, and unregistered ops
 count as having unknown side effects, so its CSE/DCE would keep every `tt` op. The effect rules
@@ -43,6 +43,7 @@ def run(module) -> None:
             entry = func.operation.regions[0].blocks[0]
             _fold_splat_constants(func.operation, ir)
             _hoist_constants(func.operation, entry)
+            _combine_dot_add(func.operation, ir)
             _licm(func.operation)
             _cse(func.operation)
             _dce(func.operation)
@@ -79,6 +80,43 @@ def _hoist_constants(func, entry) -> None:
     for op in walk(func):
         if op.name == "arith.constant" and op.parent.name in OPEN_REGIONS - {"tt.func"} and first is not None:
             op.move_before(first)
+
+
+def _is_zero(value, ir) -> bool:
+    """An `arith.constant` splat of 0, +0.0 or -0.0 (Triton's isZero: m_Zero / m_AnyZeroFloat)."""
+    owner = value.owner
+    if not hasattr(owner, "name") or owner.name != "arith.constant":
+        return False
+    attr = owner.attributes["value"]
+    if not isinstance(attr, ir.DenseElementsAttr) or not attr.is_splat:
+        return False
+    v = attr.get_splat_value()
+    return (ir.FloatAttr(v).value if isinstance(v, ir.FloatAttr) else ir.IntegerAttr(v).value) == 0
+
+
+def _combine_dot_add(func, ir) -> None:
+    """`d + tt.dot(a, b, 0)` (either order) -> `tt.dot(a, b, d)`, moved to the add, when the dot
+    has no other use (Triton's CombineOpsPass, CombineDotAddPattern: `acc += tl.dot(a, b)` then
+    accumulates in the dot itself, one fragment live instead of two); not for a float dot with a
+    non-zero maxNumImpreciseAcc (fp8 partial accumulation), as Triton. (tl.dot_scaled is a
+    tt.dot of upcast operands here, so it combines alike.)"""
+    for add in [op for op in walk(func) if op.name in ("arith.addf", "arith.addi")]:
+        for k in (1, 0):
+            dot = add.operands[k].owner
+            if not hasattr(dot, "name") or dot.name != "tt.dot":
+                continue
+            if len(list(add.operands[k].uses)) != 1 or not _is_zero(dot.operands[2], ir):
+                continue
+            if add.name == "arith.addf" and "maxNumImpreciseAcc = 0 : i32" not in _text(dot):
+                continue
+            other = add.operands[1 - k]
+            if other.type != dot.results[0].type:
+                continue
+            dot.operands[2] = other
+            dot.move_before(add)
+            add.results[0].replace_all_uses_with(dot.results[0])
+            add.erase()
+            break
 
 
 def _defined_inside(value, loop) -> bool:

@@ -453,6 +453,18 @@ def _blocked(spt, tpw, wpc) -> str:
             "order = [1, 0]}>")
 
 
+@pytest.fixture
+def deep_recursion():
+    """The evaluator recurses through the LLIR's value graph: a higher recursion limit for this
+    test only (restored after it: later tests check Python's own limit)."""
+    import sys
+
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(max(limit, 20000))
+    yield
+    sys.setrecursionlimit(limit)
+
+
 @pytest.mark.parametrize("kernel,constexprs,warps,layout", [
     ("flat_kernel", {"BLOCK": 4096}, 16, None),   # 16 partials: one per lane, butterflies 8..1, broadcast
     ("flat_kernel", {"BLOCK": 256}, 2, None),
@@ -464,16 +476,14 @@ def _blocked(spt, tpw, wpc) -> str:
     ("cols_kernel", {"BM": 32, "BN": 128}, 16, _blocked([1, 4], [1, 32], [16, 1])),  # 1 lane: all 16 partials
     ("rows_kernel", {"BM": 8, "BN": 1024}, 16, _blocked([1, 4], [1, 32], [2, 8])),  # 4 rows a thread, 8 warps a row
 ])
-def test_cross_warp_reductions_give_every_thread_the_result(kernel, constexprs, warps, layout, tmp_path, monkeypatch):
+def test_cross_warp_reductions_give_every_thread_the_result(kernel, constexprs, warps, layout, tmp_path, monkeypatch,
+                                                            deep_recursion):
     """Sum and argmax (a two-operand reduce: value, index) across warps, evaluated on every
     thread of the program from the LLIR itself (shuffles, the partials in shared memory): each
     thread holding an output element holds its exact value. `layout`: the blocked layout the
     kernel's tensors get instead of the one inferred (the same for every tensor of it)."""
-    import sys
-
     from llir_eval import Cta
 
-    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
     ttgir_text = _reduce_ttgir(tmp_path, kernel, constexprs, warps).decode()
     if layout is not None:
         assert len(set(re.findall(r"#ttg\.blocked<\{[^}]*\}>", ttgir_text))) == 1

@@ -16,8 +16,10 @@ PipelineExpander.cpp peels the prologue), and what this pass reproduces op for o
   local_alloc disappears. A `ttng.warp_group_dot` (wgmma) operand the same way, its ring in
   `#ttg.nvmma_shared` with S slots (one more: Triton's loadRequiresAdditionalBuffer), the dot
   reading the slot's view, the proxy fence of the register tile gone, and its group left in
-  flight into the next iteration (`_keep_in_flight`). Other loads of a dot loop are pipelined
-  only when the loop asked for it with tl.range(num_stages=...), by the rules below.
+  flight into the next iteration (`_keep_in_flight`). The other loads of a dot loop that feed
+  a dot through any chain of ops (attention backward's rows of M and Delta, which the softmax
+  and dS read: Triton's AssignLatencies walks back from each dot) are pipelined by the rules
+  below, into the plain ring; the rest only when the loop asked for it with tl.range(num_stages=...).
 - A `tt.load` at the top level of the loop body is pipelined when its pointer and mask are
   computed, inside the loop, by pure ops from the induction variable, loop-invariant values and
   loop-carried values that the body itself advances by pure ops from the same (`ptrs +=
@@ -74,6 +76,10 @@ class Candidate:
     alloc: object = None   # dot operand: the ttg.local_alloc(load) that stages it ...
     reader: object = None  # ... and the ttg.local_load into #ttg.dot_op that reads it back
     trans: object = None   # a TMA load's tt.trans between it and the alloc (B^T of a row-major block)
+    # a load several wgmma operands read, some through tt.trans: ((alloc, wgmma, trans or None),
+    # ...) and the ring's encoding (the load's tile; a tt.trans user reads a ttg.memdesc_trans view)
+    views: tuple = ()
+    ring_enc: str | None = None
 
     @property
     def tma(self) -> bool:
@@ -275,6 +281,39 @@ def dot_operand_use(load):
     return alloc, reader
 
 
+def wgmma_views(load):
+    """((alloc, wgmma, trans or None), ...), ring encoding) when every user of the load is the
+    `ttg.local_alloc` of a wgmma operand, directly or through a 2-D `tt.trans` that has no other
+    user, and the allocs agree on one tile: those read directly in its encoding, the transposed
+    ones in its transposed view (an nvmma tile with `transposed` flipped). Attention backward's
+    qT and dO: each feeds one dot as loaded and another transposed; Triton stages the load once
+    and gives the second dot a `ttg.memdesc_trans` view (LowerLoops, MemDescTransOp). Else None."""
+    block = load.operation.block
+    views = []
+    for use in load.results[0].uses:
+        user, trans = use.owner, None
+        if user.name == "tt.trans":
+            if len(mu.shape_of(user.results[0].type)) != 2:
+                return None
+            trans, user = user, _sole_user(user.results[0])
+            if user is None:
+                return None
+        if user.name != "ttg.local_alloc" or user.operation.block != block:
+            return None
+        wg = wgmma_reader(user)
+        if wg is None or "#ttg.nvmma_shared" not in str(user.results[0].type):
+            return None
+        views.append((user, wg, trans))
+    if not views:
+        return None
+    encs = [NvmmaShared.parse(_shared_encoding(a.results[0].type)) for a, _, _ in views]
+    flip = lambda e: NvmmaShared(e.swizzle, not e.transposed, e.elem_bits)  # noqa: E731
+    ring = [flip(e) if t is not None else e for e, (_, _, t) in zip(encs, views)]
+    if any(r != ring[0] for r in ring):
+        return None
+    return tuple(views), ring[0].attr()
+
+
 def tma_candidate(op, body, iv) -> Candidate | None:
     """A `tt.descriptor_load` whose block (or its tt.trans) only a wgmma operand's
     `ttg.local_alloc` reads, in that alloc's `#ttg.nvmma_shared` (the swizzle the TMA box is
@@ -306,11 +345,29 @@ def has_dot(for_op) -> bool:
     return any(op.operation.name in DOT_OPS for op in for_op.regions[0].blocks[0].operations)
 
 
+def dot_feeders(body) -> set:
+    """The ops of `body` whose results reach a dot of it through operands of ops in `body`
+    (Triton's AssignLatencies: loadOpsToIndirectionLevel walks back from every dot; the loads it
+    meets are pipelined, attention backward's rows of M and Delta among them)."""
+    seen: set = set()
+    todo = [op.operation for op in body.operations if op.operation.name in DOT_OPS]
+    while todo:
+        op = todo.pop()
+        for v in op.operands:
+            d = v.owner if isinstance(v, ir.OpResult) else None
+            if d is not None and d.operation.block == body and d.operation not in seen:
+                seen.add(d.operation)
+                todo.append(d.operation)
+    return seen
+
+
 def candidates(for_op, axis: AxisAnalysis, plain: bool = True) -> list[Candidate]:
     """Loads of the loop body that this pass pipelines (see the module docstring for the rules):
-    dot operands always, other loads only when `plain` (the loop asked for it by tl.range)."""
+    dot operands and the loads that feed a dot always, other loads only when `plain` (the loop
+    asked for it by tl.range)."""
     body = for_op.regions[0].blocks[0]
     iv = body.arguments[0]
+    feeds = dot_feeders(body) if not plain else set()
     out = []
     for op in body.operations:
         if op.operation.name == "tt.descriptor_load":
@@ -327,7 +384,11 @@ def candidates(for_op, axis: AxisAnalysis, plain: bool = True) -> list[Candidate
             continue
         seg = _segments(op)
         staged = dot_operand_use(op)
-        if staged is None and not plain:
+        views = wgmma_views(op) if staged is None else None
+        if views is not None:
+            (alloc, wg, _), *_ = views[0]
+            staged = (alloc, wg)
+        if staged is None and not plain and op.operation not in feeds:
             continue
         if staged is not None and seg[2] and not mu.is_zero_splat(op.operands[1 + seg[1]]):
             continue  # the zero-filled slot would not hold `other` (Triton keeps it in registers)
@@ -344,7 +405,8 @@ def candidates(for_op, axis: AxisAnalysis, plain: bool = True) -> list[Candidate
         if nbytes < 4:
             continue
         alloc, reader = staged or (None, None)
-        out.append(Candidate(op, got[0], min(nbytes, 16), got[1], alloc, reader))
+        out.append(Candidate(op, got[0], min(nbytes, 16), got[1], alloc, reader,
+                             views=views[0] if views else (), ring_enc=views[1] if views else None))
     return out
 
 
@@ -414,6 +476,7 @@ class _Loop:
         # warp_group_dot_wait {pendings = 1} (Triton's loadRequiresAdditionalBuffer).
         self.wgmmas = {c.reader.operation: c.reader for c in cands
                        if c.reader is not None and c.reader.name == "ttng.warp_group_dot"}
+        self.wgmmas.update({wg.operation: wg for c in cands for _, wg, _ in c.views})
         self.slots = stages if self.wgmmas else stages - 1
         self.b = _Builder(for_op.location)
         self.lb, self.ub, self.step = list(for_op.operands)[:3]
@@ -523,7 +586,7 @@ class _Loop:
                 t = ir.RankedTensorType(res)
                 elem = str(t.element_type)
                 if cand.alloc is not None:
-                    enc = _shared_encoding(cand.alloc.results[0].type)
+                    enc = cand.ring_enc or _shared_encoding(cand.alloc.results[0].type)
                     ring = memdesc_type((self.slots, *t.shape), elem, None, enc)
                     view = memdesc_type(tuple(t.shape), elem, None, enc)
                 else:
@@ -599,6 +662,23 @@ class _Loop:
                 cand.alloc.erase()
                 if cand.trans is not None:
                     cand.trans.erase()
+                continue
+            if cand.views:
+                # each wgmma reads the slot, a tt.trans user through a transposed view of it
+                for v_alloc, wg, trans in cand.views:
+                    with ir.InsertionPoint(wg):
+                        view = lb.op("ttg.memdesc_index", [self.views[id(alloc)]], [alloc, ext]).results[0]
+                        if trans is not None:
+                            shape = _memdesc_shape(v_alloc.results[0].type)
+                            tview = memdesc_type(shape, str(ir.RankedTensorType(load.results[0].type).element_type),
+                                                 None, _shared_encoding(v_alloc.results[0].type))
+                            view = lb.op("ttg.memdesc_trans", [tview], [view],
+                                         {"order": ir.DenseI32ArrayAttr.get([1, 0])}).results[0]
+                    _retarget(v_alloc.results[0], view)
+                    _erase_fence_after(v_alloc)
+                    v_alloc.erase()
+                    if trans is not None:
+                        trans.erase()
                 continue
             if cand.alloc is not None and cand.reader.name == "ttng.warp_group_dot":
                 # wgmma reads the slot itself: the dot and its waits take the slot's view.

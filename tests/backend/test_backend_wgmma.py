@@ -319,7 +319,29 @@ CHECK: "scf.yield"
                                     constexprs=v["constexprs"], num_warps=v["num_warps"],
                                     num_stages=v["num_stages"], until="ptx")["ptx"], tmp_path)
     spill = int(re.search(r"(\d+) bytes spill stores", info).group(1))
-    assert spill <= 16, info  # 12 today; Triton 3.6's build of the same source spills 172 bytes
+    assert spill <= 128, info  # 92 today; Triton 3.6's build of the same source spills 172 bytes
+    # ptxas serialized every wgmma of the kernel (0.80x Triton -> 0.94x once gone) when the
+    # dK/dV loop's zero-trip edge wrote the accumulators' zero inits (control_flow._materialized)
+    assert "C7515" not in info, info
+
+
+@pytest.mark.parametrize("name", ["attn_bwd_d128", "matmul"])
+def test_no_wgmma_serialization(name, tmp_path):
+    """No ptxas C7515 ("wgmma.mma_async instructions are serialized due to non wgmma
+    instructions defining accumulator registers") on the loops whose accumulators start as
+    constants: they are set before the loop, not on its zero-trip edge."""
+    import tomllib
+
+    if name == "matmul":
+        ptx = matmul(128, 256, 64, 8, 3)["ptx"]
+    else:
+        kdir = Path(__file__).parents[2] / "kernels"
+        v = {x["name"]: x for x in tomllib.loads((kdir / "variants.toml").read_text())["variant"]}[name]
+        ptx = ttbuild.compile(kdir / v["file"], kernel=v["kernel"], signature=v["signature"],
+                              constexprs=v["constexprs"], num_warps=v["num_warps"], num_stages=v["num_stages"],
+                              until="ptx")["ptx"]
+    info = _ptxas_v(ptx, tmp_path)
+    assert "C7515" not in info, info
 
 
 def test_fp16_accumulator_on_wgmma():

@@ -7,7 +7,11 @@ tensors become one phi per element this thread owns (the layout is fixed across 
 
 from __future__ import annotations
 
-from ttbuild.backend.llir.context import TensorVal
+import struct
+
+from llvmlite import ir
+
+from ttbuild.backend.llir.context import I32, TensorVal
 from ttbuild.optraits import walk
 from ttbuild.registry import RuleSet
 
@@ -47,6 +51,39 @@ def _after_regions(ctx, op=None):
         ctx.after_smem_read()
 
 
+def _wgmma_accumulators(op) -> set:
+    """Indices of the iter_args that reach a `ttng.warp_group_dot`'s accumulator (operand 2),
+    directly or through `ttng.warp_group_dot_wait` results (which pass their operands through)."""
+    out = set()
+    for j, arg in enumerate(list(op.regions[0].blocks[0].arguments)[1:]):
+        todo, seen = [arg], set()
+        while todo and j not in out:
+            v = todo.pop()
+            for use in v.uses:
+                user = use.owner
+                if user.name == "ttng.warp_group_dot" and use.operand_number == 2:
+                    out.add(j)
+                elif user.name == "ttng.warp_group_dot_wait" and user not in seen:
+                    seen.add(user)
+                    todo.append(user.results[use.operand_number])
+    return out
+
+
+def _materialized(b, v):
+    """A constant accumulator element set before the loop by an opaque move (inline asm with a
+    side effect: LLVM neither folds nor sinks it). As a plain constant, LLVM materializes it on the
+    loop's zero-trip edge, in the accumulator registers, after the branch: ptxas then sees non-wgmma
+    writes of accumulator registers between a wgmma and its wait on another path and serializes
+    every wgmma of the kernel (C7515, "wgmma.mma_async instructions are serialized"; measured on
+    attention backward, where the dK/dV loop may run zero times). Triton's PTX sets them before
+    the branch."""
+    if not isinstance(v, ir.Constant) or str(v.type) not in ("float", "i32"):
+        return v
+    bits = struct.unpack("<I", struct.pack("<f", v.constant))[0] if str(v.type) == "float" else v.constant & 0xFFFFFFFF
+    out = b.asm(ir.FunctionType(I32, []), f"mov.b32 $0, {bits:#x};", "=r", [], side_effect=True)
+    return b.bitcast(out, v.type) if str(v.type) == "float" else out
+
+
 @rule("scf.for")
 def scf_for(ctx, op, lb, ub, step, *inits):
     b = ctx.builder
@@ -55,11 +92,13 @@ def scf_for(ctx, op, lb, ub, step, *inits):
     header = fn.append_basic_block("for.header")
     body = fn.append_basic_block("for.body")
     exit_ = fn.append_basic_block("for.exit")
+    accs = _wgmma_accumulators(op)
+    flat = flatten([TensorVal([_materialized(b, e) for e in v.elems], v.layout, v.shape)
+                    if j in accs and isinstance(v, TensorVal) else v for j, v in enumerate(inits)])
     b.branch(header)
     b.position_at_end(header)
     iv = b.phi(lb.type, name="iv")
     iv.add_incoming(lb, pre)
-    flat = flatten(inits)
     phis = []
     for v in flat:
         p = b.phi(v.type)

@@ -50,6 +50,16 @@ def bench_ms(fn, warmup_ms: int = 25, rep_ms: int = 200) -> float:
     return statistics.median(times)
 
 
+def fmt(x, digits: int = 0) -> str:
+    """A figure for a table cell: thousands separated, empty when it was not measured (None)."""
+    return "" if x is None else f"{x:,.{digits}f}"
+
+
+def ratio(a, b) -> str:
+    """a / b to three decimals for a table cell; empty when either side is missing."""
+    return f"{a / b:.3f}" if a and b else ""
+
+
 def table(headers, rows) -> str:
     cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]

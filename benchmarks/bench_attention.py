@@ -24,9 +24,11 @@ sys.path.insert(0, os.path.dirname(HERE))
 from _common import (
     WORKER_FLAG,
     bench_ms,
+    fmt,
     have_triton,
     kernel_module,
     mma_kind,
+    ratio,
     report_worker_result,
     table,
     triton_worker,
@@ -187,9 +189,9 @@ def main(argv=None):
                 notes.append(f"ttbuild {name} at N={N}: {type(e).__name__}: {e}")
         t2, k2 = tri(v2, case)
         t3, k3 = tri(v3, case)
-        rows.append((d, N, "yes" if causal else "no", _fmt(ours), _fmt(t2) + (f" ({k2})" if k2 else ""),
-                     _ratio(ours, t2), _fmt(t3) + (f" ({k3})" if k3 else ""), _ratio(ours, t3), _fmt(sdpa),
-                     _ratio(ours, sdpa)))
+        rows.append((d, N, "yes" if causal else "no", fmt(ours), fmt(t2) + (f" ({k2})" if k2 else ""),
+                     ratio(ours, t2), fmt(t3) + (f" ({k3})" if k3 else ""), ratio(ours, t3), fmt(sdpa),
+                     ratio(ours, sdpa)))
     print(f"\nattention forward fp16 ({args.form}), Z={args.batch} H={args.heads}, BLOCK_M={BLOCK_M} BLOCK_N={BLOCK_N} "
           f"{NUM_STAGES} stages, {gpu}, TFLOP/s, medians of triton.testing.do_bench")
     print(table(["d", "N_CTX", "causal", "ttbuild", "triton DISABLE_MMA_V3=1", "x triton mma.sync",
@@ -198,12 +200,6 @@ def main(argv=None):
         print("note:", n)
 
 
-def _fmt(x):
-    return "" if x is None else f"{x:,.0f}"
-
-
-def _ratio(a, b):
-    return f"{a / b:.3f}" if a and b else ""
 
 
 if __name__ == "__main__":

@@ -30,9 +30,11 @@ from _common import (
     KERNELS_DIR,
     WORKER_FLAG,
     bench_ms,
+    fmt,
     have_triton,
     kernel_module,
     mma_kind,
+    ratio,
     report_worker_result,
     table,
     triton_worker,
@@ -219,9 +221,9 @@ def main(argv=None):
         t3, k3 = tri_tflops("default", case)
         t2, k2 = tri_tflops("DISABLE_MMA_V3=1", case)
         sdpa = _tflops(case, sdpa_ms)
-        rows.append((d, N, "yes" if causal else "no", _fmt(ours), _fmt(t3) + (f" ({k3})" if k3 else ""),
-                     _ratio(ours, t3), _fmt(t2) + (f" ({k2})" if k2 else ""), _ratio(ours, t2), _fmt(sdpa),
-                     _ratio(ours, sdpa)))
+        rows.append((d, N, "yes" if causal else "no", fmt(ours), fmt(t3) + (f" ({k3})" if k3 else ""),
+                     ratio(ours, t3), fmt(t2) + (f" ({k2})" if k2 else ""), ratio(ours, t2), fmt(sdpa),
+                     ratio(ours, sdpa)))
     print(f"\nattention backward fp16 (preprocess + _attn_bwd), Z={args.batch} H={args.heads}, configs of "
           f"kernels/variants.toml, {gpu}, TFLOP/s, medians of triton.testing.do_bench")
     print(table(["d", "N_CTX", "causal", "ttbuild", "triton default", "x triton default",
@@ -230,12 +232,6 @@ def main(argv=None):
         print("note:", n)
 
 
-def _fmt(x):
-    return "" if x is None else f"{x:,.0f}"
-
-
-def _ratio(a, b):
-    return f"{a / b:.3f}" if a and b else ""
 
 
 if __name__ == "__main__":

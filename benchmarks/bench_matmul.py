@@ -25,9 +25,11 @@ sys.path.insert(0, os.path.dirname(HERE))
 from _common import (
     WORKER_FLAG,
     bench_ms,
+    fmt,
     have_triton,
     kernel_module,
     mma_kind,
+    ratio,
     report_worker_result,
     table,
     triton_worker,
@@ -100,12 +102,6 @@ def _index(result: dict) -> dict:
     return {(tuple(r["shape"]), r["config"]): r for r in result.get("results", [])}
 
 
-def _fmt(x, digits=0):
-    return "" if x is None else f"{x:,.{digits}f}"
-
-
-def _ratio(a, b):
-    return f"{a / b:.3f}" if a and b else ""
 
 
 def main(argv=None):
@@ -189,9 +185,9 @@ def main(argv=None):
             o3, o2 = mine(shape, name), mine(shape, name + MMA2)
             t2, k2 = tri(v2, shape, name)
             t3, k3 = tri(v3, shape, name)
-            rows.append((f"{shape[0]}^3", name.replace("matmul_fp16_", ""), _fmt(o3),
-                         _fmt(t3) + (f" ({k3})" if k3 else ""), _ratio(o3, t3), _fmt(o2),
-                         _fmt(t2) + (f" ({k2})" if k2 else ""), _ratio(o2, t2), _fmt(cb), _ratio(o3, cb)))
+            rows.append((f"{shape[0]}^3", name.replace("matmul_fp16_", ""), fmt(o3),
+                         fmt(t3) + (f" ({k3})" if k3 else ""), ratio(o3, t3), fmt(o2),
+                         fmt(t2) + (f" ({k2})" if k2 else ""), ratio(o2, t2), fmt(cb), ratio(o3, cb)))
     print(table(["size", "config", "ttbuild", "triton default", "x triton", "ttbuild mma.sync",
                  "triton DISABLE_MMA_V3=1", "x triton mma.sync", "cuBLAS", "x cuBLAS"], rows))
 
@@ -210,8 +206,8 @@ def main(argv=None):
             cb = _tflops(shape, cublas[shape])
             for key, val in zip(series, (o3, t3, o2, t2, cb)):
                 series[key].append(val)
-            srows.append((shape[0], _fmt(o3), _fmt(t3), _ratio(o3, t3), _fmt(o2), _fmt(t2), _ratio(o2, t2),
-                          _fmt(cb), _ratio(o3, cb)))
+            srows.append((shape[0], fmt(o3), fmt(t3), ratio(o3, t3), fmt(o2), fmt(t2), ratio(o2, t2),
+                          fmt(cb), ratio(o3, cb)))
         print(f"\nsize sweep (square, best of {', '.join(n.replace('matmul_fp16_', '') for n, *_ in CONFIGS)}), TFLOP/s")
         print(table(["size", "ttbuild", "triton default", "x triton", "ttbuild mma.sync", "triton mma.sync",
                      "x triton mma.sync", "cuBLAS", "x cuBLAS"], srows))

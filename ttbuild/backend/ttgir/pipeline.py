@@ -311,6 +311,10 @@ def wgmma_views(load):
     ring = [flip(e) if t is not None else e for e, (_, _, t) in zip(encs, views)]
     if any(r != ring[0] for r in ring):
         return None
+    # cp.async writes each thread's contiguous chunk as is: the ring's contiguous dimension must
+    # be the load's
+    if parse_layout(mu.encoding_str(load.results[0].type)).order[0] != ring[0].order[0]:
+        return None
     return tuple(views), ring[0].attr()
 
 

@@ -2,8 +2,8 @@
 
 Z=4, H=32, head dim 64 and 128, N_CTX 4096 (and 16384 with --ctx), causal and not; the
 configuration of each case is its variant's in kernels/variants.toml (attn_bwd_d{64,128}[_causal]:
-BLOCK_M1 32, BLOCK_N1 128, BLOCK_M2 128, BLOCK_N2 32, 4 warps, 5 stages), so both compilers build
-the same kernel. O and M come from each side's own forward kernel (attn_fwd_d*, as the tutorial's
+BLOCK_M1 32, BLOCK_N1 128, BLOCK_M2 128, BLOCK_N2 32, 4 warps, 5 stages, tutorial 06's; rows
+`128_w8`: attn_bwd_d128[_causal]_w8, 8 warps and 3 stages), so both compilers build the same kernel. O and M come from each side's own forward kernel (attn_fwd_d*, as the tutorial's
 autograd function); the timed work is the preprocess (Delta) plus the backward kernel. FLOPs
 counted as the tutorial: 2.5 x the forward's 4 Z H N^2 d, halved when causal. Every side's dQ,
 dK, dV are checked against SDPA's backward (atol 3e-2: fp16 outputs, fp32 accumulation).
@@ -54,18 +54,20 @@ def _variants() -> dict:
         return {v["name"]: v for v in tomllib.load(f)["variant"]}
 
 
-def _names(d, causal):
+def _names(d, causal, tag=""):
+    """(forward, preprocess, backward) variant names; `tag` a backward variant's config suffix
+    (`_w8`: kernels/variants.toml's 8-warp d128 form)."""
     tail = "_causal" if causal else ""
-    return f"attn_fwd_d{d}{tail}", f"attn_bwd_preprocess_d{d}", f"attn_bwd_d{d}{tail}"
+    return f"attn_fwd_d{d}{tail}", f"attn_bwd_preprocess_d{d}", f"attn_bwd_d{d}{tail}{tag}"
 
 
 def _tflops(case, ms):
-    Z, H, N, d, causal = case
+    Z, H, N, d, causal, _ = case
     return 2.5 * 4.0 * Z * H * N * N * d * (0.5 if causal else 1.0) / (ms * 1e-3) / 1e12
 
 
 def _tensors(torch, case):
-    Z, H, N, d, _ = case
+    Z, H, N, d, _, _ = case
     gen = torch.Generator(device="cuda").manual_seed(N + d)
     q, k, v, do = ((torch.randn(Z, H, N, d, device="cuda", generator=gen) * 0.5).half() for _ in range(4))
     return q, k, v, do
@@ -88,7 +90,7 @@ def _close(torch, got, want):
 def _runner(torch, fwd, pre, bwd, case, cfg):
     """(forward call, backward call, dq, dk, dv) for one case; fwd/pre/bwd are launchers (ttbuild
     or Triton with the variant's constexprs bound); cfg the backward variant's constexprs."""
-    Z, H, N, d, causal = case
+    Z, H, N, d, causal, _ = case
     q, k, v, do = _tensors(torch, case)
     o = torch.empty_like(q)
     m = torch.empty(Z * H * N, device="cuda", dtype=torch.float32)
@@ -115,8 +117,8 @@ def worker(job: dict) -> None:
     rows = _variants()
     results = []
     for case in map(tuple, job["cases"]):
-        Z, H, N, d, causal = case
-        fname, pname, bname = _names(d, causal)
+        Z, H, N, d, causal, tag = case
+        fname, pname, bname = _names(d, causal, tag)
         try:
             fwd = _TritonBound(mod._attn_fwd, rows[fname])
             pre = _TritonBound(mod._attn_bwd_preprocess, rows[pname])
@@ -169,8 +171,10 @@ def main(argv=None):
     import ttbuild.runtime as rt
 
     gpu = torch.cuda.get_device_name()
-    cases = [(args.batch, args.heads, n, d, causal) for d in map(int, args.dims.split(","))
-             for n in map(int, args.ctx.split(",")) for causal in (False, True)]
+    rows_toml = _variants()
+    cases = [(args.batch, args.heads, n, d, causal, tag) for d in map(int, args.dims.split(","))
+             for tag in ("", "_w8") for n in map(int, args.ctx.split(",")) for causal in (False, True)
+             if _names(d, causal, tag)[2] in rows_toml]
 
     tri = {}
     if not args.no_triton and have_triton():
@@ -183,7 +187,6 @@ def main(argv=None):
         print("triton is not importable here: Triton columns left empty")
 
     lib = rt.load(args.artifacts)
-    rows_toml = _variants()
     notes, rows = [], []
 
     def tri_tflops(label, case):
@@ -198,8 +201,8 @@ def main(argv=None):
         return _tflops(case, r["ms"]), r["mma"]
 
     for case in cases:
-        Z, H, N, d, causal = case
-        names = _names(d, causal)
+        Z, H, N, d, causal, tag = case
+        names = _names(d, causal, tag)
         launchers = [variant_or_reason(lib, n) for n in names]
         ours = None
         q, k, v, do = _tensors(torch, case)
@@ -221,7 +224,7 @@ def main(argv=None):
         t3, k3 = tri_tflops("default", case)
         t2, k2 = tri_tflops("DISABLE_MMA_V3=1", case)
         sdpa = _tflops(case, sdpa_ms)
-        rows.append((d, N, "yes" if causal else "no", fmt(ours), fmt(t3) + (f" ({k3})" if k3 else ""),
+        rows.append((f"{d}{tag}", N, "yes" if causal else "no", fmt(ours), fmt(t3) + (f" ({k3})" if k3 else ""),
                      ratio(ours, t3), fmt(t2) + (f" ({k2})" if k2 else ""), ratio(ours, t2), fmt(sdpa),
                      ratio(ours, sdpa)))
     print(f"\nattention backward fp16 (preprocess + _attn_bwd), Z={args.batch} H={args.heads}, configs of "

@@ -196,6 +196,15 @@ def test_descriptors_as_triton():
     assert "wgmma.wait_group.sync.aligned 0;" in body
 
 
+def test_descriptor_steps_stay_adds():
+    """The start field is extracted with bfe.u32 as Triton does (opaque to LLVM): each descriptor
+    made is one OR of the constant bits, and the k steps from it are add.s64 (LLVM turned them into
+    ORs when it could see the field's clear high bits, and ptxas rebuilt them between issues)."""
+    ptx = matmul(128, 256, 64, 8, 3)["ptx"].decode()
+    made = len(re.findall(r"bfe\.u32 %r\d+, %r\d+, 4, 14;", ptx))
+    assert made >= 2 and len(re.findall(r"\bor\.b64\b", ptx)) <= made, ptx.count("or.b64")
+
+
 def test_64b_swizzle_descriptor_as_triton():
     """64x128x32 w4: A 64x32 (64-byte swizzle: stride offset 512, mode 2) and B 32x128
     (leading offset 4096 = 32 rows x 128 bytes), Triton 3.6's constants."""

@@ -100,8 +100,11 @@ class _Operand:
         return const * self.eb
 
     def make(self, b, addr_i32):
-        field = b.zext(b.and_(b.lshr(addr_i32, _c(4)), _c(0x3FFF)), I64)
-        return b.or_(field, ir.Constant(I64, self.bits))
+        # bfe.u32 (PTX ISA 9.7.1.19) as Triton extracts the field: opaque to LLVM, which would
+        # otherwise know the field's high bits are clear and turn step()'s adds into ORs that
+        # ptxas rebuilds between wgmma issues (ULOP3 + UMOV) instead of precomputed adds
+        bfe = b.asm(ir.FunctionType(I32, [I32]), "bfe.u32 $0, $1, 4, 14;", "=r,r", [addr_i32], side_effect=False)
+        return b.or_(b.zext(bfe, I64), ir.Constant(I64, self.bits))
 
     @staticmethod
     def step(b, desc, byte_off: int):

@@ -157,6 +157,14 @@ def shape_of(t: ir.Type) -> tuple[int, ...]:
     return tuple(ir.RankedTensorType(t).shape) if isinstance(t, ir.RankedTensorType) else ()
 
 
+def nbytes(t: ir.Type) -> int:
+    """Bytes of a ranked tensor type's elements (bits * elements / 8; a scalar type: its own)."""
+    n = elem_bits(elem_str(t))
+    for d in shape_of(t):
+        n *= d
+    return n // 8
+
+
 def encoding_str(t: ir.Type) -> str | None:
     if isinstance(t, ir.RankedTensorType) and t.encoding is not None:
         return str(t.encoding)

@@ -138,13 +138,6 @@ def _memdesc_shape(t) -> tuple[int, ...]:
     return tuple(int(d) for d in m.group(1).rstrip("x").split("x"))
 
 
-def _numel(t) -> int:
-    n = 1
-    for d in mu.shape_of(t):
-        n *= d
-    return n
-
-
 def token_type() -> ir.Type:
     return ir.Type.parse("!ttg.async.token")
 
@@ -539,8 +532,7 @@ class _Loop:
         LowerLoops: ttng.barrier_expect, then ttng.async_tma_copy_global_to_local per load)."""
         b = self.b
         bar = b.op("ttg.memdesc_index", [barrier_type()], [self.barriers, slot]).results[0]
-        nbytes = sum(mu.elem_bits(mu.elem_str(c.load.results[0].type)) // 8 * _numel(c.load.results[0].type)
-                     for c in self.cands if c.tma)
+        nbytes = sum(mu.nbytes(c.load.results[0].type) for c in self.cands if c.tma)
         b.op("ttng.barrier_expect", [], [bar, pred], {"size": ir.IntegerAttr.get(b.i32, nbytes)})
         for cand, alloc in zip(self.cands, self.allocs):
             if not cand.tma:

@@ -132,7 +132,7 @@ class _Slice:
         an activation then `.to(fp16)`) then converts the narrow tile instead of the fp32 one,
         as Triton's forward propagation does (the cast runs on the #mma fragments)."""
         seen = {op.operands[i] for op, i in self.boundary}
-        if sum(_nbytes(v) for v in seen) >= _nbytes(self.root.results[0]):
+        if sum(mu.nbytes(v.type) for v in seen) >= mu.nbytes(self.root.results[0].type):
             return False
         return all(w in self.keys or not _is_tensor(w) or _cheap_in(w)
                    for op in self.ops for w in op.operands)
@@ -148,18 +148,16 @@ class _Slice:
         return _retyped(v.type, mapped) if mapped is not None else None
 
 
-def _nbytes(v) -> int:
-    n = mu.elem_bits(mu.elem_str(v.type))
-    for d in mu.shape_of(v.type):
-        n *= d
-    return n // 8
+def _is_vector(t) -> bool:
+    """At most one dimension above 1 (a row or column vector, or a scalar-like tile)."""
+    return sum(1 for d in mu.shape_of(t) if d > 1) <= 1
 
 
 def _cheap_in(v, depth: int = 0) -> bool:
     """Whether `v`, an operand from outside a slice, reaches the slice's layout without a tile
     conversion: a vector (converting it moves little), or what _Remat rebuilds (constants,
     splats, ranges, views, conversions, elementwise ops on those)."""
-    if sum(1 for d in mu.shape_of(v.type) if d > 1) <= 1:
+    if _is_vector(v.type):
         return True
     if isinstance(v, ir.BlockArgument) or depth > _REMAT_DEPTH:
         return False
@@ -196,7 +194,7 @@ def _convert(v, t, ip, loc):
 def _cheap_twice(v) -> bool:
     """Whether recomputing `v` costs little: a vector-like tensor (at most one dimension above
     1), or a value with a single use (the original then dies: nothing is computed twice)."""
-    return sum(1 for d in mu.shape_of(v.type) if d > 1) <= 1 or len(list(v.uses)) == 1
+    return _is_vector(v.type) or len(list(v.uses)) == 1
 
 
 class _Remat:
@@ -235,7 +233,7 @@ class _Remat:
         return out
 
     def _rebuild(self, v, layout, t, depth):
-        if depth > 0 and sum(1 for d in mu.shape_of(v.type) if d > 1) <= 1 and not self._rebuildable(v):
+        if depth > 0 and _is_vector(v.type) and not self._rebuildable(v):
             # a vector nothing cheap computes (a loaded row of M or Delta): convert it, not the
             # tile it is broadcast into
             return _convert(v, t, _insert_after(v), self.loc)
@@ -344,7 +342,7 @@ def fold_conversions(func, remat: _Remat) -> int:
         src, dst = _layout(op.operands[0]), _layout(op.results[0])
         if src is None or dst is None:
             continue
-        vector = sum(1 for d in mu.shape_of(op.results[0].type) if d > 1) <= 1
+        vector = _is_vector(op.results[0].type)
         if not (_mma_derived(src) or _mma_derived(dst) or vector):
             continue
         new = op.operands[0] if op.operands[0].type == op.results[0].type else remat.rebuild(op.operands[0], dst)

@@ -131,13 +131,22 @@ def test_ptx_mma_and_ldmatrix(name, shape, types, count, ldm, trans):
     assert _count(p, r"ldmatrix\.sync\.aligned\.m8n8\.x\d\.trans") == trans
 
 
-def test_fma_path_for_fp64_and_ieee():
-    for name in ("dot_fma_f64_32x32x16_w4", "dot_fma_f32_ieee_64x32x32_w4"):
-        out = variant(name)
-        assert "#ttg.dot_op<{opIdx = 0, parent = #ttg.blocked<" in out["ttgir"].decode()
-        assert "nvidia_mma" not in out["ttgir"].decode()
-        assert _count(out["ptx"], r"mma\.sync") == 0
-        assert _count(out["ptx"], r"\bfma\.rn\.f(64|32)") > 0
+@pytest.mark.parametrize("name,dims,threads", [("dot_fma_f64_32x32x16_w4", (32, 32, 16), 128),
+                                               ("dot_fma_f32_ieee_64x32x32_w4", (64, 32, 32), 128),
+                                               ("dot_batched_fma_f64_2x32x16x16_w4", (2, 32, 16, 16), 128),
+                                               ("dot_batched_fma_f32_ieee_4x16x32x16_w2", (4, 16, 32, 16), 64)])
+def test_fma_path_for_fp64_and_ieee(name, dims, threads):
+    """fp64 and fp32 "ieee" dots take the FMA path, rank 3 (batched) too: one fma per output
+    element a thread owns and per k (batch x M x N x K / threads) for each tt.dot."""
+    out = variant(name)
+    ttgir = out["ttgir"].decode()
+    assert "#ttg.dot_op<{opIdx = 0, parent = #ttg.blocked<" in ttgir
+    assert "nvidia_mma" not in ttgir
+    assert _count(out["ptx"], r"mma\.sync") == 0
+    n = 1
+    for d in dims:
+        n *= d
+    assert _count(out["ptx"], r"\bfma\.rn\.f(64|32)") == ttgir.count('"tt.dot"') * n // threads
 
 
 def _ptxas_v(ptx_text: bytes, tmp_path) -> str:
@@ -209,7 +218,8 @@ def test_ptx_uses_32bit_shared_pointers_and_reqntid():
 
 ORACLE_VARIANTS = ["dot_f16_rr_64x64x32_w4", "dot_f16_cc_64x64x32_w4", "dot_bf16_rr_128x128x64_w8",
                    "dot_f32_tf32_rr_64x64x32_w4", "dot_i8_rc_64x64x64_w4", "dot_f16acc_rr_64x64x32_w4",
-                   "dot_batched_f16_4x32x32x32_w4", "dot_trans_f16_64x64x32_w4", "dot_fma_f64_32x32x16_w4"]
+                   "dot_batched_f16_4x32x32x32_w4", "dot_trans_f16_64x64x32_w4", "dot_fma_f64_32x32x16_w4",
+                   "dot_batched_fma_f64_2x32x16x16_w4"]
 
 COMPILE_COUNT = """
 import os, sys, triton

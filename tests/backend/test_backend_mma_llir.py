@@ -79,7 +79,9 @@ def _fake_ctx(b, lane, warp):
                                     DotOperand(0, NvidiaMma((2, 2)), 2), DotOperand(1, NvidiaMma((2, 4)), 2),
                                     DotOperand(0, NvidiaMma((4, 1)), 1), DotOperand(1, NvidiaMma((2, 2)), 4),
                                     DotOperand(1, NvidiaMma((4, 1, 1), (1, 16, 8)), 2),
-                                    FmaOperand(0, Blocked((1, 4), (4, 8), (4, 1), (1, 0)))])
+                                    FmaOperand(0, Blocked((1, 4), (4, 8), (4, 1), (1, 0))),
+                                    FmaOperand(0, Blocked((1, 1, 2), (1, 4, 8), (1, 4, 1), (2, 1, 0))),
+                                    FmaOperand(1, Blocked((1, 1, 2), (2, 2, 8), (2, 1, 2), (2, 1, 0)))])
 def test_thread_bases_llir_match_spec(layout):
     rank = layout.rank
     f = _jit(lambda b, args: mma_index.bases(_fake_ctx(b, args[0], args[1]), layout), 2, rank)
@@ -88,3 +90,26 @@ def test_thread_bases_llir_match_spec(layout):
         warps *= w
     for tid in range(32 * warps):
         assert tuple(f(tid % 32, tid // 32)) == layout.thread_base(tid % 32, tid // 32), tid
+
+
+@pytest.mark.parametrize("parent,shape", [(Blocked((1, 4), (4, 8), (4, 1), (1, 0)), (64, 32, 16)),
+                                          (Blocked((1, 1, 2), (1, 4, 8), (1, 4, 1), (2, 1, 0)), (2, 32, 16, 16)),
+                                          (Blocked((1, 1, 2), (2, 2, 8), (2, 1, 2), (2, 1, 0)), (4, 8, 32, 16))])
+def test_fma_operands_hold_what_each_output_needs(parent, shape):
+    """FMA path (rank 2 and batched rank 3): a thread's A elements are exactly the (batch, m, k)
+    of the outputs it owns under the blocked parent, for every k, and its B elements the
+    (batch, k, n); fma_dot reads them by these offsets."""
+    *batch, M, N, K = shape
+    b = tuple(batch)
+    a_l, b_l = FmaOperand(0, parent), FmaOperand(1, parent)
+    warps = 1
+    for w in parent.warps_per_cta:
+        warps *= w
+    for tid in range(32 * warps):
+        outs = parent.thread_indices(tid, b + (M, N))
+        want_a = {o[:-1] + (k,) for o in outs for k in range(K)}
+        want_b = {o[:-2] + (k, o[-1]) for o in outs for k in range(K)}
+        got_a = a_l.thread_indices(tid, b + (M, K))
+        got_b = b_l.thread_indices(tid, b + (K, N))
+        assert set(got_a) == want_a and len(got_a) == len(want_a), tid
+        assert set(got_b) == want_b and len(got_b) == len(want_b), tid

@@ -1,4 +1,4 @@
-"""tl.dot on tensor cores (mma.sync, ldmatrix, swizzled shared tiles) against torch on a real GPU: bit-exact small-integer inputs (every partial sum exact), one-hot A x arange B (a wrong lane or register names itself), all four A/B majorness combinations, M/N/K off the block, fp16/bf16/tf32/int8 inputs, fp16 accumulate, a dot without a loop, tl.trans feeding a dot, rank-3 dot, the FMA path (fp64, fp32 ieee).
+"""tl.dot on tensor cores (mma.sync, ldmatrix, swizzled shared tiles) against torch on a real GPU: bit-exact small-integer inputs (every partial sum exact), one-hot A x arange B (a wrong lane or register names itself), all four A/B majorness combinations, M/N/K off the block, fp16/bf16/tf32/int8 inputs, fp16 accumulate, a dot without a loop, tl.trans feeding a dot, rank-3 dot, the FMA path (fp64, fp32 ieee; rank 2 and 3).
 
 Artifacts: $TTBUILD_TEST_ARTIFACTS (default build/test-artifacts), tests/data/gpu_kernels/dot.py,
 built by tests/gpu/build_test_artifacts.py on the CPU machine and carried to the GPU machine.
@@ -129,7 +129,7 @@ def test_dot_one_hot(torch, lib, v):
 
 def _run_fixed(torch, lib, name, *tensors):
     v = next((x for x in _variants(("dot_single_kernel", "dot_trans_kernel", "dot_batched_kernel", "dot_fma_kernel",
-                                    "dot_chain_kernel"))
+                                    "dot_chain_kernel", "dot_batched_fma_kernel"))
               if x["variant"] == name), None)
     if v is None:
         pytest.skip(f"no {name} in {ART}")
@@ -181,6 +181,23 @@ def test_dot_fma_path(torch, lib, name, dtype, shape):
     want = 2 * (a.double() @ b.double()) + c.double()
     _run_fixed(torch, lib, name, a, b, c)
     _check(torch, c, want, name)
+
+
+@pytest.mark.parametrize("name,dtype,shape", [("dot_batched_fma_f64_2x32x16x16_w4", "float64", (2, 32, 16, 16)),
+                                               ("dot_batched_fma_f32_ieee_4x16x32x16_w2", "float32", (4, 16, 32, 16))])
+def test_dot_batched_fma_path(torch, lib, name, dtype, shape):
+    """Rank-3 dot on the FMA path: C[b] += A[b] @ B[b], exact on small integers; a batch or lane
+    mix-up shows as the batch it lands in."""
+    B, M, N, K = shape
+    dt = getattr(torch, dtype)
+    g = torch.Generator(device="cuda").manual_seed(11)
+    a = torch.randint(-3, 4, (B, M, K), generator=g, device="cuda").to(dt)
+    b = torch.randint(-3, 4, (B, K, N), generator=g, device="cuda").to(dt)
+    c = torch.randint(-8, 9, (B, M, N), generator=g, device="cuda").to(dt)
+    want = torch.bmm(a.double(), b.double()) + c.double()
+    _run_fixed(torch, lib, name, a, b, c)
+    for i in range(B):
+        _check(torch, c[i], want[i], f"{name}, batch {i}")
 
 
 @pytest.mark.parametrize("name,scale", [("dot_chain_64x32x64_w4", 0), ("dot_chain_scaled_64x32x64_w4", 1),
@@ -285,3 +302,31 @@ def test_kmajor_operands(torch, lib, v):
         else:
             assert torch.allclose(c[:, :N].double(), want, atol=2e-2 * K ** 0.5, rtol=2e-2), v["variant"]
         assert (c[:, N:] == -7).all(), "wrote past N"
+
+
+@pytest.mark.parametrize("name,chunk", [("dot_fp8e4_rc_imp64_64x64x128_w4", 64), ("dot_fp8e4_rc_imp32_128x64x64_w4", 32)])
+def test_fp8_partial_accumulation_bounds_the_loss(torch, lib, name, chunk):
+    """fp8 with max_num_imprecise_acc = chunk (wgmma on sm_90): rows of A are 16 then 0.125s, B
+    likewise, so C = 256 + (K - 1) / 64. wgmma's fp8 sums keep fewer bits than fp32, so products
+    of 2**-6 next to 256 are rounded away, but only inside the first chunk: the rest are summed
+    on their own and added in fp32. The loss is at most chunk * 2**-6; Triton's default
+    (accumulate in place, dot_fp8e4_rc_64x64x128_w4) loses more on the same inputs."""
+    if not hasattr(torch, "float8_e4m3fn"):
+        pytest.skip("torch has no float8_e4m3fn")
+    found = {v["variant"]: v for v in _variants(("dot_f32acc_kernel",))}
+    if name not in found or "dot_fp8e4_rc_64x64x128_w4" not in found:
+        pytest.skip(f"no {name} in {ART}")
+    v = found[name]
+    M, N, K = v["constexprs"]["BM"], v["constexprs"]["BN"], 512
+    a = torch.full((M, K), 0.125, device="cuda")
+    a[:, 0] = 16
+    b = torch.full((K, N), 0.125, device="cuda")
+    b[0, :] = 16
+    a, b = a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn)
+    want = 256 + (K - 1) / 64
+    loss = (want - _run_loop(torch, lib, v, a, b).double()).abs().max().item()
+    assert loss <= chunk * 2.0 ** -6, loss
+    plain = found["dot_fp8e4_rc_64x64x128_w4"]
+    a2, b2 = a[:plain["constexprs"]["BM"]], b[:, :plain["constexprs"]["BN"]]
+    loss_plain = (want - _run_loop(torch, lib, plain, a2, b2).double()).abs().max().item()
+    assert loss_plain > loss, (loss_plain, loss)

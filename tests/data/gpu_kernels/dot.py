@@ -25,7 +25,7 @@ def _tile_ptrs(a_ptr, b_ptr, offs_m, offs_n, offs_k, lda, ldb, A_COL: tl.constex
 @triton.jit
 def dot_f32acc_kernel(a_ptr, b_ptr, c_ptr, M, N, K, lda, ldb, ldc,
                       BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
-                      A_COL: tl.constexpr, B_COL: tl.constexpr, PREC: tl.constexpr):
+                      A_COL: tl.constexpr, B_COL: tl.constexpr, PREC: tl.constexpr, IMP: tl.constexpr = None):
     pid_m = tl.program_id(0)
     pid_n = tl.program_id(1)
     offs_m = pid_m * BM + tl.arange(0, BM)
@@ -37,7 +37,7 @@ def dot_f32acc_kernel(a_ptr, b_ptr, c_ptr, M, N, K, lda, ldb, ldc,
         a_ptrs, b_ptrs = _tile_ptrs(a_ptr, b_ptr, offs_m, offs_n, kk, lda, ldb, A_COL, B_COL)
         a = tl.load(a_ptrs, mask=(offs_m[:, None] < M) & (kk[None, :] < K), other=0.0)
         b = tl.load(b_ptrs, mask=(kk[:, None] < K) & (offs_n[None, :] < N), other=0.0)
-        acc = tl.dot(a, b, acc, input_precision=PREC)
+        acc = tl.dot(a, b, acc, input_precision=PREC, max_num_imprecise_acc=IMP)
     c_ptrs = c_ptr + offs_m[:, None] * ldc + offs_n[None, :]
     tl.store(c_ptrs, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
@@ -118,6 +118,20 @@ def dot_batched_kernel(a_ptr, b_ptr, c_ptr, BB: tl.constexpr, BM: tl.constexpr, 
     b = tl.load(b_ptr + ob[:, None, None] * (BK * BN) + ok[None, :, None] * BN + on[None, None, :])
     c = tl.dot(a, b)
     tl.store(c_ptr + ob[:, None, None] * (BM * BN) + om[None, :, None] * BN + on[None, None, :], c)
+
+
+@triton.jit
+def dot_batched_fma_kernel(a_ptr, b_ptr, c_ptr, BB: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,
+                           PREC: tl.constexpr):
+    """Rank-3 tl.dot on the FMA path (fp64, or fp32 with input_precision="ieee"): C[b] += A[b] @ B[b]."""
+    ob = tl.arange(0, BB)[:, None, None]
+    om = tl.arange(0, BM)[None, :, None]
+    on = tl.arange(0, BN)[None, None, :]
+    ok = tl.arange(0, BK)
+    a = tl.load(a_ptr + ob * (BM * BK) + om * BK + ok[None, None, :])
+    b = tl.load(b_ptr + ob * (BK * BN) + ok[None, :, None] * BN + on)
+    c_ptrs = c_ptr + ob * (BM * BN) + om * BN + on
+    tl.store(c_ptrs, tl.dot(a, b, tl.load(c_ptrs), input_precision=PREC))
 
 
 @triton.jit

@@ -402,10 +402,6 @@ class FmaOperand:
         return self.rank - 1 if self.op_idx == 0 else self.rank - 2
 
     @property
-    def mn_dim(self) -> int:
-        return self.rank - 2 if self.op_idx == 0 else self.rank - 1
-
-    @property
     def order(self) -> tuple[int, ...]:
         return self.parent.order
 
@@ -419,23 +415,23 @@ class FmaOperand:
     def tile(self, d: int) -> int:
         return 0 if d == self.k_dim else self.parent.tile(d)  # 0: K never wraps
 
-    def mn_offsets(self, extent: int) -> list[int]:
-        """The parent's distinct offsets along the M (A) or N (B) dimension, first-seen order."""
-        shape = [self.parent.tile(d) for d in range(self.rank)]
-        shape[self.mn_dim] = extent
-        seen = []
-        for o in self.parent.local_offsets(tuple(shape)):
-            if o[self.mn_dim] not in seen:
-                seen.append(o[self.mn_dim])
-        return seen
+    def outer_offsets(self, shape) -> list[tuple[int, ...]]:
+        """The parent's distinct offsets over every dimension but K (batch and M for A, batch and
+        N for B; the K position holds 0), first-seen order. The result's dimension at the
+        operand's K position (N for A, M for B) does not select operand elements."""
+        pshape = list(shape)
+        pshape[self.k_dim] = self.parent.tile(self.k_dim)
+        seen = {}
+        for o in self.parent.local_offsets(tuple(pshape)):
+            key = o[:self.k_dim] + (0,) + o[self.k_dim + 1:]
+            seen.setdefault(key, None)
+        return list(seen)
 
     def local_offsets(self, shape) -> list[tuple[int, ...]]:
         out = []
-        for m in self.mn_offsets(shape[self.mn_dim]):
+        for o in self.outer_offsets(shape):
             for k in range(shape[self.k_dim]):
-                off = [0] * self.rank
-                off[self.mn_dim], off[self.k_dim] = m, k
-                out.append(tuple(off))
+                out.append(o[:self.k_dim] + (k,) + o[self.k_dim + 1:])
         return out
 
     def elems_per_thread(self, shape) -> int:
@@ -444,9 +440,7 @@ class FmaOperand:
     def thread_base(self, lane: int, warp: int) -> tuple[int, ...]:
         shape = [self.parent.tile(d) for d in range(self.rank)]
         first = self.parent.thread_indices(warp * 32 + lane, tuple(shape))[0]
-        base = [0] * self.rank
-        base[self.mn_dim] = first[self.mn_dim]
-        return tuple(base)
+        return first[:self.k_dim] + (0,) + first[self.k_dim + 1:]
 
     def thread_indices(self, tid: int, shape) -> list[tuple[int, ...]]:
         base = self.thread_base(tid % 32, tid // 32)

@@ -12,16 +12,15 @@ _FLOAT = {"f64": "f64", "f32": "f32", "f16": "f16", "bf16": "bf16"}
 
 
 def fma_dot(ctx, op, a: TensorVal, b_: TensorVal, c: TensorVal) -> TensorVal:
-    """D[m, n] = C[m, n] + sum_k A[m, k] B[k, n]: floats through llvm.fmuladd in the
+    """D[..., m, n] = C[..., m, n] + sum_k A[..., m, k] B[..., k, n] (rank 2, or 3 with a leading
+    batch dimension): floats through llvm.fmuladd in the
     accumulator's type (operands widened), integers as mul + add."""
     b = ctx.builder
     la, lb, lc = a.layout, b_.layout, c.layout
-    if len(c.shape) != 2:
-        raise NotSupportedYet("rank-3 tt.dot without tensor cores (fp64 or input_precision=\"ieee\")", None, "llir")
     if not (isinstance(la, FmaOperand) and isinstance(lb, FmaOperand) and isinstance(lc, Blocked)):
         raise NotSupportedYet(f"tt.dot with operand layouts {type(la).__name__}/{type(lb).__name__}", None, "llir")
     ec = mu.elem_str(op.operands[2].type)
-    K = a.shape[1]
+    K = a.shape[-1]
     am = {o: i for i, o in enumerate(la.local_offsets(a.shape))}
     bn = {o: i for i, o in enumerate(lb.local_offsets(b_.shape))}
     ct = c.elems[0].type
@@ -40,9 +39,10 @@ def fma_dot(ctx, op, a: TensorVal, b_: TensorVal, c: TensorVal) -> TensorVal:
         def step(acc, x, y):
             return b.add(acc, b.mul(widen(x), widen(y)))
     out = []
-    for j, (m, n) in enumerate(lc.local_offsets(c.shape)):
+    for j, off in enumerate(lc.local_offsets(c.shape)):
+        *batch, m, n = off
         acc = c.elems[j]
         for k in range(K):
-            acc = step(acc, a.elems[am[(m, k)]], b_.elems[bn[(k, n)]])
+            acc = step(acc, a.elems[am[(*batch, m, k)]], b_.elems[bn[(*batch, k, n)]])
         out.append(acc)
     return TensorVal(out, lc, c.shape)

@@ -44,9 +44,9 @@ def warp_origin(ctx, layout) -> list[ir.Value]:
 def bases(ctx, layout) -> list[ir.Value]:
     """Per dimension, the unwrapped index of this thread's element 0 (mirrors
     `layout.thread_base(lane, warp)`); emitted where the builder is (callers use the entry block)."""
-    if isinstance(layout, FmaOperand):  # the blocked parent's base along M (A) or N (B), 0 along K
+    if isinstance(layout, FmaOperand):  # the blocked parent's base along batch and M (A) or N (B), 0 along K
         pb = ctx._bases(layout.parent)
-        return [pb[d] if d == layout.mn_dim else _c(0) for d in range(layout.rank)]
+        return [_c(0) if d == layout.k_dim else pb[d] for d in range(layout.rank)]
     b = ctx.builder
     lane, warp = ctx.lane_warp()
     g = b.lshr(lane, _c(2))

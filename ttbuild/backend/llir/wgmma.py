@@ -9,6 +9,9 @@ section 3):
   `wgmma.commit_group`;
 - the wait is an asm that takes every accumulator as in/out, so neither LLVM nor ptxas reads or
   moves them while the group may still write them;
+- fp8 into fp32 with maxNumImpreciseAcc at or below K: every maxNumImpreciseAcc of K sums into
+  fresh registers (scale-d false), waited for and added into the accumulator in fp32 (Triton's
+  needsPartialAccumulator);
 - descriptor (PTX ISA 9.7.15.5.1.2, "Matrix Descriptor Format"): bits 0-13 start address >> 4,
   16-29 leading byte offset >> 4, 32-45 stride byte offset >> 4, 62-63 swizzle (1 = 128 B,
   2 = 64 B, 3 = 32 B). For an operand whose contiguous dimension is K, the stride offset steps 8
@@ -187,24 +190,62 @@ def warp_group_dot(ctx, op, a, bm: MemDesc, c: TensorVal):
         out = pack_halves(b, c.elems)
     else:
         out = list(c.elems)
+    chunk = _partial_chunk(op, ea, ec, a.shape[1])
     _asm(ctx, "wgmma.fence.sync.aligned;")
     tiles_a, tiles_b = {}, {}  # per m (n) tile: its descriptor at k = 0, built once
+    undef = [ir.Constant(acc_t, ir.Undefined)] * per
+    zero = ir.Constant(ir.IntType(1), 0)
     for i, (rm, rn) in enumerate(grid):
         acc = out[i * per:(i + 1) * per]
         if not rs and rm not in tiles_a:
             tiles_a[rm] = opa.make(b, opa.address(b, base_a, b.add(wg_row, _c(rm * lc.tile(0)))))
         if rn not in tiles_b:
             tiles_b[rn] = opb.make(b, opb.address(b, base_b, b.add(n_col, _c(rn * lc.tile(1)))))
+        part, low, fresh = None, 0, zero_c
         for kk in range(k_steps):
             da = words[(rm, kk)] if rs else [opa.step(b, tiles_a[rm], opa.k_offset(k * kk))]
             db = opb.step(b, tiles_b[rn], opb.k_offset(k * kk))
-            scale_d = ir.Constant(ir.IntType(1), 0) if zero_c and kk == 0 else one
-            r = b.asm(ftype, text, cons, acc + da + [db, scale_d], side_effect=True)
-            acc = [b.extract_value(r, j) for j in range(per)]
+            if chunk is None:
+                scale_d = zero if zero_c and kk == 0 else one
+                r = b.asm(ftype, text, cons, acc + da + [db, scale_d], side_effect=True)
+                acc = [b.extract_value(r, j) for j in range(per)]
+                continue
+            # fp8 with maxNumImpreciseAcc at or below K (Triton's needsPartialAccumulator): each
+            # `chunk` of K accumulates in registers of its own, from zero, and is added into
+            # the fp32 accumulator once complete (the adds read it after a wait, PTX ISA 9.7.15.7)
+            if part is None and kk:
+                _asm(ctx, "wgmma.fence.sync.aligned;")
+            r = b.asm(ftype, text, cons, (part or undef) + da + [db, zero if part is None else one], side_effect=True)
+            part = [b.extract_value(r, j) for j in range(per)]
+            low += k
+            if low >= chunk or kk == k_steps - 1:
+                part = _wait_all(b, part)
+                acc = part if fresh else [b.fadd(x, y) for x, y in zip(acc, part)]
+                part, low, fresh = None, 0, False
         out[i * per:(i + 1) * per] = acc
     _asm(ctx, "wgmma.commit_group.sync.aligned;")
     ctx.after_smem_read()  # the next write into these tiles waits for every warpgroup (bar.sync)
     return TensorVal(unpack_halves(b, out) if half else out, lc, shape)
+
+
+def _partial_chunk(op, ea: str, ec: str, k_total: int) -> int | None:
+    """The K extent each partial sum covers when an fp8 wgmma into fp32 must not accumulate
+    more than maxNumImpreciseAcc products in its reduced precision (Triton's
+    WarpGroupDotOp::needsPartialAccumulator: fp8, fp32 D, maxNumImpreciseAcc <= K), else None."""
+    p = mu.props(op)
+    limit = mu.int_attr(p["maxNumImpreciseAcc"]) if "maxNumImpreciseAcc" in p else 0
+    if ea.startswith("f8") and ec == "f32" and 0 < limit <= k_total:
+        return limit
+    return None
+
+
+def _wait_all(b, regs: list) -> list:
+    """Commit the wgmma group and wait for it with `regs` (what it writes) tied through the wait."""
+    types = [r.type for r in regs]
+    cons = ",".join("=r" if t == I32 else "=f" for t in types) + "," + ",".join(str(i) for i in range(len(regs)))
+    r = b.asm(ir.FunctionType(ir.LiteralStructType(types), types),
+              "wgmma.commit_group.sync.aligned;\n\twgmma.wait_group.sync.aligned 0;", cons, regs, side_effect=True)
+    return [b.extract_value(r, j) for j in range(len(regs))]
 
 
 @rule("ttng.warp_group_dot_wait")

@@ -307,8 +307,6 @@ def _fma(dot) -> None:
     `#ttg.dot_op<{opIdx, parent = #blocked}>` (Triton's FMA path: each thread holds whole K rows
     of A and K columns of B for the outputs it owns)."""
     d = dot.results[0]
-    if len(mu.shape_of(d.type)) != 2:
-        return  # rank-3 FMA dots are not lowered (the LLIR names them)
     blocked = parse_layout(mu.encoding_str(d.type))
     for idx in (0, 1):
         dot.operands[idx] = _convert(dot.operands[idx], FmaOperand(idx, blocked), before=dot, loc=dot.location)
@@ -332,8 +330,8 @@ def wgmma_supported(op, cc: int, num_warps: int) -> bool:
     AccelerateMatmul): sm_90, num_warps a multiple of 4, rank 2, M a multiple of 64, N of 8,
     K of one wgmma k step (256 / element bits), fp16/bf16/tf32/fp8 -> fp32, fp16 -> fp16 or
     int8 -> int32,
-    8- and 32-bit operands K-contiguous, fp8 without a maxNumImpreciseAcc at or below K, each
-    shared operand tile's contiguous extent at least 32 bytes (an nvmma_shared swizzle); a dot
+    8- and 32-bit operands K-contiguous (fp8 with a maxNumImpreciseAcc at or below K too: the
+    LLIR adds partial sums into fp32, ttbuild.backend.llir.wgmma), each shared operand tile's contiguous extent at least 32 bytes (an nvmma_shared swizzle); a dot
     chained to another (attention) needs M to be a multiple of 16 x num_warps (all warps along
     M) and, when A comes from a dot (P), 16-bit A (it stays in registers: RS wgmma)."""
     if cc != 90 or num_warps % 4:
@@ -348,9 +346,6 @@ def wgmma_supported(op, cc: int, num_warps: int) -> bool:
     shape_c, shape_a = mu.shape_of(c.type), mu.shape_of(a.type)
     if len(shape_c) != 2 or shape_c[0] % 64 or shape_c[1] % 8 or shape_a[1] % (256 // bits):
         return False
-    imprecise = mu.int_attr(mu.props(op)["maxNumImpreciseAcc"]) if "maxNumImpreciseAcc" in mu.props(op) else 0
-    if ea.startswith("f8") and 0 < imprecise <= shape_a[1]:
-        return False  # Triton then adds partial sums into fp32 every maxNumImpreciseAcc (not built)
     if bits != 16 and (_operand_order(a)[0] != 1 or _operand_order(bm)[0] != 0):
         return False  # wgmma transposes 16-bit operands only: others must be K-contiguous
     chained = _slice_has_other_dot(op)

@@ -25,12 +25,15 @@ Then `ttg.local_load(ttg.local_alloc(convert(%x : #mma -> #blocked)))` into a `#
 becomes `ttg.convert_layout %x : #mma -> #dot_op` when every thread already holds the operand
 elements it needs (ttbuild.backend.analysis.layout.same_thread_map: the accumulator of two
 adjacent n8 tiles is the A fragment of one k16 step when the warps split only M).
+
+Last, a stored vector whose layout gives each thread many copies (a slice of a tile's layout) is
+re-laid in the default 1-D blocked layout (relayout_replicated_stores, Triton's Coalesce).
 """
 
 from __future__ import annotations
 
 from ttbuild.backend import mlir_util as mu
-from ttbuild.backend.analysis.layout import Blocked, Slice, parse_layout, same_thread_map
+from ttbuild.backend.analysis.layout import Blocked, Slice, default_blocked, parse_layout, same_thread_map
 from ttbuild.backend.analysis.mma_layout import NvidiaMma
 from ttbuild.optraits import DOT_OPS, erase_dead, is_elementwise, walk
 
@@ -354,6 +357,72 @@ def fold_conversions(func, remat: _Remat) -> int:
     return n
 
 
+# Copies of each element per thread (over an even spread) past which a stored vector is re-laid.
+_REPLICATION_LIMIT = 4
+
+
+def relayout_replicated_stores(func, remat: _Remat, num_warps: int, threads_per_warp: int = 32) -> int:
+    """A `tt.store` of a vector whose layout gives every thread many copies of each element is
+    re-laid in the default 1-D blocked layout: its pointers, mask and value are rebuilt there
+    (see _Remat; what is not cheap is converted where it is defined). Attention's row statistics
+    M (`m_i + log2(l_i)`, 128 rows) took the slice of the score tile's layout, which puts 64 rows
+    in every thread: each thread computed 64 logarithms and issued 64 stores. Triton's Coalesce
+    gives every memory op its own coalesced layout and converts the operands to it
+    (lib/Dialect/TritonGPU/Transforms/Coalesce.cpp); then 1 per thread. Returns how many stores
+    were re-laid."""
+    n = 0
+    threads = threads_per_warp * num_warps
+    for op in walk(func):
+        if op.name != "tt.store" or not _is_tensor(op.operands[0]) or not _is_vector(op.operands[0].type):
+            continue
+        shape = tuple(mu.shape_of(op.operands[0].type))
+        lay = _layout(op.operands[0])
+        if lay is None or _mma_derived(lay):
+            continue
+        total = 1
+        for d in shape:
+            total *= d
+        if lay.elems_per_thread(shape) <= _REPLICATION_LIMIT * max(1, total // threads):
+            continue
+        fast = max(range(len(shape)), key=lambda d: (shape[d], d))
+        want = default_blocked(shape, num_warps, 1, threads_per_warp,
+                               (fast,) + tuple(d for d in reversed(range(len(shape))) if d != fast))
+        for i, w in enumerate(op.operands):
+            if not _is_tensor(w):
+                continue
+            src = _converted_from(w)
+            at_src = remat.rebuild(w, src) if src is not None else None
+            if at_src is not None:  # computed where its inputs are, then converted once (Triton's form)
+                op.operands[i] = _convert(at_src, _retyped(w.type, want), ir.InsertionPoint(op), op.location)
+            else:
+                op.operands[i] = remat.get(w, want)
+        n += 1
+    return n
+
+
+def _converted_from(v):
+    """The one layout that the conversions feeding `v` through elementwise ops convert from,
+    else None (several, none, or an op that is not elementwise on the way)."""
+    found = set()
+
+    def visit(w, d):
+        if isinstance(w, ir.BlockArgument) or d > _REMAT_DEPTH:
+            return False
+        op = w.owner
+        if op.name == "ttg.convert_layout":
+            found.add(_layout(op.operands[0]))
+            return True
+        if op.name in ("arith.constant", "tt.splat"):
+            return True
+        if not (is_elementwise(op.name) and len(op.results) == 1):
+            return False
+        return all(not _is_tensor(x) or visit(x, d + 1) for x in op.operands)
+
+    if not visit(v, 0) or len(found) != 1:
+        return None
+    return next(iter(found))  # (None when that layout is not one we parse: then converted as is)
+
+
 def _candidates(func) -> list:
     out = []
     for op in walk(func):
@@ -412,6 +481,9 @@ def remove_layout_conversions(module, num_warps: int) -> int:
             n += 1
         if any(op.name in DOT_OPS for op in walk(func)):
             folded = fold_conversions(func, remat)
+            # after the folding, which would push the one conversion of a stored value back
+            # onto each of its inputs
+            n += relayout_replicated_stores(func, remat, num_warps)
             if n or folded:
                 erase_dead(func)
             n += folded

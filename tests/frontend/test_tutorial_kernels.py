@@ -78,28 +78,28 @@ def test_matmul_builds_through_llir_on_tensor_cores(name):
     assert want in out["llir"].decode()
 
 
-BATCHED_F64 = """import triton
+PRINT_FP8 = """import triton
 import triton.language as tl
 
 
 @triton.jit
-def bdot(a_ptr, c_ptr):
-    o = tl.arange(0, 16)
-    a = tl.load(a_ptr + o[:, None, None] * 256 + o[None, :, None] * 16 + o[None, None, :])
-    c = tl.dot(a, a)
-    tl.store(c_ptr + o[:, None, None] * 256 + o[None, :, None] * 16 + o[None, None, :], c)
+def pfp8(a_ptr):
+    x = tl.load(a_ptr + tl.arange(0, 16)).to(tl.float8e5)
+    tl.device_print("x", x)
 """
 
 
-def test_build_reports_unsupported_dot_location(tmp_path):
+def test_build_reports_unsupported_llir_location(tmp_path):
+    """A construct the llir stage does not lower yet (printing fp8 values) fails that variant
+    with the message and the kernel line it comes from."""
     lib = tmp_path / "kernels"
     lib.mkdir()
-    (lib / "bdot.py").write_text(BATCHED_F64)
-    (lib / "variants.toml").write_text('[[variant]]\nname = "bdot"\nfile = "bdot.py"\nkernel = "bdot"\n'
-                                      'signature = "*fp64:16,*fp64:16"\nnum_warps = 4\n')
+    (lib / "pfp8.py").write_text(PRINT_FP8)
+    (lib / "variants.toml").write_text('[[variant]]\nname = "pfp8"\nfile = "pfp8.py"\nkernel = "pfp8"\n'
+                                      'signature = "*fp32:16"\nnum_warps = 4\n')
     proc = subprocess.run([sys.executable, "-m", "ttbuild", "build", str(lib), "-o", str(tmp_path / "art"),
                            "--cache", "off"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode != 0
-    line = BATCHED_F64.splitlines().index("    c = tl.dot(a, a)") + 1
-    assert re.search(rf"not supported yet: rank-3 tt\.dot without tensor cores .* at bdot\.py:{line} in stage llir",
+    line = PRINT_FP8.splitlines().index('    tl.device_print("x", x)') + 1
+    assert re.search(rf"not supported yet: tt\.print of f8E5M2 at pfp8\.py:{line} in stage llir",
                      proc.stdout + proc.stderr), proc.stdout[-3000:] + proc.stderr[-3000:]

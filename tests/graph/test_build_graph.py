@@ -177,6 +177,22 @@ def test_params_follow_python_order():
     ]
 
 
+def test_constexpr_defaulting_to_none_takes_it():
+    """`IMP: tl.constexpr = None` (Triton takes None as the value): the parse stage records that
+    the parameter has a literal default, and the metadata gives it None instead of refusing."""
+    from ttbuild.frontend.canon import canonicalize
+
+    src = ("import triton\nimport triton.language as tl\n@triton.jit\n"
+           "def k(x, n, IMP: tl.constexpr = None, B: tl.constexpr = 2 * 8):\n    pass\n")
+    doc, _ = canonicalize(src, "k", "k.py")
+    fn_params = {p["name"]: p for p in doc["functions"]["k"]["params"]}
+    assert fn_params["IMP"].get("has_default") is True and "has_default" not in fn_params["B"]
+    params = build_params(_variant("*fp32:16,i32", {"B": 16}), doc)
+    assert params[2] == {"name": "IMP", "kind": "constexpr", "value": None}
+    with pytest.raises(MetaError, match="'B' of k has no value"):  # not a literal: only the compiler evaluates it
+        build_params(_variant("*fp32:16,i32", {}), doc)
+
+
 @pytest.mark.parametrize("sig, constexprs, why", [
     ("*fp32:16", {"BLOCK": 64}, "has 1 entries but k has more"),
     ("*fp32:16,i32", {}, "constexpr parameter 'BLOCK' of k has no value"),

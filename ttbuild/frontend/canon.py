@@ -197,11 +197,14 @@ def canonicalize(source: bytes | str, kernel: str, file: str) -> tuple[dict, dic
         params = []
         for a, d in zip(positional, defaults):
             try:
-                default = _json_literal(d) if d is not None else None
+                default, literal = (_json_literal(d), True) if d is not None else (None, False)
             except (ValueError, SyntaxError, TypeError):
-                default = None
-            params.append({"name": a.arg, "default": default,
-                           "annotation": ast.unparse(a.annotation) if a.annotation else None})
+                default, literal = None, False
+            entry = {"name": a.arg, "default": default,
+                     "annotation": ast.unparse(a.annotation) if a.annotation else None}
+            if literal:  # a literal default, None included (`IMP: tl.constexpr = None`)
+                entry["has_default"] = True
+            params.append(entry)
         try:
             body = encode(fn, next_id)
         except RecursionError:

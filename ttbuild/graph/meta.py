@@ -74,7 +74,7 @@ def build_params(variant: dict, parse_doc: dict, tma: list | None = None) -> lis
             params.append({"name": name, "kind": "constexpr", "value": constexprs[name]})
         elif _is_constexpr_annotation(p.get("annotation")):
             value = _constant(p.get("default"))
-            if value is None:
+            if value is None and not p.get("has_default"):
                 raise MetaError(f"constexpr parameter {name!r} of {variant['kernel']} has no value: "
                                 f"add it to the variant's constexprs")
             params.append({"name": name, "kind": "constexpr", "value": value})

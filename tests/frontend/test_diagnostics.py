@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
+import warnings
 
 import pytest
 
@@ -341,6 +343,153 @@ def test_triton_warnings_are_warnings_here_too(tmp_path, new_project):
     run = proj.ttbuild("build")
     assert run.rc == 0, run.text
     assert "wh.py:9:9: warning: tl.where with a non-boolean condition is deprecated" in run.out, run.out
+
+
+def compile_warnings(body: str, signature=("*i32", "i32")):
+    """Compile `def k(p, n, BLOCK): <body>` (BLOCK=32); the CompilerWarnings it raises, located,
+    and the source lines."""
+    from ttbuild.errors import CompilerWarning
+    from ttbuild.frontend.locs import locate_warning
+
+    src = HEADER + "def k(p, n, BLOCK: tl.constexpr):\n" + textwrap.indent(textwrap.dedent(body), "    ")
+    out = parse.run({"source": src.encode()}, {"kernel": "k", "file": "lib/k.py"})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ttir.run({"json": out["json"]}, {"signature": list(signature), "constexprs": {"BLOCK": 32}})
+    found = [locate_warning(w.message, out["loc"]) for w in caught if isinstance(w.message, CompilerWarning)]
+    return found, src.splitlines()
+
+
+def assert_warned_at(w, lines, line_text_fragment: str, col_fragment: str, message: str):
+    """Warning `w` says `message` (Triton's words) at the line containing `line_text_fragment`,
+    at the column where `col_fragment` starts."""
+    (lineno,) = [i + 1 for i, l in enumerate(lines) if line_text_fragment in l]
+    col = lines[lineno - 1].index(col_fragment)
+    assert w.message == message
+    assert (w.loc.file, w.loc.line, w.loc.col) == ("lib/k.py", lineno, col)
+    assert str(w).startswith(f"lib/k.py:{lineno}:{col + 1}: warning: {message}\n")
+
+
+BITWIDTH = "Value {} exceeds the maximum bitwidth ({}) for type '{}'. This may result in undefined behavior."
+SHIFT_BODY = "offs = tl.arange(0, BLOCK)\nx = tl.load(p + offs)\nb = x > 0\nh = x.to(tl.uint8)\n{}\n"
+
+
+@pytest.mark.parametrize("stmt,at,message", [
+    ("y = x << 40", "x << 40", BITWIDTH.format(40, 32, "int32")),
+    ("y = n >> 32", "n >> 32", BITWIDTH.format(32, 32, "int32")),  # a scalar tensor too
+    ("x >>= BLOCK", "x >>=", BITWIDTH.format(32, 32, "int32")),   # augmented, by a constexpr
+    ("y = h << 8", "h << 8", BITWIDTH.format(8, 8, "uint8")),
+    ("y = b << True", "b << True", BITWIDTH.format(True, 1, "int1")),
+])
+def test_a_shift_by_the_bit_width_or_more_warns(stmt, at, message):
+    """Triton 3.6 core.check_bit_width (tensor.__lshift__ / __rshift__): a tensor shifted by a
+    constexpr >= its element's bit width warns, at the shift."""
+    (w,), lines = compile_warnings(SHIFT_BODY.format(stmt))
+    assert_warned_at(w, lines, stmt, at, message)
+
+
+@pytest.mark.parametrize("stmt", ["y = x << 31", "y = n >> 31", "y = 40 << x", "y = x << n", "y = h >> 7",
+                                  "y = BLOCK << 40"])
+def test_a_shift_within_the_bit_width_does_not_warn(stmt):
+    """Below the width, by a runtime amount, or of a number by a tensor (Triton checks only
+    tensor << constexpr), or between constexprs: no warning."""
+    assert compile_warnings(SHIFT_BODY.format(stmt))[0] == []
+
+
+def test_tl_view_warns_and_reshapes_with_reorder():
+    """Triton 3.6 core.view: deprecated with a warning, at the call (function or method); it
+    is reshape(can_reorder=True). tl.reshape does not warn."""
+    body = "offs = tl.arange(0, BLOCK)\nx = tl.load(p + offs)\ny = tl.view(x, (BLOCK // 2, 2))\n" \
+           "w = x.view(2, BLOCK // 2)\nz = tl.reshape(x, (2, BLOCK // 2))\n" \
+           "tl.store(p + offs, tl.reshape(y, (BLOCK,)) + tl.reshape(w + z, (BLOCK,)))\n"
+    (wf, wm), lines = compile_warnings(body)
+    message = "view is deprecated, please use reshape with can_reorder being true."
+    assert_warned_at(wf, lines, "y = tl.view", "tl.view", message)
+    assert_warned_at(wm, lines, "w = x.view", "x.view", message)
+    src = HEADER + "def k(p, n, BLOCK: tl.constexpr):\n" + textwrap.indent(body, "    ")
+    out = parse.run({"source": src.encode()}, {"kernel": "k", "file": "lib/k.py"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        text = ttir.run({"json": out["json"]}, {"signature": ["*i32", "i32"], "constexprs": {"BLOCK": 32}})["ttir"]
+    reshapes = [l for l in text.decode().splitlines() if "tt.reshape" in l]
+    assert ["allow_reorder" in l for l in reshapes] == [True, True, False, False, False]
+
+
+BOOLOP = "Logical operators 'and' and 'or' are deprecated for non-scalar tensors; please use '&' or '|' instead"
+
+
+def test_and_or_on_blocks_warn_once_per_block_operand():
+    """Triton 3.6 code_generator.visit_BoolOp: `and` / `or` with a block operand warns once per
+    such operand, at the expression; on scalars (or constexprs) it does not."""
+    body = "offs = tl.arange(0, BLOCK)\nx = tl.load(p + offs)\nm = (x > 0) and (offs < n)\n" \
+           "m2 = (n > 0) or (x > 1)\nif (n > 0) and (n < 9) or BLOCK > 4:\n    m2 = m2 & m\n" \
+           "tl.store(p + offs, x, mask=m2)\n"
+    (w1, w2, w3), lines = compile_warnings(body)
+    assert_warned_at(w1, lines, "m = (x > 0)", "(x > 0) and", BOOLOP)
+    assert_warned_at(w2, lines, "m = (x > 0)", "(x > 0) and", BOOLOP)
+    assert_warned_at(w3, lines, "m2 = (n > 0)", "(n > 0) or", BOOLOP)
+
+
+ORACLE_WARNINGS = r"""
+import importlib.util, json, sys, warnings
+from triton.compiler import ASTSource
+from triton.backends.compiler import GPUTarget
+from triton._C.libtriton import ir
+from triton.compiler.compiler import make_backend
+spec = importlib.util.spec_from_file_location("cases", sys.argv[1])
+mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+target = GPUTarget("cuda", 90, 32)
+backend = make_backend(target)
+options = backend.parse_options({})
+out = {}
+for name in json.loads(sys.argv[2]):
+    context = ir.context()
+    ir.load_dialects(context)
+    backend.load_dialects(context)
+    src = ASTSource(getattr(mod, name), {"p": "*i32", "n": "i32", "BLOCK": "constexpr"}, constexprs={"BLOCK": 32})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        src.make_ir(target, options, backend.get_codegen_implementation(options), backend.get_module_map(), context)
+    out[name] = [str(w.message) for w in caught]
+print(json.dumps(out))
+"""
+
+
+def test_warnings_match_triton(tmp_path):
+    """Triton as oracle: each kernel draws the same warnings, in the same order, from Triton
+    3.6's frontend as from ours (the ordinary forms none, builtin min/max on blocks none either);
+    Triton places those of core.py at its own source line, so only the texts are compared."""
+    from oracle import run_triton, triton_python
+
+    triton_python()
+    bodies = {
+        "plain": "m = (x > 0) & (offs < n)\ny = tl.where(m, x << 31, tl.reshape(tl.reshape(x, (2, BLOCK // 2)), (BLOCK,)))",
+        "where": "y = tl.where(x, x, 0)",
+        "shifts": "y = (x << 40) + (n >> 32) + (40 << x)\ny >>= BLOCK",
+        "view": "y = tl.reshape(tl.view(x, (BLOCK // 2, 2)), (BLOCK,)) + tl.reshape(x.view(2, BLOCK // 2), (BLOCK,))",
+        "boolop": "m = (x > 0) and (offs < n)\nm = m or (n > 0)\ny = tl.where(m, x, 0)",
+        "scalar_boolop": "y = x + ((n > 0) and (n < 9) or (n == 3)).to(tl.int32)",
+        # core.builtin_max's DeprecationWarning is raised inside code_generator.visit, which ignores them
+        "builtin_max": "y = max(x, n) + min(x, 3)",
+    }
+    src = HEADER.replace("@triton.jit\n", "") + "".join(
+        f"@triton.jit\ndef {name}(p, n, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n"
+        f"    x = tl.load(p + offs)\n{textwrap.indent(body, '    ')}\n    tl.store(p + offs, y)\n\n\n"
+        for name, body in bodies.items())
+    path = tmp_path / "cases.py"
+    path.write_text(src)
+    from ttbuild.errors import CompilerWarning
+
+    ours = {}
+    for name in bodies:
+        out = parse.run({"source": src.encode()}, {"kernel": name, "file": "cases.py"})
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            ttir.run({"json": out["json"]}, {"signature": ["*i32", "i32"], "constexprs": {"BLOCK": 32}})
+        ours[name] = [w.message.message for w in caught if isinstance(w.message, CompilerWarning)]
+    theirs = json.loads(run_triton(ORACLE_WARNINGS, str(path), json.dumps(list(bodies))).splitlines()[-1])
+    assert ours == theirs
+    assert ours["plain"] == ours["scalar_boolop"] == ours["builtin_max"] == [] and len(ours["boolop"]) == 3
 
 
 @pytest.mark.parametrize("expr,message", [

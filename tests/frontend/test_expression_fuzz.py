@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -44,6 +45,8 @@ def k(ph, pf, pi, n, a, BLOCK: tl.constexpr):
 """
 
 
+# Triton's warnings (a shift past the bit width, ...) are a clean outcome too: test_diagnostics checks them.
+@pytest.mark.filterwarnings("ignore::ttbuild.errors.CompilerWarning")
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(exprs())
 def test_random_expressions_compile_or_fail_cleanly(expr):

@@ -114,7 +114,7 @@ def trans(cx, input, *dims):
                     {"order": "array<i32: " + ", ".join(map(str, order)) + ">"})
 
 
-@builtin("reshape", "view", method="reshape")
+@builtin("reshape", method="reshape")
 def reshape(cx, input, *shape, can_reorder=False):
     """`tl.reshape(x, shape)` → tt.reshape; element count must match (Triton `semantic.reshape`)."""
     v = _need_tensor(cx, input, "reshape")
@@ -129,6 +129,14 @@ def reshape(cx, input, *shape, can_reorder=False):
         fail(cx, f"cannot reshape a block of {n_old} elements {list(v.type.shape)} to {list(new)}")
     props = {"allow_reorder": "true"} if cval(cx, can_reorder, "can_reorder") else None
     return cx.b.op1("tt.reshape", [v], T.BlockType(v.type.scalar, new), props)
+
+
+@builtin("view", method="view")
+def view(cx, input, *shape):
+    """`tl.view(x, shape)` / `x.view(shape)`: Triton 3.6 `core.view` warns that it is deprecated,
+    then reshapes with can_reorder=True."""
+    S.warn(cx, "view is deprecated, please use reshape with can_reorder being true.")
+    return reshape(cx, input, *shape, can_reorder=True)
 
 
 @builtin("ravel", method="ravel")

@@ -214,7 +214,13 @@ class Expressions:
         return S.binary(self.cx, _CMPOPS[type(op)], lhs, rhs)
 
     def visit_BoolOp(self, node):
-        values = [self.visit(v) for v in node.values]
+        values = []
+        for v in node.values:
+            values.append(self.visit(v))
+            # Triton 3.6 code_generator.visit_BoolOp warns once per block operand, at the `and`/`or`.
+            if isinstance(values[-1], Value) and values[-1].type.shape:
+                S.warn(self.cx, "Logical operators 'and' and 'or' are deprecated for non-scalar tensors; "
+                                "please use '&' or '|' instead")
         if all(isinstance(v, Constexpr) for v in values):
             out = values[0].value
             for v in values[1:]:

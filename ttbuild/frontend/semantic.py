@@ -258,6 +258,8 @@ def binary(cx: Ctx, op: str, a, b):
     """`a <op> b` for + - * / // % & | ^ << >> and comparisons, with Triton's typing."""
     if isinstance(a, Constexpr) and isinstance(b, Constexpr):
         return fold(cx, op, a, b)
+    if op in ("<<", ">>"):
+        check_bit_width(cx, a, b)
     if op in ("<", "<=", ">", ">=", "==", "!="):
         return compare(cx, op, a, b)
     if op in ("+", "-") and any(isinstance(v, Value) and v.type.scalar.is_ptr() for v in (a, b)):
@@ -286,6 +288,17 @@ def binary(cx: Ctx, op: str, a, b):
     if name is None:
         fail(cx, f"operator {op} is not supported on {ct}")
     return cx.b.op1(name, [va, vb], rt)
+
+
+def check_bit_width(cx: Ctx, value, shift) -> None:
+    """Triton 3.6 `core.check_bit_width` (tensor.__lshift__/__rshift__): a tensor shifted by a
+    constexpr at least its element's bit width warns, word for word, before any type check."""
+    # A pointer block has no bit width in Triton (it fails there); ours fails in `binary`.
+    if isinstance(value, Value) and is_number(shift) and not value.type.scalar.is_ptr():
+        bits = value.type.scalar.bits
+        if shift.value >= bits:
+            warn(cx, f"Value {shift.value} exceeds the maximum bitwidth ({bits}) for type '{value.type.scalar}'. "
+                     f"This may result in undefined behavior.")
 
 
 def _ptr_arith(cx: Ctx, op: str, a, b) -> Value:

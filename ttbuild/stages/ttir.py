@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-VERSION = 6  # 6: `acc += tl.dot(a, b)` combined into tt.dot(a, b, acc) (Triton's CombineDotAddPattern); 5: descriptor reductions (desc.atomic_*) on TMA targets as tt.descriptor_reduce, Triton's dtype rules for them, integer descriptor types signed / unsigned (si32 / ui32) as Triton's; block pointers leave loops and ifs as the fields that change (a rebinding to another block pointer allowed); rank-3 and M/N-packed tl.dot_scaled; 4: 4: TMA targets (option tma): descriptor loads and stores as tt.descriptor_load / tt.descriptor_store, tensormap parameters, tt.make_tensor_descriptor; 2: TTIR cleanup passes (frontend/passes.py); 3: print() in a kernel is tt.print (was dropped)
+VERSION = 7  # 7: Triton's frontend warnings for shifts past the bit width, tl.view (now reshape with can_reorder, as Triton) and and/or on blocks; 6: `acc += tl.dot(a, b)` combined into tt.dot(a, b, acc) (Triton's CombineDotAddPattern); 5: descriptor reductions (desc.atomic_*) on TMA targets as tt.descriptor_reduce, Triton's dtype rules for them, integer descriptor types signed / unsigned (si32 / ui32) as Triton's; block pointers leave loops and ifs as the fields that change (a rebinding to another block pointer allowed); rank-3 and M/N-packed tl.dot_scaled; 4: 4: TMA targets (option tma): descriptor loads and stores as tt.descriptor_load / tt.descriptor_store, tensormap parameters, tt.make_tensor_descriptor; 2: TTIR cleanup passes (frontend/passes.py); 3: print() in a kernel is tt.print (was dropped)
 
 _CTX = None
 

@@ -11,7 +11,14 @@ synchronize between repetitions (outside the timed region); the rows are measure
 (repetition r of every row, then r + 1), so drift of the host or the GPU over the run falls on all
 rows alike instead of on whichever ran first. Also the first launch in a fresh
 process (import ttbuild.runtime + load + launch + synchronize, torch already imported).
-Usage: python benchmarks/bench_launch.py [--artifacts artifacts]
+`--before FILE` adds the issue's rows launched as the last commit launched them: through its
+claunch.c (`git show HEAD:ttbuild/runtime/claunch.c > old.c`) and the previous `kernel[grid]`
+lookup, in the same round-robin, for before/after figures from one run; `--variant FILE`
+(repeatable) the same rows through another claunch.c with the current lookup.
+`--parts` adds rows for the pieces of the launcher's own cost with real torch tensors: the
+`kernel[grid]` lookup, the bound callable alone (no-op cuLaunchKernel), the twelve tensor reads
+and the current device and stream, each from Python.
+Usage: python benchmarks/bench_launch.py [--artifacts artifacts] [--before FILE] [--variant FILE]... [--parts]
 """
 
 from __future__ import annotations
@@ -66,9 +73,32 @@ print(f"{time.perf_counter() - t0:.4f}")
 """
 
 
+def other_c_kernel(lib, name, module, address, before=False):
+    """lib's kernel `name` launched through `module` (another build of claunch.c); `before`: with
+    the `kernel[grid]` lookup as it was before it answered a bound grid in its own frame."""
+    import ttbuild.runtime as rt
+
+    class Before(rt.Launcher):
+        def __getitem__(self, grid):
+            if not self._runtime_first:
+                return self._triton_call(grid)
+            return self.runtime_call(grid)
+
+    k = getattr(lib, name)
+    if before:
+        k.__class__ = Before
+    k._ns = k._namespace()
+    k._c_launch, k._c_address = module.FastLaunch, address
+    return k
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--artifacts", default=os.environ.get("TTBUILD_ARTIFACTS", "artifacts"))
+    ap.add_argument("--before", help="the last commit's claunch.c: the issue's rows as it launched them")
+    ap.add_argument("--variant", action="append", default=[],
+                    help="another claunch.c whose launches of the issue's kernel run beside ours (repeatable)")
+    ap.add_argument("--parts", action="store_true", help="time the pieces of the launcher's own cost")
     args = ap.parse_args(argv)
 
     import torch
@@ -138,6 +168,38 @@ def main(argv=None):
          lambda: dwdb_noop[(1,)](h[0], h[1], h[2], h[3], 1, 1)),
         ("ttbuild ... by keyword (the generic path)", lambda: k[(1,)](x, y, output_ptr=out, n_elements=1)),
     ]
+    others = [(f"before ({os.path.basename(args.before)})", args.before)] if args.before else []
+    others += [(os.path.basename(path), path) for path in args.variant]
+    for name, path in others:
+        from pathlib import Path
+
+        old = cext.compile_module(source=Path(path))
+        before = path == args.before
+        dwdb_old = other_c_kernel(rt.load(args.artifacts, driver=rt.CudaDriver()), "_layer_norm_bwd_dwdb", old,
+                                  drv.c_launch_address, before)
+        dwdb_old_noop = other_c_kernel(rt.load(args.artifacts, driver=rt.CudaDriver()), "_layer_norm_bwd_dwdb",
+                                       old, old.noop_launch_address(), before)
+        cases += [
+            (f"{name}: _layer_norm_bwd_dwdb[(1,)](4 fp16 tensors, 1, 1)",
+             lambda k=dwdb_old: k[(1,)](h[0], h[1], h[2], h[3], 1, 1)),
+            (f"{name}: _layer_norm_bwd_dwdb[(1,)](...) through a no-op cuLaunchKernel",
+             lambda k=dwdb_old_noop: k[(1,)](h[0], h[1], h[2], h[3], 1, 1)),
+        ]
+    if args.parts:
+        bound_noop = dwdb_noop[(1,)]
+        get_dev, raw_stream = torch._C._cuda_getDevice, torch._C._cuda_getCurrentRawStream
+        cases += [
+            ("part: dwdb_noop[(1,)] (the kernel[grid] lookup)", lambda: dwdb_noop[(1,)]),
+            ("part: f(4 tensors, 1, 1), f = dwdb_noop[(1,)] (no-op cuLaunchKernel)",
+             lambda: bound_noop(h[0], h[1], h[2], h[3], 1, 1)),
+            ("part: 4 x (t.get_device(), t.data_ptr(), t.dtype) from Python",
+             lambda: (h[0].get_device(), h[0].data_ptr(), h[0].dtype, h[1].get_device(), h[1].data_ptr(),
+                      h[1].dtype, h[2].get_device(), h[2].data_ptr(), h[2].dtype, h[3].get_device(),
+                      h[3].data_ptr(), h[3].dtype)),
+            ("part: torch._C._cuda_getCurrentRawStream(torch._C._cuda_getDevice())",
+             lambda: raw_stream(get_dev())),
+            ("part: an empty lambda", lambda: None),
+        ]
     if have_triton():
         cases.append(("triton add_kernel[grid](..., BLOCK_SIZE=1024)",
                       lambda: triton_add_kernel[(1,)](x, y, out, 1, BLOCK_SIZE=1024)))
@@ -172,6 +234,13 @@ def main(argv=None):
           f"launch path: {cext.status()}")
     best_raw = min(raw, raw_ctypes)
     print(table(["launch", "us/launch", "x raw"], [(name, f"{us:.2f}", f"{us / best_raw:.2f}") for name, us in rows]))
+    module = cext.load()
+    if module is not None:
+        print(f"torch.Tensor read through its C functions (get_device, data_ptr, dtype): "
+              f"{module.direct_reads(torch.Tensor)}")
+    for name, _ in others:
+        old_4p2s = us_of[f"{name}: _layer_norm_bwd_dwdb[(1,)](4 fp16 tensors, 1, 1)"]
+        print(f"{name}: 4 pointers + 2 scalars / its own raw cuLaunchKernel {old_4p2s / raw_4p2s:.2f}x")
     print(f"ttbuild / fastest raw cuLaunchKernel: add_kernel {ours / best_raw:.2f}x, "
           f"axpy_kernel {ours_axpy / best_raw:.2f}x, 4 pointers + 2 scalars {ours_4p2s / best_raw:.2f}x; "
           f"4 pointers + 2 scalars / its own raw cuLaunchKernel {ours_4p2s / raw_4p2s:.2f}x (goal <= 1.2x)")

@@ -1,9 +1,13 @@
-"""Where the host time of one launch goes, on any machine (no GPU): the runtime's Python path against a no-op driver and fake torch tensors, beside its floor.
+"""Where the host time of one launch goes, on any machine (no GPU): the runtime's launch paths against a no-op driver and fake torch tensors, beside its floor.
 
-Rows: a whole `lib.add_kernel[(1,)](x, y, out, n)` (generated path), the same by keyword (the
-generic path), a callable grid, the no-op `cu_launch` alone and the tensor reads the launch
-cannot avoid (data_ptr, dtype, get_device of 3 tensors). `--profile` adds cProfile's table of
-the generic path. Usage: python benchmarks/profile_launch.py [--profile]
+Rows: `lib.add_kernel[(1,)](x, y, out, n)` and the issue's 4-pointer 2-scalar kernel on the C path
+(with C-typed tensors built as torch builds its own, tests/runtime/fake_ctensor.c: the C path
+reads those through their C functions, as it reads torch's; and with Python-class tensors), the
+generated Python path, the generic path (keywords), a callable grid, the no-op `cu_launch` alone
+and the tensor reads the launch cannot avoid. `--baseline-c FILE` adds the C rows of another
+claunch.c (e.g. `git show HEAD:ttbuild/runtime/claunch.c > /tmp/old.c`), measured interleaved
+with the current one. `--profile` adds cProfile's table of the generic path.
+Usage: python benchmarks/profile_launch.py [--baseline-c FILE] [--profile]
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import sys
 import tempfile
 import time
 import types
+from pathlib import Path
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
@@ -53,8 +58,9 @@ class NoopDriver:
 
 
 def fake_torch():
+    """(Python-class Tensor, C-typed Tensor or None) under a fake `torch` module whose current
+    device and stream functions are C functions where the C fake compiles, as torch's are."""
     mod = types.ModuleType("torch")
-    mod._C = types.SimpleNamespace(_cuda_getDevice=lambda: 0, _cuda_getCurrentRawStream=lambda dev: 0x5000)
     sys.modules.setdefault("torch", mod)
 
     class Dtype:
@@ -76,68 +82,116 @@ def fake_torch():
             return 0
 
     Tensor.__module__ = "torch"
-    return Tensor
+    mod._C = types.SimpleNamespace(_cuda_getDevice=lambda: 0, _cuda_getCurrentRawStream=lambda dev: 0x5000)
+    from ttbuild.runtime import cext
+
+    try:
+        fake = cext.compile_module(source=Path(HERE).parent / "tests" / "runtime" / "fake_ctensor.c",
+                                   name="ttbuild_fake_ctensor")
+    except cext.CLauncherError:
+        return Tensor, None
+    mod._C = types.SimpleNamespace(_cuda_getDevice=fake.current_device, _cuda_getCurrentRawStream=fake.raw_stream)
+
+    class CTensor(fake.TensorBase):
+        def __init__(self, ptr):
+            super().__init__(ptr, f32)
+
+    CTensor.__name__ = "Tensor"
+    CTensor.__module__ = "torch"
+    return Tensor, CTensor
 
 
-def library(root, driver):
-    params = ([{"name": n, "kind": "pointer", "dtype": "fp32", "divisibility": 16}
-               for n in ("x_ptr", "y_ptr", "output_ptr")]
-              + [{"name": "n_elements", "kind": "scalar", "dtype": "i32", "divisibility": 1},
-                 {"name": "BLOCK_SIZE", "kind": "constexpr", "value": 1024}])
-    doc = {"schema": "ttbuild.kernel/1", "variant": "add_kernel_fp32", "kernel": "add_kernel",
-           "entry": "add_kernel", "cubin": "add_kernel_fp32.cubin", "params": params,
-           "signature": "*fp32:16,*fp32:16,*fp32:16,i32", "constexprs": {"BLOCK_SIZE": 1024},
-           "num_warps": 4, "shared": 0, "target": "cuda:90", "arch": "sm_90a"}
+def kernel_doc(name, n_ptrs, scalars):
+    params = ([{"name": f"p{i}", "kind": "pointer", "dtype": "fp32", "divisibility": 16} for i in range(n_ptrs)]
+              + [{"name": f"s{i}", "kind": "scalar", "dtype": "i32", "divisibility": 1} for i in range(scalars)]
+              + [{"name": "BLOCK_SIZE", "kind": "constexpr", "value": 1024}])
+    return {"schema": "ttbuild.kernel/1", "variant": f"{name}_fp32", "kernel": name, "entry": name,
+            "cubin": f"{name}_fp32.cubin", "params": params,
+            "signature": ",".join(["*fp32:16"] * n_ptrs + ["i32"] * scalars), "constexprs": {"BLOCK_SIZE": 1024},
+            "num_warps": 4, "shared": 0, "target": "cuda:90", "arch": "sm_90a"}
+
+
+def library(root, driver, c_module=None):
+    """add_kernel (3 pointers, 1 int) and dwdb (4 pointers, 2 ints: the issue's case) on `driver`;
+    `c_module`: the claunch module whose FastLaunch the kernels use (default: cext.load())."""
     os.makedirs(os.path.join(root, "lib"))
-    with open(os.path.join(root, "lib", "add_kernel_fp32.json"), "w") as f:
-        json.dump(doc, f)
-    with open(os.path.join(root, "lib", "add_kernel_fp32.cubin"), "wb") as f:
-        f.write(b"\0")
-    return rt.load(root, driver=driver)
+    for doc in (kernel_doc("add_kernel", 3, 1), kernel_doc("dwdb", 4, 2)):
+        with open(os.path.join(root, "lib", f"{doc['variant']}.json"), "w") as f:
+            json.dump(doc, f)
+        with open(os.path.join(root, "lib", doc["cubin"]), "wb") as f:
+            f.write(b"\0")
+    lib = rt.load(root, driver=driver)
+    if c_module is not None:
+        for k in (lib.add_kernel, lib.dwdb):
+            k._ns = k._namespace()
+            k._c_launch, k._c_address = c_module.FastLaunch, driver.c_launch_address
+    return lib
 
 
-def per_call_us(fn, n=100_000, reps=5):
-    for _ in range(1000):
-        fn()
-    best = float("inf")
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        for _ in range(n):
+def per_call_us(fns, n=100_000, reps=7):
+    """Best microseconds per call of each of `fns`, repetitions interleaved across them."""
+    for fn in fns:
+        for _ in range(1000):
             fn()
-        best = min(best, (time.perf_counter() - t0) / n * 1e6)
+    best = [float("inf")] * len(fns)
+    for _ in range(reps):
+        for k, fn in enumerate(fns):
+            t0 = time.perf_counter()
+            for _ in range(n):
+                fn()
+            best[k] = min(best[k], (time.perf_counter() - t0) / n * 1e6)
     return best
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--baseline-c", help="another claunch.c whose C rows run beside the current one's")
     ap.add_argument("--profile", action="store_true", help="cProfile the generic path")
     args = ap.parse_args(argv)
     from ttbuild.runtime import cext
 
-    Tensor = fake_torch()
-    k = library(tempfile.mkdtemp(), NoopDriver()).add_kernel
+    PyTensor, CTensor = fake_torch()
+    lib = library(tempfile.mkdtemp(), NoopDriver())
+    k = lib.add_kernel
     module = cext.load()
-    kc = library(tempfile.mkdtemp(), NoopDriver(module.noop_launch_address())).add_kernel if module else None
+    libc = library(tempfile.mkdtemp(), NoopDriver(module.noop_launch_address())) if module else None
+    base = None
+    if args.baseline_c and module:
+        old = cext.compile_module(source=Path(args.baseline_c))
+        base = library(tempfile.mkdtemp(), NoopDriver(old.noop_launch_address()), old)
+    Tensor = CTensor or PyTensor
     x, y, out = Tensor(0x1000), Tensor(0x2000), Tensor(0x3000)
+    h = [Tensor(0x1000 * (i + 1)) for i in range(4)]
+    px, py, pout = PyTensor(0x1000), PyTensor(0x2000), PyTensor(0x3000)
     noop = NoopDriver().cu_launch
-    rows = []
-    if kc is not None:
-        rows.append(("lib.add_kernel[(1,)](x, y, out, 1)  (C path, no-op cuLaunchKernel)",
-                     per_call_us(lambda: kc[(1,)](x, y, out, 1))))
-    rows += [
-        ("lib.add_kernel[(1,)](x, y, out, 1)  (generated Python path)", per_call_us(lambda: k[(1,)](x, y, out, 1))),
-        ("... by keyword (generic path)", per_call_us(lambda: k[(1,)](x, y, output_ptr=out, n_elements=1))),
-        ("... lambda grid", per_call_us(lambda: k[lambda m: (1,)](x, y, out, 1))),
-        ("no-op cu_launch call alone", per_call_us(lambda: noop(7, 1, 1, 1, 128, 1, 1, 0, 0x5000, 123, 0))),
-        ("3 x (data_ptr(), dtype, get_device()) alone",
-         per_call_us(lambda: (x.data_ptr(), x.dtype, x.get_device(), y.data_ptr(), y.dtype, y.get_device(),
-                              out.data_ptr(), out.dtype, out.get_device()))),
+    kind = "C-typed" if CTensor else "Python-class"
+    cases = []
+    for name, lb in (("C path", libc), ("C path of --baseline-c", base)):
+        if lb is None:
+            continue
+        kc, dw = lb.add_kernel, lb.dwdb
+        cases += [
+            (f"dwdb[(1,)](4 {kind} tensors, 1, 1)  ({name}, no-op cuLaunchKernel)",
+             lambda dw=dw: dw[(1,)](h[0], h[1], h[2], h[3], 1, 1)),
+            (f"add_kernel[(1,)](x, y, out, 1)  ({name}, {kind} tensors)", lambda kc=kc: kc[(1,)](x, y, out, 1)),
+            (f"add_kernel[(1,)](x, y, out, 1)  ({name}, Python-class tensors)",
+             lambda kc=kc: kc[(1,)](px, py, pout, 1)),
+        ]
+    cases += [
+        ("add_kernel[(1,)](x, y, out, 1)  (generated Python path)", lambda: k[(1,)](x, y, out, 1)),
+        ("... by keyword (generic path)", lambda: k[(1,)](x, y, p2=out, s0=1)),
+        ("... lambda grid", lambda: k[lambda m: (1,)](x, y, out, 1)),
+        ("no-op cu_launch call alone", lambda: noop(7, 1, 1, 1, 128, 1, 1, 0, 0x5000, 123, 0)),
+        (f"4 x (data_ptr(), dtype, get_device()) of {kind} tensors from Python",
+         lambda: (h[0].data_ptr(), h[0].dtype, h[0].get_device(), h[1].data_ptr(), h[1].dtype, h[1].get_device(),
+                  h[2].data_ptr(), h[2].dtype, h[2].get_device(), h[3].data_ptr(), h[3].dtype, h[3].get_device())),
     ]
+    rows = list(zip([c[0] for c in cases], per_call_us([c[1] for c in cases])))
     print(f"host time per launch with a no-op driver, Python {sys.version.split()[0]}; launch path: {cext.status()}")
     print(table(["call", "us"], [(name, f"{us:.3f}") for name, us in rows]))
     if args.profile:
         prof = cProfile.Profile()
-        prof.runcall(lambda: [k[(1,)](x, y, output_ptr=out, n_elements=1) for _ in range(50_000)])
+        prof.runcall(lambda: [k[(1,)](x, y, p2=out, s0=1) for _ in range(50_000)])
         pstats.Stats(prof).sort_stats("tottime").print_stats(12)
 
 

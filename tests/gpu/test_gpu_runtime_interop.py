@@ -78,6 +78,33 @@ def test_c_launch_path_is_taken_and_agrees_with_the_python_path(lib, torch):
     torch.testing.assert_close(out2, out, rtol=0, atol=0)
 
 
+def test_c_launch_path_reads_torch_tensors_directly_and_keeps_its_checks(lib, torch):
+    """claunch.c reads torch.Tensor through torch._C.TensorBase's C functions (get_device,
+    data_ptr, dtype); after launches that hit its one-entry cache, a wrong dtype, a misaligned
+    view and a host tensor on the same bound grid still raise the errors they raise anywhere."""
+    import ttbuild.runtime as rt
+    from ttbuild.runtime import cext
+
+    module = cext.load()
+    if module is None:
+        pytest.skip(cext.status())
+    assert module.direct_reads(torch.Tensor) == (True, True, True)
+    x, y, out = inputs(torch)
+    fn = lib.add_kernel[(5,)]
+    for _ in range(3):
+        fn(x, y, out, N)
+    torch.testing.assert_close(out, x + y)
+    with pytest.raises(rt.NoMatchingVariant, match="got a float64 tensor|fp64"):
+        fn(x.double(), y.double(), out.double(), N)
+    with pytest.raises(rt.NoMatchingVariant, match="16"):
+        fn(x[1:], y[1:], out[1:], N - 1)
+    with pytest.raises(rt.InteropError, match="host memory"):
+        fn(x, y.cpu(), out, N)
+    out.fill_(float("nan"))
+    fn(x, y, out, N)
+    torch.testing.assert_close(out, x + y)
+
+
 def test_dlpack_arguments(lib, torch):
     x, y, out = inputs(torch)
     lib.add_kernel[grid](DLPackOnly(x), DLPackOnly(y), DLPackOnly(out), N)

@@ -7,6 +7,7 @@ import hashlib
 import json
 import sys
 import types
+from pathlib import Path
 
 from ttbuild.runtime.driver import CudaError
 
@@ -102,11 +103,23 @@ class Dtype:
 DTYPES = {name: Dtype(f"torch.{name}") for name in ("float32", "float16", "bfloat16", "int32", "float64")}
 
 
+def c_tensor_base():
+    """fake_ctensor.c's TensorBase (torch._C.TensorBase's shape: C methods and a getset dtype),
+    compiled once per machine like the C launch path; None where that cannot be done."""
+    from ttbuild.runtime import cext
+
+    if cext.load() is None:
+        return None
+    return cext.compile_module(source=Path(__file__).with_name("fake_ctensor.c"), name="ttbuild_fake_ctensor").TensorBase
+
+
 class FakeTorch:
     """Installs a fake `torch` module: `Tensor` (its __module__ is "torch"), a current device,
-    a raw current stream per device, and `cuda.device(d)` that switches the current device."""
+    a raw current stream per device, and `cuda.device(d)` that switches the current device.
+    `c_tensor`: Tensor is a Python subclass of c_tensor_base(), as torch.Tensor is of
+    torch._C.TensorBase (same constructor, `ptr` and `dev`); else a plain Python class."""
 
-    def __init__(self, monkeypatch, device=0):
+    def __init__(self, monkeypatch, device=0, c_tensor=False):
         self.device = device
         self.stream_calls = []
         mod = types.ModuleType("torch")
@@ -130,17 +143,22 @@ class FakeTorch:
                                        _cuda_getCurrentRawStream=raw_stream)
         mod.cuda = types.SimpleNamespace(device=device_guard)
 
-        class Tensor:
-            def __init__(self, ptr, dtype="float32", device=0):
-                self.ptr = ptr
-                self.dtype = DTYPES[dtype]
-                self.dev = device
+        if c_tensor:
+            class Tensor(c_tensor_base()):
+                def __init__(self, ptr, dtype="float32", device=0):
+                    super().__init__(ptr, DTYPES[dtype], device)
+        else:
+            class Tensor:
+                def __init__(self, ptr, dtype="float32", device=0):
+                    self.ptr = ptr
+                    self.dtype = DTYPES[dtype]
+                    self.dev = device
 
-            def data_ptr(self):
-                return self.ptr
+                def data_ptr(self):
+                    return self.ptr
 
-            def get_device(self):
-                return self.dev
+                def get_device(self):
+                    return self.dev
 
         Tensor.__module__ = "torch"
         mod.Tensor = self.Tensor = Tensor

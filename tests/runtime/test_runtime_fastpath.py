@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from runtime_fakes import FakeTorch, RecordingDriver, add_params, attach, meta, write_lib
+from runtime_fakes import FakeTorch, RecordingDriver, add_params, attach, c_tensor_base, meta, write_lib
 
 import ttbuild.runtime as rt
 from ttbuild.runtime import cext, fastpath
@@ -40,9 +40,14 @@ LIBRARY = [
 ]
 
 
-@pytest.fixture
-def torch(monkeypatch):
-    return FakeTorch(monkeypatch)
+@pytest.fixture(params=["py_tensor", "c_tensor"])
+def torch(request, monkeypatch):
+    """A fake torch whose Tensor is a Python class or, as torch's, a Python subclass of a C type
+    (the C launch path reads those through the C type's functions: both routes are tested)."""
+    c = request.param == "c_tensor"
+    if c and c_tensor_base() is None:
+        pytest.skip(f"no C compiler here: {cext.status()}")
+    return FakeTorch(monkeypatch, c_tensor=c)
 
 
 @pytest.fixture
@@ -379,3 +384,41 @@ def test_launch_pdl_goes_through_the_drivers_launch_pdl(lib_dir, torch, load):
     lib.add_kernel[(2,)](*args)
     assert [c["path"] for c in drv.launches] == ["pdl", drv.fast]
     assert drv.launches[0]["raw"] == drv.launches[1]["raw"] and drv.launches[0]["grid"] == (2, 1, 1)
+
+
+def test_c_path_reads_c_typed_tensors_through_their_c_functions(lib_dir, monkeypatch):
+    """claunch.c calls a tensor type's own C get_device/data_ptr/dtype (torch.Tensor's shape:
+    fake_ctensor.c) directly, and reads by name what is not such a function: a Python-class
+    tensor, or a method replaced on the class after launches (looked up again per launch: the
+    replacement's answer picks the variant, here a misaligned address)."""
+    if cext.load() is None or c_tensor_base() is None:
+        pytest.skip(f"no C launch path here: {cext.status()}")
+    module = cext.load()
+    assert module.direct_reads(FakeTorch(monkeypatch).Tensor) == (False, False, False)
+    T = FakeTorch(monkeypatch, c_tensor=True).Tensor  # installed last: the torch module now
+    assert module.direct_reads(T) == (True, True, True)
+    drv = RecordingDriver(c=True)
+    lib = attach(rt.load(str(lib_dir), driver=drv), drv)
+    t = [T(0x1000 * (i + 1)) for i in range(3)]
+    fn = lib.add_kernel[(1,)]
+    for _ in range(2):
+        fn(*t, 5)
+    monkeypatch.setattr(T, "data_ptr", lambda self: self.ptr + 4, raising=False)
+    assert module.direct_reads(T) == (True, False, True)
+    fn(*t, 5)
+    assert [c["path"] for c in drv.launches] == ["launch", "c", "c"]
+    assert [l[1] for l in drv.loads] == [b"CUBIN:add_fp32", b"CUBIN:add_fp32_any"]
+    assert struct.unpack("<Q", drv.launches[2]["raw"][0])[0] == 0x1004
+    with pytest.raises(rt.NoMatchingVariant, match="got a float64 tensor|fp64"):
+        fn(T(0x1000, "float64"), T(0x2000, "float64"), T(0x3000, "float64"), 5)
+
+
+def test_kernel_grid_lookup_answers_as_runtime_call(lib_dir, torch, load):
+    """kernel[grid] answers a grid bound before in its own frame: the same callable as
+    runtime_call(grid) for tuple and int grids; other grids still bind as before."""
+    lib, _ = load(lib_dir)
+    k = lib.add_kernel
+    for grid in ((2,), 3, (2, 2)):
+        first = k[grid]
+        assert k[grid] is first is k.runtime_call(grid)
+    k[lambda meta: (1,)](*[torch.Tensor(0x1000 * (i + 1)) for i in range(3)], 5)

@@ -62,14 +62,16 @@ def load():
         return _state["module"]
 
 
-def compile_module(cache_dir: Path | None = None):
+def compile_module(cache_dir: Path | None = None, source: Path = SOURCE, name: str = MODULE):
     """Compile claunch.c (unless `cache_dir`, default `<cache>/launcher`, holds this source's
     build for this Python) and import it. Raises CLauncherError naming the compiler command and
-    its stderr, or the missing header or compiler."""
+    its stderr, or the missing header or compiler. `source` and `name` build another
+    single-file module the same way (the tests' C tensor stand-in, an older claunch.c that a
+    benchmark compares with: its module name stays ttbuild_claunch)."""
     try:
-        path = _built(cache_dir)
+        path = _built(cache_dir, Path(source), name)
         spec = importlib.util.spec_from_file_location(
-            MODULE, path, loader=importlib.machinery.ExtensionFileLoader(MODULE, str(path)))
+            name, path, loader=importlib.machinery.ExtensionFileLoader(name, str(path)))
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     except (OSError, ImportError, subprocess.SubprocessError) as exc:
@@ -77,11 +79,11 @@ def compile_module(cache_dir: Path | None = None):
     return module
 
 
-def _built(cache_dir) -> Path:
-    source = SOURCE.read_bytes()
+def _built(cache_dir, source_path: Path, name: str) -> Path:
+    source = source_path.read_bytes()
     tag = hashlib.sha256(source + sys.version.encode() + sysconfig.get_platform().encode()).hexdigest()[:20]
     out_dir = Path(cache_dir) if cache_dir is not None else default_local_dir() / "launcher"
-    target = out_dir / f"{MODULE}-{tag}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
+    target = out_dir / f"{name}-{tag}{sysconfig.get_config_var('EXT_SUFFIX') or '.so'}"
     if target.exists():
         return target
     include = sysconfig.get_paths()["include"]
@@ -92,9 +94,9 @@ def _built(cache_dir) -> Path:
     if cc[0] is None:
         raise CLauncherError("no C compiler (cc, gcc or clang) on PATH: set CC for the C launch path")
     out_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{MODULE}-", suffix=".so", dir=out_dir)
+    fd, tmp = tempfile.mkstemp(prefix=f".{name}-", suffix=".so", dir=out_dir)
     os.close(fd)
-    cmd = [*cc, "-O2", "-shared", "-fPIC", f"-I{include}", str(SOURCE), "-o", tmp]
+    cmd = [*cc, "-O2", "-shared", "-fPIC", f"-I{include}", str(source_path), "-o", tmp]
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
         if done.returncode != 0:

@@ -309,6 +309,8 @@ class Launcher:
         self._c_address = None
         self._choice = None        # Triton's call form, when constexprs sit among the parameters
         self._triton_bound: dict = {}
+        # what kernel[grid] returns for a tuple or int grid bound before (__getitem__)
+        self._grids = self._bound if self._runtime_first else self._triton_bound
         self._narrowed: dict = {}  # constexpr values -> Launcher over the variants that have them
         # some variant takes global scratch: the fast paths' hits carry a tenth item (its
         # scratch.ScratchUse or None) and the generated source handles it
@@ -328,6 +330,17 @@ class Launcher:
         return self._driver
 
     def __getitem__(self, grid):
+        # A grid bound before answers from _grids in this one frame: `kernel[grid](...)` pays it
+        # on every launch, and a second frame was 35-50 ns of a 550 ns C launch
+        # (benchmarks/profile_launch.py).
+        tp = type(grid)
+        if tp is tuple or tp is int:
+            fn = self._grids.get(grid)
+            if fn is not None:
+                return fn
+        return self._getitem(grid)
+
+    def _getitem(self, grid):
         if not self._runtime_first:  # arguments bind to every parameter in order (Triton's call)
             return self._triton_call(grid)
         return self.runtime_call(grid)

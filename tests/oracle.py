@@ -23,6 +23,31 @@ for path in sys.argv[1:]:
 """
 
 
+# Prelude of scripts that run Triton's frontend on the @jit functions of the module file given as
+# argv[1]: `make_ir(fn, signature, constexprs)` returns the TTIR module (Triton's ASTSource.make_ir
+# for sm_90, a fresh context per call).
+MAKE_IR = r"""
+import importlib.util, json, sys, warnings
+from triton.compiler import ASTSource
+from triton.backends.compiler import GPUTarget
+from triton._C.libtriton import ir
+from triton.compiler.compiler import make_backend
+spec = importlib.util.spec_from_file_location("cases", sys.argv[1])
+mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+target = GPUTarget("cuda", 90, 32)
+backend = make_backend(target)
+options = backend.parse_options({})
+
+
+def make_ir(fn, sig, constexprs):
+    context = ir.context()
+    ir.load_dialects(context)
+    backend.load_dialects(context)
+    src = ASTSource(fn, sig, constexprs=constexprs)
+    return src.make_ir(target, options, backend.get_codegen_implementation(options), backend.get_module_map(), context)
+"""
+
+
 def triton_python() -> str:
     """The interpreter to run Triton in; skips the calling test when there is none."""
     try:

@@ -7,6 +7,7 @@ import textwrap
 import warnings
 
 import pytest
+from oracle import MAKE_IR
 
 from ttbuild.errors import CompilationError
 from ttbuild.frontend.locs import locate, node_id_of, node_loc
@@ -430,26 +431,12 @@ def test_and_or_on_blocks_warn_once_per_block_operand():
     assert_warned_at(w3, lines, "m2 = (n > 0)", "(n > 0) or", BOOLOP)
 
 
-ORACLE_WARNINGS = r"""
-import importlib.util, json, sys, warnings
-from triton.compiler import ASTSource
-from triton.backends.compiler import GPUTarget
-from triton._C.libtriton import ir
-from triton.compiler.compiler import make_backend
-spec = importlib.util.spec_from_file_location("cases", sys.argv[1])
-mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
-target = GPUTarget("cuda", 90, 32)
-backend = make_backend(target)
-options = backend.parse_options({})
+ORACLE_WARNINGS = MAKE_IR + r"""
 out = {}
 for name in json.loads(sys.argv[2]):
-    context = ir.context()
-    ir.load_dialects(context)
-    backend.load_dialects(context)
-    src = ASTSource(getattr(mod, name), {"p": "*i32", "n": "i32", "BLOCK": "constexpr"}, constexprs={"BLOCK": 32})
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        src.make_ir(target, options, backend.get_codegen_implementation(options), backend.get_module_map(), context)
+        make_ir(getattr(mod, name), {"p": "*i32", "n": "i32", "BLOCK": "constexpr"}, {"BLOCK": 32})
     out[name] = [str(w.message) for w in caught]
 print(json.dumps(out))
 """

@@ -94,3 +94,24 @@ def test_pointer_alignment_limits_vector_width(div, vec):
     text = (DATA / "add_kernel.ttir").read_text().replace("tt.divisibility = 16", f"tt.divisibility = {div}")
     out = ttgir.run({"ttir": text.encode()}, {"num_warps": 4})["ttgir"].decode()
     assert f"sizePerThread = [{vec}]" in out
+
+
+def test_constant_groups_share_elements_across_every_thread():
+    """An elementwise op computes one element per block its value is constant over, in any
+    layout (Triton's maybeDeduplicate): attention's key mask on the wgmma accumulator's column
+    slice (16 columns per thread, pairs every 8) with N_CTX % 16 == 0 is 4 values per thread,
+    not 8; a blocked row run of 8 with constancy 16 is one; nothing is shared across blocks."""
+    from ttbuild.backend.analysis.layout import Blocked, Slice, constant_groups
+    from ttbuild.backend.analysis.mma_layout import NvidiaMma
+
+    cols = Slice(0, NvidiaMma(warps_per_cta=(4, 1), instr_shape=(16, 64, 16), version=(3, 0)))
+    g = constant_groups(cols, (64,), (16,), 128)
+    assert len(g) == 16 and len(set(g)) == 4
+    for tid in range(128):  # every element of a group lies in one block of 16, in every thread
+        ix = cols.thread_indices(tid, (64,))
+        assert all(ix[j][0] // 16 == ix[g[j]][0] // 16 for j in range(16))
+    assert len(set(constant_groups(cols, (64,), (8,), 128))) == 8
+    rows = Blocked((1, 8), (4, 8), (4, 1), (1, 0))
+    g = constant_groups(rows, (64, 64), (1, 16), 128)
+    assert len(g) == 32 and len(set(g)) == 4  # 4 rows of one 8-wide run each
+    assert constant_groups(rows, (64, 64), (1, 1), 128) is None

@@ -267,11 +267,12 @@ def test_attention_qk_ss_and_pv_rs():
     assert len(ss) == 8 and len(rs) == 8, (len(ss), len(rs))
 
 
-@pytest.mark.parametrize("name,regs", [("attn_fwd_d64", 240), ("attn_fwd_d128", 187), ("attn_fwd_desc_d128", 187)])
+@pytest.mark.parametrize("name,regs", [("attn_fwd_d64", 240), ("attn_fwd_d128", 183), ("attn_fwd_desc_d128", 183)])
 def test_attention_forward_fits_as_triton(name, regs, tmp_path):
-    """Attention forward on wgmma: no spill, and registers as Triton 3.6's build of the same
-    source (240 at d64, 183 at d128, ptxas 13 -v; at d128 ours takes 187 for 1320 SASS
-    instructions against Triton's 1328: one 256-thread program per SM either way). The epilogue
+    """Attention forward on wgmma: no spill, and registers within 4 of Triton 3.6's build of the
+    same source (`regs`: 240 at d64, 183 at d128, ptxas 13 -v): ptxas moves a few either way
+    with the instruction order (d128: ours 187 for 1320 SASS instructions, Triton's 183 for
+    1328; one 256-thread program per SM either way). The epilogue
     `(acc / l_i).to(fp16)` runs on the mma fragments and converts the fp16 tile: converting the
     fp32 accumulator first held both tiles live (d64: 255 registers and 84 bytes of spills, d128:
     198 registers)."""
@@ -283,7 +284,7 @@ def test_attention_forward_fits_as_triton(name, regs, tmp_path):
                           num_warps=v["num_warps"], num_stages=v["num_stages"], until="ptx")["ptx"]
     info = _ptxas_v(ptx, tmp_path)
     assert "0 bytes spill stores" in info and "0 bytes spill loads" in info, info
-    assert int(re.search(r"Used (\d+) registers", info).group(1)) <= regs, info
+    assert int(re.search(r"Used (\d+) registers", info).group(1)) <= regs + 4, info
 
 
 @pytest.mark.parametrize("name,warps", [("attn_fwd_d64", 4), ("attn_fwd_d64_causal", 4), ("attn_fwd_d128", 8)])

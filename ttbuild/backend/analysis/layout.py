@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import product
 
 from ttbuild.backend import mlir_util as mu
@@ -254,3 +255,29 @@ def split_result(lay):
         return None
     return Blocked(lay.size_per_thread[:-1], lay.threads_per_warp[:-1], lay.warps_per_cta[:-1],
                    tuple(o for o in lay.order if o != last))
+
+
+@lru_cache(maxsize=1024)
+def constant_groups(layout, shape: tuple[int, ...], constancy: tuple[int, ...],
+                    threads: int) -> tuple[int, ...] | None:
+    """For a value constant over aligned blocks of `constancy` elements along each dimension
+    (the axis analysis' constancy, Triton's AxisInfo), per element of `layout` over `shape` (its
+    local order) the first element that holds the same value in every one of `threads`
+    threads, or None when no two elements share. An elementwise op then computes one element
+    per group (Triton's maybeDeduplicate, ElementwiseOpToLLVM.cpp): attention's key mask
+    `where(cols < N_CTX, 0, -1e6)` on the accumulator's column slice is 4 selects per thread
+    where its 16 columns pair up by 8 but N_CTX % 16 == 0 makes blocks of 16. `layout` is any
+    with `thread_indices` (blocked, slice, tensor-core)."""
+    if all(c <= 1 for c in constancy):
+        return None
+    keys: list = []
+    for tid in range(threads):
+        for j, ix in enumerate(layout.thread_indices(tid, shape)):
+            k = tuple(i // c for i, c in zip(ix, constancy))
+            if tid == 0:
+                keys.append([k])
+            else:
+                keys[j].append(k)
+    first: dict = {}
+    out = tuple(first.setdefault(tuple(k), j) for j, k in enumerate(keys))
+    return out if len(first) < len(out) else None

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from math import gcd
-
 from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.analysis.layout import constant_groups
 from ttbuild.backend.llir.context import TensorVal, llvm_type
 from ttbuild.registry import RuleSet
 
@@ -16,23 +15,23 @@ def result_type(op):
 def map_elements(op, fn, *operands, ctx=None):
     """Apply fn(*scalars) per element (tensors) or once (scalars); splat scalars share one value.
 
-    Where the axis analysis proves the result constant over aligned runs along the fastest
-    dimension, one element per run is computed and reused (Triton's maybeDeduplicate): e.g.
-    `cols < N` with N % 16 == 0 costs one compare per 8 fp16 elements, not eight."""
+    Where the axis analysis proves the result constant over aligned blocks, one element per
+    block is computed and reused in every layout (Triton's maybeDeduplicate;
+    ttbuild.backend.analysis.layout.constant_groups): e.g. `cols < N` with N % 16 == 0 costs
+    one compare per 8 fp16 elements, not eight."""
     tensors = [x for x in operands if isinstance(x, TensorVal)]
     if not tensors:
         return fn(*operands)
     t0 = tensors[0]
     n = len(t0.elems)
     cols = [x.elems if isinstance(x, TensorVal) else [x] * n for x in operands]
-    c = 1
+    groups = None
     if ctx is not None and len(op.results) == 1:
-        fast = t0.layout.order[0]
-        spt = min(t0.layout.size_per_thread[fast], t0.shape[fast])
-        c = gcd(ctx.axis.info(op.results[0]).constancy[fast], spt)
+        constancy = tuple(min(c, s) for c, s in zip(ctx.axis.info(op.results[0]).constancy, t0.shape))
+        groups = constant_groups(t0.layout, tuple(t0.shape), constancy, 32 * ctx.num_warps)
     out = []
     for j, row in enumerate(zip(*cols)):
-        out.append(out[j - j % c] if j % c else fn(*row))
+        out.append(out[groups[j]] if groups is not None and groups[j] != j else fn(*row))
     return TensorVal(out, t0.layout, t0.shape)
 
 

@@ -5,8 +5,12 @@ descriptors (tensordesc<...> parameters) through TMA on sm_90 (ttbuild.tma); Tri
 uses TMA for both (its default build).
 Triton runs in a child process. Launch cost: through a cuLaunchKernel that launches nothing
 (the C path's no-op, as benchmarks/bench_launch.py measures: the launcher alone) and through
-the real one, best of 20 rounds of 300 calls.
+the real one, best of 20 rounds of 300 calls, the rows interleaved; descriptors as ttbuild's
+TensorDescriptor and (where triton imports) Triton's. `--before FILE` adds the same rows launched
+through another claunch.c (`git show HEAD:ttbuild/runtime/claunch.c > old.c`: its DescExpand and
+FastLaunch), in the same rounds; `--launch-only` skips the TFLOP/s table.
 Usage: python benchmarks/bench_descriptor.py [--artifacts DIR] [--sizes 4096,8192] [--no-triton]
+       [--launch-only] [--before FILE]
 """
 
 from __future__ import annotations
@@ -77,11 +81,27 @@ def triton_side(job: dict) -> None:
     report_worker_result({"results": {str(k): v for k, v in out.items()}})
 
 
-def _launch_cost(torch, artifacts, noop: bool) -> dict:
-    """Best µs per launch of the host-descriptor matmul (3 TMA descriptors + 3 ints) and the
-    in-kernel-descriptor one (3 pointers + 3 ints) at 512³ (16 programs): through a no-op
-    cuLaunchKernel (the launcher's own cost) or a real one (what a caller waits for; the GPU
-    work of 300 launches outlasts their enqueueing, so the queue never fills)."""
+def _through(launcher, module, address):
+    """`launcher` (lib.variant(...): a Launcher, or a DescriptorLauncher over one) launching
+    through `module`, another build of claunch.c: its FastLaunch and DescExpand."""
+    from ttbuild.runtime.tensordesc import DescriptorLauncher
+
+    k = launcher.inner if isinstance(launcher, DescriptorLauncher) else launcher
+    k._ns = k._namespace()
+    k._c_launch, k._c_address = module.FastLaunch, address
+    if isinstance(launcher, DescriptorLauncher):
+        launcher._in_c = lambda fn, launch: module.DescExpand(*launcher._c_plan, fn, launch,
+                                                              tensormaps=launcher._c_tensormaps)
+    return launcher
+
+
+def _launch_cost(torch, artifacts, noop: bool, before=None) -> dict:
+    """Best µs per launch of the host-descriptor matmul (3 TMA descriptors + 3 ints; ttbuild's
+    TensorDescriptor and, where triton imports, Triton's) and the in-kernel-descriptor one (3
+    pointers + 3 ints) at 512³ (16 programs): through a no-op cuLaunchKernel (the launcher's own
+    cost) or a real one (what a caller waits for; the GPU work of 300 launches outlasts their
+    enqueueing, so the queue never fills). `before`: another claunch.c module, whose rows are
+    keyed "... (before)"."""
     import ttbuild.runtime as rt
     from ttbuild.runtime import cext
 
@@ -91,12 +111,29 @@ def _launch_cost(torch, artifacts, noop: bool) -> dict:
             module = cext.load()
             return module.noop_launch_address() if module is not None else None
 
-    lib = rt.load(artifacts, driver=NoopLaunchDriver() if noop else rt.CudaDriver())
     a, b, c = _inputs(torch, 512)
-    descs = tuple(rt.TensorDescriptor.from_tensor(t, blk) for t, blk in ((a, [BM, BK]), (b, [BK, BN]), (c, [BM, BN])))
-    host = lib.variant("matmul_hostdesc_fp16_128x128x64_w4_s4")[(16,)]
-    ptrs = lib.variant("matmul_desc_fp16_128x128x64_w4_s4")[(16,)]
-    fns = {"descriptors": lambda: host(*descs, 512, 512, 512), "pointers": lambda: ptrs(a, b, c, 512, 512, 512)}
+    blocks = ((a, [BM, BK]), (b, [BK, BN]), (c, [BM, BN]))
+    da, db, dc = (rt.TensorDescriptor.from_tensor(t, blk) for t, blk in blocks)
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor as TritonDescriptor
+        ta, tb, tc = (TritonDescriptor.from_tensor(t, blk) for t, blk in blocks)
+    except ImportError:
+        ta = None
+    fns = {}
+    for tag, module in (("", None), (" (before)", before)):
+        if tag and module is None:
+            continue
+        lib = rt.load(artifacts, driver=NoopLaunchDriver() if noop else rt.CudaDriver())
+        host_k = lib.variant("matmul_hostdesc_fp16_128x128x64_w4_s4")
+        ptrs_k = lib.variant("matmul_desc_fp16_128x128x64_w4_s4")
+        if module is not None:
+            address = module.noop_launch_address() if noop else ptrs_k.driver.c_launch_address
+            host_k, ptrs_k = _through(host_k, module, address), _through(ptrs_k, module, address)
+        host, ptrs = host_k[(16,)], ptrs_k[(16,)]
+        fns[f"descriptors{tag}"] = lambda host=host: host(da, db, dc, 512, 512, 512)
+        if ta is not None:
+            fns[f"Triton descriptors{tag}"] = lambda host=host: host(ta, tb, tc, 512, 512, 512)
+        fns[f"pointers{tag}"] = lambda ptrs=ptrs: ptrs(a, b, c, 512, 512, 512)
     best = {k: float("inf") for k in fns}
     for _ in range(20):
         for name, fn in fns.items():
@@ -114,6 +151,8 @@ def main(argv=None):
     ap.add_argument("--artifacts", default=os.environ.get("TTBUILD_ARTIFACTS", "artifacts"))
     ap.add_argument("--sizes", default="4096,8192")
     ap.add_argument("--no-triton", action="store_true")
+    ap.add_argument("--launch-only", action="store_true", help="only the launch-cost lines")
+    ap.add_argument("--before", help="another claunch.c (the last commit's) whose launch rows run beside ours")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
 
@@ -122,7 +161,9 @@ def main(argv=None):
     import ttbuild.runtime as rt
 
     tri = {}
-    if not args.no_triton and have_triton():
+    if args.launch_only:
+        sizes = []
+    elif not args.no_triton and have_triton():
         tri = triton_worker(__file__, {"sizes": sizes}, disable_mma_v3=False)
         if "error" in tri:
             print(f"triton failed: {tri['error']}")
@@ -164,11 +205,25 @@ def main(argv=None):
                          f"{_tflops(n, ref['ms']):.0f}" if ref.get("ms") else "",
                          f"{ref['ms'] / ms:.2f}" if ref.get("ms") else ""])
     print(f"GPU: {torch.cuda.get_device_name()}; tile {BM}x{BN}x{BK}, 4 warps, 4 stages unless named")
-    print(table(["size", "ttbuild form", "ms", "TFLOP/s", "check", "Triton TFLOP/s (TMA)", "Triton ms / ours"], rows))
+    if rows:
+        print(table(["size", "ttbuild form", "ms", "TFLOP/s", "check", "Triton TFLOP/s (TMA)", "Triton ms / ours"], rows))
+    before = None
+    if args.before:
+        from pathlib import Path
+
+        from ttbuild.runtime import cext
+
+        before = cext.compile_module(source=Path(args.before))
     for noop, what in ((True, "launcher alone (no-op cuLaunchKernel)"), (False, "a real launch")):
-        cost = _launch_cost(torch, args.artifacts, noop)
-        print(f"host time per launch, {what}: 3 TMA descriptors + 3 ints {cost['descriptors']:.2f} µs, "
-              f"3 pointers + 3 ints {cost['pointers']:.2f} µs ({cost['descriptors'] / cost['pointers']:.2f}x)")
+        cost = _launch_cost(torch, args.artifacts, noop, before)
+        for tag in ("", " (before)") if before is not None else ("",):
+            ptr = cost[f"pointers{tag}"]
+            line = (f"host time per launch, {what}{tag}: 3 TMA descriptors + 3 ints {cost[f'descriptors{tag}']:.2f} µs "
+                    f"({cost[f'descriptors{tag}'] / ptr:.2f}x)")
+            if f"Triton descriptors{tag}" in cost:
+                line += (f", as Triton's TensorDescriptor {cost[f'Triton descriptors{tag}']:.2f} µs "
+                         f"({cost[f'Triton descriptors{tag}'] / ptr:.2f}x)")
+            print(f"{line}; 3 pointers + 3 ints {ptr:.2f} µs")
 
 
 if __name__ == "__main__":

@@ -87,3 +87,78 @@ def test_trailing_arguments_left_out_are_left_out_of_the_expansion(expand):
     d = Desc(Base(0x1000), [128, 96], [96, 1], [64, 32])
     assert launch(d, 7) == "inner"
     assert inner.calls == [((d.base, 128, 96, 96, 7), {})] and not fallback.calls
+
+
+class Size(tuple):
+    """torch.Size's part here: a tuple subclass that iterates as a tuple."""
+
+
+@dataclass(frozen=True, slots=True)
+class SlotDesc:
+    base: object
+    shape: tuple
+    strides: tuple
+    block_shape: tuple
+
+
+class PropDesc(Desc):
+    """A descriptor whose `shape` is a property: read by name, as getattr reads it."""
+
+    @property
+    def shape(self):
+        return self._shape
+
+    @shape.setter
+    def shape(self, value):
+        self._shape = value
+
+
+@pytest.mark.parametrize("kind", [Desc, SlotDesc, PropDesc])
+def test_every_field_layout_reads_the_fields_getattr_reads(expand, kind):
+    """Instance dicts (a dataclass: Triton's), __slots__ and properties: the C reads agree with
+    getattr, launch after launch, and a rebound field is read anew."""
+    launch, inner, fallback = expand
+    a, c = Base(0x1000), Base(0x2000)
+    cd = Desc(c, (4, 16, 8), (128, 8, 1), (2, 8, 4))
+    d = kind(a, Size((128, 96)), (96, 1), (64, 32))
+    for _ in range(2):
+        launch(d, 7, cd)
+    e = kind(a, [64, 96], [96, 1], [64, 32])
+    launch(e, 7, cd)
+    assert [call[0][:5] for call in inner.calls] == [(a, 128, 96, 96, 7)] * 2 + [(a, 64, 96, 96, 7)]
+    if kind is not SlotDesc:
+        d.shape = (32, 96)  # a mutable dataclass: another object in the same field
+        launch(d, 7, cd)
+        assert inner.calls[-1][0][:4] == (a, 32, 96, 96)
+    assert not fallback.calls
+
+
+def test_a_list_field_is_read_again_at_every_launch(expand):
+    """Lists can change in place: only tuples (immutable) are remembered by identity."""
+    launch, inner, fallback = expand
+    cd = Desc(Base(0x2000), (4, 16, 8), (128, 8, 1), (2, 8, 4))
+    shape, strides, block = [128, 96], [96, 1], [64, 32]
+    d = Desc(Base(0x1000), shape, strides, block)
+    launch(d, 7, cd)
+    shape[0], strides[0] = 256, 104
+    launch(d, 7, cd)
+    assert [call[0][1:4] for call in inner.calls] == [(128, 96, 96), (256, 96, 104)]
+    strides[0] = 100  # 200 bytes: not a multiple of 16
+    launch(d, 7, cd)
+    block[0] = 32  # not the built block any more
+    strides[0] = 96
+    launch(d, 7, cd)
+    assert len(inner.calls) == 2 and len(fallback.calls) == 2
+
+
+def test_a_tuple_remembered_after_a_check_is_still_checked_with_another_partner(expand):
+    """The same shape tuple with other strides, or the same strides with another shape, is
+    checked again: the cache holds the pair."""
+    launch, inner, fallback = expand
+    cd = Desc(Base(0x2000), (4, 16, 8), (128, 8, 1), (2, 8, 4))
+    shape, good, bad = (128, 96), (96, 1), (96, 2)
+    launch(Desc(Base(0x1000), shape, good, (64, 32)), 7, cd)
+    launch(Desc(Base(0x1000), shape, bad, (64, 32)), 7, cd)
+    launch(Desc(Base(0x1000), (128, 96.0), good, (64, 32)), 7, cd)
+    launch(Desc(Base(0x1000), shape, good, (64, 32)), 7, cd)
+    assert len(inner.calls) == 2 and len(fallback.calls) == 2

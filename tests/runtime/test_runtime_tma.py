@@ -7,6 +7,7 @@ import ctypes
 import struct
 import sys
 import types
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -499,6 +500,39 @@ def test_desc_expand_reuses_a_map_address_until_the_key_or_the_epoch_changes(c_m
     assert not fallback.calls
 
 
+def test_desc_expand_keys_its_map_cache_on_the_base_device(c_module):
+    """The same address, shape and strides on another device is another map (each device has
+    its own maps): the one-entry cache holds the base's get_device() too."""
+    class Maps:
+        def __init__(self):
+            self.counter = ctypes.c_uint64(0)
+            self.epoch_address = ctypes.addressof(self.counter)
+
+    class Mapper:
+        def __init__(self):
+            self.maps, self.calls = Maps(), []
+
+        def __call__(self, base, address, shape, strides):
+            self.calls.append(base.get_device())
+            return 0x10000 + 128 * base.get_device()
+
+    class DevBase(Base):
+        def __init__(self, ptr, dev):
+            super().__init__(ptr)
+            self.dev = dev
+
+        def get_device(self):
+            return self.dev
+
+    inner, fallback, tmap = Recorder("inner"), Recorder("fallback"), Mapper()
+    launch = c_module.DescExpand(bytes([2]), (2,), ((64, 32),), inner, fallback, tensormaps=(tmap,))
+    shape, strides = (128, 96), (96, 1)
+    for dev in (0, 0, 1, 1, 0):
+        launch(rt.TensorDescriptor(DevBase(0x1000, dev), shape, strides, (64, 32)))
+    assert tmap.calls == [0, 1, 0] and [c[0][0] for c in inner.calls] == [0x10000] * 2 + [0x10080] * 2 + [0x10000]
+    assert not fallback.calls
+
+
 def test_desc_expand_leaves_refused_descriptors_to_python_and_raises_what_the_map_raises(c_module):
     inner, fallback = Recorder("inner"), Recorder("fallback")
 
@@ -517,18 +551,47 @@ def test_desc_expand_leaves_refused_descriptors_to_python_and_raises_what_the_ma
         c_module.DescExpand(bytes([2]), (2,), ((64, 32),), inner, fallback, tensormaps=(tmap, None))
 
 
-def test_the_c_and_python_expansions_launch_the_same_bytes(tmp_path, torch, c_module, monkeypatch):
+@dataclass
+class TritonDesc:  # triton.tools.tensor_descriptor.TensorDescriptor's fields, as from_tensor fills them
+    base: object
+    shape: object
+    strides: object
+    block_shape: list
+    padding: str = "zero"
+
+
+class Size(tuple):
+    """torch.Size's part here: a tuple subclass."""
+
+
+@pytest.mark.parametrize("form", ["ttbuild", "triton"])
+@pytest.mark.parametrize("c_tensor", [False, True], ids=["python-tensors", "c-tensors"])
+def test_the_c_and_python_expansions_launch_the_same_bytes(tmp_path, c_module, monkeypatch, form, c_tensor):
+    """The C expansion (DescExpand handing what it read straight to the FastLaunch) and the
+    Python one launch the same parameters, for ttbuild's and Triton-shaped descriptors, over
+    Python-class tensors and C-typed ones (read through their C functions)."""
+    torch = FakeTorch(monkeypatch, c_tensor=c_tensor)
+    if c_tensor and torch.Tensor.__mro__[1] is object:
+        pytest.skip("no C tensor stand-in here")
+
+    def desc(t, shape, strides, block):
+        if form == "ttbuild":
+            return rt.TensorDescriptor(t, shape, strides, block)
+        return TritonDesc(t, Size(shape), tuple(strides), list(block))
+
     outcomes = []
     for c in (True, False):
         if not c:
             monkeypatch.setenv("TTBUILD_C_LAUNCHER", "0")
         lib, drv = load(tmp_path / str(c), c=c)
-        a = _tensor(torch, 0x10000, (300, 512), (512, 1))
-        b = rt.TensorDescriptor(torch.Tensor(0x80000, "float32"), (8, 32), (32, 1), (8, 16))
+        a = torch.Tensor(0x10000, "float16")
+        a.shape, a._strides = (300, 512), (512, 1)
+        a.stride = lambda a=a: a._strides
+        b = desc(torch.Tensor(0x80000, "float32"), (8, 32), (32, 1), (8, 16))
         launch = lib.k[(3,)]
         assert (type(launch).__name__ == "DescExpand") == c
         for ptr in (0x10000, 0x10000, 0x20000, 0x10000):
-            launch(rt.TensorDescriptor(_tensor(torch, ptr, (300, 512), (512, 1)), (300, 512), (512, 1), (64, 64)), b, 5)
+            launch(desc(torch.Tensor(ptr, "float16"), (300, 512), (512, 1), (64, 64)), b, 5)
         launch(a, b, 5)  # a tensor: the Python expansion behind the C one
         outcomes.append(([c["raw"] for c in drv.launches], [e[1] for e in drv.encoded]))
         if c:

@@ -27,6 +27,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -145,6 +146,8 @@ static uint16_t bf16_bits(float x) {
     return (uint16_t)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
 }
 
+static int pack_int(char c, long long x, uint64_t *slot);
+
 /* Pack one scalar `v` by struct code `c` into `slot`. 0: packed; 1: not packable here (the
  * Python path will pack it or say why); -1: a Python error is set. */
 static int pack_scalar(char c, PyObject *v, uint64_t *slot) {
@@ -200,6 +203,12 @@ static int pack_scalar(char c, PyObject *v, uint64_t *slot) {
         *slot = u;
         return 0;
     }
+    return pack_int(c, x, slot);
+}
+
+/* Pack an integer that fits a long long by integer struct code `c` (pack_scalar's verdicts). */
+static int pack_int(char c, long long x, uint64_t *slot) {
+    *slot = 0;
     switch (c) {
     case 'b': if (x < INT8_MIN || x > INT8_MAX) return 1; { int8_t t = (int8_t)x; memcpy(slot, &t, 1); } return 0;
     case 'B': if (x < 0 || x > UINT8_MAX) return 1; { uint8_t t = (uint8_t)x; memcpy(slot, &t, 1); } return 0;
@@ -217,8 +226,28 @@ static PyObject *fall_back(FastLaunch *self, PyObject *const *args, size_t nargs
     return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
 }
 
+/* What a caller in this file (DescExpand) has read of some arguments already: where has[i], v[i]
+ * is the address of pointer argument i (its type is then exactly TT and dev[i] its
+ * get_device()) or the value of "int" argument i (an exact int). */
+typedef struct {
+    unsigned char has[MAX_PARAMS];
+    long long v[MAX_PARAMS];
+    long dev[MAX_PARAMS];
+} Known;
+
+static int is_int_code(char c) {
+    return c != 'e' && c != 'f' && c != 'd' && c != 'z';
+}
+
+static PyObject *fl_launch(FastLaunch *self, PyObject *const *args, size_t nargsf, PyObject *kwnames,
+                           const Known *kn);
+
 static PyObject *fl_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
-    FastLaunch *self = (FastLaunch *)obj;
+    return fl_launch((FastLaunch *)obj, args, nargsf, kwnames, NULL);
+}
+
+static PyObject *fl_launch(FastLaunch *self, PyObject *const *args, size_t nargsf, PyObject *kwnames,
+                           const Known *kn) {
     Py_ssize_t n = self->n, nargs = PyVectorcall_NARGS(nargsf);
     PyObject *stream_obj = Py_None;
     if (nargs != n)
@@ -235,6 +264,8 @@ static PyObject *fl_vectorcall(PyObject *obj, PyObject *const *args, size_t narg
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *a = args[i];
         char k = self->kinds[i];
+        if (kn != NULL && kn->has[i] && k == 'i')
+            continue;
         if ((k == 'p' && (PyObject *)Py_TYPE(a) != TT) || (k == 'i' && !PyLong_CheckExact(a)) ||
             (k == 'f' && !PyFloat_CheckExact(a)))
             return fall_back(self, args, nargsf, kwnames);
@@ -268,29 +299,35 @@ static PyObject *fl_vectorcall(PyObject *obj, PyObject *const *args, size_t narg
                 tensor_reads(Py_TYPE(a), &rd);
                 rd_ready = 1;
             }
-            PyObject *d = read_method(a, rd.get_device, s_get_device);
-            if (d == NULL)
-                goto error;
-            long di = PyLong_AsLong(d);
-            Py_DECREF(d);
-            if (di == -1 && PyErr_Occurred())
-                goto error;
-            if (di != dev_i)
-                goto fallback;
-            PyObject *p = read_method(a, rd.data_ptr, s_data_ptr);
-            if (p == NULL)
-                goto error;
-            ptrs[i] = PyLong_AsUnsignedLongLong(p);
-            Py_DECREF(p);
-            if (ptrs[i] == (uint64_t)-1 && PyErr_Occurred())
-                goto error;
+            if (kn != NULL && kn->has[i]) { /* read by the caller, through the same functions */
+                if (kn->dev[i] != dev_i)
+                    goto fallback;
+                ptrs[i] = (uint64_t)kn->v[i];
+            } else {
+                PyObject *d = read_method(a, rd.get_device, s_get_device);
+                if (d == NULL)
+                    goto error;
+                long di = PyLong_AsLong(d);
+                Py_DECREF(d);
+                if (di == -1 && PyErr_Occurred())
+                    goto error;
+                if (di != dev_i)
+                    goto fallback;
+                PyObject *p = read_method(a, rd.data_ptr, s_data_ptr);
+                if (p == NULL)
+                    goto error;
+                ptrs[i] = PyLong_AsUnsignedLongLong(p);
+                Py_DECREF(p);
+                if (ptrs[i] == (uint64_t)-1 && PyErr_Occurred())
+                    goto error;
+            }
             comp[2 * i] = (long long)(ptrs[i] & 15);
             dts[i] = rd.dtype != NULL ? checked(rd.dtype(a, rd.dtype_closure)) : PyObject_GetAttr(a, s_dtype);
             if (dts[i] == NULL)
                 goto error;
         } else if (k == 'i') {
             int overflow = 0;
-            long long v = PyLong_AsLongLongAndOverflow(a, &overflow);
+            long long v = kn != NULL && kn->has[i] ? kn->v[i] : PyLong_AsLongLongAndOverflow(a, &overflow);
             if (overflow)
                 goto fallback;
             if (v == -1 && PyErr_Occurred())
@@ -412,7 +449,8 @@ static PyObject *fl_vectorcall(PyObject *obj, PyObject *const *args, size_t narg
             slots[i] = ptrs[i];
             continue;
         }
-        int r = pack_scalar(codes[i], args[i], &slots[i]);
+        int r = kn != NULL && kn->has[i] && self->kinds[i] == 'i' && is_int_code(codes[i])
+                    ? pack_int(codes[i], kn->v[i], &slots[i]) : pack_scalar(codes[i], args[i], &slots[i]);
         if (r < 0)
             goto error;
         if (r > 0)
@@ -595,17 +633,41 @@ static PyTypeObject FastLaunchType = {
  * (ttbuild.runtime.tensordesc.DescriptorLauncher). Each descriptor argument (an object with
  * `base`, `shape`, `strides` and `block_shape`: Triton's host TensorDescriptor or ttbuild's)
  * becomes base, shape..., strides[:-1], as tensordesc.expander does, and the expanded arguments
- * go to `inner` (the FastLaunch of the expanded parameters) in one vectorcall. The checks are
- * expander's: block shape as built, rank, last stride 1, strides and base 16-byte aligned; any
- * argument that is not such an object, fails a check or comes with keywords goes, untouched, to
- * `fallback` (the Python launch), which expands it or raises the descriptor's error.
+ * go to `inner`. The checks are expander's: block shape as built, rank, exact int extents and
+ * strides, last stride 1, strides and base 16-byte aligned; any argument that is not such an
+ * object, fails a check or comes with keywords goes, untouched, to `fallback` (the Python
+ * launch), which expands it or raises the descriptor's error.
  * A descriptor that loads through TMA has a callable at its position of the optional `tensormaps`
  * tuple (a tensordesc.TensorMapper): tensormap(base, address, shape, strides) -> the device
  * address of its CUtensorMap, which goes in front of base; an exception it raises (a descriptor
  * the driver cannot encode) is the launch's. A one-entry cache per position keeps the last
- * (address, shape, strides) and its map's address, valid while the TensorMapper's
+ * (device, address, shape, strides) and its map's address, valid while the TensorMapper's
  * `maps.epoch` is unchanged (TensorMaps bumps it before it may free a map; read through
- * `maps.epoch_address`), so a repeated launch calls no Python. */
+ * `maps.epoch_address`), so a repeated launch calls no Python.
+ *
+ * What a launch reads of a descriptor, and how (benchmarks/profile_launch.py's descriptor rows):
+ * - its four fields through its type's layout, looked up once per type (kept while the type's
+ *   version tag holds): where the type defines none of the four names and has instance dicts
+ *   (a dataclass: Triton's TensorDescriptor), one dict lookup each; where each is a __slots__
+ *   member, the slot; else by name (getattr);
+ * - its base through the base type's C functions (TensorReads): data_ptr() and get_device() once;
+ * - per position, the last shape and strides tuples that passed the checks (owned: immutable,
+ *   and no other object can take their address) and their values: the same tuples again are not
+ *   read or checked again (a list is read every launch); the block shape: the last matching
+ *   tuple by identity, else item by item.
+ * Where `inner` is the FastLaunch of the expanded parameters (what DescriptorLauncher builds
+ * over the C path), the launch goes to it directly with what was read here (Known: addresses,
+ * devices, integer values), so its own reads of the same objects are not repeated; any other
+ * `inner` gets the expanded arguments in one vectorcall. On an H200 host (bench_descriptor.py
+ * --launch-only --before, three runs) this took 3 TMA descriptors + 3 ints against 3 pointers +
+ * 3 ints from 1.83-1.88x to 1.36-1.41x for the launcher alone and 1.14-1.17x to 1.07-1.12x for
+ * a real launch with ttbuild's (slotted) TensorDescriptor; with Triton's dataclass from
+ * 2.45-2.65x to 1.51-1.62x and 1.28-1.41x to 1.07-1.17x. */
+#define DESC_MAX_RANK 5 /* TMA's limit and Triton's; a descriptor of higher rank takes the Python launch */
+#define HELD (8 * MAX_PARAMS + 32)
+
+enum { FR_NAME, FR_DICT, FR_SLOTS };
+
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
@@ -615,23 +677,32 @@ typedef struct {
     PyObject *blocks;       /* tuple: per call argument, the block shape tuple or None */
     PyObject *tensormaps;   /* NULL, or a tuple: per call argument, its tensormap callable or None */
     PyObject *inner, *fallback;
-    /* per TMA position: the last key (address, shape..., strides...), the epoch it was valid in
-     * and the map address it gave (owned; NULL: empty) */
-    long long tm_key[MAX_PARAMS][11];
+    /* how the last descriptor type's fields are read (fr_type borrowed: compared with its
+     * version tag, which no other type ever gets) */
+    PyTypeObject *fr_type;
+    unsigned int fr_tag;
+    int fr_mode;
+    Py_ssize_t fr_off[4];
+    /* per descriptor position: the last shape and strides tuples that passed the checks (owned;
+     * NULL: none) and their values, shape then strides */
+    PyObject *ck_seq[MAX_PARAMS][2];
+    long long ck_val[MAX_PARAMS][2 * DESC_MAX_RANK];
+    /* per descriptor position: the last block shape tuple that matched the built one (owned) */
+    PyObject *de_block[MAX_PARAMS];
+    /* per TMA position: the last key (device or LLONG_MIN where the base has no get_device(),
+     * address, shape..., strides...), the epoch it was valid in and the map address it gave
+     * (owned; NULL: empty) */
+    long long tm_key[MAX_PARAMS][2 + 2 * DESC_MAX_RANK];
     long long tm_epoch[MAX_PARAMS];
     PyObject *tm_val[MAX_PARAMS];
-    /* the shape and strides tuples of that key (owned; NULL unless tuples): the same immutable
-     * objects again need no re-reading or re-checking */
-    PyObject *tm_seq[MAX_PARAMS][2];
     /* the TensorMaps whose epoch counter (a uint64 at tm_epoch_addr) the entry was valid in
      * (owned: it keeps the counter alive; NULL: empty) */
     PyObject *tm_maps[MAX_PARAMS];
     uint64_t tm_epoch_addr[MAX_PARAMS];
-    /* per descriptor position: the last block shape tuple that matched the built one (owned) */
-    PyObject *de_block[MAX_PARAMS];
 } DescExpand;
 
 static PyObject *s_maps, *s_epoch_address;
+static PyObject *s_base, *s_shape, *s_strides, *s_block_shape;
 
 /* The current epoch of the entry's TensorMaps: a read of its counter, no Python. */
 static long long tm_epoch_now(DescExpand *self, Py_ssize_t i) {
@@ -660,8 +731,6 @@ static long long tm_bind_epoch(DescExpand *self, Py_ssize_t i, PyObject *tm) {
     return tm_epoch_now(self, i);
 }
 
-static PyObject *s_base, *s_shape, *s_strides, *s_block_shape;
-
 /* 1: equal int sequences; 0: not (or not ints of a sequence) */
 static int same_ints(PyObject *seq, PyObject *want) {
     PyObject *fast = PySequence_Fast(seq, "");
@@ -681,6 +750,113 @@ static int same_ints(PyObject *seq, PyObject *want) {
     return ok;
 }
 
+/* How descriptors of type tp have their fields read (see the comment above DescExpand). A type
+ * with a custom __getattribute__/__getattr__, a property or class attribute of one of the names,
+ * or no instance dict is read by name. */
+static void field_reads(DescExpand *self, PyTypeObject *tp) {
+    PyObject *names[4] = {s_base, s_shape, s_strides, s_block_shape};
+    int no_class_attr = 1, slots = 1;
+    self->fr_mode = FR_NAME;
+    if (tp->tp_getattro == PyObject_GenericGetAttr) {
+        for (int k = 0; k < 4; k++) {
+            PyObject *d = _PyType_Lookup(tp, names[k]); /* borrowed; no error set */
+            no_class_attr &= d == NULL;
+            if (d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type)) {
+                PyMemberDef *md = ((PyMemberDescrObject *)d)->d_member;
+                if (md->type == T_OBJECT_EX && md->flags == 0 && md->offset > 0) {
+                    self->fr_off[k] = md->offset;
+                    continue;
+                }
+            }
+            slots = 0;
+        }
+        int has_dict = tp->tp_dictoffset != 0;
+#ifdef Py_TPFLAGS_MANAGED_DICT
+        has_dict |= (tp->tp_flags & Py_TPFLAGS_MANAGED_DICT) != 0;
+#endif
+        if (no_class_attr && has_dict)
+            self->fr_mode = FR_DICT;
+        else if (slots)
+            self->fr_mode = FR_SLOTS;
+    }
+    /* _PyType_Lookup gave the type a version tag where it could: without one, look up again */
+    int tagged = (tp->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) != 0;
+    self->fr_type = tagged ? tp : NULL;
+    self->fr_tag = tagged ? tp->tp_version_tag : 0;
+}
+
+/* The four fields of descriptor d into f (owned). 0: read; 1: not such an object (no error set). */
+static int read_fields(DescExpand *self, PyObject *d, PyObject *f[4]) {
+    PyTypeObject *tp = Py_TYPE(d);
+    if (tp != self->fr_type || !(tp->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) || tp->tp_version_tag != self->fr_tag)
+        field_reads(self, tp);
+    PyObject *names[4] = {s_base, s_shape, s_strides, s_block_shape};
+    int k = 0;
+    if (self->fr_mode == FR_DICT) {
+        PyObject *dict = PyObject_GenericGetDict(d, NULL);
+        if (dict == NULL)
+            goto fail;
+        for (; k < 4; k++) {
+            PyObject *v = PyDict_GetItemWithError(dict, names[k]); /* borrowed */
+            if (v == NULL)
+                break;
+            f[k] = Py_NewRef(v);
+        }
+        Py_DECREF(dict);
+        if (k < 4)
+            goto fail;
+        return 0;
+    }
+    if (self->fr_mode == FR_SLOTS) {
+        for (; k < 4; k++) {
+            PyObject *v = *(PyObject **)((char *)d + self->fr_off[k]);
+            if (v == NULL)
+                goto fail;
+            f[k] = Py_NewRef(v);
+        }
+        return 0;
+    }
+    for (; k < 4; k++) {
+        f[k] = PyObject_GetAttr(d, names[k]);
+        if (f[k] == NULL)
+            goto fail;
+    }
+    return 0;
+fail:
+    PyErr_Clear();
+    for (int j = 0; j < k; j++)
+        Py_DECREF(f[j]);
+    return 1;
+}
+
+/* A tuple, or a tuple subclass that iterates as one (torch.Size): its items are fixed. */
+static int fixed_tuple(PyObject *o) {
+    return PyTuple_Check(o) && Py_TYPE(o)->tp_iter == PyTuple_Type.tp_iter;
+}
+
+/* The items of a shape or strides field, *len of them: a fixed tuple's or a list's in place,
+ * anything else's through PySequence_Fast (a new sequence, *owned). NULL: not a sequence
+ * (error cleared). */
+static PyObject **seq_items(PyObject *o, Py_ssize_t *len, PyObject **owned) {
+    *owned = NULL;
+    if (fixed_tuple(o)) {
+        *len = PyTuple_GET_SIZE(o);
+        return ((PyTupleObject *)o)->ob_item;
+    }
+    if (PyList_CheckExact(o)) {
+        *len = PyList_GET_SIZE(o);
+        return ((PyListObject *)o)->ob_item;
+    }
+    PyObject *fast = PySequence_Fast(o, "");
+    if (fast == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    *owned = fast;
+    *len = PySequence_Fast_GET_SIZE(fast);
+    return PySequence_Fast_ITEMS(fast);
+}
+
 static PyObject *de_vectorcall(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject *kwnames) {
     DescExpand *self = (DescExpand *)obj;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
@@ -688,124 +864,168 @@ static PyObject *de_vectorcall(PyObject *obj, PyObject *const *args, size_t narg
      * the launch of the expanded parameters accepts alike */
     if (nargs > self->n || (kwnames != NULL && PyTuple_GET_SIZE(kwnames) > 0))
         return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+    FastLaunch *fl = Py_IS_TYPE(self->inner, &FastLaunchType) ? (FastLaunch *)self->inner : NULL;
+    PyObject *TT = NULL; /* borrowed: the tensor type the FastLaunch takes as a pointer */
+    if (fl != NULL) {
+        TT = PyDict_GetItemWithError(fl->ns, s_TT);
+        if (TT == NULL && PyErr_Occurred())
+            return NULL;
+    }
     PyObject *out[MAX_PARAMS];
-    PyObject *held[5 * MAX_PARAMS]; /* owned: the attributes read and map addresses (items of out are borrowed from them) */
+    Known kn;
+    PyObject *held[HELD]; /* owned: what was read (items of out are borrowed from them) */
     Py_ssize_t m = 0, h = 0;
     PyObject *result = NULL;
+    TensorReads rd;
+    PyTypeObject *rd_type = NULL; /* the base type rd was looked up for */
+    int rd_getdev = 0;            /* whether such a base has get_device() */
     for (Py_ssize_t i = 0; i < nargs; i++) {
         int r = self->plan[i];
         PyObject *a = args[i];
         if (r == 0) {
             if (m >= MAX_PARAMS)
                 goto fallback;
+            kn.has[m] = 0;
             out[m++] = a;
             continue;
         }
-        PyObject *base = PyObject_GetAttr(a, s_base);
-        if (base == NULL)
-            goto fallback_clear;
-        held[h++] = base;
-        PyObject *shape = PyObject_GetAttr(a, s_shape);
-        if (shape == NULL)
-            goto fallback_clear;
-        held[h++] = shape;
-        PyObject *strides = PyObject_GetAttr(a, s_strides);
-        if (strides == NULL)
-            goto fallback_clear;
-        held[h++] = strides;
-        PyObject *block = PyObject_GetAttr(a, s_block_shape);
-        if (block == NULL)
-            goto fallback_clear;
-        int block_ok = block == self->de_block[i] || same_ints(block, PyTuple_GET_ITEM(self->blocks, i));
-        if (block_ok && block != self->de_block[i] && PyTuple_Check(block))  /* immutable: the same one matches again */
-            Py_XSETREF(self->de_block[i], Py_NewRef(block));
-        Py_DECREF(block);
-        if (!block_ok)
+        if (r > DESC_MAX_RANK || h + 8 + 2 * r > HELD)
             goto fallback;
-        PyObject *fs = PySequence_Fast(shape, "");
-        if (fs == NULL)
-            goto fallback_clear;
-        held[h++] = fs;
-        PyObject *ft = PySequence_Fast(strides, "");
-        if (ft == NULL)
-            goto fallback_clear;
-        Py_DECREF(strides); /* keep the fast sequence in its slot instead */
-        held[h - 2] = ft;
-        PyObject *tm = self->tensormaps != NULL ? PyTuple_GET_ITEM(self->tensormaps, i) : Py_None;
-        if (PySequence_Fast_GET_SIZE(fs) != r || PySequence_Fast_GET_SIZE(ft) != r ||
-            m + 2 * r + (tm != Py_None) > MAX_PARAMS)
+        PyObject *f[4];
+        if (read_fields(self, a, f))
             goto fallback;
-        long long key[11];
-        int known = tm != Py_None && self->tm_val[i] != NULL && fs == self->tm_seq[i][0] && ft == self->tm_seq[i][1];
-        for (Py_ssize_t j = 0; j < r && !known; j++) {
-            PyObject *st = PySequence_Fast_GET_ITEM(ft, j);
-            if (!PyLong_CheckExact(st) || !PyLong_CheckExact(PySequence_Fast_GET_ITEM(fs, j)))
+        PyObject *base = f[0], *shape = f[1], *strides = f[2], *block = f[3];
+        memcpy(held + h, f, sizeof f);
+        h += 4;
+        if (block != self->de_block[i]) {
+            if (!same_ints(block, PyTuple_GET_ITEM(self->blocks, i)))
                 goto fallback;
-            long long v = PyLong_AsLongLong(st);
-            if (v == -1 && PyErr_Occurred())
-                goto fallback_clear;
-            if (j == r - 1 ? v != 1 : (v * self->elem[i]) % 16 != 0)
+            if (PyTuple_Check(block)) /* immutable: the same one matches again */
+                Py_XSETREF(self->de_block[i], Py_NewRef(block));
+        }
+        /* shape and strides: their items (si, ti) and values (vals: shape, then strides) */
+        PyObject **si, **ti, *sseq = shape, *tseq = strides;
+        long long fresh[2 * DESC_MAX_RANK];
+        const long long *vals;
+        if (shape == self->ck_seq[i][0] && strides == self->ck_seq[i][1]) {
+            si = ((PyTupleObject *)shape)->ob_item;
+            ti = ((PyTupleObject *)strides)->ob_item;
+            vals = self->ck_val[i];
+        } else {
+            Py_ssize_t ns, nt;
+            PyObject *os, *ot;
+            si = seq_items(shape, &ns, &os);
+            if (os != NULL)
+                held[h++] = sseq = os;
+            if (si == NULL)
                 goto fallback;
-            if (r <= 5) {
-                key[1 + r + j] = v;
-                key[1 + j] = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(fs, j));
-                if (key[1 + j] == -1 && PyErr_Occurred())
-                    goto fallback_clear;
+            ti = seq_items(strides, &nt, &ot);
+            if (ot != NULL)
+                held[h++] = tseq = ot;
+            if (ti == NULL || ns != r || nt != r)
+                goto fallback;
+            for (Py_ssize_t j = 0; j < r; j++) {
+                if (!PyLong_CheckExact(si[j]) || !PyLong_CheckExact(ti[j]))
+                    goto fallback;
+                int o1 = 0, o2 = 0;
+                fresh[j] = PyLong_AsLongLongAndOverflow(si[j], &o1);
+                long long v = fresh[r + j] = PyLong_AsLongLongAndOverflow(ti[j], &o2);
+                if (o1 || o2)
+                    goto fallback;
+                /* Python's (v * size) % 16 for a power-of-two modulus: two's-complement bits */
+                if (j == r - 1 ? v != 1 : (((unsigned long long)v * (unsigned long long)self->elem[i]) & 15) != 0)
+                    goto fallback;
+            }
+            /* a list's items stay alive through this launch whatever runs meanwhile */
+            PyObject **lists[2] = {os == NULL && PyList_CheckExact(shape) ? si : NULL,
+                                   ot == NULL && PyList_CheckExact(strides) ? ti : NULL};
+            for (int q = 0; q < 2; q++)
+                for (Py_ssize_t j = 0; lists[q] != NULL && j < r; j++)
+                    held[h++] = Py_NewRef(lists[q][j]);
+            vals = fresh;
+            if (os == NULL && ot == NULL && fixed_tuple(shape) && fixed_tuple(strides)) {
+                Py_XSETREF(self->ck_seq[i][0], Py_NewRef(shape));
+                Py_XSETREF(self->ck_seq[i][1], Py_NewRef(strides));
+                memcpy(self->ck_val[i], fresh, sizeof(long long) * 2 * r);
             }
         }
-        PyObject *p = PyObject_CallMethodNoArgs(base, s_data_ptr);
+        /* the base: its address (16-byte aligned) and, where it has get_device(), its device */
+        PyTypeObject *bt = Py_TYPE(base);
+        if (bt != rd_type) {
+            tensor_reads(bt, &rd);
+            rd_type = bt;
+            rd_getdev = rd.get_device != NULL || _PyType_Lookup(bt, s_get_device) != NULL;
+        }
+        PyObject *p = read_method(base, rd.data_ptr, s_data_ptr);
         if (p == NULL)
             goto fallback_clear;
+        held[h++] = p;
         unsigned long long addr = PyLong_AsUnsignedLongLong(p);
-        if (addr == (unsigned long long)-1 && PyErr_Occurred()) {
-            Py_DECREF(p);
+        if (addr == (unsigned long long)-1 && PyErr_Occurred())
             goto fallback_clear;
-        }
-        if (addr % 16) {
-            Py_DECREF(p);
+        if (addr % 16)
             goto fallback;
+        long dev = 0;
+        if (rd_getdev) {
+            PyObject *d = read_method(base, rd.get_device, s_get_device);
+            if (d == NULL)
+                goto fallback_clear;
+            dev = PyLong_AsLong(d);
+            Py_DECREF(d);
+            if (dev == -1 && PyErr_Occurred())
+                goto fallback_clear;
         }
+        PyObject *tm = self->tensormaps != NULL ? PyTuple_GET_ITEM(self->tensormaps, i) : Py_None;
+        if (m + 2 * r + (tm != Py_None) > MAX_PARAMS)
+            goto fallback;
         if (tm != Py_None) {
-            key[0] = (long long)addr;
-            Py_ssize_t nk = 1 + 2 * r;
-            PyObject *map = NULL;
-            if (r <= 5 && self->tm_val[i] != NULL && self->tm_epoch[i] == tm_epoch_now(self, i) &&
-                (known ? self->tm_key[i][0] == key[0]
-                       : memcmp(self->tm_key[i], key, (size_t)nk * sizeof(long long)) == 0)) {
-                map = self->tm_val[i];
-                Py_INCREF(map);
-                Py_DECREF(p);
+            long long key[2 + 2 * DESC_MAX_RANK];
+            size_t nk = sizeof(long long) * (2 + 2 * r);
+            key[0] = rd_getdev ? (long long)dev : LLONG_MIN;
+            key[1] = (long long)addr;
+            memcpy(key + 2, vals, sizeof(long long) * 2 * r);
+            PyObject *map;
+            if (self->tm_val[i] != NULL && self->tm_epoch[i] == tm_epoch_now(self, i) &&
+                memcmp(self->tm_key[i], key, nk) == 0) {
+                map = Py_NewRef(self->tm_val[i]);
             } else {
-                if (known)  /* a new address with the same shape and strides */
-                    memcpy(key + 1, self->tm_key[i] + 1, (size_t)(nk - 1) * sizeof(long long));
-                PyObject *targs[4] = {base, p, fs, ft};
+                PyObject *targs[4] = {base, p, sseq, tseq};
                 map = PyObject_Vectorcall(tm, targs, 4, NULL);
-                Py_DECREF(p);
                 if (map == NULL)
                     goto error;
                 /* the epoch after the call, which may have opened a new one */
-                long long epoch = r <= 5 ? tm_bind_epoch(self, i, tm) : -1;
+                long long epoch = tm_bind_epoch(self, i, tm);
                 if (epoch >= 0) {
                     Py_XSETREF(self->tm_val[i], Py_NewRef(map));
-                    memcpy(self->tm_key[i], key, (size_t)nk * sizeof(long long));
+                    memcpy(self->tm_key[i], key, nk);
                     self->tm_epoch[i] = epoch;
-                    int tuples = PyTuple_Check(fs) && PyTuple_Check(ft);
-                    Py_XSETREF(self->tm_seq[i][0], tuples ? Py_NewRef(fs) : NULL);
-                    Py_XSETREF(self->tm_seq[i][1], tuples ? Py_NewRef(ft) : NULL);
                 }
             }
             held[h++] = map;
+            int overflow = 0;
+            long long mv = PyLong_CheckExact(map) ? PyLong_AsLongLongAndOverflow(map, &overflow) : -1;
+            if (mv == -1 && PyErr_Occurred())
+                goto error;
+            kn.has[m] = fl != NULL && fl->kinds[m] == 'i' && PyLong_CheckExact(map) && !overflow;
+            kn.v[m] = mv;
             out[m++] = map;
-        } else {
-            Py_DECREF(p);
         }
+        kn.has[m] = fl != NULL && fl->kinds[m] == 'p' && (PyObject *)bt == TT && rd_getdev;
+        kn.v[m] = (long long)addr;
+        kn.dev[m] = dev;
         out[m++] = base;
-        for (Py_ssize_t j = 0; j < r; j++)
-            out[m++] = PySequence_Fast_GET_ITEM(fs, j);
-        for (Py_ssize_t j = 0; j + 1 < r; j++)
-            out[m++] = PySequence_Fast_GET_ITEM(ft, j);
+        for (Py_ssize_t j = 0; j < r; j++) {
+            kn.has[m] = fl != NULL && fl->kinds[m] == 'i';
+            kn.v[m] = vals[j];
+            out[m++] = si[j];
+        }
+        for (Py_ssize_t j = 0; j + 1 < r; j++) {
+            kn.has[m] = fl != NULL && fl->kinds[m] == 'i';
+            kn.v[m] = vals[r + j];
+            out[m++] = ti[j];
+        }
     }
-    result = PyObject_Vectorcall(self->inner, out, (size_t)m, NULL);
+    result = fl != NULL ? fl_launch(fl, out, (size_t)m, NULL, &kn) : PyObject_Vectorcall(self->inner, out, (size_t)m, NULL);
     goto done;
 fallback_clear:
     PyErr_Clear();
@@ -816,7 +1036,7 @@ error:
     result = NULL;
 done:
     for (Py_ssize_t k = 0; k < h; k++)
-        Py_XDECREF(held[k]);
+        Py_DECREF(held[k]);
     return result;
 }
 
@@ -885,6 +1105,11 @@ static PyObject *de_new(PyTypeObject *type, PyObject *args, PyObject *kwds) {
 }
 
 static int de_traverse(DescExpand *self, visitproc visit, void *arg) {
+    for (Py_ssize_t i = 0; i < MAX_PARAMS; i++) {
+        Py_VISIT(self->ck_seq[i][0]);
+        Py_VISIT(self->ck_seq[i][1]);
+        Py_VISIT(self->de_block[i]);
+    }
     Py_VISIT(self->blocks);
     Py_VISIT(self->tensormaps);
     Py_VISIT(self->inner);
@@ -897,8 +1122,8 @@ static int de_clear(DescExpand *self) {
         Py_CLEAR(self->tm_maps[i]);
         Py_CLEAR(self->de_block[i]);
         Py_CLEAR(self->tm_val[i]);
-        Py_CLEAR(self->tm_seq[i][0]);
-        Py_CLEAR(self->tm_seq[i][1]);
+        Py_CLEAR(self->ck_seq[i][0]);
+        Py_CLEAR(self->ck_seq[i][1]);
     }
     Py_CLEAR(self->blocks);
     Py_CLEAR(self->tensormaps);

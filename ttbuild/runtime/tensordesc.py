@@ -30,11 +30,12 @@ class DescriptorError(TTBuildError, TypeError):
     """A descriptor argument the kernel cannot take; the message names the parameter."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TensorDescriptor:
     """A host tensor descriptor: `base` (a tensor), `shape` and `strides` (elements), `block_shape`.
     `TensorDescriptor.from_tensor(t, [64, 64])` takes the tensor's own shape and strides (as
-    Triton's `TensorDescriptor.from_tensor`)."""
+    Triton's `TensorDescriptor.from_tensor`). Slotted: the C launch path (claunch.c DescExpand)
+    reads its fields from their slots, no dict lookups."""
 
     base: Any
     shape: tuple
@@ -142,8 +143,8 @@ class TensorMapper:
     strides in elements), from `maps_of()` (a ttbuild.runtime.tensormap.TensorMaps, asked for
     at the first call and then kept as `maps`). Raises DescriptorError naming the parameter for
     a descriptor the driver API cannot encode. claunch.c's DescExpand calls it on a miss of its
-    one-entry cache per position, which it keys on (address, shape, strides) and on `maps.epoch`
-    (a map address stays valid until the epoch changes)."""
+    one-entry cache per position, which it keys on (device, address, shape, strides) and on
+    `maps.epoch` (a map address stays valid until the epoch changes)."""
 
     def __init__(self, spec: dict, kernel: str, maps_of):
         self.name, self.dtype, self.kernel = spec["name"], spec["dtype"], kernel

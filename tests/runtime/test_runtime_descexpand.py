@@ -162,3 +162,63 @@ def test_a_tuple_remembered_after_a_check_is_still_checked_with_another_partner(
     launch(Desc(Base(0x1000), (128, 96.0), good, (64, 32)), 7, cd)
     launch(Desc(Base(0x1000), shape, good, (64, 32)), 7, cd)
     assert len(inner.calls) == 2 and len(fallback.calls) == 2
+
+
+@dataclass
+class PadDesc(Desc):  # Triton 3.6's host TensorDescriptor: padding last, "zero" by default
+    padding: str = "zero"
+
+
+@dataclass(frozen=True, slots=True)
+class SlotPadDesc:  # ttbuild.runtime.TensorDescriptor's layout
+    base: object
+    shape: tuple
+    strides: tuple
+    block_shape: tuple
+    padding: str = "zero"
+
+
+class ReorderedDesc:
+    """Instance dict in another order than the dataclass's: the fields are looked up."""
+
+    def __init__(self, base, shape, strides, block_shape, padding="zero"):
+        self.padding, self.block_shape, self.base, self.shape, self.strides = padding, block_shape, base, shape, strides
+
+
+class ClassPadDesc(Desc):
+    """padding a class attribute only (not in the instance dict)."""
+
+    def __init__(self, base, shape, strides, block_shape, padding):
+        super().__init__(base, shape, strides, block_shape)
+        type(self).padding = padding
+
+
+class PropPadDesc(Desc):
+    """padding a property: read by name."""
+
+    def __init__(self, base, shape, strides, block_shape, padding):
+        super().__init__(base, shape, strides, block_shape)
+        self._padding = padding
+
+    @property
+    def padding(self):
+        return self._padding
+
+
+@pytest.mark.parametrize("kind", [PadDesc, SlotPadDesc, ReorderedDesc, ClassPadDesc, PropPadDesc])
+def test_padding_is_read_as_getattr_reads_it_in_every_layout(expand, kind):
+    """"zero" (also an equal string that is not the interned one) expands in C; "nan" at a
+    position read through pointers, and anything else, goes to the Python launch (which refuses
+    it, naming the parameter); a descriptor without padding pads with zeros."""
+    launch, inner, fallback = expand
+    a = Base(0x1000)
+    cd = Desc(Base(0x2000), (4, 16, 8), (128, 8, 1), (2, 8, 4))
+    shape, strides = (128, 96), (96, 1)
+    for padding in ("zero", "".join(["ze", "ro"])):
+        assert launch(kind(a, shape, strides, (64, 32), padding), 7, cd) == "inner"
+    assert launch(Desc(a, shape, strides, (64, 32)), 7, cd) == "inner"  # no padding: zeros
+    assert len(inner.calls) == 3 and not fallback.calls
+    for padding in ("nan", "zeros", None):
+        assert launch(kind(a, shape, strides, (64, 32), padding), 7, cd) == "fallback"
+    assert len(inner.calls) == 3 and len(fallback.calls) == 3
+    assert launch(kind(a, shape, strides, (64, 32), "zero"), 7, cd) == "inner"

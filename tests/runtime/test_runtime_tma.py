@@ -601,3 +601,182 @@ def test_the_c_and_python_expansions_launch_the_same_bytes(tmp_path, c_module, m
     # slab addresses differ per driver; the rest of every launch, and what was encoded, do not
     assert [[r[1:] for r in rs] for rs in outcomes[0][0]] == [[r[1:] for r in rs] for rs in outcomes[1][0]]
     assert outcomes[0][1] == outcomes[1][1] and len(outcomes[0][1]) == 2
+
+
+# ---------------------------------------------------------------- padding ("zero" / "nan", as Triton's)
+
+NAN_FILL = "CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA"
+ZERO_FILL = "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE"
+
+
+class NoPadding:
+    """A duck-typed descriptor without `padding` (slotted, no instance dict): pads with zeros."""
+
+    __slots__ = ("base", "shape", "strides", "block_shape")
+
+    def __init__(self, base, shape, strides, block_shape):
+        self.base, self.shape, self.strides, self.block_shape = base, shape, strides, block_shape
+
+
+def _padded(form, t, shape, strides, block, padding):
+    if form == "ttbuild":
+        return rt.TensorDescriptor(t, shape, strides, block, padding)
+    if form == "triton":
+        return TritonDesc(t, Size(shape), tuple(strides), list(block), padding)
+    assert padding == "zero"
+    return NoPadding(t, tuple(shape), tuple(strides), tuple(block))
+
+
+@pytest.mark.parametrize("c", [True, False], ids=["c-path", "python-path"])
+@pytest.mark.parametrize("form", ["ttbuild", "triton"])
+def test_padding_nan_encodes_the_nan_fill_and_differs_from_zero_in_every_cache(tmp_path, monkeypatch, torch, c, form):
+    """padding="nan" encodes the map with CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA,
+    "zero" (and a descriptor without padding) with FILL_NONE; descriptors differing only in
+    padding get different maps, on the C path's one-entry cache and on TensorMaps' table."""
+    if c and cext.load() is None:
+        pytest.skip(f"no C launch path here: {cext.status()}")
+    if not c:
+        monkeypatch.setenv("TTBUILD_C_LAUNCHER", "0")
+    lib, drv = load(tmp_path, c=c)
+    launch = lib.k[(1,)]
+    assert (type(launch).__name__ == "DescExpand") == c
+    b = rt.TensorDescriptor(torch.Tensor(0x80000, "float32"), (8, 32), (32, 1), (8, 16))
+
+    def go(padding, form=form):
+        launch(_padded(form, torch.Tensor(0x10000, "float16"), (300, 512), (512, 1), (64, 64), padding), b, 5)
+        return u64(drv.launches[-1]["raw"][0])
+
+    zero = go("zero")
+    nan = go("nan")
+    assert nan != zero and [a[-1] for _, a in drv.encoded] == [ZERO_FILL, NAN_FILL]
+    # alternating: each hits its own map, nothing is encoded again (no mix-up in either cache)
+    assert [go(p) for p in ("zero", "nan", "nan", "zero", "nan")] == [zero, nan, nan, zero, nan]
+    assert go("zero", "plain") == zero and go("nan") == nan and len(drv.encoded) == 2
+    if c:
+        assert {x["path"] for x in drv.launches[1:]} == {"c"}  # nan and no padding stay in C
+    assert [a[:-1] for _, a in drv.encoded][0] == [a[:-1] for _, a in drv.encoded][1]  # only the fill differs
+
+
+def test_the_c_and_python_paths_launch_the_same_bytes_with_nan_padding(tmp_path, c_module, monkeypatch, torch):
+    outcomes = []
+    for c in (True, False):
+        if not c:
+            monkeypatch.setenv("TTBUILD_C_LAUNCHER", "0")
+        lib, drv = load(tmp_path / str(c), c=c)
+        b = TritonDesc(torch.Tensor(0x80000, "float32"), Size((8, 32)), (32, 1), [8, 16])
+        for ptr, padding in ((0x10000, "nan"), (0x10000, "zero"), (0x20000, "nan"), (0x10000, "nan")):
+            lib.k[(3,)](rt.TensorDescriptor(torch.Tensor(ptr, "float16"), (300, 512), (512, 1), (64, 64), padding), b, 5)
+        outcomes.append(([x["raw"] for x in drv.launches], [e[1] for e in drv.encoded],
+                         [drv.memory[u64(x["raw"][0])] for x in drv.launches]))
+    base = [u64(r[0]) for r in outcomes[0][0]]
+    assert len(set(base)) == 3 and base[0] == base[3]
+    assert [[r[1:] for r in rs] for rs in outcomes[0][0]] == [[r[1:] for r in rs] for rs in outcomes[1][0]]
+    assert outcomes[0][1] == outcomes[1][1] and [a[-1] for a in outcomes[0][1]] == [NAN_FILL, ZERO_FILL, NAN_FILL]
+    assert outcomes[0][2] == outcomes[1][2]  # the map bytes each launch reads
+
+
+def test_tensor_maps_key_on_padding():
+    maps = TensorMaps(TMADriver())
+    args = (0, "fp32", 0x10000, (64, 64), (64, 1), (32, 32), 128)
+    zero, nan = maps.address(*args), maps.address(*args, "nan")
+    assert zero != nan and maps.address(*args, "zero") == zero and maps.address(*args, "nan") == nan
+    assert [a[-1] for _, a in maps.driver.encoded] == [ZERO_FILL, NAN_FILL]
+    assert encode_args("bf16", 0x10000, (64, 64), (64, 1), (32, 32), 0, "nan")[-1] == NAN_FILL
+    with pytest.raises(TensorMapError, match="Illegal value for padding"):
+        encode_args("fp16", 0x10000, (64, 64), (64, 1), (32, 32), 0, "inf")
+    for dtype in ("i32", "fp8e4nv"):  # 8-bit floats are UINT8 maps: the driver cannot NaN-fill them
+        with pytest.raises(TensorMapError, match="Padding option `nan` is only supported for floating point"):
+            encode_args(dtype, 0x10000, (64, 64), (64, 1), (32, 32), 0, "nan")
+
+
+@pytest.mark.parametrize("c", [True, False], ids=["c-path", "python-path"])
+def test_nan_padding_through_pointers_is_refused(tmp_path, monkeypatch, torch, c):
+    """b_desc is read through pointers with other=0: NaN padding would silently read zeros."""
+    if c and cext.load() is None:
+        pytest.skip(f"no C launch path here: {cext.status()}")
+    if not c:
+        monkeypatch.setenv("TTBUILD_C_LAUNCHER", "0")
+    lib, drv = load(tmp_path, c=c)
+    a = rt.TensorDescriptor(torch.Tensor(0x10000, "float16"), (300, 512), (512, 1), (64, 64), "nan")
+    for b in (rt.TensorDescriptor(torch.Tensor(0x80000, "float32"), (8, 32), (32, 1), (8, 16), "nan"),
+              TritonDesc(torch.Tensor(0x80000, "float32"), Size((8, 32)), (32, 1), [8, 16], "nan")):
+        with pytest.raises(rt.DescriptorError, match=r"k: b_desc: padding=\"nan\" cannot be honoured: this variant "
+                                                     r"reads b_desc through pointers, out-of-bounds elements zero-filled"):
+            lib.k[(1,)](a, b, 5)
+        with pytest.raises(rt.DescriptorError, match="reads b_desc through pointers"):
+            lib.k[(1,)](a, b_desc=b, n=5)
+        with pytest.raises(rt.DescriptorError, match="reads b_desc through pointers"):
+            lib.k.select(a, b, 5)
+    assert not drv.launches
+
+
+def test_tritons_padding_checks():
+    class Dtype:
+        def __init__(self, floating):
+            self.is_floating_point = floating
+
+    class T(Base):
+        def __init__(self, ptr, floating):
+            super().__init__(ptr)
+            self.dtype = Dtype(floating)
+
+    assert rt.TensorDescriptor(T(0, True), (4,), (1,), (4,)).padding == "zero"
+    assert rt.TensorDescriptor(T(0, True), (4,), (1,), (4,), "nan").padding == "nan"
+    assert rt.TensorDescriptor.from_tensor(_FromTensor(), (4, 4), padding="nan").padding == "nan"
+    with pytest.raises(rt.DescriptorError, match="Illegal value for padding"):
+        rt.TensorDescriptor(T(0, True), (4,), (1,), (4,), "NaN")
+    with pytest.raises(rt.DescriptorError, match="Padding option `nan` is only supported for floating point tensors"):
+        rt.TensorDescriptor(T(0, False), (4,), (1,), (4,), "nan")
+    # at launch (Triton's dataclass, or a base whose dtype says nothing): the kernel's descriptor dtype
+    from ttbuild.runtime.tensordesc import expander
+
+    spec = {"name": "x", "dtype": "i32", "block_shape": [4]}
+    tm = Recorder("tm", 0x100)
+    with pytest.raises(rt.DescriptorError, match="k: x: Padding option `nan` is only supported for floating point "
+                                                 "tensors; the kernel's descriptor holds i32"):
+        expander(spec, "k", tm)(TritonDesc(Base(0x1000), (4,), (1,), [4], "nan"))
+    with pytest.raises(rt.DescriptorError, match="k: x: Illegal value for padding: 'zeros'"):
+        expander(dict(spec, dtype="fp32"), "k", tm)(TritonDesc(Base(0x1000), (4,), (1,), [4], "zeros"))
+    assert expander(dict(spec, dtype="fp32"), "k", tm)(TritonDesc(Base(0x1000), (4,), (1,), [4], "nan"))[0] == 0x100
+    assert tm.calls[-1][0][4] == "nan" and not tm.calls[-1][1]
+
+
+class _FromTensor(Base):
+    shape = (4, 4)
+
+    def __init__(self):
+        super().__init__(0)
+        self.dtype = types.SimpleNamespace(is_floating_point=True)
+
+    def stride(self):
+        return (4, 1)
+
+
+def test_desc_expand_keys_its_map_cache_on_padding(c_module):
+    """The C one-entry cache holds the fill: "zero" / "nan" alternating asks the mapper each
+    time (padding passed only where "nan"); an illegal padding goes to the Python launch."""
+    class Maps:
+        def __init__(self):
+            self.counter = ctypes.c_uint64(0)
+            self.epoch_address = ctypes.addressof(self.counter)
+
+    class Mapper:
+        def __init__(self):
+            self.maps, self.calls = Maps(), []
+
+        def __call__(self, base, address, shape, strides, *padding):
+            self.calls.append(padding)
+            return 0x10000 + 128 * len(padding)
+
+    inner, fallback, tmap = Recorder("inner"), Recorder("fallback"), Mapper()
+    launch = c_module.DescExpand(bytes([2, 2]), (2, 2), ((64, 32), (64, 32)), inner, fallback,
+                                 tensormaps=(tmap, None))
+    shape, strides, p = (128, 96), (96, 1), rt.TensorDescriptor(Base(0x2000), (128, 96), (96, 1), (64, 32))
+    for padding in ("zero", "zero", "nan", "nan", "zero"):
+        launch(rt.TensorDescriptor(Base(0x1000), shape, strides, (64, 32), padding), p)
+    assert tmap.calls == [(), ("nan",), ()] and [x[0][0] for x in inner.calls] == [0x10000] * 2 + [0x10080] * 2 + [0x10000]
+    assert not fallback.calls
+    launch(TritonDesc(Base(0x1000), shape, strides, [64, 32], "bogus"), p)  # Python says why
+    launch(rt.TensorDescriptor(Base(0x1000), shape, strides, (64, 32)),
+           rt.TensorDescriptor(Base(0x2000), (128, 96), (96, 1), (64, 32), "nan"))  # pointer form: refused there
+    assert len(fallback.calls) == 2 and len(inner.calls) == 5

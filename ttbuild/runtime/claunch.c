@@ -631,17 +631,20 @@ static PyTypeObject FastLaunchType = {
 
 /* DescExpand: lib.kernel[grid] for a kernel with tensor-descriptor parameters
  * (ttbuild.runtime.tensordesc.DescriptorLauncher). Each descriptor argument (an object with
- * `base`, `shape`, `strides` and `block_shape`: Triton's host TensorDescriptor or ttbuild's)
- * becomes base, shape..., strides[:-1], as tensordesc.expander does, and the expanded arguments
- * go to `inner`. The checks are expander's: block shape as built, rank, exact int extents and
- * strides, last stride 1, strides and base 16-byte aligned; any argument that is not such an
+ * `base`, `shape`, `strides` and `block_shape`, and optionally `padding`: Triton's host
+ * TensorDescriptor or ttbuild's) becomes base, shape..., strides[:-1], as tensordesc.expander
+ * does, and the expanded arguments go to `inner`. The checks are expander's: block shape as
+ * built, rank, exact int extents and strides, last stride 1, strides and base 16-byte aligned,
+ * padding "zero" (or missing) or, at a TMA position, "nan"; any argument that is not such an
  * object, fails a check or comes with keywords goes, untouched, to `fallback` (the Python
- * launch), which expands it or raises the descriptor's error.
+ * launch), which expands it or raises the descriptor's error (also for padding="nan" read
+ * through pointers, which the kernel pads with zeros).
  * A descriptor that loads through TMA has a callable at its position of the optional `tensormaps`
- * tuple (a tensordesc.TensorMapper): tensormap(base, address, shape, strides) -> the device
- * address of its CUtensorMap, which goes in front of base; an exception it raises (a descriptor
- * the driver cannot encode) is the launch's. A one-entry cache per position keeps the last
- * (device, address, shape, strides) and its map's address, valid while the TensorMapper's
+ * tuple (a tensordesc.TensorMapper): tensormap(base, address, shape, strides[, "nan"]) -> the
+ * device address of its CUtensorMap (the padding argument only where it is "nan": the map's
+ * NaN fill), which goes in front of base; an exception it raises (a descriptor the driver cannot
+ * encode) is the launch's. A one-entry cache per position keeps the last
+ * (device, address, fill, shape, strides) and its map's address, valid while the TensorMapper's
  * `maps.epoch` is unchanged (TensorMaps bumps it before it may free a map; read through
  * `maps.epoch_address`), so a repeated launch calls no Python.
  *
@@ -649,7 +652,8 @@ static PyTypeObject FastLaunchType = {
  * - its four fields through its type's layout, looked up once per type (kept while the type's
  *   version tag holds): where the type defines none of the four names and has instance dicts
  *   (a dataclass: Triton's TensorDescriptor), one dict lookup each; where each is a __slots__
- *   member, the slot; else by name (getattr);
+ *   member, the slot; else by name (getattr); `padding` likewise (a slot, a dict lookup, by
+ *   name), or nothing where the type has neither it nor instance dicts (fill "zero");
  * - its base through the base type's C functions (TensorReads): data_ptr() and get_device() once;
  * - per position, the last shape and strides tuples that passed the checks (owned: immutable,
  *   and no other object can take their address) and their values: the same tuples again are not
@@ -667,6 +671,9 @@ static PyTypeObject FastLaunchType = {
 #define HELD (8 * MAX_PARAMS + 32)
 
 enum { FR_NAME, FR_DICT, FR_SLOTS };
+/* `padding`: none anywhere ("zero"), a __slots__ member, the instance dict (else by name), by
+ * name (an AttributeError: "zero") */
+enum { PAD_ZERO, PAD_SLOT, PAD_DICT, PAD_NAME };
 
 typedef struct {
     PyObject_HEAD
@@ -683,6 +690,8 @@ typedef struct {
     unsigned int fr_tag;
     int fr_mode;
     Py_ssize_t fr_off[4];
+    int fr_pad;             /* how `padding` is read: PAD_* */
+    Py_ssize_t fr_pad_off;  /* PAD_SLOT: its slot's offset */
     /* per descriptor position: the last shape and strides tuples that passed the checks (owned;
      * NULL: none) and their values, shape then strides */
     PyObject *ck_seq[MAX_PARAMS][2];
@@ -690,9 +699,9 @@ typedef struct {
     /* per descriptor position: the last block shape tuple that matched the built one (owned) */
     PyObject *de_block[MAX_PARAMS];
     /* per TMA position: the last key (device or LLONG_MIN where the base has no get_device(),
-     * address, shape..., strides...), the epoch it was valid in and the map address it gave
-     * (owned; NULL: empty) */
-    long long tm_key[MAX_PARAMS][2 + 2 * DESC_MAX_RANK];
+     * address, out-of-bound fill (0 zero, 1 NaN), shape..., strides...), the epoch it was valid
+     * in and the map address it gave (owned; NULL: empty) */
+    long long tm_key[MAX_PARAMS][3 + 2 * DESC_MAX_RANK];
     long long tm_epoch[MAX_PARAMS];
     PyObject *tm_val[MAX_PARAMS];
     /* the TensorMaps whose epoch counter (a uint64 at tm_epoch_addr) the entry was valid in
@@ -702,7 +711,7 @@ typedef struct {
 } DescExpand;
 
 static PyObject *s_maps, *s_epoch_address;
-static PyObject *s_base, *s_shape, *s_strides, *s_block_shape;
+static PyObject *s_base, *s_shape, *s_strides, *s_block_shape, *s_padding, *s_zero, *s_nan;
 
 /* The current epoch of the entry's TensorMaps: a read of its counter, no Python. */
 static long long tm_epoch_now(DescExpand *self, Py_ssize_t i) {
@@ -757,6 +766,7 @@ static void field_reads(DescExpand *self, PyTypeObject *tp) {
     PyObject *names[4] = {s_base, s_shape, s_strides, s_block_shape};
     int no_class_attr = 1, slots = 1;
     self->fr_mode = FR_NAME;
+    self->fr_pad = PAD_NAME;
     if (tp->tp_getattro == PyObject_GenericGetAttr) {
         for (int k = 0; k < 4; k++) {
             PyObject *d = _PyType_Lookup(tp, names[k]); /* borrowed; no error set */
@@ -778,6 +788,21 @@ static void field_reads(DescExpand *self, PyTypeObject *tp) {
             self->fr_mode = FR_DICT;
         else if (slots)
             self->fr_mode = FR_SLOTS;
+        /* padding: optional (a descriptor without one pads with zeros); a class attribute (a
+         * dataclass default: Triton's) is shadowed by the instance dict, a data descriptor is not */
+        PyObject *d = _PyType_Lookup(tp, s_padding);
+        if (d != NULL && Py_IS_TYPE(d, &PyMemberDescr_Type) &&
+            ((PyMemberDescrObject *)d)->d_member->type == T_OBJECT_EX &&
+            ((PyMemberDescrObject *)d)->d_member->flags == 0 && ((PyMemberDescrObject *)d)->d_member->offset > 0) {
+            self->fr_pad = PAD_SLOT;
+            self->fr_pad_off = ((PyMemberDescrObject *)d)->d_member->offset;
+        } else if (d == NULL && !has_dict) {
+            self->fr_pad = PAD_ZERO;
+        } else if (has_dict && (d == NULL || Py_TYPE(d)->tp_descr_set == NULL)) {
+            self->fr_pad = PAD_DICT;
+        } else {
+            self->fr_pad = PAD_NAME;
+        }
     }
     /* _PyType_Lookup gave the type a version tag where it could: without one, look up again */
     int tagged = (tp->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) != 0;
@@ -785,28 +810,66 @@ static void field_reads(DescExpand *self, PyTypeObject *tp) {
     self->fr_tag = tagged ? tp->tp_version_tag : 0;
 }
 
-/* The four fields of descriptor d into f (owned). 0: read; 1: not such an object (no error set). */
-static int read_fields(DescExpand *self, PyObject *d, PyObject *f[4]) {
+/* A padding value's out-of-bound fill: 0 "zero", 1 "nan", -1 anything else (the Python launch
+ * checks it). The interned strings (a literal's, a dataclass default's) match by identity. */
+static int pad_fill(PyObject *v) {
+    if (v == s_zero)
+        return 0;
+    if (v == s_nan)
+        return 1;
+    if (!PyUnicode_CheckExact(v))
+        return -1;
+    return PyUnicode_CompareWithASCIIString(v, "zero") == 0 ? 0 : PyUnicode_CompareWithASCIIString(v, "nan") == 0 ? 1 : -1;
+}
+
+/* d.padding's fill by name (getattr(d, "padding", "zero")); -1 with no error set for anything else. */
+static int pad_by_name(PyObject *d) {
+    PyObject *v = PyObject_GetAttr(d, s_padding);
+    if (v == NULL) {
+        int missing = PyErr_ExceptionMatches(PyExc_AttributeError);
+        PyErr_Clear();
+        return missing ? 0 : -1;
+    }
+    int r = pad_fill(v);
+    Py_DECREF(v);
+    return r;
+}
+
+/* FR_DICT's reads: the four fields of d into f (owned) and, where fr_pad is PAD_DICT, the fill of
+ * the padding in d's dict (2: not there). A dataclass's __init__ stores them in this order under
+ * the interned names, so one walk of the dict matching keys by identity finds them (cheaper than
+ * a lookup each); the rest, if any, are looked up. 0: read; 1: not (an error may be set). */
+static int read_dict(DescExpand *self, PyObject *d, PyObject *f[4], int *pad) {
+    PyObject *dict = PyObject_GenericGetDict(d, NULL);
+    if (dict == NULL)
+        return 1;
+    PyObject *want[5] = {s_base, s_shape, s_strides, s_block_shape, s_padding}, *v[5], *key, *val;
+    int nw = self->fr_pad == PAD_DICT ? 5 : 4, j = 0;
+    Py_ssize_t pos = 0;
+    while (j < nw && PyDict_Next(dict, &pos, &key, &val) && key == want[j]) /* borrowed */
+        v[j++] = val;
+    for (; j < nw; j++) {
+        v[j] = PyDict_GetItemWithError(dict, want[j]); /* borrowed */
+        if (v[j] == NULL && (j < 4 || PyErr_Occurred()))
+            break;
+    }
+    if (j == nw) {
+        for (int k = 0; k < 4; k++)
+            f[k] = Py_NewRef(v[k]);
+        if (nw == 5)
+            *pad = v[4] != NULL ? pad_fill(v[4]) : 2;
+    }
+    Py_DECREF(dict);
+    return j != nw;
+}
+
+/* The four fields of descriptor d into f (owned) and its padding's fill into *fill (0 zero,
+ * 1 NaN). 0: read; 1: not such an object, or a padding other than "zero" and "nan" (no error set). */
+static int read_fields(DescExpand *self, PyObject *d, PyObject *f[4], int *fill) {
     PyTypeObject *tp = Py_TYPE(d);
     if (tp != self->fr_type || !(tp->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) || tp->tp_version_tag != self->fr_tag)
         field_reads(self, tp);
-    PyObject *names[4] = {s_base, s_shape, s_strides, s_block_shape};
-    int k = 0;
-    if (self->fr_mode == FR_DICT) {
-        PyObject *dict = PyObject_GenericGetDict(d, NULL);
-        if (dict == NULL)
-            goto fail;
-        for (; k < 4; k++) {
-            PyObject *v = PyDict_GetItemWithError(dict, names[k]); /* borrowed */
-            if (v == NULL)
-                break;
-            f[k] = Py_NewRef(v);
-        }
-        Py_DECREF(dict);
-        if (k < 4)
-            goto fail;
-        return 0;
-    }
+    int k = 0, pad = 0;
     if (self->fr_mode == FR_SLOTS) {
         for (; k < 4; k++) {
             PyObject *v = *(PyObject **)((char *)d + self->fr_off[k]);
@@ -814,13 +877,28 @@ static int read_fields(DescExpand *self, PyObject *d, PyObject *f[4]) {
                 goto fail;
             f[k] = Py_NewRef(v);
         }
-        return 0;
-    }
-    for (; k < 4; k++) {
-        f[k] = PyObject_GetAttr(d, names[k]);
-        if (f[k] == NULL)
+    } else if (self->fr_mode == FR_DICT) {
+        if (read_dict(self, d, f, &pad))
             goto fail;
+        k = 4;
+    } else {
+        PyObject *names[4] = {s_base, s_shape, s_strides, s_block_shape};
+        for (; k < 4; k++) {
+            f[k] = PyObject_GetAttr(d, names[k]);
+            if (f[k] == NULL)
+                goto fail;
+        }
     }
+    if (self->fr_pad == PAD_SLOT) {
+        PyObject *v = *(PyObject **)((char *)d + self->fr_pad_off);
+        /* the usual "zero" by identity; unset: an AttributeError, "zero" as by name */
+        pad = v == s_zero || v == NULL ? 0 : pad_fill(v);
+    } else if (self->fr_pad == PAD_NAME || (self->fr_pad == PAD_DICT && (self->fr_mode != FR_DICT || pad == 2))) {
+        pad = pad_by_name(d); /* PAD_DICT: not read from the dict above, or not there */
+    }
+    if (pad < 0)
+        goto fail;
+    *fill = pad;
     return 0;
 fail:
     PyErr_Clear();
@@ -892,7 +970,8 @@ static PyObject *de_vectorcall(PyObject *obj, PyObject *const *args, size_t narg
         if (r > DESC_MAX_RANK || h + 8 + 2 * r > HELD)
             goto fallback;
         PyObject *f[4];
-        if (read_fields(self, a, f))
+        int fill;
+        if (read_fields(self, a, f, &fill))
             goto fallback;
         PyObject *base = f[0], *shape = f[1], *strides = f[2], *block = f[3];
         memcpy(held + h, f, sizeof f);
@@ -976,21 +1055,23 @@ static PyObject *de_vectorcall(PyObject *obj, PyObject *const *args, size_t narg
                 goto fallback_clear;
         }
         PyObject *tm = self->tensormaps != NULL ? PyTuple_GET_ITEM(self->tensormaps, i) : Py_None;
-        if (m + 2 * r + (tm != Py_None) > MAX_PARAMS)
+        /* NaN padding needs a map's fill: the pointer form (other=0) is refused by the Python launch */
+        if (m + 2 * r + (tm != Py_None) > MAX_PARAMS || (fill && tm == Py_None))
             goto fallback;
         if (tm != Py_None) {
-            long long key[2 + 2 * DESC_MAX_RANK];
-            size_t nk = sizeof(long long) * (2 + 2 * r);
+            long long key[3 + 2 * DESC_MAX_RANK];
+            size_t nk = sizeof(long long) * (3 + 2 * r);
             key[0] = rd_getdev ? (long long)dev : LLONG_MIN;
             key[1] = (long long)addr;
-            memcpy(key + 2, vals, sizeof(long long) * 2 * r);
+            key[2] = fill;
+            memcpy(key + 3, vals, sizeof(long long) * 2 * r);
             PyObject *map;
             if (self->tm_val[i] != NULL && self->tm_epoch[i] == tm_epoch_now(self, i) &&
                 memcmp(self->tm_key[i], key, nk) == 0) {
                 map = Py_NewRef(self->tm_val[i]);
             } else {
-                PyObject *targs[4] = {base, p, sseq, tseq};
-                map = PyObject_Vectorcall(tm, targs, 4, NULL);
+                PyObject *targs[5] = {base, p, sseq, tseq, s_nan};
+                map = PyObject_Vectorcall(tm, targs, fill ? 5 : 4, NULL); /* padding only where "nan" */
                 if (map == NULL)
                     goto error;
                 /* the epoch after the call, which may have opened a new one */
@@ -1206,10 +1287,12 @@ PyMODINIT_FUNC PyInit_ttbuild_claunch(void) {
         return NULL;
     PyObject **names[] = {&s_TT, &s_getdev, &s_rawstream, &s_D, &s_fill, &s_tok, &s_norm_stream,
                           &s_fail_code, &s_get_device, &s_data_ptr, &s_dtype, &s_stream,
-                          &s_base, &s_shape, &s_strides, &s_block_shape, &s_maps, &s_epoch_address};
+                          &s_base, &s_shape, &s_strides, &s_block_shape, &s_maps, &s_epoch_address,
+                          &s_padding, &s_zero, &s_nan};
     const char *texts[] = {"TT", "getdev", "rawstream", "D", "fill", "tok", "norm_stream",
                            "fail_code", "get_device", "data_ptr", "dtype", "stream",
-                           "base", "shape", "strides", "block_shape", "maps", "epoch_address"};
+                           "base", "shape", "strides", "block_shape", "maps", "epoch_address",
+                           "padding", "zero", "nan"};
     for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
         *names[i] = PyUnicode_InternFromString(texts[i]);
         if (*names[i] == NULL)

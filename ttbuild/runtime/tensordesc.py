@@ -1,13 +1,17 @@
 """Tensor-descriptor arguments: a host descriptor becomes the base pointer, shape and strides that a `tensordesc<...>` parameter is compiled to (ttbuild.signature.SigEntry.expanded), behind the address of its CUtensorMap where the parameter loads through TMA; stdlib only.
 
 A descriptor argument may be Triton's host `TensorDescriptor`
-(python/triton/tools/tensor_descriptor.py: `base`, `shape`, `strides`, `block_shape`), this
-module's `TensorDescriptor`, or a tensor (a torch tensor: `data_ptr()`, `shape`, `stride()`), which
-takes the block shape of the kernel's signature. The checks are the TMA contract
-(`cuTensorMapEncodeTiled`, CUDA driver API), which the compiled kernel assumes:
+(python/triton/tools/tensor_descriptor.py: `base`, `shape`, `strides`, `block_shape`, `padding`),
+this module's `TensorDescriptor`, or a tensor (a torch tensor: `data_ptr()`, `shape`, `stride()`),
+which takes the block shape of the kernel's signature and zero padding. The checks are the TMA
+contract (`cuTensorMapEncodeTiled`, CUDA driver API), which the compiled kernel assumes:
 - the base is 16-byte aligned;
 - every stride but the last is a multiple of 16 bytes, and the last is 1;
-- the block shape is the signature's.
+- the block shape is the signature's;
+- `padding` (what loads read out of bounds; an object without one: "zero") is "zero" or "nan",
+  "nan" only for floating-point descriptors (Triton's checks and messages), and "nan" only where
+  the parameter loads through TMA: its map is encoded with the NaN fill (ttbuild.runtime.tensormap).
+  A parameter read through pointers was compiled with `other=0`, so "nan" is refused there.
 
 A parameter whose metadata `descriptors` entry has "tma": {"swizzle", "box"} (ttbuild.tma) takes
 `<name>.tensormap` first: the device address of the CUtensorMap of the descriptor on the device
@@ -30,31 +34,58 @@ class DescriptorError(TTBuildError, TypeError):
     """A descriptor argument the kernel cannot take; the message names the parameter."""
 
 
+PADDINGS = ("zero", "nan")  # Triton's TensorDescriptor.padding values
+FLOAT_DTYPES = frozenset(("fp16", "bf16", "fp32", "fp64", "fp8e4nv", "fp8e5"))  # may take padding="nan"
+
+
+def padding_error(padding, floating) -> str | None:
+    """Triton's TensorDescriptor padding checks (its messages): None where `padding` is fine for
+    a descriptor whose elements are floating point (`floating`; None: not known here)."""
+    if padding == "zero":
+        return None
+    if not (isinstance(padding, str) and padding == "nan"):
+        return f"Illegal value for padding: {padding!r} (\"zero\" or \"nan\")"
+    if floating is False:
+        return "Padding option `nan` is only supported for floating point tensors"
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class TensorDescriptor:
-    """A host tensor descriptor: `base` (a tensor), `shape` and `strides` (elements), `block_shape`.
-    `TensorDescriptor.from_tensor(t, [64, 64])` takes the tensor's own shape and strides (as
-    Triton's `TensorDescriptor.from_tensor`). Slotted: the C launch path (claunch.c DescExpand)
-    reads its fields from their slots, no dict lookups."""
+    """A host tensor descriptor: `base` (a tensor), `shape` and `strides` (elements), `block_shape`,
+    `padding` (what loads read out of bounds: "zero" or, for floating-point tensors, "nan"; as
+    Triton's). `TensorDescriptor.from_tensor(t, [64, 64])` takes the tensor's own shape and
+    strides (as Triton's `TensorDescriptor.from_tensor`). Slotted: the C launch path (claunch.c
+    DescExpand) reads its fields from their slots, no dict lookups."""
 
     base: Any
     shape: tuple
     strides: tuple
     block_shape: tuple
+    padding: str = "zero"
+
+    def __post_init__(self):
+        if self.padding != "zero":  # Triton's checks (the base's dtype where it says is_floating_point)
+            why = padding_error(self.padding, getattr(getattr(self.base, "dtype", None), "is_floating_point", None))
+            if why is not None:
+                raise DescriptorError(why)
 
     @classmethod
-    def from_tensor(cls, tensor, block_shape) -> "TensorDescriptor":
-        return cls(tensor, tuple(tensor.shape), tuple(tensor.stride()), tuple(block_shape))
+    def from_tensor(cls, tensor, block_shape, padding: str = "zero") -> "TensorDescriptor":
+        return cls(tensor, tuple(tensor.shape), tuple(tensor.stride()), tuple(block_shape), padding)
 
 
 def expander(spec: dict, kernel: str, tensormap=None):
     """`expand(arg) -> (base, *shape, *strides[:-1])` for one descriptor parameter; `spec` is the
     metadata's {"name", "dtype", "block_shape"}. With `tensormap` (a TensorMapper, for a spec
-    with "tma"): `(tensormap(base, address, shape, strides), base, *shape, *strides[:-1])`. The
-    expansion raises DescriptorError naming the parameter. An extent or stride out of the
-    i32/i64 range is refused by variant selection, as any integer argument is."""
+    with "tma"): `(tensormap(base, address, shape, strides, padding), base, *shape,
+    *strides[:-1])`. The expansion raises DescriptorError naming the parameter, also for a
+    padding Triton refuses and for padding="nan" without `tensormap` (the pointer form reads
+    zeros out of bounds). An extent or stride out of the i32/i64 range is refused by variant
+    selection, as any integer argument is."""
     name, block = spec["name"], tuple(spec["block_shape"])
     blist, rank, size = list(block), len(block), DTYPE_BYTES[spec["dtype"]]
+    floating = spec["dtype"] in FLOAT_DTYPES
 
     def fail(why: str):
         raise DescriptorError(f"{kernel}: {name}: {why}")
@@ -66,7 +97,9 @@ def expander(spec: dict, kernel: str, tensormap=None):
             if not (hasattr(arg, "data_ptr") and callable(getattr(arg, "stride", None))):
                 raise DescriptorError(f"{kernel}: {name} takes a tensor descriptor (Triton's TensorDescriptor, "
                                       f"ttbuild.runtime.TensorDescriptor) or a tensor, got {type(arg).__name__}") from None
-            base, shape, strides, got = arg, tuple(arg.shape), tuple(arg.stride()), blist
+            base, shape, strides, got, padding = arg, tuple(arg.shape), tuple(arg.stride()), blist, "zero"
+        else:
+            padding = getattr(arg, "padding", "zero")
         if got != blist and tuple(got) != block:
             fail(f"descriptor block shape {list(got)}, the kernel was built for {blist} "
                  f"(tensordesc<{spec['dtype']}{blist}>)")
@@ -77,11 +110,19 @@ def expander(spec: dict, kernel: str, tensormap=None):
         for s in strides[:-1]:
             if (s * size) % 16:
                 fail(f"strides must be multiples of 16 bytes (TMA), got {list(strides)} elements of {size} bytes")
+        if padding != "zero":
+            why = padding_error(padding, floating)
+            if why is not None:
+                fail(why if floating else f"{why}; the kernel's descriptor holds {spec['dtype']}")
+            if tensormap is None:
+                fail(f"padding=\"nan\" cannot be honoured: this variant reads {name} through pointers, out-of-bounds "
+                     f"elements zero-filled (compiled with other=0), so NaN padding would silently read zeros; "
+                     f"pass padding=\"zero\" (or a kernel that loads {name} through TMA)")
         if tensormap is not None:
             ptr = _address(base, name, kernel)
             if ptr % 16:
                 fail(f"the base address must be 16-byte aligned, got {ptr:#x}")
-            return (tensormap(base, ptr, shape, strides), base, *shape, *strides[:-1])
+            return (tensormap(base, ptr, shape, strides, padding), base, *shape, *strides[:-1])
         ptr = base.data_ptr() if hasattr(base, "data_ptr") else 0
         if ptr % 16:
             fail(f"the base address must be 16-byte aligned, got {ptr:#x}")
@@ -138,13 +179,14 @@ def tma_record(spec: dict, where: str) -> tuple[tuple, int] | None:
 
 
 class TensorMapper:
-    """`tensormap(base, address, shape, strides) -> int` for a spec with "tma": the device
-    address of the CUtensorMap of that descriptor (address = base's device address, shape and
-    strides in elements), from `maps_of()` (a ttbuild.runtime.tensormap.TensorMaps, asked for
-    at the first call and then kept as `maps`). Raises DescriptorError naming the parameter for
-    a descriptor the driver API cannot encode. claunch.c's DescExpand calls it on a miss of its
-    one-entry cache per position, which it keys on (device, address, shape, strides) and on
-    `maps.epoch` (a map address stays valid until the epoch changes)."""
+    """`tensormap(base, address, shape, strides, padding="zero") -> int` for a spec with "tma":
+    the device address of the CUtensorMap of that descriptor (address = base's device address,
+    shape and strides in elements, padding the out-of-bound fill: "zero" or "nan"), from
+    `maps_of()` (a ttbuild.runtime.tensormap.TensorMaps, asked for at the first call and then
+    kept as `maps`). Raises DescriptorError naming the parameter for a descriptor the driver API
+    cannot encode. claunch.c's DescExpand calls it on a miss of its one-entry cache per position
+    (with padding only where it is "nan"), which it keys on (device, address, shape, strides,
+    padding) and on `maps.epoch` (a map address stays valid until the epoch changes)."""
 
     def __init__(self, spec: dict, kernel: str, maps_of):
         self.name, self.dtype, self.kernel = spec["name"], spec["dtype"], kernel
@@ -152,7 +194,7 @@ class TensorMapper:
         self.maps_of = maps_of
         self.maps = None
 
-    def __call__(self, base, address, shape, strides) -> int:
+    def __call__(self, base, address, shape, strides, padding="zero") -> int:
         from .tensormap import TensorMapError
 
         maps = self.maps
@@ -160,16 +202,16 @@ class TensorMapper:
             maps = self.maps = self.maps_of()
         device = _device(base, self.name, self.kernel, maps)
         shape, strides = tuple(shape), tuple(strides)
-        hit = maps.table.get((device, self.dtype, address, shape, strides, self.box, self.swizzle))
+        hit = maps.table.get((device, self.dtype, address, shape, strides, self.box, self.swizzle, padding))
         if hit is not None:
             return hit
         try:
-            return maps.address(device, self.dtype, address, shape, strides, self.box, self.swizzle)
+            return maps.address(device, self.dtype, address, shape, strides, self.box, self.swizzle, padding)
         except TensorMapError as exc:
             raise DescriptorError(f"{self.kernel}: {self.name}: {exc}") from None
 
 
-def _no_tensormap(base, address, shape, strides) -> int:
+def _no_tensormap(base, address, shape, strides, padding="zero") -> int:
     """select()'s stand-in: variant selection reads nothing of the map's address."""
     return 0
 

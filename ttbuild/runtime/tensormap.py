@@ -4,18 +4,21 @@ A `tensordesc<...>` parameter the TTGIR stage chose to load through TMA (ttbuild
 `descriptors` entry has "tma": {"swizzle", "box"}) takes `<name>.tensormap`, the device address of
 a 128-byte CUtensorMap in global memory (64-byte aligned), in front of its pointer-form parameters.
 `TensorMaps.address` returns that address for one host descriptor: a dict lookup when the same
-(device, dtype, base address, shape, strides, box, swizzle) was seen before, else it encodes the
-map (CUDA driver API, "Tensor Map Object Management"), copies it into the next free 128-byte slot
-of the device's slab and remembers the slot. The key holds every input of the encoding (the
-driver version, the only other one, is fixed per process), so a hit is always the right map.
+(device, dtype, base address, shape, strides, box, swizzle, padding) was seen before, else it
+encodes the map (CUDA driver API, "Tensor Map Object Management"), copies it into the next free
+128-byte slot of the device's slab and remembers the slot. The key holds every input of the
+encoding (the driver version, the only other one, is fixed per process), so a hit is always the
+right map.
 
 The encoding (as Triton's `fillTMADescriptorTiled`, third_party/nvidia/backend/driver.c):
 globalDim is the shape innermost first, globalStrides the byte strides of every dimension but the
 innermost, innermost first; boxDim the box innermost first; elementStrides all 1; interleave NONE;
 swizzle 0/32/64/128 bytes -> NONE/32B/64B/128B; L2 promotion 128B (Triton's launcher); out-of-bound
-fill NONE (zeros: the pointer form's `other=0` padding). Drivers up to CUDA 13.1 get Triton's and
-CUTLASS's workaround of the driver's small-tensor bug (bit 85 of the map cleared when the tensor
-spans less than 128 KiB).
+fill from the host descriptor's `padding` (Triton's make_tensordesc_arg): "zero" -> NONE (zeros, as
+the pointer form's `other=0`), "nan" -> NAN_REQUEST_ZERO_FMA (NaN; floating-point element types
+only: fp16, bf16, fp32, fp64, since 8-bit floats are encoded as UINT8, which the driver cannot
+NaN-fill). Drivers up to CUDA 13.1 get Triton's and CUTLASS's workaround of the driver's
+small-tensor bug (bit 85 of the map cleared when the tensor spans less than 128 KiB).
 
 Slots are never rewritten while a kernel may read them: slabs are append-only. When a device holds
 MAX_SLOTS maps, the context is synchronized, the slabs of the generation before are freed, and
@@ -51,8 +54,8 @@ MAX_STRIDE_BYTES = 1 << 40
 MAX_BOX = 256
 
 # Signature dtype -> CUtensorMapDataType enumerator. TMA moves bytes: only the element size and
-# the float NaN fill (unused here) depend on the type, so 8-bit floats and ints are UINT8 and the
-# 16-bit ints UINT16 (the enum has no INT8 / INT16).
+# the NaN fill (padding="nan": FLOAT types alone) depend on the type, so 8-bit floats and ints
+# are UINT8 and the 16-bit ints UINT16 (the enum has no INT8 / INT16).
 DATA_TYPES = {
     "fp16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16", "bf16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16",
     "fp32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32", "fp64": "CU_TENSOR_MAP_DATA_TYPE_FLOAT64",
@@ -68,6 +71,11 @@ SWIZZLES = {0: "CU_TENSOR_MAP_SWIZZLE_NONE", 32: "CU_TENSOR_MAP_SWIZZLE_32B",
 INTERLEAVE = "CU_TENSOR_MAP_INTERLEAVE_NONE"
 L2_PROMOTION = "CU_TENSOR_MAP_L2_PROMOTION_L2_128B"
 OOB_FILL = "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE"
+OOB_FILL_NAN = "CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA"
+# host descriptor padding -> out-of-bound fill (Triton's TensorDescriptor: "zero" or "nan")
+OOB_FILLS = {"zero": OOB_FILL, "nan": OOB_FILL_NAN}
+# the dtypes whose map data type is a FLOAT one, which the driver can fill with NaN
+NAN_FILL_DTYPES = frozenset(d for d, t in DATA_TYPES.items() if "FLOAT" in t)
 
 # Triton's fillTMADescriptorTiled / CUTLASS b7ecaa6: drivers up to 13.1 mis-encode maps of tensors
 # spanning < 128 KiB (Blackwell); clearing bit 85 (bit 21 of the second 64-bit word) avoids it.
@@ -173,11 +181,19 @@ def _stay(device):
     yield
 
 
-def encode_args(dtype: str, address: int, shape, strides, box, swizzle: int) -> tuple:
+def encode_args(dtype: str, address: int, shape, strides, box, swizzle: int, padding: str = "zero") -> tuple:
     """cuTensorMapEncodeTiled's arguments (TensorMapDriver.tensor_map_encode_tiled's order) for
     a row-major tensor of `dtype` at `address` with `shape` and `strides` (elements, outermost
-    first, the last 1), copied in boxes of `box` (outermost first) with `swizzle` bytes.
-    Raises TensorMapError for what the driver API refuses."""
+    first, the last 1), copied in boxes of `box` (outermost first) with `swizzle` bytes, elements
+    out of bounds read as zeros (`padding` "zero") or NaN ("nan"). Raises TensorMapError for what
+    the driver API refuses."""
+    fill = OOB_FILLS.get(padding) if isinstance(padding, str) else None
+    if fill is None:
+        raise TensorMapError(f"Illegal value for padding: {padding!r} (\"zero\" or \"nan\")")
+    if fill is OOB_FILL_NAN and dtype not in NAN_FILL_DTYPES:
+        raise TensorMapError(f"Padding option `nan` is only supported for floating point tensors; a {dtype} "
+                             f"tensor map ({DATA_TYPES[dtype]}) cannot be filled with NaN "
+                             f"(TMA NaN fill: {', '.join(sorted(NAN_FILL_DTYPES))})")
     size = DTYPE_BYTES[dtype]
     shape, strides, box = [int(d) for d in shape], [int(s) for s in strides], [int(b) for b in box]
     rank = len(shape)
@@ -200,7 +216,7 @@ def encode_args(dtype: str, address: int, shape, strides, box, swizzle: int) -> 
         if not 1 <= b <= MAX_BOX:
             raise TensorMapError(f"a box extent must be in [1, {MAX_BOX}], got box {list(box)}")
     return (DATA_TYPES[dtype], rank, address, tuple(reversed(shape)), tuple(reversed(byte_strides)),
-            tuple(reversed(box)), (1,) * rank, INTERLEAVE, SWIZZLES[swizzle], L2_PROMOTION, OOB_FILL)
+            tuple(reversed(box)), (1,) * rank, INTERLEAVE, SWIZZLES[swizzle], L2_PROMOTION, fill)
 
 
 def small_tensor_fix(data: bytes, dtype: str, shape, strides, driver_version: int | None) -> bytes:
@@ -255,14 +271,15 @@ class TensorMaps:
         return self.driver.tensor_map_device()
 
     def address(self, device: int, dtype: str, address: int, shape: tuple, strides: tuple,
-                box: tuple, swizzle: int) -> int:
+                box: tuple, swizzle: int, padding: str = "zero") -> int:
         """The device address of the map of this descriptor on `device` (the device holding
-        `address`), encoding and uploading it on the first request. Raises TensorMapError."""
-        key = (device, dtype, address, shape, strides, box, swizzle)
+        `address`; `padding` the out-of-bound fill, "zero" or "nan"), encoding and uploading it
+        on the first request. Raises TensorMapError."""
+        key = (device, dtype, address, shape, strides, box, swizzle, padding)
         hit = self.table.get(key)
         if hit is not None:
             return hit
-        args = encode_args(dtype, address, shape, strides, box, swizzle)
+        args = encode_args(dtype, address, shape, strides, box, swizzle, padding)
         with self._lock:
             hit = self.table.get(key)
             if hit is not None:

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import product
+from operator import itemgetter
 
 from ttbuild.backend import mlir_util as mu
 
@@ -165,17 +166,27 @@ def same_thread_map(src_l, dst_l, shape, threads: int, dst_shape=None) -> list[i
         for i, s in zip(ix, sh):
             n = n * s + i
         return n
-    src_key = (lambda ix: ix) if dst_shape is None else (lambda ix: flat(ix, shape))
-    dst_key = (lambda ix: ix) if dst_shape is None else (lambda ix: flat(ix, dst_shape))
-    pos = None
+    pos, pick, n_src = None, None, 0
     for tid in range(threads):
-        have = {src_key(ix): j for j, ix in reversed(list(enumerate(src_l.thread_indices(tid, shape))))}
+        src = src_l.thread_indices(tid, shape)
+        dst = dst_l.thread_indices(tid, dst_shape or shape)
+        if dst_shape is not None:
+            src, dst = [flat(ix, shape) for ix in src], [flat(ix, dst_shape) for ix in dst]
+        if pick is not None and len(src) == n_src and len(set(src)) == n_src:
+            # Each of this thread's src elements is held once, so `have` below would map
+            # src[j] -> j and `p == pos` is exactly dst[k] == src[pos[k]] for every k.
+            if tuple(dst) != pick(src):
+                return None
+            continue
+        have = {ix: j for j, ix in reversed(list(enumerate(src)))}
         try:
-            p = [have[dst_key(ix)] for ix in dst_l.thread_indices(tid, dst_shape or shape)]
+            p = [have[ix] for ix in dst]
         except KeyError:
             return None
         if pos is None:
-            pos = p
+            pos, n_src = p, len(src)
+            pick = (lambda xs: ()) if not p else (lambda xs, g=itemgetter(*p): (g(xs),)) if len(p) == 1 \
+                else itemgetter(*p)
         elif p != pos:
             return None
     return pos

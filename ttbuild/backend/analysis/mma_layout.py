@@ -19,6 +19,7 @@ DotOperandEncodingAttr, SwizzledSharedEncodingAttr).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from itertools import product
@@ -67,14 +68,7 @@ class _Affine:
         makes smaller than one warp's tile (a size-1 dimension of a broadcast operand, a reduced
         dimension) only the offsets inside the shape are kept, as blocked layouts clip
         sizePerThread, so each thread holds each of its elements once."""
-        wt = self._warp_tile()
-        inner = [off for off in self._tile_offsets()
-                 if all(off[d] < shape[d] or shape[d] >= wt[d] for d in range(len(shape)))]
-        out = []
-        for rep in self._rep_order(shape):
-            for off in inner:
-                out.append(tuple(rep[d] * self.tile(d) + off[d] for d in range(len(shape))))
-        return out
+        return list(_offsets(self, tuple(shape)))
 
     def _rep_order(self, shape):
         return self.rep_grid(shape)
@@ -88,8 +82,35 @@ class _Affine:
 
     def thread_indices(self, tid: int, shape) -> list[tuple[int, ...]]:
         base = self.thread_base(tid % 32, tid // 32)
-        return [tuple((base[d] + off[d]) % shape[d] for d in range(len(shape)))
-                for off in self.local_offsets(shape)]
+        offs = _offsets(self, tuple(shape))
+        if len(shape) == 2:  # the common case, without the per-dimension generator
+            (b0, b1), (s0, s1) = base, shape
+            return [((b0 + o0) % s0, (b1 + o1) % s1) for o0, o1 in offs]
+        return [tuple((base[d] + off[d]) % shape[d] for d in range(len(shape))) for off in offs]
+
+
+def _offsets(layout: _Affine, shape: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    """_Affine.local_offsets, computed once per (layout, shape): the layouts are frozen values
+    and same_thread_map asks for the same offsets once per thread (256 times per conversion)."""
+    try:
+        return _cached_offsets(layout, shape)
+    except TypeError:  # a layout built with list fields is not hashable: compute it every time
+        return _affine_offsets(layout, shape)
+
+
+def _affine_offsets(layout: _Affine, shape: tuple[int, ...]) -> tuple[tuple[int, ...], ...]:
+    wt = layout._warp_tile()
+    inner = [off for off in layout._tile_offsets()
+             if all(off[d] < shape[d] or shape[d] >= wt[d] for d in range(len(shape)))]
+    tiles = [layout.tile(d) for d in range(len(shape))]
+    out = []
+    for rep in layout._rep_order(shape):
+        for off in inner:
+            out.append(tuple(rep[d] * tiles[d] + off[d] for d in range(len(shape))))
+    return tuple(out)
+
+
+_cached_offsets = functools.lru_cache(maxsize=1024)(_affine_offsets)
 
 
 @dataclass(frozen=True)

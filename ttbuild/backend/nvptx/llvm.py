@@ -96,11 +96,53 @@ def optimize(text: str, arch: str = _ARCH, fp_fusion: bool = True, short_ptr: bo
     return str(mod)
 
 
+# `or disjoint iN %b, C` / `or disjoint iN %x, %y` (the literal first, so `re` searches for it fast).
+_OR = re.compile(r" = or disjoint (i32|i64) (%[\w.]+), (%[\w.]+|\d+)\b")
+# 64 addresses from one base (63 constant offsets): a vector add of 64 elements per thread
+# and array. No library kernel reaches it (grouped GEMM's largest is 60).
+SLSR_HOT_BASE_USES = 63
+
+
+def unchain_disjoint_ors(text: str) -> str:
+    """`or disjoint` -> `add nuw nsw` (the same value: disjoint bits never carry) for a base
+    that is itself a disjoint `or` of two values and has at least SLSR_HOT_BASE_USES constant
+    `or disjoint` offsets, and for those offsets; other IR unchanged.
+
+    LLVM 22's NVPTX "Straight line strength reduction" spends time growing about with the
+    square of such a chain: a vector add at BLOCK 8192 on one warp (255 offsets from one base)
+    took 8-9 s in that one pass, 0.2-0.4 s rewritten; BLOCK 2048 0.5-0.8 s (Triton's older LLVM:
+    0.07 s). The pass finds nothing to do there (the PTX of those kernels is byte-identical
+    either way), but the same rewrite everywhere changes the SASS of many smaller kernels
+    (docs/STATUS.md), so it is applied only past the threshold."""
+    if text.count(" = or disjoint ") <= SLSR_HOT_BASE_USES:
+        return text
+    ordefs, counts, sites = set(), {}, []
+    for m in _OR.finditer(text):
+        name = text[text.rfind("\n", 0, m.start()) + 1:m.start()].strip()
+        sites.append((m, name))
+        if m.group(3)[0] == "%":
+            ordefs.add(name)
+        else:
+            counts[m.group(2)] = counts.get(m.group(2), 0) + 1
+    hot = {b for b, n in counts.items() if n >= SLSR_HOT_BASE_USES and b in ordefs}
+    if not hot:
+        return text
+    out, last = [], 0
+    for m, name in sites:
+        if name in hot or (m.group(3)[0] != "%" and m.group(2) in hot):
+            out.append(text[last:m.start()])
+            out.append(f" = add nuw nsw {m.group(1)} {m.group(2)}, {m.group(3)}")
+            last = m.end()
+    out.append(text[last:])
+    return "".join(out)
+
+
 def emit_ptx(text: str, arch: str = _ARCH, ptx_version: int = PTX_VERSION) -> str:
-    """LLVM IR text -> PTX text, `.target` without `, debug`."""
+    """LLVM IR text -> PTX text, `.target` without `, debug`. Long chains of disjoint ors from
+    one base are rewritten as adds first (unchain_disjoint_ors: codegen time, not code)."""
     short = re.search(r'^target datalayout = "[^"]*\bp3:32:32', text, re.M) is not None
     tm = target_machine(arch, ptx_version, short)
-    mod = llvm.parse_assembly(text)
+    mod = llvm.parse_assembly(unchain_disjoint_ors(text))
     mod.verify()
     ptx = tm.emit_assembly(mod)
     return re.sub(r"^(\.target\s+\S+?)\s*,\s*debug\s*$", r"\1", ptx, flags=re.M)

@@ -1,0 +1,45 @@
+"""The LLVM-side rewrites before NVPTX codegen (ttbuild.backend.nvptx.llvm): what they change and what they leave alone."""
+
+from __future__ import annotations
+
+from llvmlite import binding as llvm
+
+from ttbuild.backend.nvptx.llvm import (
+    _ARCH,
+    PTX_VERSION,
+    SLSR_HOT_BASE_USES,
+    emit_ptx,
+    target_machine,
+    unchain_disjoint_ors,
+)
+
+
+def _chain(offsets: int) -> str:
+    """A kernel-like function: base = a | b (disjoint), then `offsets` constant disjoint ors of it,
+    each stored through (the vector add at BLOCK 8192 on one warp has 255)."""
+    body = ["  %base = or disjoint i32 %a, %b"]
+    for i in range(1, offsets + 1):
+        body.append(f"  %o{i} = or disjoint i32 %base, {4 * i}")
+        body.append(f"  %p{i} = getelementptr float, ptr addrspace(1) %ptr, i32 %o{i}")
+        body.append(f"  store float 1.0, ptr addrspace(1) %p{i}")
+    return ("target triple = \"nvptx64-nvidia-cuda\"\n"
+            "define void @k(ptr addrspace(1) %ptr, i32 %a, i32 %b) {\n" + "\n".join(body) + "\n  ret void\n}\n")
+
+
+def test_long_disjoint_or_chains_become_adds_short_ones_stay():
+    """Past SLSR_HOT_BASE_USES constant offsets from one disjoint-or base, the base and its offsets
+    are rewritten as `add nuw nsw` (the same values: disjoint bits never carry), which spares
+    LLVM's straight-line strength reduction its quadratic time; below it nothing changes."""
+    long = _chain(SLSR_HOT_BASE_USES + 1)
+    out = unchain_disjoint_ors(long)
+    assert "or disjoint" not in out and out.count(" = add nuw nsw i32 ") == SLSR_HOT_BASE_USES + 2
+    short = _chain(SLSR_HOT_BASE_USES - 1)
+    assert unchain_disjoint_ors(short) == short
+    # the same code up to the kind of the base's instruction (add.s32 for or.b32): LLVM given
+    # the chain as is emits as many instructions (the library's vector adds: byte-identical PTX)
+    tm = target_machine(_ARCH, PTX_VERSION, False)
+
+    def body(ptx):
+        return [ln.split()[0] for ln in ptx.splitlines() if ln.startswith("\t") and not ln.startswith("\t//")]
+    ours, plain = body(emit_ptx(long)), body(tm.emit_assembly(llvm.parse_assembly(long)))
+    assert len(ours) == len(plain) and sum(a != b for a, b in zip(ours, plain)) <= 1, (ours, plain)

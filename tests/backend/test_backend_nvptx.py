@@ -43,3 +43,41 @@ def test_long_disjoint_or_chains_become_adds_short_ones_stay():
         return [ln.split()[0] for ln in ptx.splitlines() if ln.startswith("\t") and not ln.startswith("\t//")]
     ours, plain = body(emit_ptx(long)), body(tm.emit_assembly(llvm.parse_assembly(long)))
     assert len(ours) == len(plain) and sum(a != b for a, b in zip(ours, plain)) <= 1, (ours, plain)
+
+
+_LIBDEVICE_KERNEL = """target triple = "nvptx64-nvidia-cuda"
+declare float @__nv_exp2f(float)
+declare float @__nv_log2f(float)
+define void @k(ptr addrspace(1) %p, float %x) {
+  %a = call float @__nv_exp2f(float %x)
+  %b = call float @__nv_log2f(float %a)
+  %c = fmul float %a, %b
+  store float %c, ptr addrspace(1) %p
+  ret void
+}
+"""
+
+
+def test_libdevice_is_read_once_per_process_and_linked_only_as_needed(monkeypatch):
+    """optimize() reads libdevice once (a cached module, cloned per link): a second compile
+    reads no file and gives the same IR; what the kernel does not call is gone before O3
+    (so the `contract` round trip is small), and libdevice's float math is `contract`."""
+    import ttbuild.toolchain
+    from ttbuild.backend.nvptx import llvm as nvllvm
+
+    first = nvllvm.optimize(_LIBDEVICE_KERNEL)
+    reads = []
+    real = ttbuild.toolchain.libdevice_path
+    monkeypatch.setattr(ttbuild.toolchain, "libdevice_path", lambda: reads.append(1) or real())
+    assert nvllvm.optimize(_LIBDEVICE_KERNEL) == first
+    assert nvllvm.optimize(_LIBDEVICE_KERNEL, fp_fusion=False) != first
+    assert reads == []
+    assert "__nv_" not in first  # inlined, the rest of libdevice dropped
+
+    tm = target_machine()
+    mod = llvm.parse_assembly(_LIBDEVICE_KERNEL)
+    mod.data_layout = str(tm.target_data)
+    nvllvm.link_libdevice(mod, tm)
+    defined = {f.name for f in mod.functions if not f.is_declaration}
+    assert {"k", "__nv_exp2f", "__nv_log2f"} <= defined
+    assert not any(n.startswith("__nv_") and n not in ("__nv_exp2f", "__nv_log2f") for n in defined)

@@ -47,22 +47,38 @@ def target_machine(arch: str = _ARCH, ptx_version: int = PTX_VERSION, short_ptr:
 _CONTRACTABLE = re.compile(r"= (fadd|fsub|fmul) (?=float|double|<)")
 
 
-def link_libdevice(mod, tm) -> None:
-    """Link libdevice into `mod` and make every function but the kernels internal, so O3 keeps
-    only what is called (Triton links the same file the same way)."""
+def _contract(text: str) -> str:
+    return _CONTRACTABLE.sub(r"= \1 contract ", text)
+
+
+@functools.cache
+def _libdevice(data_layout: str):
+    """libdevice parsed once per process (and data layout), the NVPTX triple set: each link
+    takes a clone of it."""
     from ttbuild.toolchain import libdevice_path
 
     lib = llvm.parse_bitcode(libdevice_path().read_bytes())
     lib.triple = TRIPLE
-    lib.data_layout = str(tm.target_data)
+    lib.data_layout = data_layout
+    return lib
+
+
+def link_libdevice(mod, tm) -> None:
+    """Link libdevice into `mod`, make every function but the kernels internal and drop those
+    not called (GlobalDCE), so the rest of the pipeline (and the `contract` round trip) sees only
+    the kernel and what it calls, in the order linking the whole file gave. libdevice is parsed
+    once per process; each link takes a clone (Triton links the same file)."""
     keep = {f.name for f in mod.functions if not f.is_declaration}
-    mod.link_in(lib)
+    mod.link_in(_libdevice(str(tm.target_data)), preserve=True)
     for f in mod.functions:
         if not f.is_declaration and f.name not in keep:
             f.linkage = "internal"
     for g in mod.global_variables:
         if not g.is_declaration and g.name.startswith("__"):
             g.linkage = "internal"
+    pm = llvm.create_new_module_pass_manager()
+    pm.add_global_dead_code_eliminate_pass()
+    pm.run(mod, llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options()))
 
 
 def optimize(text: str, arch: str = _ARCH, fp_fusion: bool = True, short_ptr: bool = False) -> str:
@@ -72,7 +88,8 @@ def optimize(text: str, arch: str = _ARCH, fp_fusion: bool = True, short_ptr: bo
 
     With fp_fusion, libdevice's float adds/multiplies become `contract` too: Triton compiles with
     AllowFPOpFusion=Fast, so its libdevice code may form FMAs (and ptxas may fuse its plain
-    mul.f32) where ours would pin mul.rn.f32 — tl.randn's log/cos then round differently."""
+    mul.f32) where ours would pin mul.rn.f32 — tl.randn's log/cos then round differently.
+    The linked module is pruned to what the kernel calls first, so that round trip is small."""
     tm = target_machine(arch, short_ptr=short_ptr)
     mod = llvm.parse_assembly(text)
     mod.triple = TRIPLE
@@ -81,7 +98,7 @@ def optimize(text: str, arch: str = _ARCH, fp_fusion: bool = True, short_ptr: bo
     if any(f.is_declaration and f.name.startswith("__nv_") for f in mod.functions):
         link_libdevice(mod, tm)
         if fp_fusion:
-            mod = llvm.parse_assembly(_CONTRACTABLE.sub(r"= \1 contract ", str(mod)))
+            mod = llvm.parse_assembly(_contract(str(mod)))
             mod.verify()
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     # Triton's optimize_module (python/src/llvm.cpp) turns the SLP vectorizer on; llvmlite's O3

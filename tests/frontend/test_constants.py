@@ -34,3 +34,7 @@ def test_specials():
     assert float_bits(1e9, DTYPES["fp8e4nv"]) == "0x7F"  # e4m3fn has no inf: NaN
     assert float_bits(-1e9, DTYPES["fp8e5"]) == "0xFC"
     assert float_bits(float("nan"), DTYPES["bf16"]) == "0x7FC0"
+    # rounded once, from the double (through fp16 / fp32 a value just past a tie became the tie,
+    # which then rounded to even, down): 72.03125 -> 80 in e5m2, 1 + 2**-8 + 2**-30 -> 1 + 2**-7
+    assert float_bits(72.03125, DTYPES["fp8e5"]) == "0x55"
+    assert float_bits(1 + 2 ** -8 + 2 ** -30, DTYPES["bf16"]) == "0x3F81"

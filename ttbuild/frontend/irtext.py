@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import struct
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from .types import BlockType, DType, Type
 
@@ -34,20 +35,38 @@ def float_bits(value: float, dtype: DType) -> str:
         return "0x%016X" % struct.unpack(">Q", struct.pack(">d", value))[0]
     if dtype.name == "fp16":
         return "0x%04X" % struct.unpack(">H", struct.pack(">e", value))[0]
-    bits = struct.unpack(">I", struct.pack(">f", value))[0]
-    if dtype.name == "bf16":  # round the fp32 pattern to nearest even at bit 16
-        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16 if value == value else 0x7FC0
-        return "0x%04X" % bits
     if dtype.name == "fp32":
-        return "0x%08X" % bits
-    if dtype.name == "fp8e5":  # e5m2 is fp16's top byte: round fp16 bits to nearest even there
-        if value == value and abs(value) > 65504.0:
-            value = value * float("inf")
-        h = struct.unpack(">H", struct.pack(">e", value))[0]
-        return "0x%02X" % ((h + 0x7F + ((h >> 8) & 1)) >> 8 if value == value else 0x7E)
+        return "0x%08X" % struct.unpack(">I", struct.pack(">f", value))[0]
+    if dtype.name == "bf16":  # from the double itself: through fp32 a tie could round twice
+        return "0x%04X" % (_ieee_bits(value, 8, 7) if value == value else 0x7FC0)
+    if dtype.name == "fp8e5":  # (through fp16, 72.03125 rounded to 72.0, then the tie to 64.0)
+        return "0x%02X" % (_ieee_bits(value, 5, 2) if value == value else 0x7E)
     if dtype.name == "fp8e4nv":
         return "0x%02X" % _e4m3fn_bits(value)
     raise NotImplementedError(f"constant of type {dtype}")
+
+
+def _ieee_bits(value: float, ebits: int, mbits: int) -> int:
+    """The bits of the IEEE-style binary format nearest `value` (not NaN), ties to even,
+    magnitudes past the largest finite one (from half an ulp above it) to infinity: MLIR's
+    APFloat conversion (rmNearestTiesToEven). Exact: the double's value as a Fraction."""
+    sign = (1 << (ebits + mbits)) if math.copysign(1.0, value) < 0 else 0
+    a = abs(value)
+    inf = ((1 << ebits) - 1) << mbits
+    if a == math.inf:
+        return sign | inf
+    if a == 0:
+        return sign
+    bias = (1 << (ebits - 1)) - 1
+    exp = max(math.frexp(a)[1] - 1, 1 - bias)  # a = 1.f x 2**exp, or a subnormal
+    q = round(Fraction(a) / Fraction(2) ** (exp - mbits))  # Fraction rounds ties to even
+    if q >= 1 << (mbits + 1):  # rounded up into the next binade (q is then exactly 2**(mbits+1))
+        q, exp = q >> 1, exp + 1
+    if exp > bias:
+        return sign | inf
+    if q < 1 << mbits:  # subnormal (or zero)
+        return sign | q
+    return sign | ((exp + bias) << mbits) | (q - (1 << mbits))
 
 
 def _e4m3fn_value(code: int) -> float:

@@ -456,15 +456,18 @@ def test_desc_expand_puts_the_map_address_in_front_of_base(c_module):
     assert targs[0] is a and targs[1:] == (0x1000, [128, 96], [96, 1])
 
 
+class EpochMaps:
+    """TensorMaps' epoch counter as the C path reads it (at epoch_address)."""
+
+    def __init__(self):
+        self.counter = ctypes.c_uint64(0)
+        self.epoch_address = ctypes.addressof(self.counter)
+
+
 def test_desc_expand_reuses_a_map_address_until_the_key_or_the_epoch_changes(c_module):
     """The C one-entry cache per TMA position: a repeated (address, shape, strides) calls no
     Python while the epoch counter of `tmap.maps` (at its epoch_address) holds; a new address, shape or epoch asks again; a mapper with
     no maps yet (first launch) is always asked."""
-    class Maps:  # TensorMaps' epoch counter, which the C path reads at epoch_address
-        def __init__(self):
-            self.counter = ctypes.c_uint64(0)
-            self.epoch_address = ctypes.addressof(self.counter)
-
     class Mapper:
         def __init__(self):
             self.maps, self.calls = None, 0
@@ -472,7 +475,7 @@ def test_desc_expand_reuses_a_map_address_until_the_key_or_the_epoch_changes(c_m
         def __call__(self, base, address, shape, strides):
             self.calls += 1
             if self.maps is None:
-                self.maps = Maps()
+                self.maps = EpochMaps()
             return 0x10000 + address + 128 * self.calls
 
     inner, fallback, tmap = Recorder("inner"), Recorder("fallback"), Mapper()
@@ -503,14 +506,9 @@ def test_desc_expand_reuses_a_map_address_until_the_key_or_the_epoch_changes(c_m
 def test_desc_expand_keys_its_map_cache_on_the_base_device(c_module):
     """The same address, shape and strides on another device is another map (each device has
     its own maps): the one-entry cache holds the base's get_device() too."""
-    class Maps:
-        def __init__(self):
-            self.counter = ctypes.c_uint64(0)
-            self.epoch_address = ctypes.addressof(self.counter)
-
     class Mapper:
         def __init__(self):
-            self.maps, self.calls = Maps(), []
+            self.maps, self.calls = EpochMaps(), []
 
         def __call__(self, base, address, shape, strides):
             self.calls.append(base.get_device())
@@ -755,14 +753,9 @@ class _FromTensor(Base):
 def test_desc_expand_keys_its_map_cache_on_padding(c_module):
     """The C one-entry cache holds the fill: "zero" / "nan" alternating asks the mapper each
     time (padding passed only where "nan"); an illegal padding goes to the Python launch."""
-    class Maps:
-        def __init__(self):
-            self.counter = ctypes.c_uint64(0)
-            self.epoch_address = ctypes.addressof(self.counter)
-
     class Mapper:
         def __init__(self):
-            self.maps, self.calls = Maps(), []
+            self.maps, self.calls = EpochMaps(), []
 
         def __call__(self, base, address, shape, strides, *padding):
             self.calls.append(padding)

@@ -281,14 +281,8 @@ def constant_groups(layout, shape: tuple[int, ...], constancy: tuple[int, ...],
     with `thread_indices` (blocked, slice, tensor-core)."""
     if all(c <= 1 for c in constancy):
         return None
-    keys: list = []
-    for tid in range(threads):
-        for j, ix in enumerate(layout.thread_indices(tid, shape)):
-            k = tuple(i // c for i, c in zip(ix, constancy))
-            if tid == 0:
-                keys.append([k])
-            else:
-                keys[j].append(k)
+    blocks = [[tuple(i // c for i, c in zip(ix, constancy)) for ix in layout.thread_indices(tid, shape)]
+              for tid in range(threads)]
     first: dict = {}
-    out = tuple(first.setdefault(tuple(k), j) for j, k in enumerate(keys))
+    out = tuple(first.setdefault(k, j) for j, k in enumerate(zip(*blocks)))  # k: element j's block per thread
     return out if len(first) < len(out) else None

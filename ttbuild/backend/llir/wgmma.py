@@ -239,13 +239,18 @@ def _partial_chunk(op, ea: str, ec: str, k_total: int) -> int | None:
     return None
 
 
-def _wait_all(b, regs: list) -> list:
-    """Commit the wgmma group and wait for it with `regs` (what it writes) tied through the wait."""
+def _tied(b, text: str, regs: list) -> list:
+    """`text` as an asm that takes `regs` (i32 or f32) in and out, so neither LLVM nor ptxas reads
+    or moves them across it; the values after it."""
     types = [r.type for r in regs]
     cons = ",".join("=r" if t == I32 else "=f" for t in types) + "," + ",".join(str(i) for i in range(len(regs)))
-    r = b.asm(ir.FunctionType(ir.LiteralStructType(types), types),
-              "wgmma.commit_group.sync.aligned;\n\twgmma.wait_group.sync.aligned 0;", cons, regs, side_effect=True)
+    r = b.asm(ir.FunctionType(ir.LiteralStructType(types), types), text, cons, regs, side_effect=True)
     return [b.extract_value(r, j) for j in range(len(regs))]
+
+
+def _wait_all(b, regs: list) -> list:
+    """Commit the wgmma group and wait for it with `regs` (what it writes) tied through the wait."""
+    return _tied(b, "wgmma.commit_group.sync.aligned;\n\twgmma.wait_group.sync.aligned 0;", regs)
 
 
 @rule("ttng.warp_group_dot_wait")
@@ -264,14 +269,10 @@ def warp_group_dot_wait(ctx, op, *vals):
             return pack_halves(b, v.elems)
         return list(v.elems)
     regs = [words(vals[i]) for i in tied]
-    elems = [e for w in regs for e in w]
-    types = [e.type for e in elems]
-    cons = ",".join("=r" if t == I32 else "=f" for t in types) + "," + ",".join(str(i) for i in range(len(elems)))
-    r = b.asm(ir.FunctionType(ir.LiteralStructType(types), types),
-              f"// wait for regs\n\twgmma.wait_group.sync.aligned {pendings};", cons, elems, side_effect=True)
+    waited = _tied(b, f"// wait for regs\n\twgmma.wait_group.sync.aligned {pendings};", [e for w in regs for e in w])
     out, k = list(vals), 0
     for i, w in zip(tied, regs):
-        got = [b.extract_value(r, k + j) for j in range(len(w))]
+        got = waited[k:k + len(w)]
         k += len(w)
         out[i] = TensorVal(unpack_halves(b, got) if len(w) != len(vals[i].elems) else got,
                            vals[i].layout, vals[i].shape)

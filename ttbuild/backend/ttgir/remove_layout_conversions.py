@@ -32,6 +32,8 @@ re-laid in the default 1-D blocked layout (relayout_replicated_stores, Triton's 
 
 from __future__ import annotations
 
+from math import prod
+
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.layout import Blocked, Slice, default_blocked, parse_layout, same_thread_map
 from ttbuild.backend.analysis.mma_layout import NvidiaMma
@@ -379,10 +381,7 @@ def relayout_replicated_stores(func, remat: _Remat, num_warps: int, threads_per_
         lay = _layout(op.operands[0])
         if lay is None or _mma_derived(lay):
             continue
-        total = 1
-        for d in shape:
-            total *= d
-        if lay.elems_per_thread(shape) <= _REPLICATION_LIMIT * max(1, total // threads):
+        if lay.elems_per_thread(shape) <= _REPLICATION_LIMIT * max(1, prod(shape) // threads):
             continue
         fast = max(range(len(shape)), key=lambda d: (shape[d], d))
         want = default_blocked(shape, num_warps, 1, threads_per_warp,

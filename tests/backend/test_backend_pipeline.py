@@ -170,7 +170,7 @@ def test_buffers_sit_above_reduction_scratch():
 
     for name, slots, tile in [("tilesum_fp32_s3", 2, 16 * 64 * 4), ("tilesum_fp16_s4", 3, 32 * 64 * 2)]:
         out = variant(name, "ttgir")["ttgir"]
-        ctx = mu.new_context()
+        ctx = mu.context()
         with ctx, mu.ir.Location.unknown(ctx):
             scratch = module_bytes(mu.parse_module(out, ctx, "ttgir"), 4)
         assert scratch > 0
@@ -372,7 +372,7 @@ def _scratch(ttgir_text: bytes) -> int:
     from ttbuild.backend import mlir_util as mu
     from ttbuild.backend.analysis.allocation import module_bytes
 
-    ctx = mu.new_context()
+    ctx = mu.context()
     with ctx, mu.ir.Location.unknown(ctx):
         return module_bytes(mu.parse_module(ttgir_text, ctx, "ttgir"), 4)
 

@@ -309,7 +309,7 @@ def test_barrier_ring_and_nvmma_ring_allocation():
 
     text = kernel_text(128, 64, 128, ring=3).replace(" {allocation.offset = 0 : i32}", "").replace(
         " {allocation.offset = 1024 : i32}", "")
-    ctx = mu.new_context()
+    ctx = mu.context()
     with ctx, mu.ir.Location.unknown(ctx):
         mod = mu.parse_module(text, ctx, "ttgir")
         total = allocate(mod, 4)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import struct
+import threading
 
 from mlir import ir
 
@@ -37,9 +38,23 @@ def _stub_triton_dialect_modules() -> None:
 _stub_triton_dialect_modules()
 
 
-def new_context() -> ir.Context:
-    ctx = ir.Context()
-    ctx.allow_unregistered_dialects = True
+# A context serves this many modules before a fresh one replaces it: creating one costs
+# 12-15 ms (its thread pool and dialect registry), more than the ttgir or llir stage of a
+# small kernel, while attributes and types it uniques live as long as it does.
+CONTEXT_REUSE = 64
+
+_contexts = threading.local()
+
+
+def context() -> ir.Context:
+    """The calling thread's MLIR context (unregistered dialects allowed), shared by the stages
+    that parse or build modules and renewed every CONTEXT_REUSE calls. Modules keep their own
+    context alive, so renewal never invalidates one still in use."""
+    ctx, uses = getattr(_contexts, "entry", (None, CONTEXT_REUSE))
+    if uses >= CONTEXT_REUSE:
+        ctx, uses = ir.Context(), 0
+        ctx.allow_unregistered_dialects = True
+    _contexts.entry = (ctx, uses + 1)
     return ctx
 
 

@@ -30,7 +30,7 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     num_warps, num_ctas, target = opts.num_warps, opts.num_ctas, opts.target
     if num_ctas != 1:
         raise CompilationError(f"num_ctas={num_ctas}: only 1 CTA per program is supported yet", stage="ttgir")
-    ctx = mu.new_context()
+    ctx = mu.context()
     with ctx, mu.ir.Location.unknown(ctx):
         module = mu.parse_module(inputs["ttir"], ctx, "ttir")
         shared = run_passes(module, opts)  # coalesce, accelerate_matmul, pipeline, then allocation

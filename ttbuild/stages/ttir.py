@@ -7,18 +7,6 @@ from typing import Any, Mapping
 
 VERSION = 8  # 8: bf16 and fp8e5 constants rounded once from the double (through fp32 / fp16 a value just past a tie rounded twice); 7: Triton's frontend warnings for shifts past the bit width, tl.view (now reshape with can_reorder, as Triton) and and/or on blocks; 6: `acc += tl.dot(a, b)` combined into tt.dot(a, b, acc) (Triton's CombineDotAddPattern); 5: descriptor reductions (desc.atomic_*) on TMA targets as tt.descriptor_reduce, Triton's dtype rules for them, integer descriptor types signed / unsigned (si32 / ui32) as Triton's; block pointers leave loops and ifs as the fields that change (a rebinding to another block pointer allowed); rank-3 and M/N-packed tl.dot_scaled; 4: 4: TMA targets (option tma): descriptor loads and stores as tt.descriptor_load / tt.descriptor_store, tensormap parameters, tt.make_tensor_descriptor; 2: TTIR cleanup passes (frontend/passes.py); 3: print() in a kernel is tt.print (was dropped)
 
-_CTX = None
-
-
-def _context():
-    global _CTX
-    if _CTX is None:
-        from mlir import ir
-        _CTX = ir.Context()
-        _CTX.allow_unregistered_dialects = True
-    return _CTX
-
-
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:
     """`inputs["json"]`: the parse stage's output; `options`: `signature` (list of str, one per
     non-constexpr parameter, e.g. `["*fp32:16", "i32"]`), `constexprs` (name → value; a dtype
@@ -46,7 +34,9 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     text = generate(desc, list(signature), dict(options.get("constexprs", {})), debug=debug, loc_table=loc_table,
                     tma=bool(options.get("tma", False)))
     from mlir import ir
-    ctx = _context()
+
+    from ttbuild.backend.mlir_util import context
+    ctx = context()
     try:
         module = ir.Module.parse(text, context=ctx)
     except Exception as e:  # MLIRError: our own output failed to verify — a compiler bug

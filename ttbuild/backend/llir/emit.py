@@ -115,7 +115,7 @@ def lower(ttgir: str | bytes, *, fp_fusion: bool = True) -> str:
     (parse errors, types) and NotSupportedYet (an op with no rule); every error raised while
     lowering an op carries that op's `node_id`, and an unexpected exception inside a rule
     becomes a CompilationError "internal error while lowering <op>" (cause: the original)."""
-    ctx = mu.new_context()
+    ctx = mu.context()
     with ctx, mu.ir.Location.unknown(ctx):
         mod = mu.parse_module(ttgir, ctx, "ttgir")
         attrs = module_attrs(ttgir)  # the one reader of module attributes (ttbuild.irattrs)

@@ -54,6 +54,9 @@ def context() -> ir.Context:
     if uses >= CONTEXT_REUSE:
         ctx, uses = ir.Context(), 0
         ctx.allow_unregistered_dialects = True
+        # No worker threads: our modules hold one function (nothing to verify in parallel),
+        # and the stage runner forks (ttbuild.limits) from a process that may hold a context.
+        ctx.enable_multithreading(False)
     _contexts.entry = (ctx, uses + 1)
     return ctx
 

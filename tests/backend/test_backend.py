@@ -190,7 +190,7 @@ def test_props_reads_discardable_attributes_too():
     """mlir_util.props on an op with a hint attribute (tl.multiple_of writes tt.divisibility
     beside the op's properties): MLIR 22's bindings iterate attribute names, not pairs."""
     from ttbuild.backend import mlir_util as mu
-    ctx = mu.new_context()
+    ctx = mu.context()
     with ctx, mu.ir.Location.unknown(ctx):
         m = mu.ir.Module.parse('"tt.func"() ({\n  %0 = "arith.constant"() <{value = 1 : i32}> '
                                '{tt.divisibility = 16 : i32} : () -> i32\n  "tt.return"() : () -> ()\n'

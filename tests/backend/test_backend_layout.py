@@ -59,7 +59,7 @@ def _axis(text):
     """(analysis, ops, keep-alive): the module must outlive the ops the test looks at."""
     from ttbuild.backend import mlir_util as mu
     from ttbuild.backend.analysis.axis import AxisAnalysis
-    ctx = mu.new_context()
+    ctx = mu.context()
     module = mu.parse_module(text, ctx, "ttir")
     func = module.body.operations[0]
     ops = list(func.regions[0].blocks[0].operations)

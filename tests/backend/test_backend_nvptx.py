@@ -81,3 +81,47 @@ def test_libdevice_is_read_once_per_process_and_linked_only_as_needed(monkeypatc
     defined = {f.name for f in mod.functions if not f.is_declaration}
     assert {"k", "__nv_exp2f", "__nv_log2f"} <= defined
     assert not any(n.startswith("__nv_") and n not in ("__nv_exp2f", "__nv_log2f") for n in defined)
+
+
+def _calls(names_types: list[tuple[str, str]], intrinsics: tuple[str, ...] = ()) -> str:
+    """A kernel calling each libdevice function (name, float type) of one argument, and
+    declaring (and calling) `intrinsics` (float -> float) of its own."""
+    body, decls = [], []
+    for i, (name, ty) in enumerate(names_types):
+        body.append(f"  %r{i} = call {ty} @{name}({ty} undef)")
+        decls.append(f"declare {ty} @{name}({ty})")
+    for i, name in enumerate(intrinsics):
+        body.append(f"  %x{i} = call float @{name}(float undef)")
+        decls.append(f"declare float @{name}(float)")
+    return ('target triple = "nvptx64-nvidia-cuda"\n@global_smem = external addrspace(3) global [0 x i8]\n'
+            "define ptx_kernel void @k(ptr addrspace(1) %p) {\n" + "\n".join(body) + "\n  ret void\n}\n"
+            + "\n".join(decls) + "\n")
+
+
+def test_pruned_libdevice_link_gives_the_whole_links_module():
+    """_linked_text (libdevice pruned to what the kernel calls, then put in the whole link's
+    order) is the module link_libdevice gives, for float and double math, libdevice globals
+    (the trig tables) and intrinsics the kernel declares too: printed after a parse, the same
+    text but for attribute groups' numbers and named struct types' suffixes (unique per LLVM
+    context, so they count earlier links)."""
+    import re
+
+    from ttbuild.backend.nvptx import llvm as nvllvm
+
+    def canonical(text):
+        return re.sub(r"(%struct\.\w+)[.\d]*", r"\1", str(llvm.parse_assembly(text)))
+
+    cases = [_calls([("__nv_exp2f", "float"), ("__nv_log2f", "float")],
+                    ("llvm.nvvm.ex2.approx.ftz.f32", "llvm.nvvm.fabs.f32")),
+             _calls([("__nv_sinf", "float"), ("__nv_cosf", "float"), ("__nv_logf", "float")]),
+             _calls([("__nv_sin", "double"), ("__nv_erfcinv", "double"), ("__nv_tanhf", "float")])]
+    for short in (False, True):
+        tm = target_machine(_ARCH, PTX_VERSION, short)
+        for kernel in cases:
+            whole, pruned = (llvm.parse_assembly(kernel) for _ in range(2))
+            whole.data_layout = pruned.data_layout = str(tm.target_data)
+            nvllvm.link_libdevice(whole, tm)
+            text = nvllvm._linked_text(pruned, tm)
+            assert text is not None and canonical(text) == canonical(str(whole))
+            called = set(re.findall(r"call \w+ @(__nv_\w+)\(", kernel))
+            assert set(re.findall(r"^define [^@]*@(__nv_\w+)\(", text, re.M)) == called

@@ -102,7 +102,7 @@ def test_join_and_split_get_the_layouts_triton_infers(name):
     and the LLIR reads no shared memory for them: a split / join is a renaming of registers."""
     from ttbuild.backend import mlir_util as mu
     from ttbuild.optraits import walk
-    ctx = mu.new_context()
+    ctx = mu.context()
     v = VARIANTS[name]
     # the subtiled epilogue without TMA: through TMA stores its split goes away (tma_lowering)
     ttgir_text = built(name)["ttgir"] if name.startswith("join") else ttbuild.compile(

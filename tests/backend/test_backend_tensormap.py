@@ -398,7 +398,7 @@ def test_allocation_counts_the_template():
     from ttbuild.backend.analysis.allocation import allocate, module_bytes
 
     text = kernel_text(copy=False)
-    ctx = mu.new_context()
+    ctx = mu.context()
     with ctx, mu.ir.Location.unknown(ctx):
         mod = mu.parse_module(text, ctx, "ttgir")
         assert module_bytes(mod, 4) == 128
@@ -407,7 +407,7 @@ def test_allocation_counts_the_template():
     bars = re.search(r'\n    %bars = [^\n]*\n    %bar = [^\n]*', text).group(0)
     text = text.replace(bars, "")
     text = text.replace('\n    %tm0 = ', bars + '\n    %tm0 = ', 1)
-    ctx = mu.new_context()
+    ctx = mu.context()
     with ctx, mu.ir.Location.unknown(ctx):
         mod = mu.parse_module(text, ctx, "ttgir")
         allocate(mod, 4)

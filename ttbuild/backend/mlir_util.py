@@ -104,8 +104,11 @@ def props(op) -> dict[str, ir.Attribute]:
         out[name] = op.attributes[name]
     if op.context.is_registered_operation(op.name):
         return out
-    # Print only up to the regions: a region-holding op prints its body, which we skip over.
-    text = op.get_asm(print_generic_op_form=True, use_local_scope=True, large_elements_limit=16)
+    # The generic form (which needs no verifier to pass) without regions: the properties
+    # `<{...}>` come before them, and a tt.func's body cost 2-7 ms to verify and print for an
+    # attention kernel.
+    text = op.get_asm(print_generic_op_form=True, use_local_scope=True, large_elements_limit=16,
+                      skip_regions=True, assume_verified=True)
     head = text.index('"(', text.index('"' + op.name + '"')) + 1
     close = text.index(")", head)
     rest = text[close + 1:].lstrip(" ")

@@ -24,7 +24,10 @@ def convert_layout(ctx, op, src):
     lay, shape = layout_of(res), tuple(mu.shape_of(res.type))
     if src.layout == lay:
         return src
-    pos = same_thread_map(src.layout, lay, shape, 32 * ctx.num_warps)
+    # once per function and pair of layouts: attention converts the same pairs several times
+    # (fwd d128: 6 conversions, 4 pairs), each check walking all 256 threads' elements
+    pos = ctx.memo(("same_thread_map", src.layout, lay, shape),
+                   lambda: same_thread_map(src.layout, lay, shape, 32 * ctx.num_warps))
     if pos is not None:
         return TensorVal([src.elems[p] for p in pos], lay, shape)
     elem = mu.elem_str(res.type)

@@ -125,3 +125,22 @@ def test_pruned_libdevice_link_gives_the_whole_links_module():
             assert text is not None and canonical(text) == canonical(str(whole))
             called = set(re.findall(r"call \w+ @(__nv_\w+)\(", kernel))
             assert set(re.findall(r"^define [^@]*@(__nv_\w+)\(", text, re.M)) == called
+
+
+def test_ptx_of_a_kernel_with_calls_is_the_same_in_every_process_position(tmp_path):
+    """LLVM numbers call sites per process; emit_ptx renumbers them per module, so compiling a
+    kernel with calls (vprintf, fp64 cos's slow path) after another gives the same PTX."""
+    import re
+
+    from ttbuild.compiler import compile
+
+    src = tmp_path / "calls.py"
+    src.write_text("import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+                   "def k(x_ptr, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n"
+                   "    x = tl.load(x_ptr + offs)\n    tl.device_print('x', x)\n"
+                   "    tl.store(x_ptr + offs, tl.cos(x.to(tl.float64)).to(tl.float32))\n")
+    first, again = (compile(str(src), kernel="k", signature="*fp32:16", constexprs={"BLOCK": 128},
+                            until="ptx")["ptx"].decode() for _ in range(2))
+    assert first == again
+    sites = re.findall(r"// callseq (\d+)", first)
+    assert sites and sites[0] == "0" and sorted(set(sites), key=int) == [str(i) for i in range(len(set(sites)))]

@@ -272,12 +272,26 @@ def unchain_disjoint_ors(text: str) -> str:
     return "".join(out)
 
 
+# LLVM's NVPTX call lowering numbers call sites with one counter per process (the `// callseq N`
+# comments, `prototype_N` of indirect calls): the same module's PTX would depend on what the
+# process compiled before it.
+_CALL_SITE = re.compile(r"(// callseq |\bprototype_)(\d+)")
+
+
+def number_call_sites(ptx: str) -> str:
+    """Call sites renumbered 0, 1, ... in order of appearance (one number per site, its comments
+    and prototype keep it), so a kernel's PTX is the same in every process."""
+    ids: dict[str, int] = {}
+    return _CALL_SITE.sub(lambda m: m.group(1) + str(ids.setdefault(m.group(2), len(ids))), ptx)
+
+
 def emit_ptx(text: str, arch: str = _ARCH, ptx_version: int = PTX_VERSION) -> str:
-    """LLVM IR text -> PTX text, `.target` without `, debug`. Long chains of disjoint ors from
-    one base are rewritten as adds first (unchain_disjoint_ors: codegen time, not code)."""
+    """LLVM IR text -> PTX text, `.target` without `, debug`, call sites numbered from 0
+    (number_call_sites). Long chains of disjoint ors from one base are rewritten as adds first
+    (unchain_disjoint_ors: codegen time, not code)."""
     short = re.search(r'^target datalayout = "[^"]*\bp3:32:32', text, re.M) is not None
     tm = target_machine(arch, ptx_version, short)
     mod = llvm.parse_assembly(unchain_disjoint_ors(text))
     mod.verify()
-    ptx = tm.emit_assembly(mod)
+    ptx = number_call_sites(tm.emit_assembly(mod))
     return re.sub(r"^(\.target\s+\S+?)\s*,\s*debug\s*$", r"\1", ptx, flags=re.M)

@@ -114,10 +114,12 @@ class NginxDav:
 
 
 class ScriptedServer:
-    """A threaded http.server on 127.0.0.1 answering every request with `status`; counts requests."""
+    """A threaded http.server on 127.0.0.1 answering every request with `status`; records each
+    request (method, path) and the client port it came from (`peers`: one per connection)."""
 
     def __init__(self, status: int):
         self.requests: list[tuple[str, str]] = []
+        self.peers: list[int] = []
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -128,6 +130,7 @@ class ScriptedServer:
                 if n:
                     self.rfile.read(n)
                 outer.requests.append((self.command, self.path))
+                outer.peers.append(self.client_address[1])
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
                 self.end_headers()

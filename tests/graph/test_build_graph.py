@@ -118,6 +118,27 @@ def test_checker_early_cutoff(tmp_path):
     assert checker.get_state(str(path), state)[3] == file_digest(path) == xxhash.xxh3_64_hexdigest(b"module B")
 
 
+def test_atomic_write_links_a_file_with_the_same_bytes_and_copies_otherwise(tmp_path):
+    """`same_as` names a file that should hold the bytes: with them, the target becomes a hard
+    link (no new file); with other bytes, or none there, the bytes are written as usual. No temp
+    file is left either way."""
+    src = tmp_path / "stage" / "k.cubin"
+    src.parent.mkdir()
+    src.write_bytes(b"cubin bytes")
+    linked = tmp_path / "lib" / "v.cubin"
+    assert atomic_write(linked, b"cubin bytes", same_as=src)
+    assert linked.stat().st_ino == src.stat().st_ino and linked.read_bytes() == b"cubin bytes"
+    assert not atomic_write(linked, b"cubin bytes", same_as=src)  # already there: untouched
+    other = tmp_path / "lib" / "w.cubin"
+    assert atomic_write(other, b"other bytes", same_as=src)  # the source differs: a copy
+    assert other.stat().st_ino != src.stat().st_ino and other.read_bytes() == b"other bytes"
+    missing = tmp_path / "lib" / "x.cubin"
+    assert atomic_write(missing, b"x", same_as=tmp_path / "nowhere")
+    assert missing.read_bytes() == b"x"
+    assert sorted(p.name for p in (tmp_path / "lib").iterdir()) == ["v.cubin", "w.cubin", "x.cubin"]
+    assert src.read_bytes() == b"cubin bytes"
+
+
 def test_atomic_write_keeps_identical_files_and_cleans_up(tmp_path, monkeypatch):
     path = tmp_path / "sub" / "x.ptx"
     assert atomic_write(path, b"one")

@@ -100,3 +100,19 @@ def test_temp_files_are_swept_unless_the_last_build_ended_cleanly(tmp_path):
     stray.write_text("a worker was killed")
     end_build(art, clean=False)  # a failed build leaves no mark: the next one sweeps
     assert begin_build(art) == 1 and not stray.exists()
+
+
+def test_lib_images_are_hard_links_to_their_stage_outputs_never_to_the_cache(tmp_path, new_project):
+    """A lib/ cubin is one more name for its cubin stage output (no file created for it); the
+    stage outputs themselves are files of their own, never the cache's blobs (damage to the
+    cache must not reach artifacts built from it)."""
+    proj = new_project(tmp_path / "p")
+    proj.env = {"TTBUILD_CACHE_DIR": str(tmp_path / "cache")}
+    assert proj.ttbuild("build").rc == 0
+    stage_cubins = {p.stat().st_ino for p in (proj.artifacts / "cubin").rglob("*.cubin")}
+    lib_cubins = list((proj.artifacts / "lib").glob("*.cubin"))
+    assert lib_cubins and all(p.stat().st_ino in stage_cubins for p in lib_cubins)
+    blobs = {p.stat().st_ino for p in (tmp_path / "cache" / "cas").rglob("*") if p.is_file()}
+    outputs = {p.stat().st_ino for stage in ("parse", "ttir", "ttgir", "llir", "ptx", "cubin")
+               for p in (proj.artifacts / stage).rglob("*") if p.is_file()}
+    assert blobs and outputs and not blobs & outputs

@@ -3,25 +3,35 @@
 Works against bazel-remote (run it with `--disable_http_ac_validation`, since our AC bodies are
 ttbuild JSON, not ActionResult protobufs) and against any WebDAV server that accepts PUT, such as
 nginx with `dav_methods PUT DELETE; create_full_put_path on; client_max_body_size 0;`. CAS paths
-are the body's sha256, as bazel-remote checks. Only the standard library is used (http.client),
-with one keep-alive connection per thread. Credentials come from the URL, `$TTBUILD_CACHE_AUTH`
-or netrc, and are never shown. Proxies come from the environment as urllib and curl read them.
+are the body's sha256, as bazel-remote checks. Requests go through urllib3: a thread-safe pool
+of keep-alive connections per server (`connections` of them, as many as the prefetch runs
+threads: ttbuild.graph.prefetch), TLS verified against the system's certificates. What urllib3
+leaves to its caller is here: the proxy the environment names (`http_proxy`, `https_proxy`,
+`no_proxy`, upper or lower case, as curl and urllib read them), credentials from the URL,
+`$TTBUILD_CACHE_AUTH` or netrc (never shown: names and log lines carry the URL without them),
+an overall deadline per request, a size cap before reading a body, and one fresh retry of a
+keep-alive connection the server dropped.
 
-An unreachable server (refused, DNS failure, no answer within `timeout` seconds) marks the cache
-down for the rest of the process with ONE warning per base URL: every later call is an immediate
-miss or no-op, so a dead remote costs one timeout per process, not one per task.
+An unreachable server (refused, DNS failure, no answer within `timeout` seconds, or no complete
+answer within `deadline`) marks the cache down for the rest of the process with ONE warning per
+base URL: every later call is an immediate miss or no-op, so a dead remote costs one timeout per
+process, not one per task.
 """
 
 from __future__ import annotations
 
 import base64
-import http.client
+import functools
+import heapq
+import itertools
 import netrc
 import os
 import socket
 import threading
+import time
 import urllib.parse
 import urllib.request
+from types import SimpleNamespace
 from typing import Mapping
 
 from ttbuild.cache.base import (
@@ -40,6 +50,9 @@ from ttbuild.cache.base import (
 
 _warned_down: set[str] = set()
 _warned_lock = threading.Lock()
+# Keep-alive connections per server: the prefetch's thread count (ttbuild.graph.prefetch), so no
+# thread ever opens a connection the pool then has to throw away.
+DEFAULT_CONNECTIONS = 32
 
 
 class _Down(Exception):
@@ -79,7 +92,7 @@ def credentials(url: urllib.parse.SplitResult, env: Mapping[str, str] | None = N
 
 def proxy_for(url: urllib.parse.SplitResult) -> urllib.parse.SplitResult | None:
     """The proxy the environment names for `url` (`http_proxy` / `https_proxy`, `no_proxy`
-    honoured: urllib.request.getproxies / proxy_bypass), or None."""
+    honoured, either case: urllib.request.getproxies / proxy_bypass), or None."""
     proxies = urllib.request.getproxies()
     proxy = proxies.get(url.scheme)
     if not proxy or urllib.request.proxy_bypass(url.hostname or ""):
@@ -88,18 +101,162 @@ def proxy_for(url: urllib.parse.SplitResult) -> urllib.parse.SplitResult | None:
     return parsed if parsed.hostname else None
 
 
+# -- the overall deadline -------------------------------------------------------------------------
+# urllib3's timeouts bound each socket operation (connect, every read), so a server dripping a
+# byte per read timeout would hold a request for ever. One watchdog thread per process shuts the
+# socket of a request down when its deadline passes, which ends whatever read is blocked.
+
+_current = threading.local()  # .slot: the _Slot of the request this thread is making
+
+
+class _Slot:
+    """One request's deadline: the connection it runs on (set by _Cutting) and whether it expired."""
+
+    __slots__ = ("conn", "expired", "lock")
+
+    def __init__(self):
+        self.conn = None
+        self.expired = False
+        self.lock = threading.Lock()
+
+    def attach(self, conn) -> None:
+        with self.lock:
+            self.conn = conn
+            expired = self.expired
+        if expired:  # connected after the deadline passed: cut at once
+            _shutdown(conn)
+
+    def expire(self) -> None:
+        # Under the lock: once `detach` has returned, this slot never touches the connection
+        # again (the pool may already have handed it to another request).
+        with self.lock:
+            self.expired = True
+            if self.conn is not None:
+                _shutdown(self.conn)
+
+    def detach(self) -> None:
+        with self.lock:
+            self.conn = None
+
+
+def _shutdown(conn) -> None:
+    sock = getattr(conn, "sock", None)
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+
+
+class _Watchdog:
+    """Expires `_Slot`s at their deadlines (time.monotonic seconds) from one daemon thread,
+    started on first use (and again in a forked child, where the parent's does not run). It
+    wakes at most every `tick` seconds: a deadline of seconds needs no finer grain, and a
+    thousand requests a second must not mean a thousand wake-ups."""
+
+    tick = 0.05
+
+    def __init__(self):
+        self._reset()
+        if hasattr(os, "register_at_fork"):  # a lock held by a parent's thread at fork is never released
+            os.register_at_fork(after_in_child=self._reset)
+
+    def _reset(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int, _Slot]] = []
+        self._seq = itertools.count()
+        self._started = False
+
+    def arm(self, when: float) -> _Slot:
+        slot = _Slot()
+        with self._cond:
+            if not self._started:
+                self._started = True
+                threading.Thread(target=self._run, args=(self._cond, self._heap),
+                                 name="ttbuild-cache-deadline", daemon=True).start()
+            # Only a deadline earlier than every pending one needs the thread awake (with one
+            # deadline for all requests, that is the first after an idle spell).
+            earliest = not self._heap or when < self._heap[0][0]
+            heapq.heappush(self._heap, (when, next(self._seq), slot))
+            if earliest:
+                self._cond.notify()
+        return slot
+
+    def _run(self, cond: threading.Condition, heap: list) -> None:
+        while True:
+            with cond:
+                while not heap or heap[0][0] > time.monotonic():
+                    cond.wait(None if not heap else max(heap[0][0] - time.monotonic(), self.tick))
+                now, due = time.monotonic(), []
+                while heap and heap[0][0] <= now:
+                    due.append(heapq.heappop(heap)[2])
+            for slot in due:
+                slot.expire()
+
+
+_watchdog = _Watchdog()
+
+
+class _Cutting:
+    """Connection mixin: attaches itself to the calling thread's request slot when it connects
+    or sends a request, so the watchdog can shut exactly that socket down."""
+
+    def connect(self):
+        slot = getattr(_current, "slot", None)
+        if slot is not None:
+            slot.attach(self)
+        return super().connect()
+
+    def request(self, *args, **kwargs):
+        slot = getattr(_current, "slot", None)
+        if slot is not None:
+            slot.attach(self)
+        return super().request(*args, **kwargs)
+
+
+@functools.cache
+def _transport() -> SimpleNamespace:
+    """urllib3, imported on the first request (`import ttbuild.cache` stays standard library
+    only: a build without a remote never loads it), with pool classes whose connections are
+    _Cutting: `.urllib3`, `.pools` (scheme -> pool class), `.Error` (its base exception),
+    `.ProtocolError` (a connection dropped or broken mid-answer)."""
+    import urllib3
+    from urllib3.connection import HTTPConnection, HTTPSConnection
+    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+
+    class _HTTPConnection(_Cutting, HTTPConnection):
+        pass
+
+    class _HTTPSConnection(_Cutting, HTTPSConnection):
+        pass
+
+    class _HTTPPool(HTTPConnectionPool):
+        ConnectionCls = _HTTPConnection
+
+    class _HTTPSPool(HTTPSConnectionPool):
+        ConnectionCls = _HTTPSConnection
+
+    return SimpleNamespace(urllib3=urllib3, pools={"http": _HTTPPool, "https": _HTTPSPool},
+                           Error=urllib3.exceptions.HTTPError, ProtocolError=urllib3.exceptions.ProtocolError)
+
+
+def _basic(cred: str) -> str:
+    return "Basic " + base64.b64encode(cred.encode()).decode()
+
+
 class HttpCache(Cache):
     """Bazel-protocol HTTP(S) cache at `base_url` (`http://host:port/prefix`; `user:pass@` in the
     URL, `$TTBUILD_CACHE_AUTH` or the host's netrc entry becomes basic auth and is never printed;
     `http_proxy` / `https_proxy` / `no_proxy` are honoured). `timeout` (seconds) bounds connect and each read;
     `deadline` (seconds, default `$TTBUILD_CACHE_DEADLINE` or 10) bounds a whole request: a server
     that answers, but too slowly (a byte every half second), is cut off there and marked down for
-    the rest of the process like an unreachable one (one warning).
+    the rest of the process like an unreachable one (one warning). `connections`: keep-alive
+    connections kept open per server (threads beyond it wait for one).
 
     Raises CacheError for a URL that is not http(s)."""
 
     def __init__(self, base_url: str, *, readonly: bool = False, timeout: float = 2.0,
-                 deadline: float | None = None):
+                 deadline: float | None = None, connections: int = DEFAULT_CONNECTIONS):
         url = urllib.parse.urlsplit(base_url)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise CacheError(f"not an http(s) cache URL: {_redact(url) if url.hostname else base_url!r}")
@@ -114,114 +271,105 @@ class HttpCache(Cache):
             except ValueError:
                 deadline = 10.0
         self.deadline = max(deadline, timeout)
+        self.connections = max(1, connections)
         self.name = _redact(url)
+        # Requests name the server without userinfo (urllib3 logs the URL it requests at DEBUG).
+        self._origin = f"{url.scheme}://{self._hostport()}"
         self._headers = {"User-Agent": "ttbuild-cache"}
         cred = credentials(url)
         if cred is not None:
-            self._headers["Authorization"] = "Basic " + base64.b64encode(cred.encode()).decode()
+            self._headers["Authorization"] = _basic(cred)
         # An http(s)_proxy from the environment (no_proxy honoured), as urllib and curl read them:
-        # plain http goes through it with absolute URLs, https through a CONNECT tunnel.
+        # urllib3 sends plain http through it with absolute URLs, https through a CONNECT tunnel.
         self.proxy = proxy_for(url)
+        self._proxy_headers = {}
         if self.proxy is not None and self.proxy.username is not None:
             pcred = f"{urllib.parse.unquote(self.proxy.username)}:{urllib.parse.unquote(self.proxy.password or '')}"
-            self._proxy_auth = {"Proxy-Authorization": "Basic " + base64.b64encode(pcred.encode()).decode()}
-        else:
-            self._proxy_auth = {}
-        if self.proxy is not None and url.scheme == "http":
-            self._headers.update(self._proxy_auth)
-        self._local = threading.local()
+            self._proxy_headers = {"Proxy-Authorization": _basic(pcred)}
+        self._pool_lock = threading.Lock()
+        self._manager = None  # urllib3.PoolManager of this process (_pool)
+        self._pid: int | None = None
         self._stats = CacheStats(self.name)
         self.down = False
         self._put_warned = False
         self.secret = entry_secret()  # entries signed on put, checked on get (base.entry_secret)
 
     # -- transport -----------------------------------------------------------------------------
-    def _conn(self) -> http.client.HTTPConnection:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None and getattr(self._local, "pid", None) != os.getpid():
-            # Inherited through fork (doit -n): the parent owns that socket; never share it.
-            conn = None
-        if conn is None:
-            cls = http.client.HTTPSConnection if self.url.scheme == "https" else http.client.HTTPConnection
-            if self.proxy is None:
-                conn = cls(self.url.hostname, self.url.port, timeout=self.timeout)
-            else:
-                conn = cls(self.proxy.hostname, self.proxy.port or 8080, timeout=self.timeout)
-                if self.url.scheme == "https":
-                    conn.set_tunnel(self.url.hostname, self.url.port or 443, headers=self._proxy_auth)
-            self._local.conn, self._local.pid = conn, os.getpid()
-        return conn
-
     def _hostport(self) -> str:
         host = self.url.hostname or ""
         host = f"[{host}]" if ":" in host else host
         return host + (f":{self.url.port}" if self.url.port else "")
 
-    def _drop_conn(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        self._local.conn = None
-        if conn is not None and getattr(self._local, "pid", None) == os.getpid():
-            conn.close()
+    def _pool(self):
+        """This process's pool manager. One inherited through fork (doit -n workers) is left
+        alone: its sockets are the parent's, and sharing one would interleave two requests."""
+        with self._pool_lock:
+            if self._manager is None or self._pid != os.getpid():
+                t = _transport()
+                urllib3 = t.urllib3
+                kw = dict(num_pools=4, maxsize=self.connections, block=True, retries=False,
+                          timeout=urllib3.Timeout(connect=self.timeout, read=self.timeout))
+                if self.proxy is None:
+                    manager = urllib3.PoolManager(**kw)
+                else:
+                    p = self.proxy
+                    host = f"[{p.hostname}]" if ":" in (p.hostname or "") else p.hostname
+                    manager = urllib3.ProxyManager(f"{p.scheme}://{host}:{p.port or 8080}",
+                                                   proxy_headers=self._proxy_headers, **kw)
+                manager.pool_classes_by_scheme = dict(t.pools)
+                self._manager, self._pid = manager, os.getpid()
+            return self._manager
 
     def _request(self, method: str, path: str, body: bytes | None = None,
                  limit: int = MAX_AC_BYTES) -> tuple[int, bytes, int | None]:
         """(status, body read up to `limit` + 1 bytes, Content-Length) or raise _Down.
 
-        A keep-alive connection the server closed in the meantime gets one fresh retry; two
-        attempts is the whole loop, so a failing server is never hammered.
+        A keep-alive connection the server dropped gets one fresh retry (urllib3 already
+        replaces one it finds closed before sending); two attempts is the whole loop, so a
+        failing server is never hammered. Timeouts and refused connections are not retried.
         """
         if self.down:
             raise _Down(self.name)
         headers = dict(self._headers)
         if body is not None:
             headers["Content-Type"] = "application/octet-stream"
-        for attempt in (0, 1):
-            reused = (getattr(self._local, "conn", None) is not None
-                      and getattr(self._local, "pid", None) == os.getpid())
-            conn = self._conn()
-            # The overall deadline: a watchdog shuts the socket down when it passes, which ends
-            # whatever read is blocked (socket timeouts only bound each read).
-            expired = threading.Event()
-
-            def cut(conn=conn, expired=expired):
-                expired.set()
-                sock = getattr(conn, "sock", None)
-                if sock is not None:
-                    try:
-                        sock.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass
-
-            watchdog = threading.Timer(self.deadline, cut)
-            watchdog.daemon = True
-            watchdog.start()
-            try:
-                target = self.base_path + path
-                if self.proxy is not None and self.url.scheme == "http":  # a proxy takes the absolute URL
-                    target = f"http://{self._hostport()}{target}"
-                conn.request(method, target, body=body, headers=headers)
-                resp = conn.getresponse()
-                length = resp.getheader("Content-Length")
-                length = int(length) if length and length.isdigit() else None
-                if method == "HEAD" or (length is not None and length <= limit):
-                    data = resp.read()
-                else:
-                    data = resp.read(limit + 1)
-                if expired.is_set():
-                    raise socket.timeout(f"no complete answer within the {self.deadline:g} s deadline")
-                if not resp.isclosed() or resp.will_close:
-                    self._drop_conn()  # body left unread, or server closing: cannot reuse
-                return resp.status, data, length
-            except (OSError, http.client.HTTPException) as exc:
-                self._drop_conn()
-                cause: BaseException = exc
-                if expired.is_set():
-                    cause = socket.timeout(f"no complete answer within the {self.deadline:g} s deadline")
-                elif attempt == 0 and reused and not isinstance(exc, (socket.timeout, ConnectionRefusedError)):
-                    continue
-                self._mark_down(cause)
-            finally:
-                watchdog.cancel()
+        url = self._origin + self.base_path + path
+        pool = self._pool()
+        t = _transport()
+        slot = _watchdog.arm(time.monotonic() + self.deadline)
+        _current.slot = slot
+        try:
+            for attempt in (0, 1):
+                resp = None
+                try:
+                    resp = pool.urlopen(method, url, body=body, headers=headers, redirect=False,
+                                        preload_content=False, decode_content=False)
+                    length = resp.headers.get("Content-Length")
+                    length = int(length) if length and length.isdigit() else None
+                    if method == "HEAD" or (length is not None and length <= limit):
+                        data = resp.read()
+                    else:  # unknown or too long: read just enough to tell, then drop the connection
+                        data = resp.read(limit + 1)
+                        resp.close()
+                    if slot.expired:
+                        raise TimeoutError(f"no complete answer within the {self.deadline:g} s deadline")
+                    return resp.status, data, length
+                except (OSError, t.Error) as exc:
+                    if resp is not None:
+                        resp.close()  # a half-read connection never goes back to the pool
+                    cause: BaseException = exc
+                    if slot.expired:
+                        cause = TimeoutError(f"no complete answer within the {self.deadline:g} s deadline")
+                    elif attempt == 0 and isinstance(exc, t.ProtocolError):
+                        continue  # dropped by the server (reset, closed; timeouts are not): once more
+                    self._mark_down(cause)
+                finally:
+                    slot.detach()  # before the connection goes back to the pool
+                    if resp is not None:
+                        resp.release_conn()
+        finally:
+            # A finished slot stays in the watchdog's heap until its time: expiring it is a no-op.
+            _current.slot = None
         raise _Down(self.name)  # pragma: no cover - the loop always returns or marks down
 
     def _mark_down(self, exc: BaseException) -> None:
@@ -236,7 +384,10 @@ class HttpCache(Cache):
         raise _Down(self.name) from exc
 
     def close(self) -> None:
-        self._drop_conn()
+        with self._pool_lock:
+            manager, self._manager = self._manager, None
+        if manager is not None and self._pid == os.getpid():
+            manager.clear()
 
     # -- Cache API -----------------------------------------------------------------------------
     def get(self, key: str) -> dict[str, bytes] | None:
@@ -329,3 +480,4 @@ class HttpCache(Cache):
 
     def stats(self) -> CacheStats:
         return self._stats
+

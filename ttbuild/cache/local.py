@@ -41,14 +41,14 @@ def write_atomic(path: Path, data: bytes) -> None:
     replace_file(path, data)
 
 
-def _read_bounded(path: Path, limit: int) -> bytes:
+def _read_bounded(path: str | Path, limit: int) -> bytes:
     # Read at most limit + 1 bytes: enough to tell "too long" from "right size" without
     # slurping a runaway file.
     with open(path, "rb") as f:
         return f.read(limit + 1)
 
 
-def _unlink(path: Path) -> bool:
+def _unlink(path: str | Path) -> bool:
     try:
         os.unlink(path)
         return True
@@ -70,6 +70,10 @@ class DirCache(Cache):
         self.create = create
         self.grace = grace
         self.name = f"dir:{self.root}"
+        # `get` joins strings: it runs once per stage of a build, and pathlib's joins were a
+        # third of its time in a profile of a fresh checkout.
+        self._ac = os.path.join(str(self.root), "ac")
+        self._cas = os.path.join(str(self.root), "cas")
         self._stats = CacheStats(self.name)
         self._put_warned = False
         # With a key configured (base.entry_secret), entries are signed on put and checked on get
@@ -87,7 +91,7 @@ class DirCache(Cache):
     def get(self, key: str) -> dict[str, bytes] | None:
         check_key(key)
         st = self._stats
-        acp = self.ac_path(key)
+        acp = os.path.join(self._ac, key)
         try:
             raw = _read_bounded(acp, MAX_AC_BYTES)
         except FileNotFoundError:
@@ -104,7 +108,7 @@ class DirCache(Cache):
             return self._drop(key, f"AC entry {key[:16]}... is corrupt ({exc})", [])
         outputs = {}
         for role, ref in refs.items():
-            path = self.cas_path(ref.sha256)
+            path = os.path.join(self._cas, ref.sha256[:2], ref.sha256)
             try:
                 data = _read_bounded(path, ref.size)
             except FileNotFoundError:
@@ -138,7 +142,7 @@ class DirCache(Cache):
         self._drop(key, why, [])
         return not self.readonly
 
-    def _drop(self, key: str, why: str, blobs: list[Path]) -> None:
+    def _drop(self, key: str, why: str, blobs: list) -> None:
         st = self._stats
         st.corrupt += 1
         st.misses += 1

@@ -8,6 +8,10 @@ from pathlib import Path
 
 from .tasks import STAGES
 
+# Outputs the walk keeps in memory to compute children's keys without asking the cache again
+# (bytes); past it, a key seen before is read back from the (local) cache instead.
+MEMO_BYTES = 256 << 20
+
 
 def prefetch(tasks: list[dict], cache, threads: int = 32) -> tuple[int, int]:
     """Walk the stage tasks of `tasks` (generate_tasks' dicts) whose outputs are missing, chain
@@ -16,7 +20,12 @@ def prefetch(tasks: list[dict], cache, threads: int = 32) -> tuple[int, int]:
     which copies a remote hit into the local tier. A chain stops at its first miss (the build
     compiles from there). The build then runs its stages one by one against the local tier: a
     fresh checkout served by a remote pays one round trip per request per chain, in parallel,
-    instead of all of them in a row. Returns (stage results found, stage tasks looked at)."""
+    instead of all of them in a row.
+
+    Each task's key is computed once, and each distinct key is looked up once (variants often
+    share a stage's action: the same input bytes and options under different graph keys);
+    outputs stay in memory up to MEMO_BYTES for the children's keys. Returns (stage results
+    found, stage tasks looked at)."""
     from ttbuild.compiler import stage_cache_key
 
     stage_tasks = {f"{t['basename']}:{t['name']}": t for t in tasks
@@ -31,39 +40,62 @@ def prefetch(tasks: list[dict], cache, threads: int = 32) -> tuple[int, int]:
         return 0, 0
     needed = {producer[p][0] for t in stage_tasks.values() for p in t["actions"][0][1][2].values() if p in producer}
     leaves = [n for n in missing if n not in needed] or sorted(missing)
-    lock = threading.Lock()
-    keys: dict[str, str | None] = {}
+
+    glock = threading.Lock()
+    locks: dict[str, threading.Lock] = {}
+    keys: dict[str, str | None] = {}  # task -> its action key, None where its chain missed
+    memo: dict[str, dict[str, bytes] | None] = {}  # action key -> outputs (None: a miss)
+    held = [0]  # bytes in memo
     found = [0]
 
+    def lock_for(name: str) -> threading.Lock:
+        with glock:
+            return locks.setdefault(name, threading.Lock())
+
+    def lookup(key: str):
+        """The outputs under action `key`: from the memo, else from the cache (once per key:
+        a second thread asking for it waits for the first)."""
+        with lock_for("key:" + key):
+            with glock:
+                if key in memo:
+                    return memo[key]
+            out = cache.get(key)
+            size = sum(len(b) for b in out.values()) if out is not None else 0
+            with glock:
+                if out is None or held[0] + size <= MEMO_BYTES:
+                    memo[key] = out
+                    held[0] += size
+            return out
+
     def outputs(name: str):
-        """The outputs of stage task `name` from the cache (None: not cached)."""
-        t = stage_tasks[name]
-        (_action, args), = t["actions"]
-        stage, package, inputs, _outs, options = args[:5]
-        with lock:
-            key = keys.get(name, "")
-        if key is None:
-            return None
-        if not key:
+        """The outputs of stage task `name` from the cache (None: not cached). Holds the task's
+        lock while it walks up to its parents: locks are taken child before parent, and the
+        graph has no cycle, so two threads never wait on each other."""
+        with lock_for(name):
+            if name in keys:
+                key = keys[name]
+                return None if key is None else lookup(key)
+            t = stage_tasks[name]
+            (_action, args), = t["actions"]
+            stage, package, inputs, _outs, options = args[:5]
             data = {}
             for role, path in inputs.items():
                 if path in producer:
                     parent, prole = producer[path]
                     got = outputs(parent)
                     if got is None:
-                        with lock:
-                            keys[name] = None
+                        keys[name] = None
                         return None
                     data[role] = got[prole]
                 else:
                     data[role] = Path(path).read_bytes()
             key = stage_cache_key(stage, data, options, package=package)
-        out = cache.get(key)
-        with lock:
-            if name not in keys:
-                keys[name] = key if out is not None else None
-                found[0] += out is not None
-        return out
+            out = lookup(key)
+            keys[name] = key if out is not None else None
+            if out is not None:
+                with glock:
+                    found[0] += 1
+            return out
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
         list(pool.map(outputs, leaves))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import uuid
-from pathlib import Path
 
 # Temp files start with this; a killed build or cache writer leaves only such names behind,
 # which the build lock's sweep and the cache's prune remove.
@@ -19,10 +18,15 @@ def replace_file(path: str | os.PathLike, data: bytes) -> None:
     cache directories stay readable by the other users of a machine. Raises OSError; the temp
     file is removed on any failure.
     """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.parent / f"{TMP_PREFIX}{path.name}.{os.getpid()}-{uuid.uuid4().hex}"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    path = os.fspath(path)
+    parent, name = os.path.split(path)
+    tmp = os.path.join(parent, f"{TMP_PREFIX}{name}.{os.getpid()}-{uuid.uuid4().hex}")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(tmp, flags, 0o666)
+    except FileNotFoundError:  # the folder first (asked only when missing: a build writes thousands)
+        os.makedirs(parent or ".", exist_ok=True)
+        fd = os.open(tmp, flags, 0o666)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)

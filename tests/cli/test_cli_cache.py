@@ -38,8 +38,10 @@ def test_fresh_checkout_builds_entirely_from_the_remote_cache(stages, tmp_path, 
 
     b = _project(tmp_path, "B", stages, new_project, "cache-B")
     assert not b.artifacts.exists()
-    second = b.ttbuild("build", "-j", "2", "--cache", url)  # worker processes read the remote too
+    second = b.ttbuild("build", "-j", "2", "--cache", url)
     assert second.rc == 0, second.text
+    # the prefetch found every stage: no worker processes for cache hits alone
+    assert "ttbuild: every stage is in the cache: building in this process (not -j 2)" in second.out, second.out
     assert _stage_tasks(second.ran) == set(), second.text
     assert second.cached == built
     assert {n for n in second.ran if n.startswith("meta:")} == {n for n in first.ran if n.startswith("meta:")}
@@ -49,6 +51,15 @@ def test_fresh_checkout_builds_entirely_from_the_remote_cache(stages, tmp_path, 
     assert f"ttbuild: 0 stages ran, {len(built)} from cache" in second.out, second.out
     # the chains were fetched from the remote in parallel before the build (ttbuild.graph.prefetch)
     assert f"ttbuild: prefetched {len(built)} of {len(built)} stage results from " in second.out, second.out
+
+    # without the prefetch, -j 2's worker processes read the remote themselves
+    c = _project(tmp_path, "C", stages, new_project, "cache-C")
+    c.env["TTBUILD_PREFETCH"] = "0"
+    third = c.ttbuild("build", "-j", "2", "--cache", url)
+    assert third.rc == 0, third.text
+    assert "building in this process" not in third.out and "prefetched" not in third.out, third.out
+    assert third.cached == built and _stage_tasks(third.ran) == set(), third.text
+    assert c.artifact_bytes() == a.artifact_bytes()
 
 
 @pytest.mark.parametrize("tier", ["local", "remote"])
@@ -222,8 +233,9 @@ def test_prefetch_stops_each_chain_at_its_first_miss(tmp_path, new_project):
             entry.unlink()
     assert ptx_keys
     b = _project(tmp_path, "B", "fake", new_project, "cache-B")
-    second = b.ttbuild("build", "--cache", str(remote))
+    second = b.ttbuild("build", "-j", "2", "--cache", str(remote))
     assert second.rc == 0, second.text
+    assert "building in this process" not in second.out, second.out  # stages to compile: workers
     ran = {n.split(":")[0] for n in _stage_tasks(second.ran)}
     assert ran == {"ptx", "cubin"} or ran == {"ptx"}, second.text  # cubin may still hit (same ptx bytes)
     fetched = re.search(r"ttbuild: prefetched (\d+) of (\d+) stage results", second.out)

@@ -58,11 +58,15 @@ def test_a_compiler_edit_reruns_its_stage_and_is_not_served_from_the_cache(tmp_p
     proj = new_project(tmp_path / "p")
     proj.pythonpath = f"{REPO}{os.pathsep}{stages}"
     proj.env = {"TTBUILD_CACHE_DIR": str(tmp_path / "cache")}
-    first = proj.ttbuild("build")
+    remote = tmp_path / "shared"  # a remote tier too: the prefetch sees no output missing
+    remote.mkdir()
+    first = proj.ttbuild("build", "--cache", str(remote))
     assert first.rc == 0, first.text
     _edit_fake_ptx(stages)
-    second = proj.ttbuild("build")
+    second = proj.ttbuild("build", "-j", "2", "--cache", str(remote))
     assert second.rc == 0, second.text
+    # outputs present but stale: stages compile, so the build keeps its worker processes
+    assert "building in this process" not in second.out, second.out
     ptx_ran = {t for t in second.ran if t.startswith("ptx:")}
     assert ptx_ran, second.text                           # reran, not "up to date"
     assert not {t for t in second.cached if t.startswith("ptx:")}, second.text   # and not from the cache

@@ -30,10 +30,10 @@ class Project:
                   stage_package: str = DEFAULT_STAGE_PACKAGE) -> "Project":
         return cls(Path(kernels or "kernels"), Path(artifacts or "artifacts"), stage_package, shard)
 
-    def namespace(self, config: dict | None = None) -> dict:
+    def namespace(self, config: dict | None = None, tasks: list[dict] | None = None) -> dict:
         from ttbuild.graph import namespace
 
-        return namespace(self.kernels, self.artifacts, self.stage_package, self.shard, config)
+        return namespace(self.kernels, self.artifacts, self.stage_package, self.shard, config, tasks)
 
     def variants(self, row_errors: list | None = None):
         """The variants this project builds (after sharding). Raises VariantError. With

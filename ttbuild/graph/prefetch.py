@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import NamedTuple
 
 from .tasks import STAGES
 
@@ -13,7 +14,22 @@ from .tasks import STAGES
 MEMO_BYTES = 256 << 20
 
 
-def prefetch(tasks: list[dict], cache, threads: int = 32) -> tuple[int, int]:
+class Prefetched(NamedTuple):
+    """What a prefetch saw, in stage tasks."""
+
+    found: int  # results it found in the cache (now in the local tier)
+    looked: int  # tasks it computed a key for (a chain stops at its first miss)
+    missing: int  # tasks whose outputs were missing
+    stages: int  # stage tasks in the graph
+
+    def only_hits(self) -> bool:
+        """True when every stage task was missing and is now a cache hit: a fresh checkout
+        that compiles nothing. (A task whose outputs exist may still rerun, when its inputs or
+        the compiler changed; only doit's state tells, so any such task makes this False.)"""
+        return self.found == self.missing == self.stages
+
+
+def prefetch(tasks: list[dict], cache, threads: int = 32) -> Prefetched:
     """Walk the stage tasks of `tasks` (generate_tasks' dicts) whose outputs are missing, chain
     by chain, `threads` chains at a time: compute each stage's cache key from its inputs (the
     kernel source, or its parent stage's outputs as the cache holds them) and `cache.get` it,
@@ -24,8 +40,7 @@ def prefetch(tasks: list[dict], cache, threads: int = 32) -> tuple[int, int]:
 
     Each task's key is computed once, and each distinct key is looked up once (variants often
     share a stage's action: the same input bytes and options under different graph keys);
-    outputs stay in memory up to MEMO_BYTES for the children's keys. Returns (stage results
-    found, stage tasks looked at)."""
+    outputs stay in memory up to MEMO_BYTES for the children's keys."""
     from ttbuild.compiler import stage_cache_key
 
     stage_tasks = {f"{t['basename']}:{t['name']}": t for t in tasks
@@ -37,7 +52,7 @@ def prefetch(tasks: list[dict], cache, threads: int = 32) -> tuple[int, int]:
             producer[path] = (name, role)
     missing = {name for name, t in stage_tasks.items() if not all(Path(p).is_file() for p in t["targets"])}
     if not missing:
-        return 0, 0
+        return Prefetched(0, 0, 0, len(stage_tasks))
     needed = {producer[p][0] for t in stage_tasks.values() for p in t["actions"][0][1][2].values() if p in producer}
     leaves = [n for n in missing if n not in needed] or sorted(missing)
 
@@ -99,4 +114,4 @@ def prefetch(tasks: list[dict], cache, threads: int = 32) -> tuple[int, int]:
 
     with ThreadPoolExecutor(max_workers=threads) as pool:
         list(pool.map(outputs, leaves))
-    return found[0], len(keys)
+    return Prefetched(found[0], len(keys), len(missing), len(stage_tasks))

@@ -62,6 +62,23 @@ def test_fresh_checkout_builds_entirely_from_the_remote_cache(stages, tmp_path, 
     assert c.artifact_bytes() == a.artifact_bytes()
 
 
+def test_fresh_checkout_from_the_local_cache_builds_in_process(tmp_path, new_project):
+    """No remote: the walk over the local cache (ttbuild.graph.prefetch, reading only) finds
+    every stage, so a `-j 2` build of a fresh checkout runs in its own process; a cold build
+    (an empty cache) keeps its workers."""
+    a = _project(tmp_path, "A", "fake", new_project, "cache")
+    first = a.ttbuild("build", "-j", "2")
+    assert first.rc == 0, first.text
+    assert "building in this process" not in first.out, first.out  # stages to compile
+    b = _project(tmp_path, "B", "fake", new_project, "cache")  # the same local cache
+    second = b.ttbuild("build", "-j", "2")
+    assert second.rc == 0, second.text
+    assert "ttbuild: every stage is in the cache: building in this process (not -j 2)" in second.out, second.out
+    assert "prefetched" not in second.out, second.out  # nothing was fetched
+    assert _stage_tasks(second.ran) == set() and second.cached == _stage_tasks(first.ran), second.text
+    assert b.artifact_bytes() == a.artifact_bytes()
+
+
 @pytest.mark.parametrize("tier", ["local", "remote"])
 def test_corrupt_entry_is_reported_dropped_and_rebuilt(tier, tmp_path, new_project, nginx_cache):
     """A blob whose bytes no longer match its sha256 (same size) is reported and dropped; the

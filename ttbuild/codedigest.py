@@ -49,14 +49,31 @@ def _module_file(name: str) -> Path | None:
     return None
 
 
-def _imports(path: Path, module: str, top_level: bool = False) -> set[str]:
+def _statements(body: list):
+    """Every statement in `body` and, recursively, in the statement lists nested in it (the
+    `body` / `orelse` / `finalbody` of compound statements, except handlers and match cases).
+    An import is a statement, and a statement only ever sits in such a list, so this finds
+    what `ast.walk` finds without visiting expressions (most of a tree)."""
+    for node in body:
+        yield node
+        for field in ("body", "orelse", "finalbody"):
+            nested = getattr(node, field, None)
+            if isinstance(nested, list):
+                yield from _statements(nested)
+        for part in (*getattr(node, "handlers", ()), *getattr(node, "cases", ())):
+            yield from _statements(part.body)
+
+
+@functools.cache
+def _imports(path: Path, module: str, top_level: bool = False) -> frozenset[str]:
     """Absolute names of the modules `path` (the source of `module`) imports, as written; for
     `from X import y` both X and X.y (y may be a submodule). `top_level`: only the statements
-    that run on import (not those inside functions)."""
+    that run on import (not those inside functions). Once per process and file: the stages'
+    closures share most of their files."""
     tree = ast.parse(path.read_bytes(), filename=str(path))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     out: set[str] = set()
-    nodes = tree.body if top_level else ast.walk(tree)
+    nodes = tree.body if top_level else _statements(tree.body)
     for node in nodes:
         if isinstance(node, ast.Import):
             out.update(alias.name for alias in node.names)
@@ -69,7 +86,7 @@ def _imports(path: Path, module: str, top_level: bool = False) -> set[str]:
                 head = node.module or ""
             out.add(head)
             out.update(f"{head}.{alias.name}" for alias in node.names if alias.name != "*")
-    return out
+    return frozenset(out)
 
 
 def closure(stage_module: str, roots: tuple[str, ...] = (ROOT,)) -> dict[str, Path]:

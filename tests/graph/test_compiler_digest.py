@@ -26,6 +26,27 @@ def test_closure_is_what_the_stage_runs():
     assert len({stage_digest(s) for s in ("parse", "ttir", "ttgir", "llir", "ptx", "cubin")}) == 6
 
 
+def test_statement_walk_finds_every_import_ast_walk_finds():
+    """codedigest walks statement lists only (an import is a statement): on every file of
+    ttbuild and the test doubles, it finds the same imports as a walk of the whole tree."""
+    import ast
+
+    from ttbuild.codedigest import _statements
+
+    files = [*(REPO / "ttbuild").rglob("*.py"), *FAKE.rglob("*.py")]
+    assert len(files) > 100
+    for path in files:
+        tree = ast.parse(path.read_bytes())
+        want = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        got = [n for n in _statements(tree.body) if isinstance(n, (ast.Import, ast.ImportFrom))]
+        assert sorted(map(id, got)) == sorted(map(id, want)), path
+    nested = ast.parse("try:\n    pass\nexcept E:\n    import a\nelse:\n    import b\nfinally:\n"
+                       "    import c\nmatch x:\n    case 1:\n        import d\n"
+                       "def f():\n    class K:\n        def g(self):\n            with h:\n"
+                       "                for i in j:\n                    import e\n")
+    assert sorted(n.names[0].name for n in _statements(nested.body) if isinstance(n, ast.Import)) == list("abcde")
+
+
 def _digest_in(root: Path, stage: str) -> str:
     code = f"from ttbuild.codedigest import stage_digest; print(stage_digest({stage!r}))"
     return subprocess.run([sys.executable, "-c", code], cwd=root, env={"PYTHONPATH": str(root), "PATH": ""},

@@ -51,7 +51,8 @@ def _module_file(name: str) -> Path | None:
 
 def _statements(body: list):
     """Every statement in `body` and, recursively, in the statement lists nested in it (the
-    `body` / `orelse` / `finalbody` of compound statements, except handlers and match cases).
+    `body` / `orelse` / `finalbody` of compound statements, and the bodies of their except
+    handlers and match cases).
     An import is a statement, and a statement only ever sits in such a list, so this finds
     what `ast.walk` finds without visiting expressions (most of a tree)."""
     for node in body:

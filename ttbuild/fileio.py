@@ -10,6 +10,24 @@ import uuid
 TMP_PREFIX = ".tmp-"
 
 
+def _temp_beside(path: str | os.PathLike) -> tuple[str, str, str]:
+    """(path as a string, its folder, a unique temp name in that folder): same file system, so
+    renaming the temp file over `path` is atomic."""
+    path = os.fspath(path)
+    parent, name = os.path.split(path)
+    return path, parent, os.path.join(parent, f"{TMP_PREFIX}{name}.{os.getpid()}-{uuid.uuid4().hex}")
+
+
+def _in_folder(parent: str, make):
+    """`make()`, creating `parent` first when it fails for want of it: a build writes thousands
+    of files into folders that mostly exist, so the folder is asked for only when missing."""
+    try:
+        return make()
+    except FileNotFoundError:
+        os.makedirs(parent or ".", exist_ok=True)
+        return make()
+
+
 def replace_file(path: str | os.PathLike, data: bytes) -> None:
     """Write `data` to `path` so readers see the old file or the new one, never a torn one.
 
@@ -18,15 +36,9 @@ def replace_file(path: str | os.PathLike, data: bytes) -> None:
     cache directories stay readable by the other users of a machine. Raises OSError; the temp
     file is removed on any failure.
     """
-    path = os.fspath(path)
-    parent, name = os.path.split(path)
-    tmp = os.path.join(parent, f"{TMP_PREFIX}{name}.{os.getpid()}-{uuid.uuid4().hex}")
+    path, parent, tmp = _temp_beside(path)
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    try:
-        fd = os.open(tmp, flags, 0o666)
-    except FileNotFoundError:  # the folder first (asked only when missing: a build writes thousands)
-        os.makedirs(parent or ".", exist_ok=True)
-        fd = os.open(tmp, flags, 0o666)
+    fd = _in_folder(parent, lambda: os.open(tmp, flags, 0o666))
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -61,12 +73,9 @@ def link_file(source: str | os.PathLike, path: str | os.PathLike, data: bytes) -
     from then on, so both must be the caller's own and only ever replaced, never written in
     place (the build links lib/ images to its stage outputs, never to the cache's blobs, whose
     damage must not reach artifacts). Raises nothing."""
-    path = os.fspath(path)
-    parent, name = os.path.split(path)
-    tmp = os.path.join(parent, f"{TMP_PREFIX}{name}.{os.getpid()}-{uuid.uuid4().hex}")
+    path, parent, tmp = _temp_beside(path)
     try:
-        os.makedirs(parent or ".", exist_ok=True)
-        os.link(source, tmp)
+        _in_folder(parent, lambda: os.link(source, tmp))
     except OSError:
         return False
     try:

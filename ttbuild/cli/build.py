@@ -97,6 +97,7 @@ def _prefetch(project: Project):
     cache = default_cache()
     if not isinstance(cache, (LayeredCache, DirCache)) or os.environ.get("TTBUILD_PREFETCH", "1") in ("0", "off", "no"):
         return None
+    remote = cache.remote if isinstance(cache, LayeredCache) else None  # a local walk fetches nothing
     try:
         tasks = list(generate_tasks(project.kernels, project.artifacts, project.stage_package,
                                     variants=project.variants()))
@@ -106,11 +107,11 @@ def _prefetch(project: Project):
     try:
         seen = prefetch(tasks, cache)
     except Exception as exc:  # an optimisation: the build itself fetches (or compiles) what is left
-        print(f"ttbuild: warning: prefetch from {cache.remote.name} stopped ({type(exc).__name__}: {exc})",
+        print(f"ttbuild: warning: prefetch from {(remote or cache).name} stopped ({type(exc).__name__}: {exc})",
               file=sys.stderr, flush=True)
         return None
-    if seen.looked and isinstance(cache, LayeredCache):  # a local walk fetched nothing
-        print(f"ttbuild: prefetched {seen.found} of {seen.looked} stage results from {cache.remote.name} "
+    if seen.looked and remote is not None:
+        print(f"ttbuild: prefetched {seen.found} of {seen.looked} stage results from {remote.name} "
               f"in {time.monotonic() - start:.2f}s", flush=True)
     return seen, tasks
 

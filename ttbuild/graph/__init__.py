@@ -42,11 +42,11 @@ def namespace(kernels_dir: str | Path = "kernels", artifacts_dir: str | Path = "
 
         from ttbuild.errors import CompilationError
 
-        keep_going = {**doit_config(artifacts_dir), **(config or {})}.get("continue", False)
-        row_errors: list = []
         if tasks is not None:
             yield from tasks
             return
+        keep_going = {**doit_config(artifacts_dir), **(config or {})}.get("continue", False)
+        row_errors: list = []
         try:
             variants = load_variants(kernels_dir, row_errors if keep_going else None)
             if shard is not None:

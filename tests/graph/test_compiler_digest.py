@@ -79,7 +79,7 @@ def test_a_compiler_edit_reruns_its_stage_and_is_not_served_from_the_cache(tmp_p
     proj = new_project(tmp_path / "p")
     proj.pythonpath = f"{REPO}{os.pathsep}{stages}"
     proj.env = {"TTBUILD_CACHE_DIR": str(tmp_path / "cache")}
-    remote = tmp_path / "shared"  # a remote tier too: the prefetch sees no output missing
+    remote = tmp_path / "shared"  # a remote tier too; the walk before the build finds no output missing
     remote.mkdir()
     first = proj.ttbuild("build", "--cache", str(remote))
     assert first.rc == 0, first.text

@@ -68,7 +68,9 @@ def generate(root: Path, n_variants: int, files: int = 10, aliases: int = 1) -> 
 
 def ttbuild(root: Path, env: dict, *args: str, stage_package: str = "ttbuild.stages") -> tuple[float, subprocess.CompletedProcess]:
     start = time.perf_counter()
-    code = f"import sys; from ttbuild.cli import main; sys.exit(main(sys.argv[1:], stage_package={stage_package!r}))"
+    # as the `ttbuild` console script runs (ttbuild.__main__.run), with the stage package given
+    code = ("import sys; from ttbuild.__main__ import exit_with; from ttbuild.cli import main; "
+            f"exit_with(lambda: main(sys.argv[1:], stage_package={stage_package!r}))")
     proc = subprocess.run([sys.executable, "-c", code, *args], cwd=root, env=env,
                           capture_output=True, text=True)
     secs = time.perf_counter() - start

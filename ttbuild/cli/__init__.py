@@ -23,6 +23,8 @@ import os
 import re
 import sys
 
+from ttbuild.collector import graph_phase
+
 from .loader import DEFAULT_STAGE_PACKAGE, Project
 
 COMMANDS = ("build", "list", "explain", "show", "clean", "cache", "doit", "package")
@@ -145,7 +147,8 @@ def main(argv: list[str] | None = None, *, stage_package: str = DEFAULT_STAGE_PA
         return cache_main(args_in[1:])
     args = parser().parse_args(args_in)
     try:
-        return _dispatch(args, stage_package)
+        with graph_phase():  # no cyclic collection over the task graph while it is checked
+            return _dispatch(args, stage_package)
     except SystemExit as exc:
         if isinstance(exc.code, str):
             print(exc.code, file=sys.stderr)

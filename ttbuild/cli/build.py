@@ -147,7 +147,9 @@ def build(project: Project, jobs: int = 1, keep_going: bool = False, cache: str 
     if verbose:
         argv += ["-v", "2"]
         os.environ["TTBUILD_LIST_UPTODATE"] = "1"
-    return DoitMain(ModuleTaskLoader(project.namespace(config, tasks))).run(argv)
+    # doit's sqlite3 backend with every row read in one query (ttbuild.graph.state.PreloadedSqliteDB)
+    backends = {"BACKEND": {"sqlite3": "ttbuild.graph.state:PreloadedSqliteDB"}}
+    return DoitMain(ModuleTaskLoader(project.namespace(config, tasks)), extra_config=backends).run(argv)
 
 
 def clean(project: Project) -> int:

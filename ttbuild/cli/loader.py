@@ -58,13 +58,13 @@ class Project:
 
     def dependency(self):
         """doit's Dependency manager over `artifacts/.doit.db` with ttbuild's checker (read it, then close())."""
-        from doit.dependency import Dependency, SqliteDB
+        from doit.dependency import Dependency
 
-        from ttbuild.graph.state import XXHashChecker
+        from ttbuild.graph.state import PreloadedSqliteDB, XXHashChecker
         from ttbuild.graph.tasks import DEP_FILE
 
         self.artifacts.mkdir(parents=True, exist_ok=True)
-        return Dependency(SqliteDB, str(self.artifacts / DEP_FILE), checker_cls=XXHashChecker)
+        return Dependency(PreloadedSqliteDB, str(self.artifacts / DEP_FILE), checker_cls=XXHashChecker)
 
 
 @contextlib.contextmanager

@@ -19,6 +19,7 @@ from typing import Mapping
 
 from doit.exceptions import TaskFailed
 
+from ttbuild import collector
 from ttbuild.errors import CompilationError, CompilerWarning, ToolError
 from ttbuild.fileio import atomic_write
 
@@ -50,6 +51,7 @@ def run_stage(stage: str, package: str, inputs: Mapping[str, str], outputs: Mapp
     from ttbuild.compiler import run_stage as compile_stage
     from ttbuild.limits import StageLimits
 
+    collector.resume()  # work starts: the graph is checked, what a stage leaves is collected
     start = time.perf_counter()
     try:
         limits = StageLimits.from_env()
@@ -93,6 +95,7 @@ def write_meta(variant_doc: dict, paths: Mapping[str, str], json_path: str, cubi
     """
     from .meta import MetaError, build_metadata, image_entry
 
+    collector.resume()
     lib = os.path.dirname(json_path)
     extra = [os.path.join(lib, i["file"]) for i in images or () if i["file"] != os.path.basename(cubin_path)]
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from doit.dependency import FileChangedChecker
+from doit.dependency import FileChangedChecker, SqliteDB
 
 from ttbuild.fileio import TMP_PREFIX, file_digest
 
@@ -38,6 +38,40 @@ class XXHashChecker(FileChangedChecker):
                                           (st.st_mtime_ns, st.st_size, st.st_ino))):
             return None
         return [st.st_mtime_ns, st.st_size, st.st_ino, file_digest(dep)]
+
+
+class PreloadedSqliteDB(SqliteDB):
+    """doit's `sqlite3` backend (same file, same table, same JSON rows: plain `doit` reads what
+    this writes) that, past its first 64 lookups, reads every remaining task's row with one
+    query instead of one query per task: a no-op rebuild of 3000 variants looks up all 15,800
+    of them (0.26 s one by one, 0.16 s at once, most of it decoding the rows), while `ttbuild
+    explain` asks for a handful. Installed for ttbuild's own doit runs under the `sqlite3` name
+    (ttbuild.cli.build), so DOIT_CONFIG and dodo.py stay as they are."""
+
+    ONE_BY_ONE = 64
+    _rows: dict | None = None
+    _lookups = 0
+
+    def _get_task_data(self, task_id):
+        if self._rows is None:
+            self._lookups += 1
+            if self._lookups <= self.ONE_BY_ONE:
+                return super()._get_task_data(task_id)
+            self._rows = {row["task_id"]: row["task_data"]
+                          for row in self._conn.execute("select task_id, task_data from doit")}
+        return self._rows.pop(task_id, None) or {}
+
+    def in_(self, task_id):
+        return task_id in self._cache or bool(self._rows and task_id in self._rows) or super().in_(task_id)
+
+    def remove(self, task_id):
+        if self._rows:
+            self._rows.pop(task_id, None)
+        super().remove(task_id)
+
+    def remove_all(self):
+        self._rows = {}
+        super().remove_all()
 
 
 LOCK_FILE = ".ttbuild.lock"

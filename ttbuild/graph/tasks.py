@@ -72,10 +72,10 @@ def output_paths(artifacts: Path, stage: str, key: str, kernel: str) -> dict[str
     Joined as strings (what str(Path / ...) gives): 42,000 Path joins were a tenth of a no-op
     rebuild of 3000 variants."""
     root = str(artifacts)
-    base = os.path.join(stage, key) if root == "." else os.path.join(root, stage, key)
+    base = os.path.join(stage, key, kernel) if root == "." else os.path.join(root, stage, key, kernel)
     if stage == "parse":
-        return {"json": os.path.join(base, f"{kernel}.json"), "loc": os.path.join(base, f"{kernel}.loc.json")}
-    return {role: os.path.join(base, f"{kernel}.{role}") for role in OUTPUT_ROLES[stage]}
+        return {"json": base + ".json", "loc": base + ".loc.json"}
+    return {role: f"{base}.{role}" for role in OUTPUT_ROLES[stage]}
 
 
 def _title(task) -> str:
@@ -263,8 +263,8 @@ class _JitNode:
 def _meta_task(v: Variant, artifacts: Path, per_target: dict, jit, shared: dict) -> dict:
     """`meta:<variant>`: lib/<variant>.json and .cubin (the newest target's); a multi-target
     variant also gets lib/<variant>.<arch>.cubin per other target and lib/<variant>.<arch>.ptx."""
-    lib = artifacts / "lib"
-    json_path, cubin_path = str(lib / f"{v.name}.json"), str(lib / f"{v.name}.cubin")
+    lib = "lib" if str(artifacts) == "." else os.path.join(str(artifacts), "lib")  # as str(artifacts / "lib")
+    json_path, cubin_path = os.path.join(lib, f"{v.name}.json"), os.path.join(lib, f"{v.name}.cubin")
     outs_of = per_target[v.target][0]
     paths = {stage: outs_of[stage][OUTPUT_ROLES[stage][0]] for stage in STAGES}
     images = []
@@ -279,7 +279,7 @@ def _meta_task(v: Variant, artifacts: Path, per_target: dict, jit, shared: dict)
         images.append({"kind": "ptx", "target": v.target, "arch": arch, "file": f"{v.name}.{arch}.ptx",
                        "source": ptx_path, "ttgir": outs_of["ttgir"]["ttgir"]})
     doc = variant_doc(v)
-    targets = [json_path, cubin_path] + [str(lib / i["file"]) for i in images if i["file"] != f"{v.name}.cubin"]
+    targets = [json_path, cubin_path] + [os.path.join(lib, i["file"]) for i in images if i["file"] != f"{v.name}.cubin"]
     deps = list(paths.values()) + [p for i in images for p in (i["source"], i["ttgir"])]
     return {
         "basename": "meta", "name": v.name,

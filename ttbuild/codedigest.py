@@ -6,8 +6,9 @@ stage. The closure is found statically: the stage module's file, then every modu
 lives in the `ttbuild` package or the stage's own package, recursively, with the `__init__.py`
 of each package on the way. The digest (xxh3_64 hex) covers each file's path relative to its
 package root and its bytes, so an installed release and a working tree with edits never share a
-key. Computed at most once per process and stage package; an edit during a running build is
-seen by the next one.
+key. Computed at most once per process and stage package, and remembered beside ttbuild's
+bytecode for the sources it was computed from (`_Memo`: a process whose package sources match
+skips the walk); an edit during a running build is seen by the next one.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from __future__ import annotations
 import ast
 import functools
 import importlib.util
+import json
+import os
+import sys
 from pathlib import Path
 
 import xxhash
@@ -118,14 +122,92 @@ def closure(stage_module: str, roots: tuple[str, ...] = (ROOT,)) -> dict[str, Pa
 @functools.cache
 def module_digest(module: str) -> str:
     """xxh3_64 hex of the sources stage module `module` (a dotted name) runs: its closure over
-    ttbuild and its own top-level package, computed once per process. Raises ImportError when
-    the module cannot be found."""
+    ttbuild and its own top-level package, computed once per process, and looked up first in
+    the memo of the packages' present sources (`_Memo`). Raises ImportError when the module
+    cannot be found."""
     if _module_file(module) is None:
         raise ImportError(f"no stage module {module}")
+    roots = tuple(dict.fromkeys((ROOT, module.split(".")[0])))
+    memo = _Memo.of(roots)
+    found = memo.get(module)
+    if found is not None:
+        return found
     h = xxhash.xxh3_64()
-    for name, path in sorted(closure(module, (ROOT, module.split(".")[0])).items()):
+    for name, path in sorted(closure(module, roots).items()):
         h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
+    memo.put(module, h.hexdigest())
     return h.hexdigest()
+
+
+@functools.cache
+def _tree_digest(top: str) -> str:
+    """xxh3_64 hex over the relative path and bytes of every `.py` file under package `top`'s
+    directory: all a closure inside `top` can read (3 ms for ttbuild's 144 files)."""
+    base = _package_dir(top)
+    h = xxhash.xxh3_64()
+    if base is None:
+        return h.hexdigest()
+    for folder, dirs, files in os.walk(base):
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        for file in sorted(f for f in files if f.endswith(".py")):
+            path = os.path.join(folder, file)
+            with open(path, "rb") as f:
+                h.update(os.path.relpath(path, base).encode() + b"\0" + f.read() + b"\0")
+    return h.hexdigest()
+
+
+class _Memo:
+    """module -> digest, kept beside ttbuild's bytecode (`ttbuild/__pycache__/codedigest.<key>.json`)
+    for one state of the root packages' sources (`key`: their `_tree_digest`s), so a process
+    whose sources match an earlier one's skips the import walk (0.24 s: it parses nearly every
+    file of the package). A digest is a function of those sources alone (closures stay inside
+    the roots), so the memo can only be right or absent. It sits where Python keeps bytecode:
+    whoever can write there can already change the code run. Not written under
+    PYTHONDONTWRITEBYTECODE or where the folder is not writable; older memos are removed when
+    a new one is written."""
+
+    PREFIX = "codedigest."
+
+    def __init__(self, path: str | None):
+        self.path = path
+        self.entries: dict[str, str] = {}
+        if path is not None:
+            try:
+                with open(path, "rb") as f:
+                    doc = json.loads(f.read())
+                if isinstance(doc, dict):
+                    self.entries = {k: v for k, v in doc.items() if isinstance(k, str) and isinstance(v, str)}
+            except (OSError, ValueError):
+                pass
+
+    @classmethod
+    @functools.cache
+    def of(cls, roots: tuple[str, ...]) -> "_Memo":
+        key = xxhash.xxh3_64_hexdigest(",".join(f"{r}={_tree_digest(r)}" for r in roots).encode())
+        base = _package_dir(ROOT)
+        folder = None
+        if base is not None:
+            folder = os.path.dirname(importlib.util.cache_from_source(str(base / "__init__.py")))
+        return cls(os.path.join(folder, f"{cls.PREFIX}{key}.json") if folder else None)
+
+    def get(self, module: str) -> str | None:
+        return self.entries.get(module)
+
+    def put(self, module: str, digest: str) -> None:
+        self.entries[module] = digest
+        if self.path is None or sys.dont_write_bytecode:
+            return
+        from ttbuild.fileio import replace_file
+
+        try:
+            folder = os.path.dirname(self.path)
+            os.makedirs(folder, exist_ok=True)
+            replace_file(self.path, json.dumps(self.entries, sort_keys=True).encode())
+            for name in os.listdir(folder):
+                if name.startswith(self.PREFIX) and name.endswith(".json") and name != os.path.basename(self.path):
+                    os.unlink(os.path.join(folder, name))
+        except OSError:  # a read-only install: the walk runs in every process
+            pass
 
 
 def stage_digest(stage: str, package: str = "ttbuild.stages") -> str:

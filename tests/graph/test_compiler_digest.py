@@ -47,9 +47,9 @@ def test_statement_walk_finds_every_import_ast_walk_finds():
     assert sorted(n.names[0].name for n in _statements(nested.body) if isinstance(n, ast.Import)) == list("abcde")
 
 
-def _digest_in(root: Path, stage: str) -> str:
+def _digest_in(root: Path, stage: str, **env) -> str:
     code = f"from ttbuild.codedigest import stage_digest; print(stage_digest({stage!r}))"
-    return subprocess.run([sys.executable, "-c", code], cwd=root, env={"PYTHONPATH": str(root), "PATH": ""},
+    return subprocess.run([sys.executable, "-c", code], cwd=root, env={"PYTHONPATH": str(root), "PATH": "", **env},
                           capture_output=True, text=True, check=True).stdout.strip()
 
 
@@ -108,3 +108,39 @@ def test_explain_names_a_compiler_edit(tmp_path, new_project):
     assert "compiler changed: the source ptx runs" in out, out
     assert "compiler changed (the source of what this stage runs" in out, out
     assert "ptx    would run" in out, out
+
+
+def _digest_without_walk(root: Path, stage: str, **env) -> subprocess.CompletedProcess:
+    """stage_digest in a fresh process whose import walk fails: answers only from the memo."""
+    code = ("import ttbuild.codedigest as cd\n"
+            "def walk(*a, **k): raise SystemExit('walked')\n"
+            f"cd.closure = walk\nprint(cd.stage_digest({stage!r}))")
+    return subprocess.run([sys.executable, "-c", code], cwd=root, env={"PYTHONPATH": str(root), "PATH": "", **env},
+                          capture_output=True, text=True)
+
+
+def test_the_digest_memo_answers_for_the_same_sources_only(tmp_path):
+    """The first process of a source tree writes its digests beside the bytecode; a later one
+    with the same sources skips the import walk; an edit anywhere in the package, a damaged
+    memo or PYTHONDONTWRITEBYTECODE make it walk again."""
+    shutil.copytree(REPO / "ttbuild", tmp_path / "ttbuild", ignore=shutil.ignore_patterns("__pycache__"))
+    pycache = tmp_path / "ttbuild" / "__pycache__"
+    assert _digest_in(tmp_path, "ptx", PYTHONDONTWRITEBYTECODE="1") == stage_digest("ptx")
+    assert not list(pycache.glob("codedigest.*.json")) if pycache.exists() else True
+    assert "walked" in _digest_without_walk(tmp_path, "ptx").stderr
+    first = _digest_in(tmp_path, "ptx")
+    assert first == stage_digest("ptx")
+    (memo,) = pycache.glob("codedigest.*.json")
+    hit = _digest_without_walk(tmp_path, "ptx")
+    assert hit.returncode == 0, hit.stderr
+    assert hit.stdout.strip() == first
+    # an edit the ptx stage never runs still changes the tree: walked again, same digest, one memo
+    runtime = tmp_path / "ttbuild" / "runtime" / "__init__.py"
+    runtime.write_text(runtime.read_text() + "\n# edited\n")
+    assert "walked" in _digest_without_walk(tmp_path, "ptx").stderr
+    assert _digest_in(tmp_path, "ptx") == first
+    (new_memo,) = pycache.glob("codedigest.*.json")
+    assert new_memo != memo
+    new_memo.write_text("{not json")
+    assert "walked" in _digest_without_walk(tmp_path, "ptx").stderr
+    assert _digest_in(tmp_path, "ptx") == first

@@ -10,6 +10,7 @@ Line marks (one task per line, what CI logs and the tests read):
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 from dataclasses import dataclass, field
@@ -200,17 +201,20 @@ class BuildReporter(ConsoleReporter):
         if not os.path.isdir(lib):
             return []
         metas = {n: t for n, t in tasks.items() if n.startswith("meta:")}
-        produced = {os.path.abspath(p) for t in metas.values() for p in t.targets}
+        folder = functools.lru_cache(maxsize=None)(os.path.abspath)  # the targets share one or two folders
+        produced = {os.path.join(folder(os.path.dirname(p)), os.path.basename(p))
+                    for t in metas.values() for p in t.targets}
         doomed = set()
         if self.prune_unknown and metas:
+            lib_abs = os.path.abspath(lib)
             for name in os.listdir(lib):
-                path = os.path.abspath(os.path.join(lib, name))
+                path = os.path.join(lib_abs, name)
                 if name.endswith((".json", ".cubin", ".ptx")) and path not in produced:
                     doomed.add(path)
         if self.prune_failed:
             bad = {t.name for t, _ in self.stats.failures} | getattr(self, "_skipped", set())
             for name in bad & set(metas):
-                doomed.update(os.path.abspath(p) for p in metas[name].targets)
+                doomed.update(os.path.join(folder(os.path.dirname(p)), os.path.basename(p)) for p in metas[name].targets)
         out = []
         for path in sorted(doomed):
             try:

@@ -140,6 +140,10 @@ def generate_tasks(kernels_dir: str | Path = "kernels", artifacts_dir: str | Pat
     meta_tasks = []
     meta_shared = meta_config_parts(versions, codes)
     chains: dict[str, list] = {}
+    # every field of a variant but its name and place in the list (repr(replace(v, index=0,
+    # name="")) validated each variant again)
+    chain_fields = [f.name for f in fields(Variant) if f.name not in ("index", "name")]
+    paths: dict[tuple[str, str, str], dict[str, str]] = {}  # aliases share their chain's paths too
 
     def add_stage(name, kernel, node, inputs, outs, loc_path):
         stage_tasks[name] = {
@@ -161,12 +165,14 @@ def generate_tasks(kernels_dir: str | Path = "kernels", artifacts_dir: str | Pat
         keys_of: dict[str, str] = {}
         loc_path = None
         # Variants that differ only in name (aliases) share one chain: computed once.
-        same = repr(replace(vt, index=0, name=""))
+        same = repr([getattr(vt, f) for f in chain_fields])
         nodes = chains.get(same)
         if nodes is None:
             nodes = chains[same] = chain(vt, versions)
         for node in nodes:
-            outs = output_paths(artifacts, node.stage, node.key, v.kernel)
+            outs = paths.get((node.stage, node.key, v.kernel))
+            if outs is None:
+                outs = paths[node.stage, node.key, v.kernel] = output_paths(artifacts, node.stage, node.key, v.kernel)
             outs_of[node.stage] = outs
             keys_of[node.stage] = node.key
             if node.stage == "parse":

@@ -46,6 +46,7 @@ class RichBuildReporter(BuildReporter):
         self.bar = self.progress.add_task("build", total=self.stats.total or None, counts="", current="")
 
     def execute_task(self, task):
+        super().execute_task(task)
         if task.actions and not task.name.startswith("_"):
             self._refresh(current=f"{task.name.split(':')[0]} {(task.doc or task.name).split(' ->')[0]}")
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from doit.exceptions import UnmetDependency
 from doit.reporter import ConsoleReporter
 
+from ttbuild import collector
+
 COLUMNS = ("ran", "cached", "cutoff", "uptodate", "failed", "skipped")
 HEADINGS = {"ran": "ran", "cached": "cached", "cutoff": "cut off", "uptodate": "up to date",
             "failed": "failed", "skipped": "skipped"}
@@ -140,7 +142,11 @@ class BuildReporter(ConsoleReporter):
             self.stats.total = 0
 
     def execute_task(self, task):
-        pass  # the line is written when the task finishes, once we know whether the cache served it
+        # The line is written when the task finishes, once we know whether the cache served it.
+        # Work starts: collect again (this process hands it to a -j worker, or runs it). Not
+        # for the stage groups, which doit "executes" (no actions) in a no-op too.
+        if task.actions:
+            collector.resume()
 
     def add_success(self, task):
         if not task.actions or task.name.startswith("_"):

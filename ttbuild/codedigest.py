@@ -128,14 +128,15 @@ def module_digest(module: str) -> str:
     if _module_file(module) is None:
         raise ImportError(f"no stage module {module}")
     roots = tuple(dict.fromkeys((ROOT, module.split(".")[0])))
-    memo = _Memo.of(roots)
-    found = memo.get(module)
+    memo = _Memo.current()
+    entry = module + "@" + ",".join(f"{r}={_tree_digest(r)}" for r in roots if r != ROOT)
+    found = memo.get(entry)
     if found is not None:
         return found
     h = xxhash.xxh3_64()
     for name, path in sorted(closure(module, roots).items()):
         h.update(name.encode() + b"\0" + path.read_bytes() + b"\0")
-    memo.put(module, h.hexdigest())
+    memo.put(entry, h.hexdigest())
     return h.hexdigest()
 
 
@@ -157,14 +158,15 @@ def _tree_digest(top: str) -> str:
 
 
 class _Memo:
-    """module -> digest, kept beside ttbuild's bytecode (`ttbuild/__pycache__/codedigest.<key>.json`)
-    for one state of the root packages' sources (`key`: their `_tree_digest`s), so a process
-    whose sources match an earlier one's skips the import walk (0.24 s: it parses nearly every
-    file of the package). A digest is a function of those sources alone (closures stay inside
-    the roots), so the memo can only be right or absent. It sits where Python keeps bytecode:
-    whoever can write there can already change the code run. Not written under
-    PYTHONDONTWRITEBYTECODE or where the folder is not writable; older memos are removed when
-    a new one is written."""
+    """Digests kept beside ttbuild's bytecode (`ttbuild/__pycache__/codedigest.<key>.json`, `key`
+    the `_tree_digest` of ttbuild's present sources), each under its module and the tree digests
+    of its other root package (a stage package outside ttbuild), so a process whose sources
+    match an earlier one's skips the import walk (0.24 s: it parses nearly every file of the
+    package). A digest is a function of those sources alone (closures stay inside the roots),
+    so an entry can only be right or absent. It sits where Python keeps bytecode: whoever can
+    write there can already change the code run. Not written under PYTHONDONTWRITEBYTECODE or
+    where the folder is not writable; memos of other ttbuild sources are removed when this one
+    is written."""
 
     PREFIX = "codedigest."
 
@@ -182,19 +184,18 @@ class _Memo:
 
     @classmethod
     @functools.cache
-    def of(cls, roots: tuple[str, ...]) -> "_Memo":
-        key = xxhash.xxh3_64_hexdigest(",".join(f"{r}={_tree_digest(r)}" for r in roots).encode())
+    def current(cls) -> "_Memo":
         base = _package_dir(ROOT)
-        folder = None
-        if base is not None:
-            folder = os.path.dirname(importlib.util.cache_from_source(str(base / "__init__.py")))
-        return cls(os.path.join(folder, f"{cls.PREFIX}{key}.json") if folder else None)
+        if base is None:
+            return cls(None)
+        folder = os.path.dirname(importlib.util.cache_from_source(str(base / "__init__.py")))
+        return cls(os.path.join(folder, f"{cls.PREFIX}{_tree_digest(ROOT)}.json"))
 
-    def get(self, module: str) -> str | None:
-        return self.entries.get(module)
+    def get(self, entry: str) -> str | None:
+        return self.entries.get(entry)
 
-    def put(self, module: str, digest: str) -> None:
-        self.entries[module] = digest
+    def put(self, entry: str, digest: str) -> None:
+        self.entries[entry] = digest
         if self.path is None or sys.dont_write_bytecode:
             return
         from ttbuild.fileio import replace_file

@@ -144,3 +144,34 @@ def test_the_digest_memo_answers_for_the_same_sources_only(tmp_path):
     new_memo.write_text("{not json")
     assert "walked" in _digest_without_walk(tmp_path, "ptx").stderr
     assert _digest_in(tmp_path, "ptx") == first
+
+
+def test_the_digest_memo_keeps_stage_packages_outside_ttbuild_apart(tmp_path):
+    """A stage package of its own (test doubles, a plugin) is a second root: its entries sit in
+    the same memo under its own sources' digest, beside ttbuild's stages', and an edit to it is
+    seen although ttbuild's sources, and so the memo file, stay the same."""
+    shutil.copytree(REPO / "ttbuild", tmp_path / "ttbuild", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "mystages").mkdir()
+    (tmp_path / "mystages" / "__init__.py").write_text("")
+    ptx = tmp_path / "mystages" / "ptx.py"
+    ptx.write_text("VERSION = 1\n\ndef run(inputs, options):\n    from ttbuild.options import Options\n    return {}\n")
+
+    def digest(module: str, walk: bool = True) -> subprocess.CompletedProcess:
+        code = ("import ttbuild.codedigest as cd\n"
+                + ("" if walk else "def walk(*a, **k): raise SystemExit('walked')\ncd.closure = walk\n")
+                + f"print(cd.module_digest({module!r}))")
+        return subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env={"PYTHONPATH": str(tmp_path), "PATH": ""},
+                              capture_output=True, text=True)
+
+    mine, theirs = digest("mystages.ptx").stdout.strip(), digest("ttbuild.stages.ptx").stdout.strip()
+    assert mine and theirs == stage_digest("ptx")
+    (memo,) = (tmp_path / "ttbuild" / "__pycache__").glob("codedigest.*.json")
+    # both answered from the one memo, neither entry pushed out by the other
+    assert digest("mystages.ptx", walk=False).stdout.strip() == mine
+    assert digest("ttbuild.stages.ptx", walk=False).stdout.strip() == theirs
+    ptx.write_text(ptx.read_text().replace("return {}", "return {'ptx': b''}"))
+    assert "walked" in digest("mystages.ptx", walk=False).stderr
+    edited = digest("mystages.ptx").stdout.strip()
+    assert edited and edited != mine
+    assert list((tmp_path / "ttbuild" / "__pycache__").glob("codedigest.*.json")) == [memo]
+    assert digest("ttbuild.stages.ptx", walk=False).stdout.strip() == theirs

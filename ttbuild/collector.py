@@ -5,9 +5,10 @@ state DB's rows: about 500,000 objects for 3000 variants) from start to exit. Ev
 collection of the oldest generation walks all of it again and frees nothing: 0.8 s of a 3.5 s
 no-op rebuild of 3000 variants (`benchmarks/bench_build.py --stages fake --variants 3000
 --files 75`), the same in `ttbuild list`. The graph phase therefore runs with automatic
-collection off. The first task that executes (`resume`, from the actions) freezes what exists
-(`gc.freeze`: never traversed again) and turns collection back on, so compiles in this process
-collect their own cycles at the usual cost. Forked processes (doit's `-j` workers, stage
+collection off. The first task that executes (`resume`, from the actions and from the
+reporter, which a `-j` build's main process calls as it hands a task to a worker) freezes what
+exists (`gc.freeze`: never traversed again) and turns collection back on, so compiles in this
+process collect their own cycles at the usual cost. Forked processes (doit's `-j` workers, stage
 runners) collect as usual from their start. Python docs: `gc.disable`, `gc.freeze`,
 `os.register_at_fork`.
 """

@@ -217,3 +217,29 @@ def test_multiple_of_hints_reach_the_axis_analysis(tmp_path):
                               until="ptx")["ptx"].decode() for k in ("hinted", "plain")}
     assert ptx["hinted"].count("ld.global.v4") == 1 and ptx["hinted"].count("st.global.v4") == 1
     assert "ld.global.v4" not in ptx["plain"] and ptx["plain"].count("ld.global") == 4
+
+
+@pytest.mark.parametrize("block, warps, branched", [(1024, 4, True), (8192, 4, True), (8192, 1, False)])
+def test_a_mask_of_unknown_alignment_branches_per_chunk_up_to_a_bound(block, warps, branched):
+    """`offsets < n` with n of unknown divisibility: each 4-element chunk branches between one
+    16-byte access and four predicated scalar ones (ttbuild.backend.llir.memory), while a thread
+    holds at most MAX_BRANCHED_CHUNKS chunks per access; past that (BLOCK 8192 on one warp: 64)
+    the accesses take Triton's form, predicated scalar accesses without branches, since the
+    chain of diamonds cost LLVM (CorrelatedValuePropagation, instruction selection) more than
+    Triton's whole llir and ptx stages."""
+    import ttbuild
+    from ttbuild.backend.llir.memory import MAX_BRANCHED_CHUNKS
+
+    chunks = block // (32 * warps) // 4
+    assert (chunks <= MAX_BRANCHED_CHUNKS) == branched
+    out = ttbuild.compile(Path(__file__).parents[2] / "kernels" / "vector_add.py", kernel="add_kernel", num_warps=warps,
+                          signature="*fp32:16,*fp32:16,*fp32:16,i32", constexprs={"BLOCK_SIZE": block},
+                          until="ptx", target="cuda:90")
+    ptx = out["ptx"].decode()
+    vector = len(re.findall(r"\b(?:ld|st)\.global\.v4\.b32", ptx))
+    scalar = len(re.findall(r"\b(?:ld|st)\.global\.b32", ptx))
+    if branched:
+        assert vector == 3 * chunks and scalar == 3 * 4 * chunks
+    else:
+        assert vector == 0 and scalar == 3 * 4 * chunks
+        assert "br " not in out["llir"].decode()

@@ -182,6 +182,19 @@ def test_libdevice_math(torch, lib, n):
     assert torch.isnan(y[n:]).all()
 
 
+@pytest.mark.parametrize("variant,block", [("axpb_1024", 1024), ("axpb_8192_w1", 8192)])
+@pytest.mark.parametrize("n", [1, 1023, 8192, 10003])
+def test_a_mask_of_unknown_alignment_loads_and_stores_exactly_the_elements_in_bounds(torch, lib, variant, block, n):
+    """Both forms of an access whose mask is not uniform over a 4-element chunk: a branch per
+    chunk (vector or scalar path) and, past MAX_BRANCHED_CHUNKS, predicated scalar accesses."""
+    x = torch.randn(n, device="cuda")
+    y = torch.full((_cdiv(n, block) * block + 4,), float("nan"), device="cuda")
+    lib.variant(variant)[(_cdiv(n, block),)](y, x, n)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y[:n], 3.0 * x - 1.0)
+    assert torch.isnan(y[n:]).all()
+
+
 def test_reshape_chain_keeps_row_major_order(torch, lib):
     x = torch.randn(512 + 8, device="cuda")
     rows = torch.full((8 + 4,), float("nan"), device="cuda")

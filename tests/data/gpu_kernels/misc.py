@@ -70,6 +70,15 @@ def math_kernel(y_ptr, x_ptr, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def axpb_kernel(y_ptr, x_ptr, n, BLOCK: tl.constexpr):
+    # `offs < n` with n of unknown divisibility: not uniform over a 4-element chunk
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=1.0)
+    tl.store(y_ptr + offs, 3.0 * x - 1.0, mask=m)
+
+
+@triton.jit
 def reshape_kernel(p, rows, out, BLOCK: tl.constexpr, R: tl.constexpr):
     # 1-D -> 2-D -> 3-D -> 1-D: each tt.reshape gets the layouts Triton infers from each other
     x = tl.load(p + tl.arange(0, BLOCK))

@@ -6,7 +6,8 @@ words (`b32` for fp32, two fp16 per `b32`) and moves with one PTX `ld/st.global.
 emitted as inline asm under the mask's predicate (the form Triton emits, PTX ISA 9.7.9.8 ld).
 When the axis analysis cannot prove the mask is uniform over a chunk (e.g. `offsets < n` with n
 of unknown divisibility), the chunk branches: all lanes in bounds -> one vector access,
-otherwise one predicated scalar access per element. Masked-off loads yield `other` (or 0).
+otherwise one predicated scalar access per element; past MAX_BRANCHED_CHUNKS chunks per thread
+the access is scalar and predicated throughout, as Triton's. Masked-off loads yield `other` (or 0).
 """
 
 from __future__ import annotations
@@ -132,6 +133,23 @@ def _mask_uniform(ctx, mask_value, layout, vec) -> bool:
     return vec == 1 or ctx.axis.info(mask_value).constancy[layout.order[0]] % vec == 0
 
 
+# Past this many chunks per thread in one access whose mask is not uniform over a chunk, the
+# access takes Triton's form instead of one branch per chunk: one predicated scalar access per
+# element (LoadStoreOpToLLVM with the mask's alignment of 1). Each branch is a diamond for LLVM,
+# and CorrelatedValuePropagation and instruction selection grow faster than linearly with a
+# chain of them: a vector add at BLOCK 8192 on one warp (64 chunks per thread, 3 accesses)
+# spent 0.10 s of 0.19 s of O3 in CVP and its ptx stage 2.5x Triton's. The library's branching
+# accesses have 1-2 chunks per thread (vector add, axpy, dropout: BLOCK 1024 on 4 warps); at 16 a
+# vector add of BLOCK 8192 on 4 warps still branches.
+MAX_BRANCHED_CHUNKS = 16
+
+
+def _branch_chunks(n_chunks: int) -> bool:
+    """Whether an access of `n_chunks` chunks per thread, mask not uniform over a chunk, branches
+    per chunk between a vector and a scalar path (else: scalar predicated accesses only)."""
+    return n_chunks <= MAX_BRANCHED_CHUNKS
+
+
 def load_words(ctx, ptr, pred, ety, word, nwords, others, idx):
     b = ctx.builder
     k = len(idx) // nwords
@@ -163,6 +181,9 @@ def load(ctx, op, ptr, *rest):
     layout = None if scalar else ptr.layout
     vec, word, nwords = _plan(ctx, op, op.operands[0], elem, layout, len(ptrs))
     out = []
+    if masks is not None and not _mask_uniform(ctx, mask_v, layout, vec) \
+            and not _branch_chunks(len(ptrs) // vec):
+        vec, word, nwords = 1, (mu.elem_bits(elem) if ety != I1 else 8), 1
     for idx in _chunks(len(ptrs), vec):
         if masks is None or _mask_uniform(ctx, mask_v, layout, vec):
             pred = None if masks is None else masks[idx[0]]
@@ -230,7 +251,8 @@ def store(ctx, op, ptr, value, mask=None):
     layout = None if scalar else ptr.layout
     vec, word, nwords = _plan(ctx, op, op.operands[0], elem, layout, len(ptrs))
     own, uniform = _store_owners(ctx, ptr, layout, vec)
-    if not uniform:
+    if not uniform or (mask is not None and not _mask_uniform(ctx, op.operands[2], layout, vec)
+                       and not _branch_chunks(len(ptrs) // vec)):
         vec, word, nwords = 1, (mu.elem_bits(elem) if ety != I1 else 8), 1
     k = vec // nwords
 

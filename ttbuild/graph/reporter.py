@@ -208,8 +208,11 @@ class BuildReporter(ConsoleReporter):
             return []
         metas = {n: t for n, t in tasks.items() if n.startswith("meta:")}
         folder = functools.lru_cache(maxsize=None)(os.path.abspath)  # the targets share one or two folders
-        produced = {os.path.join(folder(os.path.dirname(p)), os.path.basename(p))
-                    for t in metas.values() for p in t.targets}
+
+        def absolute(path: str) -> str:  # os.path.abspath(path), its folder resolved once
+            return os.path.join(folder(os.path.dirname(path)), os.path.basename(path))
+
+        produced = {absolute(p) for t in metas.values() for p in t.targets}
         doomed = set()
         if self.prune_unknown and metas:
             lib_abs = os.path.abspath(lib)
@@ -220,7 +223,7 @@ class BuildReporter(ConsoleReporter):
         if self.prune_failed:
             bad = {t.name for t, _ in self.stats.failures} | getattr(self, "_skipped", set())
             for name in bad & set(metas):
-                doomed.update(os.path.join(folder(os.path.dirname(p)), os.path.basename(p)) for p in metas[name].targets)
+                doomed.update(absolute(p) for p in metas[name].targets)
         out = []
         for path in sorted(doomed):
             try:

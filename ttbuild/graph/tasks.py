@@ -71,11 +71,16 @@ def output_paths(artifacts: Path, stage: str, key: str, kernel: str) -> dict[str
     """role -> path of a stage's outputs: artifacts/<stage>/<key>/<kernel>.<ext> (CONTRACTS.md).
     Joined as strings (what str(Path / ...) gives): 42,000 Path joins were a tenth of a no-op
     rebuild of 3000 variants."""
-    root = str(artifacts)
-    base = os.path.join(stage, key, kernel) if root == "." else os.path.join(root, stage, key, kernel)
+    base = _under(artifacts, stage, key, kernel)
     if stage == "parse":
         return {"json": base + ".json", "loc": base + ".loc.json"}
     return {role: f"{base}.{role}" for role in OUTPUT_ROLES[stage]}
+
+
+def _under(artifacts: Path, *parts: str) -> str:
+    """str(artifacts / part / ...), joined as strings (a `.` root adds nothing, as with Path)."""
+    root = str(artifacts)
+    return os.path.join(*parts) if root == "." else os.path.join(root, *parts)
 
 
 def _title(task) -> str:
@@ -269,7 +274,7 @@ class _JitNode:
 def _meta_task(v: Variant, artifacts: Path, per_target: dict, jit, shared: dict) -> dict:
     """`meta:<variant>`: lib/<variant>.json and .cubin (the newest target's); a multi-target
     variant also gets lib/<variant>.<arch>.cubin per other target and lib/<variant>.<arch>.ptx."""
-    lib = "lib" if str(artifacts) == "." else os.path.join(str(artifacts), "lib")  # as str(artifacts / "lib")
+    lib = _under(artifacts, "lib")
     json_path, cubin_path = os.path.join(lib, f"{v.name}.json"), os.path.join(lib, f"{v.name}.cubin")
     outs_of = per_target[v.target][0]
     paths = {stage: outs_of[stage][OUTPUT_ROLES[stage][0]] for stage in STAGES}

@@ -144,10 +144,17 @@ def _mask_uniform(ctx, mask_value, layout, vec) -> bool:
 MAX_BRANCHED_CHUNKS = 16
 
 
-def _branch_chunks(n_chunks: int) -> bool:
-    """Whether an access of `n_chunks` chunks per thread, mask not uniform over a chunk, branches
-    per chunk between a vector and a scalar path (else: scalar predicated accesses only)."""
-    return n_chunks <= MAX_BRANCHED_CHUNKS
+def _scalar_form(ctx, mask_value, layout, vec, n_elems: int) -> bool:
+    """Whether an access of `n_elems` elements per thread under `mask_value` (None: unmasked)
+    takes Triton's predicated scalar form: its mask is not uniform over a `vec`-element chunk
+    and a branch per chunk would make more than MAX_BRANCHED_CHUNKS of them."""
+    return (mask_value is not None and not _mask_uniform(ctx, mask_value, layout, vec)
+            and n_elems // vec > MAX_BRANCHED_CHUNKS)
+
+
+def _elem_word(elem: str, ety) -> int:
+    """Bits of one element's access on its own (an i1 moves as a byte)."""
+    return mu.elem_bits(elem) if ety != I1 else 8
 
 
 def load_words(ctx, ptr, pred, ety, word, nwords, others, idx):
@@ -181,9 +188,8 @@ def load(ctx, op, ptr, *rest):
     layout = None if scalar else ptr.layout
     vec, word, nwords = _plan(ctx, op, op.operands[0], elem, layout, len(ptrs))
     out = []
-    if masks is not None and not _mask_uniform(ctx, mask_v, layout, vec) \
-            and not _branch_chunks(len(ptrs) // vec):
-        vec, word, nwords = 1, (mu.elem_bits(elem) if ety != I1 else 8), 1
+    if _scalar_form(ctx, mask_v, layout, vec, len(ptrs)):
+        vec, word, nwords = 1, _elem_word(elem, ety), 1
     for idx in _chunks(len(ptrs), vec):
         if masks is None or _mask_uniform(ctx, mask_v, layout, vec):
             pred = None if masks is None else masks[idx[0]]
@@ -195,7 +201,7 @@ def load(ctx, op, ptr, *rest):
                 fast = load_words(ctx, ptrs[idx[0]], None, mem_ety, word, nwords, others, idx)
                 fast_bb = b.block
             with part:
-                sw = mu.elem_bits(elem) if ety != I1 else 8
+                sw = _elem_word(elem, ety)
                 slow = []
                 for i in idx:
                     slow += load_words(ctx, ptrs[i], masks[i], mem_ety, sw, 1, others, [i])
@@ -251,9 +257,9 @@ def store(ctx, op, ptr, value, mask=None):
     layout = None if scalar else ptr.layout
     vec, word, nwords = _plan(ctx, op, op.operands[0], elem, layout, len(ptrs))
     own, uniform = _store_owners(ctx, ptr, layout, vec)
-    if not uniform or (mask is not None and not _mask_uniform(ctx, op.operands[2], layout, vec)
-                       and not _branch_chunks(len(ptrs) // vec)):
-        vec, word, nwords = 1, (mu.elem_bits(elem) if ety != I1 else 8), 1
+    mask_v = op.operands[2] if mask is not None else None
+    if not uniform or _scalar_form(ctx, mask_v, layout, vec, len(ptrs)):
+        vec, word, nwords = 1, _elem_word(elem, ety), 1
     k = vec // nwords
 
     def words(ix, w):
@@ -263,7 +269,7 @@ def store(ctx, op, ptr, value, mask=None):
         masks = own if masks is None else [b.and_(m, o) for m, o in zip(masks, own)]
     for idx in _chunks(len(ptrs), vec):
         # the owner test is uniform over a chunk (see _store_owners): the user's mask decides
-        if mask is None or _mask_uniform(ctx, op.operands[2], layout, vec):
+        if mask is None or _mask_uniform(ctx, mask_v, layout, vec):
             pred = None if masks is None else masks[idx[0]]
             _asm_store(ctx, ptrs[idx[0]], pred, word, nwords, words(idx, word))
             continue
@@ -271,7 +277,7 @@ def store(ctx, op, ptr, value, mask=None):
             with whole:
                 _asm_store(ctx, ptrs[idx[0]], None, word, nwords, words(idx, word))
             with part:
-                sw = mu.elem_bits(elem) if ety != I1 else 8
+                sw = _elem_word(elem, ety)
                 for i in idx:
                     _asm_store(ctx, ptrs[i], masks[i], sw, 1,
                                [_pack(b, [vals[i]], mem_ety, sw)])

@@ -53,6 +53,18 @@ def library_rows() -> dict[str, dict]:
     return {r["name"]: r for r in rows + EXTRA_ROWS}
 
 
+def row_options(row: dict) -> dict:
+    """The compile options of a row: each of its keys that names a `ttbuild.options.Options`
+    field (num_warps, num_stages, target, disable_mma_v3, ...), so a row compiles as the
+    library builds it."""
+    import dataclasses
+
+    from ttbuild.options import Options
+
+    names = {f.name for f in dataclasses.fields(Options)}
+    return {k: v for k, v in row.items() if k in names}
+
+
 def split_signature(sig: str) -> list[str]:
     """Entries of a signature string, commas inside `tensordesc<fp16[128, 64]>` kept."""
     out, depth, cur = [], 0, ""
@@ -83,7 +95,7 @@ def time_ttbuild(row: dict, n: int) -> dict[str, float]:
             key = "ttir" if stage == "parse" else stage
             times[key] = times.get(key, 0.0) + time.perf_counter() - t0
 
-    opts = {k: row[k] for k in ("num_warps", "num_stages", "target") if k in row}
+    opts = row_options(row)
     runs: dict[str, list[float]] = {s: [] for s in STAGES}
     tc.run_stage = timed
     try:
@@ -194,6 +206,11 @@ def triton_worker(job: dict) -> None:
                 if div and not ty.startswith("tensordesc"):
                     attrs[(i,)] = [["tt.divisibility", int(div)]]
             options = {"num_warps": row.get("num_warps", 4), "num_stages": row.get("num_stages", 3)}
+            # Triton's form of the option: the variable its C++ reads at each compile.
+            if row.get("disable_mma_v3"):
+                os.environ["DISABLE_MMA_V3"] = "1"
+            else:
+                os.environ.pop("DISABLE_MMA_V3", None)
             runs: dict[str, list[float]] = {s: [] for s in STAGES}
             for i in range(job["n"] + 1):
                 times.clear()

@@ -226,20 +226,29 @@ def triton_worker(job: dict) -> None:
 
 # ---------------------------------------------------------------- table
 
-def main(argv=None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("-n", type=int, default=5, help="timed runs per row and side (median; one more warms up)")
+def row_arguments(ap: argparse.ArgumentParser) -> None:
+    """-n, --all and --rows, which bench_ptx_llvm.py takes too."""
+    ap.add_argument("-n", type=int, default=5, help="timed runs per row (median; one more warms up)")
     ap.add_argument("--all", action="store_true", help="every (non-autotuned) row of kernels/variants.toml")
     ap.add_argument("--rows", default="", help="comma-separated row names (default: a representative set)")
-    ap.add_argument("--no-triton", action="store_true", help="time ttbuild only")
-    args = ap.parse_args(argv)
 
+
+def selected_rows(ap: argparse.ArgumentParser, args) -> list[dict]:
+    """The rows --all / --rows name (default: DEFAULT_ROWS); an unknown name is a usage error."""
     lib = library_rows()
     names = list(lib) if args.all else (args.rows.split(",") if args.rows else list(DEFAULT_ROWS))
     unknown = [n for n in names if n not in lib]
     if unknown:
         ap.error(f"unknown rows: {', '.join(unknown)}")
-    rows = [lib[n] for n in names]
+    return [lib[n] for n in names]
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    row_arguments(ap)
+    ap.add_argument("--no-triton", action="store_true", help="time ttbuild only")
+    args = ap.parse_args(argv)
+    rows = selected_rows(ap, args)
 
     theirs = {} if args.no_triton else run_triton(rows, args.n)
     if not theirs and not args.no_triton:

@@ -39,7 +39,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from _common import KERNELS_DIR, RESULT_TAG, WORKER_FLAG, fmt, ratio, table  # noqa: E402
-from bench_compile import DEFAULT_ROWS, library_rows, row_options, triton_python  # noqa: E402
+from bench_compile import row_arguments, row_options, selected_rows, triton_python  # noqa: E402
 
 _UNKNOWN_TO_OLDER_LLVM = re.compile(r" nocreateundeforpoison\b")
 
@@ -178,23 +178,17 @@ def sass_table(names: list[str], on_dir: str, off_dir: str) -> str:
 
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("-n", type=int, default=5, help="timed runs per row and column (median; one more warms up)")
-    ap.add_argument("--all", action="store_true", help="every (non-autotuned) row of kernels/variants.toml")
-    ap.add_argument("--rows", default="", help="comma-separated row names (default: bench_compile.py's set)")
+    row_arguments(ap)
     ap.add_argument("--sass", action="store_true", help="also the SASS each PTX gives, with and without SLSR")
     args = ap.parse_args(argv)
-
-    lib = library_rows()
-    names = list(lib) if args.all else (args.rows.split(",") if args.rows else list(DEFAULT_ROWS))
-    unknown = [n for n in names if n not in lib]
-    if unknown:
-        ap.error(f"unknown rows: {', '.join(unknown)}")
+    rows = selected_rows(ap, args)
 
     with tempfile.TemporaryDirectory(prefix="bench-ptx-llvm-") as tmp:
         paths, notes = {}, []
-        for name in names:
+        for row in rows:
+            name = row["name"]
             try:
-                text = llir_of(lib[name])
+                text = llir_of(row)
             except Exception as e:  # noqa: BLE001
                 notes.append(f"{name}: no LLIR ({type(e).__name__}: {str(e)[:300]})")
                 continue

@@ -75,19 +75,14 @@ WORKER_FLAG = "--triton-worker"
 RESULT_TAG = "TTBUILD_BENCH_RESULT "
 
 
-def triton_worker(script: str, job: dict, disable_mma_v3: bool, timeout: float = 1800) -> dict:
-    """Run `python <script> --triton-worker <job json>` with or without DISABLE_MMA_V3=1 and return
-    the dict it printed after RESULT_TAG; {"error": ...} when it failed (the benchmark goes on)."""
+def run_worker(python: str, script: str, job: dict, env: dict | None = None, timeout: float = 1800) -> dict:
+    """Run `python <script> --triton-worker <job json>` and return the dict it printed after
+    RESULT_TAG (report_worker_result); {"error": ...} when it failed or timed out."""
     import json
     import subprocess
-    import sys
 
-    env = dict(os.environ)
-    env.pop("DISABLE_MMA_V3", None)
-    if disable_mma_v3:
-        env["DISABLE_MMA_V3"] = "1"
     try:
-        proc = subprocess.run([sys.executable, script, WORKER_FLAG, json.dumps(job)], env=env,
+        proc = subprocess.run([python, script, WORKER_FLAG, json.dumps(job)], env=env,
                               capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"error": f"timed out after {timeout:.0f} s"}
@@ -95,6 +90,18 @@ def triton_worker(script: str, job: dict, disable_mma_v3: bool, timeout: float =
         if line.startswith(RESULT_TAG):
             return json.loads(line[len(RESULT_TAG):])
     return {"error": f"exit {proc.returncode}: {(proc.stderr or proc.stdout)[-1500:]}"}
+
+
+def triton_worker(script: str, job: dict, disable_mma_v3: bool, timeout: float = 1800) -> dict:
+    """run_worker in this Python with or without DISABLE_MMA_V3=1 (the benchmark goes on after
+    an {"error": ...})."""
+    import sys
+
+    env = dict(os.environ)
+    env.pop("DISABLE_MMA_V3", None)
+    if disable_mma_v3:
+        env["DISABLE_MMA_V3"] = "1"
+    return run_worker(sys.executable, script, job, env, timeout)
 
 
 def report_worker_result(result: dict) -> None:

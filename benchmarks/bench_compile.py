@@ -37,7 +37,7 @@ import tomllib
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from _common import KERNELS_DIR, RESULT_TAG, WORKER_FLAG, fmt, ratio, table  # noqa: E402
+from _common import KERNELS_DIR, WORKER_FLAG, fmt, ratio, report_worker_result, run_worker, table  # noqa: E402
 
 STAGES = ("ttir", "ttgir", "llir", "ptx", "cubin")  # the table's stages (ttir = parse + ttir)
 DEFAULT_ROWS = ("add_kernel_fp32", "add_kernel_fp32_b8192_w1", "softmax_8192_w8", "layer_norm_8192_w8",
@@ -123,7 +123,6 @@ def triton_python() -> str | None:
 
 def run_triton(rows: list[dict], n: int, timeout: float = 3600) -> dict:
     """{row name: {stage: median s} or {"error": text}} from a Triton child process; {} when there is no Triton."""
-    import subprocess
     import tempfile
 
     py = triton_python()
@@ -132,16 +131,8 @@ def run_triton(rows: list[dict], n: int, timeout: float = 3600) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-compile-triton-") as cache:
         env = dict(os.environ, TRITON_ALWAYS_COMPILE="1", TRITON_CACHE_DIR=cache)
         env.pop("DISABLE_MMA_V3", None)
-        try:
-            proc = subprocess.run([py, os.path.abspath(__file__), WORKER_FLAG, json.dumps({"rows": rows, "n": n})],
-                                  env=env, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return {r["name"]: {"error": f"timed out after {timeout:.0f} s"} for r in rows}
-    for line in proc.stdout.splitlines():
-        if line.startswith(RESULT_TAG):
-            return json.loads(line[len(RESULT_TAG):])
-    err = f"exit {proc.returncode}: {(proc.stderr or proc.stdout)[-800:]}"
-    return {r["name"]: {"error": err} for r in rows}
+        out = run_worker(py, os.path.abspath(__file__), {"rows": rows, "n": n}, env, timeout)
+    return {r["name"]: out for r in rows} if "error" in out else out
 
 
 def triton_worker(job: dict) -> None:
@@ -221,7 +212,7 @@ def triton_worker(job: dict) -> None:
             result[row["name"]] = {s: statistics.median(v) for s, v in runs.items()}
         except Exception as e:  # noqa: BLE001  (one row's failure is reported, the others go on)
             result[row["name"]] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
-    print(RESULT_TAG + json.dumps(result), flush=True)
+    report_worker_result(result)
 
 
 # ---------------------------------------------------------------- table

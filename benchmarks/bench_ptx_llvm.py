@@ -38,7 +38,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from _common import KERNELS_DIR, RESULT_TAG, WORKER_FLAG, fmt, ratio, table  # noqa: E402
+from _common import KERNELS_DIR, WORKER_FLAG, fmt, ratio, report_worker_result, run_worker, table  # noqa: E402
 from bench_compile import row_arguments, row_options, selected_rows, triton_python  # noqa: E402
 
 _UNKNOWN_TO_OLDER_LLVM = re.compile(r" nocreateundeforpoison\b")
@@ -53,7 +53,8 @@ def llir_of(row: dict) -> str:
 
 
 def median_ms(fn, n: int) -> float:
-    fn()  # warm-up: target machine, first-use caches
+    """Median milliseconds of n calls of fn; the caller has called it once already (warm-up:
+    target machine, first-use caches)."""
     runs = []
     for _ in range(n):
         t0 = time.perf_counter()
@@ -73,10 +74,11 @@ def time_ours(paths: dict[str, str], n: int, ptx_dir: str | None = None) -> dict
     for name, path in paths.items():
         text = open(path).read()
         try:
-            out[name] = {"ms": median_ms(lambda: emit_ptx(text), n)}
+            ptx = emit_ptx(text)
             if ptx_dir:
                 with open(os.path.join(ptx_dir, f"{name}.ptx"), "w") as f:
-                    f.write(emit_ptx(text))
+                    f.write(ptx)
+            out[name] = {"ms": median_ms(lambda: emit_ptx(text), n)}
         except Exception as e:  # noqa: BLE001  (one row's failure is reported, the others go on)
             out[name] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
     return out
@@ -87,7 +89,7 @@ def no_slsr_worker(job: dict) -> None:
     import llvmlite.binding as llvm
 
     llvm.set_option("", "-opt-disable=slsr")
-    print(RESULT_TAG + json.dumps(time_ours(job["paths"], job["n"], job.get("ptx_dir"))), flush=True)
+    report_worker_result(time_ours(job["paths"], job["n"], job.get("ptx_dir")))
 
 
 # ---------------------------------------------------------------- Triton's LLVM
@@ -110,26 +112,17 @@ def triton_worker(job: dict) -> None:
             llvm.translate_to_asm(text, "nvptx64-nvidia-cuda", proc, features, ["nvptx-mad-wide-opt"],
                                   opt.enable_fp_fusion, False)
         try:
+            run()
             out[name] = {"ms": median_ms(run, job["n"])}
         except Exception as e:  # noqa: BLE001
             out[name] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
-    print(RESULT_TAG + json.dumps(out), flush=True)
+    report_worker_result(out)
 
 
-def run_child(python: str, mode: str, paths: dict[str, str], n: int, ptx_dir: str | None = None,
-              timeout: float = 1800) -> dict:
+def run_child(python: str, mode: str, paths: dict[str, str], n: int, ptx_dir: str | None = None) -> dict:
     """{row: result} from a child process of `python` running this file's `mode` worker."""
-    job = json.dumps({"mode": mode, "paths": paths, "n": n, "ptx_dir": ptx_dir})
-    try:
-        proc = subprocess.run([python, os.path.abspath(__file__), WORKER_FLAG, job],
-                              capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return {r: {"error": f"timed out after {timeout:.0f} s"} for r in paths}
-    for line in proc.stdout.splitlines():
-        if line.startswith(RESULT_TAG):
-            return json.loads(line[len(RESULT_TAG):])
-    err = f"exit {proc.returncode}: {(proc.stderr or proc.stdout)[-800:]}"
-    return {r: {"error": err} for r in paths}
+    out = run_worker(python, os.path.abspath(__file__), {"mode": mode, "paths": paths, "n": n, "ptx_dir": ptx_dir})
+    return {r: out for r in paths} if "error" in out else out
 
 
 # ---------------------------------------------------------------- SASS

@@ -24,57 +24,57 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from bench_compile import library_rows  # noqa: E402
+from bench_compile import library_rows, row_options  # noqa: E402
 from bench_ptx_llvm import llir_of  # noqa: E402
 
 CHILD_FLAG = "--emit-without-slsr"
 
 
-def cubin_of(llir: str, arch: str) -> bytes:
-    from ttbuild.backend.nvptx.llvm import emit_ptx
-    from ttbuild.backend.nvptx.ptxas import assemble
+def cubin_of(llir: str, options: dict) -> bytes:
+    """The cubin the library's ptx and cubin stages make of `llir` under the row's options."""
+    import ttbuild.compiler as tc
 
-    return assemble(emit_ptx(llir).encode(), arch)
+    return tc.compile(llir, start="llir", until="cubin", **options)["cubin"]
 
 
-def child(jobs: list[tuple[str, str, str]]) -> None:
-    """(llir path, arch, cubin path) each: emit without SLSR, assemble, write."""
+def child(jobs: list[tuple[str, dict, str]]) -> None:
+    """(llir path, row options, cubin path) each: the cubin without SLSR, written."""
     import llvmlite.binding as llvm
 
     llvm.set_option("", "-opt-disable=slsr")
-    for llir, arch, out in jobs:
+    for llir, options, out in jobs:
         with open(llir) as f, open(out, "wb") as g:
-            g.write(cubin_of(f.read(), arch))
+            g.write(cubin_of(f.read(), options))
 
 
 def main(src: str, dst: str) -> None:
     shutil.rmtree(dst, ignore_errors=True)
     shutil.copytree(src, dst)
-    jobs, metas = [], {}
+    replaced = []  # (metadata path, its dict, llir path, row options, cubin path)
     for name, row in library_rows().items():
         meta_path = os.path.join(dst, f"{name}.json")
         if not os.path.exists(meta_path):
             continue
         with open(meta_path) as f:
             meta = json.load(f)
-        llir = llir_of(row)
+        llir, options = llir_of(row), row_options(row)
         with open(os.path.join(src, meta["cubin"]), "rb") as f:
-            if cubin_of(llir, meta["arch"]) != f.read():
+            if cubin_of(llir, options) != f.read():
                 sys.exit(f"{name}: the ptx stage here does not give {src}/{meta['cubin']}; rebuild the library "
                          "at this checkout first")
         llir_path = os.path.join(dst, f"{name}.llir.tmp")
         with open(llir_path, "w") as f:
             f.write(llir)
-        jobs.append((llir_path, meta["arch"], os.path.join(dst, meta["cubin"])))
-        metas[meta_path] = meta
+        replaced.append((meta_path, meta, llir_path, options, os.path.join(dst, meta["cubin"])))
+    jobs = [(llir_path, options, cubin_path) for _, _, llir_path, options, cubin_path in replaced]
     subprocess.run([sys.executable, os.path.abspath(__file__), CHILD_FLAG, json.dumps(jobs)], check=True)
-    for (llir_path, _, cubin_path), (meta_path, meta) in zip(jobs, metas.items()):
+    for meta_path, meta, llir_path, _, cubin_path in replaced:
         os.remove(llir_path)
         with open(cubin_path, "rb") as f:
             meta["cubin_sha256"] = hashlib.sha256(f.read()).hexdigest()
         with open(meta_path, "w") as f:
             json.dump(meta, f, indent=1)
-    print(f"{len(jobs)} cubins replaced in {dst}")
+    print(f"{len(replaced)} cubins replaced in {dst}")
 
 
 if __name__ == "__main__":

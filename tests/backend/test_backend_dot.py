@@ -280,7 +280,7 @@ def test_fp16_accumulator_converts_through_packed_padded_rows():
 
 def test_packed_pitch_only_where_pairs_are_neighbours():
     from ttbuild.backend.analysis.allocation import convert_bytes, packed_pitch
-    from ttbuild.backend.analysis.mma_layout import NvidiaMma
+    from ttbuild.backend.ir.encodings import NvidiaMma
 
     mma = NvidiaMma((4, 1))
     assert packed_pitch(mma, (128, 128), "f16") == 272 and packed_pitch(mma, (128, 128), "bf16") == 272

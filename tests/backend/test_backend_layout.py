@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ttbuild.backend.analysis.layout import Blocked, default_blocked
+from ttbuild.backend.analysis.layout import default_blocked
+from ttbuild.backend.ir.encodings import Blocked
 
 DATA = Path(__file__).parents[1] / "data"
 
@@ -101,8 +102,8 @@ def test_constant_groups_share_elements_across_every_thread():
     layout (Triton's maybeDeduplicate): attention's key mask on the wgmma accumulator's column
     slice (16 columns per thread, pairs every 8) with N_CTX % 16 == 0 is 4 values per thread,
     not 8; a blocked row run of 8 with constancy 16 is one; nothing is shared across blocks."""
-    from ttbuild.backend.analysis.layout import Blocked, Slice, constant_groups
-    from ttbuild.backend.analysis.mma_layout import NvidiaMma
+    from ttbuild.backend.analysis.layout import constant_groups
+    from ttbuild.backend.ir.encodings import Blocked, NvidiaMma, Slice
 
     cols = Slice(0, NvidiaMma(warps_per_cta=(4, 1), instr_shape=(16, 64, 16), version=(3, 0)))
     g = constant_groups(cols, (64,), (16,), 128)

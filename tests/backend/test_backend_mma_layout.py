@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from ttbuild.backend.analysis.layout import parse_layout
-from ttbuild.backend.analysis.mma_layout import DotOperand, NvidiaMma, SwizzledShared, for_operand
+from ttbuild.backend.analysis.mma_layout import for_operand
+from ttbuild.backend.ir.encodings import DotOperand, NvidiaMma, SwizzledShared, parse_encoding
 
 
 def _owners(layout, shape, threads):
@@ -91,7 +91,7 @@ def test_spelling_round_trips():
     mma = NvidiaMma((2, 2))
     assert mma.attr() == "#ttg.nvidia_mma<{versionMajor = 2, versionMinor = 0, warpsPerCTA = [2, 2], instrShape = [16, 8]}>"
     op = DotOperand(1, mma, 2)
-    assert parse_layout(op.attr()) == op and parse_layout(mma.attr()) == mma
+    assert parse_encoding(op.attr()) == op and parse_encoding(mma.attr()) == mma
     sw = SwizzledShared(8, 1, 8, (1, 0))
     assert SwizzledShared.parse(sw.attr()) == sw
 
@@ -100,7 +100,7 @@ def test_spelling_round_trips():
 def test_slices_of_the_accumulator_hold_each_row_once_per_thread(warps, shape):
     """A reduction along N leaves `#ttg.slice<{dim = 1, parent = #mma}>`: each thread holds its rows
     (g and g + 8 of each m16 repetition) once, in the order the in-thread reduction groups them."""
-    from ttbuild.backend.analysis.layout import Slice
+    from ttbuild.backend.ir.encodings import Slice
 
     lay = NvidiaMma(warps)
     sl = Slice(1, lay)

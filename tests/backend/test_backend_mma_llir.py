@@ -9,8 +9,7 @@ import llvmlite.binding as llvm
 import pytest
 from llvmlite import ir
 
-from ttbuild.backend.analysis.layout import Blocked
-from ttbuild.backend.analysis.mma_layout import DotOperand, FmaOperand, NvidiaMma, SwizzledShared
+from ttbuild.backend.ir.encodings import Blocked, DotOperand, FmaOperand, NvidiaMma, SwizzledShared
 from ttbuild.backend.llir import mma_index
 from ttbuild.backend.llir.async_copy import MemDesc
 from ttbuild.backend.llir.dot import swizzled_offset

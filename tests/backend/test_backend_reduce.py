@@ -18,7 +18,8 @@ from oracle import run_triton, triton_python
 
 import ttbuild
 from ttbuild.backend.analysis.allocation import reduce_plan
-from ttbuild.backend.analysis.layout import Blocked, Slice, default_blocked, joined, parse_layout
+from ttbuild.backend.analysis.layout import default_blocked, joined
+from ttbuild.backend.ir.encodings import Blocked, Slice, parse_encoding
 from ttbuild.stages import llir, ptx, ttgir
 
 DATA = Path(__file__).parents[1] / "data"
@@ -101,7 +102,7 @@ def test_join_and_split_get_the_layouts_triton_infers(name):
     layout of the other side extended (Triton's inferDefaultJoinOpEncoding / inferSplitOpEncoding),
     and the LLIR reads no shared memory for them: a split / join is a renaming of registers."""
     from ttbuild.backend import mlir_util as mu
-    from ttbuild.optraits import walk
+    from ttbuild.backend.ir.optraits import walk
     ctx = mu.context()
     v = VARIANTS[name]
     # the subtiled epilogue without TMA: through TMA stores its split goes away (tma_lowering)
@@ -109,7 +110,7 @@ def test_join_and_split_get_the_layouts_triton_infers(name):
         v["dir"] / v["file"], kernel=v["kernel"], signature=v["signature"], constexprs=v.get("constexprs", {}),
         num_warps=v.get("num_warps", 4), num_stages=v.get("num_stages", 3), until="ttgir", disable_tma=True)["ttgir"]
     module = mu.parse_module(ttgir_text, ctx, "ttgir")
-    enc = lambda v: parse_layout(mu.encoding_str(v.type))
+    enc = lambda v: parse_encoding(mu.encoding_str(v.type))
     seen = set()
     for op in walk(module.body.operations[0]):
         if op.name not in ("tt.join", "tt.split"):
@@ -212,7 +213,7 @@ def test_slice_layout_is_the_parent_minus_a_dimension(lay_shape, dim):
         assert set(mine) <= full  # a thread's slice elements come from its parent elements
         seen.update(mine)
     assert len(seen) == prod(out_shape)  # and together the threads cover the reduced tensor
-    assert parse_layout(sl.attr()) == sl
+    assert parse_encoding(sl.attr()) == sl
 
 
 @settings(max_examples=150, deadline=None)

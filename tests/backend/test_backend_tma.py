@@ -12,7 +12,7 @@ from llvmlite import ir
 from ptx_util import assert_ptxas_accepts, ttgir_to_ptx
 
 from ttbuild import tma
-from ttbuild.backend.analysis.mma_layout import NvmmaShared
+from ttbuild.backend.ir.encodings import NvmmaShared
 from ttbuild.backend.llir import emit
 from ttbuild.errors import CompilationError, NotSupportedYet
 from ttbuild.stages import llir

@@ -11,7 +11,8 @@ from filecheck_util import filecheck
 from oracle import run_triton
 
 import ttbuild
-from ttbuild.backend.analysis.mma_layout import NvidiaMma, NvmmaShared, nvmma_for_operand
+from ttbuild.backend.analysis.mma_layout import nvmma_for_operand
+from ttbuild.backend.ir.encodings import NvidiaMma, NvmmaShared
 
 MATMUL = Path(__file__).parents[2] / "kernels" / "matmul.py"
 SIG = "*fp16:16,*fp16:16,*fp16:16,i32:16,i32:16,i32:16,i32:16,i32:16,i32:16"

@@ -13,6 +13,7 @@ import threading
 
 from mlir import ir
 
+from ttbuild.backend.ir.ops import ARITH
 from ttbuild.errors import CompilationError
 
 PRINT_FLAGS = dict(print_generic_op_form=True, use_local_scope=True, enable_debug_info=True)
@@ -128,7 +129,7 @@ def int_attr(a) -> int:
 def is_zero_splat(v) -> bool:
     """Whether value v is an `arith.constant` splat whose bits are all zero (+0.0, 0): what a
     zero-filled buffer or an ignored accumulator already holds (-0.0 is not)."""
-    if not isinstance(v, ir.OpResult) or v.owner.name != "arith.constant":
+    if not isinstance(v, ir.OpResult) or v.owner.name != ARITH.CONSTANT:
         return False
     a = v.owner.attributes["value"]
     if not (isinstance(a, ir.DenseElementsAttr) and a.is_splat):

@@ -13,10 +13,10 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     Returns {"llir": LLVM IR text after the O3 pipeline}. Raises CompilationError (a bad option,
     TTGIR without `ttg.num-warps`) / NotSupportedYet.
     """
+    from ttbuild.backend.ir.optraits import DOT_OPS
     from ttbuild.backend.llir.emit import lower
     from ttbuild.backend.nvptx import llvm
     from ttbuild.options import stage_options
-    from ttbuild.optraits import DOT_OPS
 
     opts = stage_options("llir", options)
     text = lower(inputs["ttgir"], fp_fusion=opts.enable_fp_fusion)

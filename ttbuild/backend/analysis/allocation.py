@@ -20,17 +20,10 @@ from dataclasses import dataclass
 from math import prod
 
 from ttbuild.backend import mlir_util as mu
-from ttbuild.backend.analysis.layout import (
-    Blocked,
-    Slice,
-    joined,
-    parse_layout,
-    same_thread_map,
-    trans_order,
-    transposed,
-)
-from ttbuild.backend.analysis.mma_layout import NvidiaMma
-from ttbuild.optraits import SCALAR_REGIONS, walk
+from ttbuild.backend.analysis.layout import joined, same_thread_map, trans_order, transposed
+from ttbuild.backend.ir.encodings import Blocked, NvidiaMma, Slice, parse_encoding
+from ttbuild.backend.ir.ops import SCF, TT, TTG, TTNG
+from ttbuild.backend.ir.optraits import SCALAR_REGIONS, walk
 
 
 @dataclass(frozen=True)
@@ -166,32 +159,32 @@ def ops_bytes(ops, num_warps: int) -> int:
         # combiner regions of tt.reduce / tt.scan hold scalars: no shared-memory users inside
         for op in [top.operation, *walk(top, skip_regions_of=SCALAR_REGIONS)]:
             name = op.name
-            if name == "tt.reduce":
+            if name == TT.REDUCE:
                 src = op.operands[0]
                 ax = mu.int_attr(mu.props(op)["axis"])
-                lay = parse_layout(mu.encoding_str(src.type))
+                lay = parse_encoding(mu.encoding_str(src.type))
                 best = max(best, reduce_bytes(lay, mu.shape_of(src.type), ax,
                                               [mu.elem_str(v.type) for v in op.operands]))
-            if name in ("tt.atomic_rmw", "tt.atomic_cas") and _atomic_shares(op):
+            if name in (TT.ATOMIC_RMW, TT.ATOMIC_CAS) and _atomic_shares(op):
                 # old values reach threads holding duplicates (or all threads, for scalars)
                 r = op.results[0]
                 best = max(best, convert_bytes(mu.shape_of(r.type) or (1,), mu.elem_str(r.type)))
-            if name == "tt.split" and not _join_in_registers(op):
+            if name == TT.SPLIT and not _join_in_registers(op):
                 src = op.operands[0]
                 best = max(best, convert_bytes(mu.shape_of(src.type), mu.elem_str(src.type)))
             if _permutes_through_shared(op, num_warps):
                 r = op.results[0]
                 best = max(best, convert_bytes(mu.shape_of(r.type), mu.elem_str(r.type)))
-            if name == "tt.histogram":
+            if name == TT.HISTOGRAM:
                 best = max(best, histogram_bytes(mu.shape_of(op.results[0].type)[0]))
-            if name == "ttng.tensormap_create":  # the CUtensorMap template it fills (llir.tensormap)
+            if name == TTNG.TENSORMAP_CREATE:  # the CUtensorMap template it fills (llir.tensormap)
                 best = max(best, TENSORMAP_BYTES)
-            if name == "tt.scan":
+            if name == TT.SCAN:
                 src = op.operands[0]
                 ax = mu.int_attr(mu.props(op)["axis"])
                 best = max(best, scan_bytes(mu.shape_of(src.type), ax, 32 * num_warps,
                                             [mu.elem_str(v.type) for v in op.operands]))
-            if name == "ttg.convert_layout" and not _in_registers(op, num_warps):
+            if name == TTG.CONVERT_LAYOUT and not _in_registers(op, num_warps):
                 src = op.operands[0]
                 best = max(best, convert_bytes(mu.shape_of(src.type), mu.elem_str(src.type),
                                                _layout_or_none(mu.encoding_str(src.type))))
@@ -200,7 +193,7 @@ def ops_bytes(ops, num_warps: int) -> int:
 
 def _layout_or_none(text: str):
     try:
-        return parse_layout(text)
+        return parse_encoding(text)
     except ValueError:
         return None
 
@@ -215,7 +208,7 @@ def _atomic_shares(op) -> bool:
     shape = tuple(mu.shape_of(r.type))
     if not shape:
         return True
-    layout = parse_layout(mu.encoding_str(r.type))
+    layout = parse_encoding(mu.encoding_str(r.type))
     while isinstance(layout, Slice):
         shape = layout.parent_shape(shape)
         layout = layout.parent
@@ -230,39 +223,39 @@ def _in_registers(op, num_warps: int) -> bool:
     if not any(k in e for e in (src, dst) for k in ("#ttg.nvidia_mma<", "#ttg.dot_op<")):
         return False
     shape = tuple(mu.shape_of(op.results[0].type))
-    return same_thread_map(parse_layout(src), parse_layout(dst), shape, 32 * num_warps) is not None
+    return same_thread_map(parse_encoding(src), parse_encoding(dst), shape, 32 * num_warps) is not None
 
 
 def _permutes_through_shared(op, num_warps: int) -> bool:
     """A view op (llir.view) that moves elements between threads through a result-sized scratch."""
     name = op.name
-    if name == "tt.reshape":
+    if name == TT.RESHAPE:
         return not _reshape_in_registers(op, num_warps)
-    if name == "tt.join":
+    if name == TT.JOIN:
         return not _join_in_registers(op)
-    if name == "tt.trans":
+    if name == TT.TRANS:
         return not _trans_in_registers(op)
-    return name == "tt.cat"
+    return name == TT.CAT
 
 
 def _reshape_in_registers(op, num_warps: int) -> bool:
     """A tt.reshape whose threads keep their elements (llir.view renames registers)."""
     src, res = op.operands[0], op.results[0]
-    pos = same_thread_map(parse_layout(mu.encoding_str(src.type)), parse_layout(mu.encoding_str(res.type)),
+    pos = same_thread_map(parse_encoding(mu.encoding_str(src.type)), parse_encoding(mu.encoding_str(res.type)),
                           tuple(mu.shape_of(src.type)), 32 * num_warps, dst_shape=tuple(mu.shape_of(res.type)))
     return pos is not None
 
 
 def _join_in_registers(op) -> bool:
     """tt.join / tt.split between the layouts Triton infers for each other (llir.view renames registers)."""
-    narrow = [parse_layout(mu.encoding_str(v.type)) for v in (op.operands if op.name == "tt.join" else op.results)]
-    wide = parse_layout(mu.encoding_str((op.results if op.name == "tt.join" else op.operands)[0].type))
+    narrow = [parse_encoding(mu.encoding_str(v.type)) for v in (op.operands if op.name == TT.JOIN else op.results)]
+    wide = parse_encoding(mu.encoding_str((op.results if op.name == TT.JOIN else op.operands)[0].type))
     return narrow[0] == narrow[1] and wide == joined(narrow[0])
 
 
 def _trans_in_registers(op) -> bool:
-    src = parse_layout(mu.encoding_str(op.operands[0].type))
-    return parse_layout(mu.encoding_str(op.results[0].type)) == transposed(src, trans_order(op))
+    src = parse_encoding(mu.encoding_str(op.operands[0].type))
+    return parse_encoding(mu.encoding_str(op.results[0].type)) == transposed(src, trans_order(op))
 
 
 def buffer_bytes(alloc) -> int:
@@ -275,7 +268,7 @@ def buffer_bytes(alloc) -> int:
 def buffers(module) -> list:
     """Every `ttg.local_alloc` of the module with its byte size: [(op, bytes)] in program order."""
     return [(op, buffer_bytes(op)) for func in module.body.operations
-            for op in walk(func) if op.name == "ttg.local_alloc"]
+            for op in walk(func) if op.name == TTG.LOCAL_ALLOC]
 
 
 def feeds_dot(ring) -> bool:
@@ -283,12 +276,12 @@ def feeds_dot(ring) -> bool:
     dot-operand ring)."""
     for use in ring.results[0].uses:
         view = use.owner
-        if view.name != "ttg.memdesc_index":
+        if view.name != TTG.MEMDESC_INDEX:
             continue
         for u in view.results[0].uses:
-            if u.owner.name == "ttng.warp_group_dot":
+            if u.owner.name == TTNG.WARP_GROUP_DOT:
                 return True
-            if u.owner.name == "ttg.local_load" and mu.encoding_str(u.owner.results[0].type).startswith("#ttg.dot_op<"):
+            if u.owner.name == TTG.LOCAL_LOAD and mu.encoding_str(u.owner.results[0].type).startswith("#ttg.dot_op<"):
                 return True
     return False
 
@@ -305,10 +298,10 @@ def ring_groups(module) -> list:
         pos = {op.operation: i for i, op in enumerate(ops)}
         spans = []
         for i, op in enumerate(ops):
-            if op.operation.name != "ttg.local_alloc" or len(op.operands) or not feeds_dot(op):
+            if op.operation.name != TTG.LOCAL_ALLOC or len(op.operands) or not feeds_dot(op):
                 continue
             ends = [pos[u.owner] for u in op.results[0].uses
-                    if u.owner.name == "ttg.local_dealloc" and u.owner in pos]
+                    if u.owner.name == TTG.LOCAL_DEALLOC and u.owner in pos]
             if ends:
                 spans.append((i, max(ends), op))
         group, lo, hi = [], None, None
@@ -397,7 +390,7 @@ def allocate(module, num_warps: int) -> int:
 def _scratch_during(ordered, span, num_warps: int) -> int:
     """The largest scratch of an op at pre-order positions span[0]..span[1] of `ordered` (the
     positions _live_ranges uses); control-flow ops count only through the ops they nest."""
-    ops = [o for o in ordered[span[0]:span[1] + 1] if not o.name.startswith(("scf.", "tt.func"))]
+    ops = [o for o in ordered[span[0]:span[1] + 1] if not o.name.startswith(("scf.", TT.FUNC))]
     return ops_bytes(ops, num_warps)
 
 
@@ -420,7 +413,7 @@ def _live_ranges(module) -> dict:
     out = {}
     for func in module.body.operations:
         for op in walk(func):
-            if op.name != "ttg.local_alloc":
+            if op.name != TTG.LOCAL_ALLOC:
                 continue
             alloc = op.operation
             lo = hi = pos[alloc]
@@ -437,13 +430,13 @@ def _live_ranges(module) -> dict:
                     readers.append(o)
                     if o.name.startswith("ttg.memdesc_"):
                         todo.append(o.results[0])
-                    elif o.name == "ttg.local_load" and "#ttg.dot_op<" in str(o.results[0].type):
+                    elif o.name == TTG.LOCAL_LOAD and "#ttg.dot_op<" in str(o.results[0].type):
                         readers += [w.owner.operation for w in o.results[0].uses]
             for o in readers:
                 hi = max(hi, pos[o])
                 p, outer = o.parent, None
                 while p is not None and p not in ancestors and p.name != "builtin.module":
-                    if p.name in ("scf.for", "scf.while"):
+                    if p.name in (SCF.FOR, SCF.WHILE):
                         outer = p
                     p = p.parent
                 if outer is not None:

@@ -16,6 +16,7 @@ from math import gcd
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.layout import trans_order
+from ttbuild.backend.ir.ops import ARITH, MATH, SCF, TT, TTG
 from ttbuild.registry import Registry, RuleSet, build
 
 MAX_DIV = 1 << 30  # what "divisible by everything" (the value 0) is capped to
@@ -91,7 +92,7 @@ class AxisAnalysis:
         # info reaches a fixpoint (_for), which a flat pre-order list cannot express.
         for op in block.operations:
             self._visit(op)
-            if op.operation.name == "scf.for" and len(op.regions[0].blocks):
+            if op.operation.name == SCF.FOR and len(op.regions[0].blocks):
                 self._for(op)
                 continue
             for region in op.regions:
@@ -179,7 +180,7 @@ def _elem_bytes_of_ptr(op) -> int:
     return mu.elem_bits(mu.pointee(mu.elem_str(op.results[0].type))) // 8
 
 
-@_rule("arith.constant")
+@_rule(ARITH.CONSTANT)
 def _constant(op, shape, ins):
     attr = op.attributes["value"]
     try:
@@ -195,14 +196,14 @@ def _constant(op, shape, ins):
     return AxisInfo((1,) * len(shape), (pow2_div(v),) * len(shape), tuple(shape), v)
 
 
-@_rule("tt.make_range")
+@_rule(TT.MAKE_RANGE)
 def _make_range(op, shape, ins):
     p = mu.props(op)
     start, end = mu.int_attr(p["start"]), mu.int_attr(p["end"])
     return AxisInfo((end - start,), (pow2_div(start),), (1,))
 
 
-@_rule("tt.splat")
+@_rule(TT.SPLAT)
 def _splat(op, shape, ins):
     s = ins[0]
     return AxisInfo((1,) * len(shape), (s.divisibility[0],) * len(shape), tuple(shape), s.value)
@@ -216,22 +217,22 @@ def _add_like(op, shape, ins, rhs_scale=1):
     div = tuple(gcd(a.divisibility[d], b.divisibility[d] * rhs_scale) for d in range(rank))
     const = tuple(gcd(a.constancy[d], b.constancy[d]) for d in range(rank))
     value = None
-    if a.value is not None and b.value is not None and op.operation.name == "arith.addi":
+    if a.value is not None and b.value is not None and op.operation.name == ARITH.ADDI:
         value = a.value + b.value
     return AxisInfo(contig, div, const, value)
 
 
-@_rule("arith.addi")
+@_rule(ARITH.ADDI)
 def _addi(op, shape, ins):
     return _add_like(op, shape, ins)
 
 
-@_rule("tt.addptr")
+@_rule(TT.ADDPTR)
 def _addptr(op, shape, ins):
     return _add_like(op, shape, ins, _elem_bytes_of_ptr(op))
 
 
-@_rule("arith.subi")
+@_rule(ARITH.SUBI)
 def _subi(op, shape, ins):
     a, b = ins
     rank = len(shape)
@@ -242,7 +243,7 @@ def _subi(op, shape, ins):
     return AxisInfo(contig, div, const)
 
 
-@_rule("arith.muli")
+@_rule(ARITH.MULI)
 def _muli(op, shape, ins):
     a, b = ins
     rank = len(shape)
@@ -259,7 +260,7 @@ def _muli(op, shape, ins):
     return AxisInfo(contig, div, const, value)
 
 
-@_rule("arith.remsi", "arith.remui")
+@_rule(ARITH.REMSI, ARITH.REMUI)
 def _rem(op, shape, ins):
     """x % c with c the same along d (a splat): a run of x whose start is a multiple of g =
     gcd(div x, div c) can only wrap at a multiple of c, hence of g, so runs of gcd(run, g) stay
@@ -276,7 +277,7 @@ def _rem(op, shape, ins):
     return AxisInfo(tuple(contig), tuple(div), const)
 
 
-@_rule("arith.cmpi", "arith.cmpf")
+@_rule(ARITH.CMPI, ARITH.CMPF)
 def _cmp(op, shape, ins):
     a, b = ins
     rank = len(shape)
@@ -285,19 +286,19 @@ def _cmp(op, shape, ins):
         c = gcd(a.constancy[d], b.constancy[d])
         # A run [k*D, k*D + C) compared with a splat that is a multiple of D is constant over
         # chunks of gcd(C, D): the comparison can only flip at a multiple of D.
-        if a.contiguity[d] > 1 and b.constancy[d] == shape[d] and op.operation.name == "arith.cmpi":
+        if a.contiguity[d] > 1 and b.constancy[d] == shape[d] and op.operation.name == ARITH.CMPI:
             c = max(c, gcd(a.contiguity[d], gcd(a.divisibility[d], b.divisibility[d])))
-        if b.contiguity[d] > 1 and a.constancy[d] == shape[d] and op.operation.name == "arith.cmpi":
+        if b.contiguity[d] > 1 and a.constancy[d] == shape[d] and op.operation.name == ARITH.CMPI:
             c = max(c, gcd(b.contiguity[d], gcd(a.divisibility[d], b.divisibility[d])))
         const.append(c)
     return AxisInfo((1,) * rank, (1,) * rank, tuple(const))
 
 
-@_rule("arith.andi", "arith.ori", "arith.xori", "arith.select", "arith.addf", "arith.subf",
-       "arith.mulf", "arith.divf", "arith.extf", "arith.truncf", "arith.sitofp", "arith.fptosi",
-       "arith.uitofp", "arith.fptoui", "arith.negf", "arith.maximumf", "arith.minimumf",
-       "arith.maxnumf", "arith.minnumf",
-       "arith.bitcast", "math.exp", "math.log", "math.sqrt", "math.absf")
+@_rule(ARITH.ANDI, ARITH.ORI, ARITH.XORI, ARITH.SELECT, ARITH.ADDF, ARITH.SUBF,
+       ARITH.MULF, ARITH.DIVF, ARITH.EXTF, ARITH.TRUNCF, ARITH.SITOFP, ARITH.FPTOSI,
+       ARITH.UITOFP, ARITH.FPTOUI, ARITH.NEGF, ARITH.MAXIMUMF, ARITH.MINIMUMF,
+       ARITH.MAXNUMF, ARITH.MINNUMF,
+       ARITH.BITCAST, MATH.EXP, MATH.LOG, MATH.SQRT, MATH.ABSF)
 def _elementwise(op, shape, ins):
     rank = len(shape)
     const = tuple(shape)
@@ -306,7 +307,7 @@ def _elementwise(op, shape, ins):
     return AxisInfo((1,) * rank, (1,) * rank, const)
 
 
-@_rule("tt.expand_dims")
+@_rule(TT.EXPAND_DIMS)
 def _expand_dims(op, shape, ins):
     a = ins[0]
     d = mu.int_attr(mu.props(op)["axis"])
@@ -317,7 +318,7 @@ def _expand_dims(op, shape, ins):
     return AxisInfo(ins_(a.contiguity, 1), ins_(a.divisibility, every), ins_(a.constancy, 1), a.value)
 
 
-@_rule("tt.broadcast")
+@_rule(TT.BROADCAST)
 def _broadcast(op, shape, ins):
     a = ins[0]
     src = _shape(op.operands[0])
@@ -328,7 +329,7 @@ def _broadcast(op, shape, ins):
     return AxisInfo(tuple(contig), tuple(div), tuple(const), a.value)
 
 
-@_rule("tt.trans")
+@_rule(TT.TRANS)
 def _trans(op, shape, ins):
     """Result dimension k is operand dimension order[k]: every field permuted (Triton's
     TransOpAxisInfoVisitor)."""
@@ -337,7 +338,7 @@ def _trans(op, shape, ins):
     return AxisInfo(perm(a.contiguity), perm(a.divisibility), perm(a.constancy), a.value)
 
 
-@_rule("ttg.convert_layout", "arith.extsi", "arith.extui", "arith.trunci")
+@_rule(TTG.CONVERT_LAYOUT, ARITH.EXTSI, ARITH.EXTUI, ARITH.TRUNCI)
 def _convert(op, shape, ins):
     """Integer casts keep runs and divisibility (Triton's CastOpAxisInfoVisitor): block
     pointers index in i64 from i32 ranges."""

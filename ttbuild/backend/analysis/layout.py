@@ -1,93 +1,16 @@
-"""`#ttg.blocked` encodings: the dataclass, its exact Triton spelling, and Triton's default construction.
+"""Layout math over the distributed encodings (ttbuild.backend.ir.distributed): Triton's default blocked layout, the layouts tt.trans / tt.join / tt.split / tt.reshape infer, register-renaming conversions, and constant groups.
 
-A blocked layout tiles a tensor over a CTA: each thread owns `sizePerThread` contiguous elements
-per dimension, `threadsPerWarp` threads and `warpsPerCTA` warps tile the rest, `order` lists the
-dimensions fastest-first; the tile repeats (or wraps, broadcasting) to cover the shape.
-Source: Triton `BlockedEncodingAttr` (include/triton/Dialect/TritonGPU/IR/TritonGPUAttrDefs.td).
+Sources: Triton lib/Dialect/TritonGPU/IR/Dialect.cpp (BlockedEncodingAttr::get, the infer*OpEncoding
+hooks) and ElementwiseOpToLLVM.cpp (maybeDeduplicate), cited per function.
 """
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from functools import lru_cache
-from itertools import product
 from operator import itemgetter
 
 from ttbuild.backend import mlir_util as mu
-
-
-@dataclass(frozen=True)
-class Blocked:
-    size_per_thread: tuple[int, ...]
-    threads_per_warp: tuple[int, ...]
-    warps_per_cta: tuple[int, ...]
-    order: tuple[int, ...]
-
-    @property
-    def rank(self) -> int:
-        return len(self.order)
-
-    def attr(self) -> str:
-        """Triton's spelling, e.g. `#ttg.blocked<{sizePerThread = [4], threadsPerWarp = [32], warpsPerCTA = [4], order = [0]}>`."""
-        f = lambda xs: "[" + ", ".join(str(x) for x in xs) + "]"
-        return (f"#ttg.blocked<{{sizePerThread = {f(self.size_per_thread)}, threadsPerWarp = "
-                f"{f(self.threads_per_warp)}, warpsPerCTA = {f(self.warps_per_cta)}, order = {f(self.order)}}}>")
-
-    @classmethod
-    def parse(cls, text: str) -> "Blocked":
-        """Inverse of attr(); ValueError if `text` is not a blocked encoding."""
-        if not text.startswith("#ttg.blocked<"):
-            raise ValueError(f"not a blocked encoding: {text}")
-        get = lambda key: tuple(int(x) for x in re.search(key + r"\s*=\s*\[([^\]]*)\]", text).group(1).split(",") if x.strip())
-        return cls(get("sizePerThread"), get("threadsPerWarp"), get("warpsPerCTA"), get("order"))
-
-    def tile(self, d: int) -> int:
-        """Elements one CTA covers along dimension d in one repetition."""
-        return self.size_per_thread[d] * self.threads_per_warp[d] * self.warps_per_cta[d]
-
-    def reps(self, shape, d: int) -> int:
-        return max(1, shape[d] // self.tile(d))
-
-    def elems_per_thread(self, shape) -> int:
-        n = 1
-        for d in range(self.rank):
-            n *= min(self.size_per_thread[d], shape[d]) * self.reps(shape, d)
-        return n
-
-    def local_offsets(self, shape) -> list[tuple[int, ...]]:
-        """Per-thread element j -> its offset from the thread's base index, per dimension.
-
-        Elements enumerate with order[0] fastest, so a run of size_per_thread[order[0]] elements is
-        contiguous in memory along the fastest dimension (what vector loads need).
-        """
-        per_dim = []
-        for d in range(self.rank):
-            spt = min(self.size_per_thread[d], shape[d])
-            per_dim.append([r * self.tile(d) + k for r in range(self.reps(shape, d)) for k in range(spt)])
-        # product() varies its last argument fastest: feed dims slowest-first.
-        dims_slow_first = list(reversed(self.order))
-        out = []
-        for combo in product(*(per_dim[d] for d in dims_slow_first)):
-            off = [0] * self.rank
-            for d, v in zip(dims_slow_first, combo):
-                off[d] = v
-            out.append(tuple(off))
-        return out
-
-    def thread_indices(self, tid: int, shape) -> list[tuple[int, ...]]:
-        """Reference (pure Python) of what the LLIR index math computes: thread `tid`'s element
-        indices, in local_offsets order. Lanes and warps split over dimensions fastest-first."""
-        lane, warp = tid % 32, tid // 32
-        base = [0] * self.rank
-        for i, d in enumerate(self.order):
-            tpw, wpc = self.threads_per_warp[d], self.warps_per_cta[d]
-            ld, lane = lane % tpw, lane // tpw
-            wd = warp % wpc if i < self.rank - 1 else warp
-            warp //= wpc
-            base[d] = (wd * tpw + ld) * self.size_per_thread[d]
-        return [tuple((base[d] + off[d]) % shape[d] for d in range(self.rank))
-                for off in self.local_offsets(shape)]
+from ttbuild.backend.ir.distributed import Blocked
 
 
 def default_blocked(shape, num_warps: int, spt_fast: int = 1, threads_per_warp: int = 32,
@@ -112,47 +35,6 @@ def default_blocked(shape, num_warps: int, spt_fast: int = 1, threads_per_warp: 
         wpc[d] = warps if last else max(1, min(warps, room))
         warps //= wpc[d]
     return Blocked(tuple(spt), tuple(tpw), tuple(wpc), order)
-
-
-@dataclass(frozen=True)
-class Slice:
-    """`#ttg.slice<{dim, parent}>`: the parent layout with dimension `dim` removed, as a reduction
-    along `dim` leaves it (Triton `SliceEncodingAttr`). A thread owns the parent's elements over the
-    parent shape with a 1 inserted at `dim`; indices are the parent's with `dim` dropped."""
-    dim: int
-    parent: "Blocked | Slice"
-
-    @property
-    def rank(self) -> int:
-        return self.parent.rank - 1
-
-    @property
-    def order(self) -> tuple[int, ...]:
-        return tuple(o - (o > self.dim) for o in self.parent.order if o != self.dim)
-
-    @property
-    def size_per_thread(self) -> tuple[int, ...]:
-        s = self.parent.size_per_thread
-        return s[:self.dim] + s[self.dim + 1:]
-
-    def attr(self) -> str:
-        return f"#ttg.slice<{{dim = {self.dim}, parent = {self.parent.attr()}}}>"
-
-    def parent_shape(self, shape) -> tuple[int, ...]:
-        shape = tuple(shape)
-        return shape[:self.dim] + (1,) + shape[self.dim:]
-
-    def _drop(self, t):
-        return t[:self.dim] + t[self.dim + 1:]
-
-    def elems_per_thread(self, shape) -> int:
-        return self.parent.elems_per_thread(self.parent_shape(shape))
-
-    def local_offsets(self, shape) -> list[tuple[int, ...]]:
-        return [self._drop(o) for o in self.parent.local_offsets(self.parent_shape(shape))]
-
-    def thread_indices(self, tid: int, shape) -> list[tuple[int, ...]]:
-        return [self._drop(o) for o in self.parent.thread_indices(tid, self.parent_shape(shape))]
 
 
 def same_thread_map(src_l, dst_l, shape, threads: int, dst_shape=None) -> list[int] | None:
@@ -190,21 +72,6 @@ def same_thread_map(src_l, dst_l, shape, threads: int, dst_shape=None) -> list[i
         elif p != pos:
             return None
     return pos
-
-
-def parse_layout(text: str) -> "Blocked | Slice":
-    """`#ttg.blocked<...>` or `#ttg.slice<{dim = d, parent = ...}>` (nested) -> the dataclass;
-    ValueError for other encodings."""
-    text = text.strip()
-    if text.startswith(("#ttg.nvidia_mma<", "#ttg.dot_op<")):
-        from ttbuild.backend.analysis import mma_layout  # tensor-core encodings (imports this module)
-        return mma_layout.parse(text)
-    if text.startswith("#ttg.slice<"):
-        m = re.match(r"#ttg\.slice<\{\s*dim\s*=\s*(\d+)\s*,\s*parent\s*=\s*(.*)\}>$", text, re.S)
-        if not m:
-            raise ValueError(f"bad slice encoding: {text}")
-        return Slice(int(m.group(1)), parse_layout(m.group(2)))
-    return Blocked.parse(text)
 
 
 def unflatten(flat: Blocked, shape) -> Blocked:

@@ -11,6 +11,7 @@ import math
 from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.ir.ops import ARITH, MATH
 from ttbuild.backend.llir.context import F32, TensorVal, layout_of, llvm_type
 from ttbuild.backend.llir.elementwise import elementwise, result_type
 from ttbuild.errors import CompilationError
@@ -24,11 +25,11 @@ def _elementwise(names, make):
     elementwise(RULES, names, make)  # this module's rules: `make(ctx, op) -> fn(*scalars)`
 
 
-_FBIN = {"arith.addf": "fadd", "arith.subf": "fsub", "arith.mulf": "fmul", "arith.divf": "fdiv",
-         "arith.remf": "frem"}
-_FAST_F32 = {"arith.divf", "math.sqrt"}  # f32 forms Triton lowers to PTX's full-range approximations
+_FBIN = {ARITH.ADDF: "fadd", ARITH.SUBF: "fsub", ARITH.MULF: "fmul", ARITH.DIVF: "fdiv",
+         ARITH.REMF: "frem"}
+_FAST_F32 = {ARITH.DIVF, MATH.SQRT}  # f32 forms Triton lowers to PTX's full-range approximations
 for _n, _m in _FBIN.items():
-    if _n == "arith.divf":
+    if _n == ARITH.DIVF:
         _elementwise([_n], lambda ctx, op: _divf(ctx, op))
         continue
 
@@ -37,10 +38,10 @@ for _n, _m in _FBIN.items():
         return lambda a, b: getattr(ctx.builder, _m)(a, b, flags=flags)
     _elementwise([_n], _mk)
 
-_IBIN = {"arith.addi": "add", "arith.subi": "sub", "arith.muli": "mul", "arith.divsi": "sdiv",
-         "arith.divui": "udiv", "arith.remsi": "srem", "arith.remui": "urem", "arith.andi": "and_",
-         "arith.ori": "or_", "arith.xori": "xor", "arith.shli": "shl", "arith.shrsi": "ashr",
-         "arith.shrui": "lshr"}
+_IBIN = {ARITH.ADDI: "add", ARITH.SUBI: "sub", ARITH.MULI: "mul", ARITH.DIVSI: "sdiv",
+         ARITH.DIVUI: "udiv", ARITH.REMSI: "srem", ARITH.REMUI: "urem", ARITH.ANDI: "and_",
+         ARITH.ORI: "or_", ARITH.XORI: "xor", ARITH.SHLI: "shl", ARITH.SHRSI: "ashr",
+         ARITH.SHRUI: "lshr"}
 for _n, _m in _IBIN.items():
     _elementwise([_n], lambda ctx, op, _m=_m: (lambda a, b: getattr(ctx.builder, _m)(a, b)))
 
@@ -54,7 +55,7 @@ def _cmpi(ctx, op):
     return lambda a, b: f(pred, a, b)
 
 
-_elementwise(["arith.cmpi"], _cmpi)
+_elementwise([ARITH.CMPI], _cmpi)
 
 # CmpFPredicate: 0 false, 1-6 ordered (eq gt ge lt le ne), 7 ord, 8-13 unordered, 14 uno, 15 true.
 _FCMP = {1: ("o", "=="), 2: ("o", ">"), 3: ("o", ">="), 4: ("o", "<"), 5: ("o", "<="), 6: ("o", "!="),
@@ -71,18 +72,18 @@ def _cmpf(ctx, op):
     return lambda a, b: f(pred, a, b)
 
 
-_elementwise(["arith.cmpf"], _cmpf)
-_elementwise(["arith.select"], lambda ctx, op: ctx.builder.select)
+_elementwise([ARITH.CMPF], _cmpf)
+_elementwise([ARITH.SELECT], lambda ctx, op: ctx.builder.select)
 
-_CASTS = {"arith.extf": "fpext", "arith.truncf": "fptrunc", "arith.sitofp": "sitofp",
-          "arith.uitofp": "uitofp", "arith.fptosi": "fptosi", "arith.fptoui": "fptoui",
-          "arith.extsi": "sext", "arith.extui": "zext", "arith.trunci": "trunc",
-          "arith.bitcast": "bitcast"}
+_CASTS = {ARITH.EXTF: "fpext", ARITH.TRUNCF: "fptrunc", ARITH.SITOFP: "sitofp",
+          ARITH.UITOFP: "uitofp", ARITH.FPTOSI: "fptosi", ARITH.FPTOUI: "fptoui",
+          ARITH.EXTSI: "sext", ARITH.EXTUI: "zext", ARITH.TRUNCI: "trunc",
+          ARITH.BITCAST: "bitcast"}
 for _n, _m in _CASTS.items():
     _elementwise([_n], lambda ctx, op, _m=_m: (
         lambda a, _t=result_type(op): getattr(ctx.builder, _m)(a, _t)))  # noqa: B008  (bound once per op)
 
-_elementwise(["arith.negf"], lambda ctx, op: ctx.builder.fneg)
+_elementwise([ARITH.NEGF], lambda ctx, op: ctx.builder.fneg)
 
 
 def _min_max(signed_pred):
@@ -94,8 +95,8 @@ def _min_max(signed_pred):
     return make
 
 
-for _n, _p in {"arith.maxsi": ("s", ">"), "arith.minsi": ("s", "<"), "arith.maxui": ("u", ">"),
-               "arith.minui": ("u", "<")}.items():
+for _n, _p in {ARITH.MAXSI: ("s", ">"), ARITH.MINSI: ("s", "<"), ARITH.MAXUI: ("u", ">"),
+               ARITH.MINUI: ("u", "<")}.items():
     _elementwise([_n], _min_max(_p))
 
 
@@ -111,9 +112,9 @@ def _intrinsic_call(base):
     return make
 
 
-for _n, _b in {"arith.maximumf": "maximum", "arith.minimumf": "minimum", "arith.maxnumf": "maxnum",
-               "arith.minnumf": "minnum", "math.absf": "fabs",
-               "math.floor": "floor", "math.ceil": "ceil", "math.fma": "fma"}.items():
+for _n, _b in {ARITH.MAXIMUMF: "maximum", ARITH.MINIMUMF: "minimum", ARITH.MAXNUMF: "maxnum",
+               ARITH.MINNUMF: "minnum", MATH.ABSF: "fabs",
+               MATH.FLOOR: "floor", MATH.CEIL: "ceil", MATH.FMA: "fma"}.items():
     _elementwise([_n], _intrinsic_call(_b))
 
 
@@ -138,7 +139,7 @@ def _approx(nvvm_name, pre_scale, post_scale):
     return make
 
 
-_elementwise(["math.exp"], _approx("llvm.nvvm.ex2.approx.f", 1.0 / math.log(2.0), 1.0))
+_elementwise([MATH.EXP], _approx("llvm.nvvm.ex2.approx.f", 1.0 / math.log(2.0), 1.0))
 # math.exp2 / log / log2 go through libdevice (math_ops.LIBDEVICE), as Triton 3.6 lowers them:
 # tl.randn's Box-Muller log must round as Triton's __nv_logf does for bit-identical output.
 
@@ -170,7 +171,7 @@ def fp8_bits(v: float, elem: str) -> int:
     return sign | (exp << 3) | q
 
 
-@rule("arith.constant")
+@rule(ARITH.CONSTANT)
 def constant(ctx, op):
     """Scalars and splat dense tensors; a non-splat dense tensor is not supported yet."""
     res = op.results[0]
@@ -237,5 +238,5 @@ def _div_rn(ctx, op):
     return lambda x, y: b.fdiv(x, y)
 
 
-_elementwise(["math.sqrt"], _sqrt)
-_elementwise(["math.rsqrt"], _rsqrt)
+_elementwise([MATH.SQRT], _sqrt)
+_elementwise([MATH.RSQRT], _rsqrt)

@@ -26,7 +26,8 @@ from llvmlite import ir
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.allocation import elem_bytes, feeds_dot
 from ttbuild.backend.analysis.axis import vector_elems
-from ttbuild.backend.analysis.mma_layout import NvmmaShared
+from ttbuild.backend.ir.encodings import NvmmaShared
+from ttbuild.backend.ir.ops import TTG
 from ttbuild.backend.llir import dot  # tensor-core operand tiles: register-sourced allocs, dot_op loads, the swizzle
 from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
 from ttbuild.backend.llir.memory import load_words  # the predicated scalar load
@@ -80,7 +81,7 @@ def _shares_elements(ctx, layout, shape) -> bool:
     return ctx.owned(layout, shape) is not None
 
 
-@rule("ttg.local_alloc")
+@rule(TTG.LOCAL_ALLOC)
 def local_alloc(ctx, op, src=None):
     """A buffer at its `allocation.offset`; with a register operand (accelerate_matmul's dot
     operand tiles) the tile is stored through its XOR swizzle (llir.dot.local_alloc_from)."""
@@ -93,7 +94,7 @@ def local_alloc(ctx, op, src=None):
     return MemDesc(ctx.smem(mu.int_attr(attrs["allocation.offset"])), shape, elem, order)
 
 
-@rule("ttg.memdesc_index")
+@rule(TTG.MEMDESC_INDEX)
 def memdesc_index(ctx, op, desc: MemDesc, idx):
     """Slot `idx` of the leading dimension: the pointer moves by idx * slot bytes."""
     b = ctx.builder
@@ -101,7 +102,7 @@ def memdesc_index(ctx, op, desc: MemDesc, idx):
     return MemDesc(b.gep(desc.ptr, [b.mul(idx, ir.Constant(I32, slot))]), desc.shape[1:], desc.elem, desc.order)
 
 
-@rule("ttg.memdesc_subslice")
+@rule(TTG.MEMDESC_SUBSLICE)
 def memdesc_subslice(ctx, op, desc: MemDesc):
     """The sub-tile at the static `offsets` of an `#ttg.nvmma_shared` tile that is itself one:
     whole swizzle blocks along the contiguous dimension, every row (the pointer moves by
@@ -117,18 +118,18 @@ def memdesc_subslice(ctx, op, desc: MemDesc):
     return MemDesc(ctx.builder.gep(desc.ptr, [ir.Constant(I32, at)]), tuple(shape), desc.elem, desc.order)
 
 
-@rule("ttg.local_dealloc")
+@rule(TTG.LOCAL_DEALLOC)
 def local_dealloc(ctx, op, desc):
     return None  # offsets are static: nothing to free
 
 
-@rule("ttg.async_commit_group")
+@rule(TTG.ASYNC_COMMIT_GROUP)
 def async_commit_group(ctx, op, *tokens):
     _asm(ctx, "cp.async.commit_group;", "~{memory}", [])
     return ir.Constant(I32, 0)
 
 
-@rule("ttg.async_wait")
+@rule(TTG.ASYNC_WAIT)
 def async_wait(ctx, op, *tokens):
     """`cp.async.wait_group N`: all but the N most recent groups of this thread are complete and
     their writes visible to this thread (PTX ISA 9.7.9.25.3.3)."""
@@ -149,7 +150,7 @@ _NVMMA = "#ttg.nvmma_shared<"
 def _dot_ring(view) -> bool:
     """Whether the slot `view` (a ttg.memdesc_index of a ring) belongs to a ring whose slots a dot
     reads (allocation.feeds_dot): threads then read elements other threads copied."""
-    if not isinstance(view, mu.ir.OpResult) or view.owner.name != "ttg.memdesc_index":
+    if not isinstance(view, mu.ir.OpResult) or view.owner.name != TTG.MEMDESC_INDEX:
         return False
     ring = view.owner.operands[0]
     return isinstance(ring, mu.ir.OpResult) and feeds_dot(ring.owner)
@@ -173,7 +174,7 @@ def _slot_addr(ctx, desc: MemDesc, sw, index):
     return b.gep(desc.ptr, [b.mul(dot.swizzled_offset(b, sw, desc, index), ir.Constant(I32, elem_bytes(desc.elem)))])
 
 
-@rule("ttg.async_copy_global_to_local")
+@rule(TTG.ASYNC_COPY_GLOBAL_TO_LOCAL)
 def async_copy(ctx, op, ptr: TensorVal, desc: MemDesc, mask=None, other=None):
     """Each thread copies its own elements of the tile, chunk by chunk, into the slot at the
     same places `ttg.local_load` reads them back from (so, without shared elements, no thread
@@ -231,7 +232,7 @@ def _sync_copy(ctx, ptr, desc, mask, idx, elem, sw=None):
         b.store(v, b.bitcast(_slot_addr(ctx, desc, sw, idx[j]), ir.PointerType(ety, addrspace=3)))
 
 
-@rule("ttg.local_load")
+@rule(TTG.LOCAL_LOAD)
 def local_load(ctx, op, desc: MemDesc, token=None):
     """Into `#ttg.dot_op`: ldmatrix fragments (llir.dot.local_load_dot). Otherwise the thread's elements of the result layout from the view, `vec` at a time (vector
     ld.shared up to 16 bytes). cp.async.wait_group has made this thread's own copies visible

@@ -13,6 +13,7 @@ from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.allocation import round4
+from ttbuild.backend.ir.ops import TT
 from ttbuild.backend.llir.context import I32, TensorVal, llvm_type
 from ttbuild.backend.llir.smem import linear, smem_load, smem_store
 from ttbuild.errors import NotSupportedYet
@@ -68,7 +69,7 @@ def _run(ctx, op, opname: str, ptr, operands, mask):
     ety = llvm_type(elem)
     used = any(True for _ in res.uses)  # unused old values need no broadcast (nor its barrier)
     if not isinstance(ptr, TensorVal):
-        top_level = op.operation.parent.name == "tt.func"
+        top_level = op.operation.parent.name == TT.FUNC
         if top_level and any(k in opname for k in (".release", ".acq_rel")):
             # thread 0 releases for the CTA: the other threads' writes must precede it
             # (a lock released after every thread stored its partial sums, as in Triton's
@@ -129,7 +130,7 @@ def _sem_scope(op):
     return sem, scope
 
 
-@rule("tt.atomic_rmw")
+@rule(TT.ATOMIC_RMW)
 def atomic_rmw(ctx, op, ptr, val, mask=None):
     p = mu.props(op)
     kind_op, kind = OPS[mu.int_attr(p["atomic_rmw_op"])]
@@ -139,7 +140,7 @@ def atomic_rmw(ctx, op, ptr, val, mask=None):
     return _run(ctx, op, text, ptr, [val], mask)
 
 
-@rule("tt.atomic_cas")
+@rule(TT.ATOMIC_CAS)
 def atomic_cas(ctx, op, ptr, cmp, val):
     elem = mu.elem_str(op.results[0].type)
     sem, scope = _sem_scope(op)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.ir.ops import TT
 from ttbuild.backend.llir.context import F32, I32, I64, llvm_type
 from ttbuild.backend.llir.elementwise import elementwise, result_type
 from ttbuild.errors import NotSupportedYet
@@ -23,9 +24,9 @@ def _bitcast(ctx, op):
     return lambda x: x if x.type == t else b.bitcast(x, t)
 
 
-_elementwise(["tt.bitcast"], _bitcast)
-_elementwise(["tt.ptr_to_int"], lambda ctx, op: (lambda x: ctx.builder.ptrtoint(x, I64)))
-_elementwise(["tt.int_to_ptr"], lambda ctx, op: (lambda x: ctx.builder.inttoptr(x, llvm_type(mu.elem_str(op.results[0].type)))))
+_elementwise([TT.BITCAST], _bitcast)
+_elementwise([TT.PTR_TO_INT], lambda ctx, op: (lambda x: ctx.builder.ptrtoint(x, I64)))
+_elementwise([TT.INT_TO_PTR], lambda ctx, op: (lambda x: ctx.builder.inttoptr(x, llvm_type(mu.elem_str(op.results[0].type)))))
 
 
 _F8 = {"f8E4M3FN": "e4m3", "f8E5M2": "e5m2"}
@@ -100,4 +101,4 @@ def _fp_to_fp(ctx, op):
     return conv
 
 
-_elementwise(["tt.fp_to_fp"], _fp_to_fp)
+_elementwise([TT.FP_TO_FP], _fp_to_fp)

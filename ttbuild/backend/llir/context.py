@@ -8,7 +8,7 @@ from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.axis import AxisAnalysis
-from ttbuild.backend.analysis.layout import Blocked, Slice, parse_layout
+from ttbuild.backend.ir.encodings import Blocked, Slice, parse_encoding
 from ttbuild.errors import CompilationError
 
 
@@ -78,7 +78,7 @@ def layout_of(value) -> "Blocked | Slice":
     if enc is None:
         raise CompilationError(f"tensor without an encoding in TTGIR: {value.type}", stage="llir")
     try:
-        return parse_layout(enc)
+        return parse_encoding(enc)
     except ValueError:
         from ttbuild.errors import NotSupportedYet
         raise NotSupportedYet(f"encoding {enc}", None, "llir") from None

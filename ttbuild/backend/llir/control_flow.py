@@ -11,8 +11,9 @@ import struct
 
 from llvmlite import ir
 
+from ttbuild.backend.ir.ops import SCF, TT, TTG, TTNG
+from ttbuild.backend.ir.optraits import walk
 from ttbuild.backend.llir.context import I32, TensorVal
-from ttbuild.optraits import walk
 from ttbuild.registry import RuleSet
 
 RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the table
@@ -41,7 +42,7 @@ def rebuild(templates, scalars) -> list:
 
 def _uses_smem(op) -> bool:
     """Whether a region op holds a shared-memory user (reduction or layout conversion)."""
-    return any(o.name in ("tt.reduce", "ttg.convert_layout", "tt.scan") for o in walk(op))
+    return any(o.name in (TT.REDUCE, TTG.CONVERT_LAYOUT, TT.SCAN) for o in walk(op))
 
 
 def _after_regions(ctx, op=None):
@@ -61,9 +62,9 @@ def _wgmma_accumulators(op) -> set:
             v = todo.pop()
             for use in v.uses:
                 user = use.owner
-                if user.name == "ttng.warp_group_dot" and use.operand_number == 2:
+                if user.name == TTNG.WARP_GROUP_DOT and use.operand_number == 2:
                     out.add(j)
-                elif user.name == "ttng.warp_group_dot_wait" and user not in seen:
+                elif user.name == TTNG.WARP_GROUP_DOT_WAIT and user not in seen:
                     seen.add(user)
                     todo.append(user.results[use.operand_number])
     return out
@@ -84,7 +85,7 @@ def _materialized(b, v):
     return b.bitcast(out, v.type) if str(v.type) == "float" else out
 
 
-@rule("scf.for")
+@rule(SCF.FOR)
 def scf_for(ctx, op, lb, ub, step, *inits):
     b = ctx.builder
     fn = b.function
@@ -121,7 +122,7 @@ def scf_for(ctx, op, lb, ub, step, *inits):
     return res[0] if len(res) == 1 else res
 
 
-@rule("scf.if")
+@rule(SCF.IF)
 def scf_if(ctx, op, cond):
     b = ctx.builder
     fn = b.function
@@ -152,7 +153,7 @@ def scf_if(ctx, op, cond):
     return res[0] if n == 1 else res
 
 
-@rule("scf.while")
+@rule(SCF.WHILE)
 def scf_while(ctx, op, *inits):
     """before-region computes the condition and forwards values to the after-region, whose
     yield feeds the before-region again (MLIR scf.while)."""

@@ -7,6 +7,7 @@ from llvmlite import ir
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.allocation import elem_bytes, packed_pitch, round4
 from ttbuild.backend.analysis.layout import same_thread_map
+from ttbuild.backend.ir.ops import TTG
 from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
 from ttbuild.backend.llir.smem import linear, smem_load, smem_store
 from ttbuild.registry import RuleSet
@@ -15,7 +16,7 @@ RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the 
 rule = RULES.rule
 
 
-@rule("ttg.convert_layout")
+@rule(TTG.CONVERT_LAYOUT)
 def convert_layout(ctx, op, src):
     """Registers when each thread already holds its new elements, else through shared memory:
     every thread stores its elements at their row-major index, one barrier, loads its new ones."""

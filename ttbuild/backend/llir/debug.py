@@ -17,6 +17,7 @@ import re
 from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.ir.ops import GPU, TT
 from ttbuild.backend.llir.context import F64, I8, I32, I64, TensorVal
 from ttbuild.errors import NotSupportedYet
 from ttbuild.registry import RuleSet
@@ -134,7 +135,7 @@ def _vprintf(ctx, fmt: str, args: list[ir.Value]) -> None:
     b.call(vprintf, [fmt_ptr, b.bitcast(buf, PTR)])
 
 
-@rule("tt.print")
+@rule(TT.PRINT)
 def print_(ctx, op, *operands):
     """Per element this thread holds, one line (Triton 3.6's format):
     `pid (<x>, <y>, <z>) idx (<i0>, <i1>, ...)<prefix>[(operand <k>) ]<value>`, index fields
@@ -171,7 +172,7 @@ def _position(op) -> tuple[str, int]:
     return (_mlir_unescape(m.group(1)), int(m.group(2))) if m else ("unknown", 0)
 
 
-@rule("tt.assert")
+@rule(TT.ASSERT)
 def assert_(ctx, op, cond):
     """If any element of `cond` this thread holds is false, call __assertfail(message, file,
     line, function, 1) (Triton's llAssert); file and line come from the op's location (a debug
@@ -204,7 +205,7 @@ def assume(ctx, op, cond):
     return None
 
 
-@rule("gpu.barrier")
+@rule(GPU.BARRIER)
 def gpu_barrier(ctx, op):
     """tl.debug_barrier(): every thread of the CTA meets."""
     ctx.barrier()

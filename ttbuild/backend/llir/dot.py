@@ -25,7 +25,8 @@ from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.allocation import elem_bytes
-from ttbuild.backend.analysis.mma_layout import DotOperand, NvidiaMma, NvmmaShared, SwizzledShared
+from ttbuild.backend.ir.encodings import DotOperand, NvidiaMma, NvmmaShared, SwizzledShared
+from ttbuild.backend.ir.ops import ARITH, TT, TTG
 from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
 from ttbuild.backend.llir.fma import fma_dot
 from ttbuild.backend.llir.mma_index import warp_origin
@@ -230,8 +231,8 @@ def local_alloc_from(ctx, op, src: TensorVal) -> MemDesc:
 
 # Ops that touch no shared memory: two local_allocs separated only by these share their
 # barriers (one before the first's stores, one after the last's).
-_NO_SMEM = ("tt.load", "tt.addptr", "tt.splat", "tt.broadcast", "tt.make_range", "tt.expand_dims",
-            "tt.get_program_id", "tt.bitcast", "tt.fp_to_fp", "arith.constant")
+_NO_SMEM = (TT.LOAD, TT.ADDPTR, TT.SPLAT, TT.BROADCAST, TT.MAKE_RANGE, TT.EXPAND_DIMS,
+            TT.GET_PROGRAM_ID, TT.BITCAST, TT.FP_TO_FP, ARITH.CONSTANT)
 
 
 def _neighbour_allocs(op):
@@ -243,7 +244,7 @@ def _neighbour_allocs(op):
     def scan(rng):
         for k in rng:
             o = ops[k]
-            if o.name == "ttg.local_alloc" and len(o.operands):
+            if o.name == TTG.LOCAL_ALLOC and len(o.operands):
                 return o
             if not (o.name in _NO_SMEM or o.name.startswith("arith.")):
                 return None
@@ -392,7 +393,7 @@ class LazyOperand(TensorVal):
 
 # Ops that may sit between a dot operand's local_load and its tt.dot without changing what
 # loading at the dot reads: they write no shared memory.
-_NO_SMEM_WRITE = ("ttg.local_load", "ttg.memdesc_index", "ttg.memdesc_subslice", "ttg.memdesc_trans")
+_NO_SMEM_WRITE = (TTG.LOCAL_LOAD, TTG.MEMDESC_INDEX, TTG.MEMDESC_SUBSLICE, TTG.MEMDESC_TRANS)
 
 
 def _feeds_next_dot(op) -> bool:
@@ -401,7 +402,7 @@ def _feeds_next_dot(op) -> bool:
     the dot reads the same bytes."""
     res = op.results[0]
     uses = list(res.uses)
-    if len(uses) != 1 or uses[0].owner.name != "tt.dot":
+    if len(uses) != 1 or uses[0].owner.name != TT.DOT:
         return False
     dot = uses[0].owner.operation
     seen = False
@@ -427,7 +428,7 @@ def local_load_dot(ctx, op, desc: MemDesc, token=None) -> TensorVal:
     if isinstance(sw, NvmmaShared):
         check_nvmma(sw, desc.shape[sw.order[0]], mu.elem_bits(desc.elem))
     src_op = op.operands[0].owner if isinstance(op.operands[0], mu.ir.OpResult) else None
-    if not (src_op is not None and src_op.name == "ttg.local_alloc" and len(src_op.operands)):
+    if not (src_op is not None and src_op.name == TTG.LOCAL_ALLOC and len(src_op.operands)):
         ctx.barrier_unless_fresh()  # a buffer other threads filled (cp.async): everyone has waited first
     ety = llvm_type(desc.elem)
     eb = elem_bytes(desc.elem)
@@ -519,7 +520,7 @@ def _split3(b, get):
     return split
 
 
-@rule("tt.dot")
+@rule(TT.DOT)
 def dot(ctx, op, a: TensorVal, bm: TensorVal, c: TensorVal):
     """D = A B + C with mma.sync over the fragments (see module doc)."""
     b = ctx.builder

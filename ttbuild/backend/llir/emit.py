@@ -9,12 +9,13 @@ from llvmlite import ir
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.axis import AxisAnalysis
 from ttbuild.backend.diagnostics import at_op, internal_error
+from ttbuild.backend.ir.ops import TT
+from ttbuild.backend.ir.optraits import DOT_OPS, TERMINATORS, walk
 from ttbuild.backend.llir.context import GPTR, I32, Ctx, llvm_type
 from ttbuild.backend.llir.rules import RULES
 from ttbuild.backend.nvptx import TRIPLE
 from ttbuild.errors import CompilationError, NotSupportedYet, TTBuildError
 from ttbuild.irattrs import module_attrs
-from ttbuild.optraits import DOT_OPS, TERMINATORS, walk
 
 
 def run_block(ctx: Ctx, block, args: list) -> list:
@@ -152,7 +153,7 @@ def _lower(ttgir: str | bytes, fp_fusion: bool) -> str:
         module.add_named_metadata("llvm.module.flags").add(
             module.add_metadata([ir.Constant(I32, 4), "nvvm-reflect-ftz", ir.Constant(I32, 1)]))
         for op in mod.body.operations:
-            if op.operation.name != "tt.func":
+            if op.operation.name != TT.FUNC:
                 raise at_op(NotSupportedYet(op.operation.name, None, "llir"), op, "llir")
             # Errors outside any op's rule (arguments, analyses) point at the function.
             try:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from ttbuild.backend import mlir_util as mu
-from ttbuild.backend.analysis.layout import Blocked
-from ttbuild.backend.analysis.mma_layout import FmaOperand
+from ttbuild.backend.ir.encodings import Blocked, FmaOperand
 from ttbuild.backend.llir.context import TensorVal
 from ttbuild.errors import NotSupportedYet
 

@@ -14,6 +14,7 @@ from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.allocation import histogram_bytes
+from ttbuild.backend.ir.ops import TT
 from ttbuild.backend.llir.context import I32, TensorVal, layout_of
 from ttbuild.backend.llir.smem import smem_load, smem_store
 from ttbuild.registry import RuleSet
@@ -22,7 +23,7 @@ RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the 
 rule = RULES.rule
 
 
-@rule("tt.histogram")
+@rule(TT.HISTOGRAM)
 def histogram(ctx, op, src, mask=None):
     b = ctx.builder
     res = op.results[0]

@@ -13,6 +13,7 @@ from llvmlite import ir
 from mlir import ir as mir
 
 from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.ir.ops import TT
 from ttbuild.backend.llir.context import TensorVal, layout_of, llvm_type
 from ttbuild.errors import NotSupportedYet
 from ttbuild.registry import RuleSet
@@ -27,7 +28,7 @@ def _per_reg(t: ir.Type, pack: int) -> int:
     return min(32 // bits if bits < 32 else 1, pack)
 
 
-@rule("tt.elementwise_inline_asm")
+@rule(TT.ELEMENTWISE_INLINE_ASM)
 def elementwise_inline_asm(ctx, op, *operands):
     props = mu.props(op)
     pack = mu.int_attr(props["packed_element"])

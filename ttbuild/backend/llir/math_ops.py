@@ -10,6 +10,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.ir.ops import MATH, TT
 from ttbuild.backend.llir.context import F32, F64, llvm_type
 from ttbuild.backend.llir.elementwise import elementwise, result_type
 from ttbuild.registry import RuleSet
@@ -23,13 +24,13 @@ def _elementwise(names, make):
 
 # math op -> libdevice base name (Triton's tl.math, MLIR math dialect op names)
 LIBDEVICE = {
-    "math.sin": "sin", "math.cos": "cos", "math.tan": "tan", "math.erf": "erf", "math.erfc": "erfc",
-    "math.asin": "asin", "math.acos": "acos", "math.atan": "atan", "math.sinh": "sinh",
-    "math.cosh": "cosh", "math.tanh": "tanh", "math.asinh": "asinh", "math.acosh": "acosh",
-    "math.atanh": "atanh", "math.log1p": "log1p", "math.expm1": "expm1", "math.log10": "log10",
-    "math.cbrt": "cbrt", "math.round": "round", "math.trunc": "trunc", "math.atan2": "atan2",
-    "math.powf": "pow", "math.copysign": "copysign", "math.roundeven": "rint",
-    "math.log": "log", "math.log2": "log2", "math.exp2": "exp2",
+    MATH.SIN: "sin", MATH.COS: "cos", MATH.TAN: "tan", MATH.ERF: "erf", MATH.ERFC: "erfc",
+    MATH.ASIN: "asin", MATH.ACOS: "acos", MATH.ATAN: "atan", MATH.SINH: "sinh",
+    MATH.COSH: "cosh", MATH.TANH: "tanh", MATH.ASINH: "asinh", MATH.ACOSH: "acosh",
+    MATH.ATANH: "atanh", MATH.LOG1P: "log1p", MATH.EXPM1: "expm1", MATH.LOG10: "log10",
+    MATH.CBRT: "cbrt", MATH.ROUND: "round", MATH.TRUNC: "trunc", MATH.ATAN2: "atan2",
+    MATH.POWF: "pow", MATH.COPYSIGN: "copysign", MATH.ROUNDEVEN: "rint",
+    MATH.LOG: "log", MATH.LOG2: "log2", MATH.EXP2: "exp2",
 }
 
 
@@ -66,7 +67,7 @@ def _extern(ctx, op):
     return lambda *xs: b.call(fn, list(xs))
 
 
-_elementwise(["tt.extern_elementwise"], _extern)
+_elementwise([TT.EXTERN_ELEMENTWISE], _extern)
 
 
 def _absi(ctx, op):
@@ -74,7 +75,7 @@ def _absi(ctx, op):
     return lambda x: b.select(b.icmp_signed("<", x, ir.Constant(x.type, 0)), b.neg(x), x)
 
 
-_elementwise(["math.absi"], _absi)
+_elementwise([MATH.ABSI], _absi)
 
 
 def _mulhi(ctx, op):
@@ -86,7 +87,7 @@ def _mulhi(ctx, op):
     return lambda x, y: b.trunc(b.lshr(b.mul(b.zext(x, wide), b.zext(y, wide)), sh), t)
 
 
-_elementwise(["tt.mulhiui"], _mulhi)
+_elementwise([TT.MULHIUI], _mulhi)
 
 
 def _clampf(ctx, op):
@@ -102,9 +103,9 @@ def _clampf(ctx, op):
     return lambda x, lo, hi: b.call(mn, [b.call(mx, [x, lo]), hi])
 
 
-_elementwise(["tt.clampf"], _clampf)
+_elementwise([TT.CLAMPF], _clampf)
 # IEEE-rounded forms (tl.div_rn, tl.sqrt_rn): LLVM's fdiv / llvm.sqrt are div.rn / sqrt.rn on NVPTX.
-_elementwise(["tt.precise_divf"], lambda ctx, op: (lambda x, y: ctx.builder.fdiv(x, y)))
+_elementwise([TT.PRECISE_DIVF], lambda ctx, op: (lambda x, y: ctx.builder.fdiv(x, y)))
 
 
 def _precise_sqrt(ctx, op):
@@ -114,4 +115,4 @@ def _precise_sqrt(ctx, op):
     return lambda x: ctx.builder.call(fn, [x])
 
 
-_elementwise(["tt.precise_sqrt"], _precise_sqrt)
+_elementwise([TT.PRECISE_SQRT], _precise_sqrt)

@@ -16,6 +16,7 @@ from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.axis import vector_elems
+from ttbuild.backend.ir.ops import TT
 from ttbuild.backend.llir.context import I1, I32, TensorVal, duplicated_dims, llvm_type
 from ttbuild.registry import RuleSet
 
@@ -165,7 +166,7 @@ def load_words(ctx, ptr, pred, ety, word, nwords, others, idx):
     return [e for w in words for e in _unpack(b, w, ety, k)]
 
 
-@rule("tt.load")
+@rule(TT.LOAD)
 def load(ctx, op, ptr, *rest):
     p = mu.props(op)
     seg = list(p["operandSegmentSizes"]) if "operandSegmentSizes" in p else [1, len(rest), 0]
@@ -242,7 +243,7 @@ def _store_owners(ctx, ptr, layout, vec) -> tuple[list | None, bool]:
     return own, True
 
 
-@rule("tt.store")
+@rule(TT.STORE)
 def store(ctx, op, ptr, value, mask=None):
     elem = mu.elem_str(op.operands[1].type)
     ety = llvm_type(elem)

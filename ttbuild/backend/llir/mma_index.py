@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
-from ttbuild.backend.analysis.mma_layout import DotOperand, FmaOperand, NvidiaMma
+from ttbuild.backend.ir.encodings import DotOperand, FmaOperand, NvidiaMma
 
 I32 = ir.IntType(32)
 

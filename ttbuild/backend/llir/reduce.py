@@ -30,8 +30,8 @@ from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.allocation import elem_bytes, reduce_plan, round4
-from ttbuild.backend.analysis.layout import Blocked, Slice
-from ttbuild.backend.analysis.mma_layout import NvidiaMma
+from ttbuild.backend.ir.encodings import Blocked, NvidiaMma, Slice
+from ttbuild.backend.ir.ops import TT
 from ttbuild.backend.llir.context import I32, I64, TensorVal
 from ttbuild.backend.llir.smem import linear, smem_load, smem_store
 from ttbuild.errors import NotSupportedYet
@@ -88,7 +88,7 @@ def tree(combine, items: list) -> list:
     return items[0]
 
 
-@rule("tt.reduce")
+@rule(TT.REDUCE)
 def reduce(ctx, op, *srcs):
     b = ctx.builder
     axis = mu.int_attr(mu.props(op)["axis"])

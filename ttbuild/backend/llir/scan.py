@@ -18,6 +18,7 @@ from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.allocation import elem_bytes, round4, scan_plan
+from ttbuild.backend.ir.ops import TT
 from ttbuild.backend.llir.context import I32, TensorVal, llvm_type
 from ttbuild.backend.llir.smem import linear, smem_load, smem_store
 from ttbuild.registry import RuleSet
@@ -30,7 +31,7 @@ def _c(v):
     return ir.Constant(I32, v)
 
 
-@rule("tt.scan")
+@rule(TT.SCAN)
 def scan(ctx, op, *srcs):
     b = ctx.builder
     p = mu.props(op)

@@ -37,6 +37,7 @@ from llvmlite import ir
 
 from ttbuild import tma
 from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.ir.ops import ARITH, TTG, TTNG
 from ttbuild.backend.llir.context import I8, I32, I64
 from ttbuild.backend.llir.dot import shared_layout
 from ttbuild.backend.llir.tma import leader
@@ -95,7 +96,7 @@ def program_scratch(ctx) -> ir.Value:
     return ctx.memo(("global_scratch_base",), make)
 
 
-@rule("ttg.global_scratch_alloc")
+@rule(TTG.GLOBAL_SCRATCH_ALLOC)
 def global_scratch_alloc(ctx, op):
     """This program's scratch base + the op's `ttg.global_scratch_memory_offset`."""
     p = mu.props(op)
@@ -169,7 +170,7 @@ def _warp_sync(ctx) -> None:
     ctx.builder.call(fn, [ir.Constant(I32, -1)])
 
 
-@rule("ttng.tensormap_create")
+@rule(TTNG.TENSORMAP_CREATE)
 def tensormap_create(ctx, op, desc_ptr, global_address, *rest):
     """Warp 0 builds the map in a 128-byte shared template and copies it out with a release to
     the tensormap proxy (the module docstring)."""
@@ -221,7 +222,7 @@ def _generic(ctx, ptr) -> ir.Value:
     return b.ptrtoint(b.addrspacecast(ptr, GENERIC), I64)
 
 
-@rule("ttng.tensormap_fenceproxy_acquire")
+@rule(TTNG.TENSORMAP_FENCEPROXY_ACQUIRE)
 def tensormap_fenceproxy_acquire(ctx, op, ptr):
     """Warp 0 acquires the map for the tensormap proxy, then a CTA barrier."""
     text = (f"@$0 {ACQUIRE} [$1], {MAP_BYTES};\n\t@$0 cp.async.bulk.commit_group;\n\t"
@@ -230,7 +231,7 @@ def tensormap_fenceproxy_acquire(ctx, op, ptr):
     ctx.barrier()
 
 
-@rule("ttng.reinterpret_tensor_descriptor")
+@rule(TTNG.REINTERPRET_TENSOR_DESCRIPTOR)
 def reinterpret_tensor_descriptor(ctx, op, ptr):
     """The map's generic address, the i64 of a tensor descriptor; its TMA copies checked
     against the map's box and swizzle where the create's operands are constants."""
@@ -241,7 +242,7 @@ def reinterpret_tensor_descriptor(ctx, op, ptr):
 def _const(v) -> int | None:
     """The value of an `arith.constant` integer, else None."""
     owner = v.owner
-    if getattr(owner, "name", None) != "arith.constant":  # a block argument's owner is its block
+    if getattr(owner, "name", None) != ARITH.CONSTANT:  # a block argument's owner is its block
         return None
     try:
         return mu.int_attr(mu.props(owner)["value"])
@@ -252,7 +253,7 @@ def _const(v) -> int | None:
 def _create_of(op):
     """The ttng.tensormap_create that writes the map a reinterpret_tensor_descriptor reads, or None."""
     for use in op.operands[0].uses:
-        if use.owner.name == "ttng.tensormap_create" and use.operand_number == 0:
+        if use.owner.name == TTNG.TENSORMAP_CREATE and use.operand_number == 0:
             return use.owner
     return None
 
@@ -276,7 +277,7 @@ def _check_copies(op) -> None:
     mode = mu.int_attr(mu.props(create)["swizzle_mode"])
     for use in op.results[0].uses:
         copy = use.owner
-        if copy.name != "ttng.async_tma_copy_global_to_local" or use.operand_number != 0 or r != 2:
+        if copy.name != TTNG.ASYNC_TMA_COPY_GLOBAL_TO_LOCAL or use.operand_number != 0 or r != 2:
             continue
         p = mu.props(copy)
         n = len(copy.operands)

@@ -37,7 +37,8 @@ from llvmlite import ir
 from ttbuild import tma
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.allocation import elem_bytes
-from ttbuild.backend.analysis.mma_layout import NvmmaShared
+from ttbuild.backend.ir.encodings import NvmmaShared
+from ttbuild.backend.ir.ops import TTG, TTNG
 from ttbuild.backend.llir.context import I1, I32
 from ttbuild.backend.llir.dot import check_nvmma, shared_layout
 from ttbuild.backend.llir.smem import MemDesc, parse_memdesc
@@ -85,7 +86,7 @@ def _int_prop(op, name: str) -> int:
     return mu.int_attr(attrs[name] if name in attrs else mu.props(op)[name])
 
 
-@rule("ttng.init_barrier")
+@rule(TTNG.INIT_BARRIER)
 def init_barrier(ctx, op, bar: MemDesc):
     """One thread inits the mbarrier with its arrival count; a CTA barrier after it."""
     count = _int_prop(op, "count")
@@ -94,7 +95,7 @@ def init_barrier(ctx, op, bar: MemDesc):
     ctx.barrier()
 
 
-@rule("ttng.inval_barrier")
+@rule(TTNG.INVAL_BARRIER)
 def inval_barrier(ctx, op, bar: MemDesc):
     """A CTA barrier (every thread is done waiting on it), then one thread invalidates it."""
     ctx.barrier_unless_fresh()
@@ -102,7 +103,7 @@ def inval_barrier(ctx, op, bar: MemDesc):
     ctx.after_smem_read()  # whoever writes these bytes next waits for a barrier
 
 
-@rule("ttng.barrier_expect")
+@rule(TTNG.BARRIER_EXPECT)
 def barrier_expect(ctx, op, bar: MemDesc, pred=None):
     """One thread arrives on the barrier and raises its transaction count by the bytes the
     copies of this phase bring (under the op's predicate)."""
@@ -139,7 +140,7 @@ def _is_barrier(desc) -> bool:
     return isinstance(desc, MemDesc) and desc.elem == "i64" and tuple(desc.shape) == (1,)
 
 
-@rule("ttng.async_tma_copy_global_to_local")
+@rule(TTNG.ASYNC_TMA_COPY_GLOBAL_TO_LOCAL)
 def async_tma_copy(ctx, op, *vals):
     """The descriptor's block into the nvmma tile, box by box (see the module docstring)."""
     b = ctx.builder
@@ -188,7 +189,7 @@ STORE = "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [$1, {$2, $3}], [
 REDUCE_OPS = {1: "add", 2: "min", 3: "max", 4: "inc", 5: "dec", 6: "and", 7: "or", 8: "xor"}
 
 
-@rule("ttng.async_tma_copy_local_to_global")
+@rule(TTNG.ASYNC_TMA_COPY_LOCAL_TO_GLOBAL)
 def async_tma_store(ctx, op, tmap, *rest):
     """The nvmma tile to the descriptor's block at the coordinates, box by box, by the leader
     once every thread's writes of the tile are done (the fence before this op made them
@@ -198,7 +199,7 @@ def async_tma_store(ctx, op, tmap, *rest):
     _bulk_store(ctx, op, tmap, rest, STORE)
 
 
-@rule("ttng.async_tma_reduce")
+@rule(TTNG.ASYNC_TMA_REDUCE)
 def async_tma_reduce(ctx, op, tmap, *rest):
     """As a TMA store, each element reduced into memory by the op's `kind` instead of written
     (`cp.reduce.async.bulk.tensor.2d.global.shared::cta.<op>.bulk_group`, PTX ISA 9.7.9.25.5.2:
@@ -240,7 +241,7 @@ def _bulk_store(ctx, op, tmap, rest, text: str) -> None:
     ctx.asm_effect("cp.async.bulk.commit_group;", "", [])
 
 
-@rule("ttng.async_tma_store_wait")
+@rule(TTNG.ASYNC_TMA_STORE_WAIT)
 def async_tma_store_wait(ctx, op):
     """Until at most `pendings` bulk groups still read their shared tiles
     (`cp.async.bulk.wait_group.read`), then a CTA barrier: the tile's bytes may be written again."""
@@ -248,7 +249,7 @@ def async_tma_store_wait(ctx, op):
     ctx.barrier()
 
 
-@rule("ttng.wait_barrier")
+@rule(TTNG.WAIT_BARRIER)
 def wait_barrier(ctx, op, bar: MemDesc, phase, *rest):
     """Every thread spins until the barrier's phase of parity `phase` completed; with a
     predicate operand, only the threads where it holds. Labels sit in a `{ }` scope and carry
@@ -272,7 +273,7 @@ def wait_barrier(ctx, op, bar: MemDesc, phase, *rest):
     ctx.asm_effect(text, "r,r,b", args + [pred if pred.type == I1 else ctx.builder.trunc(pred, I1)])
 
 
-@rule("ttg.memdesc_trans")
+@rule(TTG.MEMDESC_TRANS)
 def memdesc_trans(ctx, op, desc: MemDesc):
     """A transposed view of the same bytes: the result type's shape and order (an nvmma tile
     with `transposed` flipped), the same pointer."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.ir.ops import TT
 from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
 from ttbuild.registry import RuleSet
 
@@ -14,17 +15,17 @@ rule = RULES.rule
 _AXES = "xyz"
 
 
-@rule("tt.get_program_id")
+@rule(TT.GET_PROGRAM_ID)
 def get_program_id(ctx, op):
     return ctx.sreg(f"ctaid.{_AXES[mu.int_attr(mu.props(op)['axis'])]}")
 
 
-@rule("tt.get_num_programs")
+@rule(TT.GET_NUM_PROGRAMS)
 def get_num_programs(ctx, op):
     return ctx.sreg(f"nctaid.{_AXES[mu.int_attr(mu.props(op)['axis'])]}")
 
 
-@rule("tt.make_range")
+@rule(TT.MAKE_RANGE)
 def make_range(ctx, op):
     """Element i of the range is start + i (Triton semantics: `tl.arange(start, end)`, i32)."""
     res = op.results[0]
@@ -36,14 +37,14 @@ def make_range(ctx, op):
     return TensorVal(elems, layout, shape)
 
 
-@rule("tt.splat")
+@rule(TT.SPLAT)
 def splat(ctx, op, src):
     res = op.results[0]
     layout, shape = layout_of(res), mu.shape_of(res.type)
     return TensorVal([src] * layout.elems_per_thread(shape), layout, shape)
 
 
-@rule("tt.addptr")
+@rule(TT.ADDPTR)
 def addptr(ctx, op, ptr, offset):
     """ptr + offset elements of the pointee type; i32 offsets are signed (Triton semantics)."""
     ety = llvm_type(mu.pointee(mu.elem_str(op.results[0].type)))
@@ -57,6 +58,6 @@ def addptr(ctx, op, ptr, offset):
     return one(ptr, offset)
 
 
-@rule("tt.return")
+@rule(TT.RETURN)
 def ret(ctx, op, *values):
     ctx.builder.ret_void()

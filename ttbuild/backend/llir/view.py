@@ -14,7 +14,9 @@ from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.allocation import elem_bytes, round4
-from ttbuild.backend.analysis.layout import Slice, joined, same_thread_map, trans_order, transposed
+from ttbuild.backend.analysis.layout import joined, same_thread_map, trans_order, transposed
+from ttbuild.backend.ir.encodings import Slice
+from ttbuild.backend.ir.ops import TT
 from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
 from ttbuild.backend.llir.smem import linear, smem_load, smem_store
 from ttbuild.errors import CompilationError
@@ -41,7 +43,7 @@ def permute(ctx, srcs, where, res) -> TensorVal:
     return TensorVal(out, lay, shape)
 
 
-@rule("tt.expand_dims")
+@rule(TT.EXPAND_DIMS)
 def expand_dims(ctx, op, src):
     """Same elements: the operand's slice layout is the result layout with `axis` removed."""
     res = op.results[0]
@@ -52,7 +54,7 @@ def expand_dims(ctx, op, src):
     return TensorVal(list(src.elems), lay, mu.shape_of(res.type))
 
 
-@rule("tt.broadcast")
+@rule(TT.BROADCAST)
 def broadcast(ctx, op, src):
     """Each output element takes the operand element at the same offsets, 0 along size-1 dims."""
     res = op.results[0]
@@ -67,7 +69,7 @@ def broadcast(ctx, op, src):
     return TensorVal(elems, lay, shape)
 
 
-@rule("tt.trans")
+@rule(TT.TRANS)
 def trans(ctx, op, src):
     """result[i] = src[j] with j[order[k]] = i[k] (Triton TransOp: result dim k is source dim
     order[k]). With the transposed layout (what the ttgir stage picks) every thread keeps its
@@ -94,7 +96,7 @@ def _unlinear(b, lin, shape):
     return tuple(out)
 
 
-@rule("tt.reshape")
+@rule(TT.RESHAPE)
 def reshape(ctx, op, src):
     """Row-major order is kept (a reshape with allow_reorder may keep it too). Between layouts
     that give each thread the same flat indices (the pair Triton infers, what the ttgir stage
@@ -111,7 +113,7 @@ def reshape(ctx, op, src):
     return permute(ctx, [src], where, op.results[0])
 
 
-@rule("tt.cat")
+@rule(TT.CAT)
 def cat(ctx, op, lhs, rhs):
     """Concatenation along dimension 0 (Triton's tl.cat with can_reorder keeps this order)."""
     b = ctx.builder
@@ -122,7 +124,7 @@ def cat(ctx, op, lhs, rhs):
     return permute(ctx, [lhs, rhs], where, op.results[0])
 
 
-@rule("tt.join")
+@rule(TT.JOIN)
 def join(ctx, op, lhs, rhs):
     """result[..., 0] = lhs, result[..., 1] = rhs (a new minor dimension of size 2). With the
     layout Triton infers (layout.joined, what the ttgir stage gives) each thread already holds
@@ -136,7 +138,7 @@ def join(ctx, op, lhs, rhs):
     return permute(ctx, [lhs, rhs], lambda k, ix: tuple(ix) + (ir.Constant(I32, k),), res)
 
 
-@rule("tt.split")
+@rule(TT.SPLIT)
 def split(ctx, op, src):
     """Inverse of tt.join: the minor dimension (size 2) becomes two results; a renaming of
     registers when the operand's layout is layout.joined of the results' (Triton's inferred pair)."""

@@ -26,7 +26,8 @@ from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.allocation import elem_bytes
-from ttbuild.backend.analysis.mma_layout import NvidiaMma, NvmmaShared
+from ttbuild.backend.ir.encodings import NvidiaMma, NvmmaShared
+from ttbuild.backend.ir.ops import TTNG
 from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
 from ttbuild.backend.llir.dot import pack_halves, pack_register, shared_layout, unpack_halves
 from ttbuild.backend.llir.smem import MemDesc
@@ -51,7 +52,7 @@ def _asm(ctx, text: str) -> None:
     ctx.builder.asm(ir.FunctionType(ir.VoidType(), []), text, "~{memory}", [], side_effect=True)
 
 
-@rule("ttng.fence_async_shared")
+@rule(TTNG.FENCE_ASYNC_SHARED)
 def fence_async_shared(ctx, op):
     """`fence.proxy.async.shared::cta`: shared-memory writes of this thread's generic proxy
     (st.shared) become visible to the async proxy (wgmma, TMA) (PTX ISA 9.7.13.4.4)."""
@@ -125,7 +126,7 @@ def _a_words(b, a: TensorVal):
             for (_, mn, k), positions in regs.items()}
 
 
-@rule("ttng.warp_group_dot")
+@rule(TTNG.WARP_GROUP_DOT)
 def warp_group_dot(ctx, op, a, bm: MemDesc, c: TensorVal):
     """D = A B + C on wgmma: A in shared memory (a MemDesc: SS form) or in registers (a
     TensorVal in #ttg.dot_op: RS form, attention's P), B in shared memory (see the module
@@ -253,7 +254,7 @@ def _wait_all(b, regs: list) -> list:
     return _tied(b, "wgmma.commit_group.sync.aligned;\n\twgmma.wait_group.sync.aligned 0;", regs)
 
 
-@rule("ttng.warp_group_dot_wait")
+@rule(TTNG.WARP_GROUP_DOT_WAIT)
 def warp_group_dot_wait(ctx, op, *vals):
     """`wgmma.wait_group.sync.aligned N` (all but the N most recent groups complete), with
     every register of its accumulator operands (the f32/i32 tensors on #mma: this dot's, and

@@ -28,9 +28,10 @@ k-step) are left on blocked layouts (the FMA path of the LLIR).
 from __future__ import annotations
 
 from ttbuild.backend import mlir_util as mu
-from ttbuild.backend.analysis.layout import parse_layout
-from ttbuild.backend.analysis.mma_layout import DotOperand, FmaOperand, NvidiaMma, for_operand, nvmma_for_operand
-from ttbuild.optraits import DOT_OPS, walk
+from ttbuild.backend.analysis.mma_layout import for_operand, nvmma_for_operand
+from ttbuild.backend.ir.encodings import DotOperand, FmaOperand, NvidiaMma, parse_encoding
+from ttbuild.backend.ir.ops import ARITH, SCF, TT, TTG, TTNG
+from ttbuild.backend.ir.optraits import DOT_OPS, walk
 
 ir = mu.ir
 
@@ -133,7 +134,7 @@ def _memdesc_type(shape, elem: str, shared) -> ir.Type:
 def _convert(v, layout, before=None, after=None, loc=None):
     ip = ir.InsertionPoint(before) if before is not None else ir.InsertionPoint.after(after)
     with ip:
-        return ir.Operation.create("ttg.convert_layout", results=[_tensor_type(v, layout)],
+        return ir.Operation.create(TTG.CONVERT_LAYOUT, results=[_tensor_type(v, layout)],
                                    operands=[v], loc=loc).results[0]
 
 
@@ -145,7 +146,7 @@ def _alloc_after_definition(dot, idx: int, shared):
     owner = v.owner if isinstance(v, ir.OpResult) else None
     ip = ir.InsertionPoint.after(owner) if owner is not None else ir.InsertionPoint(dot)
     with ip:
-        return ir.Operation.create("ttg.local_alloc",
+        return ir.Operation.create(TTG.LOCAL_ALLOC,
                                    results=[_memdesc_type(mu.shape_of(v.type), mu.elem_str(v.type), shared)],
                                    operands=[v], loc=dot.location)
 
@@ -155,20 +156,20 @@ def _stage_operand(dot, idx: int, mma: NvidiaMma) -> None:
     definition, local_load into the dot_op layout before the dot."""
     v = dot.operands[idx]
     elem = mu.elem_str(v.type)
-    src = parse_layout(mu.encoding_str(v.type))
+    src = parse_encoding(mu.encoding_str(v.type))
     k_width = max(1, 32 // mu.elem_bits(elem))
     alloc = _alloc_after_definition(dot, idx, for_operand(idx, mu.shape_of(v.type), src.order,
                                                           mu.elem_bits(elem), k_width))
     with ir.InsertionPoint(dot):
-        load = ir.Operation.create("ttg.local_load", results=[_tensor_type(v, DotOperand(idx, mma, k_width))],
+        load = ir.Operation.create(TTG.LOCAL_LOAD, results=[_tensor_type(v, DotOperand(idx, mma, k_width))],
                                    operands=[alloc.results[0]], loc=dot.location)
     dot.operands[idx] = load.results[0]
 
 
 # Elementwise ops an accumulator may pass through between the loop's iter_arg and the dot
 # (attention's `acc = acc * alpha[:, None]`): they run on #mma too.
-ACC_ELEMENTWISE = ("arith.mulf", "arith.addf", "arith.subf", "arith.divf", "arith.muli", "arith.addi",
-                   "arith.subi")
+ACC_ELEMENTWISE = (ARITH.MULF, ARITH.ADDF, ARITH.SUBF, ARITH.DIVF, ARITH.MULI, ARITH.ADDI,
+                   ARITH.SUBI)
 
 
 def _loop_carried(dot):
@@ -191,13 +192,13 @@ def _loop_carried(dot):
         v = op.operands[cand[0]]
     blk = v.owner
     loop = blk.owner
-    if loop.name != "scf.for" or v.arg_number == 0 or blk != dot.operation.block:
+    if loop.name != SCF.FOR or v.arg_number == 0 or blk != dot.operation.block:
         return None
     i = v.arg_number - 1
     if len(list(v.uses)) != 1 or len(list(d.uses)) != 1:
         return None
     y = list(d.uses)[0].owner
-    if y.name != "scf.yield" or y.operands[i] != d or y.operation.block != blk:
+    if y.name != SCF.YIELD or y.operands[i] != d or y.operation.block != blk:
         return None
     return loop, i, chain
 
@@ -205,12 +206,12 @@ def _loop_carried(dot):
 def _splat_copy(x, layout, before):
     """A copy of splat constant x in `layout`, placed before `before`; None if x is not one."""
     owner = x.owner if isinstance(x, ir.OpResult) else None
-    if not (owner is not None and owner.name == "arith.constant"
+    if not (owner is not None and owner.name == ARITH.CONSTANT
             and isinstance(owner.attributes["value"], ir.DenseElementsAttr) and owner.attributes["value"].is_splat):
         return None
     t = _tensor_type(x, layout)
     with ir.InsertionPoint(before):
-        return ir.Operation.create("arith.constant", results=[t], attributes={
+        return ir.Operation.create(ARITH.CONSTANT, results=[t], attributes={
             "value": ir.DenseElementsAttr.get_splat(t, owner.attributes["value"].get_splat_value())},
             loc=owner.location).results[0]
 
@@ -221,11 +222,11 @@ def _to_mma(x, mma: NvidiaMma, before):
     converts where it is used."""
     owner = x.owner if isinstance(x, ir.OpResult) else None
     if owner is not None and len(list(x.uses)) == 1:
-        if owner.name == "tt.broadcast":
+        if owner.name == TT.BROADCAST:
             owner.operands[0] = _to_mma(owner.operands[0], mma, owner)
             x.set_type(_tensor_type(x, mma))
             return x
-        if (owner.name == "arith.constant" and isinstance(owner.attributes["value"], ir.DenseElementsAttr)
+        if (owner.name == ARITH.CONSTANT and isinstance(owner.attributes["value"], ir.DenseElementsAttr)
                 and owner.attributes["value"].is_splat):
             old = owner.attributes["value"]
             x.set_type(_tensor_type(x, mma))
@@ -236,7 +237,7 @@ def _to_mma(x, mma: NvidiaMma, before):
 
 def _accumulator(dot, mma: NvidiaMma) -> None:
     c, d = dot.operands[2], dot.results[0]
-    blocked = parse_layout(mu.encoding_str(d.type))
+    blocked = parse_encoding(mu.encoding_str(d.type))
     carried = _loop_carried(dot)
     if carried is None:
         dot.operands[2] = _splat_copy(c, mma, dot) or _convert(c, mma, before=dot, loc=dot.location)
@@ -249,13 +250,13 @@ def _accumulator(dot, mma: NvidiaMma) -> None:
     init = loop.operands[3 + i]
     res = loop.results[i]
     init_op = init.owner if isinstance(init, ir.OpResult) else None
-    splat = (init_op is not None and init_op.name == "arith.constant"
+    splat = (init_op is not None and init_op.name == ARITH.CONSTANT
              and isinstance(init_op.attributes["value"], ir.DenseElementsAttr)
              and init_op.attributes["value"].is_splat)
     if splat:  # a splat constant is rebuilt in #mma (a copy when others use it too)
         old = init_op.attributes["value"]
         with ir.InsertionPoint(loop):
-            cst = ir.Operation.create("arith.constant", results=[_tensor_type(init, mma)], attributes={
+            cst = ir.Operation.create(ARITH.CONSTANT, results=[_tensor_type(init, mma)], attributes={
                 "value": ir.DenseElementsAttr.get_splat(_tensor_type(init, mma), old.get_splat_value())},
                 loc=init_op.location)
         loop.operands[3 + i] = cst.results[0]
@@ -279,8 +280,8 @@ def _accumulator(dot, mma: NvidiaMma) -> None:
 
 # Element-type casts a conversion moves past (Triton's RemoveLayoutConversions does the same for
 # any elementwise op): the matmul epilogue's `acc.to(tl.float16)` then converts half the bytes.
-CASTS = ("arith.truncf", "arith.extf", "tt.fp_to_fp", "arith.fptosi", "arith.fptoui", "arith.sitofp",
-         "arith.trunci", "arith.extsi", "arith.extui")
+CASTS = (ARITH.TRUNCF, ARITH.EXTF, TT.FP_TO_FP, ARITH.FPTOSI, ARITH.FPTOUI, ARITH.SITOFP,
+         ARITH.TRUNCI, ARITH.EXTSI, ARITH.EXTUI)
 
 
 def _sink_past_casts(conv) -> None:
@@ -291,9 +292,9 @@ def _sink_past_casts(conv) -> None:
             return
         cast = uses[0].owner
         x = conv.operands[0]
-        layout = parse_layout(mu.encoding_str(x.type))
+        layout = parse_encoding(mu.encoding_str(x.type))
         r = cast.results[0]
-        want = parse_layout(mu.encoding_str(r.type))
+        want = parse_encoding(mu.encoding_str(r.type))
         cast.operands[0] = x
         r.set_type(_tensor_type(r, layout))
         new = _convert(r, want, after=cast, loc=cast.location)
@@ -307,11 +308,11 @@ def _fma(dot) -> None:
     `#ttg.dot_op<{opIdx, parent = #blocked}>` (Triton's FMA path: each thread holds whole K rows
     of A and K columns of B for the outputs it owns)."""
     d = dot.results[0]
-    blocked = parse_layout(mu.encoding_str(d.type))
+    blocked = parse_encoding(mu.encoding_str(d.type))
     for idx in (0, 1):
         dot.operands[idx] = _convert(dot.operands[idx], FmaOperand(idx, blocked), before=dot, loc=dot.location)
     c = dot.operands[2]
-    if parse_layout(mu.encoding_str(c.type)) != blocked:
+    if parse_encoding(mu.encoding_str(c.type)) != blocked:
         dot.operands[2] = _convert(c, blocked, before=dot, loc=dot.location)
 
 
@@ -322,7 +323,7 @@ _WGMMA_TYPES = {("f16", "f32"), ("bf16", "f32"), ("f32", "f32"), ("f8E4M3FN", "f
 
 
 def _operand_order(v) -> tuple[int, ...]:
-    return parse_layout(mu.encoding_str(v.type)).order
+    return parse_encoding(mu.encoding_str(v.type)).order
 
 
 def wgmma_supported(op, cc: int, num_warps: int) -> bool:
@@ -401,7 +402,7 @@ def _stage_operand_v3(dot, idx: int):
     alloc = _alloc_after_definition(dot, idx, nvmma_for_operand(mu.shape_of(v.type), _operand_order(v),
                                                                 mu.elem_bits(mu.elem_str(v.type))))
     with ir.InsertionPoint.after(alloc):
-        ir.Operation.create("ttng.fence_async_shared", results=[], operands=[],
+        ir.Operation.create(TTNG.FENCE_ASYNC_SHARED, results=[], operands=[],
                             attributes={"bCluster": ir.BoolAttr.get(False)}, loc=dot.location)
     return alloc.results[0]
 
@@ -423,9 +424,9 @@ def _to_warp_group_dot(dot, a, bm) -> None:
         # max_num_imprecise_acc_default; its verifier wants >= 32 for an fp8 wgmma into f32)
         attrs["maxNumImpreciseAcc"] = ir.IntegerAttr.get(i32, 2 ** 30)
     with ir.InsertionPoint(dot):
-        wg = ir.Operation.create("ttng.warp_group_dot", results=[d.type], operands=[a, bm, dot.operands[2]],
+        wg = ir.Operation.create(TTNG.WARP_GROUP_DOT, results=[d.type], operands=[a, bm, dot.operands[2]],
                                  attributes=attrs, loc=dot.location)
-        wait = ir.Operation.create("ttng.warp_group_dot_wait", results=[d.type, a.type, bm.type],
+        wait = ir.Operation.create(TTNG.WARP_GROUP_DOT_WAIT, results=[d.type, a.type, bm.type],
                                    operands=[wg.results[0], a, bm],
                                    attributes={"pendings": ir.IntegerAttr.get(i32, 0)}, loc=dot.location)
     d.replace_all_uses_with(wait.results[0])
@@ -451,7 +452,7 @@ def _accelerate_v3(dot, num_warps: int) -> None:
 def accelerate(module, num_warps: int, cc: int = 90, wgmma: bool = True) -> int:
     """Rewrite every mma-able tt.dot of the module (see the module docstring); returns how many.
     wgmma=False keeps every dot on mma.sync (the `disable_mma_v3` option)."""
-    dots = [op.opview for func in module.body.operations for op in walk(func) if op.name == "tt.dot"]
+    dots = [op.opview for func in module.body.operations for op in walk(func) if op.name == TT.DOT]
     n = 0
     for dot in dots:
         if wgmma and wgmma_supported(dot, cc, num_warps):

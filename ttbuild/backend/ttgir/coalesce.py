@@ -22,25 +22,18 @@ from math import prod
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.axis import AxisAnalysis, vector_elems
-from ttbuild.backend.analysis.layout import (
-    Blocked,
-    Slice,
-    default_blocked,
-    joined,
-    parse_layout,
-    trans_order,
-    transposed,
-    unflatten,
-)
-from ttbuild.optraits import SCALAR_REGIONS, erase_dead, walk
+from ttbuild.backend.analysis.layout import default_blocked, joined, trans_order, transposed, unflatten
+from ttbuild.backend.ir.encodings import Blocked, Slice, parse_encoding
+from ttbuild.backend.ir.ops import ARITH, SCF, TT, TTG
+from ttbuild.backend.ir.optraits import SCALAR_REGIONS, erase_dead, walk
 
-MEMORY_OPS = ("tt.load", "tt.store", "tt.atomic_rmw", "tt.atomic_cas")
+MEMORY_OPS = (TT.LOAD, TT.STORE, TT.ATOMIC_RMW, TT.ATOMIC_CAS)
 # Ops whose tensor operands and results need no common layout (handled as constraints or free).
-NO_UNION = ("tt.expand_dims", "tt.reduce", "tt.splat", "tt.make_range", "arith.constant",
-            "scf.for", "scf.if", "scf.while", "scf.yield", "scf.condition", "tt.trans",
-            "tt.reshape", "tt.join", "tt.split", "tt.cat", "ttg.convert_layout", "tt.histogram",
-            "tt.dot",  # operands and result get tensor-core layouts (ttbuild.backend.ttgir.accelerate_matmul)
-            "tt.broadcast")  # unioned after the walk, per operand (see _Assigner.collect)
+NO_UNION = (TT.EXPAND_DIMS, TT.REDUCE, TT.SPLAT, TT.MAKE_RANGE, ARITH.CONSTANT,
+            SCF.FOR, SCF.IF, SCF.WHILE, SCF.YIELD, SCF.CONDITION, TT.TRANS,
+            TT.RESHAPE, TT.JOIN, TT.SPLIT, TT.CAT, TTG.CONVERT_LAYOUT, TT.HISTOGRAM,
+            TT.DOT,  # operands and result get tensor-core layouts (ttbuild.backend.ttgir.accelerate_matmul)
+            TT.BROADCAST)  # unioned after the walk, per operand (see _Assigner.collect)
 
 
 class _UF:
@@ -132,24 +125,24 @@ class _Assigner:
                         self.uf.find(a)
         u = self.uf.union
         tens = [v for v in list(op.operands) + list(op.results) if _is_tensor(v)]
-        if name == "tt.reduce":
+        if name == TT.REDUCE:
             ins, outs = list(op.operands), [r for r in op.results if _is_tensor(r)]
             for v in ins[1:]:
                 u(ins[0], v)
             for v in outs[1:]:
                 u(outs[0], v)
             self.reduces.append((op, mu.int_attr(mu.props(op)["axis"])))
-        elif name == "tt.expand_dims":
+        elif name == TT.EXPAND_DIMS:
             self.expands.append((op, mu.int_attr(mu.props(op)["axis"])))
-        elif name == "tt.trans":
+        elif name == TT.TRANS:
             self.transes.append((op, trans_order(op)))
-        elif name == "tt.reshape":
+        elif name == TT.RESHAPE:
             self.reshapes.append(op)
-        elif name in ("tt.join", "tt.split"):
+        elif name in (TT.JOIN, TT.SPLIT):
             self.joins.append(op)
-        elif name == "tt.broadcast":
+        elif name == TT.BROADCAST:
             self.broadcasts.setdefault(op.operands[0], []).append(op)
-        elif name == "scf.for":
+        elif name == SCF.FOR:
             args = op.regions[0].blocks[0].arguments
             y = _terminator(op.regions[0])
             for i, r in enumerate(op.results):
@@ -157,14 +150,14 @@ class _Assigner:
                     u(r, op.operands[3 + i])
                     u(r, args[1 + i])
                     u(r, y.operands[i])
-        elif name == "scf.if":
+        elif name == SCF.IF:
             for region in op.regions:
                 if len(region.blocks):
                     y = _terminator(region)
                     for i, r in enumerate(op.results):
                         if _is_tensor(r):
                             u(r, y.operands[i])
-        elif name == "scf.while":
+        elif name == SCF.WHILE:
             before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
             cond, yld = _terminator(op.regions[0]), _terminator(op.regions[1])
             for i, a in enumerate(before.arguments):
@@ -255,7 +248,7 @@ def _split_constants(func) -> None:
     K^T and V loads one `other = 0.0`) would tie their layout groups together; a splat costs
     nothing to have in several layouts (Triton rematerializes constants the same way)."""
     for op in walk(func, skip_regions_of=SCALAR_REGIONS):
-        if op.name != "arith.constant" or not _is_tensor(op.results[0]):
+        if op.name != ARITH.CONSTANT or not _is_tensor(op.results[0]):
             continue
         attr = op.attributes["value"]
         if not isinstance(attr, mu.ir.DenseElementsAttr) or not attr.is_splat:
@@ -271,7 +264,7 @@ def _retype(v, lay):
     new = mu.ir.RankedTensorType.get(t.shape, t.element_type, mu.ir.Attribute.parse(lay.attr()))
     v.set_type(new)
     owner = getattr(v, "owner", None)
-    if isinstance(v, mu.ir.OpResult) and v.owner.name == "arith.constant":
+    if isinstance(v, mu.ir.OpResult) and v.owner.name == ARITH.CONSTANT:
         old = owner.attributes["value"]
         if isinstance(old, mu.ir.DenseElementsAttr) and old.is_splat:
             owner.attributes["value"] = mu.ir.DenseElementsAttr.get_splat(new, old.get_splat_value())
@@ -292,7 +285,7 @@ def assign(module, num_warps: int, threads_per_warp: int = 32) -> dict[tuple[int
     the last value of each shape (for tests). Raises nothing on unknown ops."""
     out: dict = {}
     for func in module.body.operations:
-        if func.operation.name != "tt.func":
+        if func.operation.name != TT.FUNC:
             continue
         a = _Assigner(func, num_warps, threads_per_warp)
         a.collect()
@@ -311,7 +304,7 @@ def assign(module, num_warps: int, threads_per_warp: int = 32) -> dict[tuple[int
                     continue
                 r.set_type(_typed(r, need))
                 with mu.ir.InsertionPoint.after(op):
-                    c = mu.ir.Operation.create("ttg.convert_layout", results=[_typed(r, have)],
+                    c = mu.ir.Operation.create(TTG.CONVERT_LAYOUT, results=[_typed(r, have)],
                                                operands=[r], loc=op.location)
                 r.replace_all_uses_except(c.results[0], c)
         for op, order in a.transes:
@@ -322,7 +315,7 @@ def assign(module, num_warps: int, threads_per_warp: int = 32) -> dict[tuple[int
                 continue
             r.set_type(_typed(r, need))
             with mu.ir.InsertionPoint.after(op):
-                c = mu.ir.Operation.create("ttg.convert_layout", results=[_typed(r, have)],
+                c = mu.ir.Operation.create(TTG.CONVERT_LAYOUT, results=[_typed(r, have)],
                                            operands=[r], loc=op.location)
             r.replace_all_uses_except(c.results[0], c)
         for op in a.reshapes:
@@ -333,7 +326,7 @@ def assign(module, num_warps: int, threads_per_warp: int = 32) -> dict[tuple[int
             if chosen.get(x) == need:
                 continue
             with mu.ir.InsertionPoint(op):
-                c = mu.ir.Operation.create("ttg.convert_layout", results=[_typed(x, need)],
+                c = mu.ir.Operation.create(TTG.CONVERT_LAYOUT, results=[_typed(x, need)],
                                            operands=[x], loc=op.location)
             op.operands[0] = c.results[0]
         for op, d in a.expands:
@@ -342,7 +335,7 @@ def assign(module, num_warps: int, threads_per_warp: int = 32) -> dict[tuple[int
             if chosen.get(x) == need:
                 continue
             with mu.ir.InsertionPoint(op):
-                c = mu.ir.Operation.create("ttg.convert_layout", results=[_typed(x, need)],
+                c = mu.ir.Operation.create(TTG.CONVERT_LAYOUT, results=[_typed(x, need)],
                                            operands=[x], loc=op.location)
             op.operands[0] = c.results[0]
         for op in a.joins:
@@ -356,24 +349,24 @@ def _fold_chains(func) -> None:
     constraints met one after the other above can leave such a chain); conversions left
     converting nothing, or unused, are dropped."""
     for op in walk(func, skip_regions_of=SCALAR_REGIONS):
-        if op.name != "ttg.convert_layout":
+        if op.name != TTG.CONVERT_LAYOUT:
             continue
         inner = op.operands[0].owner
-        if isinstance(op.operands[0], mu.ir.OpResult) and inner.name == "ttg.convert_layout":
+        if isinstance(op.operands[0], mu.ir.OpResult) and inner.name == TTG.CONVERT_LAYOUT:
             op.operands[0] = inner.operands[0]
         if op.operands[0].type == op.results[0].type:
             op.results[0].replace_all_uses_with(op.operands[0])
-    erase_dead(func, removable=lambda o: o.name == "ttg.convert_layout")
+    erase_dead(func, removable=lambda o: o.name == TTG.CONVERT_LAYOUT)
 
 
 def _layout(v):
-    return parse_layout(mu.encoding_str(v.type))
+    return parse_encoding(mu.encoding_str(v.type))
 
 
 def _convert_operand(op, i: int, lay) -> None:
     x = op.operands[i]
     with mu.ir.InsertionPoint(op):
-        c = mu.ir.Operation.create("ttg.convert_layout", results=[_typed(x, lay)], operands=[x], loc=op.location)
+        c = mu.ir.Operation.create(TTG.CONVERT_LAYOUT, results=[_typed(x, lay)], operands=[x], loc=op.location)
     op.operands[i] = c.results[0]
 
 
@@ -381,7 +374,7 @@ def _convert_result(op, r, lay) -> None:
     have = mu.ir.RankedTensorType(r.type)
     r.set_type(_typed(r, lay))
     with mu.ir.InsertionPoint.after(op):
-        c = mu.ir.Operation.create("ttg.convert_layout", results=[have], operands=[r], loc=op.location)
+        c = mu.ir.Operation.create(TTG.CONVERT_LAYOUT, results=[have], operands=[r], loc=op.location)
     r.replace_all_uses_except(c.results[0], c)
 
 
@@ -390,13 +383,13 @@ def _fit_join(op, num_warps: int, threads_per_warp: int) -> None:
     (layout.joined: each thread holds both elements of the size-2 minor dimension), converting
     from/to the chosen layouts where they differ: Triton's verifier rejects any other pair
     (inferDefaultJoinOpEncoding / inferSplitOpEncoding). With it the op is a register renaming."""
-    narrow = op.operands if op.name == "tt.join" else op.results
-    wide = op.results[0] if op.name == "tt.join" else op.operands[0]
+    narrow = op.operands if op.name == TT.JOIN else op.results
+    wide = op.results[0] if op.name == TT.JOIN else op.operands[0]
     base = _layout(narrow[0])
     if not isinstance(base, Blocked):
         base = default_blocked(tuple(mu.shape_of(narrow[0].type)), num_warps, 1, threads_per_warp)
     need = joined(base)
-    if op.name == "tt.join":
+    if op.name == TT.JOIN:
         for i in range(2):
             if _layout(op.operands[i]) != base:
                 _convert_operand(op, i, base)
@@ -429,13 +422,13 @@ def _reshape_through_flat(op, chosen, num_warps: int, threads_per_warp: int) -> 
     need_src, need_res = unflatten(flat, src_shape), unflatten(flat, res_shape)
     if have_src != need_src:
         with mu.ir.InsertionPoint(op):
-            c = mu.ir.Operation.create("ttg.convert_layout", results=[_typed(src, need_src)],
+            c = mu.ir.Operation.create(TTG.CONVERT_LAYOUT, results=[_typed(src, need_src)],
                                        operands=[src], loc=op.location)
         op.operands[0] = c.results[0]
     if have_res != need_res:
         res.set_type(_typed(res, need_res))
         with mu.ir.InsertionPoint.after(op):
-            c = mu.ir.Operation.create("ttg.convert_layout", results=[_typed(res, have_res)],
+            c = mu.ir.Operation.create(TTG.CONVERT_LAYOUT, results=[_typed(res, have_res)],
                                        operands=[res], loc=op.location)
         res.replace_all_uses_except(c.results[0], c)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ttbuild.backend.analysis.allocation import allocate
 from ttbuild.backend.diagnostics import at_op, internal_error
+from ttbuild.backend.ir.ops import TT
 from ttbuild.backend.ttgir.accelerate_matmul import accelerate
 from ttbuild.backend.ttgir.coalesce import assign
 from ttbuild.backend.ttgir.pipeline import pipeline
@@ -36,7 +37,7 @@ PASSES = (
 def _kernel(module):
     """The module's first tt.func (ttbuild compiles one kernel per module), else the module."""
     for op in module.body.operations:
-        if op.operation.name == "tt.func":
+        if op.operation.name == TT.FUNC:
             return op
     return module.operation
 

@@ -55,9 +55,10 @@ from math import gcd
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.axis import AxisAnalysis, vector_elems
-from ttbuild.backend.analysis.layout import parse_layout
-from ttbuild.backend.analysis.mma_layout import NvmmaShared, nvmma_for_operand
-from ttbuild.optraits import DOT_OPS, is_pure, walk
+from ttbuild.backend.analysis.mma_layout import nvmma_for_operand
+from ttbuild.backend.ir.encodings import NvmmaShared, parse_encoding
+from ttbuild.backend.ir.ops import ARITH, SCF, TT, TTG, TTNG
+from ttbuild.backend.ir.optraits import DOT_OPS, is_pure, walk
 
 ir = mu.ir
 
@@ -84,7 +85,7 @@ class Candidate:
     @property
     def tma(self) -> bool:
         """A `tt.descriptor_load`: copied by TMA into its ring slot (mbarrier-tracked)."""
-        return self.load.name == "tt.descriptor_load"
+        return self.load.name == TT.DESCRIPTOR_LOAD
 
 
 def shared_attr(order) -> str:
@@ -146,7 +147,7 @@ def chunk_bytes(ptr, mask, axis: AxisAnalysis) -> int:
     """Bytes of each thread's contiguous chunk that one cp.async can move: elements contiguous in
     the thread's layout (sizePerThread along order[0]), in memory and aligned (axis info), and
     under one mask bit (mask constancy), times the element size."""
-    layout = parse_layout(mu.encoding_str(ptr.type))
+    layout = parse_encoding(mu.encoding_str(ptr.type))
     shape = mu.shape_of(ptr.type)
     o0 = layout.order[0]
     elem = mu.pointee(mu.elem_str(ptr.type))
@@ -200,7 +201,7 @@ def _yielded(body) -> list:
 def _address(load) -> list:
     """The operands that say where a load reads: a tt.load's pointer and mask, a
     tt.descriptor_load's indices."""
-    if load.name == "tt.descriptor_load":
+    if load.name == TT.DESCRIPTOR_LOAD:
         return list(load.operands)[1:]
     return list(load.operands)[:1 + _segments(load)[1]]
 
@@ -249,8 +250,8 @@ def wgmma_reader(alloc):
     """The `ttng.warp_group_dot` that reads the memdesc `alloc` when that dot (and the
     `ttng.warp_group_dot_wait`s that keep it alive) are its only users, in its block; else None."""
     users = [u.owner for u in alloc.results[0].uses]
-    dots = [o for o in users if o.name == "ttng.warp_group_dot"]
-    if len(dots) != 1 or any(o.name not in ("ttng.warp_group_dot", "ttng.warp_group_dot_wait") for o in users):
+    dots = [o for o in users if o.name == TTNG.WARP_GROUP_DOT]
+    if len(dots) != 1 or any(o.name not in (TTNG.WARP_GROUP_DOT, TTNG.WARP_GROUP_DOT_WAIT) for o in users):
         return None
     return dots[0] if dots[0].operation.block == alloc.operation.block else None
 
@@ -261,13 +262,13 @@ def dot_operand_use(load):
     (accelerate_matmul's staging of a dot operand, Triton's condition for a shared-memory
     pipelined dot operand); else None."""
     alloc = _sole_user(load.results[0])
-    if alloc is None or alloc.name != "ttg.local_alloc" or alloc.operation.block != load.operation.block:
+    if alloc is None or alloc.name != TTG.LOCAL_ALLOC or alloc.operation.block != load.operation.block:
         return None
     wg = wgmma_reader(alloc)
     if wg is not None:
         return alloc, wg
     reader = _sole_user(alloc.results[0])
-    if reader is None or reader.name != "ttg.local_load" or reader.operation.block != load.operation.block:
+    if reader is None or reader.name != TTG.LOCAL_LOAD or reader.operation.block != load.operation.block:
         return None
     if not mu.encoding_str(reader.results[0].type).startswith("#ttg.dot_op<"):
         return None
@@ -285,13 +286,13 @@ def wgmma_views(load):
     views = []
     for use in load.results[0].uses:
         user, trans = use.owner, None
-        if user.name == "tt.trans":
+        if user.name == TT.TRANS:
             if len(mu.shape_of(user.results[0].type)) != 2:
                 return None
             trans, user = user, _sole_user(user.results[0])
             if user is None:
                 return None
-        if user.name != "ttg.local_alloc" or user.operation.block != block:
+        if user.name != TTG.LOCAL_ALLOC or user.operation.block != block:
             return None
         wg = wgmma_reader(user)
         if wg is None or "#ttg.nvmma_shared" not in str(user.results[0].type):
@@ -306,7 +307,7 @@ def wgmma_views(load):
         return None
     # cp.async writes each thread's contiguous chunk as is: the ring's contiguous dimension must
     # be the load's
-    if parse_layout(mu.encoding_str(load.results[0].type)).order[0] != ring[0].order[0]:
+    if parse_encoding(mu.encoding_str(load.results[0].type)).order[0] != ring[0].order[0]:
         return None
     return tuple(views), ring[0].attr()
 
@@ -318,10 +319,10 @@ def tma_candidate(op, body, iv) -> Candidate | None:
     address computed as for a cp.async candidate; else None."""
     v, trans = op.results[0], None
     user = _sole_user(v)
-    if user is not None and user.name == "tt.trans" and user.operation.block == op.operation.block:
+    if user is not None and user.name == TT.TRANS and user.operation.block == op.operation.block:
         trans, v = user, user.results[0]
     alloc = _sole_user(v)
-    if alloc is None or alloc.name != "ttg.local_alloc" or alloc.operation.block != op.operation.block:
+    if alloc is None or alloc.name != TTG.LOCAL_ALLOC or alloc.operation.block != op.operation.block:
         return None
     wg = wgmma_reader(alloc)
     enc_text = str(alloc.results[0].type)
@@ -367,12 +368,12 @@ def candidates(for_op, axis: AxisAnalysis, plain: bool = True) -> list[Candidate
     feeds = dot_feeders(body) if not plain else set()
     out = []
     for op in body.operations:
-        if op.operation.name == "tt.descriptor_load":
+        if op.operation.name == TT.DESCRIPTOR_LOAD:
             cand = tma_candidate(op, body, iv)
             if cand is not None:
                 out.append(cand)
             continue
-        if op.operation.name != "tt.load" or not isinstance(op.operands[0].type, ir.RankedTensorType):
+        if op.operation.name != TT.LOAD or not isinstance(op.operands[0].type, ir.RankedTensorType):
             continue
         p = mu.props(op)
         if "isVolatile" in p and ir.BoolAttr(p["isVolatile"]).value:
@@ -429,35 +430,35 @@ class _Builder:
                                    loc=self.loc)
 
     def const(self, v: int):
-        return self.op("arith.constant", [self.i32], [], {"value": ir.IntegerAttr.get(self.i32, v)}).results[0]
+        return self.op(ARITH.CONSTANT, [self.i32], [], {"value": ir.IntegerAttr.get(self.i32, v)}).results[0]
 
     def arith(self, name, a, b, extra=None):
         return self.op(name, [a.type], [a, b], extra).results[0]
 
     def addi(self, a, b):
-        return self.arith("arith.addi", a, b, {"overflowFlags": ir.Attribute.parse("#arith.overflow<none>")})
+        return self.arith(ARITH.ADDI, a, b, {"overflowFlags": ir.Attribute.parse("#arith.overflow<none>")})
 
     def muli(self, a, b):
-        return self.arith("arith.muli", a, b, {"overflowFlags": ir.Attribute.parse("#arith.overflow<none>")})
+        return self.arith(ARITH.MULI, a, b, {"overflowFlags": ir.Attribute.parse("#arith.overflow<none>")})
 
     def subi(self, a, b):
-        return self.arith("arith.subi", a, b, {"overflowFlags": ir.Attribute.parse("#arith.overflow<none>")})
+        return self.arith(ARITH.SUBI, a, b, {"overflowFlags": ir.Attribute.parse("#arith.overflow<none>")})
 
     def cmpi(self, pred: int, a, b):
         i1 = ir.IntegerType.get_signless(1)
         t = ir.RankedTensorType.get(a.type.shape, i1, a.type.encoding) if isinstance(a.type, ir.RankedTensorType) else i1
-        return self.op("arith.cmpi", [t], [a, b], {"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), pred)}).results[0]
+        return self.op(ARITH.CMPI, [t], [a, b], {"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), pred)}).results[0]
 
     def select(self, c, a, b):
-        return self.op("arith.select", [a.type], [c, a, b]).results[0]
+        return self.op(ARITH.SELECT, [a.type], [c, a, b]).results[0]
 
     def splat_i1(self, pred, like):
         t = ir.RankedTensorType(like.type)
         i1 = ir.IntegerType.get_signless(1)
-        return self.op("tt.splat", [ir.RankedTensorType.get(t.shape, i1, t.encoding)], [pred]).results[0]
+        return self.op(TT.SPLAT, [ir.RankedTensorType.get(t.shape, i1, t.encoding)], [pred]).results[0]
 
     def andi(self, a, b):
-        return self.arith("arith.andi", a, b)
+        return self.arith(ARITH.ANDI, a, b)
 
 
 SLT, SGE = 2, 5  # arith.cmpi predicates (MLIR ArithBase.td CmpIPredicate)
@@ -472,7 +473,7 @@ class _Loop:
         # the slot iteration i - 1's wgmma read, which may still run until iteration i's
         # warp_group_dot_wait {pendings = 1} (Triton's loadRequiresAdditionalBuffer).
         self.wgmmas = {c.reader.operation: c.reader for c in cands
-                       if c.reader is not None and c.reader.name == "ttng.warp_group_dot"}
+                       if c.reader is not None and c.reader.name == TTNG.WARP_GROUP_DOT}
         self.wgmmas.update({wg.operation: wg for c in cands for _, wg, _ in c.views})
         self.slots = stages if self.wgmmas else stages - 1
         self.b = _Builder(for_op.location)
@@ -531,16 +532,16 @@ class _Loop:
         completing on that slot's mbarrier, which first expects their bytes (Triton's
         LowerLoops: ttng.barrier_expect, then ttng.async_tma_copy_global_to_local per load)."""
         b = self.b
-        bar = b.op("ttg.memdesc_index", [barrier_type()], [self.barriers, slot]).results[0]
+        bar = b.op(TTG.MEMDESC_INDEX, [barrier_type()], [self.barriers, slot]).results[0]
         nbytes = sum(mu.nbytes(c.load.results[0].type) for c in self.cands if c.tma)
-        b.op("ttng.barrier_expect", [], [bar, pred], {"size": ir.IntegerAttr.get(b.i32, nbytes)})
+        b.op(TTNG.BARRIER_EXPECT, [], [bar, pred], {"size": ir.IntegerAttr.get(b.i32, nbytes)})
         for cand, alloc in zip(self.cands, self.allocs):
             if not cand.tma:
                 continue
             lb = self.b.at(cand.load.location)
             idx = self._clone_slice(cand, iv_value, cvals)
-            view = lb.op("ttg.memdesc_index", [self.views[id(alloc)]], [alloc, slot]).results[0]
-            lb.op("ttng.async_tma_copy_global_to_local", [], tma_copy_operands(cand.load.operands[0], idx, view, bar, pred),
+            view = lb.op(TTG.MEMDESC_INDEX, [self.views[id(alloc)]], [alloc, slot]).results[0]
+            lb.op(TTNG.ASYNC_TMA_COPY_GLOBAL_TO_LOCAL, [], tma_copy_operands(cand.load.operands[0], idx, view, bar, pred),
                   tma_copy_attrs(len(idx)))
 
     def _copies(self, iv_value, pred, slots, cvals=None):
@@ -558,15 +559,15 @@ class _Loop:
             b = self.b.at(cand.load.location)
             ptr, *rest = self._clone_slice(cand, iv_value, cvals)
             mask = rest[0] if rest else None
-            view = b.op("ttg.memdesc_index", [self.views[id(alloc)]], [alloc, slot]).results[0]
+            view = b.op(TTG.MEMDESC_INDEX, [self.views[id(alloc)]], [alloc, slot]).results[0]
             m = b.splat_i1(pred, ptr)
             if mask is not None:
                 m = b.andi(m, mask)
             p = mu.props(cand.load)
             attrs = {"cache": p["cache"], "evict": p["evict"], "isVolatile": ir.BoolAttr.get(False),
                      "operandSegmentSizes": ir.Attribute.parse("array<i32: 1, 1, 1, 0>")}
-            toks.append(b.op("ttg.async_copy_global_to_local", [token_type()], [ptr, view, m], attrs).results[0])
-        return self.b.op("ttg.async_commit_group", [token_type()], toks).results[0]
+            toks.append(b.op(TTG.ASYNC_COPY_GLOBAL_TO_LOCAL, [token_type()], [ptr, view, m], attrs).results[0])
+        return self.b.op(TTG.ASYNC_COMMIT_GROUP, [token_type()], toks).results[0]
 
     def rewrite(self):
         b, S = self.b, self.S
@@ -586,24 +587,24 @@ class _Loop:
                     ring = memdesc_type((self.slots, *t.shape), elem, None, enc)
                     view = memdesc_type(tuple(t.shape), elem, None, enc)
                 else:
-                    order = parse_layout(str(t.encoding)).order
+                    order = parse_encoding(str(t.encoding)).order
                     ring = memdesc_type((self.slots, *t.shape), elem, order)
                     view = memdesc_type(tuple(t.shape), elem, order)
                 if cand.tma:  # the slot is the wgmma operand itself (a transposed view for tt.trans)
                     shape = _memdesc_shape(cand.alloc.results[0].type)
                     ring = memdesc_type((self.slots, *shape), elem, None, enc)
                     view = memdesc_type(tuple(shape), elem, None, enc)
-                alloc = b.op("ttg.local_alloc", [ring], []).results[0]
+                alloc = b.op(TTG.LOCAL_ALLOC, [ring], []).results[0]
                 self.allocs.append(alloc)
                 self.views[id(alloc)] = view
             self.barriers = None
             if any(c.tma for c in self.cands):  # one mbarrier per slot, arrived on by one thread
                 ring = ir.Type.parse(f"!ttg.memdesc<{self.slots}x1xi64, {shared_attr([0])}, "
                                      "#ttg.shared_memory, mutable>")
-                self.barriers = b.op("ttg.local_alloc", [ring], []).results[0]
+                self.barriers = b.op(TTG.LOCAL_ALLOC, [ring], []).results[0]
                 for k in range(self.slots):
-                    bar = b.op("ttg.memdesc_index", [barrier_type()], [self.barriers, b.const(k)]).results[0]
-                    b.op("ttng.init_barrier", [], [bar], {"count": ir.IntegerAttr.get(b.i32, 1)})
+                    bar = b.op(TTG.MEMDESC_INDEX, [barrier_type()], [self.barriers, b.const(k)]).results[0]
+                    b.op(TTNG.INIT_BARRIER, [], [bar], {"count": ir.IntegerAttr.get(b.i32, 1)})
             # Iteration k's copies read the carried values of iteration k: those of k-1
             # advanced by the body's updates (Triton peels the address computation alike).
             tokens = []
@@ -641,18 +642,18 @@ class _Loop:
             ext = b.select(wrap, b.const(0), ext)
             waited = None
             if toks:
-                waited = b.op("ttg.async_wait", [token_type()], [toks[0]],
+                waited = b.op(TTG.ASYNC_WAIT, [token_type()], [toks[0]],
                               {"num": ir.IntegerAttr.get(i32, S - 2)}).results[0]
             if phase is not None:  # a slot's barrier completes a phase each time the slot fills
-                phase = b.select(wrap, b.arith("arith.xori", phase, b.const(1)), phase)
-                bar = b.op("ttg.memdesc_index", [barrier_type()], [self.barriers, ext]).results[0]
-                b.op("ttng.wait_barrier", [], [bar, phase], wait_barrier_attrs())
+                phase = b.select(wrap, b.arith(ARITH.XORI, phase, b.const(1)), phase)
+                bar = b.op(TTG.MEMDESC_INDEX, [barrier_type()], [self.barriers, ext]).results[0]
+                b.op(TTNG.WAIT_BARRIER, [], [bar, phase], wait_barrier_attrs())
         for cand, alloc in zip(self.cands, self.allocs):
             load = cand.load
             lb = b.at(load.location)
             if cand.tma:  # wgmma reads the slot TMA filled (the alloc's view: transposed for tt.trans)
                 with ir.InsertionPoint(cand.reader):
-                    view = lb.op("ttg.memdesc_index", [self.views[id(alloc)]], [alloc, ext]).results[0]
+                    view = lb.op(TTG.MEMDESC_INDEX, [self.views[id(alloc)]], [alloc, ext]).results[0]
                 _retarget(cand.alloc.results[0], view)
                 _erase_fence_after(cand.alloc)
                 cand.alloc.erase()
@@ -663,12 +664,12 @@ class _Loop:
                 # each wgmma reads the slot, a tt.trans user through a transposed view of it
                 for v_alloc, wg, trans in cand.views:
                     with ir.InsertionPoint(wg):
-                        view = lb.op("ttg.memdesc_index", [self.views[id(alloc)]], [alloc, ext]).results[0]
+                        view = lb.op(TTG.MEMDESC_INDEX, [self.views[id(alloc)]], [alloc, ext]).results[0]
                         if trans is not None:
                             shape = _memdesc_shape(v_alloc.results[0].type)
                             tview = memdesc_type(shape, str(ir.RankedTensorType(load.results[0].type).element_type),
                                                  None, _shared_encoding(v_alloc.results[0].type))
-                            view = lb.op("ttg.memdesc_trans", [tview], [view],
+                            view = lb.op(TTG.MEMDESC_TRANS, [tview], [view],
                                          {"order": ir.DenseI32ArrayAttr.get([1, 0])}).results[0]
                     _retarget(v_alloc.results[0], view)
                     _erase_fence_after(v_alloc)
@@ -676,10 +677,10 @@ class _Loop:
                     if trans is not None:
                         trans.erase()
                 continue
-            if cand.alloc is not None and cand.reader.name == "ttng.warp_group_dot":
+            if cand.alloc is not None and cand.reader.name == TTNG.WARP_GROUP_DOT:
                 # wgmma reads the slot itself: the dot and its waits take the slot's view.
                 with ir.InsertionPoint(cand.reader):
-                    view = lb.op("ttg.memdesc_index", [self.views[id(alloc)]], [alloc, ext]).results[0]
+                    view = lb.op(TTG.MEMDESC_INDEX, [self.views[id(alloc)]], [alloc, ext]).results[0]
                 _retarget(cand.alloc.results[0], view)
                 _erase_fence_after(cand.alloc)
                 cand.alloc.erase()
@@ -687,15 +688,15 @@ class _Loop:
             if cand.alloc is not None:
                 # The dot operand's local_load reads the slot itself (no register round trip).
                 with ir.InsertionPoint(cand.reader):
-                    view = lb.op("ttg.memdesc_index", [self.views[id(alloc)]], [alloc, ext]).results[0]
-                    val = lb.op("ttg.local_load", [cand.reader.results[0].type], [view, waited]).results[0]
+                    view = lb.op(TTG.MEMDESC_INDEX, [self.views[id(alloc)]], [alloc, ext]).results[0]
+                    val = lb.op(TTG.LOCAL_LOAD, [cand.reader.results[0].type], [view, waited]).results[0]
                 cand.reader.results[0].replace_all_uses_with(val)
                 cand.reader.erase()
                 cand.alloc.erase()
                 continue
             with ir.InsertionPoint(load):
-                view = lb.op("ttg.memdesc_index", [self.views[id(alloc)]], [alloc, ext]).results[0]
-                val = lb.op("ttg.local_load", [load.results[0].type], [view, waited]).results[0]
+                view = lb.op(TTG.MEMDESC_INDEX, [self.views[id(alloc)]], [alloc, ext]).results[0]
+                val = lb.op(TTG.LOCAL_LOAD, [load.results[0].type], [view, waited]).results[0]
                 seg = _segments(load)
                 if seg[2] and not mu.is_zero_splat(load.operands[1 + seg[1]]):
                     val = lb.select(load.operands[1], val, load.operands[1 + seg[1]])
@@ -706,7 +707,7 @@ class _Loop:
             ahead_next = self._update(ahead_args, S - 2, self.iv_new) if ahead else {}
             nxt = self._iter_value(S - 1, self.iv_new)
             tok = self._copies(nxt, pred, [ins] * len(self.cands), ahead_next)
-        ir.Operation.create("scf.yield", results=[], operands=list(yield_op.operands)[:nres]
+        ir.Operation.create(SCF.YIELD, results=[], operands=list(yield_op.operands)[:nres]
                             + [ins, ext] + ([phase] if phase is not None else [])
                             + (list(toks[1:]) + [tok] if toks else []) + [ahead_next[j] for j in ahead],
                             loc=yield_op.location, ip=ir.InsertionPoint(yield_op))
@@ -715,14 +716,14 @@ class _Loop:
             cand.load.erase()
         with ir.InsertionPoint.after(new_for):
             if toks:
-                b.op("ttg.async_wait", [token_type()], [], {"num": ir.IntegerAttr.get(i32, 0)})
+                b.op(TTG.ASYNC_WAIT, [token_type()], [], {"num": ir.IntegerAttr.get(i32, 0)})
             if self.barriers is not None:  # every TMA copy issued has completed: each was waited for
                 for k in range(self.slots):
-                    bar = b.op("ttg.memdesc_index", [barrier_type()], [self.barriers, b.const(k)]).results[0]
-                    b.op("ttng.inval_barrier", [], [bar])
-                b.op("ttg.local_dealloc", [], [self.barriers])
+                    bar = b.op(TTG.MEMDESC_INDEX, [barrier_type()], [self.barriers, b.const(k)]).results[0]
+                    b.op(TTNG.INVAL_BARRIER, [], [bar])
+                b.op(TTG.LOCAL_DEALLOC, [], [self.barriers])
             for alloc in self.allocs:
-                b.op("ttg.local_dealloc", [], [alloc])
+                b.op(TTG.LOCAL_DEALLOC, [], [alloc])
         # The address math the loads no longer use (clones feed the copies); other body ops may
         # still share part of it, so only what lost every use goes.
         pending = {op.operation: op for cand in self.cands for op in cand.slice_ops}
@@ -761,7 +762,7 @@ class _Loop:
         yield_op = list(body.operations)[-1]
         keep = [j for j in range(len(args) - 1) if j not in dead]
         ylds = list(yield_op.operands)
-        ir.Operation.create("scf.yield", results=[], operands=[ylds[j] for j in keep],
+        ir.Operation.create(SCF.YIELD, results=[], operands=[ylds[j] for j in keep],
                             loc=yield_op.location, ip=ir.InsertionPoint(yield_op))
         yield_op.erase()
         for key in sorted(ops, key=lambda k: -order[k]):
@@ -774,7 +775,7 @@ class _Loop:
         body = old.regions[0].blocks[0]
         operands = list(old.operands)
         with ir.InsertionPoint(old):
-            new = ir.Operation.create("scf.for", results=[old.results[j].type for j in keep],
+            new = ir.Operation.create(SCF.FOR, results=[old.results[j].type for j in keep],
                                       operands=operands[:3] + [operands[3 + j] for j in keep],
                                       regions=1, loc=old.location)
         attrs = old.operation.attributes
@@ -804,7 +805,7 @@ class _Loop:
         operands = list(old.operands) + extra_inits
         results = [r.type for r in old.results] + [v.type for v in extra_inits]
         with ir.InsertionPoint(old):
-            new = ir.Operation.create("scf.for", results=results, operands=operands, regions=1, loc=old.location)
+            new = ir.Operation.create(SCF.FOR, results=results, operands=operands, regions=1, loc=old.location)
         attrs = old.operation.attributes
         for name in [a.name if hasattr(a, "name") else a for a in attrs]:
             new.attributes[name] = attrs[name]
@@ -831,13 +832,13 @@ def _retarget(old, new) -> None:
     for use in list(old.uses):
         owner = use.owner
         owner.operands[use.operand_number] = new
-        if owner.name == "ttng.warp_group_dot_wait":
+        if owner.name == TTNG.WARP_GROUP_DOT_WAIT:
             owner.results[use.operand_number].set_type(new.type)
 
 
 def _from_registers(v) -> bool:
     """Whether memdesc v is a `ttg.local_alloc` of a register tensor (written by st.shared)."""
-    return isinstance(v, ir.OpResult) and v.owner.name == "ttg.local_alloc" and len(v.owner.operands) > 0
+    return isinstance(v, ir.OpResult) and v.owner.name == TTG.LOCAL_ALLOC and len(v.owner.operands) > 0
 
 
 def _erase_fence_after(alloc) -> None:
@@ -845,7 +846,7 @@ def _erase_fence_after(alloc) -> None:
     local_alloc goes with it (cp.async writes need none: Triton's FenceInsertion)."""
     ops = [o.operation for o in alloc.operation.block.operations]
     i = ops.index(alloc.operation)
-    if i + 1 < len(ops) and ops[i + 1].name == "ttng.fence_async_shared":
+    if i + 1 < len(ops) and ops[i + 1].name == TTNG.FENCE_ASYNC_SHARED:
         ops[i + 1].erase()
 
 
@@ -862,23 +863,23 @@ def _keep_in_flight(wg, loop) -> None:
     body = loop.regions[0].blocks[0]
     if any(_from_registers(v) and v.owner.operation.block == body for v in (a, bm)):
         return
-    waits = [u.owner for u in wg.results[0].uses if u.owner.name == "ttng.warp_group_dot_wait"]
+    waits = [u.owner for u in wg.results[0].uses if u.owner.name == TTNG.WARP_GROUP_DOT_WAIT]
     if len(waits) != 1:
         return
     wait = waits[0]
     acc = wait.results[0]
     uses = list(acc.uses)
-    if len(uses) != 1 or uses[0].owner.name != "scf.yield" or uses[0].owner.operation.block != body:
+    if len(uses) != 1 or uses[0].owner.name != SCF.YIELD or uses[0].owner.operation.block != body:
         return
     index = uses[0].operand_number
     res = loop.results[index]
     i32 = ir.IntegerType.get_signless(32)
-    if sum(1 for o in body.operations if o.operation.name == "ttng.warp_group_dot") == 1:
+    if sum(1 for o in body.operations if o.operation.name == TTNG.WARP_GROUP_DOT) == 1:
         wait.attributes["pendings"] = ir.IntegerAttr.get(i32, 1)
     elif not _tie_to_next_wait(wait, body.arguments[1 + index]):
         return
     with ir.InsertionPoint.after(loop):
-        done = ir.Operation.create("ttng.warp_group_dot_wait", results=[res.type], operands=[res],
+        done = ir.Operation.create(TTNG.WARP_GROUP_DOT_WAIT, results=[res.type], operands=[res],
                                    attributes={"pendings": ir.IntegerAttr.get(i32, 0)}, loc=loop.location)
     res.replace_all_uses_except(done.results[0], done)
 
@@ -897,12 +898,12 @@ def _tie_to_next_wait(wait, arg) -> bool:
         return op
 
     first_use = min(pos[top(u.owner.operation)] for u in arg.uses)
-    target = next((o for o in ops[:first_use] if o.name == "ttng.warp_group_dot_wait" and o != wait.operation
+    target = next((o for o in ops[:first_use] if o.name == TTNG.WARP_GROUP_DOT_WAIT and o != wait.operation
                    and mu.int_attr(o.attributes["pendings"]) == 0), None)
     if target is None:
         return False
     with ir.InsertionPoint(target):
-        new = ir.Operation.create("ttng.warp_group_dot_wait", results=[r.type for r in target.results] + [arg.type],
+        new = ir.Operation.create(TTNG.WARP_GROUP_DOT_WAIT, results=[r.type for r in target.results] + [arg.type],
                                   operands=list(target.operands) + [arg],
                                   attributes={"pendings": target.attributes["pendings"]}, loc=target.location)
     for old, r in zip(target.results, new.results):
@@ -931,7 +932,7 @@ def _chain(arg, dead) -> list | None:
         v = todo.pop()
         for use in v.uses:
             op = use.owner
-            if op.name == "scf.yield":
+            if op.name == SCF.YIELD:
                 if use.operand_number not in dead:
                     return None
                 continue
@@ -956,7 +957,7 @@ def _append(block, op):
 
 
 def _const_int(v):
-    if isinstance(v, ir.OpResult) and v.owner.name == "arith.constant":
+    if isinstance(v, ir.OpResult) and v.owner.name == ARITH.CONSTANT:
         a = v.owner.attributes["value"]
         if isinstance(a, ir.IntegerAttr):
             return a.value
@@ -965,7 +966,7 @@ def _const_int(v):
 
 def _loops(func) -> list:
     """The scf.for ops of `func`, inner loops first (post-order)."""
-    return [op for op in walk(func, post_order=True) if op.name == "scf.for"]
+    return [op for op in walk(func, post_order=True) if op.name == SCF.FOR]
 
 
 def stages_for(for_op, num_stages: int) -> int:
@@ -983,7 +984,7 @@ def pipeline(module, num_stages: int = 1) -> int:
     Raises nothing on loops it skips."""
     count = 0
     for func in module.body.operations:
-        if func.operation.name != "tt.func":
+        if func.operation.name != TT.FUNC:
             continue
         loops = _loops(func)
         if not any(stages_for(f, num_stages) >= 2 for f in loops):

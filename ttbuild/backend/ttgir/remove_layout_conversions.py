@@ -2,7 +2,7 @@
 
 Per `ttg.convert_layout %x : #mma -> #blocked` (accelerate_matmul puts one after every dot whose
 result is not a loop-carried matmul accumulator), the forward slice of its result is collected:
-values reached through elementwise ops (ttbuild.optraits.is_elementwise), `tt.reduce`,
+values reached through elementwise ops (ttbuild.backend.ir.optraits.is_elementwise), `tt.reduce`,
 `tt.expand_dims`, `tt.broadcast`, and through `scf.for` iter_args / results / inits / yields.
 Every value in the slice takes the encoding with `#blocked` replaced by `#mma` (`#ttg.slice`s of
 it by slices of `#mma`). Operands from outside the slice are rebuilt in the encoding their op
@@ -35,13 +35,14 @@ from __future__ import annotations
 from math import prod
 
 from ttbuild.backend import mlir_util as mu
-from ttbuild.backend.analysis.layout import Blocked, Slice, default_blocked, parse_layout, same_thread_map
-from ttbuild.backend.analysis.mma_layout import NvidiaMma
-from ttbuild.optraits import DOT_OPS, erase_dead, is_elementwise, walk
+from ttbuild.backend.analysis.layout import default_blocked, same_thread_map
+from ttbuild.backend.ir.encodings import Blocked, NvidiaMma, Slice, parse_encoding
+from ttbuild.backend.ir.ops import ARITH, SCF, TT, TTG
+from ttbuild.backend.ir.optraits import DOT_OPS, erase_dead, is_elementwise, walk
 
 ir = mu.ir
 
-_VIEWS = ("tt.expand_dims", "tt.broadcast")
+_VIEWS = (TT.EXPAND_DIMS, TT.BROADCAST)
 _REMAT_DEPTH = 8
 
 
@@ -67,7 +68,7 @@ def _is_tensor(v) -> bool:
 def _layout(v):
     enc = mu.encoding_str(v.type)
     try:
-        return parse_layout(enc) if enc else None
+        return parse_encoding(enc) if enc else None
     except ValueError:
         return None
 
@@ -97,7 +98,7 @@ class _Slice:
         if op not in self.op_keys:
             self.op_keys.add(op)
             self.ops.append(op)
-            if op.name == "tt.reduce":
+            if op.name == TT.REDUCE:
                 self.reduces += 1
             for r in op.results:
                 if _is_tensor(r):
@@ -118,17 +119,17 @@ class _Slice:
             k += 1
             for use in v.uses:
                 op = use.owner
-                if op.name == "scf.yield" and op.parent.name == "scf.for":
+                if op.name == SCF.YIELD and op.parent.name == SCF.FOR:
                     self.add_loop(op.parent.opview, use.operand_number)
-                elif op.name == "scf.for" and use.operand_number >= 3:
+                elif op.name == SCF.FOR and use.operand_number >= 3:
                     self.add_loop(op.opview, use.operand_number - 3)
-                elif is_elementwise(op.name) or op.name in _VIEWS or op.name == "tt.reduce":
+                elif is_elementwise(op.name) or op.name in _VIEWS or op.name == TT.REDUCE:
                     self.add_op(op)
                 else:
                     self.boundary.append((op, use.operand_number))
-                    if op.name == "ttg.local_alloc" and _stages_dot_operand(op):
+                    if op.name == TTG.LOCAL_ALLOC and _stages_dot_operand(op):
                         self.to_dot += 1
-                    if op.name == "ttg.convert_layout" and _mma_derived(_layout(op.results[0])):
+                    if op.name == TTG.CONVERT_LAYOUT and _mma_derived(_layout(op.results[0])):
                         self.to_mma += 1
 
     def shrinks(self) -> bool:
@@ -167,10 +168,10 @@ def _cheap_in(v, depth: int = 0) -> bool:
     if isinstance(v, ir.BlockArgument) or depth > _REMAT_DEPTH:
         return False
     op = v.owner
-    if op.name in ("arith.constant", "tt.splat", "tt.make_range"):
-        attr = op.attributes["value"] if op.name == "arith.constant" else None
+    if op.name in (ARITH.CONSTANT, TT.SPLAT, TT.MAKE_RANGE):
+        attr = op.attributes["value"] if op.name == ARITH.CONSTANT else None
         return attr is None or (isinstance(attr, ir.DenseElementsAttr) and attr.is_splat)
-    if op.name in _VIEWS or op.name == "ttg.convert_layout" or (is_elementwise(op.name) and _cheap_twice(v)):
+    if op.name in _VIEWS or op.name == TTG.CONVERT_LAYOUT or (is_elementwise(op.name) and _cheap_twice(v)):
         return all(not _is_tensor(w) or _cheap_in(w, depth + 1) for w in op.operands)
     return False
 
@@ -179,7 +180,7 @@ def _stages_dot_operand(alloc) -> bool:
     """Whether a register tile's local_alloc is read back only into a #ttg.dot_op (an operand
     accelerate_matmul staged, which may take the mma -> dot_op shortcut instead)."""
     uses = list(alloc.results[0].uses)
-    return bool(uses) and all(u.owner.name == "ttg.local_load" and hasattr(_layout(u.owner.results[0]), "op_idx")
+    return bool(uses) and all(u.owner.name == TTG.LOCAL_LOAD and hasattr(_layout(u.owner.results[0]), "op_idx")
                               for u in uses)
 
 
@@ -193,7 +194,7 @@ def _insert_after(v):
 
 def _convert(v, t, ip, loc):
     with ip:
-        return ir.Operation.create("ttg.convert_layout", results=[t], operands=[v], loc=loc).results[0]
+        return ir.Operation.create(TTG.CONVERT_LAYOUT, results=[t], operands=[v], loc=loc).results[0]
 
 
 def _cheap_twice(v) -> bool:
@@ -246,22 +247,22 @@ class _Remat:
             return None
         op = v.owner
         name = op.name
-        if name == "arith.constant":
+        if name == ARITH.CONSTANT:
             attr = op.attributes["value"]
             if not isinstance(attr, ir.DenseElementsAttr) or not attr.is_splat:
                 return None
             with ir.InsertionPoint.after(op):
-                return ir.Operation.create("arith.constant", results=[t],
+                return ir.Operation.create(ARITH.CONSTANT, results=[t],
                                            attributes={"value": ir.DenseElementsAttr.get_splat(t, attr.get_splat_value())},
                                            loc=op.location).results[0]
-        if name in ("tt.splat", "tt.make_range"):
+        if name in (TT.SPLAT, TT.MAKE_RANGE):
             return _clone(op, t, {})
-        if name == "ttg.convert_layout":
+        if name == TTG.CONVERT_LAYOUT:
             return self.rebuild(op.operands[0], layout, depth + 1)
-        if name == "tt.expand_dims":
+        if name == TT.EXPAND_DIMS:
             src = self.rebuild(op.operands[0], Slice(mu.int_attr(mu.props(op)["axis"]), layout), depth + 1)
             return _clone(op, t, {0: src}) if src is not None else None
-        if name == "tt.broadcast" or (is_elementwise(name) and len(op.results) == 1 and _cheap_twice(v)):
+        if name == TT.BROADCAST or (is_elementwise(name) and len(op.results) == 1 and _cheap_twice(v)):
             new = {}
             for i, w in enumerate(op.operands):
                 if _is_tensor(w):
@@ -277,7 +278,7 @@ class _Remat:
         if isinstance(v, ir.BlockArgument):
             return False
         name = v.owner.name
-        return name in ("arith.constant", "tt.splat", "tt.make_range", "ttg.convert_layout") or name in _VIEWS \
+        return name in (ARITH.CONSTANT, TT.SPLAT, TT.MAKE_RANGE, TTG.CONVERT_LAYOUT) or name in _VIEWS \
             or is_elementwise(name)
 
 
@@ -292,9 +293,9 @@ def _clone(op, t, operands: dict):
 def _required(op, i: int):
     """The layout operand `i` of `op` (whose results already have their new types) must have."""
     res = _layout(op.results[0])
-    if op.name == "tt.expand_dims":
+    if op.name == TT.EXPAND_DIMS:
         return Slice(mu.int_attr(mu.props(op)["axis"]), res)
-    if op.name == "tt.reduce":
+    if op.name == TT.REDUCE:
         return res.parent if isinstance(res, Slice) else _layout(op.operands[i])
     return res
 
@@ -319,7 +320,7 @@ def _rewrite(sl: _Slice, remat: _Remat) -> None:
             yield_op.operands[i] = remat.get(y, want)
     for op, i in sl.boundary:
         v = op.operands[i]
-        if op.name == "ttg.convert_layout":
+        if op.name == TTG.CONVERT_LAYOUT:
             continue  # it now converts from the new layout (fold_conversions may remove it)
         op.operands[i] = _convert(v, old_types[v], ir.InsertionPoint(op), op.location)
     root = sl.root
@@ -342,7 +343,7 @@ def fold_conversions(func, remat: _Remat) -> int:
     rematerialization rebuilds it). Returns how many were removed."""
     n = 0
     for op in walk(func):
-        if op.name != "ttg.convert_layout":
+        if op.name != TTG.CONVERT_LAYOUT:
             continue
         src, dst = _layout(op.operands[0]), _layout(op.results[0])
         if src is None or dst is None:
@@ -375,7 +376,7 @@ def relayout_replicated_stores(func, remat: _Remat, num_warps: int, threads_per_
     n = 0
     threads = threads_per_warp * num_warps
     for op in walk(func):
-        if op.name != "tt.store" or not _is_tensor(op.operands[0]) or not _is_vector(op.operands[0].type):
+        if op.name != TT.STORE or not _is_tensor(op.operands[0]) or not _is_vector(op.operands[0].type):
             continue
         shape = tuple(mu.shape_of(op.operands[0].type))
         lay = _layout(op.operands[0])
@@ -408,10 +409,10 @@ def _converted_from(v):
         if isinstance(w, ir.BlockArgument) or d > _REMAT_DEPTH:
             return False
         op = w.owner
-        if op.name == "ttg.convert_layout":
+        if op.name == TTG.CONVERT_LAYOUT:
             found.add(_layout(op.operands[0]))
             return True
-        if op.name in ("arith.constant", "tt.splat"):
+        if op.name in (ARITH.CONSTANT, TT.SPLAT):
             return True
         if not (is_elementwise(op.name) and len(op.results) == 1):
             return False
@@ -425,7 +426,7 @@ def _converted_from(v):
 def _candidates(func) -> list:
     out = []
     for op in walk(func):
-        if op.name != "ttg.convert_layout":
+        if op.name != TTG.CONVERT_LAYOUT:
             continue
         src, dst = _layout(op.operands[0]), _layout(op.results[0])
         if isinstance(src, NvidiaMma) and isinstance(dst, Blocked):
@@ -438,15 +439,15 @@ def _mma_to_dot_shortcut(func, num_warps: int) -> int:
     convert_layout(x: #mma -> #dot_op); returns how many were rewritten."""
     n = 0
     for load in walk(func):
-        if load.name != "ttg.local_load" or len(load.operands) != 1:
+        if load.name != TTG.LOCAL_LOAD or len(load.operands) != 1:
             continue
         alloc = load.operands[0].owner if isinstance(load.operands[0], ir.OpResult) else None
-        if alloc is None or alloc.name != "ttg.local_alloc" or len(alloc.operands) != 1:
+        if alloc is None or alloc.name != TTG.LOCAL_ALLOC or len(alloc.operands) != 1:
             continue
         if len(list(alloc.results[0].uses)) != 1:
             continue
         conv = alloc.operands[0].owner if isinstance(alloc.operands[0], ir.OpResult) else None
-        if conv is None or conv.name != "ttg.convert_layout":
+        if conv is None or conv.name != TTG.CONVERT_LAYOUT:
             continue
         x = conv.operands[0]
         src, dst = _layout(x), _layout(load.results[0])
@@ -469,7 +470,7 @@ def remove_layout_conversions(module, num_warps: int) -> int:
     see the module doc), then the mma -> dot_op shortcuts; returns the number of slices
     rewritten plus shortcuts taken."""
     n = 0
-    for func in [op for op in module.body.operations if op.operation.name == "tt.func"]:
+    for func in [op for op in module.body.operations if op.operation.name == TT.FUNC]:
         remat = _Remat(func.location)
         for conv, dst, src in _candidates(func):
             sl = _Slice(conv, dst, src)

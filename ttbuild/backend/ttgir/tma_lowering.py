@@ -12,7 +12,10 @@ from functools import partial
 
 from ttbuild import tma
 from ttbuild.backend import mlir_util as mu
-from ttbuild.backend.analysis.mma_layout import NvmmaShared, nvmma_for_operand
+from ttbuild.backend.analysis.mma_layout import nvmma_for_operand
+from ttbuild.backend.ir.encodings import NvmmaShared
+from ttbuild.backend.ir.ops import ARITH, TT, TTG, TTNG
+from ttbuild.backend.ir.optraits import walk
 from ttbuild.backend.ttgir.pipeline import (
     barrier_type,
     memdesc_type,
@@ -20,7 +23,6 @@ from ttbuild.backend.ttgir.pipeline import (
     tma_copy_operands,
     wait_barrier_attrs,
 )
-from ttbuild.optraits import walk
 
 ir = mu.ir
 
@@ -45,23 +47,23 @@ def _lower(load) -> None:
     op = partial(_op, loc)
 
     with ir.InsertionPoint(load):
-        buf = op("ttg.local_alloc", [memdesc_type(block, elem, None, enc.attr())], []).results[0]
-        bar = op("ttg.local_alloc", [barrier_type()], []).results[0]
-        op("ttng.init_barrier", [], [bar], {"count": ir.IntegerAttr.get(i32, 1)})
-        true = op("arith.constant", [i1], [], {"value": ir.IntegerAttr.get(i1, 1)}).results[0]
+        buf = op(TTG.LOCAL_ALLOC, [memdesc_type(block, elem, None, enc.attr())], []).results[0]
+        bar = op(TTG.LOCAL_ALLOC, [barrier_type()], []).results[0]
+        op(TTNG.INIT_BARRIER, [], [bar], {"count": ir.IntegerAttr.get(i32, 1)})
+        true = op(ARITH.CONSTANT, [i1], [], {"value": ir.IntegerAttr.get(i1, 1)}).results[0]
         nbytes = mu.elem_bits(elem) // 8
         for d in block:
             nbytes *= d
-        op("ttng.barrier_expect", [], [bar, true], {"size": ir.IntegerAttr.get(i32, nbytes)})
+        op(TTNG.BARRIER_EXPECT, [], [bar, true], {"size": ir.IntegerAttr.get(i32, nbytes)})
         coords = list(load.operands)[1:]
-        op("ttng.async_tma_copy_global_to_local", [], tma_copy_operands(load.operands[0], coords, buf, bar, true),
+        op(TTNG.ASYNC_TMA_COPY_GLOBAL_TO_LOCAL, [], tma_copy_operands(load.operands[0], coords, buf, bar, true),
            tma_copy_attrs(len(coords)))
-        zero = op("arith.constant", [i32], [], {"value": ir.IntegerAttr.get(i32, 0)}).results[0]
-        op("ttng.wait_barrier", [], [bar, zero], wait_barrier_attrs())
-        val = op("ttg.local_load", [load.results[0].type], [buf]).results[0]
-        op("ttng.inval_barrier", [], [bar])
-        op("ttg.local_dealloc", [], [bar])
-        op("ttg.local_dealloc", [], [buf])
+        zero = op(ARITH.CONSTANT, [i32], [], {"value": ir.IntegerAttr.get(i32, 0)}).results[0]
+        op(TTNG.WAIT_BARRIER, [], [bar, zero], wait_barrier_attrs())
+        val = op(TTG.LOCAL_LOAD, [load.results[0].type], [buf]).results[0]
+        op(TTNG.INVAL_BARRIER, [], [bar])
+        op(TTG.LOCAL_DEALLOC, [], [bar])
+        op(TTG.LOCAL_DEALLOC, [], [buf])
     load.results[0].replace_all_uses_with(val)
     load.operation.erase()
 
@@ -77,7 +79,7 @@ MAP_BYTES = 128  # a CUtensorMap
 
 
 def _through_conversions(v):
-    while isinstance(v, ir.OpResult) and v.owner.name == "ttg.convert_layout":
+    while isinstance(v, ir.OpResult) and v.owner.name == TTG.CONVERT_LAYOUT:
         v = v.owner.operands[0]
     return v
 
@@ -87,17 +89,17 @@ def _column_half(value):
     epilogue, `split(permute(reshape(X, (M, 2, N / 2)), (0, 2, 1)))`: columns k N/2 .. of X
     [M, N], through any layout conversions; else None."""
     trunc = None
-    if isinstance(value, ir.OpResult) and value.owner.name == "arith.truncf":
+    if isinstance(value, ir.OpResult) and value.owner.name == ARITH.TRUNCF:
         trunc, value = value.owner, value.owner.operands[0]
-    if not (isinstance(value, ir.OpResult) and value.owner.name == "tt.split"):
+    if not (isinstance(value, ir.OpResult) and value.owner.name == TT.SPLIT):
         return None
     k = value.result_number
     t = _through_conversions(value.owner.operands[0])
-    if not (isinstance(t, ir.OpResult) and t.owner.name == "tt.trans"
+    if not (isinstance(t, ir.OpResult) and t.owner.name == TT.TRANS
             and [int(x) for x in mu.props(t.owner)["order"]] == [0, 2, 1]):
         return None
     r = t.owner.operands[0]
-    if not (isinstance(r, ir.OpResult) and r.owner.name == "tt.reshape"):
+    if not (isinstance(r, ir.OpResult) and r.owner.name == TT.RESHAPE):
         return None
     x = _through_conversions(r.owner.operands[0])
     m, two, half = mu.shape_of(r.type)
@@ -145,20 +147,20 @@ def _store_subtiles(stores) -> list:
             y = x
             if trunc is not None:
                 t = ir.RankedTensorType(x.type)
-                y = op("arith.truncf", [ir.RankedTensorType.get(t.shape, trunc.results[0].type.element_type, t.encoding)],
+                y = op(ARITH.TRUNCF, [ir.RankedTensorType.get(t.shape, trunc.results[0].type.element_type, t.encoding)],
                        [x], {"fastmath": ir.Attribute.parse("#arith.fastmath<none>")}).results[0]
             whole = ir.Type.parse(f"!ttg.memdesc<{m}x{n}x{elem}, {enc.attr()}, #ttg.shared_memory>")
-            buf = op("ttg.local_alloc", [whole], [y]).results[0]
-            op("ttng.fence_async_shared", [], [], {"bCluster": ir.BoolAttr.get(False)})
+            buf = op(TTG.LOCAL_ALLOC, [whole], [y]).results[0]
+            op(TTNG.FENCE_ASYNC_SHARED, [], [], {"bCluster": ir.BoolAttr.get(False)})
         for st, k in members:
             half = ir.Type.parse(f"!ttg.memdesc<{m}x{n // 2}x{elem}, {enc.attr()}, #ttg.shared_memory, {m}x{n}>")
             with ir.InsertionPoint(st):
-                view = op("ttg.memdesc_subslice", [half], [buf],
+                view = op(TTG.MEMDESC_SUBSLICE, [half], [buf],
                           {"offsets": ir.Attribute.parse(f"array<i32: 0, {k * (n // 2)}>")}).results[0]
-                op("ttng.async_tma_copy_local_to_global", [], [st.operands[0], *list(st.operands)[2:], view])
+                op(TTNG.ASYNC_TMA_COPY_LOCAL_TO_GLOBAL, [], [st.operands[0], *list(st.operands)[2:], view])
             done.add(id(st))
         with ir.InsertionPoint.after(last):
-            op("ttng.async_tma_store_wait", [], [], {"pendings": ir.IntegerAttr.get(i32, 0)})
+            op(TTNG.ASYNC_TMA_STORE_WAIT, [], [], {"pendings": ir.IntegerAttr.get(i32, 0)})
         for st, _ in members:
             st.operation.erase()
     return [st for st in stores if id(st) not in done]
@@ -170,7 +172,7 @@ def _erase_dead(func) -> None:
     while changed:
         changed = False
         for op in reversed(walk(func)):
-            if op.name in ("tt.split", "tt.trans", "tt.reshape", "ttg.convert_layout", "arith.truncf") and all(
+            if op.name in (TT.SPLIT, TT.TRANS, TT.RESHAPE, TTG.CONVERT_LAYOUT, ARITH.TRUNCF) and all(
                     next(iter(r.uses), None) is None for r in op.results):
                 op.operation.erase()
                 changed = True
@@ -189,19 +191,19 @@ def _lower_store(store) -> None:
 
     op = partial(_op, loc)
 
-    conv = value.owner if isinstance(value, ir.OpResult) and value.owner.name == "ttg.convert_layout" else None
+    conv = value.owner if isinstance(value, ir.OpResult) and value.owner.name == TTG.CONVERT_LAYOUT else None
     if conv is not None:  # the tile is written from the value's own layout: no register shuffle first
         value = conv.operands[0]
     with ir.InsertionPoint(store):
         dims = "x".join(str(d) for d in block)
         tile = ir.Type.parse(f"!ttg.memdesc<{dims}x{elem}, {enc.attr()}, #ttg.shared_memory>")
-        buf = op("ttg.local_alloc", [tile], [value]).results[0]
-        op("ttng.fence_async_shared", [], [], {"bCluster": ir.BoolAttr.get(False)})
-        if store.name == "tt.descriptor_reduce":
-            op("ttng.async_tma_reduce", [], [desc, *coords, buf], {"kind": mu.props(store)["kind"]})
+        buf = op(TTG.LOCAL_ALLOC, [tile], [value]).results[0]
+        op(TTNG.FENCE_ASYNC_SHARED, [], [], {"bCluster": ir.BoolAttr.get(False)})
+        if store.name == TT.DESCRIPTOR_REDUCE:
+            op(TTNG.ASYNC_TMA_REDUCE, [], [desc, *coords, buf], {"kind": mu.props(store)["kind"]})
         else:
-            op("ttng.async_tma_copy_local_to_global", [], [desc, *coords, buf])
-        op("ttng.async_tma_store_wait", [], [], {"pendings": ir.IntegerAttr.get(i32, 0)})
+            op(TTNG.ASYNC_TMA_COPY_LOCAL_TO_GLOBAL, [], [desc, *coords, buf])
+        op(TTNG.ASYNC_TMA_STORE_WAIT, [], [], {"pendings": ir.IntegerAttr.get(i32, 0)})
     store.operation.erase()
     if conv is not None and next(iter(conv.results[0].uses), None) is None:
         conv.operation.erase()
@@ -226,24 +228,24 @@ def _make_descriptor(make, offset: int) -> None:
     op = partial(_op, loc)
 
     def const(t, v):
-        return op("arith.constant", [t], [], {"value": ir.IntegerAttr.get(t, v)}).results[0]
+        return op(ARITH.CONSTANT, [t], [], {"value": ir.IntegerAttr.get(t, v)}).results[0]
 
     with ir.InsertionPoint(make):
-        ptr = op("ttg.global_scratch_alloc", [ir.Type.parse("!tt.ptr<i8>")], [],
+        ptr = op(TTG.GLOBAL_SCRATCH_ALLOC, [ir.Type.parse("!tt.ptr<i8>")], [],
                  {"alignment": ir.IntegerAttr.get(i32, MAP_BYTES), "nbytes": ir.IntegerAttr.get(i32, MAP_BYTES),
                   "ttg.global_scratch_memory_offset": ir.IntegerAttr.get(i32, offset)}).results[0]
         eb = const(i64, mu.elem_bits(elem) // 8)
-        byte_strides = [op("arith.muli", [i64], [s_, eb], {"overflowFlags": ir.Attribute.parse("#arith.overflow<none>")}
+        byte_strides = [op(ARITH.MULI, [i64], [s_, eb], {"overflowFlags": ir.Attribute.parse("#arith.overflow<none>")}
                            ).results[0] for s_ in reversed(strides[:-1])]
         boxes = [const(i32, b) for b in reversed(box)]
         ones = [const(i32, 1) for _ in range(rank)]
-        op("ttng.tensormap_create", [], [ptr, base, *boxes, *reversed(shape), *byte_strides, *ones],
+        op(TTNG.TENSORMAP_CREATE, [], [ptr, base, *boxes, *reversed(shape), *byte_strides, *ones],
            {"elem_type": ir.IntegerAttr.get(i32, ELEM_TYPES[map_elem]), "fill_mode": ir.IntegerAttr.get(i32, 1 if nan else 0),
             "interleave_layout": ir.IntegerAttr.get(i32, 0),
             "swizzle_mode": ir.IntegerAttr.get(i32, SWIZZLE_MODES[enc.swizzle]),
             "operandSegmentSizes": ir.Attribute.parse(f"array<i32: 1, 1, {rank}, {rank}, {rank - 1}, {rank}>")})
-        op("ttng.tensormap_fenceproxy_acquire", [], [ptr])
-        desc = op("ttng.reinterpret_tensor_descriptor", [make.results[0].type], [ptr]).results[0]
+        op(TTNG.TENSORMAP_FENCEPROXY_ACQUIRE, [], [ptr])
+        desc = op(TTNG.REINTERPRET_TENSOR_DESCRIPTOR, [make.results[0].type], [ptr]).results[0]
     make.results[0].replace_all_uses_with(desc)
     make.operation.erase()
 
@@ -254,21 +256,21 @@ def lower_tma(module) -> int:
     count = 0
     args = []
     for func in module.body.operations:
-        if func.operation.name != "tt.func":
+        if func.operation.name != TT.FUNC:
             continue
-        loads = [op for op in walk(func) if op.name == "tt.descriptor_load"]
+        loads = [op for op in walk(func) if op.name == TT.DESCRIPTOR_LOAD]
         for load in loads:
             _lower(load)
         count += len(loads)
-        stores = [op for op in walk(func) if op.name == "tt.descriptor_store"]
+        stores = [op for op in walk(func) if op.name == TT.DESCRIPTOR_STORE]
         left = _store_subtiles(stores)
         if len(left) != len(stores):
             _erase_dead(func)
-        for store in left + [op for op in walk(func) if op.name == "tt.descriptor_reduce"]:
+        for store in left + [op for op in walk(func) if op.name == TT.DESCRIPTOR_REDUCE]:
             _lower_store(store)
         makes = []
         for op in walk(func):
-            if op.name == "tt.make_tensor_descriptor":
+            if op.name == TT.MAKE_TENSOR_DESCRIPTOR:
                 if next(iter(op.results[0].uses), None) is None:
                     op.operation.erase()  # only stored through (the pointer form): no map to write
                 else:

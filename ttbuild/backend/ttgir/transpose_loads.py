@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.layout import trans_order
-from ttbuild.optraits import walk
+from ttbuild.backend.ir.ops import ARITH, TT
+from ttbuild.backend.ir.optraits import walk
 
 
 def _transposed(trans, x):
@@ -28,7 +29,7 @@ def _transposed(trans, x):
     t = mu.ir.RankedTensorType(x.type)
     order = trans_order(trans)
     new_t = mu.ir.RankedTensorType.get([t.shape[o] for o in order], t.element_type)
-    if isinstance(x, mu.ir.OpResult) and x.owner.name == "arith.constant":
+    if isinstance(x, mu.ir.OpResult) and x.owner.name == ARITH.CONSTANT:
         value = x.owner.attributes["value"]
         if isinstance(value, mu.ir.DenseElementsAttr) and value.is_splat:
             c = x.owner.clone(mu.ir.InsertionPoint(trans))
@@ -46,15 +47,15 @@ def transpose_loads(module) -> int:
     `tt.load(tt.trans(p), tt.trans(m), tt.trans(o))`; returns how many."""
     n = 0
     for op in walk(module.operation):
-        if op.name != "tt.dot":
+        if op.name != TT.DOT:
             continue
         for i in (0, 1):
             trans = op.operands[i].owner
-            if not isinstance(op.operands[i], mu.ir.OpResult) or trans.name != "tt.trans":
+            if not isinstance(op.operands[i], mu.ir.OpResult) or trans.name != TT.TRANS:
                 continue
             src = trans.operands[0]
             load = src.owner
-            if not isinstance(src, mu.ir.OpResult) or load.name != "tt.load" or len(list(src.uses)) != 1:
+            if not isinstance(src, mu.ir.OpResult) or load.name != TT.LOAD or len(list(src.uses)) != 1:
                 continue
             if not all(isinstance(x.type, mu.ir.RankedTensorType) for x in load.operands):
                 continue

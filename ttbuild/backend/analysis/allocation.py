@@ -15,7 +15,6 @@ Dot-operand rings sit above the scratch of their loop only (see `allocate`).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from math import prod
 
@@ -24,6 +23,7 @@ from ttbuild.backend.analysis.layout import joined, same_thread_map, trans_order
 from ttbuild.backend.ir.encodings import Blocked, NvidiaMma, Slice, parse_encoding
 from ttbuild.backend.ir.ops import SCF, TT, TTG, TTNG
 from ttbuild.backend.ir.optraits import SCALAR_REGIONS, walk
+from ttbuild.backend.ir.types import MemDescType
 
 
 @dataclass(frozen=True)
@@ -260,9 +260,8 @@ def _trans_in_registers(op) -> bool:
 
 def buffer_bytes(alloc) -> int:
     """Bytes of a `ttg.local_alloc`'s buffer (its memdesc's shape times the element size)."""
-    m = re.match(r"!ttg\.memdesc<([0-9x]+)x([a-zA-Z0-9]+),", str(alloc.results[0].type))
-    shape = [int(s) for s in m.group(1).split("x")]
-    return prod(shape) * mu.elem_bits(m.group(2)) // 8
+    shape, elem = MemDescType.header(alloc.results[0].type)
+    return prod(shape) * mu.elem_bits(elem) // 8
 
 
 def buffers(module) -> list:
@@ -330,12 +329,17 @@ def buffer_align(alloc) -> int:
     text = str(alloc.results[0].type)
     if "#ttg.nvmma_shared<" in text:
         return 128 if "swizzlingByteWidth = 0," in text else 1024
-    if _MBARRIER.match(text):
+    if _is_mbarrier(text):
         return 8
     return 16
 
 
-_MBARRIER = re.compile(r"!ttg\.memdesc<(\d+x)?1xi64,")
+def _is_mbarrier(text: str) -> bool:
+    try:
+        shape, elem = MemDescType.header(text)
+    except ValueError:
+        return False
+    return elem == "i64" and len(shape) <= 2 and shape[-1] == 1
 
 
 def allocate(module, num_warps: int) -> int:

@@ -17,7 +17,6 @@ Triton's ldmatrix lowering reads without bank conflicts.
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from math import gcd
 
@@ -27,6 +26,7 @@ from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.allocation import elem_bytes
 from ttbuild.backend.ir.encodings import DotOperand, NvidiaMma, NvmmaShared, SwizzledShared
 from ttbuild.backend.ir.ops import ARITH, TT, TTG
+from ttbuild.backend.ir.types import MemDescType
 from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
 from ttbuild.backend.llir.fma import fma_dot
 from ttbuild.backend.llir.mma_index import warp_origin
@@ -37,8 +37,6 @@ from ttbuild.registry import RuleSet
 RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the table
 rule = RULES.rule
 
-_SWIZZLED = re.compile(r"#ttg\.swizzled_shared<\{[^}]*\}>")
-_NVMMA = re.compile(r"#ttg\.nvmma_shared<\{[^}]*\}>")
 
 
 def _c(v: int) -> ir.Constant:
@@ -51,13 +49,10 @@ def _log2(n: int) -> int:
 
 def shared_layout(memdesc_type) -> SwizzledShared | NvmmaShared:
     """The `#ttg.swizzled_shared` or `#ttg.nvmma_shared` encoding of a memdesc type."""
-    m = _NVMMA.search(str(memdesc_type))
-    if m:
-        return NvmmaShared.parse(m.group(0))
-    m = _SWIZZLED.search(str(memdesc_type))
-    if not m:
-        raise CompilationError(f"unsupported shared encoding in {memdesc_type}", stage="llir")
-    return SwizzledShared.parse(m.group(0))
+    try:
+        return MemDescType.parse(memdesc_type).layout()
+    except ValueError:
+        raise CompilationError(f"unsupported shared encoding in {memdesc_type}", stage="llir") from None
 
 
 def full_order(desc: MemDesc) -> tuple[int, ...]:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from math import prod
 
 from llvmlite import ir
 
+from ttbuild.backend.ir.types import MemDescType
 from ttbuild.backend.llir.context import I8, I32
 from ttbuild.errors import CompilationError
 
@@ -40,10 +40,6 @@ def linear(b, idx, shape):
     return acc if acc is not None else ir.Constant(I32, 0)
 
 
-_NVMMA_DESC = re.compile(r"!ttg\.memdesc<([0-9x]+)x([a-zA-Z0-9]+),\s*#ttg\.nvmma_shared<\{[^}]*transposed\s*=\s*(true|false)")
-_MEMDESC = re.compile(r"!ttg\.memdesc<([0-9x]+)x([a-zA-Z0-9]+),.*?order\s*=\s*\[([0-9,\s]*)\]")
-
-
 @dataclass(frozen=True)
 class MemDesc:
     """A shared-memory view: `ptr` (i8 addrspace(3)*) to element 0, its shape, element type and
@@ -57,13 +53,8 @@ class MemDesc:
 def parse_memdesc(t) -> tuple[tuple[int, ...], str, tuple[int, ...]]:
     """`!ttg.memdesc<2x256xf32, #ttg.swizzled_shared<{..., order = [0]}>, ...>` ->
     ((2, 256), 'f32', (0,)). Raises CompilationError for other spellings."""
-    m = _MEMDESC.match(str(t))
-    if m is None:
-        n = _NVMMA_DESC.match(str(t))
-        if n is not None:  # rank 2; `transposed` puts dimension 0 fastest
-            order = (0, 1) if n.group(3) == "true" else (1, 0)
-            return tuple(int(s) for s in n.group(1).split("x")), n.group(2), order
-    if not m:
-        raise CompilationError(f"unsupported shared-memory descriptor {t}", stage="llir")
-    order = tuple(int(x) for x in m.group(3).split(",") if x.strip())
-    return tuple(int(s) for s in m.group(1).split("x")), m.group(2), order
+    try:
+        md = MemDescType.parse(t)
+        return md.shape, md.elem, md.order  # nvmma: `transposed` puts dimension 0 fastest
+    except ValueError:
+        raise CompilationError(f"unsupported shared-memory descriptor {t}", stage="llir") from None

@@ -29,9 +29,11 @@ from __future__ import annotations
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.mma_layout import for_operand, nvmma_for_operand
+from ttbuild.backend.ir.builders import convert_layout, create, local_alloc, local_load
 from ttbuild.backend.ir.encodings import DotOperand, FmaOperand, NvidiaMma, parse_encoding
-from ttbuild.backend.ir.ops import ARITH, SCF, TT, TTG, TTNG
+from ttbuild.backend.ir.ops import ARITH, SCF, TT, TTNG
 from ttbuild.backend.ir.optraits import DOT_OPS, walk
+from ttbuild.backend.ir.types import MemDescType, with_encoding
 
 ir = mu.ir
 
@@ -122,20 +124,17 @@ def warps_per_tile(op, shape, num_warps: int) -> tuple[int, ...]:
 
 
 def _tensor_type(v, layout):
-    t = ir.RankedTensorType(v.type)
-    return ir.RankedTensorType.get(t.shape, t.element_type, ir.Attribute.parse(layout.attr()))
+    return with_encoding(v.type, layout)
 
 
 def _memdesc_type(shape, elem: str, shared) -> ir.Type:
-    dims = "x".join(str(s) for s in shape)
-    return ir.Type.parse(f"!ttg.memdesc<{dims}x{elem}, {shared.attr()}, #ttg.shared_memory>")
+    return MemDescType(tuple(shape), elem, shared.attr()).ir()
 
 
 def _convert(v, layout, before=None, after=None, loc=None):
     ip = ir.InsertionPoint(before) if before is not None else ir.InsertionPoint.after(after)
     with ip:
-        return ir.Operation.create(TTG.CONVERT_LAYOUT, results=[_tensor_type(v, layout)],
-                                   operands=[v], loc=loc).results[0]
+        return convert_layout(v, _tensor_type(v, layout), loc)
 
 
 def _alloc_after_definition(dot, idx: int, shared):
@@ -146,9 +145,7 @@ def _alloc_after_definition(dot, idx: int, shared):
     owner = v.owner if isinstance(v, ir.OpResult) else None
     ip = ir.InsertionPoint.after(owner) if owner is not None else ir.InsertionPoint(dot)
     with ip:
-        return ir.Operation.create(TTG.LOCAL_ALLOC,
-                                   results=[_memdesc_type(mu.shape_of(v.type), mu.elem_str(v.type), shared)],
-                                   operands=[v], loc=dot.location)
+        return local_alloc(_memdesc_type(mu.shape_of(v.type), mu.elem_str(v.type), shared), v, dot.location).owner
 
 
 def _stage_operand(dot, idx: int, mma: NvidiaMma) -> None:
@@ -161,9 +158,7 @@ def _stage_operand(dot, idx: int, mma: NvidiaMma) -> None:
     alloc = _alloc_after_definition(dot, idx, for_operand(idx, mu.shape_of(v.type), src.order,
                                                           mu.elem_bits(elem), k_width))
     with ir.InsertionPoint(dot):
-        load = ir.Operation.create(TTG.LOCAL_LOAD, results=[_tensor_type(v, DotOperand(idx, mma, k_width))],
-                                   operands=[alloc.results[0]], loc=dot.location)
-    dot.operands[idx] = load.results[0]
+        dot.operands[idx] = local_load(_tensor_type(v, DotOperand(idx, mma, k_width)), alloc.results[0], loc=dot.location)
 
 
 # Elementwise ops an accumulator may pass through between the loop's iter_arg and the dot
@@ -211,7 +206,7 @@ def _splat_copy(x, layout, before):
         return None
     t = _tensor_type(x, layout)
     with ir.InsertionPoint(before):
-        return ir.Operation.create(ARITH.CONSTANT, results=[t], attributes={
+        return create(ARITH.CONSTANT, results=[t], attrs={
             "value": ir.DenseElementsAttr.get_splat(t, owner.attributes["value"].get_splat_value())},
             loc=owner.location).results[0]
 
@@ -256,7 +251,7 @@ def _accumulator(dot, mma: NvidiaMma) -> None:
     if splat:  # a splat constant is rebuilt in #mma (a copy when others use it too)
         old = init_op.attributes["value"]
         with ir.InsertionPoint(loop):
-            cst = ir.Operation.create(ARITH.CONSTANT, results=[_tensor_type(init, mma)], attributes={
+            cst = create(ARITH.CONSTANT, results=[_tensor_type(init, mma)], attrs={
                 "value": ir.DenseElementsAttr.get_splat(_tensor_type(init, mma), old.get_splat_value())},
                 loc=init_op.location)
         loop.operands[3 + i] = cst.results[0]
@@ -402,8 +397,8 @@ def _stage_operand_v3(dot, idx: int):
     alloc = _alloc_after_definition(dot, idx, nvmma_for_operand(mu.shape_of(v.type), _operand_order(v),
                                                                 mu.elem_bits(mu.elem_str(v.type))))
     with ir.InsertionPoint.after(alloc):
-        ir.Operation.create(TTNG.FENCE_ASYNC_SHARED, results=[], operands=[],
-                            attributes={"bCluster": ir.BoolAttr.get(False)}, loc=dot.location)
+        create(TTNG.FENCE_ASYNC_SHARED, results=[], operands=[],
+                            attrs={"bCluster": ir.BoolAttr.get(False)}, loc=dot.location)
     return alloc.results[0]
 
 
@@ -424,11 +419,11 @@ def _to_warp_group_dot(dot, a, bm) -> None:
         # max_num_imprecise_acc_default; its verifier wants >= 32 for an fp8 wgmma into f32)
         attrs["maxNumImpreciseAcc"] = ir.IntegerAttr.get(i32, 2 ** 30)
     with ir.InsertionPoint(dot):
-        wg = ir.Operation.create(TTNG.WARP_GROUP_DOT, results=[d.type], operands=[a, bm, dot.operands[2]],
-                                 attributes=attrs, loc=dot.location)
-        wait = ir.Operation.create(TTNG.WARP_GROUP_DOT_WAIT, results=[d.type, a.type, bm.type],
+        wg = create(TTNG.WARP_GROUP_DOT, results=[d.type], operands=[a, bm, dot.operands[2]],
+                                 attrs=attrs, loc=dot.location)
+        wait = create(TTNG.WARP_GROUP_DOT_WAIT, results=[d.type, a.type, bm.type],
                                    operands=[wg.results[0], a, bm],
-                                   attributes={"pendings": ir.IntegerAttr.get(i32, 0)}, loc=dot.location)
+                                   attrs={"pendings": ir.IntegerAttr.get(i32, 0)}, loc=dot.location)
     d.replace_all_uses_with(wait.results[0])
     dot.operation.erase()
 

@@ -23,9 +23,11 @@ from math import prod
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.axis import AxisAnalysis, vector_elems
 from ttbuild.backend.analysis.layout import default_blocked, joined, trans_order, transposed, unflatten
+from ttbuild.backend.ir.builders import convert_back_after, convert_operand, retype_result
 from ttbuild.backend.ir.encodings import Blocked, Slice, parse_encoding
 from ttbuild.backend.ir.ops import ARITH, SCF, TT, TTG
 from ttbuild.backend.ir.optraits import SCALAR_REGIONS, erase_dead, walk
+from ttbuild.backend.ir.types import with_encoding
 
 MEMORY_OPS = (TT.LOAD, TT.STORE, TT.ATOMIC_RMW, TT.ATOMIC_CAS)
 # Ops whose tensor operands and results need no common layout (handled as constraints or free).
@@ -275,8 +277,7 @@ def _retype(v, lay):
 
 
 def _typed(v, lay):
-    t = mu.ir.RankedTensorType(v.type)
-    return mu.ir.RankedTensorType.get(t.shape, t.element_type, mu.ir.Attribute.parse(lay.attr()))
+    return with_encoding(v.type, lay)
 
 
 def assign(module, num_warps: int, threads_per_warp: int = 32) -> dict[tuple[int, ...], object]:
@@ -303,10 +304,7 @@ def assign(module, num_warps: int, threads_per_warp: int = 32) -> dict[tuple[int
                 if have == need:
                     continue
                 r.set_type(_typed(r, need))
-                with mu.ir.InsertionPoint.after(op):
-                    c = mu.ir.Operation.create(TTG.CONVERT_LAYOUT, results=[_typed(r, have)],
-                                               operands=[r], loc=op.location)
-                r.replace_all_uses_except(c.results[0], c)
+                convert_back_after(op, r, _typed(r, have))
         for op, order in a.transes:
             r = op.results[0]
             need = transposed(chosen.get(op.operands[0]), order)
@@ -314,10 +312,7 @@ def assign(module, num_warps: int, threads_per_warp: int = 32) -> dict[tuple[int
             if need is None or need == have:
                 continue
             r.set_type(_typed(r, need))
-            with mu.ir.InsertionPoint.after(op):
-                c = mu.ir.Operation.create(TTG.CONVERT_LAYOUT, results=[_typed(r, have)],
-                                           operands=[r], loc=op.location)
-            r.replace_all_uses_except(c.results[0], c)
+            convert_back_after(op, r, _typed(r, have))
         for op in a.reshapes:
             _reshape_through_flat(op, chosen, num_warps, threads_per_warp)
         for op in a.split_bcasts:
@@ -325,19 +320,13 @@ def assign(module, num_warps: int, threads_per_warp: int = 32) -> dict[tuple[int
             need = chosen[op.results[0]]
             if chosen.get(x) == need:
                 continue
-            with mu.ir.InsertionPoint(op):
-                c = mu.ir.Operation.create(TTG.CONVERT_LAYOUT, results=[_typed(x, need)],
-                                           operands=[x], loc=op.location)
-            op.operands[0] = c.results[0]
+            convert_operand(op, 0, _typed(x, need))
         for op, d in a.expands:
             x = op.operands[0]
             need = Slice(d, chosen[op.results[0]])
             if chosen.get(x) == need:
                 continue
-            with mu.ir.InsertionPoint(op):
-                c = mu.ir.Operation.create(TTG.CONVERT_LAYOUT, results=[_typed(x, need)],
-                                           operands=[x], loc=op.location)
-            op.operands[0] = c.results[0]
+            convert_operand(op, 0, _typed(x, need))
         for op in a.joins:
             _fit_join(op, num_warps, threads_per_warp)
         _fold_chains(func)
@@ -364,18 +353,11 @@ def _layout(v):
 
 
 def _convert_operand(op, i: int, lay) -> None:
-    x = op.operands[i]
-    with mu.ir.InsertionPoint(op):
-        c = mu.ir.Operation.create(TTG.CONVERT_LAYOUT, results=[_typed(x, lay)], operands=[x], loc=op.location)
-    op.operands[i] = c.results[0]
+    convert_operand(op, i, _typed(op.operands[i], lay))
 
 
 def _convert_result(op, r, lay) -> None:
-    have = mu.ir.RankedTensorType(r.type)
-    r.set_type(_typed(r, lay))
-    with mu.ir.InsertionPoint.after(op):
-        c = mu.ir.Operation.create(TTG.CONVERT_LAYOUT, results=[have], operands=[r], loc=op.location)
-    r.replace_all_uses_except(c.results[0], c)
+    retype_result(op, r, _typed(r, lay))
 
 
 def _fit_join(op, num_warps: int, threads_per_warp: int) -> None:
@@ -421,16 +403,10 @@ def _reshape_through_flat(op, chosen, num_warps: int, threads_per_warp: int) -> 
         flat = default_blocked((prod(src_shape),), num_warps, 1, threads_per_warp)
     need_src, need_res = unflatten(flat, src_shape), unflatten(flat, res_shape)
     if have_src != need_src:
-        with mu.ir.InsertionPoint(op):
-            c = mu.ir.Operation.create(TTG.CONVERT_LAYOUT, results=[_typed(src, need_src)],
-                                       operands=[src], loc=op.location)
-        op.operands[0] = c.results[0]
+        convert_operand(op, 0, _typed(src, need_src))
     if have_res != need_res:
         res.set_type(_typed(res, need_res))
-        with mu.ir.InsertionPoint.after(op):
-            c = mu.ir.Operation.create(TTG.CONVERT_LAYOUT, results=[_typed(res, have_res)],
-                                       operands=[res], loc=op.location)
-        res.replace_all_uses_except(c.results[0], c)
+        convert_back_after(op, res, _typed(res, have_res))
 
 
 def _flat_of(lay, shape):

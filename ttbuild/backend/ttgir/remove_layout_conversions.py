@@ -36,9 +36,11 @@ from math import prod
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.layout import default_blocked, same_thread_map
+from ttbuild.backend.ir.builders import convert_layout, create
 from ttbuild.backend.ir.encodings import Blocked, NvidiaMma, Slice, parse_encoding
 from ttbuild.backend.ir.ops import ARITH, SCF, TT, TTG
 from ttbuild.backend.ir.optraits import DOT_OPS, erase_dead, is_elementwise, walk
+from ttbuild.backend.ir.types import with_encoding
 
 ir = mu.ir
 
@@ -57,8 +59,7 @@ def _remap_layout(layout, old, new):
 
 
 def _retyped(t, layout) -> ir.Type:
-    rt = ir.RankedTensorType(t)
-    return ir.RankedTensorType.get(rt.shape, rt.element_type, ir.Attribute.parse(layout.attr()))
+    return with_encoding(t, layout)
 
 
 def _is_tensor(v) -> bool:
@@ -194,7 +195,7 @@ def _insert_after(v):
 
 def _convert(v, t, ip, loc):
     with ip:
-        return ir.Operation.create(TTG.CONVERT_LAYOUT, results=[t], operands=[v], loc=loc).results[0]
+        return convert_layout(v, t, loc)
 
 
 def _cheap_twice(v) -> bool:
@@ -252,8 +253,8 @@ class _Remat:
             if not isinstance(attr, ir.DenseElementsAttr) or not attr.is_splat:
                 return None
             with ir.InsertionPoint.after(op):
-                return ir.Operation.create(ARITH.CONSTANT, results=[t],
-                                           attributes={"value": ir.DenseElementsAttr.get_splat(t, attr.get_splat_value())},
+                return create(ARITH.CONSTANT, results=[t],
+                                           attrs={"value": ir.DenseElementsAttr.get_splat(t, attr.get_splat_value())},
                                            loc=op.location).results[0]
         if name in (TT.SPLAT, TT.MAKE_RANGE):
             return _clone(op, t, {})

@@ -13,23 +13,18 @@ from functools import partial
 from ttbuild import tma
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.mma_layout import nvmma_for_operand
+from ttbuild.backend.ir.builders import create, tma_copy_attrs, tma_copy_operands, wait_barrier_attrs
 from ttbuild.backend.ir.encodings import NvmmaShared
 from ttbuild.backend.ir.ops import ARITH, TT, TTG, TTNG
 from ttbuild.backend.ir.optraits import walk
-from ttbuild.backend.ttgir.pipeline import (
-    barrier_type,
-    memdesc_type,
-    tma_copy_attrs,
-    tma_copy_operands,
-    wait_barrier_attrs,
-)
+from ttbuild.backend.ir.types import barrier_type, memdesc_type
 
 ir = mu.ir
 
 
 def _op(loc, name, results, operands, attrs=None):
     """An op at the current insertion point (partial(_op, loc): the ops of one rewrite)."""
-    return ir.Operation.create(name, results=results, operands=operands, attributes=attrs or {}, loc=loc)
+    return create(name, results=results, operands=operands, attrs=attrs or {}, loc=loc)
 
 
 def encoding(block, elem: str) -> NvmmaShared:

@@ -22,7 +22,7 @@ def main(argv: list[str]) -> None:
                     "-o", str(out / "pipeline"), "--cache", "off"], check=True, cwd=REPO)
     subprocess.run([sys.executable, "-m", "ttbuild", "build", str(REPO / "tests" / "data" / "gpu_kernels" / "targets"),
                     "-o", str(out / "targets"), "--cache", "off"], check=True, cwd=REPO)
-    sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "gpu"), str(REPO / "tests" / "backend")]
+    sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "gpu"), str(REPO / "tests" / "backend"), str(REPO / "tests" / "backend" / "llir")]
     from test_backend_gpu import KERNELS, build_cubin
 
     (out / "cubins").mkdir(parents=True, exist_ok=True)

@@ -76,7 +76,7 @@ def _cubin(name: str, tmp_path: Path) -> Path:
     if f.is_file():
         return f
     pytest.importorskip("mlir", reason=f"no {f} and no compiler here (run tests/gpu/build_test_artifacts.py)")
-    sys.path.insert(0, str(REPO / "tests" / "backend"))
+    sys.path.insert(0, str(REPO / "tests" / "backend" / "llir"))
     from test_backend_debug import build_debug
     f = tmp_path / f"{name}.cubin"
     f.write_bytes(build_debug(name)["cubin"])

@@ -196,6 +196,7 @@ def tensordesc_block(t, stage: str = "ttgir", signed: bool = False) -> tuple[tup
 
 
 def shape_of(t: ir.Type) -> tuple[int, ...]:
+    """The shape of a ranked tensor type; () for a scalar type."""
     return tuple(ir.RankedTensorType(t).shape) if isinstance(t, ir.RankedTensorType) else ()
 
 

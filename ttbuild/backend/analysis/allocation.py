@@ -69,6 +69,7 @@ def reduce_plan(layout, shape, axis: int) -> ReducePlan:
 
 
 def elem_bytes(elem: str) -> int:
+    """Bytes of one element of type `elem` (sub-byte types: 1)."""
     return max(1, mu.elem_bits(elem) // 8)
 
 
@@ -116,6 +117,7 @@ def packed_pitch(src_layout, shape, elem: str) -> int | None:
 
 
 def round4(n: int) -> int:
+    """Bytes a scratch element of `n` bytes occupies: at least one 32-bit word."""
     return max(4, n)  # narrow elements move as 32-bit words (no sub-word bank conflicts)
 
 
@@ -132,6 +134,7 @@ def scan_plan(shape, axis: int, threads: int) -> tuple[int, int, int]:
 
 
 def scan_bytes(shape, axis: int, threads: int, elems: list[str]) -> int:
+    """Scratch bytes of a tt.scan of `shape` along `axis` over operands of element types `elems`: every element plus one carry per segment (scan_plan), each in round4 bytes."""
     lines, P, _ = scan_plan(shape, axis, threads)
     return sum((prod(shape) + lines * P) * round4(elem_bytes(e)) for e in elems)
 

@@ -16,7 +16,7 @@ from math import gcd
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.layout import trans_order
-from ttbuild.backend.ir.ops import ARITH, MATH, SCF, TT, TTG
+from ttbuild.backend.ir.ops import ARITH, ATTR, MATH, SCF, TT, TTG
 from ttbuild.registry import Registry, RuleSet, build
 
 MAX_DIV = 1 << 30  # what "divisible by everything" (the value 0) is capped to
@@ -30,6 +30,7 @@ def pow2_div(v: int) -> int:
 
 @dataclass(frozen=True)
 class AxisInfo:
+    """Per-dimension facts about a value (Triton's AxisInfo): runs of `contiguity` consecutive integers, `divisibility` of the first of each run, blocks of `constancy` equal elements; `value` when it is a known constant."""
     contiguity: tuple[int, ...]
     divisibility: tuple[int, ...]
     constancy: tuple[int, ...]
@@ -37,6 +38,7 @@ class AxisInfo:
 
     @classmethod
     def unknown(cls, rank: int) -> "AxisInfo":
+        """Nothing known about a value of `rank` dimensions (all 1)."""
         return cls((1,) * max(rank, 1), (1,) * max(rank, 1), (1,) * max(rank, 1))
 
 
@@ -82,8 +84,8 @@ class AxisAnalysis:
             div = 1
             if i < len(arg_attrs):
                 d = mu.ir.DictAttr(arg_attrs[i])
-                if "tt.divisibility" in d:
-                    div = mu.int_attr(d["tt.divisibility"])
+                if ATTR.DIVISIBILITY in d:
+                    div = mu.int_attr(d[ATTR.DIVISIBILITY])
             self._info[self._key(arg)] = AxisInfo((1,), (div,), (1,))
         self._walk(block)
 
@@ -130,6 +132,7 @@ class AxisAnalysis:
         return v  # ir.Value hashes and compares by the underlying SSA value
 
     def info(self, v) -> AxisInfo:
+        """The AxisInfo of value v (unknown for values the analysis did not reach)."""
         return self._info.get(self._key(v)) or AxisInfo.unknown(len(_shape(v)))
 
     def _set(self, v, info: AxisInfo):
@@ -147,7 +150,7 @@ class AxisAnalysis:
         out = fn(op, shape, ins) if fn else None
         out = out or AxisInfo.unknown(rank)
         attrs = op.operation.attributes
-        if "tt.divisibility" in attrs or "tt.contiguity" in attrs or "tt.constancy" in attrs:
+        if ATTR.DIVISIBILITY in attrs or ATTR.CONTIGUITY in attrs or ATTR.CONSTANCY in attrs:
             out = with_hints(out, attrs)
         self._set(res, out)
 
@@ -168,8 +171,8 @@ def with_hints(info: AxisInfo, attrs) -> AxisInfo:
         if len(vals) == 1 and len(current) > 1:
             vals = vals * len(current)
         return vals if len(vals) == len(current) else current
-    return AxisInfo(read("tt.contiguity", info.contiguity), read("tt.divisibility", info.divisibility),
-                    read("tt.constancy", info.constancy), info.value)
+    return AxisInfo(read(ATTR.CONTIGUITY, info.contiguity), read(ATTR.DIVISIBILITY, info.divisibility),
+                    read(ATTR.CONSTANCY, info.constancy), info.value)
 
 
 RULES = RuleSet()  # per-op rules `fn(op, shape, ins) -> AxisInfo | None`; TABLE below is built from them

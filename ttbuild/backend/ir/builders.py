@@ -140,12 +140,15 @@ class ArithBuilder:
         return self.op(name, [a.type], [a, b], extra).results[0]
 
     def addi(self, a, b):
+        """a + b (`arith.addi`, no overflow flags)."""
         return self.arith(ARITH.ADDI, a, b, {"overflowFlags": ir.Attribute.parse("#arith.overflow<none>")})
 
     def muli(self, a, b):
+        """a * b (`arith.muli`, no overflow flags)."""
         return self.arith(ARITH.MULI, a, b, {"overflowFlags": ir.Attribute.parse("#arith.overflow<none>")})
 
     def subi(self, a, b):
+        """a - b (`arith.subi`, no overflow flags)."""
         return self.arith(ARITH.SUBI, a, b, {"overflowFlags": ir.Attribute.parse("#arith.overflow<none>")})
 
     def cmpi(self, pred: int, a, b):
@@ -155,6 +158,7 @@ class ArithBuilder:
         return self.op(ARITH.CMPI, [t], [a, b], {"predicate": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), pred)}).results[0]
 
     def select(self, c, a, b):
+        """c ? a : b (`arith.select`)."""
         return self.op(ARITH.SELECT, [a.type], [c, a, b]).results[0]
 
     def splat_i1(self, pred, like):
@@ -164,6 +168,7 @@ class ArithBuilder:
         return self.op(TT.SPLAT, [ir.RankedTensorType.get(t.shape, i1, t.encoding)], [pred]).results[0]
 
     def andi(self, a, b):
+        """a & b (`arith.andi`)."""
         return self.arith(ARITH.ANDI, a, b)
 
 

@@ -33,6 +33,7 @@ from ttbuild.backend.ir.attrtext import fmt_list, int_field, int_list
 
 @dataclass(frozen=True)
 class Blocked:
+    """`#ttg.blocked<{sizePerThread, threadsPerWarp, warpsPerCTA, order}>` (see the module docstring); per-dimension tuples, `order` fastest-first."""
     size_per_thread: tuple[int, ...]
     threads_per_warp: tuple[int, ...]
     warps_per_cta: tuple[int, ...]
@@ -40,6 +41,7 @@ class Blocked:
 
     @property
     def rank(self) -> int:
+        """Number of dimensions."""
         return len(self.order)
 
     def attr(self) -> str:
@@ -61,9 +63,11 @@ class Blocked:
         return self.size_per_thread[d] * self.threads_per_warp[d] * self.warps_per_cta[d]
 
     def reps(self, shape, d: int) -> int:
+        """How many times the CTA tile repeats along dimension d to cover `shape` (at least 1)."""
         return max(1, shape[d] // self.tile(d))
 
     def elems_per_thread(self, shape) -> int:
+        """Elements each thread holds of a tensor of `shape`."""
         n = 1
         for d in range(self.rank):
             n *= min(self.size_per_thread[d], shape[d]) * self.reps(shape, d)
@@ -114,21 +118,26 @@ class Slice:
 
     @property
     def rank(self) -> int:
+        """Number of dimensions (the parent's minus one)."""
         return self.parent.rank - 1
 
     @property
     def order(self) -> tuple[int, ...]:
+        """The parent's order without `dim`, renumbered."""
         return tuple(o - (o > self.dim) for o in self.parent.order if o != self.dim)
 
     @property
     def size_per_thread(self) -> tuple[int, ...]:
+        """The parent's sizePerThread without `dim`."""
         s = self.parent.size_per_thread
         return s[:self.dim] + s[self.dim + 1:]
 
     def attr(self) -> str:
+        """Triton's spelling, `#ttg.slice<{dim = d, parent = ...}>`."""
         return f"#ttg.slice<{{dim = {self.dim}, parent = {self.parent.attr()}}}>"
 
     def parent_shape(self, shape) -> tuple[int, ...]:
+        """`shape` with a 1 inserted at `dim`: the parent tensor the slice is taken from."""
         shape = tuple(shape)
         return shape[:self.dim] + (1,) + shape[self.dim:]
 
@@ -136,12 +145,15 @@ class Slice:
         return t[:self.dim] + t[self.dim + 1:]
 
     def elems_per_thread(self, shape) -> int:
+        """Elements each thread holds of a tensor of `shape` (the parent's over parent_shape)."""
         return self.parent.elems_per_thread(self.parent_shape(shape))
 
     def local_offsets(self, shape) -> list[tuple[int, ...]]:
+        """The parent's local offsets over parent_shape, `dim` dropped."""
         return [self._drop(o) for o in self.parent.local_offsets(self.parent_shape(shape))]
 
     def thread_indices(self, tid: int, shape) -> list[tuple[int, ...]]:
+        """Thread `tid`'s element indices (the parent's with `dim` dropped)."""
         return [self._drop(o) for o in self.parent.thread_indices(tid, self.parent_shape(shape))]
 
 
@@ -232,27 +244,33 @@ class NvidiaMma(_Affine):
 
     @property
     def rank(self) -> int:
+        """Number of dimensions (2, or 3 with a batch dimension)."""
         return len(self.warps_per_cta)
 
     @property
     def order(self) -> tuple[int, ...]:
+        """Dimensions fastest-first: the last one first."""
         return tuple(reversed(range(self.rank)))
 
     @property
     def size_per_thread(self) -> tuple[int, ...]:
+        """Two consecutive columns per thread (c0, c1 of the fragment)."""
         return (1,) * (self.rank - 1) + (2,)
 
     def attr(self) -> str:
+        """Triton's spelling, `#ttg.nvidia_mma<{versionMajor, versionMinor, warpsPerCTA, instrShape}>`."""
         return (f"#ttg.nvidia_mma<{{versionMajor = {self.version[0]}, versionMinor = {self.version[1]}, "
                 f"warpsPerCTA = {fmt_list(self.warps_per_cta)}, instrShape = {fmt_list(self.instr_shape)}}}>")
 
     @classmethod
     def parse(cls, text: str) -> "NvidiaMma":
+        """Inverse of attr(); ValueError when a field is missing."""
         return cls(int_list(text, "warpsPerCTA"), int_list(text, "instrShape"),
                    (int_field(text, "versionMajor"), int_field(text, "versionMinor")))
 
     @property
     def is_hopper(self) -> bool:
+        """Version 3: a wgmma accumulator."""
         return self.version[0] == 3
 
     @property
@@ -306,19 +324,23 @@ class DotOperand(_Affine):
 
     @property
     def rank(self) -> int:
+        """Number of dimensions (the parent's)."""
         return self.parent.rank
 
     @property
     def k_dim(self) -> int:
+        """The reduction dimension: the last for A, the one before it for B."""
         return self.rank - 1 if self.op_idx == 0 else self.rank - 2
 
     @property
     def order(self) -> tuple[int, ...]:
+        """Dimensions fastest-first: K first (a register's kWidth elements run along K)."""
         k, r = self.k_dim, self.rank
         return (k,) + tuple(d for d in reversed(range(r)) if d != k)
 
     @property
     def size_per_thread(self) -> tuple[int, ...]:
+        """kWidth consecutive elements along K, 1 elsewhere."""
         s = [1] * self.rank
         s[self.k_dim] = self.k_width
         return tuple(s)
@@ -329,6 +351,7 @@ class DotOperand(_Affine):
         return 8 * self.k_width
 
     def attr(self) -> str:
+        """Triton's spelling, `#ttg.dot_op<{opIdx, parent = #ttg.nvidia_mma<...>, kWidth}>`."""
         return f"#ttg.dot_op<{{opIdx = {self.op_idx}, parent = {self.parent.attr()}, kWidth = {self.k_width}}}>"
 
     def _warp_tile(self):
@@ -396,24 +419,30 @@ class FmaOperand:
 
     @property
     def rank(self) -> int:
+        """Number of dimensions (the parent's)."""
         return self.parent.rank
 
     @property
     def k_dim(self) -> int:
+        """The reduction dimension: the last for A, the one before it for B."""
         return self.rank - 1 if self.op_idx == 0 else self.rank - 2
 
     @property
     def order(self) -> tuple[int, ...]:
+        """The blocked parent's order."""
         return self.parent.order
 
     @property
     def size_per_thread(self) -> tuple[int, ...]:
+        """The blocked parent's sizePerThread."""
         return self.parent.size_per_thread
 
     def attr(self) -> str:
+        """Triton's spelling, `#ttg.dot_op<{opIdx, parent = #ttg.blocked<...>}>`."""
         return f"#ttg.dot_op<{{opIdx = {self.op_idx}, parent = {self.parent.attr()}}}>"
 
     def tile(self, d: int) -> int:
+        """Elements the CTA covers along d in one repetition (0 along K: every thread holds all of K)."""
         return 0 if d == self.k_dim else self.parent.tile(d)  # 0: K never wraps
 
     def outer_offsets(self, shape) -> list[tuple[int, ...]]:
@@ -429,6 +458,7 @@ class FmaOperand:
         return list(seen)
 
     def local_offsets(self, shape) -> list[tuple[int, ...]]:
+        """outer_offsets, each repeated for every k of the K extent (K fastest)."""
         out = []
         for o in self.outer_offsets(shape):
             for k in range(shape[self.k_dim]):
@@ -436,14 +466,17 @@ class FmaOperand:
         return out
 
     def elems_per_thread(self, shape) -> int:
+        """Elements each thread holds of an operand of `shape`."""
         return len(self.local_offsets(shape))
 
     def thread_base(self, lane: int, warp: int) -> tuple[int, ...]:
+        """Index of this thread's element 0: its first parent element with K at 0."""
         shape = [self.parent.tile(d) for d in range(self.rank)]
         first = self.parent.thread_indices(warp * 32 + lane, tuple(shape))[0]
         return first[:self.k_dim] + (0,) + first[self.k_dim + 1:]
 
     def thread_indices(self, tid: int, shape) -> list[tuple[int, ...]]:
+        """Thread `tid`'s element indices, in local_offsets order, wrapped modulo `shape`."""
         base = self.thread_base(tid % 32, tid // 32)
         return [tuple((base[d] + off[d]) % shape[d] for d in range(len(shape)))
                 for off in self.local_offsets(shape)]

@@ -1,4 +1,4 @@
-"""Op names of the dialects TTGIR holds, one constant each (`TTG.CONVERT_LAYOUT == "ttg.convert_layout"`): every pass, analysis and lowering rule compares against these, never a string of its own.
+"""Op names of the dialects TTGIR holds, one constant each (`TTG.CONVERT_LAYOUT` names the layout conversion): every pass, analysis and lowering rule compares against these, never a string of its own.
 
 An op's name is `<dialect>.<op>` as Triton 3.6 prints it in generic form; the constant is the op
 part upper-cased, dots become underscores (`tt.reduce.return` -> `TT.REDUCE_RETURN`). The classes
@@ -193,3 +193,15 @@ class GPU:
     """MLIR's `gpu` dialect (only its barrier appears in TTGIR)."""
 
     BARRIER = "gpu.barrier"
+
+
+class ATTR:
+    """Discardable attribute names Triton's dialects put on ops (TritonDialect.td, TritonGPUDialect.td)."""
+
+    NUM_STAGES = "tt.num_stages"  # on an scf.for: tl.range(num_stages=...)
+    DIVISIBILITY = "tt.divisibility"  # on tt.func arguments and their axis info
+    CONTIGUITY = "tt.contiguity"
+    CONSTANCY = "tt.constancy"
+    GLOBAL_SCRATCH_SIZE = "ttg.global_scratch_memory_size"  # on the module: bytes of global scratch per program
+    GLOBAL_SCRATCH_ALIGNMENT = "ttg.global_scratch_memory_alignment"
+    GLOBAL_SCRATCH_OFFSET = "ttg.global_scratch_memory_offset"  # on a ttg.global_scratch_alloc

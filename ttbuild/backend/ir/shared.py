@@ -24,11 +24,13 @@ class SwizzledShared:
     order: tuple[int, ...]
 
     def attr(self) -> str:
+        """Triton's spelling, `#ttg.swizzled_shared<{vec, perPhase, maxPhase, order}>`."""
         return (f"#ttg.swizzled_shared<{{vec = {self.vec}, perPhase = {self.per_phase}, "
                 f"maxPhase = {self.max_phase}, order = {fmt_list(self.order)}}}>")
 
     @classmethod
     def parse(cls, text: str) -> "SwizzledShared":
+        """Inverse of attr(); ValueError when a field is missing."""
         return cls(int_field(text, "vec"), int_field(text, "perPhase"), int_field(text, "maxPhase"), int_list(text, "order"))
 
     def offset(self, index, shape) -> int:
@@ -62,6 +64,7 @@ class NvmmaShared:
 
     @property
     def order(self) -> tuple[int, int]:
+        """Dimensions fastest-first: (1, 0), or (0, 1) when transposed."""
         return (0, 1) if self.transposed else (1, 0)
 
     @property
@@ -71,22 +74,27 @@ class NvmmaShared:
 
     @property
     def vec(self) -> int:
+        """Elements of one 16-byte chunk (the unit the swizzle permutes)."""
         return 128 // self.elem_bits
 
     @property
     def per_phase(self) -> int:
+        """Rows that share one swizzle phase (128 / swizzle)."""
         return 128 // self.swizzle
 
     @property
     def max_phase(self) -> int:
+        """Distinct swizzle phases (swizzle / 16)."""
         return self.swizzle // 16
 
     def attr(self) -> str:
+        """Triton's spelling, `#ttg.nvmma_shared<{swizzlingByteWidth, transposed, elementBitWidth}>`."""
         return (f"#ttg.nvmma_shared<{{swizzlingByteWidth = {self.swizzle}, transposed = "
                 f"{'true' if self.transposed else 'false'}, elementBitWidth = {self.elem_bits}}}>")
 
     @classmethod
     def parse(cls, text: str) -> "NvmmaShared":
+        """Inverse of attr(); ValueError when a field is missing."""
         m = re.search(r"transposed\s*=\s*(true|false)", text)
         return cls(int_field(text, "swizzlingByteWidth"), bool(m and m.group(1) == "true"), int_field(text, "elementBitWidth"))
 

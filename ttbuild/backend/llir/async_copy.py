@@ -120,6 +120,7 @@ def memdesc_subslice(ctx, op, desc: MemDesc):
 
 @rule(TTG.LOCAL_DEALLOC)
 def local_dealloc(ctx, op, desc):
+    """`ttg.local_dealloc`: nothing to emit, buffer offsets are static (analysis.allocation)."""
     return None  # offsets are static: nothing to free
 
 

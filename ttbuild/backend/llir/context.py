@@ -22,6 +22,7 @@ class BFloatType(ir.types._BaseFloatType):
         return "bfloat"
 
     def format_constant(self, value):
+        """The LLVM IR spelling of a bf16 constant, `0xRXXXX`, rounded to nearest even from f32."""
         import struct
         bits = struct.unpack("<I", struct.pack("<f", float(value)))[0]
         bits = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
@@ -167,6 +168,7 @@ class Ctx:
             self.barrier()
 
     def after_smem_read(self) -> None:
+        """This thread read shared memory other threads may overwrite next: the next writer needs a barrier."""
         self._cache["smem_read"] = True
 
     def smem_landed(self) -> None:
@@ -181,6 +183,7 @@ class Ctx:
             self.barrier()
 
     def lane_warp(self):
+        """(lane, warp) of this thread: tid.x % 32 and tid.x / 32, computed once in the entry block."""
         tid = self.sreg("tid.x")
         b = self.builder
         key = ("lanewarp",)
@@ -192,6 +195,7 @@ class Ctx:
         return self._cache[key]
 
     def intrinsic(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+        """The module's declaration of function `name` (ret(args)), added on first use."""
         fn = self.module.globals.get(name)
         if fn is None:
             fn = ir.Function(self.module, ir.FunctionType(ret, args), name)

@@ -21,6 +21,7 @@ rule = RULES.rule
 
 
 def flatten(values) -> list:
+    """Values as LLVM scalars: a TensorVal's elements in order, a scalar itself."""
     out = []
     for v in values:
         out.extend(v.elems if isinstance(v, TensorVal) else [v])
@@ -87,6 +88,7 @@ def _materialized(b, v):
 
 @rule(SCF.FOR)
 def scf_for(ctx, op, lb, ub, step, *inits):
+    """`scf.for` -> header / body / exit blocks with one phi per flattened loop-carried element, `iv < ub` signed (see the module docstring)."""
     b = ctx.builder
     fn = b.function
     pre = b.block
@@ -124,6 +126,7 @@ def scf_for(ctx, op, lb, ub, step, *inits):
 
 @rule(SCF.IF)
 def scf_if(ctx, op, cond):
+    """`scf.if` -> then / else / merge blocks with one phi per flattened result element."""
     b = ctx.builder
     fn = b.function
     then_bb = fn.append_basic_block("if.then")

@@ -9,6 +9,7 @@ from ttbuild.registry import RuleSet
 
 
 def result_type(op):
+    """The LLVM type of one element of op's first result."""
     return llvm_type(mu.elem_str(op.results[0].type))
 
 

@@ -159,6 +159,7 @@ def _elem_word(elem: str, ety) -> int:
 
 
 def load_words(ctx, ptr, pred, ety, word, nwords, others, idx):
+    """The elements `idx` of a vector load of `nwords` words of `word` bits at `ptr` under `pred`, masked-off lanes taking `others`; returns the unpacked elements of type `ety`."""
     b = ctx.builder
     k = len(idx) // nwords
     ow = [_pack(b, [others[i] for i in idx[w * k:(w + 1) * k]], ety, word) for w in range(nwords)] if others else []

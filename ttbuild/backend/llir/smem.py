@@ -13,6 +13,7 @@ from ttbuild.errors import CompilationError
 
 
 def smem_store(ctx, offset_bytes, v):
+    """Store scalar v at byte `offset_bytes` of the shared scratch (i1 as i8, a pointer as its i64 address)."""
     b = ctx.builder
     if isinstance(v.type, ir.IntType) and v.type.width < 8:
         v = b.zext(v, I8)

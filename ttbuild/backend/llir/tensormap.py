@@ -37,7 +37,7 @@ from llvmlite import ir
 
 from ttbuild import tma
 from ttbuild.backend import mlir_util as mu
-from ttbuild.backend.ir.ops import ARITH, TTG, TTNG
+from ttbuild.backend.ir.ops import ARITH, ATTR, TTG, TTNG
 from ttbuild.backend.llir.context import I8, I32, I64
 from ttbuild.backend.llir.dot import shared_layout
 from ttbuild.backend.llir.tma import leader
@@ -48,7 +48,7 @@ RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the 
 rule = RULES.rule
 
 MAP_BYTES = 128  # a CUtensorMap; also its alignment in global and shared memory
-OFFSET_ATTR = "ttg.global_scratch_memory_offset"
+OFFSET_ATTR = ATTR.GLOBAL_SCRATCH_OFFSET
 REPLACE = "tensormap.replace.tile.{field}.shared::cta.b1024.{bits}"
 CP_FENCEPROXY = "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
 ACQUIRE = "fence.proxy.tensormap::generic.acquire.gpu"

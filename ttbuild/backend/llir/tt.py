@@ -17,6 +17,7 @@ _AXES = "xyz"
 
 @rule(TT.GET_PROGRAM_ID)
 def get_program_id(ctx, op):
+    """`tt.get_program_id`: %ctaid along its axis."""
     return ctx.sreg(f"ctaid.{_AXES[mu.int_attr(mu.props(op)['axis'])]}")
 
 

@@ -141,7 +141,7 @@ def _linked_text(mod, tm) -> str | None:
     it brought are put in the order the whole link gives (_libdevice_layout), the module's own
     first, in their order. Parsed, the text is link_libdevice's module: printed again, the same
     text (attribute groups are numbered in another order before; named struct types' suffixes
-    count the LLVM context's earlier links either way). tests/backend/test_backend_nvptx.py
+    count the LLVM context's earlier links either way). tests/backend/nvptx/test_backend_nvptx.py
     checks three sets of functions; every single `__nv_*` function, 40 random sets of 2-6 and
     the attention kernels' LLIR were checked so too. None (`mod` untouched) when a name of
     `mod` is also one of libdevice's: link_libdevice then."""

@@ -1,1 +1,1 @@
-"""TTGIR transforms of the ttgir stage: layout assignment (coalesce), software pipelining (pipeline), and the pass driver."""
+"""TTGIR transforms of the ttgir stage, in the order passes.PASSES runs them: transpose_loads, coalesce (layout assignment), accelerate_matmul (tensor-core layouts), remove_layout_conversions, pipeline (software pipelining, a package), tma_lowering; and passes, the driver."""

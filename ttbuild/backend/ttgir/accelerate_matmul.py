@@ -44,6 +44,7 @@ TF32, TF32X3, IEEE = 0, 1, 2
 
 
 def input_precision(op) -> int:
+    """A tt.dot's `inputPrecision` (tf32 when absent, Triton's default)."""
     p = mu.props(op)
     return mu.int_attr(p["inputPrecision"]) if "inputPrecision" in p else TF32
 

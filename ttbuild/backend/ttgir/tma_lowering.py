@@ -15,7 +15,7 @@ from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.mma_layout import nvmma_for_operand
 from ttbuild.backend.ir.builders import create, tma_copy_attrs, tma_copy_operands, wait_barrier_attrs
 from ttbuild.backend.ir.encodings import NvmmaShared
-from ttbuild.backend.ir.ops import ARITH, TT, TTG, TTNG
+from ttbuild.backend.ir.ops import ARITH, ATTR, TT, TTG, TTNG
 from ttbuild.backend.ir.optraits import walk
 from ttbuild.backend.ir.types import barrier_type, memdesc_type
 
@@ -228,7 +228,7 @@ def _make_descriptor(make, offset: int) -> None:
     with ir.InsertionPoint(make):
         ptr = op(TTG.GLOBAL_SCRATCH_ALLOC, [ir.Type.parse("!tt.ptr<i8>")], [],
                  {"alignment": ir.IntegerAttr.get(i32, MAP_BYTES), "nbytes": ir.IntegerAttr.get(i32, MAP_BYTES),
-                  "ttg.global_scratch_memory_offset": ir.IntegerAttr.get(i32, offset)}).results[0]
+                  ATTR.GLOBAL_SCRATCH_OFFSET: ir.IntegerAttr.get(i32, offset)}).results[0]
         eb = const(i64, mu.elem_bits(elem) // 8)
         byte_strides = [op(ARITH.MULI, [i64], [s_, eb], {"overflowFlags": ir.Attribute.parse("#arith.overflow<none>")}
                            ).results[0] for s_ in reversed(strides[:-1])]
@@ -273,9 +273,9 @@ def lower_tma(module) -> int:
         for k, make in enumerate(makes):
             _make_descriptor(make, k * MAP_BYTES)
         if makes:  # the per-program scratch the runtime provides (Triton's global_scratch)
-            module.operation.attributes["ttg.global_scratch_memory_size"] = ir.IntegerAttr.get(
+            module.operation.attributes[ATTR.GLOBAL_SCRATCH_SIZE] = ir.IntegerAttr.get(
                 ir.IntegerType.get_signless(32), len(makes) * MAP_BYTES)
-            module.operation.attributes["ttg.global_scratch_memory_alignment"] = ir.IntegerAttr.get(
+            module.operation.attributes[ATTR.GLOBAL_SCRATCH_ALIGNMENT] = ir.IntegerAttr.get(
                 ir.IntegerType.get_signless(32), MAP_BYTES)
         body = func.regions[0].blocks[0]
         args += [a for a in body.arguments if str(a.type).startswith("!tt.tensordesc<")]

@@ -55,7 +55,7 @@ in flight across iterations.
 from __future__ import annotations
 
 from ttbuild.backend.analysis.axis import AxisAnalysis
-from ttbuild.backend.ir.ops import SCF, TT
+from ttbuild.backend.ir.ops import ATTR, SCF, TT
 from ttbuild.backend.ir.optraits import walk
 from ttbuild.backend.ttgir.pipeline.assign_latencies import candidates, stages_for
 from ttbuild.backend.ttgir.pipeline.lower_loops import Loop
@@ -83,7 +83,7 @@ def pipeline(module, num_stages: int = 1) -> int:
             S = stages_for(f, num_stages)
             if S < 2:
                 continue
-            cands = candidates(f, axis, plain="tt.num_stages" in f.operation.attributes)
+            cands = candidates(f, axis, plain=ATTR.NUM_STAGES in f.operation.attributes)
             if not cands:
                 continue
             Loop(f, S, cands).rewrite()

@@ -12,7 +12,7 @@ from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.axis import AxisAnalysis, vector_elems
 from ttbuild.backend.analysis.mma_layout import nvmma_for_operand
 from ttbuild.backend.ir.encodings import NvmmaShared, SwizzledShared, parse_encoding, shared_encoding
-from ttbuild.backend.ir.ops import TT, TTG, TTNG
+from ttbuild.backend.ir.ops import ATTR, TT, TTG, TTNG
 from ttbuild.backend.ir.optraits import DOT_OPS, is_pure
 from ttbuild.backend.ir.types import MemDescType
 
@@ -96,6 +96,7 @@ def _deps(values, body, iv):
 
 
 def yielded(body) -> list:
+    """The values the body's scf.yield hands to the next iteration (one per iter_arg)."""
     return list(list(body.operations)[-1].operands)
 
 
@@ -314,12 +315,12 @@ def candidates(for_op, axis: AxisAnalysis, plain: bool = True) -> list[Candidate
 def num_stages_of(for_op) -> int:
     """The loop's `tt.num_stages` attribute (tl.range(num_stages=...)), 1 without it."""
     attrs = for_op.operation.attributes
-    return mu.int_attr(attrs["tt.num_stages"]) if "tt.num_stages" in attrs else 1
+    return mu.int_attr(attrs[ATTR.NUM_STAGES]) if ATTR.NUM_STAGES in attrs else 1
 
 
 def stages_for(for_op, num_stages: int) -> int:
     """The loop's own `tt.num_stages` (tl.range), else the kernel's num_stages for a loop whose
     body holds a tt.dot (Triton's default), else 1."""
-    if "tt.num_stages" in for_op.operation.attributes:
+    if ATTR.NUM_STAGES in for_op.operation.attributes:
         return num_stages_of(for_op)
     return num_stages if has_dot(for_op) else 1

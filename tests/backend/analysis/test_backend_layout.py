@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from ttbuild.backend.analysis.layout import default_blocked
 from ttbuild.backend.ir.encodings import Blocked
 
-DATA = Path(__file__).parents[1] / "data"
+DATA = Path(__file__).parents[2] / "data"
 
 pow2 = lambda lo, hi: st.integers(lo, hi).map(lambda e: 1 << e)
 

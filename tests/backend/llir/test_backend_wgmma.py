@@ -14,7 +14,7 @@ import ttbuild
 from ttbuild.backend.analysis.mma_layout import nvmma_for_operand
 from ttbuild.backend.ir.encodings import NvidiaMma, NvmmaShared
 
-MATMUL = Path(__file__).parents[2] / "kernels" / "matmul.py"
+MATMUL = Path(__file__).parents[3] / "kernels" / "matmul.py"
 SIG = "*fp16:16,*fp16:16,*fp16:16,i32:16,i32:16,i32:16,i32:16,i32:16,i32:16"
 _CACHE: dict = {}
 
@@ -258,7 +258,7 @@ def test_attention_qk_ss_and_pv_rs():
     64-row block (two blocks on 4 warps); the loop's only waits are QK's full ones."""
     import tomllib
 
-    kdir = Path(__file__).parents[2] / "kernels"
+    kdir = Path(__file__).parents[3] / "kernels"
     v = {x["name"]: x for x in tomllib.loads((kdir / "variants.toml").read_text())["variant"]}["attn_fwd_d64"]
     ptx = ttbuild.compile(kdir / v["file"], kernel=v["kernel"], signature=v["signature"], constexprs=v["constexprs"],
                           num_warps=v["num_warps"], num_stages=v["num_stages"], until="ptx")["ptx"].decode()
@@ -279,7 +279,7 @@ def test_attention_forward_fits_as_triton(name, regs, tmp_path):
     198 registers)."""
     import tomllib
 
-    kdir = Path(__file__).parents[2] / "kernels"
+    kdir = Path(__file__).parents[3] / "kernels"
     v = {x["name"]: x for x in tomllib.loads((kdir / "variants.toml").read_text())["variant"]}[name]
     ptx = ttbuild.compile(kdir / v["file"], kernel=v["kernel"], signature=v["signature"], constexprs=v["constexprs"],
                           num_warps=v["num_warps"], num_stages=v["num_stages"], until="ptx")["ptx"]
@@ -297,7 +297,7 @@ def test_attention_row_statistics_stored_once(name, warps, tmp_path):
     stored (a static 3552 SASS instructions at d64 against Triton's 1616; now 1592)."""
     import tomllib
 
-    kdir = Path(__file__).parents[2] / "kernels"
+    kdir = Path(__file__).parents[3] / "kernels"
     v = {x["name"]: x for x in tomllib.loads((kdir / "variants.toml").read_text())["variant"]}[name]
     out = ttbuild.compile(kdir / v["file"], kernel=v["kernel"], signature=v["signature"], constexprs=v["constexprs"],
                           num_warps=v["num_warps"], num_stages=v["num_stages"], until="ptx")
@@ -323,7 +323,7 @@ def test_attention_backward_stages_each_load_once(tmp_path):
     registers, a register tt.trans and a proxy fence every iteration (0.50x Triton at d64)."""
     import tomllib
 
-    kdir = Path(__file__).parents[2] / "kernels"
+    kdir = Path(__file__).parents[3] / "kernels"
     v = {x["name"]: x for x in tomllib.loads((kdir / "variants.toml").read_text())["variant"]}["attn_bwd_d64"]
     ttgir = ttbuild.compile(kdir / v["file"], kernel=v["kernel"], signature=v["signature"], constexprs=v["constexprs"],
                             num_warps=v["num_warps"], num_stages=v["num_stages"], until="ttgir")["ttgir"]
@@ -374,7 +374,7 @@ def test_no_wgmma_serialization(name, tmp_path):
     if name == "matmul":
         ptx = matmul(128, 256, 64, 8, 3)["ptx"]
     else:
-        kdir = Path(__file__).parents[2] / "kernels"
+        kdir = Path(__file__).parents[3] / "kernels"
         v = {x["name"]: x for x in tomllib.loads((kdir / "variants.toml").read_text())["variant"]}[name]
         ptx = ttbuild.compile(kdir / v["file"], kernel=v["kernel"], signature=v["signature"],
                               constexprs=v["constexprs"], num_warps=v["num_warps"], num_stages=v["num_stages"],
@@ -389,7 +389,7 @@ def test_fp16_accumulator_on_wgmma():
     between the two)."""
     import tomllib
 
-    kdir = Path(__file__).parents[1] / "data" / "gpu_kernels"
+    kdir = Path(__file__).parents[2] / "data" / "gpu_kernels"
     v = {x["name"]: x for x in tomllib.loads((kdir / "variants.toml").read_text())["variant"]}["dot_f16acc_rr_64x64x32_w4"]
     ptx = ttbuild.compile(kdir / v["file"], kernel=v["kernel"], signature=v["signature"], constexprs=v["constexprs"],
                           num_warps=v["num_warps"], until="ptx")["ptx"].decode()
@@ -409,7 +409,7 @@ def test_fp8_partial_accumulation(name, chunks, adds, tmp_path):
     Triton's default (2**30) accumulates in place. Triton accepts our TTGIR."""
     import tomllib
 
-    kdir = Path(__file__).parents[1] / "data" / "gpu_kernels"
+    kdir = Path(__file__).parents[2] / "data" / "gpu_kernels"
     v = {x["name"]: x for x in tomllib.loads((kdir / "variants.toml").read_text())["variant"]}[name]
     out = ttbuild.compile(kdir / v["file"], kernel=v["kernel"], signature=v["signature"], constexprs=v["constexprs"],
                           num_warps=v["num_warps"], until="ptx")

@@ -13,11 +13,11 @@ from oracle import run_triton
 
 import ttbuild
 
-KDIR = Path(__file__).parents[1] / "data" / "gpu_kernels"
+KDIR = Path(__file__).parents[2] / "data" / "gpu_kernels"
 SOURCE = KDIR / "dot.py"
 VARIANTS = {v["name"]: v for v in tomllib.loads((KDIR / "variants.toml").read_text())["variant"]
             if v["file"] == "dot.py"}
-MATMUL = Path(__file__).parents[2] / "kernels" / "matmul.py"
+MATMUL = Path(__file__).parents[3] / "kernels" / "matmul.py"
 MATMUL_SIG = "*fp16:16,*fp16:16,*fp16:16,i32,i32,i32,i32:16,i32,i32:16,i32,i32:16,i32"
 
 _CACHE: dict = {}
@@ -26,7 +26,7 @@ _CACHE: dict = {}
 def build(source: Path, kernel: str, signature: str, constexprs: dict, num_warps: int = 4,
           until: str = "ptx", num_stages: int = 3, mma_v3: bool = False) -> dict[str, bytes]:
     """The kernel compiled for sm_90 on mma.sync (this file's subject; `mma_v3=True` lets wgmma
-    take the dots it covers, tests/backend/test_backend_wgmma.py)."""
+    take the dots it covers, tests/backend/llir/test_backend_wgmma.py)."""
     key = (source, kernel, signature, tuple(sorted(constexprs.items())), num_warps, until, num_stages, mma_v3)
     if key not in _CACHE:
         _CACHE[key] = ttbuild.compile(source, kernel=kernel, signature=signature, constexprs=constexprs,
@@ -166,7 +166,7 @@ def test_ptxas_no_spills_matmul(cfg, tmp_path):
     assert re.search(r"\b0 bytes spill stores, 0 bytes spill loads", info), info
 
 
-LIBRARY = Path(__file__).parents[2] / "kernels"
+LIBRARY = Path(__file__).parents[3] / "kernels"
 LIBRARY_VARIANTS = {v["name"]: v for v in tomllib.loads((LIBRARY / "variants.toml").read_text())["variant"]}
 
 

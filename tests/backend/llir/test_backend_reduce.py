@@ -22,9 +22,9 @@ from ttbuild.backend.analysis.layout import default_blocked, joined
 from ttbuild.backend.ir.encodings import Blocked, Slice, parse_encoding
 from ttbuild.stages import llir, ptx, ttgir
 
-DATA = Path(__file__).parents[1] / "data"
+DATA = Path(__file__).parents[2] / "data"
 # The tutorial kernels of the library (kernels/) and the test-only ones (tests/data/gpu_kernels).
-KDIRS = (Path(__file__).parents[2] / "kernels", DATA / "gpu_kernels")
+KDIRS = (Path(__file__).parents[3] / "kernels", DATA / "gpu_kernels")
 VARIANTS = {v["name"]: dict(v, dir=d) for d in KDIRS for v in rows(d)}
 
 
@@ -242,7 +242,7 @@ def test_reduce_plan_partners_hold_distinct_elements_of_one_output(lay_shape, ax
                 assert vals == set(range(shape[axis])), (k, sorted(vals))
 
 
-FRONTEND_GOLDEN = goldens(Path(__file__).parents[1] / "frontend" / "kernels", "ttir")
+FRONTEND_GOLDEN = goldens(Path(__file__).parents[2] / "frontend" / "kernels", "ttir")
 
 
 @pytest.mark.parametrize("golden", FRONTEND_GOLDEN, ids=lambda g: g.source.stem)

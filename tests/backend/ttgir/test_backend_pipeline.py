@@ -17,7 +17,7 @@ from oracle import run_triton
 import ttbuild
 from ttbuild.stages import parse, ttgir, ttir
 
-KDIR = Path(__file__).parents[1] / "data" / "gpu_kernels" / "pipeline"
+KDIR = Path(__file__).parents[2] / "data" / "gpu_kernels" / "pipeline"
 SOURCE = KDIR / "pipeline.py"
 VARIANTS = {v["name"]: v for v in tomllib.loads((KDIR / "variants.toml").read_text())["variant"]}
 
@@ -30,7 +30,7 @@ def build(kernel: str, signature: str, constexprs: dict, num_warps: int = 4, unt
     key = (kernel, signature, tuple(sorted(constexprs.items())), num_warps, until, num_stages)
     if key in _CACHE:
         return _CACHE[key]
-    # mma.sync for the dot loops (the rings of wgmma are tests/backend/test_backend_wgmma.py's)
+    # mma.sync for the dot loops (the rings of wgmma are tests/backend/llir/test_backend_wgmma.py's)
     out = ttbuild.compile(SOURCE, kernel=kernel, signature=signature, constexprs=constexprs,
                           num_warps=num_warps, num_stages=num_stages, until=until, disable_mma_v3=True)
     _CACHE[key] = out
@@ -592,7 +592,7 @@ def test_triton_pipelines_the_same_loads():
 def _kernel_rows():
     from library_rows import rows
 
-    kdirs = (Path(__file__).parents[2] / "kernels", Path(__file__).parents[1] / "data" / "gpu_kernels")
+    kdirs = (Path(__file__).parents[3] / "kernels", Path(__file__).parents[2] / "data" / "gpu_kernels")
     return {v["name"]: dict(v, dir=d) for d in kdirs for v in rows(d)}
 
 

@@ -14,7 +14,7 @@ from ttbuild.graph.keys import extra_inputs, stage_key, stage_options, stage_ver
 from ttbuild.graph.variants import load_variants
 from ttbuild.stages import cubin, llir, parse, ptx, ttgir, ttir
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 GPU_KERNELS = REPO / "tests" / "data" / "gpu_kernels"
 SOURCE = GPU_KERNELS / "debug_ops.py"
 

@@ -15,8 +15,8 @@ from ttbuild.irattrs import module_attrs
 from ttbuild.options import Options
 from ttbuild.signature import parse_entry
 
-MATMUL = Path(__file__).parents[2] / "kernels" / "matmul_descriptor.py"
-MISC = Path(__file__).parents[1] / "data" / "gpu_kernels" / "misc.py"  # tma_reduce_kernel, tma_reduce_made_kernel
+MATMUL = Path(__file__).parents[3] / "kernels" / "matmul_descriptor.py"
+MISC = Path(__file__).parents[2] / "data" / "gpu_kernels" / "misc.py"  # tma_reduce_kernel, tma_reduce_made_kernel
 DEVICE_CX = {"BLOCK_SIZE_M": 128, "BLOCK_SIZE_N": 128, "BLOCK_SIZE_K": 64, "GROUP_SIZE_M": 8}
 HOST_SIG = "tensordesc<fp16[128, 64]>:16,tensordesc<fp16[64, 128]>:16,tensordesc<fp16[128, 128]>:16,i32,i32,i32"
 

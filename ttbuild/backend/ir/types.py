@@ -118,3 +118,8 @@ def memdesc_type(shape, elem: str, order, encoding: str | None = None) -> ir.Typ
     """A mutable shared-memory descriptor of `shape` x `elem`: in `encoding` (text) or, without
     it, the unswizzled encoding of `order`."""
     return MemDescType(tuple(shape), elem, encoding or unswizzled(order), mutable=True).ir()
+
+
+def tensor_in(v, layout) -> ir.RankedTensorType:
+    """The type of tensor value `v` in `layout` instead of its own encoding (with_encoding)."""
+    return with_encoding(v.type, layout)

@@ -33,95 +33,137 @@ def _c(v):
 
 @rule(TT.SCAN)
 def scan(ctx, op, *srcs):
-    b = ctx.builder
-    p = mu.props(op)
-    axis = mu.int_attr(p["axis"])
-    reverse = "reverse" in p and str(p["reverse"]) == "true"
-    layout, shape = srcs[0].layout, tuple(srcs[0].shape)
-    threads = 32 * ctx.num_warps
-    lines, P, S = scan_plan(shape, axis, threads)
-    L = shape[axis]
-    inner = prod(shape[axis + 1:])
-    numel = prod(shape)
-    elems = [mu.elem_str(v.type) for v in op.operands]
-    tys = [llvm_type(e) for e in elems]
-    slots = [round4(elem_bytes(e)) for e in elems]
-    a_base = [sum(numel * s for s in slots[:k]) for k in range(len(slots))]
-    b_base = [sum(numel * s for s in slots) + sum(lines * P * s for s in slots[:k]) for k in range(len(slots))]
-    block = op.regions[0].blocks[0]
-    combine = lambda x, y: ctx.run_block(block, list(x) + list(y))
+    """`tt.scan` through shared memory (see the module docstring): store the operands, scan each
+    segment in place, apply the prefix of the earlier segments, load back in the layout."""
+    sc = _Scan(ctx, op, srcs)
+    lins = sc.store()
+    items = sc.work_items()
+    sc.scan_segments(items)
+    if sc.P > 1:
+        sc.add_prefixes(items)
+    return sc.load_back(lins)
 
-    def a_off(k, lin):
-        return b.add(b.mul(lin, _c(slots[k])), _c(a_base[k]))
 
-    def b_off(k, lin):
-        return b.add(b.mul(lin, _c(slots[k])), _c(b_base[k]))
+class _Scan:
+    """One tt.scan's plan (analysis.allocation.scan_plan: `lines` lines of P segments of S
+    elements, one thread per segment) and its scratch: the operands' elements at a_off, one
+    total per segment at b_off, each element in round4 bytes."""
 
-    # 1. store
-    idx = ctx.indices(layout, shape)
-    lins = [linear(b, ix, shape) for ix in idx]
-    ctx.before_smem_write()
-    for k, s in enumerate(srcs):
-        for lin, v in zip(lins, s.elems):
-            smem_store(ctx, a_off(k, lin), v)
-    ctx.barrier()
+    def __init__(self, ctx, op, srcs):
+        self.ctx, self.b, self.srcs = ctx, ctx.builder, srcs
+        p = mu.props(op)
+        self.axis = mu.int_attr(p["axis"])
+        self.reverse = "reverse" in p and str(p["reverse"]) == "true"
+        self.layout, self.shape = srcs[0].layout, tuple(srcs[0].shape)
+        self.threads = 32 * ctx.num_warps
+        self.lines, self.P, self.S = scan_plan(self.shape, self.axis, self.threads)
+        self.L = self.shape[self.axis]
+        self.inner = prod(self.shape[self.axis + 1:])
+        numel = prod(self.shape)
+        elems = [mu.elem_str(v.type) for v in op.operands]
+        self.tys = [llvm_type(e) for e in elems]
+        slots = [round4(elem_bytes(e)) for e in elems]
+        self.slots = slots
+        self.a_base = [sum(numel * s for s in slots[:k]) for k in range(len(slots))]
+        self.b_base = [sum(numel * s for s in slots) + sum(self.lines * self.P * s for s in slots[:k])
+                       for k in range(len(slots))]
+        block = op.regions[0].blocks[0]
+        self.combine = lambda x, y: ctx.run_block(block, list(x) + list(y))
 
-    tid = ctx.sreg("tid.x")
-    items = []
-    for r in range(-(-lines * P // threads)):
-        w = b.add(tid, _c(r * threads)) if r else tid
-        line = b.udiv(w, _c(P)) if P > 1 else w
-        seg = b.urem(w, _c(P)) if P > 1 else _c(0)
-        outer = b.udiv(line, _c(inner)) if inner > 1 else line
-        inn = b.urem(line, _c(inner)) if inner > 1 else _c(0)
-        active = b.icmp_unsigned("<", w, _c(lines * P))
-        items.append((line, seg, outer, inn, active))
+    def a_off(self, k, lin):
+        """Byte offset of operand k's element at linear index `lin`."""
+        b = self.b
+        return b.add(b.mul(lin, _c(self.slots[k])), _c(self.a_base[k]))
 
-    def addr(outer, inn, pos):
-        return b.add(b.mul(b.add(b.mul(outer, _c(L)), pos), _c(inner)), inn)
+    def b_off(self, k, lin):
+        """Byte offset of operand k's total of segment `lin` (line * P + segment)."""
+        b = self.b
+        return b.add(b.mul(lin, _c(self.slots[k])), _c(self.b_base[k]))
 
-    def positions(seg):
-        first = b.mul(seg, _c(S))
+    def addr(self, outer, inn, pos):
+        """Linear index of element `pos` along the axis of the line (outer, inn)."""
+        b = self.b
+        return b.add(b.mul(b.add(b.mul(outer, _c(self.L)), pos), _c(self.inner)), inn)
+
+    def positions(self, seg):
+        """The S positions along the axis of segment `seg`, in scan order (reversed for reverse)."""
+        b = self.b
+        first = b.mul(seg, _c(self.S))
         out = []
-        for q in range(S):
+        for q in range(self.S):
             pos = b.add(first, _c(q)) if q else first
-            out.append(b.sub(_c(L - 1), pos) if reverse else pos)
+            out.append(b.sub(_c(self.L - 1), pos) if self.reverse else pos)
         return out
 
-    # 2. scan each segment in place, store its total
-    for line, seg, outer, inn, active in items:
-        with b.if_then(active):
-            ads = [addr(outer, inn, pos) for pos in positions(seg)]
-            acc = None
-            for ad in ads:
-                x = [smem_load(ctx, a_off(k, ad), tys[k]) for k in range(len(srcs))]
-                acc = x if acc is None else combine(acc, x)
-                for k, v in enumerate(acc):
-                    smem_store(ctx, a_off(k, ad), v)
-            tot = b.add(b.mul(line, _c(P)), seg)
-            for k, v in enumerate(acc):
-                smem_store(ctx, b_off(k, tot), v)
-    ctx.barrier()
+    def load(self, off):
+        """Every operand's element at byte offsets off(k)."""
+        return [smem_load(self.ctx, off(k), self.tys[k]) for k in range(len(self.srcs))]
 
-    # 3. prefix of earlier segments, applied to this one
-    if P > 1:
+    def store(self) -> list:
+        """1. Every thread stores its elements; returns their linear indices."""
+        ctx, b = self.ctx, self.b
+        idx = ctx.indices(self.layout, self.shape)
+        lins = [linear(b, ix, self.shape) for ix in idx]
+        ctx.before_smem_write()
+        for k, s in enumerate(self.srcs):
+            for lin, v in zip(lins, s.elems):
+                smem_store(ctx, self.a_off(k, lin), v)
+        ctx.barrier()
+        return lins
+
+    def work_items(self) -> list:
+        """The segments this thread scans: (line, seg, outer, inner index, active) per round."""
+        b, P, inner, threads = self.b, self.P, self.inner, self.threads
+        tid = self.ctx.sreg("tid.x")
+        items = []
+        for r in range(-(-self.lines * P // threads)):
+            w = b.add(tid, _c(r * threads)) if r else tid
+            line = b.udiv(w, _c(P)) if P > 1 else w
+            seg = b.urem(w, _c(P)) if P > 1 else _c(0)
+            outer = b.udiv(line, _c(inner)) if inner > 1 else line
+            inn = b.urem(line, _c(inner)) if inner > 1 else _c(0)
+            active = b.icmp_unsigned("<", w, _c(self.lines * P))
+            items.append((line, seg, outer, inn, active))
+        return items
+
+    def scan_segments(self, items) -> None:
+        """2. Scan each segment in place and store its total."""
+        ctx, b = self.ctx, self.b
+        for line, seg, outer, inn, active in items:
+            with b.if_then(active):
+                ads = [self.addr(outer, inn, pos) for pos in self.positions(seg)]
+                acc = None
+                for ad in ads:
+                    x = self.load(lambda k, ad=ad: self.a_off(k, ad))
+                    acc = x if acc is None else self.combine(acc, x)
+                    for k, v in enumerate(acc):
+                        smem_store(ctx, self.a_off(k, ad), v)
+                tot = b.add(b.mul(line, _c(self.P)), seg)
+                for k, v in enumerate(acc):
+                    smem_store(ctx, self.b_off(k, tot), v)
+        ctx.barrier()
+
+    def add_prefixes(self, items) -> None:
+        """3. The combined totals of the earlier segments of the line, applied to this one."""
+        ctx, b, P = self.ctx, self.b, self.P
         for line, seg, outer, inn, active in items:
             with b.if_then(b.and_(active, b.icmp_unsigned(">", seg, _c(0)))):
                 base = b.mul(line, _c(P))
-                pre = [smem_load(ctx, b_off(k, base), tys[k]) for k in range(len(srcs))]
+                pre = self.load(lambda k, base=base: self.b_off(k, base))
                 for j in range(1, P - 1):
-                    x = [smem_load(ctx, b_off(k, b.add(base, _c(j))), tys[k]) for k in range(len(srcs))]
-                    nxt = combine(pre, x)
+                    x = self.load(lambda k, j=j, base=base: self.b_off(k, b.add(base, _c(j))))
+                    nxt = self.combine(pre, x)
                     take = b.icmp_unsigned("<", _c(j), seg)
                     pre = [b.select(take, n, o) for n, o in zip(nxt, pre)]
-                for ad in [addr(outer, inn, pos) for pos in positions(seg)]:
-                    x = [smem_load(ctx, a_off(k, ad), tys[k]) for k in range(len(srcs))]
-                    for k, v in enumerate(combine(pre, x)):
-                        smem_store(ctx, a_off(k, ad), v)
+                for ad in [self.addr(outer, inn, pos) for pos in self.positions(seg)]:
+                    x = self.load(lambda k, ad=ad: self.a_off(k, ad))
+                    for k, v in enumerate(self.combine(pre, x)):
+                        smem_store(ctx, self.a_off(k, ad), v)
         ctx.barrier()
 
-    # 4. load back in the layout
-    outs = [TensorVal([smem_load(ctx, a_off(k, lin), tys[k]) for lin in lins], layout, shape)
-            for k in range(len(srcs))]
-    ctx.after_smem_read()
-    return outs[0] if len(outs) == 1 else outs
+    def load_back(self, lins):
+        """4. Every thread loads its elements back, in the operands' layout."""
+        outs = [TensorVal([smem_load(self.ctx, self.a_off(k, lin), self.tys[k]) for lin in lins], self.layout, self.shape)
+                for k in range(len(self.srcs))]
+        self.ctx.after_smem_read()
+        return outs[0] if len(outs) == 1 else outs

@@ -158,15 +158,49 @@ def warp_group_dot(ctx, op, a, bm: MemDesc, c: TensorVal):
     n_col = b.mul(b.and_(b.udiv(warp, _c(wm)), _c(wn - 1)), _c(n_instr)) if wn > 1 else _c(0)
     base_a = None if rs else b.ptrtoint(a.ptr, I32)
     base_b = b.ptrtoint(bm.ptr, I32)
-    per = n_instr // 2          # accumulator elements per thread and tile
+    per_elems = n_instr // 2  # accumulator elements per thread and tile
     grid = lc.rep_grid(shape)
+    half = ec == "f16"
+    acc_t, per, text, cons, ftype = _instruction(ec, per_elems, (ta, tb, k, n_instr), rs, opa, opb)
+    # C a splat zero (attention's QK): the first k step ignores it (scale-d false, Triton's
+    # useC), so its registers need no zeros written every iteration
+    zero_c = mu.is_zero_splat(op.operands[2])
+    if zero_c:
+        out = [ir.Constant(acc_t, ir.Undefined)] * (len(c.elems) * per // per_elems)
+    elif half:
+        out = pack_halves(b, c.elems)
+    else:
+        out = list(c.elems)
+    chunk = _partial_chunk(op, ea, ec, a.shape[1])
+    _asm(ctx, "wgmma.fence.sync.aligned;")
+    tiles_a, tiles_b = {}, {}  # per m (n) tile: its descriptor at k = 0, built once
+    undef = [ir.Constant(acc_t, ir.Undefined)] * per
+    mma = lambda args: b.asm(ftype, text, cons, args, side_effect=True)  # noqa: E731
+    for i, (rm, rn) in enumerate(grid):
+        acc = out[i * per:(i + 1) * per]
+        if not rs and rm not in tiles_a:
+            tiles_a[rm] = opa.make(b, opa.address(b, base_a, b.add(wg_row, _c(rm * lc.tile(0)))))
+        if rn not in tiles_b:
+            tiles_b[rn] = opb.make(b, opb.address(b, base_b, b.add(n_col, _c(rn * lc.tile(1)))))
+        steps = ((lambda kk, rm=rm, rn=rn: (words[(rm, kk)] if rs else [opa.step(b, tiles_a[rm], opa.k_offset(k * kk))],
+                                              opb.step(b, tiles_b[rn], opb.k_offset(k * kk)))), k_steps, k)
+        out[i * per:(i + 1) * per] = _k_loop(ctx, mma, acc, steps, chunk, zero_c, undef)
+    _asm(ctx, "wgmma.commit_group.sync.aligned;")
+    ctx.after_smem_read()  # the next write into these tiles waits for every warpgroup (bar.sync)
+    return TensorVal(unpack_halves(b, out) if half else out, lc, shape)
+
+
+def _instruction(ec: str, per: int, shape, rs: bool, opa, opb):
+    """(accumulator type, registers per tile, asm text, constraints, function type) of one
+    wgmma of `shape` = (A type, B type, K, N) into `per` accumulator elements of type `ec`: per
+    outputs, per tied inputs, A (4 registers in RS form, else a descriptor), B, scale-d."""
+    ta, tb, k, n_instr = shape
     integer, half = ec == "i32", ec == "f16"
     acc_t = I32 if integer or half else ir.FloatType()
     # an f16 accumulator: neighbour pairs (the same columns as f32's d[2j], d[2j+1]) per 32-bit
     # register (PTX ISA 9.7.15.5.1, wgmma .f16 D fragments)
-    n_d = per // 2 if half else per
-    per, per_elems = n_d, per
-    regs = ", ".join(f"${i}" for i in range(per))  # operands: per outputs, per tied inputs, A, B, scale-d
+    per = per // 2 if half else per
+    regs = ", ".join(f"${i}" for i in range(per))
     # imm-scale-a/b (1: no negation) for floating types; imm-trans-a (SS only) and imm-trans-b
     # for 16-bit ones only
     tail = "" if integer else ", 1, 1"
@@ -181,52 +215,37 @@ def warp_group_dot(ctx, op, a, bm: MemDesc, c: TensorVal):
             + (",r,r,r,r" if rs else ",l") + ",l,b")
     ftype = ir.FunctionType(ir.LiteralStructType([acc_t] * per),
                             [acc_t] * per + ([I32] * 4 if rs else [I64]) + [I64, ir.IntType(1)])
-    one = ir.Constant(ir.IntType(1), 1)
-    # C a splat zero (attention's QK): the first k step ignores it (scale-d false, Triton's
-    # useC), so its registers need no zeros written every iteration
-    zero_c = mu.is_zero_splat(op.operands[2])
-    if zero_c:
-        out = [ir.Constant(acc_t, ir.Undefined)] * (len(c.elems) * n_d // per_elems)
-    elif half:
-        out = pack_halves(b, c.elems)
-    else:
-        out = list(c.elems)
-    chunk = _partial_chunk(op, ea, ec, a.shape[1])
-    _asm(ctx, "wgmma.fence.sync.aligned;")
-    tiles_a, tiles_b = {}, {}  # per m (n) tile: its descriptor at k = 0, built once
-    undef = [ir.Constant(acc_t, ir.Undefined)] * per
-    zero = ir.Constant(ir.IntType(1), 0)
-    for i, (rm, rn) in enumerate(grid):
-        acc = out[i * per:(i + 1) * per]
-        if not rs and rm not in tiles_a:
-            tiles_a[rm] = opa.make(b, opa.address(b, base_a, b.add(wg_row, _c(rm * lc.tile(0)))))
-        if rn not in tiles_b:
-            tiles_b[rn] = opb.make(b, opb.address(b, base_b, b.add(n_col, _c(rn * lc.tile(1)))))
-        part, low, fresh = None, 0, zero_c
-        for kk in range(k_steps):
-            da = words[(rm, kk)] if rs else [opa.step(b, tiles_a[rm], opa.k_offset(k * kk))]
-            db = opb.step(b, tiles_b[rn], opb.k_offset(k * kk))
-            if chunk is None:
-                scale_d = zero if zero_c and kk == 0 else one
-                r = b.asm(ftype, text, cons, acc + da + [db, scale_d], side_effect=True)
-                acc = [b.extract_value(r, j) for j in range(per)]
-                continue
-            # fp8 with maxNumImpreciseAcc at or below K (Triton's needsPartialAccumulator): each
-            # `chunk` of K accumulates in registers of its own, from zero, and is added into
-            # the fp32 accumulator once complete (the adds read it after a wait, PTX ISA 9.7.15.7)
-            if part is None and kk:
-                _asm(ctx, "wgmma.fence.sync.aligned;")
-            r = b.asm(ftype, text, cons, (part or undef) + da + [db, zero if part is None else one], side_effect=True)
-            part = [b.extract_value(r, j) for j in range(per)]
-            low += k
-            if low >= chunk or kk == k_steps - 1:
-                part = _wait_all(b, part)
-                acc = part if fresh else [b.fadd(x, y) for x, y in zip(acc, part)]
-                part, low, fresh = None, 0, False
-        out[i * per:(i + 1) * per] = acc
-    _asm(ctx, "wgmma.commit_group.sync.aligned;")
-    ctx.after_smem_read()  # the next write into these tiles waits for every warpgroup (bar.sync)
-    return TensorVal(unpack_halves(b, out) if half else out, lc, shape)
+    return acc_t, per, text, cons, ftype
+
+
+def _k_loop(ctx, mma, acc, steps, chunk, zero_c: bool, undef) -> list:
+    """One accumulator tile's wgmmas over K: `steps` = (operands(kk) -> (A operands, B
+    descriptor), k steps, K per step); `mma(args)` emits one. Returns the accumulator values."""
+    b = ctx.builder
+    operands, k_steps, k = steps
+    per = len(acc)
+    one, zero = ir.Constant(ir.IntType(1), 1), ir.Constant(ir.IntType(1), 0)
+    part, low, fresh = None, 0, zero_c
+    for kk in range(k_steps):
+        da, db = operands(kk)
+        if chunk is None:
+            scale_d = zero if zero_c and kk == 0 else one
+            r = mma(acc + da + [db, scale_d])
+            acc = [b.extract_value(r, j) for j in range(per)]
+            continue
+        # fp8 with maxNumImpreciseAcc at or below K (Triton's needsPartialAccumulator): each
+        # `chunk` of K accumulates in registers of its own, from zero, and is added into
+        # the fp32 accumulator once complete (the adds read it after a wait, PTX ISA 9.7.15.7)
+        if part is None and kk:
+            _asm(ctx, "wgmma.fence.sync.aligned;")
+        r = mma((part or undef) + da + [db, zero if part is None else one])
+        part = [b.extract_value(r, j) for j in range(per)]
+        low += k
+        if low >= chunk or kk == k_steps - 1:
+            part = _wait_all(b, part)
+            acc = part if fresh else [b.fadd(x, y) for x, y in zip(acc, part)]
+            part, low, fresh = None, 0, False
+    return acc
 
 
 def _partial_chunk(op, ea: str, ec: str, k_total: int) -> int | None:

@@ -33,7 +33,7 @@ from ttbuild.backend.ir.builders import convert_layout, create, local_alloc, loc
 from ttbuild.backend.ir.encodings import DotOperand, FmaOperand, NvidiaMma, parse_encoding
 from ttbuild.backend.ir.ops import ARITH, SCF, TT, TTNG
 from ttbuild.backend.ir.optraits import DOT_OPS, walk
-from ttbuild.backend.ir.types import MemDescType, with_encoding
+from ttbuild.backend.ir.types import MemDescType, tensor_in
 
 ir = mu.ir
 
@@ -124,10 +124,6 @@ def warps_per_tile(op, shape, num_warps: int) -> tuple[int, ...]:
     return tuple(ret)
 
 
-def _tensor_type(v, layout):
-    return with_encoding(v.type, layout)
-
-
 def _memdesc_type(shape, elem: str, shared) -> ir.Type:
     return MemDescType(tuple(shape), elem, shared.attr()).ir()
 
@@ -135,7 +131,7 @@ def _memdesc_type(shape, elem: str, shared) -> ir.Type:
 def _convert(v, layout, before=None, after=None, loc=None):
     ip = ir.InsertionPoint(before) if before is not None else ir.InsertionPoint.after(after)
     with ip:
-        return convert_layout(v, _tensor_type(v, layout), loc)
+        return convert_layout(v, tensor_in(v, layout), loc)
 
 
 def _alloc_after_definition(dot, idx: int, shared):
@@ -159,7 +155,7 @@ def _stage_operand(dot, idx: int, mma: NvidiaMma) -> None:
     alloc = _alloc_after_definition(dot, idx, for_operand(idx, mu.shape_of(v.type), src.order,
                                                           mu.elem_bits(elem), k_width))
     with ir.InsertionPoint(dot):
-        dot.operands[idx] = local_load(_tensor_type(v, DotOperand(idx, mma, k_width)), alloc.results[0], loc=dot.location)
+        dot.operands[idx] = local_load(tensor_in(v, DotOperand(idx, mma, k_width)), alloc.results[0], loc=dot.location)
 
 
 # Elementwise ops an accumulator may pass through between the loop's iter_arg and the dot
@@ -205,7 +201,7 @@ def _splat_copy(x, layout, before):
     if not (owner is not None and owner.name == ARITH.CONSTANT
             and isinstance(owner.attributes["value"], ir.DenseElementsAttr) and owner.attributes["value"].is_splat):
         return None
-    t = _tensor_type(x, layout)
+    t = tensor_in(x, layout)
     with ir.InsertionPoint(before):
         return create(ARITH.CONSTANT, results=[t], attrs={
             "value": ir.DenseElementsAttr.get_splat(t, owner.attributes["value"].get_splat_value())},
@@ -220,12 +216,12 @@ def _to_mma(x, mma: NvidiaMma, before):
     if owner is not None and len(list(x.uses)) == 1:
         if owner.name == TT.BROADCAST:
             owner.operands[0] = _to_mma(owner.operands[0], mma, owner)
-            x.set_type(_tensor_type(x, mma))
+            x.set_type(tensor_in(x, mma))
             return x
         if (owner.name == ARITH.CONSTANT and isinstance(owner.attributes["value"], ir.DenseElementsAttr)
                 and owner.attributes["value"].is_splat):
             old = owner.attributes["value"]
-            x.set_type(_tensor_type(x, mma))
+            x.set_type(tensor_in(x, mma))
             owner.attributes["value"] = ir.DenseElementsAttr.get_splat(x.type, old.get_splat_value())
             return x
     return _splat_copy(x, mma, before) or _convert(x, mma, before=before, loc=before.location)
@@ -237,7 +233,7 @@ def _accumulator(dot, mma: NvidiaMma) -> None:
     carried = _loop_carried(dot)
     if carried is None:
         dot.operands[2] = _splat_copy(c, mma, dot) or _convert(c, mma, before=dot, loc=dot.location)
-        d.set_type(_tensor_type(d, mma))
+        d.set_type(tensor_in(d, mma))
         back = _convert(d, blocked, after=dot, loc=dot.location)
         d.replace_all_uses_except(back, back.owner.operation)
         _sink_past_casts(back.owner)
@@ -252,8 +248,8 @@ def _accumulator(dot, mma: NvidiaMma) -> None:
     if splat:  # a splat constant is rebuilt in #mma (a copy when others use it too)
         old = init_op.attributes["value"]
         with ir.InsertionPoint(loop):
-            cst = create(ARITH.CONSTANT, results=[_tensor_type(init, mma)], attrs={
-                "value": ir.DenseElementsAttr.get_splat(_tensor_type(init, mma), old.get_splat_value())},
+            cst = create(ARITH.CONSTANT, results=[tensor_in(init, mma)], attrs={
+                "value": ir.DenseElementsAttr.get_splat(tensor_in(init, mma), old.get_splat_value())},
                 loc=init_op.location)
         loop.operands[3 + i] = cst.results[0]
         if not list(init.uses):
@@ -261,14 +257,14 @@ def _accumulator(dot, mma: NvidiaMma) -> None:
     else:
         loop.operands[3 + i] = _convert(init, mma, before=loop, loc=dot.location)
     arg = chain[-1][0].operands[chain[-1][1]] if chain else c
-    arg.set_type(_tensor_type(arg, mma))
+    arg.set_type(tensor_in(arg, mma))
     for op, k in reversed(chain):
         for j in range(len(op.operands)):
             if j != k:
                 op.operands[j] = _to_mma(op.operands[j], mma, op)
-        op.results[0].set_type(_tensor_type(op.results[0], mma))
-    d.set_type(_tensor_type(d, mma))
-    res.set_type(_tensor_type(res, mma))
+        op.results[0].set_type(tensor_in(op.results[0], mma))
+    d.set_type(tensor_in(d, mma))
+    res.set_type(tensor_in(res, mma))
     back = _convert(res, blocked, after=loop, loc=dot.location)
     res.replace_all_uses_except(back, back.owner.operation)
     _sink_past_casts(back.owner)
@@ -292,7 +288,7 @@ def _sink_past_casts(conv) -> None:
         r = cast.results[0]
         want = parse_encoding(mu.encoding_str(r.type))
         cast.operands[0] = x
-        r.set_type(_tensor_type(r, layout))
+        r.set_type(tensor_in(r, layout))
         new = _convert(r, want, after=cast, loc=cast.location)
         r.replace_all_uses_except(new, new.owner.operation)
         conv.operation.erase()

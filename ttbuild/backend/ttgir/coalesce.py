@@ -27,7 +27,7 @@ from ttbuild.backend.ir.builders import convert_back_after, convert_operand, ret
 from ttbuild.backend.ir.encodings import Blocked, Slice, parse_encoding
 from ttbuild.backend.ir.ops import ARITH, SCF, TT, TTG
 from ttbuild.backend.ir.optraits import SCALAR_REGIONS, erase_dead, walk
-from ttbuild.backend.ir.types import with_encoding
+from ttbuild.backend.ir.types import tensor_in
 
 MEMORY_OPS = (TT.LOAD, TT.STORE, TT.ATOMIC_RMW, TT.ATOMIC_CAS)
 # Ops whose tensor operands and results need no common layout (handled as constraints or free).
@@ -276,10 +276,6 @@ def _retype(v, lay):
     return new
 
 
-def _typed(v, lay):
-    return with_encoding(v.type, lay)
-
-
 def assign(module, num_warps: int, threads_per_warp: int = 32) -> dict[tuple[int, ...], object]:
     """Give every tensor of every tt.func its encoding, inserting `ttg.convert_layout` where a
     reduce result, expand_dims operand or split broadcast's operand disagrees with its group. Returns shape -> layout of
@@ -303,16 +299,16 @@ def assign(module, num_warps: int, threads_per_warp: int = 32) -> dict[tuple[int
                 have = chosen[r]
                 if have == need:
                     continue
-                r.set_type(_typed(r, need))
-                convert_back_after(op, r, _typed(r, have))
+                r.set_type(tensor_in(r, need))
+                convert_back_after(op, r, tensor_in(r, have))
         for op, order in a.transes:
             r = op.results[0]
             need = transposed(chosen.get(op.operands[0]), order)
             have = chosen[r]
             if need is None or need == have:
                 continue
-            r.set_type(_typed(r, need))
-            convert_back_after(op, r, _typed(r, have))
+            r.set_type(tensor_in(r, need))
+            convert_back_after(op, r, tensor_in(r, have))
         for op in a.reshapes:
             _reshape_through_flat(op, chosen, num_warps, threads_per_warp)
         for op in a.split_bcasts:
@@ -320,13 +316,13 @@ def assign(module, num_warps: int, threads_per_warp: int = 32) -> dict[tuple[int
             need = chosen[op.results[0]]
             if chosen.get(x) == need:
                 continue
-            convert_operand(op, 0, _typed(x, need))
+            convert_operand(op, 0, tensor_in(x, need))
         for op, d in a.expands:
             x = op.operands[0]
             need = Slice(d, chosen[op.results[0]])
             if chosen.get(x) == need:
                 continue
-            convert_operand(op, 0, _typed(x, need))
+            convert_operand(op, 0, tensor_in(x, need))
         for op in a.joins:
             _fit_join(op, num_warps, threads_per_warp)
         _fold_chains(func)
@@ -353,11 +349,11 @@ def _layout(v):
 
 
 def _convert_operand(op, i: int, lay) -> None:
-    convert_operand(op, i, _typed(op.operands[i], lay))
+    convert_operand(op, i, tensor_in(op.operands[i], lay))
 
 
 def _convert_result(op, r, lay) -> None:
-    retype_result(op, r, _typed(r, lay))
+    retype_result(op, r, tensor_in(r, lay))
 
 
 def _fit_join(op, num_warps: int, threads_per_warp: int) -> None:
@@ -403,10 +399,10 @@ def _reshape_through_flat(op, chosen, num_warps: int, threads_per_warp: int) -> 
         flat = default_blocked((prod(src_shape),), num_warps, 1, threads_per_warp)
     need_src, need_res = unflatten(flat, src_shape), unflatten(flat, res_shape)
     if have_src != need_src:
-        convert_operand(op, 0, _typed(src, need_src))
+        convert_operand(op, 0, tensor_in(src, need_src))
     if have_res != need_res:
-        res.set_type(_typed(res, need_res))
-        convert_back_after(op, res, _typed(res, have_res))
+        res.set_type(tensor_in(res, need_res))
+        convert_back_after(op, res, tensor_in(res, have_res))
 
 
 def _flat_of(lay, shape):

@@ -58,10 +58,6 @@ def _remap_layout(layout, old, new):
     return None
 
 
-def _retyped(t, layout) -> ir.Type:
-    return with_encoding(t, layout)
-
-
 def _is_tensor(v) -> bool:
     return isinstance(v.type, ir.RankedTensorType)
 
@@ -152,7 +148,7 @@ class _Slice:
     def new_type(self, v):
         layout = _layout(v)
         mapped = _remap_layout(layout, self.old, self.new) if layout is not None else None
-        return _retyped(v.type, mapped) if mapped is not None else None
+        return with_encoding(v.type, mapped) if mapped is not None else None
 
 
 def _is_vector(t) -> bool:
@@ -215,7 +211,7 @@ class _Remat:
 
     def get(self, v, layout):
         """`v` in `layout`: rebuilt if cheap, else through a new ttg.convert_layout."""
-        t = _retyped(v.type, layout)
+        t = with_encoding(v.type, layout)
         if t == v.type:
             return v
         out = self.rebuild(v, layout)
@@ -228,7 +224,7 @@ class _Remat:
 
     def rebuild(self, v, layout, depth: int = 0):
         """`v` recomputed in `layout` from cheap ops, or None."""
-        t = _retyped(v.type, layout)
+        t = with_encoding(v.type, layout)
         if t == v.type:
             return v
         key = (v, str(t))
@@ -394,7 +390,7 @@ def relayout_replicated_stores(func, remat: _Remat, num_warps: int, threads_per_
             src = _converted_from(w)
             at_src = remat.rebuild(w, src) if src is not None else None
             if at_src is not None:  # computed where its inputs are, then converted once (Triton's form)
-                op.operands[i] = _convert(at_src, _retyped(w.type, want), ir.InsertionPoint(op), op.location)
+                op.operands[i] = _convert(at_src, with_encoding(w.type, want), ir.InsertionPoint(op), op.location)
             else:
                 op.operands[i] = remat.get(w, want)
         n += 1

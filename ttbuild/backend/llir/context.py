@@ -249,7 +249,7 @@ class Ctx:
             self._cache[key] = out
             return out
         with self.builder.goto_block(self.builder.function.entry_basic_block):
-            if hasattr(layout, "thread_base"):  # tensor-core layouts (ttbuild.backend.analysis.mma_layout)
+            if hasattr(layout, "thread_base"):  # tensor-core layouts (ttbuild.backend.ir.distributed)
                 from ttbuild.backend.llir import mma_index
                 out = mma_index.indices(self, layout, shape)
             else:

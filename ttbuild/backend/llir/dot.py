@@ -12,7 +12,7 @@ Triton's ldmatrix lowering reads without bank conflicts.
   when K is the fastest dimension, else one element at a time).
 - tt.dot: `mma.sync.aligned.m16n8k{8,16,32}.row.col` (PTX ISA 9.7.14.5.14) per (m tile, n tile,
   k step), k steps outermost, operand registers packed from the dot_op fragments
-  (ttbuild.backend.analysis.mma_layout documents the lane -> element maps), accumulators tied in/out.
+  (ttbuild.backend.ir.distributed documents the lane -> element maps), accumulators tied in/out.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""LLIR index math of the tensor-core layouts (ttbuild.backend.analysis.mma_layout): each thread's base index from its lane and warp, plus the layout's fixed per-element offsets."""
+"""LLIR index math of the tensor-core layouts (ttbuild.backend.ir.distributed): each thread's base index from its lane and warp, plus the layout's fixed per-element offsets."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ PipelineExpander.cpp peels the prologue), and what this pass reproduces op for o
   local_alloc disappears. A `ttng.warp_group_dot` (wgmma) operand the same way, its ring in
   `#ttg.nvmma_shared` with S slots (one more: Triton's loadRequiresAdditionalBuffer), the dot
   reading the slot's view, the proxy fence of the register tile gone, and its group left in
-  flight into the next iteration (`_keep_in_flight`). The other loads of a dot loop that feed
+  flight into the next iteration (`wgmma_waits.keep_in_flight`). The other loads of a dot loop that feed
   a dot through any chain of ops (attention backward's rows of M and Delta, which the softmax
   and dS read: Triton's AssignLatencies walks back from each dot) are pipelined by the rules
   below, into the plain ring; the rest only when the loop asked for it with tl.range(num_stages=...).

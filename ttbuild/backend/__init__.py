@@ -1,1 +1,5 @@
-"""The backend: TTIR -> TTGIR (layouts) -> LLVM IR -> PTX -> cubin. ir is the dialect model every other subpackage imports (analysis, ttgir, llir); nvptx drives LLVM and ptxas; heavy imports live in submodules."""
+"""The backend: TTIR -> TTGIR (layouts) -> LLVM IR -> PTX -> cubin; heavy imports live in submodules.
+
+ir is the dialect model every other subpackage imports (analysis, ttgir, llir); nvptx drives
+LLVM and ptxas.
+"""

@@ -30,7 +30,9 @@ def pow2_div(v: int) -> int:
 
 @dataclass(frozen=True)
 class AxisInfo:
-    """Per-dimension facts about a value (Triton's AxisInfo): runs of `contiguity` consecutive integers, `divisibility` of the first of each run, blocks of `constancy` equal elements; `value` when it is a known constant."""
+    """Per-dimension facts about a value (Triton's AxisInfo): runs of `contiguity` consecutive
+    integers, `divisibility` of the first of each run, blocks of `constancy` equal elements;
+    `value` when it is a known constant."""
     contiguity: tuple[int, ...]
     divisibility: tuple[int, ...]
     constancy: tuple[int, ...]

@@ -1,4 +1,7 @@
-"""Layout math over the distributed encodings (ttbuild.backend.ir.distributed): Triton's default blocked layout, the layouts tt.trans / tt.join / tt.split / tt.reshape infer, register-renaming conversions, and constant groups.
+"""Layout math over the distributed encodings of ttbuild.backend.ir.distributed.
+
+Triton's default blocked layout, the layouts tt.trans / tt.join / tt.split / tt.reshape infer,
+register-renaming conversions, and constant groups.
 
 Sources: Triton lib/Dialect/TritonGPU/IR/Dialect.cpp (BlockedEncodingAttr::get, the infer*OpEncoding
 hooks) and ElementwiseOpToLLVM.cpp (maybeDeduplicate), cited per function.

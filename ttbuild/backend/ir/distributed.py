@@ -1,4 +1,7 @@
-"""Distributed encodings (a tensor's elements spread over a CTA's threads): `#ttg.blocked`, `#ttg.slice`, `#ttg.nvidia_mma` (mma.sync and wgmma accumulators) and `#ttg.dot_op` (tensor-core and FMA operands), each a frozen dataclass with its printer (`attr`) and per-thread element map.
+"""Distributed encodings (a tensor spread over a CTA's threads) as frozen dataclasses with printer (`attr`) and per-thread element map.
+
+`#ttg.blocked`, `#ttg.slice`, `#ttg.nvidia_mma` (mma.sync and wgmma accumulators) and `#ttg.dot_op`
+(tensor-core and FMA operands).
 
 Every distributed layout answers the same questions LLIR relies on: a thread owns
 `local_offsets(shape)` (fixed offsets, the same in every thread) added to a base index that

@@ -1,4 +1,7 @@
-"""The one parser of TTGIR encoding attributes: `#ttg.blocked`, `#ttg.slice`, `#ttg.nvidia_mma`, `#ttg.dot_op`, `#ttg.swizzled_shared` and `#ttg.nvmma_shared` text -> their dataclasses (ttbuild.backend.ir.distributed, .shared), whose `attr()` prints them back.
+"""The one parser of TTGIR encoding attributes: encoding text -> its dataclass, whose `attr()` prints it back.
+
+Encodings: `#ttg.blocked`, `#ttg.slice`, `#ttg.nvidia_mma`, `#ttg.dot_op` (ttbuild.backend.ir.distributed),
+`#ttg.swizzled_shared` and `#ttg.nvmma_shared` (ttbuild.backend.ir.shared).
 
 `parse_encoding(enc.attr()) == enc` for every encoding; ValueError for any other text. The
 spelling is Triton 3.6's (include/triton/Dialect/TritonGPU/IR/TritonGPUAttrDefs.td).

@@ -1,4 +1,7 @@
-"""Shared-memory encodings: `#ttg.swizzled_shared` (XOR-swizzled tiles, mma.sync operands and the pipeliner's rings) and `#ttg.nvmma_shared` (the tiles wgmma descriptors and TMA read), each a frozen dataclass with its printer (`attr`), parser and element offsets.
+"""Shared-memory encodings `#ttg.swizzled_shared` and `#ttg.nvmma_shared`: frozen dataclasses with printer (`attr`), parser and element offsets.
+
+Swizzled tiles hold mma.sync operands and the pipeliner's rings; nvmma tiles are what wgmma
+descriptors and TMA read.
 
 Triton: include/triton/Dialect/TritonGPU/IR/TritonGPUAttrDefs.td (SwizzledSharedEncodingAttr,
 NVMMASharedEncodingAttr). Parsing any encoding: ttbuild.backend.ir.encodings.

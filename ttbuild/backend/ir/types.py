@@ -1,4 +1,6 @@
-"""`TensorType` and `MemDescType`: a ranked tensor's and a `!ttg.memdesc`'s shape, element type and encoding, read from an MLIR type (or its text) and printed back (Triton 3.6's spelling, TritonGPUTypes.td).
+"""`TensorType` and `MemDescType`: shape, element type and encoding of a ranked tensor and of a `!ttg.memdesc`, parsed and printed.
+
+The spelling is Triton 3.6's (TritonGPUTypes.td).
 
 `MemDescType.parse(t).ir() == t` for every memdesc this compiler makes; the encodings are
 ttbuild.backend.ir.encodings'. Shapes are tuples of element counts.

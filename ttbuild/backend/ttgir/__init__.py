@@ -1,1 +1,6 @@
-"""TTGIR transforms of the ttgir stage, in the order passes.PASSES runs them: transpose_loads, coalesce (layout assignment), accelerate_matmul (tensor-core layouts), remove_layout_conversions, pipeline (software pipelining, a package), tma_lowering; and passes, the driver."""
+"""TTGIR transforms of the ttgir stage, and passes, their driver.
+
+In the order passes.PASSES runs them: transpose_loads, coalesce (layout assignment),
+accelerate_matmul (tensor-core layouts), remove_layout_conversions, pipeline (software
+pipelining, a package), tma_lowering.
+"""

@@ -1,4 +1,8 @@
-"""Pipeliner, loop surgery (the part of Triton's PipelineExpander.cpp that reshapes the `scf.for`): a loop copied with more iter_args (grow_loop) or fewer (shrink_loop, drop_dead_args), and ops cloned with renamed operands (clone_ops) for the peeled iterations."""
+"""Pipeliner, loop surgery (Triton's PipelineExpander.cpp): the `scf.for` copied with more or fewer iter_args, ops cloned for peeled iterations.
+
+grow_loop adds iter_args, shrink_loop and drop_dead_args remove them, clone_ops clones ops with
+renamed operands.
+"""
 
 from __future__ import annotations
 

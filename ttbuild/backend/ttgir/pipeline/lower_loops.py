@@ -1,4 +1,7 @@
-"""Pipeliner, stage 2 (Triton's LowerLoops.cpp with the prologue PipelineExpander.cpp peels): one `scf.for` rewritten so its pipelined loads become async copies into shared-memory rings, S-1 iterations ahead of their consumers.
+"""Pipeliner, stage 2 (Triton's LowerLoops.cpp): one `scf.for` rewritten so its loads become async copies into shared-memory rings.
+
+The copies run S-1 iterations ahead of their consumers, with the prologue PipelineExpander.cpp
+peels.
 
 The rules are in ttbuild.backend.ttgir.pipeline's docstring; the loop surgery is in .expander,
 the wgmma groups' waits in .wgmma_waits.

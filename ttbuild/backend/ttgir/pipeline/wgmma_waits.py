@@ -1,4 +1,7 @@
-"""Pipeliner, wgmma waits (Triton's pipelined wgmma forms, WGMMAPipeline.cpp): a wgmma group left in flight into the next iteration, and the uses of a staged operand's memdesc moved onto its ring slot."""
+"""Pipeliner, wgmma waits (Triton's WGMMAPipeline.cpp): a wgmma group left in flight into the next iteration.
+
+Also: the uses of a staged operand's memdesc moved onto its ring slot.
+"""
 
 from __future__ import annotations
 

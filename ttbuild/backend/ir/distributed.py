@@ -317,13 +317,9 @@ class NvidiaMma(_Affine):
         return self.warp_coords(warp)
 
 
-@dataclass(frozen=True)
-class DotOperand(_Affine):
-    """`#ttg.dot_op<{opIdx, parent = #ttg.nvidia_mma<...>, kWidth}>`: operand A (opIdx 0,
-    [..., M, K]) or B (opIdx 1, [..., K, N]) of mma.sync, kWidth elements per 32-bit register."""
-    op_idx: int
-    parent: NvidiaMma
-    k_width: int
+class _OperandDims:
+    """The dimensions of a dot operand (`op_idx` 0: A, [..., M, K]; 1: B, [..., K, N]) over its
+    `parent` layout."""
 
     @property
     def rank(self) -> int:
@@ -334,6 +330,15 @@ class DotOperand(_Affine):
     def k_dim(self) -> int:
         """The reduction dimension: the last for A, the one before it for B."""
         return self.rank - 1 if self.op_idx == 0 else self.rank - 2
+
+
+@dataclass(frozen=True)
+class DotOperand(_OperandDims, _Affine):
+    """`#ttg.dot_op<{opIdx, parent = #ttg.nvidia_mma<...>, kWidth}>`: operand A (opIdx 0,
+    [..., M, K]) or B (opIdx 1, [..., K, N]) of mma.sync, kWidth elements per 32-bit register."""
+    op_idx: int
+    parent: NvidiaMma
+    k_width: int
 
     @property
     def order(self) -> tuple[int, ...]:
@@ -413,22 +418,12 @@ class DotOperand(_Affine):
 
 
 @dataclass(frozen=True)
-class FmaOperand:
+class FmaOperand(_OperandDims):
     """`#ttg.dot_op<{opIdx, parent = #ttg.blocked<...>}>`: an operand of the FMA dot (Triton's
     fallback where no mma shape applies, e.g. fp64). A thread holds, for every row (A) or
     column (B) of the result it owns under the blocked parent, the whole K extent."""
     op_idx: int
     parent: object  # Blocked
-
-    @property
-    def rank(self) -> int:
-        """Number of dimensions (the parent's)."""
-        return self.parent.rank
-
-    @property
-    def k_dim(self) -> int:
-        """The reduction dimension: the last for A, the one before it for B."""
-        return self.rank - 1 if self.op_idx == 0 else self.rank - 2
 
     @property
     def order(self) -> tuple[int, ...]:

@@ -56,12 +56,7 @@ class Loop:
 
     def _iter_value(self, k: int, base):
         """base + k*step (k a Python int), folded when step is a constant."""
-        b = self.b
-        if k == 0:
-            return base
-        c = const_int(self.step)
-        off = b.const(k * c) if c is not None else b.muli(self.step, b.const(k))
-        return b.addi(base, off)
+        return base if k == 0 else self.b.addi(base, self._step_times(k))
 
     def _mapping(self, iv_value, cvals):
         """The renaming of a cloned iteration: iv -> iv_value, iter_arg j -> cvals[j]."""

@@ -1,4 +1,9 @@
-"""Backend errors carry the failing op's source location: any error an LLIR rule raises, and any exception inside a TTGIR pass, reaches the user as a CompilationError with a node id that `locs.locate` turns into file:line:col with a caret; unexpected exceptions say "internal error" and keep the original as __cause__."""
+"""Backend errors carry the failing op's source location.
+
+Any error an LLIR rule raises, and any exception inside a TTGIR pass, reaches the user as a
+CompilationError with a node id that `locs.locate` turns into file:line:col with a caret; unexpected
+exceptions say "internal error" and keep the original as __cause__.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Where backend errors get their source location: one choke point per stage (the LLIR op loop, the TTGIR pass driver) attaches the failing op's node id to any CompilationError, and turns an unexpected exception into an "internal error" CompilationError at that op.
+"""Where backend errors get their source location: one choke point per stage attaches the failing op's node id.
+
+The choke points are the LLIR op loop and the TTGIR pass driver: they attach the failing op's node
+id to any CompilationError, and turn an unexpected exception into an "internal error"
+CompilationError at that op.
 
 Triton's model is `CodeGenerator.visit` in the frontend: every error raised while visiting a node
 leaves with that node's position. Here the position is the op's `loc("n17")` node id, set as

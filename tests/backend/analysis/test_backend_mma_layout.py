@@ -1,4 +1,8 @@
-"""Tensor-core layouts (ttbuild.backend.analysis.mma_layout): every element owned as mma.sync's fragment tables say, swizzle offsets a permutation, Triton's swizzle parameters, and the TTGIR spelling."""
+"""Tensor-core layouts (ttbuild.backend.ir.distributed, .shared; analysis.mma_layout). What is checked:
+
+Every element owned as mma.sync's fragment tables say, swizzle offsets a permutation, Triton's
+swizzle parameters, and the TTGIR spelling.
+"""
 
 from __future__ import annotations
 

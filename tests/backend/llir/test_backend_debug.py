@@ -1,4 +1,8 @@
-"""Debug builds on the CPU: `debug` keys ttir only when on, tt.print/tt.assert lower to vprintf/__assertfail with Triton's formats, and debug variants build through cubin (here and through the CLI)."""
+"""Debug builds on the CPU. What is checked:
+
+`debug` keys ttir only when on, tt.print/tt.assert lower to vprintf/__assertfail with Triton's
+formats, and debug variants build through cubin (here and through the CLI).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""tt.dot on tensor cores (CPU): the TTGIR accelerate-matmul produces (filecheck on encodings, swizzle, placement), warpsPerCTA as Triton chooses it, PTX mma.sync shapes/counts and ldmatrix (.trans per majorness), the FMA path, ptxas register use without spills, and Triton (optional oracle) accepting our TTGIR."""
+"""tt.dot on tensor cores (CPU). What is checked:
+
+The TTGIR accelerate-matmul produces (filecheck on encodings, swizzle, placement), warpsPerCTA as
+Triton chooses it, PTX mma.sync shapes/counts and ldmatrix (.trans per majorness), the FMA path,
+ptxas register use without spills, and Triton (optional oracle) accepting our TTGIR.
+"""
 
 from __future__ import annotations
 

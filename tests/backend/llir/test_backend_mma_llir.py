@@ -1,4 +1,8 @@
-"""The LLIR index math of the tensor-core layouts equals its pure-Python specification: the swizzled shared offset (dot.swizzled_offset vs SwizzledShared.offset) and each thread's base index (mma_index.bases vs thread_base), evaluated by JIT-compiling the emitted LLVM IR for the host."""
+"""The LLIR index math of the tensor-core layouts equals its pure-Python specification.
+
+The swizzled shared offset (dot.swizzled_offset vs SwizzledShared.offset) and each thread's base
+index (mma_index.bases vs thread_base), evaluated by JIT-compiling the emitted LLVM IR for the host.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,12 @@
-"""Tensor descriptors made in the kernel on sm_90 (CPU): hand-written TTGIR in the form the ttgir stage emits for `tl.make_tensor_descriptor` (`ttg.global_scratch_alloc`, `ttng.tensormap_create`, `ttng.tensormap_fenceproxy_acquire`, `ttng.reinterpret_tensor_descriptor`) feeding one TMA load, read back and stored; the extra global-scratch kernel parameter, each program's scratch address, the tensormap.replace sequence and its values, the release/acquire protocol and barriers (LLIR evaluated per thread and program, PTX through FileCheck and ptxas for sm_90a, Triton 3.6 compiling the same TTGIR as the oracle)."""
+"""Tensor descriptors made in the kernel on sm_90 (CPU). What is checked:
+
+Hand-written TTGIR in the form the ttgir stage emits for `tl.make_tensor_descriptor`
+(`ttg.global_scratch_alloc`, `ttng.tensormap_create`, `ttng.tensormap_fenceproxy_acquire`,
+`ttng.reinterpret_tensor_descriptor`) feeding one TMA load, read back and stored; the extra
+global-scratch kernel parameter, each program's scratch address, the tensormap.replace sequence and
+its values, the release/acquire protocol and barriers (LLIR evaluated per thread and program, PTX
+through FileCheck and ptxas for sm_90a, Triton 3.6 compiling the same TTGIR as the oracle).
+"""
 
 from __future__ import annotations
 

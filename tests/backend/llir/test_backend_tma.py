@@ -1,4 +1,11 @@
-"""TMA loads on sm_90 (CPU): hand-written TTGIR with a `!tt.tensordesc` parameter (ttbuild's ABI: an i64 CUtensorMap address) through mbarrier init / expect / `ttng.async_tma_copy_global_to_local` / wait into an `#ttg.nvmma_shared` tile, read back by `ttg.local_load` into a blocked tensor; the LLIR and PTX (one copy per box, coordinates, offsets, the barrier protocol), ptxas for sm_90a, and every element's shared address evaluated from the emitted LLVM IR against NvmmaShared.offset."""
+"""TMA loads on sm_90 (CPU). What is checked:
+
+Hand-written TTGIR with a `!tt.tensordesc` parameter (ttbuild's ABI: an i64 CUtensorMap address)
+through mbarrier init / expect / `ttng.async_tma_copy_global_to_local` / wait into an
+`#ttg.nvmma_shared` tile, read back by `ttg.local_load` into a blocked tensor; the LLIR and PTX (one
+copy per box, coordinates, offsets, the barrier protocol), ptxas for sm_90a, and every element's
+shared address evaluated from the emitted LLVM IR against NvmmaShared.offset.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,10 @@
-"""tl.dot on Hopper's wgmma (CPU): which dots take it (Triton's conditions), the nvmma_shared swizzle and the wgmma accumulator map, the pipelined TTGIR (one extra ring slot, one group in flight), the PTX (shapes, counts, descriptor constants, shared memory) against Triton 3.6's for the same tutorial-03 configs, ptxas without spills, and Triton (optional oracle) accepting our TTGIR."""
+"""tl.dot on Hopper's wgmma (CPU). What is checked:
+
+Which dots take it (Triton's conditions), the nvmma_shared swizzle and the wgmma accumulator map,
+the pipelined TTGIR (one extra ring slot, one group in flight), the PTX (shapes, counts, descriptor
+constants, shared memory) against Triton 3.6's for the same tutorial-03 configs, ptxas without
+spills, and Triton (optional oracle) accepting our TTGIR.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,10 @@
-"""Tensor descriptors through TMA (CPU): which variants take it (sm_90+, eligible descriptor parameters, not disable_tma), the tensormap parameter and `tt.descriptor_load` in TTIR, the pipelined TTGIR (an S-slot ring per operand in its wgmma encoding, one mbarrier per slot, the phase carried, Triton's LowerLoops form), the lowering of other descriptor loads, and the `ttb.tma` record the runtime encodes the CUtensorMap from."""
+"""Tensor descriptors through TMA (CPU). What is checked:
+
+Which variants take it (sm_90+, eligible descriptor parameters, not disable_tma), the tensormap
+parameter and `tt.descriptor_load` in TTIR, the pipelined TTGIR (an S-slot ring per operand in its
+wgmma encoding, one mbarrier per slot, the phase carried, Triton's LowerLoops form), the lowering of
+other descriptor loads, and the `ttb.tma` record the runtime encodes the CUtensorMap from.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""LLIR rules for the pipeliner's ops: shared-memory buffers (`ttg.local_alloc`, `ttg.memdesc_index`, `ttg.local_load`, `ttg.local_dealloc`) and cp.async (`ttg.async_copy_global_to_local`, `ttg.async_commit_group`, `ttg.async_wait`).
+"""LLIR rules for the pipeliner's ops: shared-memory buffers and cp.async.
+
+Buffers: `ttg.local_alloc`, `ttg.memdesc_index`, `ttg.local_load`, `ttg.local_dealloc`; cp.async:
+`ttg.async_copy_global_to_local`, `ttg.async_commit_group`, `ttg.async_wait`.
 
 A buffer lives in the kernel's dynamic shared memory at the `allocation.offset` the ttgir stage
 wrote (ttbuild.backend.analysis.allocation.allocate); slots are row-major with the shared encoding's `order`

@@ -1,4 +1,8 @@
-"""LLIR rule for ttg.convert_layout: a register renaming when every thread already holds its new elements, else a round trip through shared memory (ttbuild.backend.analysis.allocation.convert_bytes: packed rows for the 16-bit mma accumulator, one word per element otherwise)."""
+"""LLIR rule for ttg.convert_layout: a register renaming when every thread already holds its new elements, else shared memory.
+
+The round trip through shared memory is sized by ttbuild.backend.analysis.allocation.convert_bytes:
+packed rows for the 16-bit mma accumulator, one word per element otherwise.
+"""
 
 from __future__ import annotations
 

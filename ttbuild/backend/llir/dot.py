@@ -1,4 +1,7 @@
-"""LLIR rules for tensor cores: `ttg.local_alloc` of a register tensor into `#ttg.swizzled_shared` memory, `ttg.local_load` into `#ttg.dot_op` (ldmatrix), and `tt.dot` on `#ttg.nvidia_mma` as mma.sync.
+"""LLIR rules for tensor cores: register tiles to shared memory, ldmatrix into `#ttg.dot_op`, and `tt.dot` as mma.sync.
+
+Ops: `ttg.local_alloc` of a register tensor into `#ttg.swizzled_shared` memory, `ttg.local_load`
+into `#ttg.dot_op` (ldmatrix), and `tt.dot` on `#ttg.nvidia_mma` as mma.sync.
 
 Shared tiles: element `index` lives at `SwizzledShared.offset(index, shape)` (groups of `vec`
 elements along the fastest dimension XORed with (row / perPhase) % maxPhase), the layout

@@ -1,4 +1,7 @@
-"""LLIR of `tt.dot` on the FMA path (operands `#ttg.dot_op<{opIdx, parent = #blocked}>`, result #blocked): per output element, a K-long chain of fused multiply-adds, k ascending (Triton's FMADotOpToLLVM)."""
+"""LLIR of `tt.dot` on the FMA path: per output element, a K-long chain of fused multiply-adds, k ascending.
+
+Operands `#ttg.dot_op<{opIdx, parent = #blocked}>`, result #blocked (Triton's FMADotOpToLLVM).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""LLIR rules for tensor descriptors made in the kernel (`tl.make_tensor_descriptor` on sm_90): `ttg.global_scratch_alloc`, `ttng.tensormap_create`, `ttng.tensormap_fenceproxy_acquire`, `ttng.reinterpret_tensor_descriptor`.
+"""LLIR rules for tensor descriptors made in the kernel (`tl.make_tensor_descriptor` on sm_90).
+
+Ops: `ttg.global_scratch_alloc`, `ttng.tensormap_create`, `ttng.tensormap_fenceproxy_acquire`,
+`ttng.reinterpret_tensor_descriptor`.
 
 As Triton 3.6 lowers them (third_party/nvidia/lib/TritonNVIDIAGPUToLLVM/TMAToLLVM.cpp,
 lib/Conversion/TritonGPUToLLVM/Utility.h getGlobalScratchPtr; reference PTX of tutorial 09's

@@ -1,4 +1,8 @@
-"""LLIR rules for Hopper's TMA loads and their mbarriers: `ttng.init_barrier`, `ttng.inval_barrier`, `ttng.barrier_expect`, `ttng.async_tma_copy_global_to_local`, `ttng.wait_barrier`, and `ttg.memdesc_trans` (the transposed view a descriptor matmul's B operand takes).
+"""LLIR rules for Hopper's TMA loads and their mbarriers, and the transposed memdesc view.
+
+Ops: `ttng.init_barrier`, `ttng.inval_barrier`, `ttng.barrier_expect`,
+`ttng.async_tma_copy_global_to_local`, `ttng.wait_barrier`, and `ttg.memdesc_trans` (the transposed
+view a descriptor matmul's B operand takes).
 
 As Triton 3.6 emits them on sm_90 (third_party/nvidia/lib/TritonNVIDIAGPUToLLVM/BarrierOpToLLVM.cpp,
 LoadStoreOpToLLVM.cpp; reference output in ../shared/TENSORCORE.md, "mbarrier + TMA"), inline asm:

@@ -1,4 +1,8 @@
-"""LLIR rules for Hopper's warpgroup MMA: `ttng.warp_group_dot` (wgmma.mma_async on shared-memory matrix descriptors), `ttng.warp_group_dot_wait` (wgmma.wait_group, accumulators tied) and `ttng.fence_async_shared` (fence.proxy.async).
+"""LLIR rules for Hopper's warpgroup MMA: wgmma.mma_async, its waits and the async-proxy fence.
+
+Ops: `ttng.warp_group_dot` (wgmma.mma_async on shared-memory matrix descriptors),
+`ttng.warp_group_dot_wait` (wgmma.wait_group, accumulators tied) and `ttng.fence_async_shared`
+(fence.proxy.async).
 
 PTX ISA 9.7.15 (warpgroup-level matrix instructions), as Triton 3.6 emits them
 (third_party/nvidia/lib/TritonNVIDIAGPUToLLVM/DotOpToLLVM/WGMMA.cpp; ../shared/TENSORCORE.md

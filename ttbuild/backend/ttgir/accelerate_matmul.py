@@ -1,4 +1,7 @@
-"""TTGIR pass: every `tt.dot` that a tensor core can compute gets a `#ttg.nvidia_mma` result: v3 (wgmma, `ttng.warp_group_dot` on `#ttg.nvmma_shared` tiles) where sm_90 allows it, else v2 with `#ttg.dot_op` operands staged through `#ttg.swizzled_shared` memory (Triton's AccelerateMatmul).
+"""TTGIR pass: every `tt.dot` that a tensor core can compute gets a `#ttg.nvidia_mma` result (Triton's AccelerateMatmul).
+
+v3 (wgmma, `ttng.warp_group_dot` on `#ttg.nvmma_shared` tiles) where sm_90 allows it, else v2 with
+`#ttg.dot_op` operands staged through `#ttg.swizzled_shared` memory.
 
 wgmma (`wgmma_supported`, Triton's MMAv3 branch): warpsPerCTA from warpsPerTileV3, instrShape
 [16, n, 16] from mmaVersionToInstrShape; each operand `ttg.local_alloc`ed into the

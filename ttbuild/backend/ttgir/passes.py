@@ -1,4 +1,7 @@
-"""The TTGIR pass driver: runs the transforms of PASSES in order (dot-operand loads transposed, layout assignment, tensor-core layouts, conversions removed, pipelining, TMA lowering) and the shared-memory allocation, and is the stage's one choke point for error locations.
+"""The TTGIR pass driver: runs PASSES in order, then the shared-memory allocation; the stage's one choke point for error locations.
+
+PASSES: dot-operand loads transposed, layout assignment, tensor-core layouts, conversions removed,
+pipelining, TMA lowering.
 
 A CompilationError a pass raises without a location gets the node id of the kernel function
 (`tt.func`, whose `loc("n0")` is its `def` line); any other exception becomes a CompilationError

@@ -1,4 +1,9 @@
-"""TTGIR pass: a dot result's conversion to a blocked layout is pushed forward through the ops that run in any layout (elementwise ops, reductions, expand_dims/broadcast, loop-carried values), so attention's softmax runs on the `#ttg.nvidia_mma` accumulator fragments and P reaches the second dot as a register-only `#mma -> #dot_op` conversion (Triton's RemoveLayoutConversions forward propagation and its mma -> dot_op shortcut).
+"""TTGIR pass: a dot result's conversion to a blocked layout is pushed forward through the ops that run in any layout.
+
+Those ops are elementwise ops, reductions, expand_dims/broadcast and loop-carried values, so
+attention's softmax runs on the `#ttg.nvidia_mma` accumulator fragments and P reaches the second dot
+as a register-only `#mma -> #dot_op` conversion (Triton's RemoveLayoutConversions forward
+propagation and its mma -> dot_op shortcut).
 
 Per `ttg.convert_layout %x : #mma -> #blocked` (accelerate_matmul puts one after every dot whose
 result is not a loop-carried matmul accumulator), the forward slice of its result is collected:

@@ -1,4 +1,10 @@
-"""TTGIR pass: every `tt.descriptor_load` the pipeliner left becomes a TMA copy into a shared buffer waited on through an mbarrier and read back into its register layout, every `tt.descriptor_store` / `tt.descriptor_reduce` a TMA store / reduction of a shared tile, every `tt.make_tensor_descriptor` a tensormap the program writes into its global scratch, and the module's `ttb.tma` record gets each TMA parameter's swizzle and box (Triton's TMALowering, lib/Dialect/TritonNvidiaGPU/Transforms/TMALowering.cpp).
+"""TTGIR pass: descriptor loads, stores and reductions become TMA copies through shared memory (Triton's TMALowering).
+
+Every `tt.descriptor_load` the pipeliner left becomes a TMA copy into a shared buffer waited on
+through an mbarrier and read back into its register layout, every `tt.descriptor_store` /
+`tt.descriptor_reduce` a TMA store / reduction of a shared tile, every `tt.make_tensor_descriptor` a
+tensormap the program writes into its global scratch, and the module's `ttb.tma` record gets each
+TMA parameter's swizzle and box (lib/Dialect/TritonNvidiaGPU/Transforms/TMALowering.cpp).
 
 A descriptor's CUtensorMap has one swizzle for all its loads: the `#ttg.nvmma_shared` encoding
 Triton gives its block (NVMMASharedEncodingAttr::get, `nvmma_for_operand`; unswizzled when the

@@ -95,14 +95,3 @@ class Options:
 
 FIELD_NAMES = tuple(f.name for f in fields(Options))
 DEFAULTS = Options()
-
-
-def stage_options(stage: str, options: Mapping[str, Any]) -> Options:
-    """`Options.from_mapping(options)` for stage `stage`'s `run`: an invalid value becomes a
-    CompilationError naming the stage (a stage reports bad input, never a traceback)."""
-    from ttbuild.errors import CompilationError
-
-    try:
-        return Options.from_mapping(options)
-    except OptionError as exc:
-        raise CompilationError(f"option {exc}", stage=stage) from None

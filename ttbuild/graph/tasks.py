@@ -14,6 +14,7 @@ from doit.tools import config_changed
 import ttbuild
 from ttbuild.canonical import canonical_json
 from ttbuild.codedigest import module_digest
+from ttbuild.options import Options
 from ttbuild.stages import DEFAULT, SOURCE, StageSet, stage_set
 from ttbuild.target import Target
 
@@ -94,11 +95,18 @@ def _rel(path: str | Path) -> Path:
         return path
 
 
+# A variant's own fields but its options, and its options' fields, listed once (dataclasses.fields
+# per variant was a tenth of generating a 3000-variant graph).
+_VARIANT_FIELDS = tuple(f.name for f in fields(Variant) if f.name != "options")
+_OPTION_FIELDS = tuple(f.name for f in fields(Options))
+
+
 def variant_doc(v: Variant) -> dict:
     """The JSON-serialisable fields of a variant that the metadata task needs (a shallow copy:
     `dataclasses.asdict` deep-copies every field and cost a tenth of a 3000-variant no-op)."""
-    doc = {f.name: getattr(v, f.name) for f in fields(v) if f.name != "options"}
-    doc.update({f.name: getattr(v.options, f.name) for f in fields(v.options)})
+    doc = {name: getattr(v, name) for name in _VARIANT_FIELDS}
+    opts = v.options
+    doc.update({name: getattr(opts, name) for name in _OPTION_FIELDS})
     doc = {k: (dict(x) if isinstance(x, dict) else list(x) if isinstance(x, list) else x) for k, x in doc.items()}
     # A row's place in variants.toml is no input of its build: moving or deleting rows must not
     # rerun the others' meta tasks (the index only places diagnostics).
@@ -148,7 +156,7 @@ def generate_tasks(kernels_dir: str | Path = "kernels", artifacts_dir: str | Pat
     chains: dict[str, list] = {}
     # every field of a variant but its name and place in the list (repr(replace(v, index=0,
     # name="")) validated each variant again)
-    chain_fields = [f.name for f in fields(Variant) if f.name not in ("index", "name")]
+    chain_fields = [name for name in _VARIANT_FIELDS if name not in ("index", "name")]
     paths: dict[tuple[str, str, str], dict[str, str]] = {}  # aliases share their chain's paths too
 
     def add_stage(name, kernel, node, inputs, outs, loc_path):
@@ -171,7 +179,8 @@ def generate_tasks(kernels_dir: str | Path = "kernels", artifacts_dir: str | Pat
         keys_of: dict[str, str] = {}
         loc_path = None
         # Variants that differ only in name (aliases) share one chain: computed once.
-        same = repr([getattr(vt, f) for f in chain_fields])
+        opts = vt.options
+        same = repr([getattr(vt, f) for f in chain_fields] + [getattr(opts, f) for f in _OPTION_FIELDS])
         nodes = chains.get(same)
         if nodes is None:
             nodes = chains[same] = chain(vt, stages)

@@ -17,6 +17,8 @@ import importlib
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+from ttbuild import tma  # stdlib only, like this package
+
 DEFAULT_PACKAGE = "ttbuild.stages"
 SOURCE = "source"  # the producer name of what a chain starts from (a kernel file or IR text)
 
@@ -71,16 +73,19 @@ class Request:
     constexprs: Mapping[str, Any]
     options: Any  # ttbuild.options.Options
 
+    @functools.cached_property
+    def target(self):
+        """`options.target` parsed once (`ttbuild.target.Target`): three stages derive from it."""
+        return self.options.target_info
+
 
 def _parse_options(r: Request) -> dict:
     return {"kernel": r.kernel, "file": r.file}
 
 
 def _ttir_options(r: Request) -> dict:
-    from ttbuild import tma
-
     # `debug` and `tma` key ttir only when on, so other variants keep their keys and outputs.
-    tma_on = tma.enabled(r.options.target_info.capability, r.options.disable_tma)
+    tma_on = tma.enabled(r.target.capability, r.options.disable_tma)
     return {"signature": [str(p) for p in r.params], "constexprs": dict(r.constexprs),
             **({"debug": True} if r.options.debug else {}), **({"tma": True} if tma_on else {})}
 
@@ -96,12 +101,11 @@ def _llir_options(r: Request) -> dict:
 
 
 def _ptx_options(r: Request) -> dict:
-    t = r.options.target_info
-    return {"arch": t.arch, "ptx_version": t.ptx_version}
+    return {"arch": r.target.arch, "ptx_version": r.target.ptx_version}
 
 
 def _cubin_options(r: Request) -> dict:
-    return {"arch": r.options.target_info.arch, "ptxas_options": list(r.options.ptxas_options)}
+    return {"arch": r.target.arch, "ptxas_options": list(r.options.ptxas_options)}
 
 
 def _ttir_extra(options: Mapping[str, Any]) -> dict:
@@ -147,16 +151,20 @@ class StageSet:
     package: str = DEFAULT_PACKAGE
     table: tuple[Stage, ...] = field(default=TABLE, repr=False)
 
-    @property
+    @functools.cached_property
     def names(self) -> tuple[str, ...]:
         """The stage names in order."""
         return tuple(s.name for s in self.table)
 
     def __getitem__(self, name: str) -> Stage:
-        for s in self.table:
-            if s.name == name:
-                return s
-        raise KeyError(f"no stage {name!r}; stages: {', '.join(self.names)}")
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(f"no stage {name!r}; stages: {', '.join(self.names)}") from None
+
+    @functools.cached_property
+    def _by_name(self) -> dict[str, Stage]:
+        return {s.name: s for s in self.table}
 
     def __iter__(self) -> Iterator[Stage]:
         return iter(self.table)
@@ -195,6 +203,11 @@ class StageSet:
         (producer, role) of further inputs the caller found (a stage with `extra_files`).
         Raises ValueError for an unknown stage or an empty range.
         """
+        wiring = () if options is None else tuple(
+            (s.name, tuple(s.extra(options.get(s.name, {})).items())) for s in self._with_extra)
+        memo = (until, start, wiring)
+        if extra is None and memo in self._plans:
+            return self._plans[memo]
         names = self.names
         if until not in names:
             raise ValueError(f"until must be one of {', '.join(names)}, got {until!r}")
@@ -219,7 +232,18 @@ class StageSet:
                     raise StageContractError(f"stage {s.name} declares no extra input files")
                 inputs.update(extra[s.name])
             steps.append(Step(s, inputs))
+        if extra is None:
+            self._plans[memo] = tuple(steps)
         return tuple(steps)
+
+    @functools.cached_property
+    def _with_extra(self) -> tuple[Stage, ...]:
+        return tuple(s for s in self.table if s.extra is not None)
+
+    @functools.cached_property
+    def _plans(self) -> dict:
+        """Plans computed so far: (until, start, the extra inputs options select) -> steps."""
+        return {}
 
     def stage_of_suffix(self, suffix: str) -> str | None:
         """The stage whose product a file with `suffix` holds (".ttgir" -> "ttgir"), or None."""

@@ -84,3 +84,12 @@ def test_the_driver_imports_neither_the_graph_nor_the_frontend():
             "print(sorted(m for m in sys.modules if m.startswith(('ttbuild.graph', 'ttbuild.frontend', 'doit'))))")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert proc.stdout.strip() == "[]"
+
+
+def test_a_stage_set_pickles_to_an_equal_one():
+    """doit's -j workers receive each action's arguments pickled, the stage set among them."""
+    import pickle
+
+    for stages in (DEFAULT, StageSet("fake_stages")):
+        stages.names  # noqa: B018 (memos are not pickled)
+        assert pickle.loads(pickle.dumps(stages)) == stages

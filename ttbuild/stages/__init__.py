@@ -151,6 +151,13 @@ class StageSet:
     package: str = DEFAULT_PACKAGE
     table: tuple[Stage, ...] = field(default=TABLE, repr=False)
 
+    def __reduce__(self):
+        # Pickled by name (doit's -j workers get the action's arguments pickled): the compiler's
+        # table is a module constant, so an unpickled set equals the original; memos stay behind.
+        if self.table is TABLE:
+            return (StageSet, (self.package,))
+        return (StageSet, (self.package, self.table))
+
     @functools.cached_property
     def names(self) -> tuple[str, ...]:
         """The stage names in order."""

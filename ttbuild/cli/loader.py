@@ -11,9 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ttbuild.graph.state import BuildLock, announce_wait
-from ttbuild.stages import DEFAULT, DEFAULT_PACKAGE, StageSet, stage_set
-
-DEFAULT_STAGE_PACKAGE = DEFAULT_PACKAGE
+from ttbuild.stages import DEFAULT, StageSet, stage_set
 
 
 @dataclass(frozen=True)
@@ -29,7 +27,7 @@ class Project:
 
     @classmethod
     def from_args(cls, kernels: str | None, artifacts: str | None, shard=None,
-                  stage_package: StageSet | str = DEFAULT_STAGE_PACKAGE) -> "Project":
+                  stage_package: StageSet | str = DEFAULT) -> "Project":
         """A project from the CLI's arguments (None: `kernels`, `artifacts`)."""
         return cls(Path(kernels or "kernels"), Path(artifacts or "artifacts"), stage_set(stage_package), shard)
 

@@ -10,7 +10,16 @@ import pytest
 
 from ttbuild.compiler import compile as tt_compile
 from ttbuild.compiler import run_stage
-from ttbuild.stages import DEFAULT, SOURCE, STAGES, DeclaredOptions, StageContractError, StageSet, declared_options
+from ttbuild.stages import (
+    DEFAULT,
+    FILE,
+    SOURCE,
+    STAGES,
+    DeclaredOptions,
+    StageContractError,
+    StageSet,
+    declared_options,
+)
 
 
 def test_every_stage_is_declared_once_with_its_module_roles_and_files():
@@ -35,8 +44,9 @@ def test_plan_wires_each_stage_to_its_parent_or_the_source():
     assert debug["ttir"] == {"json": ("parse", "json"), "loc": ("parse", "loc")}
     assert DEFAULT.plan("ttir", options={"ttir": {}})[1].inputs == {"json": ("parse", "json")}
     # extra input files the graph finds: only for a stage that declares them
-    found = {"parse": {"helpers": (SOURCE, "helpers")}}
-    assert DEFAULT.plan("parse", extra=found)[0].inputs == {"source": (SOURCE, "source"), "helpers": (SOURCE, "helpers")}
+    found = {"parse": {"helpers": (FILE, "kernels/helpers.py")}}
+    assert DEFAULT.plan("parse", extra=found)[0].inputs == {"source": (SOURCE, "source"),
+                                                            "helpers": (FILE, "kernels/helpers.py")}
     with pytest.raises(StageContractError, match="ttir declares no extra input"):
         DEFAULT.plan("ttir", extra={"ttir": {"x": (SOURCE, "x")}})
     with pytest.raises(ValueError, match="until must be one of"):

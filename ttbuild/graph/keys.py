@@ -64,13 +64,15 @@ class StageNode:
     inputs: Mapping[str, tuple[str, str]] | None = None
 
 
-def chain(variant: Variant, stages: StageSet = DEFAULT, versions: Mapping[str, int] | None = None) -> list[StageNode]:
+def chain(variant: Variant, stages: StageSet = DEFAULT, versions: Mapping[str, int] | None = None,
+          extra: Mapping[str, Mapping[str, tuple[str, str]]] | None = None) -> list[StageNode]:
     """The stages `variant` builds (parse .. its `until`, `stages.plan`), keys chained from parse
-    with the stage modules' VERSIONs (`versions` given: those)."""
+    with the stage modules' VERSIONs (`versions` given: those). extra: input files the graph
+    found for a stage that takes them (`plan`'s `extra`, as (ttbuild.stages.FILE, path))."""
     opts = stage_options(variant, stages)
     versions = stages.versions if versions is None else versions
     nodes, parent = [], ""
-    for step in stages.plan(variant.until, None, opts):
+    for step in stages.plan(variant.until, None, opts, extra):
         stage = step.stage.name
         oj = canonical_json(dict(opts[stage]))
         key = stage_key(parent, stage, versions[stage], opts[stage], oj)

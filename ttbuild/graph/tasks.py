@@ -15,7 +15,7 @@ import ttbuild
 from ttbuild.canonical import canonical_json
 from ttbuild.codedigest import module_digest
 from ttbuild.options import Options
-from ttbuild.stages import DEFAULT, SOURCE, StageSet, stage_set
+from ttbuild.stages import DEFAULT, FILE, SOURCE, StageSet, stage_set
 from ttbuild.target import Target
 
 from .actions import run_stage, write_meta
@@ -194,7 +194,7 @@ def generate_tasks(kernels_dir: str | Path = "kernels", artifacts_dir: str | Pat
             if node.stage == "parse":
                 loc_path = outs["loc"]
             # the plan's wiring (a debug ttir also reads the loc table: real positions for asserts)
-            inputs = {role: str(kernels / v.file) if src == SOURCE else outs_of[src][r]
+            inputs = {role: str(kernels / v.file) if src == SOURCE else r if src == FILE else outs_of[src][r]
                       for role, (src, r) in node.inputs.items()}
             name = f"{node.stage}:{node.key}"
             users.setdefault(name, []).append(v.name)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import types
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
@@ -21,6 +22,7 @@ from ttbuild import tma  # stdlib only, like this package
 
 DEFAULT_PACKAGE = "ttbuild.stages"
 SOURCE = "source"  # the producer name of what a chain starts from (a kernel file or IR text)
+FILE = "file"  # the producer name of an extra input file a driver found: (FILE, its path)
 
 
 class StageContractError(RuntimeError):
@@ -207,7 +209,8 @@ class StageSet:
         start: None runs from parse (its input from SOURCE); a stage name means SOURCE holds that
         stage's product, and the steps begin after it. options: per-stage options, for inputs a
         stage reads only under some options (a debug ttir's `loc`). extra: stage -> role ->
-        (producer, role) of further inputs the caller found (a stage with `extra_files`).
+        (producer, role) of further inputs the caller found (a stage with `extra_files`), a file
+        being (FILE, its path). Steps and their inputs are shared between calls: read-only.
         Raises ValueError for an unknown stage or an empty range.
         """
         wiring = () if options is None else tuple(
@@ -238,7 +241,7 @@ class StageSet:
                 if not s.extra_files:
                     raise StageContractError(f"stage {s.name} declares no extra input files")
                 inputs.update(extra[s.name])
-            steps.append(Step(s, inputs))
+            steps.append(Step(s, types.MappingProxyType(inputs)))
         if extra is None:
             self._plans[memo] = tuple(steps)
         return tuple(steps)

@@ -24,15 +24,7 @@ from .reporter import BuildReporter
 from .state import XXHashChecker
 from .variants import Variant, load_variants
 
-GROUP_DOCS = {
-    "parse": "kernel source -> canonical kernel description (JSON) + location table",
-    "ttir": "kernel description -> TTIR (MLIR generic form)",
-    "ttgir": "TTIR -> TTGIR with layout encodings",
-    "llir": "TTGIR -> LLVM IR",
-    "ptx": "LLVM IR -> PTX",
-    "cubin": "PTX -> cubin (ptxas)",
-    "meta": "artifacts/lib/<variant>.json + .cubin, what the runtime loads",
-}
+GROUP_DOCS = {**{s.name: s.doc for s in DEFAULT}, "meta": "artifacts/lib/<variant>.json + .cubin, what the runtime loads"}
 TASK_GROUPS = (*DEFAULT.names, "meta")
 DEP_FILE = ".doit.db"
 

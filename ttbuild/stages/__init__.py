@@ -43,7 +43,8 @@ class Stage:
     content is this stage's output (`compile("k.ttgir")` starts after ttgir). derive: the
     stage's options from a `Request` (JSON values). extra: stage options -> role -> (stage,
     role) inputs it reads beyond its parent's output. extra_files: whether the graph may add
-    input files of its own finding (a parse stage's imported project files).
+    input files of its own finding (a parse stage's imported project files). doc: what it does,
+    in a line (the build graph's task group says it).
     """
 
     name: str
@@ -57,6 +58,7 @@ class Stage:
     starts: tuple[str, ...] = ()
     extra: Callable[[Mapping[str, Any]], dict] | None = None
     extra_files: bool = False
+    doc: str = ""
 
     @property
     def product(self) -> str:
@@ -119,18 +121,20 @@ def _ttir_extra(options: Mapping[str, Any]) -> dict:
 
 TABLE: tuple[Stage, ...] = (
     Stage("parse", "source", None, ("json", "loc"), {"json": ".json", "loc": ".loc.json"},
-          ("kernel", "file"), ("ttbuild", "python"), _parse_options, extra_files=True),
+          ("kernel", "file"), ("ttbuild", "python"), _parse_options, extra_files=True,
+          doc="kernel source -> canonical kernel description (JSON) + location table"),
     Stage("ttir", "json", "parse", ("ttir",), {"ttir": ".ttir"}, ("signature", "constexprs", "debug", "tma"),
-          ("ttbuild", "mlir", "libdevice"), _ttir_options, (".ttir",), _ttir_extra),
+          ("ttbuild", "mlir", "libdevice"), _ttir_options, (".ttir",), _ttir_extra,
+          doc="kernel description -> TTIR (MLIR generic form)"),
     Stage("ttgir", "ttir", "ttir", ("ttgir",), {"ttgir": ".ttgir"},
           ("num_warps", "num_ctas", "num_stages", "target", "disable_mma_v3"),
-          ("ttbuild", "mlir"), _ttgir_options, (".ttgir",)),
+          ("ttbuild", "mlir"), _ttgir_options, (".ttgir",), doc="TTIR -> TTGIR with layout encodings"),
     Stage("llir", "ttgir", "ttgir", ("llir",), {"llir": ".llir"}, ("target", "enable_fp_fusion", "debug"),
-          ("ttbuild", "llvm", "libdevice"), _llir_options, (".llir", ".ll")),
+          ("ttbuild", "llvm", "libdevice"), _llir_options, (".llir", ".ll"), doc="TTGIR -> LLVM IR"),
     Stage("ptx", "llir", "llir", ("ptx",), {"ptx": ".ptx"}, ("arch", "ptx_version"),
-          ("ttbuild", "llvm"), _ptx_options, (".ptx",)),
+          ("ttbuild", "llvm"), _ptx_options, (".ptx",), doc="LLVM IR -> PTX"),
     Stage("cubin", "ptx", "ptx", ("cubin",), {"cubin": ".cubin"}, ("arch", "ptxas_options"),
-          ("ttbuild", "ptxas"), _cubin_options),
+          ("ttbuild", "ptxas"), _cubin_options, doc="PTX -> cubin (ptxas)"),
 )
 STAGES = tuple(s.name for s in TABLE)
 BY_NAME = {s.name: s for s in TABLE}

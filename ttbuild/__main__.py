@@ -22,7 +22,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return package_main(args[1:])
     if args[:1] == ["tune"]:  # runs where the library is used: runtime, torch and a GPU, no compiler
-        from ttbuild.runtime.tuner import main as tune_main
+        from ttbuild.runtime.tunecli import main as tune_main
 
         return tune_main(args[1:])
     try:

@@ -31,7 +31,7 @@ class CompilationError(TTBuildError):
     """
 
     # The AST node id (`loc("n17")`) of a later stage's failure, before
-    # `ttbuild.frontend.locs.locate` turns it into a `loc` through the parse loc table.
+    # `ttbuild.locs.locate` turns it into a `loc` through the parse loc table.
     node_id: int | None = None
 
     def __init__(self, message: str, loc: Loc | None = None, *, stage: str | None = None,

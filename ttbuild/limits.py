@@ -40,11 +40,11 @@ from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
 from ttbuild.errors import CompilationError, CompilerWarning, Loc, TTBuildError
+from ttbuild.units import format_size, parse_duration, parse_size
 
 DEFAULT_SECONDS = 600.0
 DEFAULT_MEMORY = 16 << 30
 _POLL_S = 0.05  # how often the build samples the runner's memory
-_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
 
 
 class StageLimitError(CompilationError):
@@ -55,21 +55,6 @@ class StageLimitError(CompilationError):
     def __init__(self, message: str, *, stage: str, kind: str):
         self.kind = kind
         super().__init__(message, stage=stage)
-
-
-def parse_bytes(text: str) -> int:
-    """`"16G"` -> 17179869184: an integer with an optional K/M/G/T suffix (binary units, an
-    optional trailing "B" or "iB"). Raises ValueError naming the text."""
-    t = text.strip().upper().removesuffix("IB").removesuffix("B")
-    unit = t[-1:] if t[-1:] in _UNITS and t[-1:] else ""
-    number = t[: len(t) - len(unit)].strip()
-    try:
-        value = float(number)
-    except ValueError:
-        raise ValueError(f"{text!r} is not a size (bytes, or a number with K, M, G or T)") from None
-    if value < 0:
-        raise ValueError(f"{text!r}: a size cannot be negative")
-    return int(value * _UNITS[unit])
 
 
 @dataclass(frozen=True)
@@ -111,7 +96,7 @@ def _setting(env: Mapping[str, str], name: str, default, parse):
 
 def _seconds(name: str, raw: str) -> float:
     try:
-        seconds = float(raw)
+        seconds = parse_duration(raw)
     except ValueError:
         raise ValueError(f"{name}={raw!r} is not a number of seconds") from None
     if not seconds > 0:
@@ -121,16 +106,9 @@ def _seconds(name: str, raw: str) -> float:
 
 def _memory(name: str, raw: str) -> int | None:
     try:
-        return parse_bytes(raw) or None
+        return parse_size(raw) or None
     except ValueError as exc:
         raise ValueError(f"{name}: {exc}") from None
-
-
-def _human(n: int) -> str:
-    for unit in ("T", "G", "M", "K"):
-        if n >= _UNITS[unit] and n % _UNITS[unit] == 0:
-            return f"{n // _UNITS[unit]}{unit}"
-    return f"{n} bytes"
 
 
 def _rss(pid: int) -> int | None:
@@ -448,5 +426,5 @@ def _await(runner: _Runner, limits: StageLimits, stage: str, start: float) -> by
             if rss is not None and rss > limits.rss_bytes:
                 raise StageLimitError(
                     f"the {stage} stage used {rss / (1 << 20):.0f} MiB, past its memory limit of "
-                    f"{_human(limits.rss_bytes)}, and was stopped (TTBUILD_STAGE_MEMORY sets the limit, "
+                    f"{format_size(limits.rss_bytes)}, and was stopped (TTBUILD_STAGE_MEMORY sets the limit, "
                     f"0 for none)", stage=stage, kind="memory")

@@ -26,6 +26,31 @@ class OptionError(TTBuildError, ValueError):
         super().__init__(f"{field}: {why}")
 
 
+def _positive_int(name: str, val: Any) -> None:
+    if isinstance(val, bool) or not isinstance(val, int) or val < 1:
+        raise OptionError(name, f"must be a positive integer, got {val!r}")
+
+
+def _flag(name: str, val: Any) -> None:
+    if not isinstance(val, bool):
+        raise OptionError(name, f"must be true or false, got {val!r}")
+
+
+def _string(name: str, val: Any) -> None:
+    if not isinstance(val, str):
+        raise OptionError(name, f"must be a string, got {val!r}")
+
+
+def _strings(name: str, val: Any) -> None:
+    if not isinstance(val, (list, tuple)) or not all(isinstance(o, str) for o in val):
+        raise OptionError(name, "must be a list of strings")
+
+
+# The check of each field type `Options` declares (its annotations are strings: `from __future__
+# import annotations`); a field of another type fails at import, not silently unchecked.
+_CHECKS = {"int": _positive_int, "bool": _flag, "str": _string, "tuple[str, ...]": _strings}
+
+
 @dataclass(frozen=True)
 class Options:
     """The options of one kernel variant past its signature and constexprs.
@@ -55,25 +80,16 @@ class Options:
     disable_tma: bool = False
 
     def __post_init__(self):
-        for name in ("num_warps", "num_stages", "num_ctas"):
-            val = getattr(self, name)
-            if isinstance(val, bool) or not isinstance(val, int) or val < 1:
-                raise OptionError(name, f"must be a positive integer, got {val!r}")
+        # Each field checked by its declared type (dataclasses.fields), then the rules of its own.
+        for f in fields(self):
+            _CHECKS[f.type](f.name, getattr(self, f.name))
         if self.num_warps & (self.num_warps - 1) or self.num_warps > MAX_NUM_WARPS:
             raise OptionError("num_warps", f"must be a power of two from 1 to {MAX_NUM_WARPS}, got {self.num_warps}")
-        if not isinstance(self.target, str):
-            raise OptionError("target", f"must be a string, got {self.target!r}")
         try:
             Target.parse(self.target)
         except TargetError as exc:
             raise OptionError("target", str(exc)) from None
-        for name in ("enable_fp_fusion", "debug", "disable_mma_v3", "disable_tma"):
-            if not isinstance(getattr(self, name), bool):
-                raise OptionError(name, f"must be true or false, got {getattr(self, name)!r}")
-        opts = self.ptxas_options
-        if not isinstance(opts, (list, tuple)) or not all(isinstance(o, str) for o in opts):
-            raise OptionError("ptxas_options", "must be a list of strings")
-        object.__setattr__(self, "ptxas_options", tuple(opts))
+        object.__setattr__(self, "ptxas_options", tuple(self.ptxas_options))
 
     @property
     def target_info(self) -> Target:
@@ -93,16 +109,7 @@ class Options:
         return cls(**{k: v for k, v in options.items() if k in names})
 
 
+if {f.type for f in fields(Options)} - set(_CHECKS):
+    raise TypeError(f"Options field types without a check: {({f.type for f in fields(Options)} - set(_CHECKS))}")
 FIELD_NAMES = tuple(f.name for f in fields(Options))
 DEFAULTS = Options()
-
-
-def stage_options(stage: str, options: Mapping[str, Any]) -> Options:
-    """`Options.from_mapping(options)` for stage `stage`'s `run`: an invalid value becomes a
-    CompilationError naming the stage (a stage reports bad input, never a traceback)."""
-    from ttbuild.errors import CompilationError
-
-    try:
-        return Options.from_mapping(options)
-    except OptionError as exc:
-        raise CompilationError(f"option {exc}", stage=stage) from None

@@ -1,15 +1,19 @@
-"""The external tools and their versions, one home: ptxas (path, version), libdevice, LLVM (llvmlite) and MLIR.
+"""The external tools and their identities, one home: ptxas (path, version, digest), libdevice (path, digest), LLVM (llvmlite) and MLIR.
 
-The cubin stage runs the ptxas `ptxas_path()` names and the cache key records `ptxas_version()`
-of that same path, so a key always names the ptxas that ran (docs/CONTRACTS.md, "## Cache").
-ptxas and libdevice come from the `nvidia-cuda-nvcc` wheel, never from a system CUDA:
-`nvidia/cu13/...` (CUDA 13 wheels), `nvidia/cuda_nvcc/...` or `nvidia/cu12/...` (CUDA 12
-wheels). Importing this module is cheap: llvmlite and the MLIR metadata are read on first call.
+ptxas and libdevice are located by `cuda-pathfinder` (installed with cuda-bindings; it looks in
+the NVIDIA wheels first: `nvidia-cuda-nvcc` for ptxas, `nvidia-nvvm` for libdevice, then a Conda
+prefix and CUDA_HOME), ptxas overridable by $TTBUILD_PTXAS. The cubin stage runs the ptxas
+`ptxas_path()` names and the cache key records `ptxas_id()` of that same path: its version text
+and the sha256 of its file, so a wrapper that answers `--version` like the real one but compiles
+otherwise gets another key (docs/CONTRACTS.md, "## Cache"). The llir stage links the libdevice
+`libdevice_path()` names, keyed by `libdevice_id()`. Importing this module is cheap: llvmlite,
+pathfinder and the MLIR metadata are read on first call.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 import re
 import subprocess
@@ -19,44 +23,32 @@ from ttbuild.errors import ToolError
 
 # Environment variable naming another ptxas on purpose (testing another toolkit).
 PTXAS_ENV = "TTBUILD_PTXAS"
-# Wheel layouts under the `nvidia` namespace package, newest first.
-_WHEEL_DIRS = ("cu13", "cuda_nvcc", "cu12")
 _INSTALL_HINT = "pip install 'nvidia-cuda-nvcc==13.0.*'"
-
-
-def _nvidia_roots() -> list[str]:
-    try:
-        import nvidia  # namespace package shared by the CUDA wheels
-    except ImportError:
-        return []
-    return list(getattr(nvidia, "__path__", []))
+_NVVM_HINT = "pip install nvidia-nvvm"
 
 
 @functools.cache
-def _wheel_file(rel: str) -> Path | None:
-    for root in _nvidia_roots():
-        for sub in _WHEEL_DIRS:
-            cand = Path(root) / sub / rel
-            if cand.is_file():
-                return cand
-    return None
+def _found_ptxas() -> str | None:
+    from cuda.pathfinder import find_nvidia_binary_utility
+
+    return find_nvidia_binary_utility("ptxas")
 
 
 def ptxas_path() -> Path:
-    """The ptxas the build runs: `$TTBUILD_PTXAS` when set, else the wheel's `bin/ptxas`.
+    """The ptxas the build runs: `$TTBUILD_PTXAS` when set, else the one cuda-pathfinder finds
+    (the nvidia-cuda-nvcc wheel's `bin/ptxas` first).
 
-    Read on every call (the variable may change between builds in one process; the wheel
-    lookup is cached). Raises ToolError when no wheel provides one.
+    Read on every call (the variable may change between builds in one process; the lookup is
+    cached). Raises ToolError when none is found.
     """
     env = os.environ.get(PTXAS_ENV)
     if env:
         return Path(env)
-    found = _wheel_file("bin/ptxas")
+    found = _found_ptxas()
     if found is None:
-        raise ToolError("ptxas", "ptxas not found: install the nvidia-cuda-nvcc wheel (looked under "
-                        f"{_nvidia_roots() or 'no nvidia package'} for {'|'.join(_WHEEL_DIRS)}/bin/ptxas)",
-                        _INSTALL_HINT)
-    return found
+        raise ToolError("ptxas", "ptxas not found: install the nvidia-cuda-nvcc wheel (cuda-pathfinder looked in "
+                        "the NVIDIA wheels, $CONDA_PREFIX and $CUDA_HOME)", _INSTALL_HINT)
+    return Path(found)
 
 
 @functools.cache
@@ -84,13 +76,57 @@ def ptxas_version(path: str | os.PathLike | None = None) -> str:
 ptxas_version.cache_clear = _ptxas_version_at.cache_clear  # type: ignore[attr-defined]
 
 
+@functools.cache
+def _file_digest(path: str, mtime_ns: int, size: int) -> str:
+    """sha256 of the file at `path` (the stat values key the memo: a replaced file is read again)."""
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+def file_digest(path: str | os.PathLike) -> str:
+    """sha256 hex of the file `path` names (links followed), once per process while it is unchanged.
+    Raises ToolError naming the file when it cannot be read."""
+    try:
+        real = os.path.realpath(path)
+        st = os.stat(real)
+        return _file_digest(real, st.st_mtime_ns, st.st_size)
+    except OSError as exc:
+        raise ToolError(Path(path).name, f"cannot read {path}: {exc.strerror}", f"ls -l {path}") from None
+
+
+def ptxas_id(path: str | os.PathLike | None = None) -> str:
+    """What keys the ptxas at `path` (default `ptxas_path()`): `<version> sha256:<digest of the
+    file>`. The version alone named a wrapper that prints the real `--version` but passes other
+    flags (-O0) as the real ptxas. Raises ToolError as `ptxas_version`."""
+    exe = path if path is not None else ptxas_path()
+    return f"{ptxas_version(exe)} sha256:{file_digest(exe)}"
+
+
+@functools.cache
+def _found_libdevice() -> str | None:
+    from cuda.pathfinder import BitcodeLibNotFoundError, locate_bitcode_lib
+
+    try:
+        return locate_bitcode_lib("device").abs_path
+    except BitcodeLibNotFoundError:
+        return None
+
+
 def libdevice_path() -> Path:
-    """libdevice.10.bc of the nvidia-cuda-nvcc wheel (`nvvm/libdevice/`); ToolError if missing."""
-    found = _wheel_file("nvvm/libdevice/libdevice.10.bc")
+    """libdevice.10.bc as cuda-pathfinder locates it (the nvidia-nvvm wheel's `nvvm/libdevice/`
+    first); ToolError if missing."""
+    found = _found_libdevice()
     if found is None:
-        raise ToolError("libdevice", "libdevice.10.bc not found: install the nvidia-cuda-nvcc wheel",
-                        _INSTALL_HINT)
-    return found
+        raise ToolError("libdevice", "libdevice.10.bc not found: install the nvidia-nvvm wheel", _NVVM_HINT)
+    return Path(found)
+
+
+def libdevice_id() -> str:
+    """What keys the libdevice the stages read (the ttir stage's function table, the llir
+    stage's link): `sha256:<digest of libdevice.10.bc>`, or "absent" where none is installed
+    (the ttir stage then knows no libdevice name; a kernel that calls one fails)."""
+    found = _found_libdevice()
+    return f"sha256:{file_digest(found)}" if found is not None else "absent"
 
 
 @functools.cache

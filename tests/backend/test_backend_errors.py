@@ -12,7 +12,7 @@ import pytest
 from ttbuild.backend.llir import emit, rules
 from ttbuild.backend.ttgir import passes
 from ttbuild.errors import CompilationError
-from ttbuild.frontend.locs import locate
+from ttbuild.locs import locate
 from ttbuild.registry import Registry
 from ttbuild.stages import llir, parse, ttgir, ttir
 

@@ -146,7 +146,9 @@ def test_run_cached_stores_nothing_on_failure(tmp_path):
 
 
 def test_cli_stats_verify_prune(tmp_path, monkeypatch, capsys):
-    from ttbuild.cache.__main__ import main, parse_age, parse_size
+    from ttbuild.cache.__main__ import main
+    from ttbuild.units import parse_duration as parse_age
+    from ttbuild.units import parse_size
 
     assert parse_size("10G") == 10 << 30 and parse_size("512k") == 512 << 10 and parse_size("7") == 7
     assert parse_age("30d") == 30 * 86400 and parse_age("90m") == 5400 and parse_age("5") == 5

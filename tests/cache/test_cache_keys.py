@@ -161,3 +161,43 @@ def test_importing_the_cache_pulls_in_no_compiler():
             "print(sorted(m for m in ('llvmlite', 'mlir', 'doit', 'cuda') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="shell-script wrapper of ptxas")
+def test_a_ptxas_wrapper_that_answers_version_like_the_real_one_gets_another_key(tmp_path, monkeypatch):
+    # The wrapper prints the real `--version` but compiles at -O0: the version text alone keyed its
+    # cubins as the real ptxas's. The key names the binary's digest too (toolchain.ptxas_id).
+    monkeypatch.delenv("TTBUILD_PTXAS", raising=False)
+    try:
+        real = toolchain.ptxas_path()
+    except ToolError:
+        pytest.skip("nvidia-cuda-nvcc wheel (ptxas) not installed")
+    from ttbuild.compiler import stage_cache_key
+
+    wrapper = tmp_path / "ptxas"
+    wrapper.write_text(f'#!/bin/sh\ncase "$1" in --version) exec "{real}" --version ;; esac\nexec "{real}" -O0 "$@"\n')
+    wrapper.chmod(0o755)
+    inputs, opts = {"ptx": b".version 9.0\n.target sm_90a\n.address_size 64\n"}, {"arch": "sm_90a", "ptxas_options": []}
+    normal = stage_cache_key("cubin", inputs, opts)
+    monkeypatch.setenv("TTBUILD_PTXAS", str(wrapper))
+    assert toolchain.ptxas_version() == toolchain.ptxas_version(real)  # the wrapper passes for the real one...
+    assert stage_cache_key("cubin", inputs, opts) != normal  # ...but its cubins are keyed apart
+    assert keys.tool_versions_for("cubin")["ptxas"].endswith(f"sha256:{toolchain.file_digest(wrapper)}")
+    monkeypatch.delenv("TTBUILD_PTXAS")
+    assert stage_cache_key("cubin", inputs, opts) == normal
+
+
+def test_libdevice_keys_the_llir_stage_by_its_digest(tmp_path, monkeypatch):
+    # libdevice comes from nvidia-nvvm (cuda-pathfinder locates it), which is not pinned: another
+    # release must not answer for the linked LLIR of this one.
+    assert "libdevice" in keys.STAGE_TOOLS["llir"]
+    inputs, opts = {"ttgir": b"module {}"}, {"target": "cuda:90", "enable_fp_fusion": True, "debug": False}
+    from ttbuild.compiler import stage_cache_key
+
+    before = stage_cache_key("llir", inputs, opts)
+    other = tmp_path / "libdevice.10.bc"
+    other.write_bytes(b"BC\xc0\xde another libdevice")
+    monkeypatch.setattr(toolchain, "_found_libdevice", lambda: str(other))
+    assert keys.tool_versions("libdevice")["libdevice"] == f"sha256:{hashlib.sha256(other.read_bytes()).hexdigest()}"
+    assert stage_cache_key("llir", inputs, opts) != before
+    assert toolchain.libdevice_path() == other

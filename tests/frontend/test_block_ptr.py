@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import ttir_eval  # noqa: E402  (tests/frontend is on sys.path)
 
 from ttbuild.errors import CompilationError  # noqa: E402
-from ttbuild.frontend.locs import locate  # noqa: E402
+from ttbuild.locs import locate  # noqa: E402
 from ttbuild.stages import parse, ttir  # noqa: E402
 
 BM, BN = 16, 32

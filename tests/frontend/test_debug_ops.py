@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from ttbuild.errors import CompilationError
 from ttbuild.frontend.debugops import munge_prefix
-from ttbuild.frontend.locs import locate, node_id_of
+from ttbuild.locs import locate, node_id_of
 from ttbuild.stages import parse, ttir
 
 HERE = Path(__file__).resolve().parent

@@ -10,7 +10,7 @@ import pytest
 from oracle import MAKE_IR
 
 from ttbuild.errors import CompilationError
-from ttbuild.frontend.locs import locate, node_id_of, node_loc
+from ttbuild.locs import locate, node_id_of, node_loc
 from ttbuild.stages import parse, ttir
 
 HEADER = "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
@@ -350,7 +350,7 @@ def compile_warnings(body: str, signature=("*i32", "i32")):
     """Compile `def k(p, n, BLOCK): <body>` (BLOCK=32); the CompilerWarnings it raises, located,
     and the source lines."""
     from ttbuild.errors import CompilerWarning
-    from ttbuild.frontend.locs import locate_warning
+    from ttbuild.locs import locate_warning
 
     src = HEADER + "def k(p, n, BLOCK: tl.constexpr):\n" + textwrap.indent(textwrap.dedent(body), "    ")
     out = parse.run({"source": src.encode()}, {"kernel": "k", "file": "lib/k.py"})

@@ -7,7 +7,7 @@ import textwrap
 import pytest
 
 from ttbuild.errors import CompilationError
-from ttbuild.frontend.locs import locate
+from ttbuild.locs import locate
 from ttbuild.stages import parse, ttir
 
 HEAD = "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef k(a_ptr, b_ptr, s_ptr, c_ptr):\n"

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ttbuild.errors import CompilationError
-from ttbuild.frontend.locs import locate
+from ttbuild.locs import locate
 from ttbuild.stages import parse, ttir
 
 LEAVES = ["xh", "xf", "xi", "xb", "n", "a", "1", "2.5", "-3", "True", "BLOCK", "0"]

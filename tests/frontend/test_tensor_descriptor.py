@@ -16,7 +16,7 @@ import ttir_eval  # noqa: E402  (tests/frontend is on sys.path)
 
 import ttbuild  # noqa: E402
 from ttbuild.errors import CompilationError  # noqa: E402
-from ttbuild.frontend.locs import locate  # noqa: E402
+from ttbuild.locs import locate  # noqa: E402
 from ttbuild.stages import parse, ttir  # noqa: E402
 
 BM, BN = 8, 16

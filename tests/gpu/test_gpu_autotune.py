@@ -49,7 +49,8 @@ def test_the_recorded_winner_is_the_fastest_config_timed_again(torch, tuned, tmp
 
 @pytest.mark.parametrize("shape", [(512, 512, 512), (500, 390, 200), (1024, 2040, 777)])
 def test_launches_through_the_table_match_torch(torch, tuned, shape, tmp_path):
-    from ttbuild.runtime.tuned import TABLE_SCHEMA, TunedLauncher, TuningTable
+    from ttbuild.runtime.tuned import TunedLauncher
+    from ttbuild.runtime.tuningtable import TABLE_SCHEMA, TuningTable
 
     M, N, K = shape
     table = TuningTable({"schema": TABLE_SCHEMA, "entries": [

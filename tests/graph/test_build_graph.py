@@ -46,9 +46,9 @@ def test_stage_key_changes_with_version(a, b):
 
 def test_variants_differing_in_num_warps_share_parse_and_ttir():
     variants = {v.name: v for v in load_variants(REPO / "kernels")}
-    a = chain(variants["add_kernel_fp32"], VERSIONS)
-    b = chain(variants["add_kernel_fp32_w8"], VERSIONS)
-    c = chain(variants["add_kernel_fp16"], VERSIONS)
+    a = chain(variants["add_kernel_fp32"], versions=VERSIONS)
+    b = chain(variants["add_kernel_fp32_w8"], versions=VERSIONS)
+    c = chain(variants["add_kernel_fp16"], versions=VERSIONS)
     assert [n.key for n in a[:2]] == [n.key for n in b[:2]]
     assert all(x.key != y.key for x, y in zip(a[2:], b[2:]))
     assert a[0].key == c[0].key and a[1].key != c[1].key
@@ -71,12 +71,12 @@ def test_one_task_per_unique_stage_key(tmp_path, fake_stage_root):
     assert len(names) == len(set(names))
     variants = load_variants(tmp_path / "kernels")
     # Every (stage, key) of every variant appears, and nothing else.
-    expected = {f"{n.stage}:{n.key}" for v in variants for n in chain(v, VERSIONS)}
+    expected = {f"{n.stage}:{n.key}" for v in variants for n in chain(v, versions=VERSIONS)}
     expected |= {f"meta:{v.name}" for v in variants if v.until == "cubin"}
     assert set(names) == expected
     by_name = dict(zip(names, tasks))
     for v in variants:
-        nodes = chain(v, VERSIONS)
+        nodes = chain(v, versions=VERSIONS)
         for parent, node in zip(nodes, nodes[1:]):
             task = by_name[f"{node.stage}:{node.key}"]
             assert task["file_dep"] == by_name[f"{parent.stage}:{parent.key}"]["targets"][:1]
@@ -253,13 +253,14 @@ def test_meta_config_is_the_canonical_json_of_its_parts():
 
 def test_stage_config_is_the_canonical_json_of_its_parts():
     from ttbuild.canonical import canonical_json
-    from ttbuild.graph.keys import chain, stage_versions
+    from ttbuild.graph.keys import chain
     from ttbuild.graph.tasks import stage_config
     from ttbuild.graph.variants import load_variants
+    from ttbuild.stages import DEFAULT
 
     v = load_variants(Path(__file__).parents[2] / "kernels")[0]
-    versions = stage_versions("ttbuild.stages")
-    for node in chain(v, versions):
+    versions = DEFAULT.versions
+    for node in chain(v):
         whole = canonical_json({"stage": node.stage, "version": versions[node.stage], "code": "c0de",
                                 "options": node.options})
         assert stage_config(node, versions[node.stage], "c0de") == whole

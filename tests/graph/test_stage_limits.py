@@ -11,7 +11,8 @@ import warnings
 import pytest
 
 from ttbuild.errors import CompilerWarning, Loc, NotSupportedYet, ToolError
-from ttbuild.limits import DEFAULT_MEMORY, DEFAULT_SECONDS, StageLimitError, StageLimits, parse_bytes, run_limited
+from ttbuild.limits import DEFAULT_MEMORY, DEFAULT_SECONDS, StageLimitError, StageLimits, run_limited
+from ttbuild.units import parse_size as parse_bytes
 
 LIMITS = StageLimits(30, 4 << 30)
 

@@ -8,8 +8,9 @@ import pytest
 from runtime_fakes import FakeTorch, RecordingDriver, meta, write_lib
 
 import ttbuild.runtime as rt
-from ttbuild.runtime.tuned import RULE, TABLE_SCHEMA, TunedLauncher, TuningTable, distance
+from ttbuild.runtime.tuned import TunedLauncher
 from ttbuild.runtime.tuner import winner
+from ttbuild.runtime.tuningtable import RULE, TABLE_SCHEMA, TuningTable, distance
 
 CONFIGS = {0: {"BLOCK": 32, "w": 4}, 1: {"BLOCK": 64, "w": 8}}
 

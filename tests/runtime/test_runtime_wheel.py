@@ -140,7 +140,8 @@ def test_tuning_tables_ship_in_the_wheel_and_load_from_the_package(tmp_path):
 
     from ttbuild.runtime import MetadataError
     from ttbuild.runtime.package import load_package
-    from ttbuild.runtime.tuned import TABLE_SCHEMA, TunedLauncher
+    from ttbuild.runtime.tuned import TunedLauncher
+    from ttbuild.runtime.tuningtable import TABLE_SCHEMA
 
     docs = []
     for c, block in enumerate((512, 1024)):

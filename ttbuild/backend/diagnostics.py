@@ -7,7 +7,7 @@ CompilationError at that op.
 Triton's model is `CodeGenerator.visit` in the frontend: every error raised while visiting a node
 leaves with that node's position. Here the position is the op's `loc("n17")` node id, set as
 `CompilationError.node_id`; the build layer maps it to file:line:col with a caret through the
-parse stage's loc table (ttbuild.frontend.locs.locate, docs/CONTRACTS.md "IR locations").
+parse stage's loc table (ttbuild.locs.locate, docs/CONTRACTS.md "IR locations").
 """
 
 from __future__ import annotations

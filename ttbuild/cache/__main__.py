@@ -3,31 +3,23 @@
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 
 from ttbuild.cache.base import CacheError
 from ttbuild.cache.config import open_cache
 from ttbuild.cache.layered import LayeredCache
-
-_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40}
-_AGES = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+from ttbuild.units import parse_duration, parse_size
 
 
-def parse_size(text: str) -> int:
-    """`500M`, `10G`, `1024` → bytes (binary units). Raises argparse.ArgumentTypeError."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*", text.lower())
-    if not m:
-        raise argparse.ArgumentTypeError(f"not a size: {text!r} (e.g. 500M, 10G)")
-    return int(float(m.group(1)) * _UNITS[m.group(2)])
-
-
-def parse_age(text: str) -> float:
-    """`30d`, `12h`, `90m`, `3600` (seconds) → seconds. Raises argparse.ArgumentTypeError."""
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*", text.lower())
-    if not m:
-        raise argparse.ArgumentTypeError(f"not an age: {text!r} (e.g. 30d, 12h)")
-    return float(m.group(1)) * _AGES[m.group(2) or "s"]
+def _argument(parse):
+    """`parse` (ttbuild.units) as an argparse type: its ValueError's text becomes the CLI's error."""
+    def convert(text: str):
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+    convert.__name__ = parse.__name__
+    return convert
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,8 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("stats", help="entries, blobs and bytes held")
     sub.add_parser("verify", help="re-hash every blob, drop corrupt blobs and entries")
     pr = sub.add_parser("prune", help="drop old / least-recently-used entries")
-    pr.add_argument("--max-bytes", type=parse_size, default=None)
-    pr.add_argument("--max-age", type=parse_age, default=None)
+    pr.add_argument("--max-bytes", type=_argument(parse_size), default=None)
+    pr.add_argument("--max-age", type=_argument(parse_duration), default=None)
     args = ap.parse_args(argv)
     try:
         cache = open_cache(args.cache)

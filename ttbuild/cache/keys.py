@@ -17,20 +17,15 @@ import re
 from typing import Any, Mapping
 
 from ttbuild.canonical import canonical_bytes
-from ttbuild.toolchain import llvm_version, mlir_version, ptxas_version
+from ttbuild.stages import BY_NAME
+from ttbuild.toolchain import libdevice_id, llvm_version, mlir_version, ptxas_id
 
 ACTION_SCHEMA = "ttbuild.action/1"
 
-# Which external tools can change each stage's output for the same inputs and options.
-# Python's version keys `parse` because the `ast` module's node fields change between releases.
-STAGE_TOOLS: dict[str, tuple[str, ...]] = {
-    "parse": ("ttbuild", "python"),
-    "ttir": ("ttbuild", "mlir"),
-    "ttgir": ("ttbuild", "mlir"),
-    "llir": ("ttbuild", "llvm"),
-    "ptx": ("ttbuild", "llvm"),
-    "cubin": ("ttbuild", "ptxas"),
-}
+# Which external tools can change each stage's output for the same inputs and options: the stage
+# table's `tools` (ttbuild.stages). Python's version keys `parse` because the `ast` module's node
+# fields change between releases.
+STAGE_TOOLS: dict[str, tuple[str, ...]] = {name: stage.tools for name, stage in BY_NAME.items()}
 
 _HEX64 = re.compile(r"[0-9a-f]{64}\Z")
 
@@ -125,12 +120,14 @@ TOOL_VERSIONS = {
     "python": python_version,
     "llvm": llvm_version,
     "mlir": mlir_version,
-    "ptxas": ptxas_version,
+    "ptxas": ptxas_id,
+    "libdevice": libdevice_id,
 }
 
 
 def tool_versions(*names: str) -> dict[str, str]:
-    """Versions of the named tools (`ttbuild python llvm mlir ptxas`), each probed once per process.
+    """Versions of the named tools (`ttbuild python llvm mlir ptxas libdevice`), each probed once
+    per process (ptxas and libdevice: version and file digest, `ttbuild.toolchain`).
 
     Raises KeyError for an unknown tool name.
     """

@@ -24,8 +24,9 @@ import re
 import sys
 
 from ttbuild.collector import graph_phase
+from ttbuild.stages import DEFAULT, StageSet, stage_set
 
-from .loader import DEFAULT_STAGE_PACKAGE, Project
+from .loader import Project
 
 COMMANDS = ("build", "list", "explain", "show", "clean", "cache", "doit", "package")
 
@@ -102,7 +103,7 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
-def _cache_recompute(rest: list[str], stage_package: str) -> int:
+def _cache_recompute(rest: list[str], stages: StageSet) -> int:
     """`ttbuild cache [--cache URL] verify --recompute N [-k KERNELS] [-o ARTIFACTS] [--seed S]`:
     the usual verify, then N of the project's stages run afresh against their cache entries
     (ttbuild.cli.cacheverify; N = 0: all of them)."""
@@ -121,20 +122,21 @@ def _cache_recompute(rest: list[str], stage_package: str) -> int:
     ap.add_argument("--seed", type=int, default=None, help="seed of the sample (default: a new one)")
     args = ap.parse_args(rest)
     status = cache_main((["--cache", args.cache] if args.cache else []) + ["verify"])
-    project = Project.from_args(args.kernels, args.artifacts, None, stage_package)
+    project = Project.from_args(args.kernels, args.artifacts, None, stages)
     return max(status, recompute(project, args.recompute, open_cache(args.cache), args.seed))
 
 
-def main(argv: list[str] | None = None, *, stage_package: str = DEFAULT_STAGE_PACKAGE) -> int:
+def main(argv: list[str] | None = None, *, stage_package: StageSet | str = DEFAULT) -> int:
     """Run the command line on `argv` (default sys.argv[1:]); returns the exit status.
 
-    stage_package: the package whose stage modules compile (`ttbuild.stages`; tests pass
-    their stand-ins here, never through the environment)."""
+    stage_package: the `ttbuild.stages.StageSet` that compiles, or its package's name (the
+    compiler's own by default; tests pass their stand-ins here, never through the environment)."""
+    stages = stage_set(stage_package)
     args_in = list(sys.argv[1:] if argv is None else argv)
     if not args_in or (args_in[0].startswith("-") and args_in[0] not in ("-h", "--help")):
         args_in.insert(0, "build")
     if args_in[0] == "doit":
-        return _doit(args_in[1:], stage_package)
+        return _doit(args_in[1:], stages)
     if args_in[0] == "package":
         from ttbuild.wheel import main as package_main
 
@@ -143,12 +145,12 @@ def main(argv: list[str] | None = None, *, stage_package: str = DEFAULT_STAGE_PA
         from ttbuild.cache.__main__ import main as cache_main
 
         if "--recompute" in args_in:
-            return _cache_recompute(args_in[1:], stage_package)
+            return _cache_recompute(args_in[1:], stages)
         return cache_main(args_in[1:])
     args = parser().parse_args(args_in)
     try:
         with graph_phase():  # no cyclic collection over the task graph while it is checked
-            return _dispatch(args, stage_package)
+            return _dispatch(args, stages)
     except SystemExit as exc:
         if isinstance(exc.code, str):
             print(exc.code, file=sys.stderr)
@@ -184,9 +186,9 @@ def main(argv: list[str] | None = None, *, stage_package: str = DEFAULT_STAGE_PA
         raise
 
 
-def _dispatch(args, stage_package: str = DEFAULT_STAGE_PACKAGE) -> int:
+def _dispatch(args, stages: StageSet = DEFAULT) -> int:
     project = Project.from_args(getattr(args, "kernels", None), args.artifacts, getattr(args, "shard", None),
-                                stage_package)
+                                stages)
     if project.artifacts.exists() and not project.artifacts.is_dir():
         print(f"ttbuild: error: the artifacts folder {project.artifacts} is a file (-o names a folder)",
               file=sys.stderr)
@@ -213,9 +215,9 @@ def _dispatch(args, stage_package: str = DEFAULT_STAGE_PACKAGE) -> int:
     raise AssertionError(args.cmd)
 
 
-def _doit(rest: list[str], stage_package: str = DEFAULT_STAGE_PACKAGE) -> int:
+def _doit(rest: list[str], stages: StageSet = DEFAULT) -> int:
     """`ttbuild doit ARGS`: doit's own command line over ./kernels and ./artifacts."""
     from doit.cmd_base import ModuleTaskLoader
     from doit.doit_cmd import DoitMain
 
-    return DoitMain(ModuleTaskLoader(Project.from_args(None, None, stage_package=stage_package).namespace())).run(rest)
+    return DoitMain(ModuleTaskLoader(Project.from_args(None, None, stage_package=stages).namespace())).run(rest)

@@ -99,7 +99,7 @@ def _prefetch(project: Project):
         return None
     remote = cache.remote if isinstance(cache, LayeredCache) else None  # a local walk fetches nothing
     try:
-        tasks = list(generate_tasks(project.kernels, project.artifacts, project.stage_package,
+        tasks = list(generate_tasks(project.kernels, project.artifacts, project.stages,
                                     variants=project.variants()))
     except (VariantError, CompilationError):  # the build reports it
         return None
@@ -181,16 +181,16 @@ def clean_orphans(project: Project) -> int:
     leave behind (the cache keeps its copies). Their doit state stays in the DB, unused. Waits
     for a running build first. Raises VariantError for a list that does not load (the CLI
     prints it, status 3): nothing is removed then, a broken list never reads as an empty one."""
-    from ttbuild.graph.tasks import STAGES, generate_tasks
+    from ttbuild.graph.tasks import generate_tasks
 
-    art = project.artifacts
+    art, stages = project.artifacts, project.stages.names
     if not art.is_dir():
         return 0
-    wanted = {(t["basename"], t["name"]) for t in generate_tasks(project.kernels, art, project.stage_package)
-              if t.get("basename") in STAGES and t.get("name")}
+    wanted = {(t["basename"], t["name"]) for t in generate_tasks(project.kernels, art, project.stages)
+              if t.get("basename") in stages and t.get("name")}
     with build_lock(art):
         removed = 0
-        for stage in STAGES:
+        for stage in stages:
             root = art / stage
             if not root.is_dir():
                 continue

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
 import random
 from pathlib import Path
 
@@ -17,10 +16,10 @@ def recompute(project: Project, n: int, cache, seed: int | None = None) -> int:
     who wrote it) is reported and dropped (`Cache.forget`; read-only caches keep it). Prints one
     line per finding and a summary. Returns 0, or 1 when an entry did not reproduce."""
     from ttbuild.compiler import run_stage, stage_cache_key
-    from ttbuild.graph.tasks import STAGES, generate_tasks
+    from ttbuild.graph.tasks import generate_tasks
 
-    tasks = [t for t in generate_tasks(project.kernels, project.artifacts, project.stage_package)
-             if t.get("basename") in STAGES and t.get("name")]
+    tasks = [t for t in generate_tasks(project.kernels, project.artifacts, project.stages)
+             if t.get("basename") in project.stages.names and t.get("name")]
     runnable = []
     for t in tasks:
         (_action, args), = t["actions"]
@@ -30,7 +29,7 @@ def recompute(project: Project, n: int, cache, seed: int | None = None) -> int:
     sample = runnable if n <= 0 or n >= len(runnable) else random.Random(seed).sample(runnable, n)
     checked = cached = bad = 0
     for name, stage, package, inputs, options in sample:
-        importlib.import_module(f"{package}.{stage}")  # an unknown stage fails here, loudly
+        package.module(stage)  # an unknown stage fails here, loudly
         data = {role: Path(p).read_bytes() for role, p in inputs.items()}
         key = stage_cache_key(stage, data, options, package=package)
         stored = cache.get(key)

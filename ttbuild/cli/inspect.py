@@ -91,9 +91,9 @@ def _describe(reasons: dict, db_has: bool, config: list[str] | None = None) -> l
 
 def variant_states(project: Project, variant, tasks: dict, dep) -> list[TaskState]:
     """Status of each task `variant` builds (its stage chain, then its meta task), in order."""
-    from ttbuild.graph import chain, stage_versions
+    from ttbuild.graph import chain
 
-    names = [f"{n.stage}:{n.key}" for n in chain(variant, stage_versions(project.stage_package))]
+    names = [f"{n.stage}:{n.key}" for n in chain(variant, project.stages)]
     if variant.until == "cubin":
         names.append(f"meta:{variant.name}")
     states, pending = [], set()
@@ -162,9 +162,9 @@ def _rows(project: Project) -> list:
 def load(project: Project) -> tuple[list, list[RowFailure]]:
     """The project's variants and the rows that failed on their own, the way a continuing build
     loads them (ttbuild.graph.load_variants with row_errors; each diagnostic rendered by the
-    build log's ttbuild.graph.diagnostics.render_error). Raises VariantError for a list that
+    build log's ttbuild.locs.render_error). Raises VariantError for a list that
     fails as a whole (TOML syntax, an unknown top-level key)."""
-    from ttbuild.graph.diagnostics import render_error
+    from ttbuild.locs import render_error
 
     row_errors: list = []
     variants = project.variants(row_errors)
@@ -260,7 +260,6 @@ def option_changes(old: dict, new: dict) -> list[str]:
 
 def cmd_explain(project: Project, name: str, out=None) -> int:
     """Which of VARIANT's tasks would run and why; the option changes since its last build."""
-    from ttbuild.graph import stage_versions
     from ttbuild.graph.tasks import variant_doc
 
     out = out or sys.stdout
@@ -277,14 +276,14 @@ def cmd_explain(project: Project, name: str, out=None) -> int:
     if saved:
         before = json.loads(saved)
         changes = option_changes(before.get("variant", {}), variant_doc(variant))
-        now = stage_versions(project.stage_package)
+        now = project.stages.versions
         for stage, version in (before.get("versions") or {}).items():
             if now.get(stage) != version:
                 changes.append(f"{stage} stage VERSION: {version} -> {now.get(stage)}  ({stage} and later)")
-        from ttbuild.codedigest import stage_digest
+        from ttbuild.codedigest import module_digest
 
         for stage, code in (before.get("code") or {}).items():
-            if stage_digest(stage, project.stage_package) != code:
+            if module_digest(project.stages.module_name(stage)) != code:
                 changes.append(f"compiler changed: the source {stage} runs  ({stage} and later)")
         out.write("options or stage versions changed since the last build:\n" if changes else
                   "options: unchanged since the last build\n")
@@ -305,21 +304,21 @@ def cmd_explain(project: Project, name: str, out=None) -> int:
 def cmd_show(project: Project, name: str, stage: str, role: str | None = None,
              path_only: bool = False, out=None) -> int:
     """Print VARIANT's output file of STAGE (text), or its path and size (binary cubin, or --path)."""
-    from ttbuild.graph import chain, output_paths, stage_versions
-    from ttbuild.graph.keys import OUTPUT_ROLES
+    from ttbuild.graph import chain, output_paths
 
     out = out or sys.stdout
     variant = _find(project, name)
     if variant is None:
         return 3
-    nodes = {n.stage: n for n in chain(variant, stage_versions(project.stage_package))}
+    nodes = {n.stage: n for n in chain(variant, project.stages)}
     if stage not in nodes:
         raise SystemExit(f"ttbuild: error: variant {name} builds {', '.join(nodes)} only (until = "
                          f"{variant.until!r}), not {stage}")
-    role = role or OUTPUT_ROLES[stage][0]
-    if role not in OUTPUT_ROLES[stage]:
-        raise SystemExit(f"ttbuild: error: stage {stage} writes {', '.join(OUTPUT_ROLES[stage])}, not {role}")
-    path = output_paths(project.artifacts, stage, nodes[stage].key, variant.kernel)[role]
+    outputs = project.stages[stage].outputs
+    role = role or outputs[0]
+    if role not in outputs:
+        raise SystemExit(f"ttbuild: error: stage {stage} writes {', '.join(outputs)}, not {role}")
+    path = output_paths(project.artifacts, stage, nodes[stage].key, variant.kernel, project.stages)[role]
     try:
         data = open(path, "rb").read()
     except FileNotFoundError:

@@ -11,29 +11,31 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ttbuild.graph.state import BuildLock, announce_wait
-
-DEFAULT_STAGE_PACKAGE = "ttbuild.stages"
+from ttbuild.stages import DEFAULT, StageSet, stage_set
 
 
 @dataclass(frozen=True)
 class Project:
-    """Where a build reads kernels and writes artifacts, and which stage package compiles them
-    (`ttbuild.stages`; tests pass another through `ttbuild.cli.main(argv, stage_package=...)`)."""
+    """Where a build reads kernels and writes artifacts, and which stages compile them
+    (`ttbuild.stages.StageSet`; tests pass a package of doubles through
+    `ttbuild.cli.main(argv, stage_package=...)`)."""
 
     kernels: Path
     artifacts: Path
-    stage_package: str = DEFAULT_STAGE_PACKAGE
+    stages: StageSet = DEFAULT
     shard: tuple[int, int] | None = None
 
     @classmethod
     def from_args(cls, kernels: str | None, artifacts: str | None, shard=None,
-                  stage_package: str = DEFAULT_STAGE_PACKAGE) -> "Project":
-        return cls(Path(kernels or "kernels"), Path(artifacts or "artifacts"), stage_package, shard)
+                  stage_package: StageSet | str = DEFAULT) -> "Project":
+        """A project from the CLI's arguments (None: `kernels`, `artifacts`)."""
+        return cls(Path(kernels or "kernels"), Path(artifacts or "artifacts"), stage_set(stage_package), shard)
 
     def namespace(self, config: dict | None = None, tasks: list[dict] | None = None) -> dict:
+        """The doit namespace of this project (`ttbuild.graph.namespace`)."""
         from ttbuild.graph import namespace
 
-        return namespace(self.kernels, self.artifacts, self.stage_package, self.shard, config, tasks)
+        return namespace(self.kernels, self.artifacts, self.stages, self.shard, config, tasks)
 
     def variants(self, row_errors: list | None = None):
         """The variants this project builds (after sharding). Raises VariantError. With

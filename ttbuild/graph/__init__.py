@@ -7,22 +7,26 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ttbuild.stages import StageSet
+
 from .doitstate import keep_skipped_state
-from .keys import chain, stage_key, stage_options, stage_versions, xxh3_hex
+from .keys import chain, stage_key, stage_options, xxh3_hex
 from .tasks import DEP_FILE, TASK_GROUPS, doit_config, generate_tasks, output_paths
 from .variants import Variant, VariantError, load_variants
 
 __all__ = [
     "DEP_FILE", "TASK_GROUPS", "Variant", "VariantError", "chain", "doit_config", "generate_tasks",
-    "in_shard", "load_variants", "namespace", "output_paths", "stage_key", "stage_options",
-    "stage_versions", "xxh3_hex",
+    "in_shard", "load_variants", "namespace", "output_paths", "stage_key", "stage_options", "xxh3_hex",
 ]
 
 
 def namespace(kernels_dir: str | Path = "kernels", artifacts_dir: str | Path = "artifacts",
-              stage_package: str = "ttbuild.stages", shard: tuple[int, int] | None = None,
+              stage_package: "StageSet | str | None" = None, shard: tuple[int, int] | None = None,
               config: dict | None = None, tasks: list[dict] | None = None) -> dict:
     """A doit namespace (what a dodo module holds): DOIT_CONFIG plus one task creator.
+
+    stage_package: the `ttbuild.stages.StageSet` that compiles (or its package's name; default
+    the compiler's own).
 
     shard: (i, n), 1 <= i <= n, keeps only the variants `in_shard` assigns to shard i (a CI
     matrix job builds one shard; stage tasks two shards share are built by both, and the

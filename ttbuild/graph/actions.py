@@ -22,18 +22,17 @@ from doit.exceptions import TaskFailed
 from ttbuild import collector
 from ttbuild.errors import CompilationError, CompilerWarning, ToolError
 from ttbuild.fileio import atomic_write
+from ttbuild.locs import render_error
 
-from .diagnostics import render_error
 
-
-def run_stage(stage: str, package: str, inputs: Mapping[str, str], outputs: Mapping[str, str],
+def run_stage(stage: str, package, inputs: Mapping[str, str], outputs: Mapping[str, str],
               options: dict, loc_path: str | None, label: str):
     """doit python-action for one (stage, key) task.
 
     inputs: role -> path to read; outputs: role -> path to write; options: the stage's JSON
     options; loc_path: the parse `loc` table used to resolve node ids in diagnostics (read
     only on failure, so it is not a file_dep: a blank-line edit must not rerun later stages);
-    label: "kernel (variants)" for messages.
+    label: "kernel (variants)" for messages. package: the `ttbuild.stages.StageSet`.
 
     The stage runs through `ttbuild.compiler.run_stage`, the one the in-memory driver
     (`ttbuild.compile`) uses, with the process's cache (`ttbuild.cache.default_cache`): the
@@ -77,7 +76,7 @@ def run_stage(stage: str, package: str, inputs: Mapping[str, str], outputs: Mapp
         if not isinstance(w.message, CompilerWarning):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
     if found:  # the reporter prints them (a worker's own output is not shown)
-        from ttbuild.frontend.locs import locate_warning
+        from ttbuild.locs import locate_warning
 
         table = Path(loc_path).read_bytes() if loc_path and Path(loc_path).is_file() else None
         values["warnings"] = [f"{locate_warning(w, table).render()}  ({label})" for w in found]

@@ -1,39 +1,17 @@
-"""Stage options per variant and chained stage keys: key = xxh3_64(parent key, stage, VERSION, options JSON)."""
+"""Chained stage keys per variant: key = xxh3_64(parent key, stage, VERSION, options JSON), along the stage table's plan."""
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Mapping
 
 import xxhash
 
-from ttbuild import tma
 from ttbuild.canonical import canonical_json
-from ttbuild.options import Options
-from ttbuild.signature import SigEntry
-from ttbuild.stages import STAGES
+from ttbuild.stages import DEFAULT, Request, StageSet
 from ttbuild.target import Target
 
 from .variants import Variant
-
-# Input and output roles of each stage (docs/CONTRACTS.md, "Stage modules").
-INPUT_ROLE = {"parse": "source", "ttir": "json", "ttgir": "ttir", "llir": "ttgir",
-              "ptx": "llir", "cubin": "ptx"}
-# The parent output each stage reads: (parent stage, parent role).
-PARENT_ROLE = {"ttir": ("parse", "json"), "ttgir": ("ttir", "ttir"), "llir": ("ttgir", "ttgir"),
-               "ptx": ("llir", "llir"), "cubin": ("ptx", "ptx")}
-OUTPUT_ROLES = {"parse": ("json", "loc"), "ttir": ("ttir",), "ttgir": ("ttgir",),
-                "llir": ("llir",), "ptx": ("ptx",), "cubin": ("cubin",)}
-
-
-def extra_inputs(stage: str, options: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
-    """Inputs a stage reads beyond its parent's output, as role -> (stage, role): a debug ttir
-    also reads the parse `loc` table, to write real file:line positions into its locations (the
-    assert messages name them). Only then: a non-debug ttir must not rerun on a blank-line edit."""
-    if stage == "ttir" and options.get("debug"):
-        return {"loc": ("parse", "loc")}
-    return {}
 
 
 def xxh3_hex(data: str | bytes) -> str:
@@ -55,34 +33,14 @@ def stage_key(parent: str, stage: str, version: int, options: Mapping[str, Any],
     return xxh3_hex(f"{parent}\0{stage}\0{int(version)}\0{options_json}")
 
 
-def stage_options(variant: Variant) -> dict[str, dict[str, Any]]:
-    """The options each stage of `variant` runs with (CONTRACTS.md table), JSON-serialisable."""
-    return stage_options_of(variant.kernel, variant.file, variant.params, variant.constexprs, variant.options)
+def request(variant: Variant) -> Request:
+    """What the stage table derives `variant`'s per-stage options from."""
+    return Request(variant.kernel, variant.file, variant.params, variant.constexprs, variant.options)
 
 
-def stage_options_of(kernel: str, file: str, params: Sequence[SigEntry], constexprs: Mapping[str, Any],
-                     options: Options) -> dict[str, dict[str, Any]]:
-    """Stage name -> that stage's options, from a kernel's name, its `file` (as locations name
-    it), its signature entries, constexpr values and compile options. The build (through
-    `stage_options`) and the in-memory driver (`ttbuild.compiler`) both take their options here.
-    """
-    target = options.target_info
-    return {
-        "parse": {"kernel": kernel, "file": file},
-        # `debug` keys ttir only when on, so non-debug variants keep their keys and cached outputs;
-        # `tma` where the target loads descriptors through TMA (ttbuild.tma).
-        "ttir": {"signature": [str(p) for p in params], "constexprs": dict(constexprs),
-                 **({"debug": True} if options.debug else {}),
-                 **({"tma": True} if tma.enabled(target.capability, options.disable_tma) else {})},
-        # `disable_mma_v3` keys ttgir only when on, so other variants keep their keys.
-        "ttgir": {"num_warps": options.num_warps, "num_ctas": options.num_ctas,
-                  "num_stages": options.num_stages, "target": options.target,
-                  **({"disable_mma_v3": True} if options.disable_mma_v3 else {})},
-        "llir": {"target": options.target, "enable_fp_fusion": options.enable_fp_fusion,
-                 "debug": options.debug},
-        "ptx": {"arch": target.arch, "ptx_version": target.ptx_version},
-        "cubin": {"arch": target.arch, "ptxas_options": list(options.ptxas_options)},
-    }
+def stage_options(variant: Variant, stages: StageSet = DEFAULT) -> dict[str, dict[str, Any]]:
+    """The options each stage of `variant` runs with (`ttbuild.stages` derives them), JSON-serialisable."""
+    return stages.options(request(variant))
 
 
 def jit_ptx_options(target: str) -> dict[str, Any]:
@@ -93,37 +51,41 @@ def jit_ptx_options(target: str) -> dict[str, Any]:
     return {"arch": f"sm_{t.capability}", "ptx_version": t.ptx_version}
 
 
-def stage_versions(package: str = "ttbuild.stages") -> dict[str, int]:
-    """`VERSION` of every stage module in `package`. Importing a stage module is cheap by
-    contract (heavy imports live inside `run`); a missing module or VERSION raises ImportError."""
-    versions = {}
-    for stage in STAGES:
-        mod = importlib.import_module(f"{package}.{stage}")
-        version = getattr(mod, "VERSION", None)
-        if not isinstance(version, int):
-            raise ImportError(f"{package}.{stage} has no integer VERSION")
-        versions[stage] = version
-    return versions
-
-
 @dataclass(frozen=True)
 class StageNode:
-    """One stage of one variant: its key, options, and the key of the stage it reads."""
+    """One stage of one variant: its key, options, the key of the stage it reads, and its
+    inputs as role -> (producer stage, role) (`ttbuild.stages.Step.inputs`)."""
 
     stage: str
     key: str
     parent_key: str
     options: dict
     options_json: str = ""  # canonical_json(options), computed once for the key and the task
+    inputs: Mapping[str, tuple[str, str]] | None = None
 
 
-def chain(variant: Variant, versions: Mapping[str, int]) -> list[StageNode]:
-    """The stages `variant` builds (parse .. its `until`), keys chained from parse."""
-    opts = stage_options(variant)
+def chain(variant: Variant, stages: StageSet = DEFAULT, versions: Mapping[str, int] | None = None,
+          extra: Mapping[str, Mapping[str, tuple[str, str]]] | None = None) -> list[StageNode]:
+    """The stages `variant` builds (parse .. its `until`, `stages.plan`), keys chained from parse
+    with the stage modules' VERSIONs (`versions` given: those). extra: input files the graph
+    found for a stage that takes them (`plan`'s `extra`, as (ttbuild.stages.FILE, path))."""
+    opts = stage_options(variant, stages)
+    versions = stages.versions if versions is None else versions
     nodes, parent = [], ""
-    for stage in variant.stages:
+    for step in stages.plan(variant.until, None, opts, extra):
+        stage = step.stage.name
         oj = canonical_json(dict(opts[stage]))
         key = stage_key(parent, stage, versions[stage], opts[stage], oj)
-        nodes.append(StageNode(stage, key, parent, opts[stage], oj))
+        nodes.append(StageNode(stage, key, parent, opts[stage], oj, step.inputs))
         parent = key
     return nodes
+
+
+def jit_chain(llir_key: str, target: str, stages: StageSet = DEFAULT) -> StageNode:
+    """The ptx node of a multi-target variant's JIT PTX: `stages.plan` from llir to ptx, keyed
+    after the llir it reads, with `jit_ptx_options(target)`."""
+    (step,) = stages.plan("ptx", "llir")
+    opts = jit_ptx_options(target)
+    oj = canonical_json(opts)
+    key = stage_key(llir_key, "ptx", stages.versions["ptx"], opts, oj)
+    return StageNode("ptx", key, llir_key, opts, oj, {role: ("llir", r) for role, (_, r) in step.inputs.items()})

@@ -8,13 +8,13 @@ import json
 import ttbuild
 from ttbuild.errors import TTBuildError
 from ttbuild.irattrs import module_attrs
+from ttbuild.stages import STAGES
 from ttbuild.target import Target, min_cuda_driver
 from ttbuild.tma import MODULE_ATTR, decode_attr
 
 from .keys import xxh3_hex
 
 SCHEMA = "ttbuild.kernel/1"
-HASHED_STAGES = ("parse", "ttir", "ttgir", "llir", "ptx", "cubin")
 # TTGIR module attributes of the per-program global scratch (Triton's global_scratch): bytes per
 # program and the alignment the kernel assumes of its base
 SCRATCH_SIZE_ATTR = "ttg.global_scratch_memory_size"
@@ -222,7 +222,7 @@ def build_metadata(variant: dict, blobs: dict[str, bytes], cubin_name: str, imag
         **({"global_scratch": scratch} if scratch else {}),
         "target": variant["target"],
         "arch": variant["arch"],
-        "hashes": {stage: xxh3_hex(blobs[stage]) for stage in HASHED_STAGES},
+        "hashes": {stage: xxh3_hex(blobs[stage]) for stage in STAGES},
         # the runtime (stdlib only) refuses a cubin that is not the one this document describes
         "cubin_sha256": hashlib.sha256(blobs["cubin"]).hexdigest(),
         "ttbuild_version": ttbuild.__version__,

@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
-from .tasks import STAGES
+from ttbuild.stages import STAGES
 
 # Outputs the walk keeps in memory to compute children's keys without asking the cache again
 # (bytes); past it, a key seen before is read back from the (local) cache instead.

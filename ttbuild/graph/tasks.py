@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
-from dataclasses import fields, replace
+from dataclasses import fields
 from pathlib import Path
 from typing import Mapping
 
@@ -13,26 +13,19 @@ from doit.tools import config_changed
 
 import ttbuild
 from ttbuild.canonical import canonical_json
-from ttbuild.codedigest import module_digest, stage_digest
-from ttbuild.stages import STAGES
+from ttbuild.codedigest import module_digest
+from ttbuild.options import Options
+from ttbuild.stages import DEFAULT, FILE, SOURCE, StageSet, stage_set
 from ttbuild.target import Target
 
 from .actions import run_stage, write_meta
-from .keys import INPUT_ROLE, OUTPUT_ROLES, PARENT_ROLE, chain, extra_inputs, jit_ptx_options, stage_key, stage_versions
+from .keys import chain, jit_chain
 from .reporter import BuildReporter
 from .state import XXHashChecker
 from .variants import Variant, load_variants
 
-GROUP_DOCS = {
-    "parse": "kernel source -> canonical kernel description (JSON) + location table",
-    "ttir": "kernel description -> TTIR (MLIR generic form)",
-    "ttgir": "TTIR -> TTGIR with layout encodings",
-    "llir": "TTGIR -> LLVM IR",
-    "ptx": "LLVM IR -> PTX",
-    "cubin": "PTX -> cubin (ptxas)",
-    "meta": "artifacts/lib/<variant>.json + .cubin, what the runtime loads",
-}
-TASK_GROUPS = (*STAGES, "meta")
+GROUP_DOCS = {**{s.name: s.doc for s in DEFAULT}, "meta": "artifacts/lib/<variant>.json + .cubin, what the runtime loads"}
+TASK_GROUPS = (*DEFAULT.names, "meta")
 DEP_FILE = ".doit.db"
 
 
@@ -67,14 +60,12 @@ def doit_config(artifacts_dir: str | Path = "artifacts") -> dict:
     }
 
 
-def output_paths(artifacts: Path, stage: str, key: str, kernel: str) -> dict[str, str]:
-    """role -> path of a stage's outputs: artifacts/<stage>/<key>/<kernel>.<ext> (CONTRACTS.md).
-    Joined as strings (what str(Path / ...) gives): 42,000 Path joins were a tenth of a no-op
-    rebuild of 3000 variants."""
+def output_paths(artifacts: Path, stage: str, key: str, kernel: str, stages: StageSet = DEFAULT) -> dict[str, str]:
+    """role -> path of a stage's outputs: artifacts/<stage>/<key>/<kernel><suffix>, the suffixes
+    the stage table declares (CONTRACTS.md). Joined as strings (what str(Path / ...) gives):
+    42,000 Path joins were a tenth of a no-op rebuild of 3000 variants."""
     base = _under(artifacts, stage, key, kernel)
-    if stage == "parse":
-        return {"json": base + ".json", "loc": base + ".loc.json"}
-    return {role: f"{base}.{role}" for role in OUTPUT_ROLES[stage]}
+    return {role: base + suffix for role, suffix in stages[stage].files.items()}
 
 
 def _under(artifacts: Path, *parts: str) -> str:
@@ -96,10 +87,18 @@ def _rel(path: str | Path) -> Path:
         return path
 
 
+# A variant's own fields but its options, and its options' fields, listed once (dataclasses.fields
+# per variant was a tenth of generating a 3000-variant graph).
+_VARIANT_FIELDS = tuple(f.name for f in fields(Variant) if f.name != "options")
+_OPTION_FIELDS = tuple(f.name for f in fields(Options))
+
+
 def variant_doc(v: Variant) -> dict:
     """The JSON-serialisable fields of a variant that the metadata task needs (a shallow copy:
     `dataclasses.asdict` deep-copies every field and cost a tenth of a 3000-variant no-op)."""
-    doc = {f.name: getattr(v, f.name) for f in fields(v)}
+    doc = {name: getattr(v, name) for name in _VARIANT_FIELDS}
+    opts = v.options
+    doc.update({name: getattr(opts, name) for name in _OPTION_FIELDS})
     doc = {k: (dict(x) if isinstance(x, dict) else list(x) if isinstance(x, list) else x) for k, x in doc.items()}
     # A row's place in variants.toml is no input of its build: moving or deleting rows must not
     # rerun the others' meta tasks (the index only places diagnostics).
@@ -125,20 +124,22 @@ def variant_doc(v: Variant) -> dict:
 
 
 def generate_tasks(kernels_dir: str | Path = "kernels", artifacts_dir: str | Path = "artifacts",
-                   stage_package: str = "ttbuild.stages", variants: list[Variant] | None = None):
+                   stage_package: StageSet | str | None = None, variants: list[Variant] | None = None):
     """Yield doit task dicts for every variant in `kernels_dir`/variants.toml.
 
     Stage tasks are named `<stage>:<key>` and appear once however many variants share them;
     their doc names the kernel and every variant that uses them. Raises VariantError for a
     bad variant list and ImportError when a stage module or its VERSION is missing.
+    stage_package: the `ttbuild.stages.StageSet` (or its package's name; default the compiler's).
     """
     kernels, artifacts = _rel(kernels_dir), _rel(artifacts_dir)
     if variants is None:
         variants = load_variants(kernels)
-    versions = stage_versions(stage_package)
+    stages = stage_set(stage_package)
+    versions = stages.versions
     # The source of what each stage runs (ttbuild.codedigest): an edit to the compiler reruns
     # the stages it can affect even when no VERSION was bumped.
-    codes = {stage: stage_digest(stage, stage_package) for stage in STAGES}
+    codes = {stage: module_digest(stages.module_name(stage)) for stage in stages.names}
 
     stage_tasks: dict[str, dict] = {}
     users: dict[str, list[str]] = {}
@@ -147,13 +148,13 @@ def generate_tasks(kernels_dir: str | Path = "kernels", artifacts_dir: str | Pat
     chains: dict[str, list] = {}
     # every field of a variant but its name and place in the list (repr(replace(v, index=0,
     # name="")) validated each variant again)
-    chain_fields = [f.name for f in fields(Variant) if f.name not in ("index", "name")]
+    chain_fields = [name for name in _VARIANT_FIELDS if name not in ("index", "name")]
     paths: dict[tuple[str, str, str], dict[str, str]] = {}  # aliases share their chain's paths too
 
     def add_stage(name, kernel, node, inputs, outs, loc_path):
         stage_tasks[name] = {
             "basename": node.stage, "name": node.key,
-            "actions": [(run_stage, [node.stage, stage_package, inputs, outs, node.options,
+            "actions": [(run_stage, [node.stage, stages, inputs, outs, node.options,
                                      loc_path, None])],
             "file_dep": list(inputs.values()),
             "targets": list(outs.values()),
@@ -170,24 +171,23 @@ def generate_tasks(kernels_dir: str | Path = "kernels", artifacts_dir: str | Pat
         keys_of: dict[str, str] = {}
         loc_path = None
         # Variants that differ only in name (aliases) share one chain: computed once.
-        same = repr([getattr(vt, f) for f in chain_fields])
+        opts = vt.options
+        same = repr([getattr(vt, f) for f in chain_fields] + [getattr(opts, f) for f in _OPTION_FIELDS])
         nodes = chains.get(same)
         if nodes is None:
-            nodes = chains[same] = chain(vt, versions)
+            nodes = chains[same] = chain(vt, stages)
         for node in nodes:
             outs = paths.get((node.stage, node.key, v.kernel))
             if outs is None:
-                outs = paths[node.stage, node.key, v.kernel] = output_paths(artifacts, node.stage, node.key, v.kernel)
+                outs = paths[node.stage, node.key, v.kernel] = output_paths(artifacts, node.stage, node.key,
+                                                                            v.kernel, stages)
             outs_of[node.stage] = outs
             keys_of[node.stage] = node.key
             if node.stage == "parse":
                 loc_path = outs["loc"]
-                inputs = {INPUT_ROLE["parse"]: str(kernels / v.file)}
-            else:
-                pstage, prole = PARENT_ROLE[node.stage]
-                inputs = {INPUT_ROLE[node.stage]: outs_of[pstage][prole]}
-                # a debug ttir also reads the loc table (real positions for assert messages)
-                inputs.update({role: outs_of[s][r] for role, (s, r) in extra_inputs(node.stage, node.options).items()})
+            # the plan's wiring (a debug ttir also reads the loc table: real positions for asserts)
+            inputs = {role: str(kernels / v.file) if src == SOURCE else r if src == FILE else outs_of[src][r]
+                      for role, (src, r) in node.inputs.items()}
             name = f"{node.stage}:{node.key}"
             users.setdefault(name, []).append(v.name)
             if name not in stage_tasks:
@@ -201,7 +201,7 @@ def generate_tasks(kernels_dir: str | Path = "kernels", artifacts_dir: str | Pat
         for target in v.targets or (v.target,):
             # (descriptors in their pointer form: every image of the variant takes the same parameters)
             per_target[target] = add_chain(
-                v, replace(v, target=target, targets=(), disable_tma=True) if v.targets else v, kernel)
+                v, v.with_options(target=target, targets=(), disable_tma=True) if v.targets else v, kernel)
         jit = None
         if v.targets and v.until == "cubin":
             # PTX of the newest target for the driver to JIT on newer GPUs: its portable arch
@@ -210,17 +210,16 @@ def generate_tasks(kernels_dir: str | Path = "kernels", artifacts_dir: str | Pat
             outs_of, keys_of, loc_path = per_target[v.target]
             if Target.parse(v.target).capability >= 90 and not v.disable_mma_v3:
                 outs_of, keys_of, loc_path = add_chain(
-                    v, replace(v, targets=(), disable_mma_v3=True, disable_tma=True, until="llir"), kernel)
-            opts = jit_ptx_options(v.target)
-            node = _JitNode("ptx", stage_key(keys_of["llir"], "ptx", versions["ptx"], opts), opts)
-            outs = output_paths(artifacts, "ptx", node.key, v.kernel)
+                    v, v.with_options(targets=(), disable_mma_v3=True, disable_tma=True, until="llir"), kernel)
+            node = jit_chain(keys_of["llir"], v.target, stages)
+            outs = output_paths(artifacts, "ptx", node.key, v.kernel, stages)
             name = f"ptx:{node.key}"
             users.setdefault(name, []).append(v.name)
             if name not in stage_tasks:
-                add_stage(name, kernel, node, {INPUT_ROLE["ptx"]: outs_of["llir"]["llir"]}, outs, loc_path)
-            jit = (opts["arch"], outs["ptx"])
+                add_stage(name, kernel, node, {role: outs_of[s][r] for role, (s, r) in node.inputs.items()}, outs, loc_path)
+            jit = (node.options["arch"], outs["ptx"])
         if v.until == "cubin":
-            meta_tasks.append(_meta_task(v, artifacts, per_target, jit, meta_shared))
+            meta_tasks.append(_meta_task(v, artifacts, per_target, jit, meta_shared, stages))
 
     for name, task in stage_tasks.items():
         kernel = task.pop("_kernel")
@@ -264,20 +263,13 @@ def meta_config(shared: Mapping[str, str], doc: dict) -> str:
             f'"variant":{canonical_json(doc)},"versions":{shared["versions"]}}}')
 
 
-class _JitNode:
-    """A stage node outside a variant's chain (the JIT PTX of a multi-target variant)."""
-
-    def __init__(self, stage, key, options):
-        self.stage, self.key, self.options = stage, key, options
-
-
-def _meta_task(v: Variant, artifacts: Path, per_target: dict, jit, shared: dict) -> dict:
+def _meta_task(v: Variant, artifacts: Path, per_target: dict, jit, shared: dict, stages: StageSet) -> dict:
     """`meta:<variant>`: lib/<variant>.json and .cubin (the newest target's); a multi-target
     variant also gets lib/<variant>.<arch>.cubin per other target and lib/<variant>.<arch>.ptx."""
     lib = _under(artifacts, "lib")
     json_path, cubin_path = os.path.join(lib, f"{v.name}.json"), os.path.join(lib, f"{v.name}.cubin")
     outs_of = per_target[v.target][0]
-    paths = {stage: outs_of[stage][OUTPUT_ROLES[stage][0]] for stage in STAGES}
+    paths = {s.name: outs_of[s.name][s.product] for s in stages}
     images = []
     for target in v.targets:
         t_outs = per_target[target][0]

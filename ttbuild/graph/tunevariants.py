@@ -179,4 +179,5 @@ def expand(variant, row: dict, kernels_dir: Path, fail: Callable[[str, str], Com
 def _make(variant, suffix: str, constexprs: dict, options: dict, tuning, heuristics: dict):
     base = {k: v for k, v in variant.constexprs.items() if not isinstance(v, list)}
     return dataclasses.replace(variant, name=variant.name + suffix, constexprs={**base, **constexprs},
-                               tuning=tuning, heuristics=dict(heuristics), **options)
+                               tuning=tuning, heuristics=dict(heuristics),
+                               options=dataclasses.replace(variant.options, **options))

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import xxhash
 
 from ttbuild.canonical import canonical_json
 from ttbuild.errors import CompilationError, Loc
@@ -29,25 +32,17 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Variant names become file names under artifacts/lib/: keep them portable.
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z")
 
-# Field -> (required, default); option defaults are `ttbuild.options.Options`'. Order is the
-# order errors are reported in.
+# Field -> (required, default). The compile options are `ttbuild.options.Options`' fields, with
+# its defaults (validated by Options itself). Order is the order errors are reported in.
 FIELDS: dict[str, tuple[bool, Any]] = {
     "name": (False, None),
     "file": (True, None),
     "kernel": (True, None),
     "signature": (True, None),
     "constexprs": (False, {}),
-    "num_warps": (False, DEFAULTS.num_warps),
-    "num_stages": (False, DEFAULTS.num_stages),
-    "num_ctas": (False, DEFAULTS.num_ctas),
-    "target": (False, DEFAULTS.target),
+    **{f.name: (False, getattr(DEFAULTS, f.name)) for f in dataclasses.fields(Options)},
     "targets": (False, None),
     "until": (False, "cubin"),
-    "enable_fp_fusion": (False, DEFAULTS.enable_fp_fusion),
-    "debug": (False, DEFAULTS.debug),
-    "disable_mma_v3": (False, DEFAULTS.disable_mma_v3),
-    "disable_tma": (False, DEFAULTS.disable_tma),
-    "ptxas_options": (False, list(DEFAULTS.ptxas_options)),
     # @triton.autotune / @triton.heuristics rows (ttbuild.graph.tunevariants)
     "autotune": (False, False),
     "configs": (False, None),
@@ -65,9 +60,11 @@ class Variant:
     """One compiled kernel configuration: a row of kernels/variants.toml with defaults applied.
 
     `file` is relative to the kernels directory (POSIX separators); `signature` is the AOT
-    string and `params` its parsed entries; `until` is the last stage to build. `targets`: the
-    GPUs of a multi-target variant in ascending capability (empty for a single `target`); then
-    `target` is the newest of them, the one whose PTX ships for newer GPUs.
+    string and `params` its parsed entries; `options` its validated compile options (each of
+    their fields also reads as an attribute: `v.num_warps`); `until` is the last stage to
+    build. `targets`: the GPUs of a multi-target variant in ascending capability (empty for a
+    single target); then `options.target` is the newest of them, the one whose PTX ships for
+    newer GPUs.
     """
 
     index: int
@@ -77,29 +74,18 @@ class Variant:
     signature: str
     params: tuple[SigEntry, ...]
     constexprs: dict = field(hash=False)
-    num_warps: int = DEFAULTS.num_warps
-    num_stages: int = DEFAULTS.num_stages
-    num_ctas: int = DEFAULTS.num_ctas
-    target: str = DEFAULTS.target
+    options: Options = DEFAULTS
     until: str = "cubin"
-    enable_fp_fusion: bool = DEFAULTS.enable_fp_fusion
-    debug: bool = DEFAULTS.debug
-    disable_mma_v3: bool = DEFAULTS.disable_mma_v3
-    disable_tma: bool = DEFAULTS.disable_tma
-    ptxas_options: tuple[str, ...] = DEFAULTS.ptxas_options
     targets: tuple[str, ...] = ()
     # an autotune expansion's record (ttbuild.graph.tunevariants): group, key, config, tune plan
     tuning: dict | None = field(default=None, hash=False, compare=False)
     # constexpr name -> expression over `args` that @triton.heuristics computes at launch
     heuristics: dict = field(default_factory=dict, hash=False, compare=False)
 
-    @property
-    def options(self) -> Options:
-        """The variant's compile options as one validated value."""
-        return Options(num_warps=self.num_warps, num_ctas=self.num_ctas, num_stages=self.num_stages,
-                       target=self.target, enable_fp_fusion=self.enable_fp_fusion, debug=self.debug,
-                       ptxas_options=self.ptxas_options, disable_mma_v3=self.disable_mma_v3,
-                       disable_tma=self.disable_tma)
+    def with_options(self, **changes) -> "Variant":
+        """This variant with `changes` to its options (and `targets` / `until` among them)."""
+        own = {k: changes.pop(k) for k in ("targets", "until") if k in changes}
+        return dataclasses.replace(self, options=dataclasses.replace(self.options, **changes), **own)
 
     @property
     def capability(self) -> int:
@@ -113,6 +99,15 @@ class Variant:
     @property
     def stages(self) -> tuple[str, ...]:
         return STAGES[: STAGES.index(self.until) + 1]
+
+
+def _option_property(name: str) -> property:
+    return property(lambda self: getattr(self.options, name), doc=f"`options.{name}`")
+
+
+for _f in dataclasses.fields(Options):  # v.num_warps reads v.options.num_warps (never written)
+    setattr(Variant, _f.name, _option_property(_f.name))
+del _f
 
 
 def load_variants(kernels_dir: str | Path, row_errors: list | None = None) -> list[Variant]:
@@ -285,8 +280,7 @@ def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator") -> 
         targets = tuple(str(p) for p in sorted(parsed, key=lambda p: p.capability))
         values["target"] = targets[-1]
 
-    opts = values["ptxas_options"]
-    if not isinstance(opts, list):  # a TOML array; Options also takes a tuple
+    if "ptxas_options" in row and not isinstance(row["ptxas_options"], list):  # a TOML array, not a table
         raise fail("ptxas_options", "must be a list of strings")
     try:
         options = Options.from_mapping(values)
@@ -298,22 +292,15 @@ def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator") -> 
     name = values["name"] or _default_name(values)
     return Variant(index=index, name=name, file=rel, kernel=values["kernel"],
                    signature=",".join(str(p) for p in params), params=tuple(params),
-                   constexprs=dict(constexprs), num_warps=options.num_warps,
-                   num_stages=options.num_stages, num_ctas=options.num_ctas,
-                   target=options.target, until=values["until"],
-                   enable_fp_fusion=options.enable_fp_fusion, debug=options.debug,
-                   ptxas_options=options.ptxas_options, targets=targets or (),
-                   disable_mma_v3=options.disable_mma_v3, disable_tma=options.disable_tma)
+                   constexprs=dict(constexprs), options=options, until=values["until"], targets=targets or ())
 
 
 def _default_name(values: dict) -> str:
-    from .keys import xxh3_hex
-
     # `targets` joins the hash only when given (disable_mma_v3 / disable_tma only when true), so other names
     # stay as they were.
     opts = {k: v for k, v in values.items() if k not in ("name", "until") and not (k == "targets" and v is None)
             and not (k in ("autotune", "configs", "tune", "disable_mma_v3", "disable_tma") and v in (None, False))}
-    return f"{values['kernel']}_{xxh3_hex(canonical_json(opts))[:8]}"
+    return f"{values['kernel']}_{xxhash.xxh3_64_hexdigest(canonical_json(opts).encode())[:8]}"
 
 
 def _tname(value: Any) -> str:

@@ -15,7 +15,8 @@ from .metadata import MetadataError, Param, Variant, read_library
 from .select import NoMatchingVariant
 from .tensordesc import DescriptorError, DescriptorLauncher, TensorDescriptor
 from .torchop import TorchOpError, torch_op
-from .tuned import TunedLauncher, TuningError, load_table, table_path
+from .tuned import TunedLauncher
+from .tuningtable import TuningError, load_table, table_path
 
 __all__ = ["load", "Library", "Launcher", "Variant", "Param", "Driver", "CudaDriver", "CtypesCudaDriver",
            "CudaError", "MetadataError", "NoMatchingVariant", "LaunchError", "InteropError", "TorchOpError",

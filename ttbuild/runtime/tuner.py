@@ -1,4 +1,4 @@
-"""`ttbuild tune`: times every config of each autotuned kernel on this GPU for the shapes its rows list, and writes `artifacts/tuning/<kernel>.json`.
+"""Timing of autotune configs for `ttbuild tune` (ttbuild.runtime.tunecli) and online tuning: times every config of each autotuned kernel on this GPU for the shapes its rows list, and writes `artifacts/tuning/<kernel>.json`.
 
 Needs the runtime, torch and a GPU, not the compiler (it runs where the library is used). Each
 shape comes from the row's `tune = { args = "file.py:function", shapes = [...] }` plan: the
@@ -17,7 +17,6 @@ library on the same kind of GPU is tuned once, `--force` times again.
 
 from __future__ import annotations
 
-import argparse
 import functools
 import hashlib
 import importlib.util
@@ -29,7 +28,7 @@ import time
 
 from ..canonical import canonical_bytes
 from ..fileio import atomic_write
-from .tuned import RULE, TABLE_SCHEMA, TunedLauncher, table_path
+from .tuningtable import RULE, TABLE_SCHEMA, table_path
 
 FLUSH_BYTES = 256 * 1024 * 1024
 
@@ -83,7 +82,7 @@ def bench(fn, *, zero=(), restore=(), warmup_ms: float = 25.0, rep_ms: float = 1
     return times[len(times) // 2] if n % 2 else (times[n // 2 - 1] + times[n // 2]) / 2
 
 
-def time_configs(launcher: TunedLauncher, args: tuple, grid, configs=None, **bench_kw) -> dict[int, float | None]:
+def time_configs(launcher, args: tuple, grid, configs=None, **bench_kw) -> dict[int, float | None]:
     """Config index -> median ms for one call's `args` (as the kernel is called: every parameter
     in order, or the runtime ones alone when they come first; None: it failed to launch). Arguments
     named in the kernel's reset_to_zero / restore_value are handled as Triton's Autotuner does."""
@@ -154,7 +153,7 @@ def load_harness(kernels_dir: str, spec: str):
         raise AttributeError(f"{path} defines no function {func!r} (the tune plan's args)") from None
 
 
-def plans(launcher: TunedLauncher) -> dict[str, dict]:
+def plans(launcher) -> dict[str, dict]:
     """group (row name) -> its tune plan, for the groups whose rows have one."""
     out = {}
     for v in launcher.variants:
@@ -164,7 +163,7 @@ def plans(launcher: TunedLauncher) -> dict[str, dict]:
     return out
 
 
-def entry_key(launcher: TunedLauncher, group: str, shape: dict, device: dict, bench_kw: dict) -> str:
+def entry_key(launcher, group: str, shape: dict, device: dict, bench_kw: dict) -> str:
     """The cache key of one timed (group, shape): sha256 over the group's variants (names and
     cubin sha256), the shape, the GPU (name, capability, CUDA) and the timing parameters. The
     same library tuned on the same kind of GPU finds its times in the cache (local or remote,
@@ -177,7 +176,7 @@ def entry_key(launcher: TunedLauncher, group: str, shape: dict, device: dict, be
     return hashlib.sha256(canonical_bytes(doc)).hexdigest()
 
 
-def tune_kernel(launcher: TunedLauncher, kernels_dir: str, tuning_dir: str, table_name: str,
+def tune_kernel(launcher, kernels_dir: str, tuning_dir: str, table_name: str,
                 progress=None, only: dict | None = None, cache=None, **bench_kw) -> dict:
     """Tune every planned (group, shape) of one kernel and write its table; returns the table
     document. `only`: group -> plan to use instead of the rows' plans. `cache`: a
@@ -222,7 +221,7 @@ def entry(group: str, key: tuple, times: dict, shape: dict | None = None) -> dic
     return e
 
 
-def write_table(launcher: TunedLauncher, path: str, entries: list, old=(), device: dict | None = None,
+def write_table(launcher, path: str, entries: list, old=(), device: dict | None = None,
                 **bench_kw) -> dict:
     """Write the kernel's table to `path` (atomically): `entries` (those with a winner) after the
     `old` ones for other (group, key); returns the document."""
@@ -246,7 +245,7 @@ def write_table(launcher: TunedLauncher, path: str, entries: list, old=(), devic
     return doc
 
 
-def tune_online(launcher: TunedLauncher, args: tuple, grid, path: str) -> int | None:
+def tune_online(launcher, args: tuple, grid, path: str) -> int | None:
     """Online tuning of one unseen key (TTBUILD_TUNE_ONLINE=1): time every config on this
     call's own arguments, add the entry to the table at `path` and return the winner. The
     arguments are run many times, as Triton's Autotuner runs them (reset_to_zero and
@@ -259,150 +258,3 @@ def tune_online(launcher: TunedLauncher, args: tuple, grid, path: str) -> int | 
     old = launcher.table.doc.get("entries", []) if launcher.table is not None else []
     write_table(launcher, path, [e], old)
     return e["config"]
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`ttbuild tune [-o ARTIFACTS] [-k KERNELS] [--kernel NAME]...`; exit 0, or 2 (nothing to tune, bad usage)."""
-    ap = argparse.ArgumentParser(prog="ttbuild tune", description=__doc__.splitlines()[0])
-    ap.add_argument("-o", "--artifacts", default="artifacts", metavar="DIR", help="the built library (lib/ inside)")
-    ap.add_argument("-k", "--kernels", default="kernels", metavar="DIR", help="the kernels folder (tune harnesses)")
-    ap.add_argument("--kernel", action="append", default=None, metavar="NAME", help="tune only this kernel")
-    ap.add_argument("--shapes", default=None, metavar="FILE.toml",
-                    help="tune plans instead of the rows' own: [<row name>] args = \"file.py:function\", shapes = [...]")
-    ap.add_argument("--cache", default=None, metavar="URL",
-                    help="where earlier timings are kept (default: TTBUILD_CACHE, else the local cache directory)")
-    ap.add_argument("--force", action="store_true", help="time every shape again (the cache is still filled)")
-    ap.add_argument("--warmup-ms", type=float, default=25.0)
-    ap.add_argument("--rep-ms", type=float, default=100.0)
-    args = ap.parse_args(argv)
-    from . import load
-
-    lib = load(args.artifacts)
-    tuning_dir = os.path.join(args.artifacts, "tuning")
-    override = read_shapes(args.shapes) if args.shapes else None
-    todo = []
-    for name in lib.kernels:
-        launcher = lib[name]
-        if not isinstance(launcher, TunedLauncher) or (args.kernel is not None and name not in args.kernel):
-            continue
-        mine = plans(launcher) if override is None else {g: p for g, p in override.items()
-                                                          if any(v.autotune and v.autotune["group"] == g
-                                                                 for v in launcher.variants)}
-        if mine:
-            todo.append((name, launcher, mine))
-    if not todo:
-        print("ttbuild tune: no autotuned kernel with a tune plan (a row with autotune = true and "
-              "tune = { args = ..., shapes = [...] })", file=sys.stderr)
-        return 2
-    try:
-        cuda = _torch().cuda.is_available()
-    except ImportError:
-        cuda = None
-    if not cuda:
-        print("ttbuild tune: timing needs torch with a CUDA GPU ("
-              + ("torch is not installed" if cuda is None else "torch sees no GPU") + ")", file=sys.stderr)
-        return 2
-    from ttbuild.cache import open_cache
-
-    cache = open_cache(args.cache)
-    if args.force:
-        cache = _WriteOnly(cache)
-    report = _Report(sum(len(p["shapes"]) for _, _, mine in todo for p in mine.values()))
-    with report:
-        for name, launcher, mine in todo:
-            table = name.replace(".py:", ".").replace(":", ".")
-            doc = tune_kernel(launcher, args.kernels, tuning_dir, table, progress=report.step, only=mine,
-                              cache=cache, warmup_ms=args.warmup_ms, rep_ms=args.rep_ms)
-            report.rows.extend((name, e) for e in doc["entries"])
-    report.summary(tuning_dir)
-    return 0
-
-
-def read_shapes(path: str) -> dict[str, dict]:
-    """A shapes file: one table per row name (the autotune group) with `args` and `shapes`, as a
-    row's `tune` plan. Raises SystemExit naming the file for anything else."""
-    try:
-        import tomllib
-    except ImportError:  # Python 3.10
-        import tomli as tomllib
-    try:
-        with open(path, "rb") as f:
-            doc = tomllib.load(f)
-    except (OSError, ValueError) as exc:
-        raise SystemExit(f"ttbuild tune: {path}: {exc}") from None
-    for group, plan in doc.items():
-        ok = (isinstance(plan, dict) and isinstance(plan.get("args"), str) and plan["args"].count(":") == 1
-              and isinstance(plan.get("shapes"), list) and all(isinstance(x, dict) for x in plan["shapes"]))
-        if not ok:
-            raise SystemExit(f"ttbuild tune: {path}: [{group}] needs args = \"file.py:function\" and "
-                             "shapes = [{ M = 512, ... }, ...]")
-    return doc
-
-
-class _WriteOnly:
-    """--force: every get misses, puts go through."""
-
-    def __init__(self, cache):
-        self.cache = cache
-
-    def get(self, key):
-        return None
-
-    def put(self, key, outputs):
-        self.cache.put(key, outputs)
-
-
-class _Report:
-    """A progress bar (rich, on a terminal) or one line per shape, and the summary table."""
-
-    def __init__(self, total: int):
-        self.total, self.rows, self.cached = total, [], 0
-        self.bar = None
-        try:
-            from rich.progress import Progress
-
-            if sys.stdout.isatty():
-                self.bar = Progress()
-        except ImportError:
-            pass
-
-    def __enter__(self):
-        if self.bar is not None:
-            self.bar.__enter__()
-            self.task = self.bar.add_task("tuning", total=self.total)
-        return self
-
-    def __exit__(self, *exc):
-        if self.bar is not None:
-            self.bar.__exit__(*exc)
-
-    def step(self, group, shape, times, best, cached=False):
-        self.cached += cached
-        if self.bar is not None:
-            self.bar.advance(self.task)
-        else:
-            t = times.get(best)
-            print(f"{group} {shape}: config {best}" + (f" {t:.4f} ms" if t is not None else "")
-                  + (" (cached)" if cached else ""), flush=True)
-
-    def summary(self, tuning_dir: str) -> None:
-        header = ("kernel", "group", "shape", "winner", "ms", "runner-up")
-        lines = []
-        for name, e in self.rows:
-            ran = sorted((t, int(c)) for c, t in e["times_ms"].items() if t is not None)
-            second = f"c{ran[1][1]} {ran[1][0] / ran[0][0]:.2f}x" if len(ran) > 1 else "-"
-            lines.append((name, e["group"], " ".join(f"{k}={v}" for k, v in e.get("shape", {}).items()),
-                          f"c{e['config']}", f"{ran[0][0]:.4f}" if ran else "-", second))
-        try:
-            from rich.console import Console
-            from rich.table import Table
-
-            table = Table(*header, title=f"tuning tables in {tuning_dir}"
-                          + (f" ({self.cached} of {self.total} shapes from the cache)" if self.cached else ""))
-            for row in lines:
-                table.add_row(*row)
-            Console().print(table)
-        except ImportError:
-            print("  ".join(header))
-            for row in lines:
-                print("  ".join(row))

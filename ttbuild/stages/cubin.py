@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 1
+VERSION = 1  # ptxas on the stage's PTX
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:
     """inputs: {"ptx"}; options: arch ("sm_90a"), ptxas_options (list of str, e.g. ["-O3"]).
     Returns {"cubin": ELF bytes}. Raises ToolError (stderr + repro command) when ptxas fails."""
     from ttbuild.backend.nvptx.ptxas import assemble
-    from ttbuild.options import stage_options
+    from ttbuild.stages import declared_options
     from ttbuild.target import DEFAULT_TARGET
 
     arch = str(options.get("arch", DEFAULT_TARGET.arch))
-    extra = list(stage_options("cubin", {"ptxas_options": options.get("ptxas_options") or ()}).ptxas_options)
+    extra = list(declared_options("cubin", {"ptxas_options": options.get("ptxas_options") or ()}).ptxas_options)
     return {"cubin": assemble(inputs["ptx"], arch, extra)}

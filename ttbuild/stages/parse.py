@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 2  # 2: parameters with a literal default say so (has_default: a constexpr defaulting to None)
+VERSION = 2  # parameters with a literal default say so (has_default)
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 3  # 3: call sites numbered from 0 in each module (LLVM counts them per process: a kernel with calls got other `// callseq` numbers after other kernels); 2: long chains of `or disjoint` offsets from one base become adds before codegen (nvptx.llvm.unchain_disjoint_ors)
+VERSION = 3  # call sites numbered from 0 in each module
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 30  # 30: a stored vector that its layout replicates (attention forward's rows of M) is re-laid in the 1-D blocked layout, computed on its inputs' layout and converted once, as Triton; rank-3 FMA dots get their operand layouts; 29: a multi-reader ring only where its contiguous dimension is the load's; 28: a load several wgmma operands read, some through tt.trans, is pipelined once, the transposed readers taking ttg.memdesc_trans views of its ring slot (attention backward's qT and dO); the loads of a dot loop that feed a dot through other ops (M, Delta) are pipelined, as Triton's AssignLatencies; 27: a #mma -> #blocked conversion whose slice ends narrower (an epilogue divide or activation then .to(fp16)) moves past the narrowing, as Triton; 26: tt.descriptor_reduce as ttng.async_tma_reduce of a shared tile, tensormaps made in the kernel take the integer signedness of their descriptor (.u32 / .u64); 25: 25: a subtiled epilogue (halves of one accumulator by reshape, permute, split) TMA-stores sub-tiles of one shared tile; 24: descriptor stores as TMA stores (a shared tile written from the value's own layout, async_tma_copy_local_to_global, async_tma_store_wait); 23: TMA for host descriptors on sm_90 (tt.descriptor_load -> async_tma_copy_global_to_local rings with mbarriers, tma_lowering, the ttb.tma record), mbarriers 8-byte and unswizzled TMA buffers 128-byte aligned, buffers read by a local_load into registers live until that load; 22: 22: fp16-accumulator dots on wgmma (.f16 D, packed pairs); 21: broadcasts split by operand group (a group broadcast to several shapes no longer ties their tiles); 20: chained dots on wgmma (attention: P as the RS operand in registers, the P.V group kept in flight and tied through the next QK wait), the proxy fence right after each register-written tile, fp8 wgmma with Triton's maxNumImpreciseAcc default (2**30); 19: wgmma on sm_90 (ttng.warp_group_dot on #ttg.nvmma_shared tiles, #ttg.nvidia_mma v3, S-slot rings with one group in flight; option disable_mma_v3), buffers above only the scratch live with them; 18: the 16-bit mma accumulator converts through packed, padded rows (convert_bytes); 17: a dot operand tt.trans(tt.load) is loaded through transposed pointers (transpose_loads), pipelined; 16: tt.join / tt.split get the layouts Triton infers for each other (register renamings); 15: tl.multiple_of / max_contiguous / max_constancy hints read by the axis analysis (as Triton); 9: tensor cores (mma.sync, dot pipelining); 10-14: softmax on the mma layout, P as an mma -> dot_op register conversion (remove_layout_conversions), splat constants and multi-shape broadcasts no longer tie layout groups (coalesce), vector conversions of dot kernels rebuilt, liveness-based shared memory for register-staged operands, loop-carried and round-trip slices carried in #mma; 14: atomics reserve shared memory only when their old values cross threads
+VERSION = 30  # replicated stored vectors re-laid in the 1-D blocked layout; rank-3 FMA dot operand layouts
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:
@@ -24,9 +24,9 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     from ttbuild.backend import mlir_util as mu
     from ttbuild.backend.ttgir.passes import run_passes
     from ttbuild.errors import CompilationError
-    from ttbuild.options import stage_options
+    from ttbuild.stages import declared_options
 
-    opts = stage_options("ttgir", options)  # absent options take the one set of defaults
+    opts = declared_options("ttgir", options)  # absent options take the one set of defaults
     num_warps, num_ctas, target = opts.num_warps, opts.num_ctas, opts.target
     if num_ctas != 1:
         raise CompilationError(f"num_ctas={num_ctas}: only 1 CTA per program is supported yet", stage="ttgir")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-VERSION = 8  # 8: bf16 and fp8e5 constants rounded once from the double (through fp32 / fp16 a value just past a tie rounded twice); 7: Triton's frontend warnings for shifts past the bit width, tl.view (now reshape with can_reorder, as Triton) and and/or on blocks; 6: `acc += tl.dot(a, b)` combined into tt.dot(a, b, acc) (Triton's CombineDotAddPattern); 5: descriptor reductions (desc.atomic_*) on TMA targets as tt.descriptor_reduce, Triton's dtype rules for them, integer descriptor types signed / unsigned (si32 / ui32) as Triton's; block pointers leave loops and ifs as the fields that change (a rebinding to another block pointer allowed); rank-3 and M/N-packed tl.dot_scaled; 4: 4: TMA targets (option tma): descriptor loads and stores as tt.descriptor_load / tt.descriptor_store, tensormap parameters, tt.make_tensor_descriptor; 2: TTIR cleanup passes (frontend/passes.py); 3: print() in a kernel is tt.print (was dropped)
+VERSION = 8  # bf16 and fp8e5 constants rounded once from the double
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:
     """`inputs["json"]`: the parse stage's output; `options`: `signature` (list of str, one per
@@ -17,7 +17,7 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     optional) puts file:line:col into every location: `loc("n17"("vector_add.py":12:5))`.
     Returns `{"ttir": bytes}`.
 
-    Raises CompilationError carrying `node_id` (resolve it with `ttbuild.frontend.locs.locate`
+    Raises CompilationError carrying `node_id` (resolve it with `ttbuild.locs.locate`
     and the parse stage's `loc` output) for kernels Triton would reject.
     """
     from ttbuild.errors import CompilationError

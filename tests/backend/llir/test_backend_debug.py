@@ -6,7 +6,6 @@ formats, and debug variants build through cubin (here and through the CLI).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import subprocess
@@ -14,9 +13,9 @@ import sys
 from pathlib import Path
 
 from ttbuild import tma
-from ttbuild.graph.keys import extra_inputs, stage_key, stage_options, stage_versions
+from ttbuild.graph.keys import stage_key, stage_options
 from ttbuild.graph.variants import load_variants
-from ttbuild.stages import cubin, llir, parse, ptx, ttgir, ttir
+from ttbuild.stages import DEFAULT, cubin, llir, parse, ptx, ttgir, ttir
 
 REPO = Path(__file__).resolve().parents[3]
 GPU_KERNELS = REPO / "tests" / "data" / "gpu_kernels"
@@ -66,7 +65,7 @@ def formats(llir_text: str) -> list[str]:
 def test_ttir_key_takes_debug_only_when_on():
     v = load_variants(REPO / "kernels")[0]
     assert not v.debug
-    versions = stage_versions()
+    versions = DEFAULT.versions
     plain = stage_options(v)
     assert "debug" not in plain["ttir"]
     parse_key = stage_key("", "parse", versions["parse"], plain["parse"])
@@ -76,11 +75,13 @@ def test_ttir_key_takes_debug_only_when_on():
     old_key = stage_key(parse_key, "ttir", versions["ttir"],
                         {"signature": [str(p) for p in v.params], "constexprs": dict(v.constexprs), **tma_on})
     assert stage_key(parse_key, "ttir", versions["ttir"], plain["ttir"]) == old_key
-    dbg = stage_options(dataclasses.replace(v, debug=True))
+    dbg = stage_options(v.with_options(debug=True))
     assert dbg["ttir"]["debug"] is True and dbg["parse"] == plain["parse"]
     assert stage_key(parse_key, "ttir", versions["ttir"], dbg["ttir"]) != old_key
-    assert extra_inputs("ttir", dbg["ttir"]) == {"loc": ("parse", "loc")}
-    assert extra_inputs("ttir", plain["ttir"]) == {} and extra_inputs("llir", dbg["llir"]) == {}
+    wiring = {s.stage.name: dict(s.inputs) for s in DEFAULT.plan("llir", None, dbg)}
+    assert wiring["ttir"] == {"json": ("parse", "json"), "loc": ("parse", "loc")}
+    assert wiring["llir"] == {"ttgir": ("ttgir", "ttgir")}
+    assert {s.stage.name: dict(s.inputs) for s in DEFAULT.plan("ttir", None, plain)}["ttir"] == {"json": ("parse", "json")}
 
 
 # ---- tt.print ---------------------------------------------------------------------------------
@@ -175,7 +176,7 @@ def test_cli_builds_a_debug_variant_through_cubin(tmp_path):
 
 
 def test_blank_line_edit_reruns_the_debug_ttir_only(tmp_path):
-    """A debug ttir reads the parse loc table (graph: keys.extra_inputs), so after a blank line
+    """A debug ttir reads the parse loc table (ttbuild.stages: the ttir stage's `extra`), so after a blank line
     above the assert its TTIR names the new line; the non-debug variant's ttir stays untouched."""
     kernels = tmp_path / "kernels"
     kernels.mkdir()

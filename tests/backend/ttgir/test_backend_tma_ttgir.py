@@ -16,10 +16,10 @@ from oracle import assert_triton_compiles
 
 import ttbuild
 from ttbuild import tma
-from ttbuild.graph.keys import stage_options_of
 from ttbuild.irattrs import module_attrs
 from ttbuild.options import Options
 from ttbuild.signature import parse_entry
+from ttbuild.stages import DEFAULT, Request
 
 MATMUL = Path(__file__).parents[3] / "kernels" / "matmul_descriptor.py"
 MISC = Path(__file__).parents[2] / "data" / "gpu_kernels" / "misc.py"  # tma_reduce_kernel, tma_reduce_made_kernel
@@ -85,7 +85,7 @@ def bt_file(tmp_path_factory) -> Path:
 
 def test_only_sm90_variants_with_tma_on_key_their_ttir_with_it():
     params = [parse_entry(e) for e in ("tensordesc<fp16[128, 64]>", "i32")]
-    ttir = lambda **o: stage_options_of("k", "k.py", params, {}, Options(**o))["ttir"]  # noqa: E731
+    ttir = lambda **o: DEFAULT.options(Request("k", "k.py", params, {}, Options(**o)))["ttir"]  # noqa: E731
     assert ttir(target="cuda:90")["tma"] is True
     assert "tma" not in ttir(target="cuda:80")
     assert "tma" not in ttir(target="cuda:90", disable_tma=True)

@@ -1,11 +1,15 @@
-"""IR locations → source positions: `loc("n17")` and `CompilationError.node_id` resolved through the parse stage's loc table."""
+"""IR locations → source positions (`loc("n17")`, `CompilationError.node_id` through the parse stage's loc table), and the build log's rendering of a stage's error.
+
+Stdlib only and outside the frontend: the driver (ttbuild.compiler) and the build graph place and
+render errors here without importing the compiler's frontend.
+"""
 
 from __future__ import annotations
 
 import json
 import re
 
-from ttbuild.errors import CompilationError, Loc, NotSupportedYet
+from ttbuild.errors import CompilationError, Loc, NotSupportedYet, ToolError
 
 _NAME = re.compile(r'^(?:loc\()?"?n(\d+)"?\)?$')
 # A debug build's name location around a file position: loc("n17"("file.py":12:5)).
@@ -69,3 +73,37 @@ def locate_warning(warning, loc_table: bytes | str | dict | None):
         return warning
     loc = node_loc(warning.node_id, loc_table)
     return warning if loc is None else CompilerWarning(warning.message, warning.node_id, loc)
+
+
+def render_error(exc: Exception, loc_path: str | None) -> str:
+    """Text of `exc` for the build log.
+
+    A CompilationError that carries only an AST node id (`node_id`, or a backend's `node`
+    name from `loc("n17")`) is first located through the parse `loc` table at `loc_path` with
+    `locate` (docs/CONTRACTS.md, "IR locations"). The table is read
+    only here, on failure: it is not a dependency of later stages, so a blank-line edit
+    does not rerun them. ToolError keeps its stderr and repro command.
+    """
+    if isinstance(exc, ToolError):
+        return str(exc)
+    if isinstance(exc, CompilationError):
+        if exc.loc is None and loc_path:
+            try:
+                with open(loc_path, "rb") as fh:
+                    exc = locate_error(exc, fh.read())
+            except OSError:
+                pass  # an unreadable table must not hide the real error
+        return exc.render()
+    return str(exc)
+
+
+def locate_error(exc: CompilationError, loc_table: bytes | None) -> CompilationError:
+    """`exc` at its source position when it carries only an AST node id and the parse `loc`
+    table (`loc_table`, bytes) places it (`locate`); otherwise `exc`
+    itself. Never raises: a table that cannot be read leaves the error as it is."""
+    if exc.loc is not None or not loc_table:
+        return exc
+    try:
+        return locate(exc, loc_table)  # leaves an error without a node id as it is
+    except (ValueError, KeyError):
+        return exc

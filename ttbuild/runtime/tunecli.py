@@ -1,0 +1,161 @@
+"""`ttbuild tune [-o ARTIFACTS] [-k KERNELS] [--kernel NAME]...`: the command line over ttbuild.runtime.tuner, with its progress and summary.
+
+It loads the library (ttbuild.runtime.load), keeps its tuned launchers that have a tune plan,
+and has ttbuild.runtime.tuner time them and write `artifacts/tuning/<kernel>.json`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .tuned import TunedLauncher
+from .tuner import _torch, plans, tune_kernel
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`ttbuild tune [-o ARTIFACTS] [-k KERNELS] [--kernel NAME]...`; exit 0, or 2 (nothing to tune, bad usage)."""
+    ap = argparse.ArgumentParser(prog="ttbuild tune", description="times every config of each autotuned kernel on this GPU and writes artifacts/tuning/<kernel>.json")
+    ap.add_argument("-o", "--artifacts", default="artifacts", metavar="DIR", help="the built library (lib/ inside)")
+    ap.add_argument("-k", "--kernels", default="kernels", metavar="DIR", help="the kernels folder (tune harnesses)")
+    ap.add_argument("--kernel", action="append", default=None, metavar="NAME", help="tune only this kernel")
+    ap.add_argument("--shapes", default=None, metavar="FILE.toml",
+                    help="tune plans instead of the rows' own: [<row name>] args = \"file.py:function\", shapes = [...]")
+    ap.add_argument("--cache", default=None, metavar="URL",
+                    help="where earlier timings are kept (default: TTBUILD_CACHE, else the local cache directory)")
+    ap.add_argument("--force", action="store_true", help="time every shape again (the cache is still filled)")
+    ap.add_argument("--warmup-ms", type=float, default=25.0)
+    ap.add_argument("--rep-ms", type=float, default=100.0)
+    args = ap.parse_args(argv)
+    from . import load
+
+    lib = load(args.artifacts)
+    tuning_dir = os.path.join(args.artifacts, "tuning")
+    override = read_shapes(args.shapes) if args.shapes else None
+    todo = []
+    for name in lib.kernels:
+        launcher = lib[name]
+        if not isinstance(launcher, TunedLauncher) or (args.kernel is not None and name not in args.kernel):
+            continue
+        mine = plans(launcher) if override is None else {g: p for g, p in override.items()
+                                                          if any(v.autotune and v.autotune["group"] == g
+                                                                 for v in launcher.variants)}
+        if mine:
+            todo.append((name, launcher, mine))
+    if not todo:
+        print("ttbuild tune: no autotuned kernel with a tune plan (a row with autotune = true and "
+              "tune = { args = ..., shapes = [...] })", file=sys.stderr)
+        return 2
+    try:
+        cuda = _torch().cuda.is_available()
+    except ImportError:
+        cuda = None
+    if not cuda:
+        print("ttbuild tune: timing needs torch with a CUDA GPU ("
+              + ("torch is not installed" if cuda is None else "torch sees no GPU") + ")", file=sys.stderr)
+        return 2
+    from ttbuild.cache import open_cache
+
+    cache = open_cache(args.cache)
+    if args.force:
+        cache = _WriteOnly(cache)
+    report = _Report(sum(len(p["shapes"]) for _, _, mine in todo for p in mine.values()))
+    with report:
+        for name, launcher, mine in todo:
+            table = name.replace(".py:", ".").replace(":", ".")
+            doc = tune_kernel(launcher, args.kernels, tuning_dir, table, progress=report.step, only=mine,
+                              cache=cache, warmup_ms=args.warmup_ms, rep_ms=args.rep_ms)
+            report.rows.extend((name, e) for e in doc["entries"])
+    report.summary(tuning_dir)
+    return 0
+
+
+def read_shapes(path: str) -> dict[str, dict]:
+    """A shapes file: one table per row name (the autotune group) with `args` and `shapes`, as a
+    row's `tune` plan. Raises SystemExit naming the file for anything else."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    try:
+        with open(path, "rb") as f:
+            doc = tomllib.load(f)
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"ttbuild tune: {path}: {exc}") from None
+    for group, plan in doc.items():
+        ok = (isinstance(plan, dict) and isinstance(plan.get("args"), str) and plan["args"].count(":") == 1
+              and isinstance(plan.get("shapes"), list) and all(isinstance(x, dict) for x in plan["shapes"]))
+        if not ok:
+            raise SystemExit(f"ttbuild tune: {path}: [{group}] needs args = \"file.py:function\" and "
+                             "shapes = [{ M = 512, ... }, ...]")
+    return doc
+
+
+class _WriteOnly:
+    """--force: every get misses, puts go through."""
+
+    def __init__(self, cache):
+        self.cache = cache
+
+    def get(self, key):
+        return None
+
+    def put(self, key, outputs):
+        self.cache.put(key, outputs)
+
+
+class _Report:
+    """A progress bar (rich, on a terminal) or one line per shape, and the summary table."""
+
+    def __init__(self, total: int):
+        self.total, self.rows, self.cached = total, [], 0
+        self.bar = None
+        try:
+            from rich.progress import Progress
+
+            if sys.stdout.isatty():
+                self.bar = Progress()
+        except ImportError:
+            pass
+
+    def __enter__(self):
+        if self.bar is not None:
+            self.bar.__enter__()
+            self.task = self.bar.add_task("tuning", total=self.total)
+        return self
+
+    def __exit__(self, *exc):
+        if self.bar is not None:
+            self.bar.__exit__(*exc)
+
+    def step(self, group, shape, times, best, cached=False):
+        self.cached += cached
+        if self.bar is not None:
+            self.bar.advance(self.task)
+        else:
+            t = times.get(best)
+            print(f"{group} {shape}: config {best}" + (f" {t:.4f} ms" if t is not None else "")
+                  + (" (cached)" if cached else ""), flush=True)
+
+    def summary(self, tuning_dir: str) -> None:
+        header = ("kernel", "group", "shape", "winner", "ms", "runner-up")
+        lines = []
+        for name, e in self.rows:
+            ran = sorted((t, int(c)) for c, t in e["times_ms"].items() if t is not None)
+            second = f"c{ran[1][1]} {ran[1][0] / ran[0][0]:.2f}x" if len(ran) > 1 else "-"
+            lines.append((name, e["group"], " ".join(f"{k}={v}" for k, v in e.get("shape", {}).items()),
+                          f"c{e['config']}", f"{ran[0][0]:.4f}" if ran else "-", second))
+        try:
+            from rich.console import Console
+            from rich.table import Table
+
+            table = Table(*header, title=f"tuning tables in {tuning_dir}"
+                          + (f" ({self.cached} of {self.total} shapes from the cache)" if self.cached else ""))
+            for row in lines:
+                table.add_row(*row)
+            Console().print(table)
+        except ImportError:
+            print("  ".join(header))
+            for row in lines:
+                print("  ".join(row))

@@ -37,7 +37,7 @@ DEFAULT_MAX_BLOB_BYTES = 256 << 20
 # What one build may fetch from a remote tier in all (`$TTBUILD_CACHE_FETCH_BUDGET` bytes, 0 for
 # no limit): a server that names big blobs (each under the cap) cannot make a build download
 # gigabytes; past it the build compiles what is left.
-DEFAULT_FETCH_BUDGET = 2 << 30
+DEFAULT_FETCH_BUDGET = 1 << 30
 
 
 def fetch_budget() -> int | None:

@@ -43,8 +43,8 @@ def write_record(artifacts: str | os.PathLike, kernels_dir: str | os.PathLike | 
     """Write the record of the build that just ended (atomically: temp file + rename).
     `variants`: the lib/ JSON names (without `.json`) its graph writes; `failed`: those that
     failed or were skipped; `complete`: every variant was reached and none failed."""
-    doc = {"schema": SCHEMA, "kernels": os.path.abspath(kernels_dir) if kernels_dir is not None else None,
-           "sources": source_digests(kernels_dir) if kernels_dir is not None else {},
+    # No absolute path: artifacts/ moves between machines (a CI cache) and stays byte-identical.
+    doc = {"schema": SCHEMA, "sources": source_digests(kernels_dir) if kernels_dir is not None else {},
            "variants": sorted(set(variants)), "failed": sorted(set(failed)), "shard": shard,
            "complete": bool(complete) and not failed and shard is None}
     path = os.path.join(os.fspath(artifacts), RECORD)

@@ -1,4 +1,4 @@
-"""A cache client for Bazel's HTTP remote-cache protocol: GET/HEAD/PUT `<base>/ac/<key>`, `<base>/cas/<sha256>`.
+"""A cache client for Bazel's HTTP remote-cache protocol: `HttpStore` (GET/HEAD/PUT/DELETE `<base>/ac/<key>`, `<base>/cas/<sha256>`) under `HttpCache`, an EntryCache.
 
 Works against bazel-remote (run it with `--disable_http_ac_validation`, since our AC bodies are
 ttbuild JSON, not ActionResult protobufs) and against any WebDAV server that accepts PUT, such as

@@ -194,14 +194,18 @@ class BuildReporter(ConsoleReporter):
 
     def complete_run(self):
         try:
-            self.prune_lib()
-            self.record_build()
+            self.finish_lib()
         finally:
             self._drop_lock()  # doit has saved its state by now (Runner.finish)
         self.write_summary()
         self.write_failures()
         if self.runtime_errors:
             self.write("#" * 40 + "\nExecution aborted.\n" + "\n".join(self.runtime_errors) + "\n")
+
+    def finish_lib(self) -> None:
+        """What a build does to lib/ when it ends, under the lock: prune_lib, then record_build."""
+        self.prune_lib()
+        self.record_build()
 
     def prune_lib(self) -> list[str]:
         """The build owns `<artifacts>/lib`: under the lock, after the run, delete what the

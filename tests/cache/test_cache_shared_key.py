@@ -117,7 +117,7 @@ def test_a_server_of_wrong_bytes_is_marked_down_after_a_few_with_one_warning(rea
                 assert c.get(key_of(i)) is None
         msgs = [str(w.message) for w in caught if issubclass(w.category, CacheWarning)]
         assert _cas_gets(server) == http_mod.CORRUPT_LIMIT and c.down
-        assert len(msgs) == 2 and "corrupt" in msgs[0] and "3 corrupt answers" in msgs[1], msgs
+        assert len(msgs) == 1 and "is corrupt" in msgs[0] and "3 corrupt answers take it out" in msgs[0], msgs
         gets = [r for r in server.requests if r[0] == "GET"]
         assert len(gets) == 2 * http_mod.CORRUPT_LIMIT  # and no request after the third
         assert len(server.requests) == len(gets) + (0 if readonly else 2 * http_mod.CORRUPT_LIMIT)  # DELETEs

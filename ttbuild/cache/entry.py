@@ -128,12 +128,12 @@ class EntryCache(Cache):
                    f"over the {self.fetch_budget}-byte budget (TTBUILD_CACHE_FETCH_BUDGET)")
         return False
 
-    def _down(self, why: str) -> None:
+    def _down(self, why: str, quiet: bool = False) -> None:
         with self._lock:
             if self.store.down:
                 return
             self.store.mark_down(why)
-        warn(f"cache {self.name}: {why}; going on without it for the rest of this process")
+        (log.info if quiet else warn)(f"cache {self.name}: {why}; going on without it for the rest of this process")
 
     def _foreign(self, key: str, exc: ForeignEntry) -> None:
         st = self._stats
@@ -155,11 +155,18 @@ class EntryCache(Cache):
         return None
 
     def _corrupt(self, key: str, why: str, blobs: list[str]) -> None:
-        """A corrupt answer: dropped (_drop), counted toward corrupt_limit; past it the store is
-        marked down, and only the first corrupt answer and that get a warning."""
-        self._drop(key, why, blobs, quiet=self.corrupt_limit is not None and self._stats.corrupt >= 1)
-        if self.corrupt_limit is not None and self._stats.corrupt >= self.corrupt_limit:
-            self._down(f"{self._stats.corrupt} corrupt answers (the last: {why})")
+        """A corrupt answer: dropped (_drop) and counted toward corrupt_limit, past which the
+        store is marked down. With a limit only the first corrupt answer warns, and says what
+        the limit does: a server of wrong bytes costs one warning, not one per stage."""
+        limit = self.corrupt_limit
+        if limit is None:
+            self._drop(key, why, blobs)
+            return None
+        first = self._stats.corrupt == 0
+        self._drop(key, why + (f" ({limit} corrupt answers take it out of this process)" if first else ""),
+                   blobs, quiet=not first)
+        if self._stats.corrupt >= limit:
+            self._down(f"{self._stats.corrupt} corrupt answers (the last: {why})", quiet=True)
         return None
 
     def _drop(self, key: str, why: str, blobs: list[str], quiet: bool = False) -> None:

@@ -54,6 +54,14 @@ def write_record(artifacts: str | os.PathLike, kernels_dir: str | os.PathLike | 
     os.replace(tmp, path)
 
 
+def forget_record(artifacts: str | os.PathLike) -> None:
+    """Remove the record as a build starts: until it ends, lib/ is no build's complete result."""
+    try:
+        os.unlink(os.path.join(os.fspath(artifacts), RECORD))
+    except FileNotFoundError:
+        pass
+
+
 def read_record(artifacts: str | os.PathLike) -> dict | None:
     """The record of the last build in `artifacts`, or None when there is none (or not ours)."""
     try:

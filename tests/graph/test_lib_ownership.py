@@ -191,3 +191,21 @@ def test_package_refuses_kept_stale_shard_and_edited_libraries(proj):
     assert proj.ttbuild("build", "--continue", "--keep-previous").rc != 0
     rc, err = _package(proj)
     assert rc == 2 and "failed for" in err, err
+
+
+def test_a_build_that_never_ends_leaves_no_record(proj):
+    """The record goes when a build starts and comes back when it ends: a killed build's lib/
+    is refused by `ttbuild package` (here: the reporter's start without its end)."""
+    from ttbuild.buildrecord import RECORD
+    from ttbuild.graph.reporter import BuildReporter
+
+    assert proj.ttbuild("build").rc == 0
+    assert (proj.artifacts / RECORD).is_file()
+    reporter = BuildReporter.for_artifacts(proj.artifacts)(None, {})
+    reporter._take_lock()
+    try:
+        assert not (proj.artifacts / RECORD).exists()
+    finally:
+        reporter._drop_lock()
+    rc, err = _package(proj)
+    assert rc == 2 and "records no build" in err, err

@@ -129,6 +129,10 @@ class BuildReporter(ConsoleReporter):
 
         self._lock = BuildLock(self.lock_dir).acquire(on_wait=announce_wait)
         begin_build(self.lock_dir)
+        # A build killed midway records nothing: `ttbuild package` then refuses its lib/.
+        from ttbuild.buildrecord import forget_record
+
+        forget_record(self.lock_dir)
         self.stats.start = time.monotonic()  # time the build, not the wait
 
     def _drop_lock(self):

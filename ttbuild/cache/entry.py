@@ -72,6 +72,8 @@ class EntryCache(Cache):
 
     # -- get ---------------------------------------------------------------------------------
     def get(self, key: str) -> dict[str, bytes] | None:
+        """The outputs stored under `key`, each blob checked, or None (absent, another key's,
+        corrupt: dropped unless read-only, over the fetch budget, or the store failed)."""
         check_key(key)
         st = self._stats
         if self.store.down:
@@ -187,12 +189,15 @@ class EntryCache(Cache):
             pass
 
     def forget(self, key: str, why: str) -> bool:
+        """Drop the entry of `key` with a warning saying `why`; False where read-only."""
         check_key(key)
         self._drop(key, why, [])
         return not self.readonly
 
     # -- put ---------------------------------------------------------------------------------
     def put(self, key: str, outputs: Mapping[str, bytes]) -> None:
+        """Store `outputs` under `key`, blobs first, the entry last; never over an entry of
+        another key. Failures warn once and are otherwise ignored."""
         check_key(key)
         if self.readonly or self.store.down:
             return
@@ -240,6 +245,7 @@ class EntryCache(Cache):
 
     # -- whole-store operations --------------------------------------------------------------
     def stats(self) -> CacheStats:
+        """This process's counters, plus entries, blobs and bytes where the store can list itself."""
         st = self._stats
         if not self.store.scannable:
             return st
@@ -255,6 +261,9 @@ class EntryCache(Cache):
         return st
 
     def verify(self) -> VerifyReport:
+        """Re-hash every blob and check every entry (its mac too, with a key), dropping the bad
+        ones unless read-only; entries of another key are kept and counted. CacheError where
+        the store cannot list itself."""
         if not self.store.scannable:
             return super().verify()
         rep = VerifyReport()
@@ -305,6 +314,7 @@ class EntryCache(Cache):
         return good
 
     def prune(self, max_bytes: int | None = None, max_age: float | None = None) -> PruneReport:
+        """Cache.prune over the store's listing; CacheError where read-only or not listable."""
         if not self.store.scannable:
             return super().prune(max_bytes, max_age)
         if self.readonly:
@@ -371,6 +381,7 @@ class EntryCache(Cache):
         rep.bytes_left = total
 
     def close(self) -> None:
+        """Close the store (its connections); the cache stays usable."""
         self.store.close()
 
 

@@ -384,12 +384,15 @@ class HttpStore(BlobStore):
         return data
 
     def read_ac(self, key: str, limit: int) -> bytes | None:
+        """GET ac/<key>: the body (at most `limit` + 1 bytes), None on 404, StoreError on any other status."""
         return self._get(f"ac/{key[:16]}...", f"/ac/{key}", limit)
 
     def read_cas(self, ref: BlobRef) -> bytes | None:
+        """GET cas/<sha>: the body (at most `ref.size` + 1 bytes), None on 404, StoreError on any other status."""
         return self._get(f"cas/{ref.sha256[:16]}...", f"/cas/{ref.sha256}", ref.size)
 
     def has_cas(self, ref: BlobRef) -> bool:
+        """HEAD cas/<sha>: True when the server holds it with `ref`'s size."""
         status, _, length = self._request("HEAD", f"/cas/{ref.sha256}")
         return status == 200 and length == ref.size
 
@@ -399,17 +402,21 @@ class HttpStore(BlobStore):
             raise StoreError(f"PUT {what} answered HTTP {status}; results are not uploaded")
 
     def write_cas(self, sha: str, data: bytes) -> None:
+        """PUT cas/<sha>; StoreError unless the server answers 200, 201 or 204."""
         self._put(f"cas/{sha[:16]}...", f"/cas/{sha}", data)
 
     def write_ac(self, key: str, data: bytes) -> None:
+        """PUT ac/<key>; StoreError unless the server answers 200, 201 or 204."""
         self._put(f"ac/{key[:16]}...", f"/ac/{key}", data)
 
     # Best effort: nginx WebDAV honours DELETE, bazel-remote answers 405 and keeps the entry
     # (it already refuses blobs whose sha256 does not match, so it rarely has any to drop).
     def delete_ac(self, key: str) -> bool:
+        """DELETE ac/<key>; True when the server says it deleted it."""
         return self._request("DELETE", f"/ac/{key}")[0] in (200, 204)
 
     def delete_cas(self, sha: str) -> bool:
+        """DELETE cas/<sha>; True when the server says it deleted it."""
         return self._request("DELETE", f"/cas/{sha}")[0] in (200, 204)
 
 

@@ -59,9 +59,11 @@ class DirStore(BlobStore):
         self._cas = os.path.join(str(self.root), "cas")
 
     def ac_path(self, key: str) -> Path:
+        """`<root>/ac/<key>`."""
         return self.root / "ac" / key
 
     def cas_path(self, sha: str) -> Path:
+        """`<root>/cas/<sha[:2]>/<sha>`."""
         return self.root / "cas" / sha[:2] / sha
 
     def _read(self, path: str, limit: int) -> bytes | None:
@@ -73,18 +75,22 @@ class DirStore(BlobStore):
             raise StoreError(f"cannot read {path}: {exc}") from None
 
     def read_ac(self, key: str, limit: int) -> bytes | None:
+        """The entry file's bytes (at most `limit` + 1), or None when absent; StoreError when unreadable."""
         return self._read(os.path.join(self._ac, key), limit)
 
     def read_cas(self, ref: BlobRef) -> bytes | None:
+        """The blob file's bytes (at most `ref.size` + 1), or None when absent; StoreError when unreadable."""
         return self._read(os.path.join(self._cas, ref.sha256[:2], ref.sha256), ref.size)
 
     def has_cas(self, ref: BlobRef) -> bool:
+        """True when the blob file exists with `ref`'s size."""
         try:
             return self.cas_path(ref.sha256).stat().st_size == ref.size
         except OSError:
             return False
 
     def check_writable(self) -> None:
+        """StoreError when `root` is missing and may not be created (an unmounted share)."""
         if not self.create and not self.root.is_dir():
             raise StoreError(f"cannot write (shared cache directory {self.root} does not exist (not "
                              "mounted?)); builds go on without storing")
@@ -96,24 +102,29 @@ class DirStore(BlobStore):
             raise StoreError(f"cannot write ({exc}); builds go on without storing") from None
 
     def write_cas(self, sha: str, data: bytes) -> None:
+        """Write a blob atomically (temp file + rename); StoreError when it cannot."""
         self._write(self.cas_path(sha), data)
 
     def write_ac(self, key: str, data: bytes) -> None:
+        """Write an entry atomically (temp file + rename); StoreError when it cannot."""
         self._write(self.ac_path(key), data)
 
     def delete_ac(self, key: str) -> bool:
+        """Unlink an entry file; False when it was not there or cannot go."""
         try:
             return _unlink(self.ac_path(key))
         except OSError:
             return False
 
     def delete_cas(self, sha: str) -> bool:
+        """Unlink a blob file; False when it was not there or cannot go."""
         try:
             return _unlink(self.cas_path(sha))
         except OSError:
             return False
 
     def touch_ac(self, key: str) -> None:
+        """Set the entry file's mtime to now: its last use, which LRU pruning reads."""
         try:
             os.utime(os.path.join(self._ac, key))
         except OSError:
@@ -127,6 +138,7 @@ class DirStore(BlobStore):
         return Listed(name, st.st_size, st.st_mtime, is_temp(entry.name), Path(entry.path))
 
     def scan_ac(self):
+        """Listed per file of ac/ (temp files and strays: name None); nothing when it does not exist."""
         try:
             it = os.scandir(self.root / "ac")
         except (FileNotFoundError, NotADirectoryError):
@@ -138,6 +150,7 @@ class DirStore(BlobStore):
                     yield item
 
     def scan_cas(self):
+        """Listed per file of cas/<xx>/ (a name that is not its folder's sha256: None)."""
         try:
             tops = os.scandir(self.root / "cas")
         except (FileNotFoundError, NotADirectoryError):
@@ -158,9 +171,11 @@ class DirStore(BlobStore):
                             yield item
 
     def read_listed(self, item: Listed) -> bytes:
+        """The whole file. Raises OSError."""
         return item.handle.read_bytes()
 
     def remove(self, item: Listed) -> bool:
+        """Unlink the file; False when a concurrent prune got there first."""
         return _unlink(item.handle)
 
 

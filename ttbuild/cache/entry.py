@@ -59,6 +59,7 @@ class EntryCache(Cache):
         self.corrupt_limit = corrupt_limit
         self.fetch_budget = fetch_budget
         self._fetched = 0
+        self._corrupt_seen = 0
         self._lock = threading.Lock()
         self._stats = CacheStats(self.name)
         self._put_warned = False
@@ -164,11 +165,13 @@ class EntryCache(Cache):
         if limit is None:
             self._drop(key, why, blobs)
             return None
-        first = self._stats.corrupt == 0
-        self._drop(key, why + (f" ({limit} corrupt answers take it out of this process)" if first else ""),
-                   blobs, quiet=not first)
-        if self._stats.corrupt >= limit:
-            self._down(f"{self._stats.corrupt} corrupt answers (the last: {why})", quiet=True)
+        with self._lock:  # prefetch threads: exactly one of them is the first
+            self._corrupt_seen += 1
+            seen = self._corrupt_seen
+        self._drop(key, why + (f" ({limit} corrupt answers take it out of this process)" if seen == 1 else ""),
+                   blobs, quiet=seen > 1)
+        if seen >= limit:
+            self._down(f"{seen} corrupt answers (the last: {why})", quiet=True)
         return None
 
     def _drop(self, key: str, why: str, blobs: list[str], quiet: bool = False) -> None:

@@ -154,6 +154,53 @@ class ScriptedServer:
         self.thread.join(timeout=10)
 
 
+class LyingServer(ScriptedServer):
+    """A server that answers every AC entry with an (unsigned) entry naming one `blob_size`-byte
+    blob, and every blob with `blob_size` bytes: zeros that do not hash to the name the entry
+    gave (`honest=False`, the review's server of wrong bytes), or the very bytes it named
+    (`honest=True`: a big but valid cache). Counts the blob bytes it sent (`sent`)."""
+
+    def __init__(self, blob_size: int, honest: bool = False):
+        super().__init__(404)
+        import hashlib
+        import json
+
+        outer, blob = self, bytes(blob_size)
+        self.sent = 0
+        sha = hashlib.sha256(blob if honest else b"not these bytes").hexdigest()
+        entry = json.dumps({"schema": "ttbuild.cache/1", "outputs": {"cubin": {"sha256": sha, "size": blob_size}}},
+                           sort_keys=True, separators=(",", ":")).encode()
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self):
+                outer.requests.append((self.command, self.path))
+                body = entry if "/ac/" in self.path else blob
+                if "/cas/" in self.path:
+                    outer.sent += len(body)
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _refuse(self):  # it never takes anything, nor deletes what it lies about
+                n = int(self.headers.get("Content-Length") or 0)
+                if n:
+                    self.rfile.read(n)
+                outer.requests.append((self.command, self.path))
+                self.send_response(405)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_PUT = do_HEAD = do_DELETE = _refuse
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd.RequestHandlerClass = Handler
+
+
 class ForwardProxy:
     """A threaded forwarding HTTP proxy on 127.0.0.1 (absolute-URI requests, as a client sends
     them to an http proxy): relays each request to its target and records (method, url,

@@ -95,12 +95,12 @@ class Project:
         return env
 
     def artifact_bytes(self) -> dict[str, bytes]:
-        """Every file under artifacts/ but doit's DB and the build's lock and clean mark: relative
+        """Every file under artifacts/ but doit's DB and the build's lock, clean mark and record: relative
         path -> bytes."""
         out = {}
         for path in sorted(self.artifacts.rglob("*")):
             rel = path.relative_to(self.artifacts).as_posix()
-            if path.is_file() and not rel.startswith((".doit.db", ".ttbuild.lock", ".ttbuild.clean")):
+            if path.is_file() and not rel.startswith((".doit.db", ".ttbuild.lock", ".ttbuild.clean", ".ttbuild-build.json")):
                 out[rel] = path.read_bytes()
         return out
 

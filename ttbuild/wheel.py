@@ -94,8 +94,10 @@ def tuning_files(lib_dir: str) -> dict[str, bytes]:
     return out
 
 
-def manifest(name: str, version: str, variants, files: dict[str, bytes], tuning: dict[str, bytes] | None = None) -> dict:
-    """The package manifest (schema ttbuild.library/1, ttbuild.runtime.package)."""
+def manifest(name: str, version: str, variants, files: dict[str, bytes], tuning: dict[str, bytes] | None = None,
+             build: dict | None = None) -> dict:
+    """The package manifest (schema ttbuild.library/1, ttbuild.runtime.package); `build`: the
+    variant list's state (ttbuild.buildrecord.state) when the library was packaged."""
     from ttbuild.runtime.package import SCHEMA
 
     kernels: dict[str, list[str]] = {}
@@ -112,6 +114,7 @@ def manifest(name: str, version: str, variants, files: dict[str, bytes], tuning:
         "archs": archs, "ptx": ptx, "min_cuda_driver": max(drivers),
         "files": {**{f"lib/{n}": hashlib.sha256(data).hexdigest() for n, data in sorted(files.items())},
                   **{f"tuning/{n}": hashlib.sha256(data).hexdigest() for n, data in sorted((tuning or {}).items())}},
+        **({"build": build} if build is not None else {}),
     }
 
 
@@ -137,9 +140,11 @@ def __dir__():
 '''
 
 
-def build_wheel(lib_dir: str, name: str, version: str, out_dir: str, platform: str = "any") -> str:
+def build_wheel(lib_dir: str, name: str, version: str, out_dir: str, platform: str = "any",
+                build: dict | None = None) -> str:
     """Write `<out_dir>/<name>-<version>-py3-none-<platform>.whl` from `lib_dir`; returns its path.
-    Raises PackageError for a bad name/version/platform or an unusable library."""
+    `build` (ttbuild.buildrecord.state) goes into the manifest. Raises PackageError for a bad
+    name/version/platform or an unusable library."""
     from ttbuild import __version__ as ttbuild_version
     from ttbuild.target import cuda_version_text
 
@@ -151,7 +156,7 @@ def build_wheel(lib_dir: str, name: str, version: str, out_dir: str, platform: s
         raise PackageError(f"platform tag {platform!r} must look like any, linux_x86_64 or manylinux2014_x86_64")
     variants, files = library_files(lib_dir)
     tuning = tuning_files(lib_dir)
-    doc = manifest(name, version, variants, files, tuning)
+    doc = manifest(name, version, variants, files, tuning, build)
     driver = cuda_version_text(doc["min_cuda_driver"])
     served = ", ".join(doc["archs"]) + (f"; PTX {', '.join(doc['ptx'])} for newer GPUs" if doc["ptx"] else "")
     kernels = ", ".join(doc["kernels"])
@@ -193,8 +198,25 @@ def build_wheel(lib_dir: str, name: str, version: str, out_dir: str, platform: s
     return path
 
 
+def checked_build(artifacts: str, kernels: str, allow_partial: bool) -> dict:
+    """The variant list's state for the manifest (ttbuild.buildrecord.state), after checking that
+    `<artifacts>/lib` is the complete build of the current list. Raises PackageError naming each
+    problem unless `allow_partial`, which prints them as warnings and records them instead."""
+    from ttbuild.buildrecord import library_problems, state
+
+    lib = os.path.join(artifacts, "lib")
+    names = [n[:-5] for n in os.listdir(lib) if n.endswith(".json")] if os.path.isdir(lib) else []
+    problems = library_problems(artifacts, kernels, names)
+    if problems and not allow_partial:
+        raise PackageError(f"{lib} is not the complete build of {os.path.join(kernels, 'variants.toml')}:\n  "
+                           + "\n  ".join(problems) + "\n(build again, or pass --allow-partial to ship it as it is)")
+    for line in problems:
+        print(f"ttbuild package: warning: {line}", file=sys.stderr)
+    return state(artifacts, kernels, problems)
+
+
 def main(argv: list[str] | None = None) -> int:
-    """`ttbuild package [--name N] [--version V] [-o DIST] [--artifacts DIR] [-k KERNELS] [--platform P]`."""
+    """`ttbuild package [--name N] [--version V] [-o DIST] [--artifacts DIR] [-k KERNELS] [--platform P] [--allow-partial]`."""
     ap = argparse.ArgumentParser(prog="ttbuild package",
                                  description="Turn artifacts/lib into a wheel that needs only the ttbuild runtime.")
     ap.add_argument("--name", help="import and distribution name (default: [package] name in variants.toml)")
@@ -203,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--artifacts", default="artifacts", metavar="DIR", help="build output holding lib/")
     ap.add_argument("-k", "--kernels", default="kernels", metavar="DIR", help="directory of variants.toml")
     ap.add_argument("--platform", default=None, help="wheel platform tag (default: any)")
+    ap.add_argument("--allow-partial", action="store_true",
+                    help="package lib/ even when it is not the complete build of the current variant list "
+                         "(a failed, stopped, sharded or stale build); the wheel's manifest says so")
     args = ap.parse_args(argv)
     try:
         table = package_table(args.kernels)
@@ -212,7 +237,8 @@ def main(argv: list[str] | None = None) -> int:
             raise PackageError("give --name and --version, or a [package] table in "
                                f"{os.path.join(args.kernels, 'variants.toml')} (name = \"mykernels\", version = \"1.0\")")
         platform = args.platform or table.get("platform", "any")
-        path = build_wheel(os.path.join(args.artifacts, "lib"), name, str(version), args.out, platform)
+        build = checked_build(args.artifacts, args.kernels, args.allow_partial)
+        path = build_wheel(os.path.join(args.artifacts, "lib"), name, str(version), args.out, platform, build)
     except PackageError as exc:
         print(f"ttbuild package: error: {exc}", file=sys.stderr)
         return 2

@@ -255,6 +255,9 @@ def test_terminal_gets_the_live_display_and_a_table(proj):
     assert not re.search(r"^\.  parse:", out, re.M), out
     assert "ttgir" in out and "cached" in out and "total" in out, out
     assert "┃" in out or "│" in out, out  # rich's table, not the plain summary
+    from ttbuild.buildrecord import read_record
+
+    assert read_record(proj.artifacts)["complete"] is True  # the live display records the build too
 
 
 def test_list_and_explain_import_no_compiler(proj):

@@ -130,6 +130,27 @@ def test_unreachable_remote_degrades_to_local_build_with_one_warning(jobs, tmp_p
     assert again.artifact_bytes() == proj.artifact_bytes()
 
 
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_remote_of_wrong_bytes_costs_a_read_only_build_one_warning(jobs, tmp_path, new_project):
+    """Issue 32 item 4, the review's server answering every entry with a blob of wrong bytes
+    (64 KiB here, not 255 MiB): a read-only build warns once, fetches a few blobs, builds."""
+    from cache_server import LyingServer
+
+    server = LyingServer(64 << 10).start()
+    try:
+        proj = _project(tmp_path, "A", "fake", new_project, "cache-A")
+        proj.env["TTBUILD_CACHE_READONLY"] = "1"
+        run = proj.ttbuild("build", "-j", jobs, "--cache", server.url)
+        assert run.rc == 0, run.text
+        assert run.err.count("warning") == 1 and "3 corrupt answers take it out" in run.err, run.err
+        # the prefetch's threads may each have a blob in flight when the third answer lands
+        blobs = sum(1 for m, p in server.requests if "/cas/" in p)
+        assert 3 <= blobs <= 3 + 32 and server.sent <= blobs * (64 << 10), blobs
+        assert run.ran and not run.cached
+    finally:
+        server.stop()
+
+
 def test_cache_off_runs_every_stage(tmp_path, new_project):
     proj = _project(tmp_path, "A", "fake", new_project, "cache-A")
     assert proj.ttbuild("build").rc == 0

@@ -116,3 +116,96 @@ def test_lib_images_are_hard_links_to_their_stage_outputs_never_to_the_cache(tmp
     outputs = {p.stat().st_ino for stage in ("parse", "ttir", "ttgir", "llir", "ptx", "cubin")
                for p in (proj.artifacts / stage).rglob("*") if p.is_file()}
     assert blobs and outputs and not blobs & outputs
+
+
+def test_a_default_build_that_stops_at_a_failure_still_drops_the_failed_variants(proj):
+    """Issue 32 item 3: without --continue doit stops at the first failure and never reports
+    the failed kernel's meta tasks as skipped; their previous build must go all the same."""
+    assert proj.ttbuild("build").rc == 0
+    victims = {p.stem for p in (proj.artifacts / "lib").glob("*.json") if p.stem.startswith("add_kernel")}
+    assert victims
+    _break(proj, "vector_add.py")
+    run = proj.ttbuild("build")
+    assert run.rc != 0
+    left = {p.stem for p in (proj.artifacts / "lib").glob("*.json")}
+    assert not victims & left, left
+
+
+def test_an_empty_variant_list_leaves_no_library(proj):
+    assert proj.ttbuild("build").rc == 0
+    assert list((proj.artifacts / "lib").glob("*.json"))
+    vt = proj.kernels / "variants.toml"
+    vt.write_text(_split(vt.read_text())[0])
+    run = proj.ttbuild("build")
+    assert run.rc == 0, run.text
+    assert not [p for p in (proj.artifacts / "lib").iterdir() if p.suffix in (".json", ".cubin", ".ptx")]
+
+
+def _package(proj, *args):
+    out = proj.run(proj.ttbuild_argv("package", "--name", "k", "--version", "1.0", "-o", "dist", *args))
+    return out.returncode, out.stderr
+
+
+def _manifest(proj) -> dict:
+    import json
+    import zipfile
+
+    with zipfile.ZipFile(proj.root / "dist" / "k-1.0-py3-none-any.whl") as zf:
+        return json.loads(zf.read("k/ttbuild_library.json"))
+
+
+def test_package_refuses_what_a_failed_continue_build_left(proj):
+    """Issue 32 item 3: after a --continue build with one broken kernel, lib/ holds the others:
+    `ttbuild package` refuses it (naming the failed variants) unless --allow-partial, and the
+    wheel then records that it is partial."""
+    assert proj.ttbuild("build").rc == 0
+    assert proj.ttbuild("build").rc == 0  # a no-op rebuild is the complete build too
+    rc, err = _package(proj)
+    assert rc == 0, err
+    assert _manifest(proj)["build"]["complete"] is True
+    _break(proj, "vector_add.py")
+    assert proj.ttbuild("build", "--continue").rc != 0
+    rc, err = _package(proj)
+    assert rc == 2 and "the last build failed for" in err and "add_kernel" in err, err
+    rc, err = _package(proj, "--allow-partial")
+    assert rc == 0 and "warning: the last build failed" in err, err
+    build = _manifest(proj)["build"]
+    assert build["complete"] is False and any("failed for" in p for p in build["problems"])
+
+
+def test_package_refuses_kept_stale_shard_and_edited_libraries(proj):
+    assert proj.ttbuild("build").rc == 0
+    assert proj.ttbuild("build", "--shard", "1/2").rc == 0
+    rc, err = _package(proj)
+    assert rc == 2 and "shard 1/2 only" in err, err
+    assert proj.ttbuild("build").rc == 0
+    (proj.kernels / "vector_add.py").write_text((proj.kernels / "vector_add.py").read_text() + "\n# edited\n")
+    rc, err = _package(proj)
+    assert rc == 2 and "vector_add.py changed since the last build" in err, err
+    assert proj.ttbuild("build").rc == 0
+    (proj.artifacts / "lib" / "stray.json").write_bytes((next((proj.artifacts / "lib").glob("*.json"))).read_bytes())
+    rc, err = _package(proj)
+    assert rc == 2 and "lib/ holds stray" in err, err
+    (proj.artifacts / "lib" / "stray.json").unlink()
+    _break(proj, "vector_add.py")
+    assert proj.ttbuild("build", "--continue", "--keep-previous").rc != 0
+    rc, err = _package(proj)
+    assert rc == 2 and "failed for" in err, err
+
+
+def test_a_build_that_never_ends_leaves_no_record(proj):
+    """The record goes when a build starts and comes back when it ends: a killed build's lib/
+    is refused by `ttbuild package` (here: the reporter's start without its end)."""
+    from ttbuild.buildrecord import RECORD
+    from ttbuild.graph.reporter import BuildReporter
+
+    assert proj.ttbuild("build").rc == 0
+    assert (proj.artifacts / RECORD).is_file()
+    reporter = BuildReporter.for_artifacts(proj.artifacts)(None, {})
+    reporter._take_lock()
+    try:
+        assert not (proj.artifacts / RECORD).exists()
+    finally:
+        reporter._drop_lock()
+    rc, err = _package(proj)
+    assert rc == 2 and "records no build" in err, err

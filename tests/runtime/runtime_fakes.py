@@ -192,14 +192,18 @@ def write_lib(root, docs, extra_files=()):
     """root/lib/<variant>.json + a fake cubin per document (+ `extra_files` name -> bytes)."""
     lib = root / "lib"
     lib.mkdir(parents=True, exist_ok=True)
+    for name, data in dict(extra_files).items():
+        (lib / name).write_bytes(data)
     for d in docs:
         cubin = b"CUBIN:" + d["variant"].encode()
         (lib / d["cubin"]).write_bytes(cubin)
-        # the runtime checks the cubin against the sha256 the metadata records, as a build writes it
+        # the runtime checks every image against the sha256 the metadata records, as a build writes it
         d = dict(d, cubin_sha256=hashlib.sha256(cubin).hexdigest())
+        if isinstance(d.get("images"), list):
+            d["images"] = [dict(img, sha256=hashlib.sha256((lib / img["file"]).read_bytes()).hexdigest())
+                           if isinstance(img, dict) and "sha256" not in img and isinstance(img.get("file"), str)
+                           and (lib / img["file"]).is_file() else img for img in d["images"]]
         (lib / f"{d['variant']}.json").write_text(json.dumps(d))
-    for name, data in dict(extra_files).items():
-        (lib / name).write_bytes(data)
     return root
 
 

@@ -72,6 +72,9 @@ def test_package_command_runs_without_the_compiler(tmp_path):
     write_lib(tmp_path / "artifacts", [meta("add_fp32", "add_kernel", add_params("fp32"))])
     (tmp_path / "kernels").mkdir()
     (tmp_path / "kernels" / "variants.toml").write_text('[package]\nname = "tinylib"\nversion = "0.3"\n')
+    from ttbuild.buildrecord import write_record  # what the build that wrote lib/ records
+
+    write_record(tmp_path / "artifacts", tmp_path / "kernels", variants=["add_fp32"], failed=[], shard=None, complete=True)
     out = run("import sys, runpy; sys.argv = ['ttbuild', 'package']; runpy.run_module('ttbuild', run_name='__main__')",
               cwd=tmp_path)
     assert out.returncode == 0, out.stderr

@@ -178,6 +178,43 @@ def test_a_cubin_that_is_not_the_one_the_metadata_describes_is_refused(tmp_path)
     assert drv.loads == []
 
 
+@pytest.mark.parametrize("digest", [None, ""])
+def test_a_cubin_without_a_recorded_sha256_is_refused(tmp_path, digest):
+    """Issue 32 item 3: `cubin_sha256` removed (or emptied) from a JSON whose cubin is replaced
+    used to skip the check and hand the garbage to the driver."""
+    write_lib(tmp_path, [meta("add_one", "add_kernel", add_params("fp32"))])
+    path = tmp_path / "lib" / "add_one.json"
+    doc = json.loads(path.read_text())
+    if digest is None:
+        del doc["cubin_sha256"]
+    else:
+        doc["cubin_sha256"] = digest
+    path.write_text(json.dumps(doc))
+    (tmp_path / "lib" / "add_one.cubin").write_bytes(b"garbage")
+    drv = RecordingDriver(capability=(9, 0))
+    lib = attach(rt.load(str(tmp_path), driver=drv), drv)
+    with pytest.raises(rt.MetadataError, match=r"records no sha256 for add_one\.cubin"):
+        launch(lib)
+    assert drv.loads == []
+
+
+def test_a_cubin_linked_out_of_the_library_is_refused(tmp_path):
+    import hashlib
+
+    outside = tmp_path / "elsewhere.bin"
+    outside.write_bytes(b"CUBIN:add_one")
+    write_lib(tmp_path, [meta("add_one", "add_kernel", add_params("fp32"))])
+    doc = json.loads((tmp_path / "lib" / "add_one.json").read_text())
+    assert doc["cubin_sha256"] == hashlib.sha256(outside.read_bytes()).hexdigest()  # even the right bytes
+    (tmp_path / "lib" / "add_one.cubin").unlink()
+    (tmp_path / "lib" / "add_one.cubin").symlink_to(outside)
+    drv = RecordingDriver(capability=(9, 0))
+    lib = attach(rt.load(str(tmp_path), driver=drv), drv)
+    with pytest.raises(rt.MetadataError, match=r"is a link to .*elsewhere\.bin, outside the library"):
+        launch(lib)
+    assert drv.loads == []
+
+
 def test_the_untouched_cubin_loads(tmp_path):
     write_lib(tmp_path, [meta("add_one", "add_kernel", add_params("fp32"))])
     drv = RecordingDriver(capability=(9, 0))

@@ -82,9 +82,12 @@ def test_package_table_and_command_line(tmp_path, new_project):
     text = (proj.kernels / "variants.toml").read_text()
     (proj.kernels / "variants.toml").write_text('[package]\nname = "fromtoml"\nversion = "2.0"\n\n' + text)
     out = proj.run(proj.ttbuild_argv("package"))
+    assert out.returncode == 2 and "records no build" in out.stderr  # a lib/ no build wrote
+    out = proj.run(proj.ttbuild_argv("package", "--allow-partial"))
     assert out.returncode == 0, out.stderr
     assert (proj.root / "dist" / "fromtoml-2.0-py3-none-any.whl").is_file()
-    out = proj.run(proj.ttbuild_argv("package", "--version", "2.1", "-o", "w", "--platform", "manylinux2014_x86_64"))
+    out = proj.run(proj.ttbuild_argv("package", "--version", "2.1", "-o", "w", "--platform", "manylinux2014_x86_64",
+                                     "--allow-partial"))
     assert out.returncode == 0 and (proj.root / "w" / "fromtoml-2.1-py3-none-manylinux2014_x86_64.whl").is_file()
     assert proj.doit("list").rc == 0  # the build accepts the [package] table
     (proj.kernels / "variants.toml").write_text(text)
@@ -161,6 +164,11 @@ def test_tuning_tables_ship_in_the_wheel_and_load_from_the_package(tmp_path):
     kernel = library.add_kernel
     assert isinstance(kernel, TunedLauncher) and kernel.table is not None
     assert kernel.table.lookup((4096, "fp32", "fp32", "fp32")) == (1, "exact")
+    # a table the manifest does not list (issue 32 item 3) is refused, not read
+    (tmp_path / "site" / "tuned" / "tuning" / "other_kernel.json").write_text(json.dumps(table))
+    with pytest.raises(MetadataError, match=r"other_kernel\.json not part of the tuned package"):
+        load_package(str(tmp_path / "site" / "tuned" / "__init__.py"))
+    (tmp_path / "site" / "tuned" / "tuning" / "other_kernel.json").unlink()
     (tmp_path / "site" / "tuned" / "tuning" / "add_kernel.json").write_text("{}")
     with pytest.raises(MetadataError, match="does not match"):
         load_package(str(tmp_path / "site" / "tuned" / "__init__.py"))

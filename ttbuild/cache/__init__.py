@@ -21,7 +21,8 @@ when their versions are first asked for.
 
 from ttbuild.cache.base import BlobRef, Cache, CacheError, CacheStats, CacheWarning, PruneReport, VerifyReport
 from ttbuild.cache.config import default_local_dir, open_cache, remote_from_url
-from ttbuild.cache.http import HttpCache
+from ttbuild.cache.entry import EntryCache
+from ttbuild.cache.http import HttpCache, HttpStore
 from ttbuild.cache.keys import (
                                 STAGE_TOOLS,
                                 action_key,
@@ -33,11 +34,13 @@ from ttbuild.cache.keys import (
                                 tool_versions_for,
 )
 from ttbuild.cache.layered import LayeredCache, NullCache
-from ttbuild.cache.local import DirCache
+from ttbuild.cache.local import DirCache, DirStore
 from ttbuild.cache.stage import default_cache, module_action_key, run_cached, run_cached_hit, set_default_cache
+from ttbuild.cache.store import BlobStore, StoreDown, StoreError
 
 __all__ = [
-    "BlobRef", "Cache", "CacheError", "CacheStats", "CacheWarning", "DirCache", "HttpCache",
+    "BlobRef", "BlobStore", "Cache", "CacheError", "CacheStats", "CacheWarning", "DirCache", "DirStore",
+    "EntryCache", "HttpCache", "HttpStore", "StoreDown", "StoreError",
     "LayeredCache", "NullCache", "PruneReport", "STAGE_TOOLS", "VerifyReport", "action_key",
     "canonical_action", "default_local_dir", "digest", "fast_hash", "is_key", "open_cache",
     "remote_from_url", "tool_versions", "tool_versions_for", "default_cache",

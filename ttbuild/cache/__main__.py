@@ -47,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
             r = cache.verify()
             print(f"{cache.name}: checked {r.blobs_checked} blobs, {r.entries_checked} entries; "
                   f"dropped {r.blobs_dropped} blobs, {r.entries_dropped} entries")
+            if r.entries_foreign:  # a wrong key must not empty the fleet's cache
+                print(f"{cache.name}: kept {r.entries_foreign} entries signed with another key "
+                      "(check TTBUILD_CACHE_HMAC_KEY)")
             return 0 if r.ok else 1
         else:
             if args.max_bytes is None and args.max_age is None:

@@ -34,6 +34,21 @@ MAX_AC_BYTES = 1 << 20
 DEFAULT_MAX_BLOB_BYTES = 256 << 20
 
 
+# What one build may fetch from a remote tier in all (`$TTBUILD_CACHE_FETCH_BUDGET` bytes, 0 for
+# no limit): a server that names big blobs (each under the cap) cannot make a build download
+# gigabytes; past it the build compiles what is left.
+DEFAULT_FETCH_BUDGET = 1 << 30
+
+
+def fetch_budget() -> int | None:
+    """The remote fetch budget in bytes (DEFAULT_FETCH_BUDGET or `$TTBUILD_CACHE_FETCH_BUDGET`;
+    None for no limit when it is 0)."""
+    text = os.environ.get("TTBUILD_CACHE_FETCH_BUDGET", "").strip()
+    if not text.isdigit():
+        return DEFAULT_FETCH_BUDGET
+    return int(text) or None
+
+
 def max_blob_bytes() -> int:
     """The blob size cap in bytes (DEFAULT_MAX_BLOB_BYTES or `$TTBUILD_CACHE_MAX_BLOB_BYTES`)."""
     text = os.environ.get("TTBUILD_CACHE_MAX_BLOB_BYTES", "")
@@ -62,24 +77,64 @@ class BlobRef:
     size: int
 
 
+# A key file holds a key, not a disk image: one bigger than this is refused unread
+# (`/dev/zero` as the key file used to read 5.6 GB).
+MAX_KEY_FILE_BYTES = 4096
+_empty_key_warned = False
+
+
 def entry_secret() -> bytes | None:
     """The key that authenticates action-cache entries: `$TTBUILD_CACHE_HMAC_KEY` (the key's
     text), else the bytes of the file `$TTBUILD_CACHE_HMAC_KEY_FILE` (surrounding whitespace
-    stripped), else None (entries are not authenticated). Raises CacheError for an unreadable
-    or empty key file."""
+    stripped), else None (entries are not authenticated). An empty or blank
+    `$TTBUILD_CACHE_HMAC_KEY` (what CI gives for a missing secret) warns once per process
+    instead of silently meaning no authentication. Raises CacheError for a key file that is
+    unreadable, not a regular file, empty, or over MAX_KEY_FILE_BYTES."""
+    global _empty_key_warned
     text = os.environ.get("TTBUILD_CACHE_HMAC_KEY")
-    if text:
+    if text and text.strip():
         return text.encode("utf-8")
     path = os.environ.get("TTBUILD_CACHE_HMAC_KEY_FILE")
     if not path:
+        if text is not None and not _empty_key_warned:
+            _empty_key_warned = True
+            warn("TTBUILD_CACHE_HMAC_KEY is set but empty (a missing CI secret?): cache entries are "
+                 "neither signed nor checked; unset it to say so, or give the key")
         return None
+    return _read_key_file(path)
+
+
+def _read_key_file(path: str) -> bytes:
+    import stat
+
     try:
-        data = open(path, "rb").read().strip()
+        with open(path, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise CacheError(f"TTBUILD_CACHE_HMAC_KEY_FILE {path} is not a regular file")
+            data = f.read(MAX_KEY_FILE_BYTES + 1)
     except OSError as exc:
         raise CacheError(f"TTBUILD_CACHE_HMAC_KEY_FILE {path}: {exc.strerror or exc}") from None
+    if len(data) > MAX_KEY_FILE_BYTES:
+        raise CacheError(f"TTBUILD_CACHE_HMAC_KEY_FILE {path} is over {MAX_KEY_FILE_BYTES} bytes: not a key")
+    data = data.strip()
     if not data:
         raise CacheError(f"TTBUILD_CACHE_HMAC_KEY_FILE {path} is empty")
     return data
+
+
+def key_id(secret: bytes) -> str:
+    """The public name of a key (16 hex digits of a domain-separated sha256), stored in each
+    entry it signs: an entry of another key is then told from a forgery, and left alone."""
+    return hashlib.sha256(b"ttbuild.cache key id\0" + secret).hexdigest()[:16]
+
+
+class ForeignEntry(ValueError):
+    """An entry signed with another key than ours (its `kid` differs, or an entry from before key
+    ids whose mac does not match): a miss, never deleted or overwritten; `.kid` is its key id."""
+
+    def __init__(self, message: str, kid: str | None):
+        super().__init__(message)
+        self.kid = kid
 
 
 def entry_mac(secret: bytes, key: str, body: bytes) -> str:
@@ -93,9 +148,9 @@ def encode_entry(outputs: Mapping[str, bytes], key: str | None = None,
     """AC entry bytes for `outputs` (role -> bytes), plus the refs it names.
 
     Format: `{"schema": "ttbuild.cache/1", "outputs": {role: {"sha256": hex, "size": n}}}`,
-    canonical JSON (sorted keys, no spaces); with a `secret` (entry_secret) also `"mac"`:
-    entry_mac over the action `key` and the entry without it. Raises TypeError for non-str
-    roles or non-bytes.
+    canonical JSON (sorted keys, no spaces); with a `secret` (entry_secret) also `"kid"`
+    (key_id) and `"mac"`: entry_mac over the action `key` and the entry without the mac. Raises
+    TypeError for non-str roles or non-bytes.
     """
     refs = {}
     for role, data in outputs.items():
@@ -107,18 +162,20 @@ def encode_entry(outputs: Mapping[str, bytes], key: str | None = None,
         refs[role] = BlobRef(digest(data), len(data))
     body = {"schema": AC_SCHEMA,
             "outputs": {r: {"sha256": b.sha256, "size": b.size} for r, b in refs.items()}}
-    raw = canonical_bytes(body, ensure_ascii=True)
     if secret is not None:
         if key is None:
             raise TypeError("an authenticated entry needs its action key")
-        raw = canonical_bytes(dict(body, mac=entry_mac(secret, key, raw)), ensure_ascii=True)
-    return raw, refs
+        body["kid"] = key_id(secret)
+        raw = canonical_bytes(body, ensure_ascii=True)
+        return canonical_bytes(dict(body, mac=entry_mac(secret, key, raw)), ensure_ascii=True), refs
+    return canonical_bytes(body, ensure_ascii=True), refs
 
 
 def decode_entry(raw: bytes, key: str | None = None, secret: bytes | None = None) -> dict[str, BlobRef]:
     """Parse an AC entry; raises ValueError on anything that is not a well-formed entry, and,
     with a `secret`, on an entry whose `mac` is missing or is not entry_mac(secret, key, ...)
-    (an unsigned or forged entry: the caller treats it as a miss)."""
+    (an unsigned or forged entry: the caller treats it as a miss). An entry signed with another
+    key raises ForeignEntry (a ValueError) instead: the caller leaves it in place."""
     if len(raw) > MAX_AC_BYTES:
         raise ValueError(f"AC entry is {len(raw)} bytes, more than {MAX_AC_BYTES}")
     try:
@@ -128,11 +185,7 @@ def decode_entry(raw: bytes, key: str | None = None, secret: bytes | None = None
     if not isinstance(body, dict) or body.get("schema") != AC_SCHEMA:
         raise ValueError(f"AC entry schema is not {AC_SCHEMA!r}")
     if secret is not None:
-        mac = body.pop("mac", None)
-        if not isinstance(mac, str):
-            raise ValueError("AC entry is not authenticated (no mac) and a cache key is configured")
-        if key is None or not hmac.compare_digest(mac, entry_mac(secret, key, canonical_bytes(body, ensure_ascii=True))):
-            raise ValueError("AC entry's mac does not match: forged, or signed with another key or for another action")
+        _check_mac(body, key, secret)
     outs = body.get("outputs")
     if not isinstance(outs, dict):
         raise ValueError("AC entry has no outputs table")
@@ -147,6 +200,22 @@ def decode_entry(raw: bytes, key: str | None = None, secret: bytes | None = None
                              f"{cap}-byte cap (TTBUILD_CACHE_MAX_BLOB_BYTES)")
         refs[role] = BlobRef(ref["sha256"], ref["size"])
     return refs
+
+
+def _check_mac(body: dict, key: str | None, secret: bytes) -> None:
+    """Raise ValueError unless `body` (its mac popped) carries entry_mac(secret, key, ...);
+    ForeignEntry where another key signed it."""
+    mac = body.pop("mac", None)
+    if not isinstance(mac, str):
+        raise ValueError("AC entry is not authenticated (no mac) and a cache key is configured")
+    kid, ours = body.get("kid"), key_id(secret)
+    if isinstance(kid, str) and kid != ours:
+        raise ForeignEntry(f"AC entry is signed with another key (key id {kid}, ours {ours})", kid)
+    if key is None or not hmac.compare_digest(mac, entry_mac(secret, key, canonical_bytes(body, ensure_ascii=True))):
+        if kid is None:  # from before key ids: a forgery cannot be told from another key's entry
+            raise ForeignEntry("AC entry's mac does not match and it names no key id: signed with "
+                               "another key, or forged", None)
+        raise ValueError("AC entry's mac does not match: forged, or signed for another action")
 
 
 def check_blob(ref: BlobRef, data: bytes) -> str | None:
@@ -170,6 +239,7 @@ class CacheStats:
     misses: int = 0
     puts: int = 0
     corrupt: int = 0
+    foreign: int = 0   # entries signed with another key: misses, left in place
     errors: int = 0
     entries: int | None = None
     blobs: int | None = None
@@ -185,6 +255,7 @@ class VerifyReport:
     entries_checked: int = 0
     blobs_dropped: int = 0
     entries_dropped: int = 0
+    entries_foreign: int = 0   # signed with another key: kept (a wrong key must not empty the cache)
     problems: list[str] = field(default_factory=list)
 
     @property

@@ -18,7 +18,7 @@ import urllib.parse
 from pathlib import Path
 from typing import Mapping
 
-from ttbuild.cache.base import Cache, CacheError
+from ttbuild.cache.base import Cache, CacheError, fetch_budget
 from ttbuild.cache.http import HttpCache
 from ttbuild.cache.layered import LayeredCache, NullCache
 from ttbuild.cache.local import DirCache
@@ -28,17 +28,20 @@ _TRUE = {"1", "true", "yes", "on"}
 
 
 def remote_from_url(url: str, *, readonly: bool = False, timeout: float = 2.0) -> Cache:
-    """The remote tier a cache URL names (shared DirCache or HttpCache).
+    """The remote tier a cache URL names (shared DirCache or HttpCache), with the build's
+    fetch budget (ttbuild.cache.base.fetch_budget). A new transport is one BlobStore
+    (ttbuild.cache.store) and one scheme here.
 
     Raises CacheError for an unknown scheme or a file URL on another host.
     """
     if "://" not in url:
-        return DirCache(url, readonly=readonly, create=False)
+        return DirCache(url, readonly=readonly, create=False, fetch_budget=fetch_budget())
     parts = urllib.parse.urlsplit(url)
     if parts.scheme == "file":
         if parts.netloc not in ("", "localhost"):
             raise CacheError(f"file cache URL names host {parts.netloc!r}: mount it and give a path")
-        return DirCache(urllib.parse.unquote(parts.path), readonly=readonly, create=False)
+        return DirCache(urllib.parse.unquote(parts.path), readonly=readonly, create=False,
+                        fetch_budget=fetch_budget())
     if parts.scheme in ("http", "https"):
         return HttpCache(url, readonly=readonly, timeout=timeout)
     raise CacheError(f"unsupported cache URL scheme {parts.scheme!r} in --cache/TTBUILD_CACHE "

@@ -1,4 +1,4 @@
-"""A cache client for Bazel's HTTP remote-cache protocol: GET/HEAD/PUT `<base>/ac/<key>`, `<base>/cas/<sha256>`.
+"""A cache client for Bazel's HTTP remote-cache protocol: `HttpStore` (GET/HEAD/PUT/DELETE `<base>/ac/<key>`, `<base>/cas/<sha256>`) under `HttpCache`, an EntryCache.
 
 Works against bazel-remote (run it with `--disable_http_ac_validation`, since our AC bodies are
 ttbuild JSON, not ActionResult protobufs) and against any WebDAV server that accepts PUT, such as
@@ -34,28 +34,23 @@ import urllib.request
 from types import SimpleNamespace
 from typing import Mapping
 
-from ttbuild.cache.base import (
-    MAX_AC_BYTES,
-    Cache,
-    CacheError,
-    CacheStats,
-    check_blob,
-    check_key,
-    decode_entry,
-    encode_entry,
-    entry_secret,
-    log,
-    warn,
-)
+from ttbuild.cache.base import MAX_AC_BYTES, BlobRef, CacheError, warn
+from ttbuild.cache.base import fetch_budget as env_fetch_budget
+from ttbuild.cache.entry import EntryCache
+from ttbuild.cache.store import BlobStore, StoreDown, StoreError
 
 _warned_down: set[str] = set()
 _warned_lock = threading.Lock()
 # Keep-alive connections per server: the prefetch's thread count (ttbuild.graph.prefetch), so no
 # thread ever opens a connection the pool then has to throw away.
 DEFAULT_CONNECTIONS = 32
+# Corrupt answers (entries or blobs that fail their checks) after which a server is marked down:
+# one that sends wrong bytes costs a build a few blobs and one warning, not one per stage.
+CORRUPT_LIMIT = 3
+_FROM_ENV = -1  # HttpCache(fetch_budget=...) default: ttbuild.cache.base.fetch_budget()
 
 
-class _Down(Exception):
+class _Down(StoreDown):
     """The server could not be reached (connection-level failure, not an HTTP status)."""
 
 
@@ -244,25 +239,17 @@ def _basic(cred: str) -> str:
     return "Basic " + base64.b64encode(cred.encode()).decode()
 
 
-class HttpCache(Cache):
-    """Bazel-protocol HTTP(S) cache at `base_url` (`http://host:port/prefix`; `user:pass@` in the
-    URL, `$TTBUILD_CACHE_AUTH` or the host's netrc entry becomes basic auth and is never printed;
-    `http_proxy` / `https_proxy` / `no_proxy` are honoured). `timeout` (seconds) bounds connect and each read;
-    `deadline` (seconds, default `$TTBUILD_CACHE_DEADLINE` or 10) bounds a whole request: a server
-    that answers, but too slowly (a byte every half second), is cut off there and marked down for
-    the rest of the process like an unreachable one (one warning). `connections`: keep-alive
-    connections kept open per server (threads beyond it wait for one).
+class HttpStore(BlobStore):
+    """The Bazel HTTP layout as a BlobStore: GET/HEAD/PUT/DELETE `<base>/ac/<key>` and
+    `<base>/cas/<sha256>` over a urllib3 pool; see HttpCache for the arguments."""
 
-    Raises CacheError for a URL that is not http(s)."""
-
-    def __init__(self, base_url: str, *, readonly: bool = False, timeout: float = 2.0,
-                 deadline: float | None = None, connections: int = DEFAULT_CONNECTIONS):
+    def __init__(self, base_url: str, *, timeout: float = 2.0, deadline: float | None = None,
+                 connections: int = DEFAULT_CONNECTIONS, on_error=None):
         url = urllib.parse.urlsplit(base_url)
         if url.scheme not in ("http", "https") or not url.hostname:
             raise CacheError(f"not an http(s) cache URL: {_redact(url) if url.hostname else base_url!r}")
         self.url = url
         self.base_path = url.path.rstrip("/")
-        self.readonly = readonly
         self.timeout = timeout
         if deadline is None:
             text = os.environ.get("TTBUILD_CACHE_DEADLINE", "")
@@ -289,10 +276,8 @@ class HttpCache(Cache):
         self._pool_lock = threading.Lock()
         self._manager = None  # urllib3.PoolManager of this process (_pool)
         self._pid: int | None = None
-        self._stats = CacheStats(self.name)
         self.down = False
-        self._put_warned = False
-        self.secret = entry_secret()  # entries signed on put, checked on get (base.entry_secret)
+        self._on_error = on_error or (lambda: None)  # counts a connection-level failure
 
     # -- transport -----------------------------------------------------------------------------
     def _hostport(self) -> str:
@@ -374,7 +359,7 @@ class HttpCache(Cache):
 
     def _mark_down(self, exc: BaseException) -> None:
         self.down = True
-        self._stats.errors += 1
+        self._on_error()
         with _warned_lock:
             first = self.name not in _warned_down
             _warned_down.add(self.name)
@@ -389,95 +374,91 @@ class HttpCache(Cache):
         if manager is not None and self._pid == os.getpid():
             manager.clear()
 
-    # -- Cache API -----------------------------------------------------------------------------
-    def get(self, key: str) -> dict[str, bytes] | None:
-        check_key(key)
-        st = self._stats
-        try:
-            status, raw, _ = self._request("GET", f"/ac/{key}")
-            if status == 404:
-                st.misses += 1
-                return None
-            if status != 200:
-                return self._error(f"GET ac/{key[:16]}... answered HTTP {status}")
-            try:
-                refs = decode_entry(raw, key, self.secret)
-            except ValueError as exc:
-                return self._drop(key, [], f"AC entry {key[:16]}... is corrupt ({exc})")
-            outputs = {}
-            for role, ref in refs.items():
-                status, data, _ = self._request("GET", f"/cas/{ref.sha256}", limit=ref.size)
-                if status == 404:
-                    log.info("cache %s: entry %s... names missing blob %s...", self.name, key[:16],
-                             ref.sha256[:16])
-                    st.misses += 1
-                    return None
-                if status != 200:
-                    return self._error(f"GET cas/{ref.sha256[:16]}... answered HTTP {status}")
-                why = check_blob(ref, data)
-                if why:
-                    return self._drop(key, [ref.sha256], f"blob {ref.sha256[:16]}... ({role!r} of "
-                                      f"entry {key[:16]}...) is corrupt: {why}")
-                outputs[role] = data
-        except _Down:
-            st.misses += 1
+    # -- BlobStore ----------------------------------------------------------------------------
+    def _get(self, what: str, path: str, limit: int) -> bytes | None:
+        status, data, _ = self._request("GET", path, limit=limit)
+        if status == 404:
             return None
-        st.hits += 1
-        return outputs
+        if status != 200:
+            raise StoreError(f"GET {what} answered HTTP {status}")
+        return data
 
-    def _error(self, why: str) -> None:
+    def read_ac(self, key: str, limit: int) -> bytes | None:
+        """GET ac/<key>: the body (at most `limit` + 1 bytes), None on 404, StoreError on any other status."""
+        return self._get(f"ac/{key[:16]}...", f"/ac/{key}", limit)
+
+    def read_cas(self, ref: BlobRef) -> bytes | None:
+        """GET cas/<sha>: the body (at most `ref.size` + 1 bytes), None on 404, StoreError on any other status."""
+        return self._get(f"cas/{ref.sha256[:16]}...", f"/cas/{ref.sha256}", ref.size)
+
+    def has_cas(self, ref: BlobRef) -> bool:
+        """HEAD cas/<sha>: True when the server holds it with `ref`'s size."""
+        status, _, length = self._request("HEAD", f"/cas/{ref.sha256}")
+        return status == 200 and length == ref.size
+
+    def _put(self, what: str, path: str, data: bytes) -> None:
+        status, _, _ = self._request("PUT", path, data)
+        if status not in (200, 201, 204):
+            raise StoreError(f"PUT {what} answered HTTP {status}; results are not uploaded")
+
+    def write_cas(self, sha: str, data: bytes) -> None:
+        """PUT cas/<sha>; StoreError unless the server answers 200, 201 or 204."""
+        self._put(f"cas/{sha[:16]}...", f"/cas/{sha}", data)
+
+    def write_ac(self, key: str, data: bytes) -> None:
+        """PUT ac/<key>; StoreError unless the server answers 200, 201 or 204."""
+        self._put(f"ac/{key[:16]}...", f"/ac/{key}", data)
+
+    # Best effort: nginx WebDAV honours DELETE, bazel-remote answers 405 and keeps the entry
+    # (it already refuses blobs whose sha256 does not match, so it rarely has any to drop).
+    def delete_ac(self, key: str) -> bool:
+        """DELETE ac/<key>; True when the server says it deleted it."""
+        return self._request("DELETE", f"/ac/{key}")[0] in (200, 204)
+
+    def delete_cas(self, sha: str) -> bool:
+        """DELETE cas/<sha>; True when the server says it deleted it."""
+        return self._request("DELETE", f"/cas/{sha}")[0] in (200, 204)
+
+
+class HttpCache(EntryCache):
+    """Bazel-protocol HTTP(S) cache at `base_url` (`http://host:port/prefix`; `user:pass@` in the
+    URL, `$TTBUILD_CACHE_AUTH` or the host's netrc entry becomes basic auth and is never printed;
+    `http_proxy` / `https_proxy` / `no_proxy` are honoured): EntryCache over an HttpStore.
+    `timeout` (seconds) bounds connect and each read; `deadline` (seconds, default
+    `$TTBUILD_CACHE_DEADLINE` or 10) bounds a whole request: a server that answers, but too
+    slowly (a byte every half second), is cut off there and marked down for the rest of the
+    process like an unreachable one (one warning). So is one that gives `corrupt_limit` corrupt
+    answers. `connections`: keep-alive connections kept open per server (threads beyond it wait
+    for one). `fetch_budget`: bytes of blobs it may fetch in all (default
+    ttbuild.cache.base.fetch_budget).
+
+    Raises CacheError for a URL that is not http(s)."""
+
+    def __init__(self, base_url: str, *, readonly: bool = False, timeout: float = 2.0,
+                 deadline: float | None = None, connections: int = DEFAULT_CONNECTIONS,
+                 corrupt_limit: int | None = CORRUPT_LIMIT, fetch_budget: int | None = _FROM_ENV):
+        store = HttpStore(base_url, timeout=timeout, deadline=deadline, connections=connections,
+                          on_error=self._count_error)
+        super().__init__(store, readonly=readonly, corrupt_limit=corrupt_limit,
+                         fetch_budget=env_fetch_budget() if fetch_budget == _FROM_ENV else fetch_budget)
+        self.url, self.timeout, self.deadline = store.url, store.timeout, store.deadline
+        self.connections, self.proxy, self.base_path = store.connections, store.proxy, store.base_path
+
+    def _count_error(self) -> None:
         self._stats.errors += 1
-        self._stats.misses += 1
-        log.info("cache %s: %s; treated as a miss", self.name, why)
-        return None
 
-    def forget(self, key: str, why: str) -> bool:
-        check_key(key)
-        self._drop(key, [], why)
-        return not self.readonly
+    @property
+    def down(self) -> bool:
+        """True once the server is marked down for the rest of this process."""
+        return self.store.down
 
-    def _drop(self, key: str, blobs: list[str], why: str) -> None:
-        self._stats.corrupt += 1
-        self._stats.misses += 1
-        if self.readonly:
-            warn(f"cache {self.name}: {why}; treated as a miss (read-only: not deleted)")
-            return None
-        warn(f"cache {self.name}: {why}; deleted, treated as a miss")
-        # Best effort: nginx WebDAV honours DELETE, bazel-remote answers 405 and keeps the entry
-        # (it already refuses blobs whose sha256 does not match, so it rarely has any to drop).
-        for path in [f"/ac/{key}", *(f"/cas/{s}" for s in blobs)]:
-            try:
-                self._request("DELETE", path)
-            except _Down:
-                break
-        return None
+    @property
+    def _headers(self) -> dict:
+        return self.store._headers
 
-    def put(self, key: str, outputs: Mapping[str, bytes]) -> None:
-        check_key(key)
-        if self.readonly or self.down:
-            return
-        entry, refs = encode_entry(outputs, key, self.secret)
-        try:
-            for role, ref in refs.items():
-                status, _, length = self._request("HEAD", f"/cas/{ref.sha256}")
-                if status == 200 and length == ref.size:
-                    continue
-                status, _, _ = self._request("PUT", f"/cas/{ref.sha256}", bytes(outputs[role]))
-                if status not in (200, 201, 204):
-                    return self._put_refused(f"PUT cas/{ref.sha256[:16]}...", status)
-            status, _, _ = self._request("PUT", f"/ac/{key}", entry)
-            if status not in (200, 201, 204):
-                return self._put_refused(f"PUT ac/{key[:16]}...", status)
-        except _Down:
-            return
-        self._stats.puts += 1
+    def _pool(self):
+        return self.store._pool()
 
-    def _put_refused(self, what: str, status: int) -> None:
-        self._stats.errors += 1
-        if not self._put_warned:
-            self._put_warned = True
-            warn(f"cache {self.name}: {what} answered HTTP {status}; results are not uploaded")
-
-    def stats(self) -> CacheStats:
-        return self._stats
-
+    def _request(self, method: str, path: str, body: bytes | None = None, limit: int = MAX_AC_BYTES):
+        """HttpStore._request: (status, body, Content-Length) or raise StoreDown."""
+        return self.store._request(method, path, body, limit)

@@ -156,6 +156,7 @@ def clean(project: Project) -> int:
     """Remove everything ttbuild writes under artifacts/ (stage directories, lib/, doit's DB),
     leaving any other file there alone. Waits for a running build first. The lock file stays:
     unlinking it could hand a waiter and a newcomer two different locks."""
+    from ttbuild.buildrecord import RECORD
     from ttbuild.graph.state import CLEAN_MARK
     from ttbuild.graph.tasks import DEP_FILE, TASK_GROUPS
 
@@ -168,7 +169,7 @@ def clean(project: Project) -> int:
             if (art / name).is_dir():
                 shutil.rmtree(art / name)
                 removed += 1
-        for db in [*art.glob(DEP_FILE + "*"), *art.glob(CLEAN_MARK)]:
+        for db in [*art.glob(DEP_FILE + "*"), *art.glob(CLEAN_MARK), *art.glob(RECORD)]:
             db.unlink()
             removed += 1
     print(f"ttbuild: cleaned {art} ({removed} entries)")

@@ -69,7 +69,7 @@ class RichBuildReporter(BuildReporter):
 
     def complete_run(self):
         try:
-            self.prune_lib()
+            self.finish_lib()
         finally:
             self._drop_lock()
         if self.bar is not None:

@@ -64,7 +64,10 @@ def namespace(kernels_dir: str | Path = "kernels", artifacts_dir: str | Path = "
             yield {"basename": "meta", "name": f"row{index}", "actions": [(_bad_row, [err.render()])],
                    "uptodate": [False], "doc": f"variants.toml row #{index} (not built)"}
 
-    return {"DOIT_CONFIG": {**doit_config(artifacts_dir), **(config or {})}, "task_ttbuild": task_ttbuild}
+    cfg = {**doit_config(artifacts_dir), **(config or {})}
+    if hasattr(cfg.get("reporter"), "for_project"):  # the build record names the kernels folder
+        cfg["reporter"] = cfg["reporter"].for_project(kernels_dir, shard)
+    return {"DOIT_CONFIG": cfg, "task_ttbuild": task_ttbuild}
 
 
 def _bad_row(message: str):

@@ -100,6 +100,9 @@ class BuildReporter(ConsoleReporter):
     # What the build may delete from lib/ when it finishes (see prune_lib).
     prune_unknown = True     # files no variant of the graph produces (a removed or renamed variant)
     prune_failed = True      # a variant whose build failed or was skipped this run
+    # What the record of the build (ttbuild.buildrecord, read by `ttbuild package`) names.
+    kernels_dir: str | None = None
+    shard: str | None = None  # "I/N" for a --shard build
 
     @classmethod
     def for_artifacts(cls, artifacts_dir, *, prune_unknown: bool = True, prune_failed: bool = True) -> type:
@@ -112,6 +115,13 @@ class BuildReporter(ConsoleReporter):
                                             "__doc__": cls.__doc__, "prune_unknown": prune_unknown,
                                             "prune_failed": prune_failed})
 
+    @classmethod
+    def for_project(cls, kernels_dir, shard: tuple[int, int] | None) -> type:
+        """This reporter class, told the kernels folder and shard its build record names."""
+        return type(cls.__name__, (cls,), {"__module__": cls.__module__, "__doc__": cls.__doc__,
+                                            "kernels_dir": str(kernels_dir),
+                                            "shard": None if shard is None else f"{shard[0]}/{shard[1]}"})
+
     def _take_lock(self):
         if self.lock_dir is None:
             return
@@ -119,6 +129,10 @@ class BuildReporter(ConsoleReporter):
 
         self._lock = BuildLock(self.lock_dir).acquire(on_wait=announce_wait)
         begin_build(self.lock_dir)
+        # A build killed midway records nothing: `ttbuild package` then refuses its lib/.
+        from ttbuild.buildrecord import forget_record
+
+        forget_record(self.lock_dir)
         self.stats.start = time.monotonic()  # time the build, not the wait
 
     def _drop_lock(self):
@@ -184,13 +198,18 @@ class BuildReporter(ConsoleReporter):
 
     def complete_run(self):
         try:
-            self.prune_lib()
+            self.finish_lib()
         finally:
             self._drop_lock()  # doit has saved its state by now (Runner.finish)
         self.write_summary()
         self.write_failures()
         if self.runtime_errors:
             self.write("#" * 40 + "\nExecution aborted.\n" + "\n".join(self.runtime_errors) + "\n")
+
+    def finish_lib(self) -> None:
+        """What a build does to lib/ when it ends, under the lock: prune_lib, then record_build."""
+        self.prune_lib()
+        self.record_build()
 
     def prune_lib(self) -> list[str]:
         """The build owns `<artifacts>/lib`: under the lock, after the run, delete what the
@@ -201,7 +220,7 @@ class BuildReporter(ConsoleReporter):
         import os
 
         tasks = getattr(self, "_tasks", None)
-        if self.lock_dir is None or not tasks:
+        if self.lock_dir is None or tasks is None:  # no graph loaded: nothing to judge lib/ by
             return []
         lib = os.path.join(self.lock_dir, "lib")
         if not os.path.isdir(lib):
@@ -214,15 +233,14 @@ class BuildReporter(ConsoleReporter):
 
         produced = {absolute(p) for t in metas.values() for p in t.targets}
         doomed = set()
-        if self.prune_unknown and metas:
+        if self.prune_unknown:  # an empty variant list owns no file: the whole old library goes
             lib_abs = os.path.abspath(lib)
             for name in os.listdir(lib):
                 path = os.path.join(lib_abs, name)
                 if name.endswith((".json", ".cubin", ".ptx")) and path not in produced:
                     doomed.add(path)
         if self.prune_failed:
-            bad = {t.name for t, _ in self.stats.failures} | getattr(self, "_skipped", set())
-            for name in bad & set(metas):
+            for name in self.broken_variants(metas):
                 doomed.update(absolute(p) for p in metas[name].targets)
         out = []
         for path in sorted(doomed):
@@ -235,6 +253,36 @@ class BuildReporter(ConsoleReporter):
             self.write(f"ttbuild: removed {len(out)} file(s) from lib/ that no successful variant build wrote: "
                        + ", ".join(os.path.basename(p) for p in out[:8]) + (" ..." if len(out) > 8 else "") + "\n")
         return out
+
+    def record_build(self) -> None:
+        """Write artifacts/.ttbuild-build.json (ttbuild.buildrecord): what this build wrote to
+        lib/, what failed, and whether it reached every variant, for `ttbuild package`."""
+        from ttbuild.buildrecord import write_record
+
+        tasks = getattr(self, "_tasks", None)
+        if self.lock_dir is None or tasks is None:
+            return
+        metas = {n: t for n, t in tasks.items() if n.startswith("meta:")}
+        variants = [os.path.basename(p)[:-5] for t in metas.values() for p in t.targets if p.endswith(".json")]
+        failed = [n.split(":", 1)[1] for n in self.broken_variants(metas)]
+        row = self.stats.counts.get("meta", {})
+        reached = sum(row.get(c, 0) for c in ("ran", "cached", "cutoff", "uptodate"))
+        complete = not self.stats.failures and not self.runtime_errors and reached == len(metas)
+        try:
+            write_record(self.lock_dir, self.kernels_dir, variants=variants, failed=failed,
+                         shard=self.shard, complete=complete)
+        except OSError as exc:  # the build's result stands; packaging will say there is no record
+            self.write(f"ttbuild: warning: cannot write the build record: {exc}\n")
+
+    def broken_variants(self, metas: dict) -> set[str]:
+        """Names of the meta tasks that failed, were skipped, or need a task that failed: a build
+        without --continue stops at the first failure and never reports the meta tasks behind it
+        as skipped, yet their previous lib/ files no longer describe the source."""
+        failed = {t.name for t, _ in self.stats.failures}
+        bad = (failed | getattr(self, "_skipped", set())) & set(metas)
+        if failed:
+            bad |= {name for name in metas if name not in bad and _closure(self._tasks, [name]) & failed}
+        return bad
 
     # -- output ----------------------------------------------------------------------------------
     def task_line(self, mark: str, task) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
 import struct
 import sys
 import threading
@@ -155,17 +156,25 @@ class _Compiled:
         Raises MetadataError on a mismatch."""
         data = self._images.get(image.path)
         if data is None:
-            with open(image.path, "rb") as f:
+            import hashlib  # stdlib: the runtime installs without the compiler's xxhash
+
+            from .metadata import MetadataError
+
+            # Always checked (issue 32 item 3): metadata without a digest would hand whatever the
+            # file holds to the driver, and a link could name any file of the machine.
+            if not (isinstance(image.sha256, str) and len(image.sha256) == 64):
+                raise MetadataError(f"{self.variant.json_path} records no sha256 for {os.path.basename(image.path)} "
+                                    "(cubin_sha256): refused; rebuild the library")
+            lib = os.path.realpath(os.path.dirname(self.variant.json_path))
+            real = os.path.realpath(image.path)
+            if os.path.dirname(real) != lib:
+                raise MetadataError(f"{image.path} is a link to {real}, outside the library {lib}: refused")
+            with open(real, "rb") as f:
                 data = f.read()
-            if image.sha256:
-                import hashlib  # stdlib: the runtime installs without the compiler's xxhash
-
-                got = hashlib.sha256(data).hexdigest()
-                if got != image.sha256:
-                    from .metadata import MetadataError
-
-                    raise MetadataError(f"{image.path} is not the file {self.variant.json_path} describes "
-                                        f"(sha256 {got[:16]}..., metadata {image.sha256[:16]}...): rebuild the library")
+            got = hashlib.sha256(data).hexdigest()
+            if got != image.sha256:
+                raise MetadataError(f"{image.path} is not the file {self.variant.json_path} describes "
+                                    f"(sha256 {got[:16]}..., metadata {image.sha256[:16]}...): rebuild the library")
             if image.kind == "ptx" and not data.endswith(b"\0"):
                 data += b"\0"  # cuModuleLoadData reads PTX as a NUL-terminated string
             self._images[image.path] = data

@@ -64,6 +64,13 @@ def verify_package(root: str) -> dict:
     extra = sorted(n for n in os.listdir(lib) if n.endswith(".json") and f"lib/{n}" not in doc["files"])
     if extra:
         raise MetadataError(f"{lib}: {', '.join(extra)} not part of the {name} package (stale files?)")
+    # The runtime reads every tuning/*.json it finds (ttbuild.runtime.tuned): one the manifest
+    # does not list would steer launches unchecked.
+    tuning = os.path.join(root, "tuning")
+    extra = sorted(n for n in (os.listdir(tuning) if os.path.isdir(tuning) else ())
+                   if f"tuning/{n}" not in doc["files"] and n != "__pycache__")
+    if extra:
+        raise MetadataError(f"{tuning}: {', '.join(extra)} not part of the {name} package (added after install?)")
     return doc
 
 

@@ -1,0 +1,60 @@
+"""A reduction of a reduction's result: tt.reduce of a tensor in a slice layout (nested when the parent is one) lowers, and every thread holds the exact result (evaluated on the CPU from the LLIR through `llir_eval.Cta`)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from test_backend_reduce import _blocked, _lower_capturing_reduces, deep_recursion  # noqa: F401  (fixture)
+
+import ttbuild
+from ttbuild.backend.analysis.layout import Slice
+
+# Inputs the kernel computes (no loads) so the evaluator follows every value; (37 i + 11 j) mod 101
+# has ties, which argmax resolves to the first index (Triton's tie_break_left).
+_SRC = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def twice_kernel(s_ptr, i_ptr, BM: tl.constexpr, BN: tl.constexpr, AXIS: tl.constexpr):
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    x = (rm[:, None] * 37 + rn[None, :] * 11) % 101
+    r = tl.sum(x, axis=AXIS)
+    tl.store(s_ptr, tl.max(r, axis=0))
+    tl.store(i_ptr, tl.argmax(r, axis=0))
+'''
+
+
+@pytest.mark.parametrize("axis,constexprs,warps,layout", [
+    (1, {"BM": 64, "BN": 64}, 4, None),
+    (0, {"BM": 64, "BN": 64}, 4, None),
+    (1, {"BM": 32, "BN": 128}, 8, _blocked([1, 4], [4, 8], [2, 4])),    # warps along both dimensions
+    (0, {"BM": 128, "BN": 32}, 8, _blocked([2, 1], [8, 4], [4, 2])),
+    (1, {"BM": 16, "BN": 64}, 8, _blocked([1, 2], [2, 16], [8, 1])),    # rows wrap: copies across warps
+])
+def test_reduction_of_a_reduction_gives_every_thread_the_result(axis, constexprs, warps, layout, tmp_path,
+                                                                 monkeypatch, deep_recursion):  # noqa: F811
+    from llir_eval import Cta
+
+    src = tmp_path / "twice.py"
+    src.write_text(_SRC)
+    ttgir_text = ttbuild.compile(src, kernel="twice_kernel", signature="*i32:16,*i32:16",
+                                 constexprs={**constexprs, "AXIS": axis}, num_warps=warps, until="ttgir")["ttgir"].decode()
+    if layout is not None:
+        assert len(set(re.findall(r"#ttg\.blocked<\{[^}]*\}>", ttgir_text))) == 1
+        ttgir_text = re.sub(r"#ttg\.blocked<\{[^}]*\}>", layout, ttgir_text)
+    got = _lower_capturing_reduces(ttgir_text.encode(), monkeypatch)
+    assert len(got) == 3  # the first sum, then max and argmax of its result
+    assert all(isinstance(srcs[0].layout, Slice) for _, srcs, _ in got[1:])
+    bm, bn = constexprs["BM"], constexprs["BN"]
+    x = [[(37 * i + 11 * j) % 101 for j in range(bn)] for i in range(bm)]
+    r = [sum(row) for row in x] if axis == 1 else [sum(x[i][j] for i in range(bm)) for j in range(bn)]
+    cta = Cta(got[0][0], 32 * warps)
+    mx, arg = got[1][2][0], got[2][2][1]
+    for tid in range(32 * warps):
+        t = cta.thread(tid)
+        assert t(mx) == max(r), tid
+        assert t(arg) == r.index(max(r)), tid

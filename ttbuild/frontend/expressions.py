@@ -34,6 +34,10 @@ class FuncRef:
         self.kind, self.name = kind, name
 
 
+# tl classes a kernel may name: isinstance()'s second argument, or an annotation (`dt: tl.dtype = ...`)
+_LANG_CLASSES = ("tensor", "tensor_descriptor", "tensor_descriptor_base", "dtype", "pointer_type", "block_type")
+
+
 class LangClass:
     """A `tl` class usable as isinstance()'s second argument or an annotation in a kernel (`tl.tensor`,
     `tl.tensor_descriptor`, `tl.tensor_descriptor_base`, `tl.dtype`, `tl.pointer_type`, `tl.block_type`,
@@ -137,14 +141,14 @@ class Expressions:
         if attr in ("constexpr", "range", "static_range"):
             return FuncRef("py", "tl." + attr)
         # classes: isinstance()'s second argument, or an annotation (`dt: tl.dtype = ...`)
-        if attr in ("tensor", "tensor_descriptor", "tensor_descriptor_base", "dtype", "pointer_type", "block_type"):
+        if attr in _LANG_CLASSES:
             return Constexpr(LangClass(attr))
         from ttbuild import language
         known = set(language.BUILTIN_NAMES) | {f"math.{n}" for n in language.math.MATH_NAMES}
         if attr in known:
             fail(self.cx, f"tl.{attr} is not supported yet by the ttbuild frontend", cls=_not_supported(attr))
         import difflib
-        close = difflib.get_close_matches(attr, sorted(known | set(B.BUILTINS) | set(_DTYPE_ATTRS)), n=1)
+        close = difflib.get_close_matches(attr, sorted(known | set(B.BUILTINS) | set(_DTYPE_ATTRS) | set(_LANG_CLASSES)), n=1)
         hint = f"; did you mean tl.{close[0]}?" if close else ""
         fail(self.cx, f"unknown function or attribute tl.{attr}{hint}")
 

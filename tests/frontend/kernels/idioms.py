@@ -1,0 +1,54 @@
+"""Kernel-body idioms of real Triton libraries (issue 30), written for ttbuild's tests: a 0-d tensor mixed with a reduction's 0-d result, `is None` on a pointer argument, annotated locals, a reduction of a reduction's result."""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def rms_scale_kernel(x_ptr, out_ptr, n, eps, N: tl.constexpr, EPS: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0).to(tl.float32)
+    ms = tl.sum(x * x, axis=0) / n
+    # 0-d tensors from tl.full / tl.zeros, mixed with the 0-d sum and with Python numbers
+    e = tl.full((), EPS, tl.float32)
+    r = tl.rsqrt(ms + e + tl.full((), eps, tl.float32))
+    z = tl.zeros((), tl.float32)
+    r = tl.maximum(r, z) * 1.0 + (e - EPS)
+    tl.store(out_ptr + offs, x * r, mask=offs < n)
+
+
+@triton.jit
+def bias_act_kernel(x_ptr, bias_ptr, res_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    if bias_ptr is not None:
+        x += tl.load(bias_ptr + offs, mask=mask, other=0.0)
+    if res_ptr is None:
+        x = tl.maximum(x, 0.0)
+    else:
+        x += tl.load(res_ptr + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, x, mask=mask)
+
+
+@triton.jit
+def annotated_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    dt: tl.dtype = out_ptr.dtype.element_ty
+    offs: tl.tensor = tl.arange(0, BLOCK)
+    scale: tl.constexpr = 0.5
+    shift: float = 1.0
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    tl.store(out_ptr + offs, (x * scale + shift).to(dt), mask=mask)
+
+
+@triton.jit
+def decode_scores_kernel(q_ptr, k_ptr, out_ptr, L: tl.constexpr, D: tl.constexpr):
+    d = tl.arange(0, D)
+    rows = tl.arange(0, L)
+    q = tl.load(q_ptr + d)
+    k = tl.load(k_ptr + rows[:, None] * D + d[None, :])
+    qk = tl.sum(q[None, :] * k, 1)
+    m = tl.max(qk, 0)
+    p = tl.exp(qk - m)
+    tl.store(out_ptr + rows, p / tl.sum(p, 0))

@@ -212,7 +212,7 @@ def test_ldmatrix_repetitions_share_address_registers():
 
 def test_ptx_uses_32bit_shared_pointers_and_reqntid():
     p = variant("dot_f16_rr_64x64x32_w4")["ptx"].decode()
-    assert ".reqntid 128" in p
+    assert ".reqntid 128\n.maxnreg 255\n" in p
     assert re.search(r"ldmatrix\.sync\.aligned\.m8n8\.x4(\.trans)?\.shared\.b16 \{[^}]*\}, \[%r\d+", p)
 
 
@@ -289,3 +289,29 @@ def test_packed_pitch_only_where_pairs_are_neighbours():
     assert packed_pitch(mma, (32, 128), "f16") is None  # 4 warps x 16 rows do not fit in 32
     assert packed_pitch(NvidiaMma((2, 2)), (64, 8), "f16") is None  # wraps along N
     assert convert_bytes((128, 128), "f16") == 128 * 128 * 4
+
+
+@pytest.mark.parametrize("w,cap", [(1, 255), (4, 255), (8, 255), (16, 128), (32, 64)])
+def test_dot_kernels_may_use_the_register_file_share_of_a_thread(w, cap):
+    from ttbuild.backend.llir.emit import dot_registers
+    assert dot_registers(w) == cap
+
+
+def test_spilling_mma_sync_gemm_keeps_the_whole_register_budget(tmp_path):
+    """An fp8 GEMM with per-block scales (64x128x128, 4 warps, mma.sync) spills even at 255
+    registers; under `.reqntid 128` alone ptxas (12.8, 13.0) then gives it 32 registers and
+    about 6 KB of spill stores, Triton's PTX as ours. `.maxnreg 255` keeps 255."""
+    from ttbuild.toolchain import ptxas_path
+
+    src = Path(__file__).resolve().parents[1] / "data" / "regalloc_kernels.py"
+    ptx = ttbuild.compile(src, kernel="fp8_block_gemm_kernel", until="ptx", num_warps=4, num_stages=3,
+                          disable_mma_v3=True, constexprs={"BM": 64, "BN": 128, "BK": 128},
+                          signature="*fp8e4nv:16,*fp8e4nv:16,*bf16:16,*fp32:16,*fp32:16,i32,i32,i32,"
+                                    "i32:16,i32:16,i32:16,i32,i32")["ptx"]
+    assert b"mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32" in ptx
+    (tmp_path / "k.ptx").write_bytes(ptx)
+    log = subprocess.run([str(ptxas_path()), "-v", "--gpu-name=sm_90a", str(tmp_path / "k.ptx"), "-o",
+                          str(tmp_path / "k.cubin")], capture_output=True, text=True, check=True).stderr
+    regs = int(re.search(r"Used (\d+) registers", log).group(1))
+    spill = int(re.search(r"(\d+) bytes spill stores", log).group(1))
+    assert regs > 128 and spill < 4096, log

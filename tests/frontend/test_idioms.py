@@ -24,6 +24,7 @@ CASES = [
     ("bias_res_none", "bias_act_kernel", "*fp32:16,*fp32:16,*fp32:16,i32", {"BLOCK": 128, "res_ptr": None}),
     ("annotated", "annotated_kernel", "*fp32:16,*fp16:16,i32", {"BLOCK": 128}),
     ("reduce_twice", "decode_scores_kernel", "*fp32:16,*fp32:16,*fp32:16", {"L": 32, "D": 64}),
+    ("0d_expand", "center_kernel", "*fp32:16,*fp32:16,i32", {"N": 256}),
 ]
 
 
@@ -36,6 +37,11 @@ def test_a_0d_full_mixes_with_the_0d_sum_as_a_scalar():
     text = _ttir("rms_scale_kernel", CASES[0][2], CASES[0][3])
     assert "tensor<f32>" not in text and "tensor<i32>" not in text
     assert '"tt.reduce"' in text and '"math.rsqrt"' in text
+
+
+def test_a_0d_value_expands_to_a_block_of_one():
+    text = _ttir("center_kernel", CASES[6][2], CASES[6][3])
+    assert text.count("-> tensor<1xf32>") == 2 and "tensor<f32>" not in text
 
 
 @pytest.mark.parametrize("case", CASES[1:4], ids=lambda c: c[0])

@@ -52,3 +52,14 @@ def decode_scores_kernel(q_ptr, k_ptr, out_ptr, L: tl.constexpr, D: tl.constexpr
     m = tl.max(qk, 0)
     p = tl.exp(qk - m)
     tl.store(out_ptr + rows, p / tl.sum(p, 0))
+
+
+@triton.jit
+def center_kernel(x_ptr, out_ptr, n, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    mean = tl.sum(x, axis=0) / n
+    # a 0-d value indexed with None and expanded: a block of one, as in Triton
+    lo = tl.expand_dims(tl.min(x, axis=0), 0)
+    y = x - mean[None] - lo + tl.where(mean > 0, mean, tl.full((), 0.0, tl.float32))
+    tl.store(out_ptr + offs, y, mask=offs < n)

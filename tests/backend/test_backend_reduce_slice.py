@@ -25,6 +25,15 @@ def twice_kernel(s_ptr, i_ptr, BM: tl.constexpr, BN: tl.constexpr, AXIS: tl.cons
     r = tl.sum(x, axis=AXIS)
     tl.store(s_ptr, tl.max(r, axis=0))
     tl.store(i_ptr, tl.argmax(r, axis=0))
+
+
+@triton.jit
+def thrice_kernel(s_ptr, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr):
+    x = (tl.arange(0, A)[:, None, None] * 37 + tl.arange(0, B)[None, :, None] * 11
+         + tl.arange(0, C)[None, None, :] * 5) % 101
+    r = tl.sum(x, axis=2)
+    tl.store(s_ptr + tl.arange(0, B), tl.max(r, axis=0))
+    tl.store(s_ptr + B, tl.sum(tl.sum(r, axis=1), axis=0))
 '''
 
 
@@ -58,3 +67,28 @@ def test_reduction_of_a_reduction_gives_every_thread_the_result(axis, constexprs
         t = cta.thread(tid)
         assert t(mx) == max(r), tid
         assert t(arg) == r.index(max(r)), tid
+
+
+@pytest.mark.parametrize("shape,warps", [((4, 8, 16), 4), ((8, 4, 32), 8), ((2, 16, 8), 2)])
+def test_reductions_of_a_3d_reduction_in_nested_slices(shape, warps, tmp_path, monkeypatch, deep_recursion):  # noqa: F811
+    """A 3-D sum along its last axis, then a max along the first (a slice of a blocked layout)
+    and a sum of a sum (a slice of a slice): every thread holding an output holds its value."""
+    from llir_eval import Cta
+
+    src = tmp_path / "thrice.py"
+    src.write_text(_SRC)
+    a, b, c = shape
+    ttgir_text = ttbuild.compile(src, kernel="thrice_kernel", signature="*i32:16", num_warps=warps, until="ttgir",
+                                 constexprs={"A": a, "B": b, "C": c})["ttgir"]
+    got = _lower_capturing_reduces(ttgir_text, monkeypatch)
+    assert len(got) == 4
+    assert isinstance(got[3][1][0].layout, Slice) and isinstance(got[3][1][0].layout.parent, Slice)
+    x = [[[(37 * i + 11 * j + 5 * k) % 101 for k in range(c)] for j in range(b)] for i in range(a)]
+    r = [[sum(x[i][j]) for j in range(b)] for i in range(a)]
+    cta = Cta(got[0][0], 32 * warps)
+    mx, total = got[1][2][0], got[3][2][0]
+    for tid in range(32 * warps):
+        t = cta.thread(tid)
+        for ix, v in zip(mx.layout.thread_indices(tid, mx.shape), mx.elems):
+            assert t(v) == max(r[i][ix[0]] for i in range(a)), (tid, ix)
+        assert t(total) == sum(map(sum, r)), tid

@@ -37,12 +37,20 @@ def thrice_kernel(s_ptr, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr):
 '''
 
 
+_MMA = "#ttg.nvidia_mma<{{versionMajor = {major}, versionMinor = 0, warpsPerCTA = {warps}, instrShape = {instr}}}>"
+
+
 @pytest.mark.parametrize("axis,constexprs,warps,layout", [
     (1, {"BM": 64, "BN": 64}, 4, None),
     (0, {"BM": 64, "BN": 64}, 4, None),
     (1, {"BM": 32, "BN": 128}, 8, _blocked([1, 4], [4, 8], [2, 4])),    # warps along both dimensions
     (0, {"BM": 128, "BN": 32}, 8, _blocked([2, 1], [8, 4], [4, 2])),
     (1, {"BM": 16, "BN": 64}, 8, _blocked([1, 2], [2, 16], [8, 1])),    # rows wrap: copies across warps
+    # the tensor-core accumulator's layouts (a reduction of a dot's result, reduced again)
+    (1, {"BM": 64, "BN": 64}, 4, _MMA.format(major=2, warps="[2, 2]", instr="[16, 8]")),
+    (0, {"BM": 64, "BN": 64}, 4, _MMA.format(major=2, warps="[2, 2]", instr="[16, 8]")),
+    (1, {"BM": 64, "BN": 64}, 4, _MMA.format(major=3, warps="[4, 1]", instr="[16, 64, 16]")),
+    (0, {"BM": 64, "BN": 128}, 8, _MMA.format(major=3, warps="[4, 2]", instr="[16, 64, 16]")),
 ])
 def test_reduction_of_a_reduction_gives_every_thread_the_result(axis, constexprs, warps, layout, tmp_path,
                                                                  monkeypatch, deep_recursion):  # noqa: F811

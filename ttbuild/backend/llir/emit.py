@@ -87,21 +87,12 @@ def lower_function(module: ir.Module, func_op, num_warps: int, fp_fusion: bool,
     # exactly that block size (a 64x64x32 w4 matmul: 230 -> 151 registers, no other change).
     ntid = "reqntidx" if has_dot else "maxntidx"
     annotations.add(module.add_metadata([fn, ntid, ir.Constant(I32, 32 * num_warps)]))
-    # mma.sync tiles hold large accumulators: the whole register file's share of a thread (a w8
-    # 128x128 tile spills under 128 registers), stated: with .reqntid alone ptxas may aim at full
-    # occupancy once a kernel must spill and give it 32 registers (an fp8 64x128x128 w4 GEMM on
-    # mma.sync, Triton's PTX as ours: 32 registers and 6 KB of spill stores, 255 and 2.3 KB with
-    # the cap; benchmarks/bench_regalloc.py)
-    cap = dot_registers(num_warps) if has_dot else max_registers(num_warps)
+    # mma.sync tiles hold large accumulators: no cap, as Triton sets none (a w8 128x128 tile
+    # spills under 128 registers)
+    cap = None if has_dot else max_registers(num_warps)
     if cap is not None:
         annotations.add(module.add_metadata([fn, "maxnreg", ir.Constant(I32, cap)]))
     return fn
-
-
-def dot_registers(num_warps: int) -> int:
-    """`.maxnreg` of a kernel with tensor cores: the 64K registers of an SM over the CTA's
-    threads, at most 255 (PTX ISA 11.4; w1-w8: 255, w16: 128)."""
-    return min(255, 65536 // (32 * num_warps))
 
 
 def max_registers(num_warps: int) -> int | None:

@@ -77,6 +77,13 @@ def test_annotated_locals_evaluate_their_annotation():
     assert '"arith.truncf"' in text and "tensor<128xf16>" in text
 
 
+def test_an_annotation_without_a_value_binds_none():
+    src = ("import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef k(p):\n    x: tl.tensor\n"
+           "    tl.static_assert(x is None)\n    tl.store(p, 1)\n")
+    p = parse.run({"source": src.encode()}, {"kernel": "k", "file": "a.py"})
+    ttir.run({"json": p["json"]}, {"signature": ["*i32"], "constexprs": {}})
+
+
 @pytest.mark.parametrize("body,message", [
     ("    B: tl.constexpr = 4\n    B: tl.constexpr = 8\n", "B is already defined. constexpr cannot be reassigned."),
     ("    x: tl.dtyp = 1\n", "unknown function or attribute tl.dtyp; did you mean tl.dtype?"),

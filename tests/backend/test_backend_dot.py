@@ -322,3 +322,20 @@ def test_a_kernel_that_does_not_spill_is_assembled_once(monkeypatch):
     monkeypatch.setattr(ptxas, "_ptxas", lambda *a: calls.append(a) or real(*a))
     ptx = variant("dot_f16_rr_64x64x32_w4")["ptx"]
     assert ptxas.kernel_resources(ptxas.assemble(ptx))[1] == 0 and len(calls) == 1
+
+
+@pytest.mark.parametrize("ptx,regs,frame,options,want", [
+    (b".entry k()\n.reqntid 128\n{\n", 32, 2984, (), b".reqntid 128\n.maxnreg 255\n"),
+    (b".entry k()\n.reqntid 512, 1, 1\n{\n", 40, 64, (), b".reqntid 512, 1, 1\n.maxnreg 128\n"),
+    (b".entry k()\n.reqntid 128\n{\n", 255, 900, (), None),            # registers already all used
+    (b".entry k()\n.reqntid 128\n{\n", 32, 0, (), None),               # no stack: nothing to win
+    (b".entry k()\n.maxntid 128\n.maxnreg 255\n{\n", 32, 96, (), None),  # a register directive already
+    (b".entry k()\n.reqntid 128\n{\n", 32, 96, ("-maxrregcount=64",), None),
+])
+def test_register_retry_only_for_a_starved_reqntid_kernel(ptx, regs, frame, options, want):
+    from ttbuild.backend.nvptx.ptxas import register_retry
+
+    got = register_retry(ptx, regs, frame, options)
+    assert (got is None) == (want is None)
+    if want is not None:
+        assert want in got and got.count(b".maxnreg") == 1

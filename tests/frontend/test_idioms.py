@@ -25,6 +25,7 @@ CASES = [
     ("annotated", "annotated_kernel", "*fp32:16,*fp16:16,i32", {"BLOCK": 128}),
     ("reduce_twice", "decode_scores_kernel", "*fp32:16,*fp32:16,*fp32:16", {"L": 32, "D": 64}),
     ("0d_expand", "center_kernel", "*fp32:16,*fp32:16,i32", {"N": 256}),
+    ("0d_ops", "zero_d_ops_kernel", "*fp32:16,*fp32:16,*i32,i32", {"N": 128}),
 ]
 
 

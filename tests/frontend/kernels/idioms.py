@@ -63,3 +63,16 @@ def center_kernel(x_ptr, out_ptr, n, N: tl.constexpr):
     lo = tl.expand_dims(tl.min(x, axis=0), 0)
     y = x - mean[None] - lo + tl.where(mean > 0, mean, tl.full((), 0.0, tl.float32))
     tl.store(out_ptr + offs, y, mask=offs < n)
+
+
+@triton.jit
+def zero_d_ops_kernel(x_ptr, out_ptr, flag_ptr, n, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    one = tl.full((), 1, tl.int32)
+    half = tl.full((), 0.5, tl.float32)
+    s = tl.max(x, axis=0)
+    t = tl.exp(-half) * s + one
+    y = tl.where(x > half, x, half) + t.to(tl.float16) + tl.minimum(half, s)
+    tl.store(out_ptr + offs, y, mask=offs < n)
+    tl.store(flag_ptr, (s > half).to(tl.int32) + one + tl.zeros((), tl.int32))

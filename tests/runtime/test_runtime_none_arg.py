@@ -1,4 +1,4 @@
-"""A `None` argument reaches a variant built with that parameter a constexpr None (Triton's specialization of None), by position or by name; a pointer where the variant has None is refused with the reason."""
+"""A `None` argument reaches a variant built with that parameter a constexpr None (Triton's specialization of None), by position or by name; a pointer where the variant has None is refused with the reason; a kernel with variants for None and for a pointer picks by the call's None arguments."""
 
 from __future__ import annotations
 
@@ -44,3 +44,30 @@ def test_a_pointer_where_the_variant_has_none_is_refused(lib):
         lib.bias_kernel[(1,)](x_ptr=f32(), bias_ptr=f32(0x4000), out_ptr=f32(0x3000), n=10)
     assert "bias_ptr" in str(exc.value)
     assert not drv.launches
+
+
+@pytest.fixture
+def mixed(tmp_path):
+    drv = FakeDriver()
+    root = write_lib(tmp_path / "artifacts", [meta("bias_none", "bias_kernel", _params(None)),
+                                              meta("bias_ptr", "bias_kernel", _params("ptr"))])
+    lib = rt.load(str(root), driver=drv)
+    drv.params_of = {v.entry: len(v.launch_params) for v in lib.variants}
+    return lib, drv
+
+
+def test_variants_for_none_and_for_a_pointer_pick_by_the_call(mixed):
+    lib, drv = mixed
+    lib.bias_kernel[(1,)](f32(), None, f32(0x3000), 10, 128)
+    lib.bias_kernel[(1,)](f32(), f32(0x4000), f32(0x3000), 10, 128)
+    lib.bias_kernel[(1,)](x_ptr=f32(), bias_ptr=None, out_ptr=f32(0x3000), n=10)
+    assert [l[1] for l in drv.loads][:2] == [b"CUBIN:bias_none", b"CUBIN:bias_ptr"]
+    assert {l[1] for l in drv.loads} == {b"CUBIN:bias_none", b"CUBIN:bias_ptr"}
+    assert [len(c["values"]) for c in drv.launches] == [3, 4, 3]
+
+
+def test_none_for_a_parameter_no_variant_makes_constexpr_is_refused(mixed):
+    lib, drv = mixed
+    with pytest.raises(TypeError) as exc:
+        lib.bias_kernel[(1,)](f32(), None, None, 10, 128)
+    assert "out_ptr" in str(exc.value) and not drv.launches

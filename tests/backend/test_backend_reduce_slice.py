@@ -1,4 +1,4 @@
-"""A reduction of a reduction's result: tt.reduce of a tensor in a slice layout (nested when the parent is one) lowers, and every thread holds the exact result (evaluated on the CPU from the LLIR through `llir_eval.Cta`)."""
+"""A reduction of a reduction's result: tt.reduce of a slice layout (nested too) lowers, and every thread holds the exact result (the LLIR evaluated by `llir_eval.Cta`)."""
 
 from __future__ import annotations
 

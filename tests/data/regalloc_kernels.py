@@ -1,4 +1,4 @@
-"""Kernels of our own in the forms of real libraries whose register allocation differed from Triton's (issue 30): an fp8 GEMM with per-block scales, a gated SiLU product, rotary embedding. benchmarks/bench_regalloc.py compares ptxas -v on them."""
+"""Our kernels in forms whose register allocation differed from Triton's on real libraries (issue 30): fp8 GEMM with per-block scales, gated SiLU, rotary; see benchmarks/bench_regalloc.py."""
 
 import triton
 import triton.language as tl

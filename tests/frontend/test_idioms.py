@@ -1,4 +1,4 @@
-"""Kernel-body idioms of real libraries (tests/frontend/kernels/idioms.py): each builds, and Triton 3.6 turns its source and our TTIR into the same kernel (op counts of the TTGIR Triton makes from each)."""
+"""Kernel-body idioms (tests/frontend/kernels/idioms.py): each builds, and Triton 3.6 makes the same kernel from its source and from our TTIR (op counts of its TTGIR)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A `None` argument reaches a variant built with that parameter a constexpr None (Triton's specialization of None), by position or by name; a pointer where the variant has None is refused with the reason; a kernel with variants for None and for a pointer picks by the call's None arguments."""
+"""A `None` argument picks the variant built with it a constexpr None (by position or name); a pointer there is refused; variants for None and for a pointer coexist."""
 
 from __future__ import annotations
 

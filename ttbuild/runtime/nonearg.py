@@ -1,4 +1,4 @@
-"""One kernel whose variants differ in which parameters were built a constexpr `None` (Triton specializes a `None` argument as constexpr): the call's `None` arguments pick the group of variants, whose Launcher launches."""
+"""A kernel whose variants differ in which parameters were built a constexpr `None` (Triton's specialization of None): the call's `None` arguments pick the Launcher."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Kernel-body idioms of real Triton libraries (issue 30), written for ttbuild's tests: a 0-d tensor mixed with a reduction's 0-d result, `is None` on a pointer argument, annotated locals, a reduction of a reduction's result."""
+"""Kernel-body idioms of real Triton libraries (issue 30), ours: 0-d tensors with a reduction's result, `is None` on a pointer, annotated locals, a reduction of a reduction."""
 
 import triton
 import triton.language as tl

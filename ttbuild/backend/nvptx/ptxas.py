@@ -1,4 +1,4 @@
-"""PTX -> cubin with ptxas (the one `ttbuild.toolchain.ptxas_path` names): temp dir, ToolError with a repro command on failure, a second run with `.maxnreg` for a `.reqntid` kernel ptxas starved of registers."""
+"""PTX -> cubin with ptxas (`ttbuild.toolchain.ptxas_path`): ToolError with a repro command on failure; a `.reqntid` kernel starved of registers retried with `.maxnreg`."""
 
 from __future__ import annotations
 

@@ -112,7 +112,8 @@ def cdiv(cx, x, div):
 def full(cx, shape, value, dtype):
     s, d = shape_arg(cx, shape), dtype_arg(cx, dtype)
     if isinstance(value, Constexpr):
-        return cx.b.constant(cval(cx, value, "value"), T.BlockType(d, s))
+        # a shape of () is a scalar, not a 0-d block (Triton 3.6 `semantic.splat` returns the value)
+        return cx.b.constant(cval(cx, value, "value"), S.with_shape(d, s))
     return S.broadcast_to(cx, S.cast(cx, value, d), s)
 
 

@@ -268,11 +268,14 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
             self._assign(t, value)
 
     def visit_AnnAssign(self, node):
-        if node.value is None:
-            return
-        value = self.visit(node.value)
+        # Triton 3.6 visit_AnnAssign: the annotation is evaluated (it must name something: `tl.dtype`,
+        # `tl.tensor`, `int`), then only `tl.constexpr` means anything; any other is a plain
+        # assignment. Without a value (`x: int`) the name is bound to None.
         ann = self.visit(node.annotation)
+        value = Constexpr(None) if node.value is None else self.visit(node.value)
         if isinstance(ann, FuncRef) and ann.name == "tl.constexpr":  # `X: tl.constexpr = 4`
+            if isinstance(node.target, ast.Name) and node.target.id in self.scope:
+                fail(self.cx, f"{node.target.id} is already defined. constexpr cannot be reassigned.")
             if not isinstance(value, Constexpr):
                 fail(self.cx, f"a tl.constexpr must be a compile-time value, got {S.describe(value)}")
             self._assign(node.target, value)

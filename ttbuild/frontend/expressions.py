@@ -34,9 +34,14 @@ class FuncRef:
         self.kind, self.name = kind, name
 
 
+# tl classes a kernel may name: isinstance()'s second argument, or an annotation (`dt: tl.dtype = ...`)
+_LANG_CLASSES = ("tensor", "tensor_descriptor", "tensor_descriptor_base", "dtype", "pointer_type", "block_type")
+
+
 class LangClass:
-    """A `tl` class usable as isinstance()'s second argument in a kernel (`tl.tensor`,
-    `tl.tensor_descriptor`, `tl.tensor_descriptor_base`, `tl.constexpr`; Triton's @jit code runs
+    """A `tl` class usable as isinstance()'s second argument or an annotation in a kernel (`tl.tensor`,
+    `tl.tensor_descriptor`, `tl.tensor_descriptor_base`, `tl.dtype`, `tl.pointer_type`, `tl.block_type`,
+    `tl.constexpr`; Triton's @jit code runs
     isinstance on its frontend objects at compile time, tutorial 06 on a descriptor-or-pointer)."""
 
     def __init__(self, name: str):
@@ -47,6 +52,13 @@ class LangClass:
             return isinstance(obj, tensordesc.TensorDescriptor)
         if self.name == "tensor":
             return isinstance(obj, Value)
+        value = obj.value if isinstance(obj, Constexpr) else None
+        if self.name == "dtype":  # Triton's pointer_type and block_type are dtype subclasses
+            return isinstance(value, (T.DType, T.PointerType, T.BlockType))
+        if self.name == "pointer_type":
+            return isinstance(value, T.PointerType)
+        if self.name == "block_type":
+            return isinstance(value, T.BlockType)
         return isinstance(obj, Constexpr)  # tl.constexpr
 
     def __repr__(self):
@@ -128,14 +140,15 @@ class Expressions:
                 return FuncRef("libdevice", attr.rsplit(".", 1)[1])
         if attr in ("constexpr", "range", "static_range"):
             return FuncRef("py", "tl." + attr)
-        if attr in ("tensor", "tensor_descriptor", "tensor_descriptor_base"):
+        # classes: isinstance()'s second argument, or an annotation (`dt: tl.dtype = ...`)
+        if attr in _LANG_CLASSES:
             return Constexpr(LangClass(attr))
         from ttbuild import language
         known = set(language.BUILTIN_NAMES) | {f"math.{n}" for n in language.math.MATH_NAMES}
         if attr in known:
             fail(self.cx, f"tl.{attr} is not supported yet by the ttbuild frontend", cls=_not_supported(attr))
         import difflib
-        close = difflib.get_close_matches(attr, sorted(known | set(B.BUILTINS) | set(_DTYPE_ATTRS)), n=1)
+        close = difflib.get_close_matches(attr, sorted(known | set(B.BUILTINS) | set(_DTYPE_ATTRS) | set(_LANG_CLASSES)), n=1)
         hint = f"; did you mean tl.{close[0]}?" if close else ""
         fail(self.cx, f"unknown function or attribute tl.{attr}{hint}")
 
@@ -205,9 +218,11 @@ class Expressions:
         op = node.ops[0]
         lhs, rhs = self.visit(node.left), self.visit(node.comparators[0])
         if type(op) in (ast.Is, ast.IsNot):
-            if not (isinstance(lhs, Constexpr) and isinstance(rhs, Constexpr)):
-                fail(self.cx, "`is` compares constexprs only")
-            same = lhs.value is rhs.value or lhs.value == rhs.value and rhs.value is None
+            # Triton 3.6 code_generator.visit_Compare: Python identity of the unwrapped operands,
+            # a constexpr result (a tensor `is not None` is True; a None argument is a constexpr None).
+            a = lhs.value if isinstance(lhs, Constexpr) else lhs
+            b = rhs.value if isinstance(rhs, Constexpr) else rhs
+            same = a is b
             return Constexpr(same if type(op) is ast.Is else not same)
         if type(op) not in _CMPOPS:
             fail(self.cx, f"unsupported comparison {type(op).__name__}")

@@ -117,8 +117,10 @@ def broadcast_to(cx: Ctx, v: Value, shape: tuple[int, ...]) -> Value:
 
 def expand_dims(cx: Ctx, v: Value, axis: int) -> Value:
     shape = list(v.type.shape)
-    if not shape:
-        fail(cx, "expand_dims needs a block, got a scalar")
+    if not shape:  # a 0-d value becomes a block of one (Triton 3.6 `semantic.expand_dims`: splat)
+        if axis not in (0, -1):
+            fail(cx, f"expand_dims axis {axis} is out of range for a 0-d value")
+        return splat(cx, v, (1,))
     axis = axis + len(shape) + 1 if axis < 0 else axis
     shape.insert(axis, 1)
     return cx.b.op1("tt.expand_dims", [v], T.BlockType(v.type.scalar, tuple(shape)), {"axis": f"{axis} : i32"})

@@ -12,6 +12,7 @@ from .driver import CtypesCudaDriver, CudaDriver, CudaError, Driver, default_dri
 from .interop import InteropError
 from .launcher import Launcher, LaunchError
 from .metadata import MetadataError, Param, Variant, read_library
+from .nonearg import NoneDispatch, none_params
 from .select import NoMatchingVariant
 from .tensordesc import DescriptorError, DescriptorLauncher, TensorDescriptor
 from .torchop import TorchOpError, torch_op
@@ -57,6 +58,8 @@ class Library:
                     name = kernel if unique else f"{file.removesuffix('.py')}.{kernel}"
                     self._launchers[q] = TunedLauncher(kernel if unique else q, vs, driver, load_table(tuning_dir, name),
                                                        table_file=table_path(tuning_dir, name))
+                elif len({none_params(v) for v in vs}) > 1:  # variants for None and for a value
+                    self._launchers[q] = NoneDispatch(kernel if unique else q, vs, driver)
                 else:
                     self._launchers[q] = Launcher(kernel if unique else q, vs, driver)
                 if vs[0].descriptors:

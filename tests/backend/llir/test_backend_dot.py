@@ -294,3 +294,53 @@ def test_packed_pitch_only_where_pairs_are_neighbours():
     assert packed_pitch(mma, (32, 128), "f16") is None  # 4 warps x 16 rows do not fit in 32
     assert packed_pitch(NvidiaMma((2, 2)), (64, 8), "f16") is None  # wraps along N
     assert convert_bytes((128, 128), "f16") == 128 * 128 * 4
+
+
+
+def test_spilling_mma_sync_gemm_keeps_the_whole_register_budget():
+    """An fp8 GEMM with per-block scales (64x128x128, 4 warps, mma.sync) spills even at 255
+    registers; under `.reqntid 128` alone ptxas (12.8, 13.0) gives its PTX (and Triton's) 32
+    registers and a ~3 KB stack frame. The cubin stage assembles it again with `.maxnreg 255`
+    and keeps that: 255 registers, a smaller frame."""
+    from ttbuild.backend.nvptx.cubin_info import kernel_resources
+    from ttbuild.backend.nvptx.ptxas import assemble
+
+    src = Path(__file__).resolve().parents[1] / "data" / "regalloc_kernels.py"
+    out = ttbuild.compile(src, kernel="fp8_block_gemm_kernel", until="cubin", num_warps=4, num_stages=3,
+                          disable_mma_v3=True, constexprs={"BM": 64, "BN": 128, "BK": 128},
+                          signature="*fp8e4nv:16,*fp8e4nv:16,*bf16:16,*fp32:16,*fp32:16,i32,i32,i32,"
+                                    "i32:16,i32:16,i32:16,i32,i32")
+    ptx = out["ptx"]
+    assert b"mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32" in ptx
+    assert b".reqntid 128" in ptx and b".maxnreg" not in ptx
+    plain_regs, plain_frame = kernel_resources(assemble(ptx, options=["-maxrregcount=255"]))  # the retry is off
+    regs, frame = kernel_resources(out["cubin"])
+    assert plain_regs <= 64 and plain_frame > 2048, (plain_regs, plain_frame)
+    assert regs > 128 and frame < plain_frame, (regs, frame)
+
+
+def test_a_kernel_that_does_not_spill_is_assembled_once(monkeypatch):
+    from ttbuild.backend.nvptx import ptxas
+
+    calls = []
+    real = ptxas._ptxas
+    monkeypatch.setattr(ptxas, "_ptxas", lambda *a: calls.append(a) or real(*a))
+    ptx = variant("dot_f16_rr_64x64x32_w4")["ptx"]
+    assert ptxas.kernel_resources(ptxas.assemble(ptx))[1] == 0 and len(calls) == 1
+
+
+@pytest.mark.parametrize("ptx,regs,frame,options,want", [
+    (b".entry k()\n.reqntid 128\n{\n", 32, 2984, (), b".reqntid 128\n.maxnreg 255\n"),
+    (b".entry k()\n.reqntid 512, 1, 1\n{\n", 40, 64, (), b".reqntid 512, 1, 1\n.maxnreg 128\n"),
+    (b".entry k()\n.reqntid 128\n{\n", 255, 900, (), None),            # registers already all used
+    (b".entry k()\n.reqntid 128\n{\n", 32, 0, (), None),               # no stack: nothing to win
+    (b".entry k()\n.maxntid 128\n.maxnreg 255\n{\n", 32, 96, (), None),  # a register directive already
+    (b".entry k()\n.reqntid 128\n{\n", 32, 96, ("-maxrregcount=64",), None),
+])
+def test_register_retry_only_for_a_starved_reqntid_kernel(ptx, regs, frame, options, want):
+    from ttbuild.backend.nvptx.ptxas import register_retry
+
+    got = register_retry(ptx, regs, frame, options)
+    assert (got is None) == (want is None)
+    if want is not None:
+        assert want in got and got.count(b".maxnreg") == 1

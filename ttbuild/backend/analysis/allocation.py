@@ -51,7 +51,14 @@ def reduce_plan(layout, shape, axis: int) -> ReducePlan:
     """The plan for a blocked layout, or for the `#ttg.nvidia_mma` accumulator (lane = 4g + t:
     t holds 2 columns of an n8 tile, g one row of each 8-row half of an m16 tile; warps N
     fastest for mma.sync, M fastest for wgmma), whose softmax reductions stay within a quad of
-    lanes when warps split only M."""
+    lanes when warps split only M. A slice layout (a reduction's result reduced again) takes its
+    parent's plan along the same parent dimension: the parent's threads along the sliced
+    dimension hold copies, so they shuffle and write the same values (Triton's LinearLayout
+    reduction treats those lanes as broadcast)."""
+    if isinstance(layout, Slice):
+        pa = axis + (axis >= layout.dim)
+        p = reduce_plan(layout.parent, layout.parent_shape(shape), pa)
+        return ReducePlan(axis, p.lanes, p.lane_stride, p.warps, p.warp_stride, p.lane_span, p.warp_span)
     if isinstance(layout, NvidiaMma):
         r = layout.rank
         wt, wpc = layout._warp_tile(), layout.warps_per_cta
@@ -81,7 +88,7 @@ def histogram_bytes(num_bins: int) -> int:
 
 def reduce_bytes(layout, shape, axis: int, elems: list[str]) -> int:
     """Bytes of shared memory a tt.reduce needs (0 when it stays within warps)."""
-    if not isinstance(layout, (Blocked, NvidiaMma)):
+    if not isinstance(layout, (Blocked, NvidiaMma, Slice)):
         return 0
     plan = reduce_plan(layout, shape, axis)
     if plan.warps == 1:

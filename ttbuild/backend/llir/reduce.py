@@ -93,8 +93,8 @@ def reduce(ctx, op, *srcs):
     b = ctx.builder
     axis = mu.int_attr(mu.props(op)["axis"])
     layout, shape = srcs[0].layout, srcs[0].shape
-    if not isinstance(layout, (Blocked, NvidiaMma)):
-        raise NotSupportedYet("tt.reduce of a tensor with a slice layout", None, "llir")
+    if not isinstance(layout, (Blocked, NvidiaMma, Slice)):
+        raise NotSupportedYet(f"tt.reduce of a tensor with layout {type(layout).__name__}", None, "llir")
     block = op.regions[0].blocks[0]
     combine = lambda acc, val: ctx.run_block(block, list(acc) + list(val))
 

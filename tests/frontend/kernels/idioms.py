@@ -1,0 +1,78 @@
+"""Kernel-body idioms of real Triton libraries (issue 30), ours: 0-d tensors with a reduction's result, `is None` on a pointer, annotated locals, a reduction of a reduction."""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def rms_scale_kernel(x_ptr, out_ptr, n, eps, N: tl.constexpr, EPS: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0).to(tl.float32)
+    ms = tl.sum(x * x, axis=0) / n
+    # 0-d tensors from tl.full / tl.zeros, mixed with the 0-d sum and with Python numbers
+    e = tl.full((), EPS, tl.float32)
+    r = tl.rsqrt(ms + e + tl.full((), eps, tl.float32))
+    z = tl.zeros((), tl.float32)
+    r = tl.maximum(r, z) * 1.0 + (e - EPS)
+    tl.store(out_ptr + offs, x * r, mask=offs < n)
+
+
+@triton.jit
+def bias_act_kernel(x_ptr, bias_ptr, res_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    if bias_ptr is not None:
+        x += tl.load(bias_ptr + offs, mask=mask, other=0.0)
+    if res_ptr is None:
+        x = tl.maximum(x, 0.0)
+    else:
+        x += tl.load(res_ptr + offs, mask=mask, other=0.0)
+    tl.store(out_ptr + offs, x, mask=mask)
+
+
+@triton.jit
+def annotated_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    dt: tl.dtype = out_ptr.dtype.element_ty
+    offs: tl.tensor = tl.arange(0, BLOCK)
+    scale: tl.constexpr = 0.5
+    shift: float = 1.0
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0).to(tl.float32)
+    tl.store(out_ptr + offs, (x * scale + shift).to(dt), mask=mask)
+
+
+@triton.jit
+def decode_scores_kernel(q_ptr, k_ptr, out_ptr, L: tl.constexpr, D: tl.constexpr):
+    d = tl.arange(0, D)
+    rows = tl.arange(0, L)
+    q = tl.load(q_ptr + d)
+    k = tl.load(k_ptr + rows[:, None] * D + d[None, :])
+    qk = tl.sum(q[None, :] * k, 1)
+    m = tl.max(qk, 0)
+    p = tl.exp(qk - m)
+    tl.store(out_ptr + rows, p / tl.sum(p, 0))
+
+
+@triton.jit
+def center_kernel(x_ptr, out_ptr, n, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    mean = tl.sum(x, axis=0) / n
+    # a 0-d value indexed with None and expanded: a block of one, as in Triton
+    lo = tl.expand_dims(tl.min(x, axis=0), 0)
+    y = x - mean[None] - lo + tl.where(mean > 0, mean, tl.full((), 0.0, tl.float32))
+    tl.store(out_ptr + offs, y, mask=offs < n)
+
+
+@triton.jit
+def zero_d_ops_kernel(x_ptr, out_ptr, flag_ptr, n, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    one = tl.full((), 1, tl.int32)
+    half = tl.full((), 0.5, tl.float32)
+    s = tl.max(x, axis=0)
+    t = tl.exp(-half) * s + one
+    y = tl.where(x > half, x, half) + t.to(tl.float16) + tl.minimum(half, s)
+    tl.store(out_ptr + offs, y, mask=offs < n)
+    tl.store(flag_ptr, (s > half).to(tl.int32) + one + tl.zeros((), tl.int32))

@@ -1,0 +1,151 @@
+"""Kernel-body idioms (tests/frontend/kernels/idioms.py): each builds, and Triton 3.6 makes the same kernel from its source and from our TTIR (op counts of its TTGIR)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from oracle import run_triton
+
+import ttbuild
+from ttbuild.errors import CompilationError
+from ttbuild.stages import parse, ttir
+
+KERNELS = Path(__file__).resolve().parent / "kernels"
+FILE = KERNELS / "idioms.py"
+
+# (case, kernel, signature of the non-constexpr parameters, constexprs; a None argument is a constexpr None)
+CASES = [
+    ("rms_0d", "rms_scale_kernel", "*fp32:16,*fp32:16,i32,fp32", {"N": 128, "EPS": 1e-6}),
+    ("bias_res", "bias_act_kernel", "*fp32:16,*fp32:16,*fp32:16,*fp32:16,i32", {"BLOCK": 128}),
+    ("bias_none_res_none", "bias_act_kernel", "*fp32:16,*fp32:16,i32", {"BLOCK": 128, "bias_ptr": None, "res_ptr": None}),
+    ("bias_res_none", "bias_act_kernel", "*fp32:16,*fp32:16,*fp32:16,i32", {"BLOCK": 128, "res_ptr": None}),
+    ("annotated", "annotated_kernel", "*fp32:16,*fp16:16,i32", {"BLOCK": 128}),
+    ("reduce_twice", "decode_scores_kernel", "*fp32:16,*fp32:16,*fp32:16", {"L": 32, "D": 64}),
+    ("0d_expand", "center_kernel", "*fp32:16,*fp32:16,i32", {"N": 256}),
+    ("0d_ops", "zero_d_ops_kernel", "*fp32:16,*fp32:16,*i32,i32", {"N": 128}),
+]
+
+
+def _ttir(kernel: str, sig: str, constexprs: dict) -> str:
+    p = parse.run({"source": FILE.read_bytes()}, {"kernel": kernel, "file": "idioms.py"})
+    return ttir.run({"json": p["json"]}, {"signature": sig.split(","), "constexprs": constexprs})["ttir"].decode()
+
+
+def test_a_0d_full_mixes_with_the_0d_sum_as_a_scalar():
+    text = _ttir("rms_scale_kernel", CASES[0][2], CASES[0][3])
+    assert "tensor<f32>" not in text and "tensor<i32>" not in text
+    assert '"tt.reduce"' in text and '"math.rsqrt"' in text
+
+
+def test_a_0d_value_expands_to_a_block_of_one():
+    text = _ttir("center_kernel", CASES[6][2], CASES[6][3])
+    assert text.count("-> tensor<1xf32>") == 2 and "tensor<f32>" not in text
+
+
+@pytest.mark.parametrize("case", CASES[1:4], ids=lambda c: c[0])
+def test_none_pointer_arguments_are_constexpr_none(case):
+    _, kernel, sig, cx = case
+    text = _ttir(kernel, sig, cx)
+    loads = text.count('"tt.load"')
+    assert loads == 1 + ("bias_ptr" not in cx) + ("res_ptr" not in cx)
+    assert ('"arith.maxnumf"' in text) == ("res_ptr" in cx)  # `if res_ptr is None:` taken only then
+    assert len(re.search(r"function_type = \(([^)]*)\)", text).group(1).split(", ")) == len(sig.split(","))
+
+
+def test_is_compares_identity_as_triton():
+    src = FILE.read_text() + '''
+
+@triton.jit
+def same_kernel(x_ptr, y_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    y = x
+    tl.static_assert(x is y)
+    tl.static_assert(x is not None)
+    tl.static_assert(x_ptr is not y_ptr)
+    tl.static_assert(BLOCK is not None)
+    tl.store(y_ptr + offs, y)
+'''
+    p = parse.run({"source": src.encode()}, {"kernel": "same_kernel", "file": "idioms.py"})
+    ttir.run({"json": p["json"]}, {"signature": ["*fp32", "*fp32"], "constexprs": {"BLOCK": 32}})
+
+
+def test_annotated_locals_evaluate_their_annotation():
+    text = _ttir("annotated_kernel", CASES[4][2], CASES[4][3])
+    assert '"arith.truncf"' in text and "tensor<128xf16>" in text
+
+
+def test_an_annotation_without_a_value_binds_none():
+    src = ("import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef k(p):\n    x: tl.tensor\n"
+           "    tl.static_assert(x is None)\n    tl.store(p, 1)\n")
+    p = parse.run({"source": src.encode()}, {"kernel": "k", "file": "a.py"})
+    ttir.run({"json": p["json"]}, {"signature": ["*i32"], "constexprs": {}})
+
+
+@pytest.mark.parametrize("body,message", [
+    ("    B: tl.constexpr = 4\n    B: tl.constexpr = 8\n", "B is already defined. constexpr cannot be reassigned."),
+    ("    x: tl.dtyp = 1\n", "unknown function or attribute tl.dtyp; did you mean tl.dtype?"),
+])
+def test_annotation_errors(body, message):
+    src = ("import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef k(p):\n" + body
+           + "    tl.store(p, 1)\n")
+    p = parse.run({"source": src.encode()}, {"kernel": "k", "file": "a.py"})
+    with pytest.raises(CompilationError) as e:
+        ttir.run({"json": p["json"]}, {"signature": ["*i32"], "constexprs": {}})
+    assert e.value.message == message
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c[0])
+def test_idiom_builds_to_ptx(case):
+    _, kernel, sig, cx = case
+    out = ttbuild.compile(FILE, kernel=kernel, signature=sig, constexprs=cx, until="ptx")
+    assert b".entry " + kernel.encode() in out["ptx"]
+
+
+# For each job: Triton compiles the kernel from the source (ASTSource, `constexpr` signature entries
+# for constexprs and None arguments) and compiles our TTIR; prints the op counts of both TTGIRs (a
+# TTIR file enters Triton's pipeline after its TTIR passes; its TTGIR passes canonicalize both alike).
+COMPARE = r"""
+import collections, importlib.util, json, re, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+spec = importlib.util.spec_from_file_location("idioms", sys.argv[1])
+mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+target = GPUTarget("cuda", 90, 32)
+
+def ops(text):
+    return collections.Counter(m.group(1) for m in re.finditer(r'^\s*(?:%\S+ = )?"?([a-z_]+\.[a-z_.]+)', text, re.M))
+
+out = {}
+for job in json.loads(sys.argv[2]):
+    fn = getattr(mod, job["kernel"])
+    ents, sig, attrs = iter(job["signature"].split(",")), {}, {}
+    for i, n in enumerate(fn.arg_names):
+        if n in job["constexprs"]:
+            sig[n] = "constexpr"
+        else:
+            ty, _, div = next(ents).partition(":")
+            sig[n] = ty
+            if div:
+                attrs[(i,)] = [["tt.divisibility", 16]]
+    src = ASTSource(fn, sig, constexprs=job["constexprs"], attrs=attrs)
+    theirs = triton.compile(src, target=target).asm["ttgir"]
+    ours = triton.compile(job["ttir"], target=target).asm["ttgir"]
+    out[job["case"]] = [ops(theirs), ops(ours)]
+print(json.dumps(out))
+"""
+
+
+def test_triton_builds_the_same_ttir(tmp_path):
+    jobs = []
+    for case, kernel, sig, cx in CASES:
+        path = tmp_path / f"{case}.ttir"
+        path.write_text(_ttir(kernel, sig, cx))
+        jobs.append({"case": case, "kernel": kernel, "signature": sig, "constexprs": cx, "ttir": str(path)})
+    out = json.loads(run_triton(COMPARE, str(FILE), json.dumps(jobs)).splitlines()[-1])
+    differ = {case: (theirs, ours) for case, (theirs, ours) in out.items() if theirs != ours}
+    assert len(out) == len(CASES) and not differ, json.dumps(differ, indent=1)

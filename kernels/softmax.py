@@ -11,13 +11,14 @@ import triton.language as tl
 @triton.jit
 def softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_cols, BLOCK_SIZE: tl.constexpr):
     r = tl.program_id(0)
-    src = input_ptr + r * input_row_stride
+    row_in = input_ptr + r * input_row_stride
     col = tl.arange(0, BLOCK_SIZE)
+    src = row_in + col
     # Padding lanes read -inf: they never win the max, and exp(-inf) = 0 adds nothing to the sum.
-    vals = tl.load(src + col, mask=col < n_cols, other=-float('inf'))
+    vals = tl.load(src, mask=col < n_cols, other=-float('inf'))
     # Shifting by the row's max keeps every exponent <= 0, so exp cannot overflow.
     shifted = vals - tl.max(vals, axis=0)
     e = tl.exp(shifted)
     probs = e / tl.sum(e, axis=0)
-    dst = output_ptr + r * output_row_stride
-    tl.store(dst + col, probs, mask=col < n_cols)
+    dst = output_ptr + r * output_row_stride + col
+    tl.store(dst, probs, mask=col < n_cols)

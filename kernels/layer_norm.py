@@ -1,141 +1,115 @@
-"""Layer normalization, Triton tutorial 05 form: fused forward, backward dx with locked partial dw/db, then the dw/db column sums."""
+"""Layer normalization over the last dimension of an fp16 (rows, N) matrix: a fused forward, and a backward in two kernels.
+
+Forward: y = (x - mean) * rstd * w + b per row, rstd = 1 / sqrt(var + eps), var the biased variance
+(divided by N); the row's mean and rstd are kept (fp32) for the backward.
+Backward: `_layer_norm_bwd_dx_fused` gives dx of one row and adds the row's dw/db terms into one of
+GROUP_SIZE_M partial buffers (rows share a buffer when their index agrees modulo GROUP_SIZE_M, taken
+under a spin lock); `_layer_norm_bwd_dwdb` then sums those GROUP_SIZE_M partial rows into dw and db.
+"""
 
 import triton
 import triton.language as tl
 
 
 @triton.jit
-def _layer_norm_fwd_fused(
-    X,  # pointer to the input
-    Y,  # pointer to the output
-    W,  # pointer to the weights
-    B,  # pointer to the biases
-    Mean,  # pointer to the mean
-    Rstd,  # pointer to the 1/std
-    stride,  # how much to increase the pointer when moving by 1 row
-    N,  # number of columns in X
-    eps,  # epsilon to avoid division by zero
-    BLOCK_SIZE: tl.constexpr,
-):
-    # Map the program id to the row of X and Y it should compute.
-    row = tl.program_id(0)
-    Y += row * stride
-    X += row * stride
-    # Compute mean
-    mean = 0
-    _mean = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
-    for off in range(0, N, BLOCK_SIZE):
-        cols = off + tl.arange(0, BLOCK_SIZE)
-        a = tl.load(X + cols, mask=cols < N, other=0.).to(tl.float32)
-        _mean += a
-    mean = tl.sum(_mean, axis=0) / N
-    # Compute variance
-    _var = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
-    for off in range(0, N, BLOCK_SIZE):
-        cols = off + tl.arange(0, BLOCK_SIZE)
-        x = tl.load(X + cols, mask=cols < N, other=0.).to(tl.float32)
-        x = tl.where(cols < N, x - mean, 0.)
-        _var += x * x
-    var = tl.sum(_var, axis=0) / N
-    rstd = 1 / tl.sqrt(var + eps)
-    # Write mean / rstd
-    tl.store(Mean + row, mean)
-    tl.store(Rstd + row, rstd)
-    # Normalize and apply linear transformation
-    for off in range(0, N, BLOCK_SIZE):
-        cols = off + tl.arange(0, BLOCK_SIZE)
-        mask = cols < N
-        w = tl.load(W + cols, mask=mask)
-        b = tl.load(B + cols, mask=mask)
-        x = tl.load(X + cols, mask=mask, other=0.).to(tl.float32)
-        x_hat = (x - mean) * rstd
-        y = x_hat * w + b
-        # Write output
-        tl.store(Y + cols, y, mask=mask)
+def _layer_norm_fwd_fused(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_SIZE: tl.constexpr):
+    """One program per row. X, Y: fp16, `stride` elements between rows; W, B: (N,) fp16;
+    Mean, Rstd: (rows,) fp32 outputs; eps: fp32. Rows longer than BLOCK_SIZE take several chunks."""
+    r = tl.program_id(0)
+    Y += r * stride
+    X += r * stride
+    # Pass 1: the sum of the row, chunk by chunk, in fp32 lanes.
+    lane_sum = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+    for chunk in range(0, N, BLOCK_SIZE):
+        col = chunk + tl.arange(0, BLOCK_SIZE)
+        lane_sum += tl.load(X + col, mask=col < N, other=0.).to(tl.float32)
+    mean = tl.sum(lane_sum, axis=0) / N
+    # Pass 2: squares of (x - mean), not E[x^2] - mean^2, which cancels badly when |mean| >> std.
+    lane_sq = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
+    for chunk in range(0, N, BLOCK_SIZE):
+        col = chunk + tl.arange(0, BLOCK_SIZE)
+        centred = tl.load(X + col, mask=col < N, other=0.).to(tl.float32)
+        # A padding lane would add (0 - mean)^2: zero it after centring.
+        centred = tl.where(col < N, centred - mean, 0.)
+        lane_sq += centred * centred
+    rstd = 1 / tl.sqrt(tl.sum(lane_sq, axis=0) / N + eps)
+    tl.store(Mean + r, mean)
+    tl.store(Rstd + r, rstd)
+    # Pass 3: normalize, scale by w and shift by b (fp16 w and b widen to fp32 in the arithmetic).
+    for chunk in range(0, N, BLOCK_SIZE):
+        col = chunk + tl.arange(0, BLOCK_SIZE)
+        ok = col < N
+        gain = tl.load(W + col, mask=ok)
+        shift = tl.load(B + col, mask=ok)
+        normed = (tl.load(X + col, mask=ok, other=0.).to(tl.float32) - mean) * rstd
+        out = normed * gain + shift
+        tl.store(Y + col, out, mask=ok)
 
 
 @triton.jit
-def _layer_norm_bwd_dx_fused(DX,  # pointer to the input gradient
-                             DY,  # pointer to the output gradient
-                             DW,  # pointer to the partial sum of weights gradient
-                             DB,  # pointer to the partial sum of biases gradient
-                             X,  # pointer to the input
-                             W,  # pointer to the weights
-                             Mean,  # pointer to the mean
-                             Rstd,  # pointer to the 1/std
-                             Lock,  # pointer to the lock
-                             stride,  # how much to increase the pointer when moving by 1 row
-                             N,  # number of columns in X
-                             GROUP_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr):
-    # Map the program id to the elements of X, DX, and DY it should compute.
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK_SIZE_N)
-    mask = cols < N
-    X += row * stride
-    DY += row * stride
-    DX += row * stride
-    # Offset locks and weights/biases gradient pointer for parallel reduction
-    lock_id = row % GROUP_SIZE_M
-    Lock += lock_id
-    Count = Lock + GROUP_SIZE_M
-    DW = DW + lock_id * N + cols
-    DB = DB + lock_id * N + cols
-    # Load data to SRAM
-    x = tl.load(X + cols, mask=mask, other=0).to(tl.float32)
-    dy = tl.load(DY + cols, mask=mask, other=0).to(tl.float32)
-    w = tl.load(W + cols, mask=mask).to(tl.float32)
-    mean = tl.load(Mean + row)
-    rstd = tl.load(Rstd + row)
-    # Compute dx
+def _layer_norm_bwd_dx_fused(DX, DY, DW, DB, X, W, Mean, Rstd, Lock, stride, N, GROUP_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr):
+    """One program per row (N <= BLOCK_SIZE_N). DX, DY, X: fp16 rows `stride` apart; W: (N,) fp16;
+    Mean, Rstd: the forward's fp32 statistics; DW, DB: (GROUP_SIZE_M, N) fp16 partial sums, zeroed by
+    the caller; Lock: 2 * GROUP_SIZE_M int32, zeroed (a lock word, then a "written once" flag per buffer).
+
+    dx = (w*dy - (xhat * mean(xhat * w*dy) + mean(w*dy))) * rstd, xhat = (x - mean) * rstd."""
+    r = tl.program_id(0)
+    col = tl.arange(0, BLOCK_SIZE_N)
+    ok = col < N
+    X += r * stride
+    DY += r * stride
+    DX += r * stride
+    # Rows r, r + GROUP_SIZE_M, ... accumulate into partial buffer `slot`.
+    slot = r % GROUP_SIZE_M
+    spin = Lock + slot
+    written = spin + GROUP_SIZE_M
+    DW = DW + slot * N + col
+    DB = DB + slot * N + col
+    x = tl.load(X + col, mask=ok, other=0).to(tl.float32)
+    grad_y = tl.load(DY + col, mask=ok, other=0).to(tl.float32)
+    gain = tl.load(W + col, mask=ok).to(tl.float32)
+    mean = tl.load(Mean + r)
+    rstd = tl.load(Rstd + r)
     xhat = (x - mean) * rstd
-    wdy = w * dy
-    xhat = tl.where(mask, xhat, 0.)
-    wdy = tl.where(mask, wdy, 0.)
-    c1 = tl.sum(xhat * wdy, axis=0) / N
-    c2 = tl.sum(wdy, axis=0) / N
-    dx = (wdy - (xhat * c1 + c2)) * rstd
-    # Write dx
-    tl.store(DX + cols, dx, mask=mask)
-    # Accumulate partial sums for dw/db
-    partial_dw = (dy * xhat).to(w.dtype)
-    partial_db = (dy).to(w.dtype)
-    while tl.atomic_cas(Lock, 0, 1) == 1:
+    g = gain * grad_y
+    # Padding lanes must not enter the two row means below.
+    xhat = tl.where(ok, xhat, 0.)
+    g = tl.where(ok, g, 0.)
+    mean_xg = tl.sum(xhat * g, axis=0) / N
+    mean_g = tl.sum(g, axis=0) / N
+    grad_x = (g - (xhat * mean_xg + mean_g)) * rstd
+    tl.store(DX + col, grad_x, mask=ok)
+    # This row's terms of dw = sum(dy * xhat) and db = sum(dy), in fp32 until the store.
+    part_w = grad_y * xhat
+    part_b = grad_y
+    while tl.atomic_cas(spin, 0, 1) == 1:
         pass
-    count = tl.load(Count)
-    # First store doesn't accumulate
-    if count == 0:
-        tl.atomic_xchg(Count, 1)
+    # The first row into a buffer overwrites it (and raises the flag); later rows add to it.
+    if tl.load(written) == 0:
+        tl.atomic_xchg(written, 1)
     else:
-        partial_dw += tl.load(DW, mask=mask)
-        partial_db += tl.load(DB, mask=mask)
-    tl.store(DW, partial_dw, mask=mask)
-    tl.store(DB, partial_db, mask=mask)
-    # Release the lock
-    tl.atomic_xchg(Lock, 0)
+        part_w += tl.load(DW, mask=ok)
+        part_b += tl.load(DB, mask=ok)
+    tl.store(DW, part_w, mask=ok)
+    tl.store(DB, part_b, mask=ok)
+    tl.atomic_xchg(spin, 0)
 
 
 @triton.jit
-def _layer_norm_bwd_dwdb(DW,  # pointer to the partial sum of weights gradient
-                         DB,  # pointer to the partial sum of biases gradient
-                         FINAL_DW,  # pointer to the weights gradient
-                         FINAL_DB,  # pointer to the biases gradient
-                         M,  # GROUP_SIZE_M
-                         N,  # number of columns
-                         BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr):
-    # Map the program id to the columns of DW and DB it should compute.
-    pid = tl.program_id(0)
-    cols = pid * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
-    dw = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
-    db = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
-    # Iterate through the rows of DW and DB to sum the partial sums.
-    for i in range(0, M, BLOCK_SIZE_M):
-        rows = i + tl.arange(0, BLOCK_SIZE_M)
-        mask = (rows[:, None] < M) & (cols[None, :] < N)
-        offs = rows[:, None] * N + cols[None, :]
-        dw += tl.load(DW + offs, mask=mask, other=0.)
-        db += tl.load(DB + offs, mask=mask, other=0.)
-    # Write the final sum to the output.
-    sum_dw = tl.sum(dw, axis=0)
-    sum_db = tl.sum(db, axis=0)
-    tl.store(FINAL_DW + cols, sum_dw, mask=cols < N)
-    tl.store(FINAL_DB + cols, sum_db, mask=cols < N)
+def _layer_norm_bwd_dwdb(DW, DB, FINAL_DW, FINAL_DB, M, N, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr):
+    """Column sums of the (M, N) fp16 partial buffers DW and DB (M = GROUP_SIZE_M of the dx kernel)
+    into FINAL_DW and FINAL_DB, (N,) fp16; program p owns columns [p * BLOCK_SIZE_N, +BLOCK_SIZE_N)."""
+    col = tl.program_id(0) * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    acc_w = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    acc_b = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
+    # BLOCK_SIZE_M rows per step, kept apart until the end (one reduction over rows, not one per step).
+    for first_row in range(0, M, BLOCK_SIZE_M):
+        row = first_row + tl.arange(0, BLOCK_SIZE_M)
+        inside = (row[:, None] < M) & (col[None, :] < N)
+        at = row[:, None] * N + col[None, :]
+        acc_w += tl.load(DW + at, mask=inside, other=0.)
+        acc_b += tl.load(DB + at, mask=inside, other=0.)
+    total_w = tl.sum(acc_w, axis=0)
+    total_b = tl.sum(acc_b, axis=0)
+    tl.store(FINAL_DW + col, total_w, mask=col < N)
+    tl.store(FINAL_DB + col, total_b, mask=col < N)

@@ -1,7 +1,9 @@
-"""A linear layer, y = act(x @ W^T + bias), in the form of Triton's tutorial 03: x (M, K), W (N, K) as nn.Linear stores it (so W^T is a K-major B operand), bias (N,), fp32 accumulator, bias and activation fused before the single store of y (M, N).
+"""A fused linear layer, y (M, N) = act(x (M, K) @ W^T + bias), with W (N, K) stored as nn.Linear stores it and bias (N,).
 
-ACTIVATION: "" (none), "relu", "leaky_relu" (slope 0.01) or "gelu" (tanh approximation, as
-torch's `gelu(approximate="tanh")`). The output dtype is y's element type.
+W^T is read in place as a K-major operand (no transposed copy). The product accumulates in fp32;
+the bias is added and the activation applied to that fp32 tile, which is rounded once to y's
+element type. ACTIVATION: "" (none), "relu", "leaky_relu" (slope 0.01) or "gelu" (the tanh form,
+torch's `gelu(approximate="tanh")`). Tile order and edge handling are those of matmul.py.
 """
 
 import triton
@@ -9,46 +11,44 @@ import triton.language as tl
 
 
 @triton.jit
-def linear_kernel(
-        x_ptr, w_ptr, bias_ptr, y_ptr,
-        M, N, K,
-        stride_xm, stride_xk,  #
-        stride_wn, stride_wk,  #
-        stride_ym, stride_yn,
-        BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,  #
-        GROUP_SIZE_M: tl.constexpr,  #
-        ACTIVATION: tl.constexpr  #
-):
-    # Grouped program order (tutorial 03): GROUP_SIZE_M block rows share W columns in L2.
-    pid = tl.program_id(axis=0)
-    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
-    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
-    num_pid_in_group = GROUP_SIZE_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_SIZE_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
+def _grouped_tile(M, N, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, GROUP_SIZE_M: tl.constexpr):
+    """(tile row, tile column) of this program: ids run down the columns of a band of
+    GROUP_SIZE_M tile rows (so a band's programs share W tiles in L2), band after band."""
+    t = tl.program_id(axis=0)
+    tile_rows = tl.cdiv(M, BLOCK_SIZE_M)
+    band_tiles = GROUP_SIZE_M * tl.cdiv(N, BLOCK_SIZE_N)
+    band_top = (t // band_tiles) * GROUP_SIZE_M
+    band_rows = min(tile_rows - band_top, GROUP_SIZE_M)
+    t_in_band = t % band_tiles
+    return band_top + t_in_band % band_rows, t_in_band // band_rows
 
-    offs_xm = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
-    offs_wn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
-    offs_k = tl.arange(0, BLOCK_SIZE_K)
-    x_ptrs = x_ptr + (offs_xm[:, None] * stride_xm + offs_k[None, :] * stride_xk)
-    # A BLOCK_SIZE_K x BLOCK_SIZE_N tile of W^T: row k, column n is W[n, k].
-    wT_ptrs = w_ptr + (offs_k[:, None] * stride_wk + offs_wn[None, :] * stride_wn)
 
-    acc = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
-        x = tl.load(x_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
-        wT = tl.load(wT_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
-        acc = tl.dot(x, wT, acc)
-        x_ptrs += BLOCK_SIZE_K * stride_xk
-        wT_ptrs += BLOCK_SIZE_K * stride_wk
+@triton.jit
+def linear_kernel(x_ptr, w_ptr, bias_ptr, y_ptr, M, N, K,
+                  stride_xm, stride_xk, stride_wn, stride_wk, stride_ym, stride_yn,
+                  BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                  GROUP_SIZE_M: tl.constexpr, ACTIVATION: tl.constexpr):
+    tile_m, tile_n = _grouped_tile(M, N, BLOCK_SIZE_M, BLOCK_SIZE_N, GROUP_SIZE_M)
+    rows = (tile_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
+    outs = (tile_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
+    ks = tl.arange(0, BLOCK_SIZE_K)
+    x_tile = x_ptr + (rows[:, None] * stride_xm + ks[None, :] * stride_xk)
+    # The K x N tile of W^T: element (k, n) is W[n, k].
+    w_tile = w_ptr + (ks[:, None] * stride_wk + outs[None, :] * stride_wn)
 
-    offs_ym = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
-    offs_yn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
-    # Bias and activation on the fp32 accumulator, before the one rounding to y's dtype.
-    bias = tl.load(bias_ptr + offs_yn, mask=offs_yn < N, other=0.0)
+    # Carried in Triton's sorted order: acc, w_tile, x_tile.
+    acc = tl.zeros([BLOCK_SIZE_M, BLOCK_SIZE_N], dtype=tl.float32)
+    for step in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
+        xs = tl.load(x_tile, mask=ks[None, :] < K - step * BLOCK_SIZE_K, other=0.0)
+        wts = tl.load(w_tile, mask=ks[:, None] < K - step * BLOCK_SIZE_K, other=0.0)
+        acc = tl.dot(xs, wts, acc)
+        x_tile += BLOCK_SIZE_K * stride_xk
+        w_tile += BLOCK_SIZE_K * stride_wk
+
+    out_rows = tile_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+    out_cols = tile_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    # Epilogue in fp32: one rounding, after bias and activation.
+    bias = tl.load(bias_ptr + out_cols, mask=out_cols < N, other=0.0)
     acc += bias.to(tl.float32)[None, :]
     if ACTIVATION == "relu":
         acc = tl.maximum(acc, 0.0)
@@ -57,9 +57,8 @@ def linear_kernel(
     elif ACTIVATION == "gelu":
         acc = gelu_tanh(acc)
     y = acc.to(y_ptr.dtype.element_ty)
-
-    y_ptrs = y_ptr + stride_ym * offs_ym[:, None] + stride_yn * offs_yn[None, :]
-    tl.store(y_ptrs, y, mask=(offs_ym[:, None] < M) & (offs_yn[None, :] < N))
+    dst = y_ptr + stride_ym * out_rows[:, None] + stride_yn * out_cols[None, :]
+    tl.store(dst, y, mask=(out_rows[:, None] < M) & (out_cols[None, :] < N))
 
 
 @triton.jit

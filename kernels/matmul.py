@@ -1,85 +1,61 @@
-"""Matrix multiplication, Triton tutorial 03 form: C = A @ B with fp16 inputs and an fp32 accumulator, programs grouped GROUP_SIZE_M rows at a time (L2 reuse), optional leaky ReLU fused in.
+"""Tiled fp16 GEMM on tensor cores: C (M, N) fp16 = act(A (M, K) @ B (K, N)), accumulated in fp32.
 
-The tutorial's @triton.autotune list becomes variants in variants.toml (ttbuild builds ahead of time).
+One program per BLOCK_SIZE_M x BLOCK_SIZE_N tile of C, walking K in BLOCK_SIZE_K steps. Tiles are
+handed out in bands of GROUP_SIZE_M tile rows (see `_grouped_tile`) so that programs resident at the
+same time share A and B tiles in L2. ACTIVATION is "" or "leaky_relu" (slope 0.01), applied to the
+fp32 accumulator before the single rounding to fp16. Strides are in elements; sizes need not be
+multiples of the tile. Each tile shape is its own row of variants.toml (ttbuild compiles ahead of
+time, so there is no run-time autotuning here).
 """
 
-import torch  # noqa: F401  (building never imports this file: it only needs to parse)
 import triton
 import triton.language as tl
 
 
 @triton.jit
-def matmul_kernel(
-        # Pointers to matrices
-        a_ptr, b_ptr, c_ptr,
-        # Matrix dimensions
-        M, N, K,
-        # The stride variables represent how much to increase the ptr by when moving by 1
-        # element in a particular dimension. E.g. `stride_am` is how much to increase `a_ptr`
-        # by to get the element one row down (A has M rows).
-        stride_am, stride_ak,  #
-        stride_bk, stride_bn,  #
-        stride_cm, stride_cn,
-        # Meta-parameters
-        BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,  #
-        GROUP_SIZE_M: tl.constexpr,  #
-        ACTIVATION: tl.constexpr  #
-):
-    """Kernel for computing the matmul C = A x B.
-    A has shape (M, K), B has shape (K, N) and C has shape (M, N)
-    """
-    # -----------------------------------------------------------
-    # Map program ids `pid` to the block of C it should compute.
-    # This is done in a grouped ordering to promote L2 data reuse.
-    pid = tl.program_id(axis=0)
-    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
-    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
-    num_pid_in_group = GROUP_SIZE_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_SIZE_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
+def _grouped_tile(M, N, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, GROUP_SIZE_M: tl.constexpr):
+    """(tile row, tile column) of this program. Program ids run down the columns of one band of
+    GROUP_SIZE_M tile rows before moving to the next band (the last band may be shorter)."""
+    t = tl.program_id(axis=0)
+    tile_rows = tl.cdiv(M, BLOCK_SIZE_M)
+    band_tiles = GROUP_SIZE_M * tl.cdiv(N, BLOCK_SIZE_N)
+    band_top = (t // band_tiles) * GROUP_SIZE_M
+    band_rows = min(tile_rows - band_top, GROUP_SIZE_M)
+    t_in_band = t % band_tiles
+    return band_top + t_in_band % band_rows, t_in_band // band_rows
 
-    # ----------------------------------------------------------
-    # Create pointers for the first blocks of A and B.
-    offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
-    offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
-    offs_k = tl.arange(0, BLOCK_SIZE_K)
-    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
-    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
 
-    # -----------------------------------------------------------
-    # Iterate to compute a block of the C matrix.
-    # We accumulate into a `[BLOCK_SIZE_M, BLOCK_SIZE_N]` block
-    # of fp32 values for higher accuracy.
-    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
-        # Load the next block of A and B, generate a mask by checking the K dimension.
-        # If it is out of bounds, set it to 0.
-        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
-        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
-        # We accumulate along the K dimension.
-        accumulator = tl.dot(a, b, accumulator)
-        # Advance the ptrs to the next K block.
-        a_ptrs += BLOCK_SIZE_K * stride_ak
-        b_ptrs += BLOCK_SIZE_K * stride_bk
-    # You can fuse arbitrary activation functions here
-    # while the accumulator is still in FP32!
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
+                  stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                  GROUP_SIZE_M: tl.constexpr, ACTIVATION: tl.constexpr):
+    tile_m, tile_n = _grouped_tile(M, N, BLOCK_SIZE_M, BLOCK_SIZE_N, GROUP_SIZE_M)
+    # Edge rows and columns wrap (% M, % N) so every load is in bounds; the store drops them.
+    rows = (tile_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
+    cols = (tile_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
+    ks = tl.arange(0, BLOCK_SIZE_K)
+    a_tile = a_ptr + (rows[:, None] * stride_am + ks[None, :] * stride_ak)
+    b_tile = b_ptr + (ks[:, None] * stride_bk + cols[None, :] * stride_bn)
+    # (The names of the three loop-carried values keep Triton's sorted order a_tile, acc, b_tile.)
+    acc = tl.zeros([BLOCK_SIZE_M, BLOCK_SIZE_N], dtype=tl.float32)
+    for step in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
+        # Past the end of K the tiles read zeros, which add nothing to the dot.
+        a = tl.load(a_tile, mask=ks[None, :] < K - step * BLOCK_SIZE_K, other=0.0)
+        b = tl.load(b_tile, mask=ks[:, None] < K - step * BLOCK_SIZE_K, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_tile += BLOCK_SIZE_K * stride_ak
+        b_tile += BLOCK_SIZE_K * stride_bk
     if ACTIVATION == "leaky_relu":
-        accumulator = leaky_relu(accumulator)
-    c = accumulator.to(tl.float16)
-
-    # -----------------------------------------------------------
-    # Write back the block of the output matrix C with masks.
-    offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
-    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
-    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
-    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
-    tl.store(c_ptrs, c, mask=c_mask)
+        acc = leaky_relu(acc)
+    c = acc.to(tl.float16)
+    out_rows = tile_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+    out_cols = tile_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    dst = c_ptr + stride_cm * out_rows[:, None] + stride_cn * out_cols[None, :]
+    tl.store(dst, c, mask=(out_rows[:, None] < M) & (out_cols[None, :] < N))
 
 
-# We can fuse `leaky_relu` by providing it as an `ACTIVATION` meta-parameter in `matmul_kernel`.
 @triton.jit
 def leaky_relu(x):
+    """x where x >= 0, else 0.01 * x (elementwise, x's dtype)."""
     return tl.where(x >= 0, x, 0.01 * x)

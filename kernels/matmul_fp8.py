@@ -1,9 +1,11 @@
-"""Matrix multiplication with fp8 (e4m3) inputs, Triton tutorial 03 form: C = A @ B, fp32 accumulator, fp16 C, programs grouped GROUP_SIZE_M rows at a time; B is passed pre-transposed (K-major: stride_bk = 1), as the tutorial does for fp8 inputs.
+"""Tiled GEMM with fp8 (e4m3) operands: C (M, N) fp16 = A (M, K) @ B (K, N), accumulated in fp32.
 
-The same tutorial kernel as matmul.py, under its own name: Triton's JIT makes every integer
-argument equal to 1 a constant, so fp8 calls (stride_bk = 1) and fp16 calls (stride_bn = 1)
-specialize different parameters; variants.toml spells those as constexprs, and one kernel name
-must keep one set of constexpr parameters for the runtime to dispatch among its variants.
+The same tiling as matmul.py (grouped tile order, wrapped edge loads, masked K tail and store), under
+a name of its own: B comes K-major (stride_bk == 1, B = Bt.T of a row-major (N, K) Bt, the layout
+fp8 wgmma wants), and a launch with an integer argument equal to 1 specializes that argument, so fp8
+calls and fp16 calls (stride_bn == 1) would specialize different parameters. variants.toml spells
+those as constexprs, and one kernel name must keep one set of constexpr parameters for the runtime
+to choose among its variants.
 """
 
 import triton
@@ -11,53 +13,39 @@ import triton.language as tl
 
 
 @triton.jit
-def matmul_fp8_kernel(
-        # Pointers to matrices: A (M, K) and B (K, N) in fp8, C (M, N) in fp16
-        a_ptr, b_ptr, c_ptr,
-        # Matrix dimensions
-        M, N, K,
-        # Strides: elements to step to the next row / column of each matrix. B is K-major here:
-        # its K stride is 1 and its N stride is K (B = Bt.T for a row-major Bt of shape (N, K)).
-        stride_am, stride_ak,  #
-        stride_bk, stride_bn,  #
-        stride_cm, stride_cn,
-        # Meta-parameters
-        BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,  #
-        GROUP_SIZE_M: tl.constexpr,  #
-):
-    """C = A x B for fp8 A (M, K) and K-major fp8 B (K, N); C is (M, N) fp16."""
-    # Program id -> (pid_m, pid_n), GROUP_SIZE_M block rows at a time so that the programs
-    # running together share their A rows and B columns in L2.
-    pid = tl.program_id(axis=0)
-    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
-    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
-    num_pid_in_group = GROUP_SIZE_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_SIZE_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
+def matmul_fp8_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
+                      stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                      BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
+                      GROUP_SIZE_M: tl.constexpr):
+    """C = A x B for fp8 A (M, K) and K-major fp8 B (K, N); strides in elements."""
+    # Bands of GROUP_SIZE_M tile rows; program ids run down the columns of a band.
+    t = tl.program_id(axis=0)
+    tile_rows = tl.cdiv(M, BLOCK_SIZE_M)
+    band_tiles = GROUP_SIZE_M * tl.cdiv(N, BLOCK_SIZE_N)
+    band_top = (t // band_tiles) * GROUP_SIZE_M
+    band_rows = min(tile_rows - band_top, GROUP_SIZE_M)
+    t_in_band = t % band_tiles
+    tile_m = band_top + t_in_band % band_rows
+    tile_n = t_in_band // band_rows
 
-    # Rows of A and columns of B wrap around (% M, % N): every load stays in bounds and the
-    # rows/columns past the edge are dropped by the masked store.
-    offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
-    offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
-    offs_k = tl.arange(0, BLOCK_SIZE_K)
-    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
-    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+    # Wrapped rows and columns keep every load in bounds; the masked store drops them.
+    rows = (tile_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
+    cols = (tile_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
+    ks = tl.arange(0, BLOCK_SIZE_K)
+    a_tile = a_ptr + (rows[:, None] * stride_am + ks[None, :] * stride_ak)
+    b_tile = b_ptr + (ks[:, None] * stride_bk + cols[None, :] * stride_bn)
 
-    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
-        # The last K block may run past K: masked elements read as 0 and add nothing.
-        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
-        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
-        accumulator = tl.dot(a, b, accumulator)
-        a_ptrs += BLOCK_SIZE_K * stride_ak
-        b_ptrs += BLOCK_SIZE_K * stride_bk
-    c = accumulator.to(tl.float16)
+    acc = tl.zeros([BLOCK_SIZE_M, BLOCK_SIZE_N], dtype=tl.float32)
+    for step in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
+        # The K tail reads zeros (fp8 0.0), which add nothing.
+        a = tl.load(a_tile, mask=ks[None, :] < K - step * BLOCK_SIZE_K, other=0.0)
+        b = tl.load(b_tile, mask=ks[:, None] < K - step * BLOCK_SIZE_K, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_tile += BLOCK_SIZE_K * stride_ak
+        b_tile += BLOCK_SIZE_K * stride_bk
+    c = acc.to(tl.float16)
 
-    offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
-    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
-    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
-    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
-    tl.store(c_ptrs, c, mask=c_mask)
+    out_rows = tile_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
+    out_cols = tile_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
+    dst = c_ptr + stride_cm * out_rows[:, None] + stride_cn * out_cols[None, :]
+    tl.store(dst, c, mask=(out_rows[:, None] < M) & (out_cols[None, :] < N))

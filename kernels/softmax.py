@@ -1,4 +1,8 @@
-"""Fused row softmax, Triton tutorial 02 form (one row per program): `softmax(x, dim=1)`."""
+"""Row softmax of a 2-D fp32 matrix, one program per row: out[r, :] = exp(x[r, :] - max) / sum(exp(x[r, :] - max)).
+
+BLOCK_SIZE is a power of two no smaller than n_cols, so a whole row sits in registers at once
+(one read, one write per element). Strides count elements between the starts of two rows.
+"""
 
 import triton
 import triton.language as tl
@@ -6,23 +10,15 @@ import triton.language as tl
 
 @triton.jit
 def softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_cols, BLOCK_SIZE: tl.constexpr):
-    # The rows of the softmax are independent, so we parallelize across those
-    row_idx = tl.program_id(0)
-    # The stride represents how much we need to increase the pointer to advance 1 row
-    row_start_ptr = input_ptr + row_idx * input_row_stride
-    # The block size is the next power of two greater than n_cols, so we can fit each
-    # row in a single block
-    col_offsets = tl.arange(0, BLOCK_SIZE)
-    input_ptrs = row_start_ptr + col_offsets
-    # Load the row into SRAM, using a mask since BLOCK_SIZE may be > than n_cols
-    row = tl.load(input_ptrs, mask=col_offsets < n_cols, other=-float('inf'))
-    # Subtract maximum for numerical stability
-    row_minus_max = row - tl.max(row, axis=0)
-    # Note that exponentiation in Triton is fast but approximate (i.e., think __expf in CUDA)
-    numerator = tl.exp(row_minus_max)
-    denominator = tl.sum(numerator, axis=0)
-    softmax_output = numerator / denominator
-    # Write back output to DRAM
-    output_row_start_ptr = output_ptr + row_idx * output_row_stride
-    output_ptrs = output_row_start_ptr + col_offsets
-    tl.store(output_ptrs, softmax_output, mask=col_offsets < n_cols)
+    r = tl.program_id(0)
+    row_in = input_ptr + r * input_row_stride
+    col = tl.arange(0, BLOCK_SIZE)
+    src = row_in + col
+    # Padding lanes read -inf: they never win the max, and exp(-inf) = 0 adds nothing to the sum.
+    vals = tl.load(src, mask=col < n_cols, other=-float('inf'))
+    # Shifting by the row's max keeps every exponent <= 0, so exp cannot overflow.
+    shifted = vals - tl.max(vals, axis=0)
+    e = tl.exp(shifted)
+    probs = e / tl.sum(e, axis=0)
+    dst = output_ptr + r * output_row_stride + col
+    tl.store(dst, probs, mask=col < n_cols)

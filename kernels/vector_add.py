@@ -1,25 +1,20 @@
-"""Vector addition, Triton tutorial 01 form, unmodified: `output = x + y`."""
+"""Elementwise sum of two equal-length vectors: out[i] = x[i] + y[i] for 0 <= i < n_elements.
 
-import torch  # noqa: F401  (building never imports this file: it only needs to parse)
+x_ptr, y_ptr, output_ptr: 1-D buffers of one dtype (fp32 or fp16 in variants.toml).
+Launch cdiv(n_elements, BLOCK_SIZE) programs; each owns one contiguous BLOCK_SIZE slice.
+"""
+
 import triton
 import triton.language as tl
 
 
 @triton.jit
-def add_kernel(x_ptr,  # *Pointer* to first input vector.
-               y_ptr,  # *Pointer* to second input vector.
-               output_ptr,  # *Pointer* to output vector.
-               n_elements,  # Size of the vector.
-               BLOCK_SIZE: tl.constexpr,  # Number of elements each program should process.
-               ):
-    # There are multiple 'programs' processing different data. We identify which program
-    # we are here:
-    pid = tl.program_id(axis=0)  # We use a 1D launch grid so axis is 0.
-    block_start = pid * BLOCK_SIZE
-    offsets = block_start + tl.arange(0, BLOCK_SIZE)
-    # Create a mask to guard memory operations against out-of-bounds accesses.
-    mask = offsets < n_elements
-    x = tl.load(x_ptr + offsets, mask=mask)
-    y = tl.load(y_ptr + offsets, mask=mask)
-    output = x + y
-    tl.store(output_ptr + offsets, output, mask=mask)
+def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    # The slice of program k starts at k * BLOCK_SIZE; only the last slice can overhang n_elements.
+    slice_base = tl.program_id(axis=0) * BLOCK_SIZE
+    idx = slice_base + tl.arange(0, BLOCK_SIZE)
+    in_range = idx < n_elements
+    lhs = tl.load(x_ptr + idx, mask=in_range)
+    rhs = tl.load(y_ptr + idx, mask=in_range)
+    total = lhs + rhs
+    tl.store(output_ptr + idx, total, mask=in_range)

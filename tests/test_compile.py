@@ -56,8 +56,8 @@ def test_start_from_a_ttgir_file_or_ttir_bytes(add_w8, tmp_path):
 
 def test_bad_kernel_raises_compilation_error_at_file_line(tmp_path):
     src = (REPO_KERNELS / "vector_add.py").read_text()
-    bad = src.replace("output = x + y", "output = tl.frobnicate(x + y)")
-    line = bad.splitlines().index("    output = tl.frobnicate(x + y)") + 1
+    bad = src.replace("total = lhs + rhs", "total = tl.frobnicate(lhs + rhs)")
+    line = bad.splitlines().index("    total = tl.frobnicate(lhs + rhs)") + 1
     path = tmp_path / "bad_add.py"
     path.write_text(bad)
     with pytest.raises(CompilationError) as info:

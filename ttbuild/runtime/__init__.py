@@ -13,13 +13,15 @@ from .interop import InteropError
 from .launcher import Launcher, LaunchError
 from .metadata import MetadataError, Param, Variant, read_library
 from .select import NoMatchingVariant
+from .serve import DeviceNotCovered, ServeMiss, serve
 from .tensordesc import DescriptorError, DescriptorLauncher, TensorDescriptor
 from .torchop import TorchOpError, torch_op
 from .tuned import TunedLauncher, TuningError, load_table, table_path
 
 __all__ = ["load", "Library", "Launcher", "Variant", "Param", "Driver", "CudaDriver", "CtypesCudaDriver",
            "CudaError", "MetadataError", "NoMatchingVariant", "LaunchError", "InteropError", "TorchOpError",
-           "default_driver", "torch_op", "TunedLauncher", "TuningError", "TensorDescriptor", "DescriptorError"]
+           "default_driver", "torch_op", "TunedLauncher", "TuningError", "TensorDescriptor", "DescriptorError",
+           "serve", "ServeMiss", "DeviceNotCovered"]
 
 
 class Library:

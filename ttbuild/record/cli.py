@@ -1,0 +1,89 @@
+"""`ttbuild record`: run a command under Triton with the recorder on, then merge what it (and any record directory or miss log named) compiled into variant rows and tuning tables.
+
+    ttbuild record [-o variants.toml] [--root DIR] [--tuning DIR] [--target cuda:90 ...] [--from PATH ...] [-- CMD ...]
+
+Exit status: the command's when it fails, else 0; 2 bad usage or nothing to merge.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import tomllib
+
+from .rows import merge_records, rows_text, source_notes
+from .store import ENV, read_records
+from .tuning import write_tables
+
+STARTUP = os.path.join(os.path.dirname(os.path.abspath(__file__)), "startup")
+
+
+def parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog="ttbuild record", description=__doc__.splitlines()[0])
+    ap.add_argument("-o", "--output", default=None, metavar="FILE",
+                    help="variant rows to write, merged with the rows already there (default: ROOT/variants.toml)")
+    ap.add_argument("--root", default=".", metavar="DIR", help="project root: rows name files relative to it (default: .)")
+    ap.add_argument("--tuning", default=None, metavar="DIR",
+                    help="where the autotune choices go as tuning tables (default: artifacts/tuning beside the rows' root)")
+    ap.add_argument("--target", action="append", default=None, metavar="T",
+                    help="build the recorded rows for target T (repeat; default: the recording GPU's)")
+    ap.add_argument("--from", dest="sources", action="append", default=[], metavar="PATH",
+                    help="also merge a record directory (TTBUILD_RECORD=DIR) or a miss log (.jsonl)")
+    ap.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ...: the command to record")
+    return ap
+
+
+def run_recorded(command: list[str], directory: str) -> int:
+    """Run `command` with TTBUILD_RECORD=directory and the startup hook first on PYTHONPATH."""
+    env = dict(os.environ)
+    env[ENV] = directory
+    here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # ttbuild's parent
+    env["PYTHONPATH"] = os.pathsep.join([STARTUP, here] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
+    try:
+        return subprocess.call(command, env=env)
+    except OSError as exc:
+        print(f"ttbuild record: cannot run {command[0]!r}: {exc.strerror}", file=sys.stderr)
+        return 127
+
+
+def existing_rows(path: str) -> list[dict]:
+    try:
+        with open(path, "rb") as f:
+            return list(tomllib.load(f).get("variant", []))
+    except FileNotFoundError:
+        return []
+
+
+def main(argv: list[str]) -> int:
+    args = parser().parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command and not args.sources:
+        print("ttbuild record: give a command after --, or --from PATH", file=sys.stderr)
+        return 2
+    root = os.path.abspath(args.root)
+    output = args.output or os.path.join(root, "variants.toml")
+    status = 0
+    with tempfile.TemporaryDirectory(prefix="ttbuild-record-") as tmp:
+        if command:
+            status = run_recorded(command, tmp)
+        events = read_records(tmp, *args.sources)
+    try:
+        rows, problems = merge_records(events, root, existing_rows(output), args.target)
+    except tomllib.TOMLDecodeError as exc:
+        print(f"ttbuild record: {output}: not TOML: {exc}", file=sys.stderr)
+        return 2
+    with open(output + ".tmp", "w", encoding="utf-8") as f:
+        f.write(rows_text(rows, source_notes(events, root)))
+    os.replace(output + ".tmp", output)
+    tuning = args.tuning or os.path.join(os.getcwd(), "artifacts", "tuning")
+    tables = write_tables(events, root, tuning)
+    n = sum(1 for e in events if e["event"] == "compile")
+    print(f"ttbuild record: {n} compiles recorded, {len(rows)} rows in {output}"
+          + (f", {len(tables)} tuning tables in {tuning}" if tables else ""), file=sys.stderr)
+    for p in problems:
+        print(f"ttbuild record: skipped: {p}", file=sys.stderr)
+    return status

@@ -1,0 +1,16 @@
+"""pytest plugin (`pytest -p ttbuild.record.pytest_plugin`, with TTBUILD_RECORD=DIR): records the Triton compiles of the test session, xdist workers included (each writes its own file)."""
+
+import os
+
+
+def pytest_configure(config):
+    directory = os.environ.get("TTBUILD_RECORD")
+    if directory:
+        from ttbuild.postimport import when_imported
+
+        def on_triton(_module):
+            from ttbuild.record.hook import install
+
+            install(directory)
+
+        when_imported("triton", on_triton)

@@ -1,0 +1,37 @@
+"""Startup hook `ttbuild record` puts on PYTHONPATH: with TTBUILD_RECORD=DIR set, records every Triton compile of this process (and of its children) once it imports triton."""
+
+import importlib.machinery
+import os
+import sys
+
+
+def _start():
+    directory = os.environ.get("TTBUILD_RECORD")
+    if directory:
+        from ttbuild.postimport import when_imported
+
+        def on_triton(_module):
+            from ttbuild.record.hook import install
+
+            install(directory)
+
+        when_imported("triton", on_triton)
+
+
+def _chain():
+    """Run the sitecustomize this one shadows, if any further down sys.path."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    rest = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is not None and spec.loader is not None:
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+
+
+try:
+    _start()
+except Exception as exc:  # never break the recorded program's start
+    print(f"ttbuild record: startup hook failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+import importlib.util  # noqa: E402  (after _start: the chained hook may need it)
+
+_chain()

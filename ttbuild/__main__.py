@@ -25,6 +25,10 @@ def main(argv: list[str] | None = None) -> int:
         from ttbuild.record.cli import main as record_main
 
         return record_main(args[1:])
+    if args[:1] == ["serve"]:
+        from ttbuild.record.cli import serve_main
+
+        return serve_main(args[1:])
     if args[:1] == ["tune"]:  # runs where the library is used: runtime, torch and a GPU, no compiler
         from ttbuild.runtime.tuner import main as tune_main
 

@@ -2,6 +2,8 @@
 
     ttbuild record [-o variants.toml] [--root DIR] [--tuning DIR] [--target cuda:90 ...] [--from PATH ...] [-- CMD ...]
 
+    ttbuild serve ARTIFACTS [--miss error|warn] [--miss-log PATH] -- CMD ...
+
 Exit status: the command's when it fails, else 0; 2 bad usage or nothing to merge.
 """
 
@@ -37,10 +39,11 @@ def parser() -> argparse.ArgumentParser:
     return ap
 
 
-def run_recorded(command: list[str], directory: str) -> int:
-    """Run `command` with TTBUILD_RECORD=directory and the startup hook first on PYTHONPATH."""
-    env = dict(os.environ)
-    env[ENV] = directory
+def run_recorded(command: list[str], directory: str, **extra_env) -> int:
+    """Run `command` with TTBUILD_RECORD=directory (unless empty) and the startup hook first on PYTHONPATH."""
+    env = dict(os.environ, **extra_env)
+    if directory:
+        env[ENV] = directory
     here = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # ttbuild's parent
     env["PYTHONPATH"] = os.pathsep.join([STARTUP, here] + [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p])
     try:
@@ -87,3 +90,21 @@ def main(argv: list[str]) -> int:
     for p in problems:
         print(f"ttbuild record: skipped: {p}", file=sys.stderr)
     return status
+
+
+def serve_main(argv: list[str]) -> int:
+    """`ttbuild serve ARTIFACTS -- CMD`: run CMD with the library served to every Python process it starts."""
+    ap = argparse.ArgumentParser(prog="ttbuild serve", description="run a command with a library served to its Triton call sites")
+    ap.add_argument("artifacts", help="the built library (artifacts directory)")
+    ap.add_argument("--miss", choices=("error", "warn"), default="error", help="what a launch no variant covers does")
+    ap.add_argument("--miss-log", default=None, metavar="PATH", help="append misses here (.jsonl or directory)")
+    ap.add_argument("command", nargs=argparse.REMAINDER)
+    args = ap.parse_args(argv)
+    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    if not command:
+        print("ttbuild serve: give a command after --", file=sys.stderr)
+        return 2
+    extra = {"TTBUILD_SERVE": os.path.abspath(args.artifacts), "TTBUILD_SERVE_MISS": args.miss}
+    if args.miss_log:
+        extra["TTBUILD_MISS_LOG"] = os.path.abspath(args.miss_log)
+    return run_recorded(command, "", **extra)

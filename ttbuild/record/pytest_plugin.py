@@ -1,9 +1,14 @@
-"""pytest plugin (`pytest -p ttbuild.record.pytest_plugin`, with TTBUILD_RECORD=DIR): records the Triton compiles of the test session, xdist workers included (each writes its own file)."""
+"""pytest plugin (`pytest -p ttbuild.record.pytest_plugin`): with TTBUILD_RECORD=DIR records the Triton compiles of the test session, xdist workers included (each writes its own file); with TTBUILD_SERVE=ARTIFACTS serves that library (miss policy $TTBUILD_SERVE_MISS, default error)."""
 
 import os
 
 
 def pytest_configure(config):
+    library = os.environ.get("TTBUILD_SERVE")
+    if library:
+        from ttbuild.runtime.serve import serve
+
+        serve(library, miss=os.environ.get("TTBUILD_SERVE_MISS", "error"))
     directory = os.environ.get("TTBUILD_RECORD")
     if directory:
         from ttbuild.postimport import when_imported

@@ -1,4 +1,4 @@
-"""Startup hook `ttbuild record` puts on PYTHONPATH: with TTBUILD_RECORD=DIR set, records every Triton compile of this process (and of its children) once it imports triton."""
+"""Startup hook `ttbuild record` / `ttbuild serve` put on PYTHONPATH: TTBUILD_RECORD=DIR records every Triton compile of this process (and its children) once it imports triton; TTBUILD_SERVE=ARTIFACTS serves that library (miss policy $TTBUILD_SERVE_MISS, default error)."""
 
 import importlib.machinery
 import os
@@ -6,6 +6,11 @@ import sys
 
 
 def _start():
+    library = os.environ.get("TTBUILD_SERVE")
+    if library:
+        from ttbuild.runtime.serve import serve
+
+        serve(library, miss=os.environ.get("TTBUILD_SERVE_MISS", "error"))
     directory = os.environ.get("TTBUILD_RECORD")
     if directory:
         from ttbuild.postimport import when_imported

@@ -1,4 +1,6 @@
-"""GPU tests of record -> build -> serve on a project of our own (tests/data/serve_proj): recording under Triton yields the committed rows, and the served run of the same call sites compiles nothing (Triton's cache stays empty) and matches Triton's outputs.
+"""GPU tests of record -> build -> serve on a project of our own (tests/data/serve_proj): recording yields the committed rows; serving compiles nothing.
+
+The served run of the same call sites leaves Triton's cache empty and matches Triton's outputs.
 
 The library is tests/data/serve_proj/variants.toml built on the CPU machine into
 $TTBUILD_TEST_ARTIFACTS/serve (tests/gpu/build_test_artifacts.py), tuning table included.
@@ -10,10 +12,10 @@ import os
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from ttbuild.record.rows import row_identity
 

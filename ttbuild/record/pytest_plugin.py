@@ -1,4 +1,8 @@
-"""pytest plugin (`pytest -p ttbuild.record.pytest_plugin`): with TTBUILD_RECORD=DIR records the Triton compiles of the test session, xdist workers included (each writes its own file); with TTBUILD_SERVE=ARTIFACTS serves that library (miss policy $TTBUILD_SERVE_MISS, default error)."""
+"""pytest plugin (`-p ttbuild.record.pytest_plugin`): TTBUILD_RECORD=DIR records the session's Triton compiles; TTBUILD_SERVE=ARTIFACTS serves a library.
+
+Each xdist worker writes its own record file. The miss policy of serving is
+$TTBUILD_SERVE_MISS (default error).
+"""
 
 import os
 

@@ -1,4 +1,7 @@
-"""Served autotuning: before an Autotuner would benchmark a key, the recorded tuning table (`<artifacts>/tuning/<kernel>.json`, ttbuild.record.tuning) names its config, so nothing is tuned at startup."""
+"""Served autotuning: before an Autotuner would benchmark a key, the recorded tuning table names its config, so nothing is tuned at startup.
+
+Tables: `<artifacts>/tuning/<kernel>.json` (ttbuild.record.tuning writes them).
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""Startup hook `ttbuild record` / `ttbuild serve` put on PYTHONPATH: TTBUILD_RECORD=DIR records every Triton compile of this process (and its children) once it imports triton; TTBUILD_SERVE=ARTIFACTS serves that library (miss policy $TTBUILD_SERVE_MISS, default error)."""
+"""Startup hook `ttbuild record` / `ttbuild serve` put on PYTHONPATH: TTBUILD_RECORD=DIR records, TTBUILD_SERVE=ARTIFACTS serves.
+
+Recording starts once the process (or a child) imports triton; serving uses the miss policy
+$TTBUILD_SERVE_MISS (default error).
+"""
 
 import importlib.machinery
 import os

@@ -200,3 +200,15 @@ def test_facade_import_in_a_runtime_only_process(tmp_path):
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
                          env={"PYTHONPATH": ":".join([str(tmp_path)] + sys.path)})
     assert out.stdout.split() == ["JITFunction", "Autotuner"], out.stderr
+
+
+def test_serve_command_serves_the_processes_it_starts(tmp_path):
+    """`ttbuild serve ART --miss warn --facade -- CMD`: the child is served through the startup hook."""
+    (tmp_path / "mod.py").write_text(KERNEL_SRC)
+    (tmp_path / "art" / "lib").mkdir(parents=True)
+    code = ("from ttbuild.runtime.serve import active; import mod, triton; "
+            "print(active().policy, active().library.lib_dir.endswith('lib'), triton.__ttbuild_facade__)")
+    out = subprocess.run([sys.executable, "-m", "ttbuild", "serve", "art", "--miss", "warn", "--facade", "--",
+                          sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                         env={"PYTHONPATH": ":".join([str(tmp_path)] + sys.path)})
+    assert out.stdout.split() == ["warn", "True", "True"], out.stderr

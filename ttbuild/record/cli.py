@@ -2,7 +2,7 @@
 
     ttbuild record [-o variants.toml] [--root DIR] [--tuning DIR] [--target cuda:90 ...] [--from PATH ...] [-- CMD ...]
 
-    ttbuild serve ARTIFACTS [--miss error|warn] [--miss-log PATH] -- CMD ...
+    ttbuild serve ARTIFACTS [--miss error|warn] [--miss-log PATH] [--facade] -- CMD ...
 
 Exit status: the command's when it fails, else 0; 2 bad usage or nothing to merge.
 """
@@ -35,8 +35,15 @@ def parser() -> argparse.ArgumentParser:
                     help="build the recorded rows for target T (repeat; default: the recording GPU's)")
     ap.add_argument("--from", dest="sources", action="append", default=[], metavar="PATH",
                     help="also merge a record directory (TTBUILD_RECORD=DIR) or a miss log (.jsonl)")
-    ap.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD ...: the command to record")
     return ap
+
+
+def split_command(argv: list[str]) -> tuple[list[str], list[str]]:
+    """(options, command): the command is everything after the first `--`."""
+    if "--" in argv:
+        i = argv.index("--")
+        return argv[:i], argv[i + 1:]
+    return argv, []
 
 
 def run_recorded(command: list[str], directory: str, **extra_env) -> int:
@@ -62,8 +69,8 @@ def existing_rows(path: str) -> list[dict]:
 
 
 def main(argv: list[str]) -> int:
-    args = parser().parse_args(argv)
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    options, command = split_command(argv)
+    args = parser().parse_args(options)
     if not command and not args.sources:
         print("ttbuild record: give a command after --, or --from PATH", file=sys.stderr)
         return 2
@@ -98,13 +105,15 @@ def serve_main(argv: list[str]) -> int:
     ap.add_argument("artifacts", help="the built library (artifacts directory)")
     ap.add_argument("--miss", choices=("error", "warn"), default="error", help="what a launch no variant covers does")
     ap.add_argument("--miss-log", default=None, metavar="PATH", help="append misses here (.jsonl or directory)")
-    ap.add_argument("command", nargs=argparse.REMAINDER)
-    args = ap.parse_args(argv)
-    command = args.command[1:] if args.command[:1] == ["--"] else args.command
+    ap.add_argument("--facade", action="store_true", help="without an installed Triton, `import triton` loads ttbuild's façade")
+    options, command = split_command(argv)
+    args = ap.parse_args(options)
     if not command:
         print("ttbuild serve: give a command after --", file=sys.stderr)
         return 2
     extra = {"TTBUILD_SERVE": os.path.abspath(args.artifacts), "TTBUILD_SERVE_MISS": args.miss}
+    if args.facade:
+        extra["TTBUILD_SERVE_FACADE"] = "1"
     if args.miss_log:
         extra["TTBUILD_MISS_LOG"] = os.path.abspath(args.miss_log)
     return run_recorded(command, "", **extra)

@@ -12,7 +12,7 @@ def pytest_configure(config):
     if library:
         from ttbuild.runtime.serve import serve
 
-        serve(library, miss=os.environ.get("TTBUILD_SERVE_MISS", "error"))
+        serve(library, miss=os.environ.get("TTBUILD_SERVE_MISS", "error"), facade=os.environ.get("TTBUILD_SERVE_FACADE") == "1")
     directory = os.environ.get("TTBUILD_RECORD")
     if directory:
         from ttbuild.postimport import when_imported

@@ -14,7 +14,7 @@ def _start():
     if library:
         from ttbuild.runtime.serve import serve
 
-        serve(library, miss=os.environ.get("TTBUILD_SERVE_MISS", "error"))
+        serve(library, miss=os.environ.get("TTBUILD_SERVE_MISS", "error"), facade=os.environ.get("TTBUILD_SERVE_FACADE") == "1")
     directory = os.environ.get("TTBUILD_RECORD")
     if directory:
         from ttbuild.postimport import when_imported

@@ -156,3 +156,11 @@ def test_record_command_runs_and_merges(tmp_path):
     assert out.stdout.strip() == "startup"
     rows = tomllib.loads((tmp_path / "variants.toml").read_text())["variant"]
     assert len(rows) == 2 and "1 compiles recorded, 2 rows" in out.stderr
+
+
+def test_rows_for_each_listed_target(tmp_path):
+    path = _project(tmp_path)
+    rows, _ = merge_records([_event(path)], str(tmp_path), targets=["cuda:80", "cuda:90"])
+    assert sorted((r["target"], r["signature"]) for r in rows) == [
+        ("cuda:80", "*fp16,*fp16,i32,i32"), ("cuda:80", "*fp16:16,*fp16:16,i32:16"),
+        ("cuda:90", "*fp16,*fp16,i32,i32"), ("cuda:90", "*fp16:16,*fp16:16,i32:16")]

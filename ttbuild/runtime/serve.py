@@ -117,6 +117,7 @@ class ServedKernel:
 
     def launch(self, args, kwargs, grid, warmup, fallback=None, jit_self=None):
         """Launch (or with warmup, only select) the covering variant; a miss follows the policy."""
+        given = kwargs
         kwargs = dict(kwargs)
         stream = kwargs.pop("stream", None)
         pdl = kwargs.pop("launch_pdl", False)
@@ -134,10 +135,11 @@ class ServedKernel:
                 return launcher.run(*values, grid=grid, stream=stream, launch_pdl=pdl, **options)
             except NoMatchingVariant:
                 continue
-        return self.miss(bound, options, args, kwargs_all=(kwargs, options, stream, pdl), grid=grid, warmup=warmup,
-                         fallback=fallback, jit_self=jit_self)
+        return self.miss(bound, options, args, given, grid=grid, warmup=warmup, fallback=fallback, jit_self=jit_self)
 
-    def miss(self, bound, options, args, kwargs_all, grid, warmup, fallback, jit_self):
+    def miss(self, bound, options, args, given, grid, warmup, fallback, jit_self):
+        """Log the miss; raise ServeMiss, or with `warn` run `fallback` (Triton's run) on the
+        call as it was given."""
         spec = specialization(self.fn, bound, self.annotated, options, self.server.capability)
         self.server.log_miss(spec)
         row = self.server.row_for(spec, self.root)
@@ -153,8 +155,7 @@ class ServedKernel:
             if key not in self.missed:
                 self.missed.add(key)
                 warnings.warn(text + "\nfalling back to Triton's JIT for it", stacklevel=4)
-            kwargs, options, stream, pdl = kwargs_all
-            return fallback(jit_self, *args, grid=grid, warmup=warmup, **kwargs, **options)
+            return fallback(jit_self, *args, grid=grid, warmup=warmup, **given)
         raise ServeMiss(text)
 
 

@@ -26,7 +26,7 @@ import warnings
 from ..errors import TTBuildError
 from .args import dtype_name
 from .launcher import Launcher
-from .select import NoMatchingVariant
+from .select import NoMatchingVariant, same_constexpr
 
 POLICIES = ("error", "warn")
 LAUNCH_KW = ("num_warps", "num_stages", "num_ctas")
@@ -106,6 +106,49 @@ class ServedKernel:
         self.groups = [(fixed, Launcher(fn.__name__, vs, drv)) for fixed, vs in
                        sorted(groups.items(), key=lambda kv: (-len(kv[0]), sorted(kv[0])))]
         self.missed: set = set()
+        names = list(self.signature.parameters)
+        self.n_params = len(names)
+        self.plain = [i for i, n in enumerate(names) if n not in self.annotated]
+        self.cx_pos = [i for i, n in enumerate(names) if n in self.annotated]
+        self.names = names
+        self._fast: dict = {}
+        # the trailing defaults an all-positional call may leave out
+        empty = inspect.Parameter.empty
+        self.tail: list = []
+        for p in reversed(list(self.signature.parameters.values())):
+            if p.default is empty or p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+                break
+            self.tail.insert(0, p.default)
+
+    def _fast_path(self, args):
+        """(Launcher over the variants that match these constexpr values and `== 1` arguments,
+        positions of its runtime arguments) for an all-positional call, cached per those
+        values; None when that call needs the general path."""
+        ones = tuple(i for i in self.plain if type(args[i]) is int and args[i] == 1)
+        cx = tuple((type(args[i]), args[i]) for i in self.cx_pos)
+        key = (ones, cx)
+        try:
+            return self._fast[key]
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable constexpr
+            return None
+        found = None
+        one_names = {self.names[i] for i in ones}
+        for fixed, launcher in self.groups:
+            if not fixed <= one_names:
+                continue
+            want = {self.names[i]: args[i] for i in self.cx_pos}
+            want.update((n, 1) for n in fixed)
+            match = [v for v in launcher.variants if all(n in v.constexprs and same_constexpr(v.constexprs[n], x)
+                                                         for n, x in want.items())]
+            if match:
+                sub = Launcher(self.fn.__name__, match, launcher._driver)
+                found = (sub, tuple(self.names.index(n) for n in sub.runtime_names))
+                break
+        if len(self._fast) < 256:
+            self._fast[key] = found
+        return found
 
     def bind(self, args, kwargs):
         options = {k: kwargs.pop(k) for k in LAUNCH_KW if k in kwargs}
@@ -117,6 +160,16 @@ class ServedKernel:
 
     def launch(self, args, kwargs, grid, warmup, fallback=None, jit_self=None):
         """Launch (or with warmup, only select) the covering variant; a miss follows the policy."""
+        if not kwargs and not warmup and self.server._checked and 0 <= self.n_params - len(args) <= len(self.tail):
+            if len(args) < self.n_params:
+                args = (*args, *self.tail[len(self.tail) - (self.n_params - len(args)):])
+            fast = self._fast_path(args)
+            if fast is not None:
+                sub, pos = fast
+                try:
+                    return sub.runtime_call(grid)(*[args[i] for i in pos])
+                except NoMatchingVariant:
+                    pass  # another group may take these dtypes or alignments: the general path decides
         given = kwargs
         kwargs = dict(kwargs)
         stream = kwargs.pop("stream", None)

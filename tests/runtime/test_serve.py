@@ -125,6 +125,11 @@ def test_call_sites_pick_the_most_specialised_variant(project, tmp_path):
     assert drv.launches[1]["grid"] == (4, 1, 1)
     assert ops.scale_kernel.warmup(x, out, 512, 1, grid=(1,)).variant == "aligned_one"
     assert len(drv.launches) == 3  # warmup launches nothing
+    ops.scale_kernel[(2,)](x, out, 512, 1, BLOCK=128)   # the cached path: same choices
+    ops.scale_kernel[(2,)](torch.Tensor(0x1004), out, 512, 1, BLOCK=128)
+    assert [launch["function"][3] for launch in drv.launches[3:]] == ["aligned_one", "generic"]
+    with pytest.raises(ServeMiss, match="BLOCK = 64"):
+        ops.scale_kernel[(2,)](x, out, 512, 1, BLOCK=64)  # a constexpr value no variant has
 
 
 def test_miss_error_names_the_row_and_logs_it(project, tmp_path):

@@ -112,13 +112,28 @@ class ServedKernel:
         self.cx_pos = [i for i, n in enumerate(names) if n in self.annotated]
         self.names = names
         self._fast: dict = {}
-        # the trailing defaults an all-positional call may leave out
-        empty = inspect.Parameter.empty
-        self.tail: list = []
-        for p in reversed(list(self.signature.parameters.values())):
-            if p.default is empty or p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-                break
-            self.tail.insert(0, p.default)
+        params = self.signature.parameters.values()
+        self.simple = all(p.kind == p.POSITIONAL_OR_KEYWORD for p in params)
+        self.defaults = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+
+    def _positional(self, args, kwargs) -> tuple | None:
+        """Every parameter's value in order when the call passes parameters only (positionally,
+        by name, or by default), else None (launch options, stream, a missing argument)."""
+        n = len(args)
+        if n > self.n_params:
+            return None
+        if not kwargs and n == self.n_params:
+            return args
+        out, used = list(args), 0
+        for name in self.names[n:]:
+            if name in kwargs:
+                out.append(kwargs[name])
+                used += 1
+            elif name in self.defaults:
+                out.append(self.defaults[name])
+            else:
+                return None
+        return tuple(out) if used == len(kwargs) else None
 
     def _fast_path(self, args):
         """(Launcher over the variants that match these constexpr values and `== 1` arguments,
@@ -160,9 +175,9 @@ class ServedKernel:
 
     def launch(self, args, kwargs, grid, warmup, fallback=None, jit_self=None):
         """Launch (or with warmup, only select) the covering variant; a miss follows the policy."""
-        if not kwargs and not warmup and self.server._checked and 0 <= self.n_params - len(args) <= len(self.tail):
-            if len(args) < self.n_params:
-                args = (*args, *self.tail[len(self.tail) - (self.n_params - len(args)):])
+        full = self._positional(args, kwargs) if not warmup and self.simple and self.server._checked else None
+        if full is not None:
+            args, kwargs = full, {}
             fast = self._fast_path(args)
             if fast is not None:
                 sub, pos = fast

@@ -59,6 +59,9 @@ def test_rows_without_a_form_are_reported_not_written(tmp_path):
     ev["constants"]["BLOCK"] = None
     assert event_rows(ev, str(tmp_path)) == ([], ["proj.ops.copy_kernel: argument BLOCK=None has no row form yet"])
     assert "outside the project root" in event_rows(_event(path), str(tmp_path / "elsewhere"))[1][0]
+    ev = _event(path)
+    ev["signature"]["n"] = "tuple"
+    assert event_rows(ev, str(tmp_path))[1] == ["proj.ops.copy_kernel: argument n of type tuple has no row form yet"]
 
 
 def _writer(directory, n, warps):

@@ -21,6 +21,7 @@ import os
 from ..errors import TTBuildError
 
 INT_TYPES = ("i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
+FLOAT_TYPES = ("fp16", "bf16", "fp32", "fp64")
 ROW_KEYS = ("name", "file", "kernel", "signature", "constexprs", "num_warps", "num_stages", "num_ctas", "target")
 HEADER = "# Recorded by `ttbuild record` (docs/CONTRACTS.md \"Recorded rows\"): what the project launched under Triton.\n"
 
@@ -60,6 +61,8 @@ def event_rows(ev: dict, root: str, targets=None) -> tuple[list[dict], list[str]
     for name in ev["params"]:
         kind = ev["signature"][name]
         if kind != "constexpr":
+            if not (kind.startswith("*") or kind in INT_TYPES or kind in FLOAT_TYPES):
+                return [], [f"{where}: argument {name} of type {kind} has no row form yet"]
             sig.append(_entry(kind, name in div16))
             generic_sig.append(_entry(kind, False))
             continue

@@ -217,3 +217,12 @@ def test_serve_command_serves_the_processes_it_starts(tmp_path):
                           sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
                          env={"PYTHONPATH": ":".join([str(tmp_path)] + sys.path)})
     assert out.stdout.split() == ["warn", "True", "True"], out.stderr
+
+
+def test_a_loaded_library_launches_recorded_kernels_through_their_widest_rows(tmp_path):
+    """Rows fixing `stride = 1` beside rows taking it at run time: `lib.kernel` takes every call."""
+    write_lib(tmp_path / "art", ALL)
+    drv = VariantDriver(raw=False)
+    lib = rt.load(str(tmp_path / "art"), driver=drv)
+    drv.params_of = {"scale_kernel": 4}
+    assert sorted(v.variant for v in lib.scale_kernel.variants) == ["aligned", "generic"]

@@ -128,6 +128,10 @@ def test_call_sites_pick_the_most_specialised_variant(project, tmp_path):
     ops.scale_kernel[(2,)](x, out, 512, 1, BLOCK=128)   # the cached path: same choices
     ops.scale_kernel[(2,)](torch.Tensor(0x1004), out, 512, 1, BLOCK=128)
     assert [launch["function"][3] for launch in drv.launches[3:]] == ["aligned_one", "generic"]
+    ops.scale_kernel[(2,)](x, out, 512, 3, BLOCK=128, num_warps=4, maxnreg=None)  # as an Autotuner passes them
+    assert drv.launches[-1]["function"][3] == "aligned"
+    with pytest.raises(ServeMiss, match="num_warps=8"):
+        ops.scale_kernel[(2,)](x, out, 512, 3, BLOCK=128, num_warps=8)  # no variant with 8 warps
     with pytest.raises(ServeMiss, match="BLOCK = 64"):
         ops.scale_kernel[(2,)](x, out, 512, 1, BLOCK=64)  # a constexpr value no variant has
 

@@ -32,7 +32,7 @@ POLICIES = ("error", "warn")
 LAUNCH_KW = ("num_warps", "num_stages", "num_ctas")
 # Triton launch options with no effect on which prebuilt variant runs here (backends/nvidia CUDAOptions).
 IGNORED_KW = ("debug", "enable_fp_fusion", "launch_cooperative_grid", "instrumentation_mode", "sanitize_overflow",
-              "extern_libs", "maxnreg")
+              "extern_libs", "maxnreg", "ir_override")
 MISS_LOG_ENV = "TTBUILD_MISS_LOG"
 
 
@@ -111,6 +111,7 @@ class ServedKernel:
         self.plain = [i for i, n in enumerate(names) if n not in self.annotated]
         self.cx_pos = [i for i, n in enumerate(names) if n in self.annotated]
         self.names = names
+        self.name_set = frozenset(names)
         self._fast: dict = {}
         params = self.signature.parameters.values()
         self.simple = all(p.kind == p.POSITIONAL_OR_KEYWORD for p in params)
@@ -135,13 +136,26 @@ class ServedKernel:
                 return None
         return tuple(out) if used == len(kwargs) else None
 
-    def _fast_path(self, args):
-        """(Launcher over the variants that match these constexpr values and `== 1` arguments,
-        positions of its runtime arguments) for an all-positional call, cached per those
-        values; None when that call needs the general path."""
+    def _split(self, kwargs) -> tuple | None:
+        """(parameters by name, sorted launch options) of a call's keywords; None when one
+        needs the general path (stream, launch_pdl, an unknown name)."""
+        params, opts = {}, []
+        for k, v in kwargs.items():
+            if k in self.name_set:
+                params[k] = v
+            elif k in LAUNCH_KW:
+                opts.append((k, v))
+            elif k not in IGNORED_KW:
+                return None
+        return params, tuple(sorted(opts))
+
+    def _fast_path(self, args, opts=()):
+        """(Launcher over the variants that match these constexpr values, `== 1` arguments and
+        launch options, positions of its runtime arguments) for a call given as every
+        parameter in order, cached per those values; None when it needs the general path."""
         ones = tuple(i for i in self.plain if type(args[i]) is int and args[i] == 1)
         cx = tuple((type(args[i]), args[i]) for i in self.cx_pos)
-        key = (ones, cx)
+        key = (ones, cx, opts)
         try:
             return self._fast[key]
         except KeyError:
@@ -156,7 +170,8 @@ class ServedKernel:
             want = {self.names[i]: args[i] for i in self.cx_pos}
             want.update((n, 1) for n in fixed)
             match = [v for v in launcher.variants if all(n in v.constexprs and same_constexpr(v.constexprs[n], x)
-                                                         for n, x in want.items())]
+                                                         for n, x in want.items())
+                     and all(getattr(v, k) == x for k, x in opts)]
             if match:
                 sub = Launcher(self.fn.__name__, match, launcher._driver)
                 found = (sub, tuple(self.names.index(n) for n in sub.runtime_names))
@@ -175,14 +190,14 @@ class ServedKernel:
 
     def launch(self, args, kwargs, grid, warmup, fallback=None, jit_self=None):
         """Launch (or with warmup, only select) the covering variant; a miss follows the policy."""
-        full = self._positional(args, kwargs) if not warmup and self.simple and self.server._checked else None
+        split = self._split(kwargs) if not warmup and self.simple and self.server._checked else None
+        full = self._positional(args, split[0]) if split is not None else None
         if full is not None:
-            args, kwargs = full, {}
-            fast = self._fast_path(args)
+            fast = self._fast_path(full, split[1])
             if fast is not None:
                 sub, pos = fast
                 try:
-                    return sub.runtime_call(grid)(*[args[i] for i in pos])
+                    return sub.runtime_call(grid)(*[full[i] for i in pos])
                 except NoMatchingVariant:
                     pass  # another group may take these dtypes or alignments: the general path decides
         given = kwargs

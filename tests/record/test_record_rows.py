@@ -167,3 +167,22 @@ def test_rows_for_each_listed_target(tmp_path):
     assert sorted((r["target"], r["signature"]) for r in rows) == [
         ("cuda:80", "*fp16,*fp16,i32,i32"), ("cuda:80", "*fp16:16,*fp16:16,i32:16"),
         ("cuda:90", "*fp16,*fp16,i32,i32"), ("cuda:90", "*fp16:16,*fp16:16,i32:16")]
+
+
+def test_merging_keeps_the_lists_other_tables_and_module_rows(tmp_path):
+    """Rows written by hand (a `module` row) and `[project]`/`[package]` survive a record; --source-root adds a root once."""
+    import subprocess
+
+    path = _project(tmp_path)
+    (tmp_path / "variants.toml").write_text('[package]\nname = "proj-kernels"\n\n[project]\nsource_roots = ["proj"]\n\n'
+                                            '[[variant]]\nmodule = "ops"\nkernel = "copy_kernel"\nsignature = "*fp16,*fp16,i32,i32"\n'
+                                            'constexprs = { BLOCK = 64 }\n')
+    log = tmp_path / "log.jsonl"
+    append(str(log), _event(path))
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-m", "ttbuild", "record", "--root", str(tmp_path), "--source-root", "proj",
+                              "--source-root", "lib", "--from", str(log)], capture_output=True, text=True)
+        assert out.returncode == 0, out.stderr
+    doc = tomllib.loads((tmp_path / "variants.toml").read_text())
+    assert doc["package"] == {"name": "proj-kernels"} and doc["project"] == {"source_roots": ["proj", "lib"]}
+    assert len(doc["variant"]) == 3 and sum("module" in r for r in doc["variant"]) == 1

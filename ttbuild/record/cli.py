@@ -1,6 +1,7 @@
 """`ttbuild record`: run a command under Triton with the recorder on, then merge what it (and any record directory or miss log named) compiled into variant rows and tuning tables.
 
-    ttbuild record [-o variants.toml] [--root DIR] [--tuning DIR] [--target cuda:90 ...] [--from PATH ...] [-- CMD ...]
+    ttbuild record [-o variants.toml] [--root DIR] [--source-root DIR ...] [--tuning DIR] [--target cuda:90 ...]
+                   [--from PATH ...] [-- CMD ...]
 
     ttbuild serve ARTIFACTS [--miss error|warn] [--miss-log PATH] [--facade] -- CMD ...
 
@@ -33,6 +34,8 @@ def parser() -> argparse.ArgumentParser:
                     help="where the autotune choices go as tuning tables (default: artifacts/tuning beside the rows' root)")
     ap.add_argument("--target", action="append", default=None, metavar="T",
                     help="build the recorded rows for target T (repeat; default: the recording GPU's)")
+    ap.add_argument("--source-root", dest="source_roots", action="append", default=[], metavar="DIR",
+                    help="add DIR (relative to the root) to [project] source_roots, as sys.path holds it")
     ap.add_argument("--from", dest="sources", action="append", default=[], metavar="PATH",
                     help="also merge a record directory (TTBUILD_RECORD=DIR) or a miss log (.jsonl)")
     return ap
@@ -60,12 +63,23 @@ def run_recorded(command: list[str], directory: str, **extra_env) -> int:
         return 127
 
 
-def existing_rows(path: str) -> list[dict]:
+def existing(path: str) -> tuple[list[dict], dict]:
+    """(rows, other top-level tables) of the variant list at `path` (empty when absent)."""
     try:
         with open(path, "rb") as f:
-            return list(tomllib.load(f).get("variant", []))
+            doc = tomllib.load(f)
     except FileNotFoundError:
-        return []
+        return [], {}
+    return list(doc.pop("variant", [])), doc
+
+
+def with_source_roots(tables: dict, roots: list[str]) -> dict:
+    """`[project] source_roots` (docs/CONTRACTS.md "Project modules") with `roots` added once each."""
+    if roots:
+        project = tables.setdefault("project", {})
+        have = list(project.get("source_roots", []))
+        project["source_roots"] = have + [r for r in roots if r not in have]
+    return tables
 
 
 def main(argv: list[str]) -> int:
@@ -82,12 +96,13 @@ def main(argv: list[str]) -> int:
             status = run_recorded(command, tmp)
         events = read_records(tmp, *args.sources)
     try:
-        rows, problems = merge_records(events, root, existing_rows(output), args.target)
+        old_rows, tables = existing(output)
     except tomllib.TOMLDecodeError as exc:
         print(f"ttbuild record: {output}: not TOML: {exc}", file=sys.stderr)
         return 2
+    rows, problems = merge_records(events, root, old_rows, args.target)
     with open(output + ".tmp", "w", encoding="utf-8") as f:
-        f.write(rows_text(rows, source_notes(events, root)))
+        f.write(rows_text(rows, source_notes(events, root), with_source_roots(tables, args.source_roots)))
     os.replace(output + ".tmp", output)
     tuning = args.tuning or os.path.join(os.getcwd(), "artifacts", "tuning")
     tables = write_tables(events, root, tuning)

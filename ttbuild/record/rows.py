@@ -90,7 +90,7 @@ def event_rows(ev: dict, root: str, targets=None) -> tuple[list[dict], list[str]
 
 def row_identity(row: dict) -> str:
     """What makes two rows the same build (everything but the name)."""
-    return json.dumps({k: row.get(k) for k in ROW_KEYS if k != "name"}, sort_keys=True)
+    return json.dumps({k: v for k, v in row.items() if k != "name"}, sort_keys=True)
 
 
 def row_name(row: dict) -> str:
@@ -113,7 +113,7 @@ def merge_records(events: list[dict], root: str, existing: list[dict] = (), targ
         for row in rows:
             seen.setdefault(row_identity(row), row)
     stale = stale_sources(events, root)
-    rows = sorted(seen.values(), key=lambda r: (r["file"], r["kernel"], r["signature"], json.dumps(r.get("constexprs", {}), sort_keys=True),
+    rows = sorted(seen.values(), key=lambda r: (r.get("file") or r.get("module") or "", r.get("kernel", ""), r.get("signature", ""), json.dumps(r.get("constexprs", {}), sort_keys=True),
                                                  r.get("num_warps") or 0, r.get("num_stages") or 0, r.get("num_ctas") or 0,
                                                  r.get("target") or ""))
     return rows, sorted(set(problems)) + stale
@@ -151,14 +151,19 @@ def _toml_value(v) -> str:
     raise RecordError(f"cannot write {v!r} in a variant row")
 
 
-def rows_text(rows: list[dict], sources: dict | None = None) -> str:
-    """The variants.toml text of `rows`; `sources` ({file: "module.qualname sha256:..."})
-    adds one comment line above each file's first row."""
+def rows_text(rows: list[dict], sources: dict | None = None, tables: dict | None = None) -> str:
+    """The variants.toml text of `rows`, after the other top-level `tables` of the file
+    (`[project]`, `[package]`: kept as they were read); `sources` ({file: "module.qualname
+    sha256:..."}) adds one comment line above each file's first row."""
     out, last = [HEADER], None
+    for name, table in (tables or {}).items():
+        out.append(f"\n[{name}]")
+        out += [f"{k} = {_toml_value(v)}" for k, v in table.items()]
     for row in rows:
-        if sources is not None and row["file"] != last and row["file"] in sources:
-            out.append(f"\n# {row['file']}: {sources[row['file']]}")
-        last = row["file"]
+        file = row.get("file")
+        if sources is not None and file != last and file in sources:
+            out.append(f"\n# {file}: {sources[file]}")
+        last = file
         out.append("\n[[variant]]")
         for k in ROW_KEYS:
             if k in row and row[k] is not None and not (k == "constexprs" and not row[k]):

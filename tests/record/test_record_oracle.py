@@ -37,7 +37,7 @@ import kmod
 sig = {"x_ptr": "*fp16", "n": "i32", "stride": "constexpr", "BLOCK": "constexpr"}
 k = kmod.strided_kernel
 out = k._call_hook(knobs.runtime.jit_cache_hook, ("key", list(sig.values())), sig, 0, {(2,): 1, (3,): 128},
-                   CUDAOptions(num_warps=8), [{(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}], False)
+                   CUDAOptions(num_warps=8, enable_fp_fusion=False), [{(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}], False)
 print("hook returned", out)
 '''
 
@@ -52,5 +52,5 @@ def test_hook_records_what_tritons_call_hook_passes(tmp_path):
     assert not problems
     spec = rows[1] if rows[1]["constexprs"].get("stride") else rows[0]
     assert spec["signature"] == "*fp16:16,i32:16" and spec["constexprs"] == {"BLOCK": 128, "stride": 1}
-    assert spec["num_warps"] == 8 and spec["file"] == "kmod.py"
+    assert spec["num_warps"] == 8 and spec["file"] == "kmod.py" and spec["enable_fp_fusion"] is False
     assert {r["signature"] for r in rows} == {"*fp16:16,i32:16", "*fp16,i32,i32"}

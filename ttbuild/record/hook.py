@@ -63,7 +63,8 @@ def compile_event(jit_fn, signature: dict, constants: dict, attrs: dict, options
             "signature": {k: (v if isinstance(v, str) else "tuple") for k, v in signature.items()},
             "constants": constants_by_name, "div16": sorted(div16),
             "num_warps": options.num_warps, "num_stages": options.num_stages, "num_ctas": options.num_ctas,
-            "maxnreg": getattr(options, "maxnreg", None), "capability": capability}
+            "maxnreg": getattr(options, "maxnreg", None), "capability": capability,
+            "enable_fp_fusion": getattr(options, "enable_fp_fusion", True), "debug": bool(getattr(options, "debug", False))}
 
 
 def _capability():
@@ -109,7 +110,10 @@ class _Opts:
         spec = c.get("specialization_data") or "{}"
         import json
 
-        self.maxnreg = json.loads(spec).get("options", {}).get("maxnreg")
+        options = json.loads(spec).get("options", {})
+        self.maxnreg = options.get("maxnreg")
+        self.enable_fp_fusion = c.get("enable_fp_fusion", options.get("enable_fp_fusion", True))
+        self.debug = bool(options.get("debug", False))
 
 
 def _config_doc(cfg) -> dict:

@@ -76,6 +76,10 @@ def event_rows(ev: dict, root: str, targets=None) -> tuple[list[dict], list[str]
         else:
             generic_cx[name] = value
     options = {k: ev.get(k) for k in ("num_warps", "num_stages", "num_ctas")}
+    if ev.get("enable_fp_fusion") is False:  # the build's options; written only off their defaults
+        options["enable_fp_fusion"] = False
+    if ev.get("debug"):
+        options["debug"] = True
     rel = rel.replace(os.sep, "/")
     tlist = list(targets) if targets else [target_of(ev.get("capability"))]
     rows = []

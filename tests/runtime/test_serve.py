@@ -100,6 +100,13 @@ def test_facade_only_without_real_triton(project):
     triton = importlib.import_module("triton")
     assert triton.__ttbuild_facade__ and triton.cdiv(10, 4) == 3 and triton.next_power_of_2(33) == 64
     assert triton.language.float16.name == "fp16" and triton.language.constexpr(3) == 3
+    from triton.language.extra.cuda.libdevice import rsqrt  # the forms projects import device math in
+    from triton.language.extra.libdevice import tanh
+    from triton.language.math import exp2
+
+    for fn in (rsqrt, tanh, exp2):
+        with pytest.raises(RuntimeError, match="only inside a kernel"):
+            fn(1.0)
 
 
 def test_facade_never_shadows_a_real_triton(tmp_path):

@@ -4,6 +4,17 @@ import inspect
 import warnings
 
 
+class _Driver:
+    """`triton.runtime.driver`: there is no Triton driver here; reading it says so."""
+
+    def __getattr__(self, name):
+        raise RuntimeError(f"triton.runtime.driver.{name}: ttbuild's triton façade has no Triton driver "
+                           "(launches go through ttbuild.runtime)")
+
+
+driver = _Driver()
+
+
 class KernelInterface:
     def __getitem__(self, grid):
         return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)

@@ -237,3 +237,47 @@ def test_a_loaded_library_launches_recorded_kernels_through_their_widest_rows(tm
     lib = rt.load(str(tmp_path / "art"), driver=drv)
     drv.params_of = {"scale_kernel": 4}
     assert sorted(v.variant for v in lib.scale_kernel.variants) == ["aligned", "generic"]
+
+
+def test_with_triton_installed_jitfunction_run_is_replaced(project, tmp_path, monkeypatch):
+    """The patch serve() applies to an installed Triton (here a stand-in with Triton 3.6's class
+    layout): JITFunction.run launches the library, pre-run hooks run, Autotuner.run is wrapped."""
+    import types
+
+    calls = []
+
+    class KernelInterface:
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+
+    class JITFunction(KernelInterface):
+        def __init__(self, fn):
+            self.fn, self.pre_run_hooks = fn, [lambda *a, **k: calls.append("hook")]
+
+        def run(self, *args, grid, warmup, **kwargs):
+            raise AssertionError("Triton's own run (it would compile)")
+
+    class Autotuner(KernelInterface):
+        def run(self, *args, **kwargs):
+            raise AssertionError("not reached here")
+
+    triton = types.ModuleType("triton")
+    jit_mod = types.ModuleType("triton.runtime.jit")
+    jit_mod.JITFunction = JITFunction
+    tuner_mod = types.ModuleType("triton.runtime.autotuner")
+    tuner_mod.Autotuner = Autotuner
+    for name, mod in (("triton", triton), ("triton.runtime.jit", jit_mod), ("triton.runtime.autotuner", tuner_mod)):
+        monkeypatch.setitem(sys.modules, name, mod)
+    root, torch = project
+    write_lib(tmp_path / "art", ALL)
+    drv = VariantDriver(raw=False)
+    lib = rt.load(str(tmp_path / "art"), driver=drv)
+    drv.params_of = {"scale_kernel": 4}
+    serve(lib)
+    assert JITFunction.run._ttbuild_served and Autotuner.run._ttbuild_served
+    src = {}
+    exec(compile("def scale_kernel(x_ptr, out_ptr, n, stride, BLOCK: 'tl.constexpr' = 128): pass",
+                 str(root / "pkg" / "ops.py"), "exec"), src)
+    kernel = JITFunction(src["scale_kernel"])
+    kernel[(3,)](torch.Tensor(0x1000), torch.Tensor(0x2000), 512, 1)
+    assert calls == ["hook"] and [launch["function"][3] for launch in drv.launches] == ["aligned_one"]

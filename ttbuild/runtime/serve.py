@@ -362,6 +362,8 @@ def _patch(triton) -> None:
     def run(self, *args, grid, warmup, **kwargs):
         server = active()
         server.original_run = original
+        for hook in self.pre_run_hooks:  # add_pre_run_hook: run before every launch, as Triton's run does
+            hook(*args, **kwargs)
         return server.run_jit(self, *args, grid=grid, warmup=warmup, **kwargs)
 
     run._ttbuild_served = True

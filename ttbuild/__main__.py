@@ -1,4 +1,4 @@
-"""`python -m ttbuild` / `ttbuild`: the command line in ttbuild.cli (same task graph and state DB as `doit` in the repo root); `ttbuild package` and `ttbuild tune` need only the runtime install.
+"""`python -m ttbuild` / `ttbuild`: the command line in ttbuild.cli (same task graph and state DB as `doit` in the repo root); `ttbuild package`, `ttbuild record` and `ttbuild tune` need only the runtime install.
 
 A runtime-only install (`pip install ttbuild`, no `[compiler]` extra) runs `ttbuild package`
 and answers every other command with the line that installs the compiler (exit status 2).
@@ -21,6 +21,14 @@ def main(argv: list[str] | None = None) -> int:
         from ttbuild.wheel import main as package_main
 
         return package_main(args[1:])
+    if args[:1] == ["record"]:  # runs where Triton and the project run: no compiler
+        from ttbuild.record.cli import main as record_main
+
+        return record_main(args[1:])
+    if args[:1] == ["serve"]:
+        from ttbuild.record.cli import serve_main
+
+        return serve_main(args[1:])
     if args[:1] == ["tune"]:  # runs where the library is used: runtime, torch and a GPU, no compiler
         from ttbuild.runtime.tunecli import main as tune_main
 

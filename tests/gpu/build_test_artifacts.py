@@ -1,4 +1,4 @@
-"""Builds the test-only GPU artifacts on a CPU machine: tests/data/gpu_kernels -> DIR (ttbuild build), its pipeline/ library -> DIR/pipeline, its multi-target targets/ library -> DIR/targets, the hand-written TTIR kernels -> DIR/cubins and the debug kernels -> DIR/debug.
+"""Builds the test-only GPU artifacts on a CPU machine: tests/data/gpu_kernels -> DIR (ttbuild build), its pipeline/ library -> DIR/pipeline, the recorded serve_proj/ -> DIR/serve, its multi-target targets/ library -> DIR/targets, the hand-written TTIR kernels -> DIR/cubins and the debug kernels -> DIR/debug.
 
 Usage: python tests/gpu/build_test_artifacts.py [DIR]   (default: build/test-artifacts)
 The GPU tests read DIR from $TTBUILD_TEST_ARTIFACTS, else build/test-artifacts; the library of
@@ -7,6 +7,7 @@ kernels/ is `doit` -> artifacts/ ($TTBUILD_ARTIFACTS). Carry both to the GPU mac
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -22,6 +23,10 @@ def main(argv: list[str]) -> None:
                     "-o", str(out / "pipeline"), "--cache", "off"], check=True, cwd=REPO)
     subprocess.run([sys.executable, "-m", "ttbuild", "build", str(REPO / "tests" / "data" / "gpu_kernels" / "targets"),
                     "-o", str(out / "targets"), "--cache", "off"], check=True, cwd=REPO)
+    serve = REPO / "tests" / "data" / "serve_proj"  # recorded rows of the serve test project, and its tuning table
+    subprocess.run([sys.executable, "-m", "ttbuild", "build", str(serve), "-o", str(out / "serve"), "--cache", "off"],
+                   check=True, cwd=REPO)
+    shutil.copytree(serve / "tuning", out / "serve" / "tuning", dirs_exist_ok=True)
     sys.path[:0] = [str(REPO), str(REPO / "tests"), str(REPO / "tests" / "gpu"), str(REPO / "tests" / "backend"), str(REPO / "tests" / "backend" / "llir")]
     from test_backend_gpu import KERNELS, build_cubin
 

@@ -102,3 +102,40 @@ def test_pyproject_keeps_the_compiler_in_an_extra_the_tests_pull():
     assert "pip install -e '.[compiler]' && doit" in readme
     assert "pip install -e '.[test]' && python -m pytest -q" in readme
     assert "pip install -e '.[test]'" in (REPO / ".ci" / "run").read_text()
+
+
+def test_served_project_module_launches_through_the_facade_without_the_compiler(tmp_path):
+    """No Triton, no torch, no compiler: a module that imports triton and defines a kernel loads
+    under serve(..., facade=True) and its `kernel[grid](...)` launches the prebuilt variant."""
+    lib_dir = write_lib(tmp_path / "art", [meta("add_fp16", "add_kernel", add_params("fp16"), file="proj/vec.py")])
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "vec.py").write_text(
+        "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+        "def add_kernel(x_ptr, y_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):\n    pass\n")
+    code = f"""
+import sys, json
+sys.meta_path[0].find_spec = (lambda f: lambda name, path=None, target=None: None if name.split('.')[0] == 'triton'
+                              else f(name, path, target))(sys.meta_path[0].find_spec)
+import ttbuild.runtime as rt
+
+class Driver:
+    launched = []
+    def context(self, hint): return 1, (9, 0)
+    def load_function(self, image, entry, shared): return image
+    def launch(self, fn, grid, block_x, shared, stream, addr, values): self.launched.append((fn, grid))
+
+class Half:
+    __cuda_array_interface__ = {{"data": (4096, False), "typestr": "<f2", "shape": (4,), "version": 3}}
+
+d = Driver()
+rt.serve(rt.load({str(lib_dir)!r}, driver=d), facade=True)
+sys.path.insert(0, {str(tmp_path / "proj")!r})
+import vec, triton
+vec.add_kernel[lambda meta: (triton.cdiv(meta["n_elements"], meta["BLOCK_SIZE"]),)](Half(), Half(), Half(), 4096, BLOCK_SIZE=1024)
+heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('mlir', 'llvmlite', 'doit', 'torch', 'cuda')
+               or '.'.join(m.split('.')[:2]) in ('ttbuild.graph', 'ttbuild.backend', 'ttbuild.frontend', 'ttbuild.compiler'))
+print(json.dumps({{"launched": [[f.decode(), g] for f, g in d.launched], "facade": triton.__ttbuild_facade__, "heavy": heavy}}))
+"""
+    out = run(code)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == {"launched": [["CUBIN:add_fp16", [4, 1, 1]]], "facade": True, "heavy": []}

@@ -14,6 +14,7 @@ from .launcher import Launcher, LaunchError
 from .metadata import MetadataError, Param, Variant, read_library
 from .nonearg import NoneDispatch, none_params
 from .select import NoMatchingVariant
+from .serve import DeviceNotCovered, ServeMiss, serve
 from .tensordesc import DescriptorError, DescriptorLauncher, TensorDescriptor
 from .torchop import TorchOpError, torch_op
 from .tuned import TunedLauncher
@@ -21,7 +22,8 @@ from .tuningtable import TuningError, load_table, table_path
 
 __all__ = ["load", "Library", "Launcher", "Variant", "Param", "Driver", "CudaDriver", "CtypesCudaDriver",
            "CudaError", "MetadataError", "NoMatchingVariant", "LaunchError", "InteropError", "TorchOpError",
-           "default_driver", "torch_op", "TunedLauncher", "TuningError", "TensorDescriptor", "DescriptorError"]
+           "default_driver", "torch_op", "TunedLauncher", "TuningError", "TensorDescriptor", "DescriptorError",
+           "serve", "ServeMiss", "DeviceNotCovered"]
 
 
 class Library:
@@ -50,6 +52,7 @@ class Library:
         tuning_dir = os.path.join(os.path.dirname(os.path.abspath(lib_dir)), "tuning")
         self._launchers = {}
         for (file, kernel), vs in groups.items():
+            vs = _widest(vs)
             unique = len(self._qualified[kernel]) == 1
             q = f"{file}:{kernel}" if file else kernel
             try:
@@ -131,6 +134,19 @@ class Library:
 
     def __repr__(self):
         return f"<ttbuild Library {self.lib_dir}: {len(self.variants)} variants of {self.kernels}>"
+
+
+def _widest(variants: list) -> list:
+    """The variants of a kernel that share its widest parameter kinds: recorded rows may fix a
+    runtime parameter to 1 as a constexpr (Triton's `== 1` specialization, ttbuild.record),
+    which one Launcher cannot mix with rows taking it at run time. The group with the fewest
+    constexprs takes every call; `serve` (ttbuild.runtime.serve) uses the others too."""
+    groups: dict = {}
+    for v in variants:
+        groups.setdefault(tuple(p.kind == "constexpr" for p in v.params), []).append(v)
+    if len(groups) == 1:
+        return variants
+    return min(groups.items(), key=lambda kv: (sum(kv[0]), -len(kv[1])))[1]
 
 
 def load(path: str = "artifacts", driver=None) -> Library:

@@ -117,24 +117,47 @@ def check_variant(variant: Variant, keys: tuple, constexprs: dict, options: dict
     return not reasons, exact, reasons
 
 
+def _sibling(a: Variant, b: Variant) -> bool:
+    """Same constexprs, launch options and dtypes: the two differ at most in divisibility."""
+    return (a.constexprs == b.constexprs and all(getattr(a, o) == getattr(b, o) for o in LAUNCH_OPTIONS)
+            and [(p.kind, p.dtype) for p in a.launch_params] == [(p.kind, p.dtype) for p in b.launch_params])
+
+
+def most_specialized(first: Variant, accepting: list) -> Variant:
+    """Among the accepting siblings of `first` (_sibling), the one with the most `:16`
+    promises (first in library order on a tie): a recorded row beats its generic fallback
+    whenever the arguments meet its assumptions, whatever their file order."""
+    best, best_n = first, sum(p.divisibility == 16 for p in first.launch_params)
+    for v in accepting:
+        if v is not first and _sibling(v, first):
+            n = sum(p.divisibility == 16 for p in v.launch_params)
+            if n > best_n:
+                best, best_n = v, n
+    return best
+
+
 def select(variants, keys: tuple, constexprs: dict, options: dict, capability, *,
            kernel: str, names=(), values=()) -> Variant:
-    """The first exactly-matching variant in library order, else the first accepting one.
+    """The first exactly-matching variant in library order, else the first accepting one; then
+    its most specialized accepting sibling (most_specialized).
 
     Raises NoMatchingVariant listing every variant with its reasons; `names`/`values` (the
     runtime args) only feed that message.
     """
     fallback = None
     report = []
+    accepted = []
     for v in variants:
         ok, exact, reasons = check_variant(v, keys, constexprs, options, capability)
-        if ok and exact:
-            return v
-        if ok and fallback is None:
-            fallback = v
+        if ok:
+            accepted.append((v, exact))
         report.append((v, reasons))
-    if fallback is not None:
-        return fallback
+    for v, exact in accepted:
+        if exact:
+            return most_specialized(v, [a for a, ex in accepted if ex])
+    if accepted:
+        fallback = accepted[0][0]
+        return most_specialized(fallback, [a for a, _ in accepted])
     call = ", ".join(f"{n}={describe(k, x)}" for n, k, x in zip(names, keys, values))
     extra = ", ".join(f"{k}={v!r}" for k, v in {**constexprs, **options}.items())
     lines = [f"no compiled variant of {kernel} accepts this call:",

@@ -1,0 +1,9 @@
+"""Façade `triton.language.extra.cuda.libdevice`: placeholders."""
+
+from .... import language as _language
+
+
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+    return _language._Placeholder(f"triton.language.extra.cuda.libdevice.{name}")

@@ -1,0 +1,373 @@
+"""`serve(library)`: unmodified `@triton.jit` call sites (`kernel[grid](...)`, `.run`, `.warmup`, through Autotuner and Heuristics) launch the library's prebuilt cubins; Triton compiles nothing.
+
+With Triton installed, `triton.runtime.jit.JITFunction.run` is replaced once Triton is imported
+(ttbuild.postimport: ttbuild never imports Triton itself), and each Autotuner's cache is filled
+from the recorded tuning tables before it would benchmark. Without Triton, `facade=True` puts
+a minimal `triton` package (ttbuild/runtime/facade) on sys.path, never in front of a real one.
+
+A kernel is found by its source file (the library's `file` is a suffix of the function's
+path) and name. The arguments are specialised as Triton 3.6 does (dtypes, address or value a
+multiple of 16, an int equal to 1 as a constexpr, None): variants naming a `== 1` parameter
+among their constexprs are tried first, then the rest; within them the runtime picks the most
+specialised variant the arguments meet (ttbuild.runtime.select). A miss follows the policy:
+`error` (default) raises ServeMiss naming the kernel, the arguments' specialization and the
+variant row that would cover it; `warn` warns once per kernel and specialization and runs
+Triton's JIT (with Triton installed). Both append the miss, as a `compile` record, to the
+miss log (`miss_log=`, default $TTBUILD_MISS_LOG), which `ttbuild record --from LOG` turns into rows.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import sys
+import warnings
+
+from ..errors import TTBuildError
+from .args import dtype_name
+from .launcher import Launcher
+from .select import NoMatchingVariant, same_constexpr
+
+POLICIES = ("error", "warn")
+LAUNCH_KW = ("num_warps", "num_stages", "num_ctas")
+# Triton launch options with no effect on which prebuilt variant runs here (backends/nvidia CUDAOptions).
+IGNORED_KW = ("debug", "enable_fp_fusion", "launch_cooperative_grid", "instrumentation_mode", "sanitize_overflow",
+              "extern_libs", "maxnreg", "ir_override")
+MISS_LOG_ENV = "TTBUILD_MISS_LOG"
+
+
+class ServeMiss(TTBuildError, LookupError):
+    """A launch no prebuilt variant covers (policy `error`): names kernel, specialization and the row to add."""
+
+
+class DeviceNotCovered(TTBuildError, RuntimeError):
+    """The GPU of this process runs none of the library's images."""
+
+
+def _annotated(fn) -> set:
+    out = set()
+    for p in inspect.signature(fn).parameters.values():
+        ann = p.annotation
+        text = ann if isinstance(ann, str) else getattr(ann, "__name__", repr(ann))
+        if "constexpr" in str(text):
+            out.add(p.name)
+    return out
+
+
+def specialization(fn, bound: dict, annotated: set, options: dict, capability=None) -> dict:
+    """The `compile` record (ttbuild.record.store) Triton 3.6 would make for these arguments:
+    pointers by dtype and 16-byte alignment, ints as i32/i64/u64, % 16 and == 1, floats fp32,
+    bools i1, None and annotated parameters constexprs."""
+    sig, constants, div16 = {}, {}, []
+    for name, v in bound.items():
+        if name in annotated or v is None:
+            sig[name], constants[name] = "constexpr", v
+        elif hasattr(v, "data_ptr"):
+            sig[name] = "*" + (dtype_name(getattr(v, "dtype", None)) or "i8")
+            if v.data_ptr() % 16 == 0:
+                div16.append(name)
+        elif isinstance(v, bool):
+            sig[name] = "i1"
+        elif isinstance(v, int):
+            if v == 1:
+                sig[name], constants[name] = "constexpr", 1
+                continue
+            sig[name] = "i32" if -2**31 <= v < 2**31 else "u64" if v >= 2**63 else "i64"
+            if v % 16 == 0:
+                div16.append(name)
+        elif isinstance(v, float):
+            sig[name] = "fp32"
+        else:
+            sig[name] = type(v).__name__
+    path = os.path.abspath(fn.__code__.co_filename)
+    return {"event": "compile", "module": fn.__module__, "qualname": fn.__qualname__, "kernel": fn.__name__,
+            "path": path, "params": list(bound), "annotated": sorted(annotated), "signature": sig,
+            "constants": constants, "div16": sorted(div16), "num_warps": options.get("num_warps", 4),
+            "num_stages": options.get("num_stages", 3), "num_ctas": options.get("num_ctas", 1), "maxnreg": None,
+            "capability": list(capability) if capability else None}
+
+
+class ServedKernel:
+    """The library's variants of one Python kernel function, grouped by which non-constexpr
+    parameters they fix to 1 (one Launcher per group, most fixed first)."""
+
+    def __init__(self, server, fn, variants: list):
+        self.server, self.fn = server, fn
+        self.signature = inspect.signature(fn)
+        self.annotated = _annotated(fn)
+        self.root = None
+        groups: dict = {}
+        for v in variants:
+            fixed = frozenset(n for n in v.constexprs if n not in self.annotated)
+            groups.setdefault(fixed, []).append(v)
+            path = os.path.abspath(fn.__code__.co_filename)
+            self.root = path[: len(path) - len(v.file)].rstrip("/") or "/"
+        drv = server.library._driver
+        self.groups = [(fixed, Launcher(fn.__name__, vs, drv)) for fixed, vs in
+                       sorted(groups.items(), key=lambda kv: (-len(kv[0]), sorted(kv[0])))]
+        self.missed: set = set()
+        names = list(self.signature.parameters)
+        self.n_params = len(names)
+        self.plain = [i for i, n in enumerate(names) if n not in self.annotated]
+        self.cx_pos = [i for i, n in enumerate(names) if n in self.annotated]
+        self.names = names
+        self.name_set = frozenset(names)
+        self._fast: dict = {}
+        params = self.signature.parameters.values()
+        self.simple = all(p.kind == p.POSITIONAL_OR_KEYWORD for p in params)
+        self.defaults = {p.name: p.default for p in params if p.default is not inspect.Parameter.empty}
+
+    def _positional(self, args, kwargs) -> tuple | None:
+        """Every parameter's value in order when the call passes parameters only (positionally,
+        by name, or by default), else None (launch options, stream, a missing argument)."""
+        n = len(args)
+        if n > self.n_params:
+            return None
+        if not kwargs and n == self.n_params:
+            return args
+        out, used = list(args), 0
+        for name in self.names[n:]:
+            if name in kwargs:
+                out.append(kwargs[name])
+                used += 1
+            elif name in self.defaults:
+                out.append(self.defaults[name])
+            else:
+                return None
+        return tuple(out) if used == len(kwargs) else None
+
+    def _split(self, kwargs) -> tuple | None:
+        """(parameters by name, sorted launch options) of a call's keywords; None when one
+        needs the general path (stream, launch_pdl, an unknown name)."""
+        params, opts = {}, []
+        for k, v in kwargs.items():
+            if k in self.name_set:
+                params[k] = v
+            elif k in LAUNCH_KW:
+                opts.append((k, v))
+            elif k not in IGNORED_KW:
+                return None
+        return params, tuple(sorted(opts))
+
+    def _fast_path(self, args, opts=()):
+        """(Launcher over the variants that match these constexpr values, `== 1` arguments and
+        launch options, positions of its runtime arguments) for a call given as every
+        parameter in order, cached per those values; None when it needs the general path."""
+        ones = tuple(i for i in self.plain if type(args[i]) is int and args[i] == 1)
+        cx = tuple((type(args[i]), args[i]) for i in self.cx_pos)
+        key = (ones, cx, opts)
+        try:
+            return self._fast[key]
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable constexpr
+            return None
+        found = None
+        one_names = {self.names[i] for i in ones}
+        for fixed, launcher in self.groups:
+            if not fixed <= one_names:
+                continue
+            want = {self.names[i]: args[i] for i in self.cx_pos}
+            want.update((n, 1) for n in fixed)
+            match = [v for v in launcher.variants if all(n in v.constexprs and same_constexpr(v.constexprs[n], x)
+                                                         for n, x in want.items())
+                     and all(getattr(v, k) == x for k, x in opts)]
+            if match:
+                sub = Launcher(self.fn.__name__, match, launcher._driver)
+                found = (sub, tuple(self.names.index(n) for n in sub.runtime_names))
+                break
+        if len(self._fast) < 256:
+            self._fast[key] = found
+        return found
+
+    def bind(self, args, kwargs):
+        options = {k: kwargs.pop(k) for k in LAUNCH_KW if k in kwargs}
+        for k in IGNORED_KW:
+            kwargs.pop(k, None)
+        bound = self.signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return dict(bound.arguments), options
+
+    def launch(self, args, kwargs, grid, warmup, fallback=None, jit_self=None):
+        """Launch (or with warmup, only select) the covering variant; a miss follows the policy."""
+        split = self._split(kwargs) if not warmup and self.simple and self.server._checked else None
+        full = self._positional(args, split[0]) if split is not None else None
+        if full is not None:
+            fast = self._fast_path(full, split[1])
+            if fast is not None:
+                sub, pos = fast
+                try:
+                    return sub.runtime_call(grid)(*[full[i] for i in pos])
+                except NoMatchingVariant:
+                    pass  # another group may take these dtypes or alignments: the general path decides
+        given = kwargs
+        kwargs = dict(kwargs)
+        stream = kwargs.pop("stream", None)
+        pdl = kwargs.pop("launch_pdl", False)
+        bound, options = self.bind(args, kwargs)
+        self.server.check_device()
+        values = list(bound.values())
+        for fixed, launcher in self.groups:
+            if any(type(bound[n]) is not int or bound[n] != 1 for n in fixed):
+                continue
+            if any(v is None for n, v in bound.items() if n not in launcher.constexpr_names):
+                continue
+            try:
+                if warmup:
+                    return launcher.select(*values, **options)
+                return launcher.run(*values, grid=grid, stream=stream, launch_pdl=pdl, **options)
+            except NoMatchingVariant:
+                continue
+        return self.miss(bound, options, args, given, grid=grid, warmup=warmup, fallback=fallback, jit_self=jit_self)
+
+    def miss(self, bound, options, args, given, grid, warmup, fallback, jit_self):
+        """Log the miss; raise ServeMiss, or with `warn` run `fallback` (Triton's run) on the
+        call as it was given."""
+        spec = specialization(self.fn, bound, self.annotated, options, self.server.capability)
+        self.server.log_miss(spec)
+        row = self.server.row_for(spec, self.root)
+        shown = ", ".join(f"{n}: {spec['signature'][n]}" + (":16" if n in spec["div16"] else "")
+                          + (f"={spec['constants'][n]!r}" if n in spec["constants"] else "") for n in spec["params"])
+        where = f"{self.fn.__module__}.{self.fn.__qualname__}"
+        text = (f"ttbuild serve: no prebuilt variant of {where} ({spec['path']}) covers "
+                f"({shown}) num_warps={spec['num_warps']} num_stages={spec['num_stages']} num_ctas={spec['num_ctas']}"
+                f"; the row that would cover it:\n{row}")
+        if self.server.policy == "warn" and fallback is not None:
+            key = (tuple(spec["signature"].items()), tuple(spec["div16"]), repr(sorted(spec["constants"].items())),
+                   tuple(sorted(options.items())))
+            if key not in self.missed:
+                self.missed.add(key)
+                warnings.warn(text + "\nfalling back to Triton's JIT for it", stacklevel=4)
+            return fallback(jit_self, *args, grid=grid, warmup=warmup, **given)
+        raise ServeMiss(text)
+
+
+class Server:
+    """What serve() installed: the library, the miss policy and log, the served kernels."""
+
+    def __init__(self, library, policy: str, miss_log: str | None):
+        if policy not in POLICIES:
+            raise ValueError(f"miss policy must be one of {', '.join(POLICIES)}, not {policy!r}")
+        self.library, self.policy, self.miss_log = library, policy, miss_log
+        self.kernels: dict = {}
+        self.capability = None
+        self._checked = False
+        self.original_run = None
+
+    def served(self, fn) -> ServedKernel:
+        key = fn.__code__
+        sk = self.kernels.get(key)
+        if sk is None:
+            path = os.path.abspath(fn.__code__.co_filename).replace(os.sep, "/")
+            vs = [v for v in self.library.variants if v.kernel == fn.__name__ and v.file
+                  and (path == v.file or path.endswith("/" + v.file))]
+            sk = self.kernels[key] = ServedKernel(self, fn, vs)
+        return sk
+
+    def check_device(self) -> None:
+        """Once, before the first launch: DeviceNotCovered when no variant runs on this GPU;
+        a warning naming the kernels that have none for it."""
+        if self._checked:
+            return
+        self._checked = True
+        drv = self.library._driver
+        if drv is None:
+            from .driver import default_driver
+
+            drv = self.library._driver = default_driver()
+        _, self.capability = drv.context(None)
+        self.capability = tuple(self.capability)
+        check_coverage(self.library, self.capability)
+
+    def log_miss(self, spec: dict) -> None:
+        if self.miss_log:
+            from ..record.store import append
+
+            append(self.miss_log, spec)
+
+    def row_for(self, spec: dict, root: str | None) -> str:
+        from ..record.rows import event_rows, rows_text
+
+        rows, problems = event_rows(spec, root or os.path.dirname(spec["path"]))
+        if not rows:
+            return "  (none can: " + "; ".join(problems) + ")"
+        return "\n".join("  " + line for line in rows_text(rows[:1]).splitlines()[2:])
+
+    def run_jit(self, jit_self, *args, grid, warmup, **kwargs):
+        """Stands in for triton's JITFunction.run."""
+        return self.served(jit_self.fn).launch(args, kwargs, grid, warmup, self.original_run, jit_self)
+
+
+def check_coverage(library, capability) -> None:
+    """DeviceNotCovered when no variant of `library` runs on `capability`; a warning listing the
+    kernels without one when only some lack it."""
+    from .select import arch_ok
+
+    if not library.variants:
+        return
+    ok = {(v.file, v.kernel) for v in library.variants if not arch_ok(v, capability)}
+    every = {(v.file, v.kernel) for v in library.variants}
+    cc = f"{capability[0]}.{capability[1]}"
+    if not ok:
+        targets = sorted({v.target for v in library.variants})
+        raise DeviceNotCovered(f"ttbuild serve: {library.lib_dir} holds kernels for {', '.join(targets)}; "
+                               f"this GPU is compute capability {cc}: build the rows for it (target = \"cuda:{capability[0]}{capability[1]}\")")
+    if ok != every:
+        names = ", ".join(f"{f}:{k}" for f, k in sorted(every - ok))
+        warnings.warn(f"ttbuild serve: no variant of {names} runs on compute capability {cc}", stacklevel=3)
+
+
+_active: list = []
+
+
+def serve(library, *, miss: str = "error", miss_log: str | None = None, facade: bool = False) -> Server:
+    """Serve `library` (a Library or an artifacts path) to this process's Triton call sites.
+
+    miss: "error" or "warn" (module docstring). miss_log: a .jsonl file or a directory
+    (default $TTBUILD_MISS_LOG). facade: without an installed Triton, make `import triton` load
+    ttbuild's minimal façade. Returns the Server; serving again replaces it.
+    """
+    if isinstance(library, (str, os.PathLike)):
+        from . import load
+
+        library = load(os.fspath(library))
+    server = Server(library, miss, miss_log or os.environ.get(MISS_LOG_ENV))
+    _active[:] = [server]
+    from ..postimport import when_imported
+
+    if facade:
+        from . import facade as facade_pkg
+
+        facade_pkg.enable()
+    when_imported("triton", _patch)
+    return server
+
+
+def active() -> Server:
+    if not _active:
+        raise RuntimeError("ttbuild serve: no library is served (call ttbuild.runtime.serve(library) first)")
+    return _active[0]
+
+
+def _patch(triton) -> None:
+    """Replace JITFunction.run and fill Autotuners from the tuning tables (real Triton only)."""
+    if getattr(triton, "__ttbuild_facade__", False):
+        return
+    jit = sys.modules["triton.runtime.jit"]
+    cls = jit.JITFunction
+    if getattr(cls.run, "_ttbuild_served", False):
+        return
+    original = cls.run
+
+    def run(self, *args, grid, warmup, **kwargs):
+        server = active()
+        server.original_run = original
+        for hook in self.pre_run_hooks:  # add_pre_run_hook: run before every launch, as Triton's run does
+            hook(*args, **kwargs)
+        return server.run_jit(self, *args, grid=grid, warmup=warmup, **kwargs)
+
+    run._ttbuild_served = True
+    cls.run = run
+    from .servetune import patch_autotuner
+
+    patch_autotuner(sys.modules["triton.runtime.autotuner"].Autotuner, active)

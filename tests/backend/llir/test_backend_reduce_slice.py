@@ -8,7 +8,7 @@ import pytest
 from test_backend_reduce import _blocked, _lower_capturing_reduces, deep_recursion  # noqa: F401  (fixture)
 
 import ttbuild
-from ttbuild.backend.analysis.layout import Slice
+from ttbuild.backend.ir.distributed import Slice
 
 # Inputs the kernel computes (no loads) so the evaluator follows every value; (37 i + 11 j) mod 101
 # has ties, which argmax resolves to the first index (Triton's tie_break_left).

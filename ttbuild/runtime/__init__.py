@@ -140,10 +140,11 @@ def _widest(variants: list) -> list:
     """The variants of a kernel that share its widest parameter kinds: recorded rows may fix a
     runtime parameter to 1 as a constexpr (Triton's `== 1` specialization, ttbuild.record),
     which one Launcher cannot mix with rows taking it at run time. The group with the fewest
-    constexprs takes every call; `serve` (ttbuild.runtime.serve) uses the others too."""
+    constexprs takes every call; `serve` (ttbuild.runtime.serve) uses the others too. A parameter
+    built as a constexpr None counts as a runtime one here: NoneDispatch picks those by the call."""
     groups: dict = {}
     for v in variants:
-        groups.setdefault(tuple(p.kind == "constexpr" for p in v.params), []).append(v)
+        groups.setdefault(tuple(p.kind == "constexpr" and p.value is not None for p in v.params), []).append(v)
     if len(groups) == 1:
         return variants
     return min(groups.items(), key=lambda kv: (sum(kv[0]), -len(kv[1])))[1]

@@ -305,7 +305,7 @@ def test_spilling_mma_sync_gemm_keeps_the_whole_register_budget():
     from ttbuild.backend.nvptx.cubin_info import kernel_resources
     from ttbuild.backend.nvptx.ptxas import assemble
 
-    src = Path(__file__).resolve().parents[1] / "data" / "regalloc_kernels.py"
+    src = Path(__file__).resolve().parents[2] / "data" / "regalloc_kernels.py"
     out = ttbuild.compile(src, kernel="fp8_block_gemm_kernel", until="cubin", num_warps=4, num_stages=3,
                           disable_mma_v3=True, constexprs={"BM": 64, "BN": 128, "BK": 128},
                           signature="*fp8e4nv:16,*fp8e4nv:16,*bf16:16,*fp32:16,*fp32:16,i32,i32,i32,"

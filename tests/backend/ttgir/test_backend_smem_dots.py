@@ -1,4 +1,4 @@
-"""Shared memory of 128x128 fp32 dot kernels on cuda:90: a single-trip dot loop and two dots in a row build (no "out of resource"), with `ttg.shared` no larger than Triton 3.6's for the same source."""
+"""Shared memory of 128x128 fp32 dot kernels on cuda:90: a single-trip dot loop and two dots in a row build to cubin (no "out of resource"), with `ttg.shared` no larger than Triton 3.6's for the same source."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import re
 import pytest
 from oracle import run_triton
 
-from ttbuild.stages import parse, ttgir, ttir
+from ttbuild.stages import cubin, llir, parse, ptx, ttgir, ttir
 
 SRC = '''
 import triton
@@ -69,8 +69,11 @@ def _shared(name: str) -> int:
     sig, cx = CASES[name]
     p = parse.run({"source": SRC.encode()}, {"kernel": name, "file": "smem_dots.py"})
     t = ttir.run({"json": p["json"]}, {"signature": sig.split(","), "constexprs": cx})["ttir"]
-    g = ttgir.run({"ttir": t}, {"num_warps": 4, "num_ctas": 1, "num_stages": 3, "target": "cuda:90"})["ttgir"].decode()
-    return int(re.search(r'"?ttg.shared"? = (\d+)', g).group(1))
+    g = ttgir.run({"ttir": t}, {"num_warps": 4, "num_ctas": 1, "num_stages": 3, "target": "cuda:90"})["ttgir"]
+    ll = llir.run({"ttgir": g}, {"target": "cuda:90"})["llir"]  # the placed tiles lower and assemble
+    code = ptx.run({"llir": ll}, {"arch": "sm_90a"})["ptx"]
+    assert cubin.run({"ptx": code}, {"arch": "sm_90a"})["cubin"]
+    return int(re.search(r'"?ttg.shared"? = (\d+)', g.decode()).group(1))
 
 
 @pytest.fixture(scope="module")

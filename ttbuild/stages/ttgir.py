@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 30  # replicated stored vectors re-laid in the 1-D blocked layout; rank-3 FMA dot operand layouts
+VERSION = 31  # single-trip dot loops stage operands once (no rings); a later dot's register-written operand tiles sink past an earlier dot
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

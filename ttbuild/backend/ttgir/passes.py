@@ -19,6 +19,7 @@ from ttbuild.backend.ttgir.accelerate_matmul import accelerate
 from ttbuild.backend.ttgir.coalesce import assign
 from ttbuild.backend.ttgir.pipeline import pipeline
 from ttbuild.backend.ttgir.remove_layout_conversions import remove_layout_conversions
+from ttbuild.backend.ttgir.sink_operand_tiles import sink_operand_tiles
 from ttbuild.backend.ttgir.tma_lowering import lower_tma
 from ttbuild.backend.ttgir.transpose_loads import transpose_loads
 from ttbuild.errors import CompilationError, TTBuildError
@@ -33,6 +34,7 @@ PASSES = (
                                                        wgmma=not o.disable_mma_v3)),
     ("remove_layout_conversions", lambda module, o: remove_layout_conversions(module, o.num_warps)),
     ("pipeline", lambda module, o: pipeline(module, o.num_stages)),
+    ("sink_operand_tiles", lambda module, o: sink_operand_tiles(module)),
     ("tma_lowering", lambda module, o: lower_tma(module)),
 )
 

@@ -58,12 +58,22 @@ from ttbuild.backend.analysis.axis import AxisAnalysis
 from ttbuild.backend.ir.ops import ATTR, SCF, TT
 from ttbuild.backend.ir.optraits import walk
 from ttbuild.backend.ttgir.pipeline.assign_latencies import candidates, stages_for
+from ttbuild.backend.ttgir.pipeline.expander import const_int
 from ttbuild.backend.ttgir.pipeline.lower_loops import Loop
 
 
 def _loops(func) -> list:
     """The scf.for ops of `func`, inner loops first (post-order)."""
     return [op for op in walk(func, post_order=True) if op.name == SCF.FOR]
+
+
+def _runs_at_most_once(loop) -> bool:
+    """Whether an `scf.for` has constant bounds and step and at most one iteration (MLIR's
+    scf.for canonicalization, which Triton's make_ttir runs, inlines or erases such a loop)."""
+    lb, ub, step = (const_int(loop.operands[i]) for i in range(3))
+    if lb is None or ub is None or step is None or step <= 0:
+        return False
+    return ub - lb <= step
 
 
 def pipeline(module, num_stages: int = 1) -> int:
@@ -81,7 +91,7 @@ def pipeline(module, num_stages: int = 1) -> int:
         axis = AxisAnalysis(func)
         for f in loops:
             S = stages_for(f, num_stages)
-            if S < 2:
+            if S < 2 or _runs_at_most_once(f):
                 continue
             cands = candidates(f, axis, plain=ATTR.NUM_STAGES in f.operation.attributes)
             if not cands:

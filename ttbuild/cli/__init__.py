@@ -10,8 +10,8 @@
     ttbuild doit [DOIT ARGS...]      (any doit command on the same graph and state DB)
     ttbuild package [--name N --version V] [-o dist]   (artifacts/lib as a wheel; ttbuild.wheel)
 
-`ttbuild` alone is `ttbuild build`. Exit status: 0 ok; build: doit's (1 a task failed, 2 a task
-failed and others were skipped behind it or raised), 3 a bad variant list; others: 2 bad usage,
+`ttbuild` alone is `ttbuild build`. Exit status: 0 ok; build: 1 a task failed (with or without
+--continue), 3 a bad variant list; others: 2 bad usage,
 3 a bad variant list (`list` still lists the rows that load and shows each bad row's diagnostic;
 `show`/`explain` of a variant a bad row may define; ttbuild.cli.inspect).
 """

@@ -118,8 +118,8 @@ def _prefetch(project: Project):
 
 def build(project: Project, jobs: int = 1, keep_going: bool = False, cache: str | None = None,
           verbose: bool = False, keep_previous: bool = False) -> int:
-    """Run doit's `run` over the project's graph; returns doit's status (0 ok, 1 a task failed,
-    3 a bad variant list). The artifacts lock is held from before the first status check
+    """Run doit's `run` over the project's graph; returns 0 (ok), 1 (a task failed, doit's 1
+    and 2 alike) or 3 (a bad variant list). The artifacts lock is held from before the first status check
     until doit has saved its state (see BuildReporter.for_artifacts)."""
     from doit.cmd_base import ModuleTaskLoader
     from doit.doit_cmd import DoitMain
@@ -149,7 +149,10 @@ def build(project: Project, jobs: int = 1, keep_going: bool = False, cache: str 
         os.environ["TTBUILD_LIST_UPTODATE"] = "1"
     # doit's sqlite3 backend with every row read in one query (ttbuild.graph.state.PreloadedSqliteDB)
     backends = {"BACKEND": {"sqlite3": "ttbuild.graph.state:PreloadedSqliteDB"}}
-    return DoitMain(ModuleTaskLoader(project.namespace(config, tasks)), extra_config=backends).run(argv)
+    status = DoitMain(ModuleTaskLoader(project.namespace(config, tasks)), extra_config=backends).run(argv)
+    # doit says 1 when a task failed and 2 when one raised (every stage failure raises), with or
+    # without --continue; the build's contract (README) is one status for "a variant failed": 1
+    return 1 if status in (1, 2) else status
 
 
 def clean(project: Project) -> int:

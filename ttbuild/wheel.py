@@ -194,13 +194,17 @@ def build_wheel(lib_dir: str, name: str, version: str, out_dir: str, platform: s
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`ttbuild package [--name N] [--version V] [-o DIST] [--artifacts DIR] [-k KERNELS] [--platform P]`."""
+    """`ttbuild package [--name N] [--version V] [-d DIST] [-o ARTIFACTS] [-k KERNELS] [--platform P]`."""
     ap = argparse.ArgumentParser(prog="ttbuild package",
                                  description="Turn artifacts/lib into a wheel that needs only the ttbuild runtime.")
     ap.add_argument("--name", help="import and distribution name (default: [package] name in variants.toml)")
     ap.add_argument("--version", help="version (default: [package] version in variants.toml)")
-    ap.add_argument("-o", "--out", default="dist", metavar="DIR", help="where the wheel goes (default: dist)")
-    ap.add_argument("--artifacts", default="artifacts", metavar="DIR", help="build output holding lib/")
+    # -o names the artifacts folder here too, as in every ttbuild command; the wheel's folder is
+    # -d/--dist (--out, its old long name, still works)
+    ap.add_argument("-d", "--dist", "--out", dest="out", default="dist", metavar="DIR",
+                    help="where the wheel goes (default: dist)")
+    ap.add_argument("-o", "--artifacts", default="artifacts", metavar="DIR",
+                    help="build output holding lib/ (default: artifacts)")
     ap.add_argument("-k", "--kernels", default="kernels", metavar="DIR", help="directory of variants.toml")
     ap.add_argument("--platform", default=None, help="wheel platform tag (default: any)")
     args = ap.parse_args(argv)
@@ -212,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
             raise PackageError("give --name and --version, or a [package] table in "
                                f"{os.path.join(args.kernels, 'variants.toml')} (name = \"mykernels\", version = \"1.0\")")
         platform = args.platform or table.get("platform", "any")
+        if not os.path.isdir(os.path.join(args.artifacts, "lib")):
+            raise PackageError(f"no library in {os.path.join(args.artifacts, 'lib')}: build it first (ttbuild build); "
+                               "-o names the artifacts folder, the wheel goes to -d/--dist")
         path = build_wheel(os.path.join(args.artifacts, "lib"), name, str(version), args.out, platform)
     except PackageError as exc:
         print(f"ttbuild package: error: {exc}", file=sys.stderr)

@@ -86,6 +86,15 @@ def test_compiler_commands_name_the_extra(tmp_path, command):
     assert "pip install 'ttbuild[compiler]'" in out.stderr and "Traceback" not in out.stderr
 
 
+@pytest.mark.parametrize("flag", ["--help", "-h"])
+def test_help_works_without_the_compiler(tmp_path, flag):
+    """Issue 32: `ttbuild --help` failed in a runtime-only install; it lists every command."""
+    out = run(f"import sys, runpy; sys.argv = ['ttbuild', {flag!r}]; runpy.run_module('ttbuild', run_name='__main__')",
+              cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    assert all(c in out.stdout for c in ("build", "package", "tune", "cache")), out.stdout
+
+
 def test_pyproject_keeps_the_compiler_in_an_extra_the_tests_pull():
     tomllib = pytest.importorskip("tomllib" if sys.version_info >= (3, 11) else "tomli")
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]

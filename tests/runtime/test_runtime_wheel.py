@@ -84,8 +84,13 @@ def test_package_table_and_command_line(tmp_path, new_project):
     out = proj.run(proj.ttbuild_argv("package"))
     assert out.returncode == 0, out.stderr
     assert (proj.root / "dist" / "fromtoml-2.0-py3-none-any.whl").is_file()
-    out = proj.run(proj.ttbuild_argv("package", "--version", "2.1", "-o", "w", "--platform", "manylinux2014_x86_64"))
+    out = proj.run(proj.ttbuild_argv("package", "--version", "2.1", "-d", "w", "--platform", "manylinux2014_x86_64"))
     assert out.returncode == 0 and (proj.root / "w" / "fromtoml-2.1-py3-none-manylinux2014_x86_64.whl").is_file()
+    # -o is the artifacts folder, as in every ttbuild command (issue 32); --out still names the wheel's
+    out = proj.run(proj.ttbuild_argv("package", "--version", "2.2", "-o", str(proj.artifacts), "--out", "w2"))
+    assert out.returncode == 0 and (proj.root / "w2" / "fromtoml-2.2-py3-none-any.whl").is_file(), out.stderr
+    out = proj.run(proj.ttbuild_argv("package", "--version", "2.3", "-o", "dist"))
+    assert out.returncode == 2 and "-o names the artifacts folder" in out.stderr, out.stderr
     assert proj.doit("list").rc == 0  # the build accepts the [package] table
     (proj.kernels / "variants.toml").write_text(text)
     out = proj.run(proj.ttbuild_argv("package"))

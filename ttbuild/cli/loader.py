@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ttbuild.graph.state import BuildLock, announce_wait
 
-DEFAULT_STAGE_PACKAGE = "ttbuild.stages"
+from . import DEFAULT_STAGE_PACKAGE  # one definition (the CLI's defaults too)
 
 
 @dataclass(frozen=True)

@@ -309,7 +309,7 @@ def test_a_tensor_descriptor_signature_entry_is_parsed_whole():
     sig = parse_signature("*fp16:16,tensordesc<fp16[64, 64]>,i32")
     assert sig[1] == SigEntry("tensordesc", "fp16", 1, (64, 64)) and str(sig[1]) == "tensordesc<fp16[64, 64]>"
     assert [str(e) for e in sig[1].expanded()] == ["*fp16:16", "i32", "i32", "i64"]
-    assert [str(e) for e in parse_signature("tensordesc<f32[8, 4, 32]>:16")[0].expanded()] == \
+    assert [str(e) for e in parse_signature("tensordesc<fp32[8, 4, 32]>:16")[0].expanded()] == \
         ["*fp32:16", "i32:16", "i32:16", "i32:16", "i64", "i64"]
     for bad, why in (("tensordesc<fp17[64]>", "unknown dtype 'fp17'"), ("tensordesc<fp16[48, 64]>", "power of two"),
                      ("tensordesc<fp16[64, 4]>", "at least 16 bytes in the last dimension"),

@@ -144,7 +144,16 @@ def test_signature_roundtrips(items):
     ("", "empty"), ("*fp32,,i32", "entry 2 is empty"), ("1024", "constexprs"),
     ("fp32:16", "only pointers and integers"), ("*f33", "unknown dtype 'f33'"),
     ("*fp32:8", "divisibility must be 16"),
+    # Triton's str_to_ty knows no f16/f32 (issue 32: silently read as fp16); inline values as
+    # tools/compile.py takes them are named as constexprs
+    ("*f16:16,i32", "spells it 'fp16'"), ("f32", "spells it 'fp32'"), ("tensordesc<f16[64, 64]>", "spells it 'fp16'"),
+    ("*fp16,i32:1", "the constant 1"), ("*fp16,0.5", "constexprs"),
 ])
 def test_bad_signatures(bad, why):
     with pytest.raises(ValueError, match=why):
         parse_signature(bad)
+
+
+def test_triton_aliases_stay_accepted():
+    """`u1` is Triton's name for int1 too (triton.language.str_to_ty): read as i1."""
+    assert [str(e) for e in parse_signature("u1,*u8")] == ["i1", "*u8"]

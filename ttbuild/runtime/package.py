@@ -7,6 +7,7 @@ Package layout (docs/CONTRACTS.md, "Kernel wheels"):
                                   targets, archs, ptx, min_cuda_driver, files {path: sha256 hex}
     <name>/lib/<variant>.json, .cubin (.ptx)   the artifacts/lib files, unchanged
     <name>/tuning/<kernel>.json   the tuning tables of autotuned kernels (ttbuild tune), if any
+    <name>/launcher/ttbuild_claunch-<digest><EXT_SUFFIX>   the C launcher compiled in (ttbuild.runtime.cext), if any
 """
 
 from __future__ import annotations
@@ -74,6 +75,10 @@ def load_package(init_file: str, driver=None):
 
     root = os.path.dirname(os.path.abspath(init_file))
     doc = verify_package(root)
+    if any(rel.startswith("launcher/") for rel in doc["files"]):
+        from . import cext
+
+        cext.add_prebuilt(os.path.join(root, "launcher"))  # the C launcher compiled into the wheel
     lib_dir = os.path.join(root, "lib")
     library = Library(read_library(lib_dir), lib_dir, driver)
     library.manifest = doc

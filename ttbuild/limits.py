@@ -29,6 +29,7 @@ import faulthandler
 import gc
 import importlib
 import json
+import math
 import os
 import select
 import signal
@@ -67,8 +68,12 @@ def parse_bytes(text: str) -> int:
         value = float(number)
     except ValueError:
         raise ValueError(f"{text!r} is not a size (bytes, or a number with K, M, G or T)") from None
+    if not math.isfinite(value):  # float() reads "inf" and "nan"; no limit is 0 or off
+        raise ValueError(f"{text!r} is not a size (bytes, or a number with K, M, G or T; 0 or off for none)")
     if value < 0:
         raise ValueError(f"{text!r}: a size cannot be negative")
+    if 0 < value * _UNITS[unit] < 1:  # int() would make it 0, which means "no limit"
+        raise ValueError(f"{text!r} is less than one byte (0 or off for no limit)")
     return int(value * _UNITS[unit])
 
 
@@ -114,8 +119,8 @@ def _seconds(name: str, raw: str) -> float:
         seconds = float(raw)
     except ValueError:
         raise ValueError(f"{name}={raw!r} is not a number of seconds") from None
-    if not seconds > 0:
-        raise ValueError(f"{name}={raw!r}: give positive seconds, or 0 for none")
+    if not 0 < seconds < math.inf:
+        raise ValueError(f"{name}={raw!r}: give positive seconds, or 0 (or off) for none")
     return seconds
 
 

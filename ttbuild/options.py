@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 from ttbuild.errors import TTBuildError
-from ttbuild.target import DEFAULT_TARGET, Target, TargetError
+from ttbuild.target import DEFAULT_TARGET, Target, TargetError, compilable
 
 # Triton's limit: a CTA holds at most 1024 threads = 32 warps of 32 threads.
 MAX_NUM_WARPS = 32
@@ -64,9 +64,12 @@ class Options:
         if not isinstance(self.target, str):
             raise OptionError("target", f"must be a string, got {self.target!r}")
         try:
-            Target.parse(self.target)
+            compilable(Target.parse(self.target))
         except TargetError as exc:
             raise OptionError("target", str(exc)) from None
+        if self.num_ctas != 1:  # ttgir lowers one CTA per program; refused here, at the row
+            raise OptionError("num_ctas", f"only 1 CTA per program is compiled (Triton's thread-block clusters, "
+                                          f"num_ctas > 1, are not lowered yet), got {self.num_ctas}")
         for name in ("enable_fp_fusion", "debug", "disable_mma_v3", "disable_tma"):
             if not isinstance(getattr(self, name), bool):
                 raise OptionError(name, f"must be true or false, got {getattr(self, name)!r}")

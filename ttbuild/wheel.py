@@ -54,7 +54,7 @@ def package_table(kernels_dir: str) -> dict:
     with open(path, "rb") as f:
         try:
             table = tomllib.load(f).get("package", {})
-        except tomllib.TOMLDecodeError as exc:
+        except (tomllib.TOMLDecodeError, RecursionError) as exc:  # RecursionError: nested past the parser's depth
             raise PackageError(f"{path}: invalid TOML: {exc}") from None
     if not isinstance(table, dict):
         raise PackageError(f"{path}: [package] must be a table (name = ..., version = ...)")

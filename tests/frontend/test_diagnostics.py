@@ -500,3 +500,13 @@ def test_histogram_ttir():
     text = ttir.run({"json": out["json"]}, {"signature": ["*i32", "i32"], "constexprs": {}})["ttir"].decode()
     assert '"tt.histogram"' in text
     assert "(tensor<64xi32>, tensor<64xi1>) -> tensor<16xi32>" in text
+
+
+def test_a_kernel_file_that_is_not_utf8_is_located_at_the_byte():
+    """Issue 32: a non-UTF-8 kernel file raised UnicodeDecodeError out of the parse stage."""
+    from ttbuild.frontend.canon import canonicalize
+
+    source = b"import triton\n# caf\xe9\n@triton.jit\ndef k(x):\n    pass\n"
+    with pytest.raises(CompilationError, match="not UTF-8: byte 0xe9") as info:
+        canonicalize(source, "k", "k.py")
+    assert (info.value.loc.line, info.value.loc.col) == (2, 5) and info.value.stage == "parse"

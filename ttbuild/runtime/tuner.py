@@ -358,7 +358,7 @@ def read_shapes(path: str) -> dict[str, dict]:
     try:
         with open(path, "rb") as f:
             doc = tomllib.load(f)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: TOML nested past the parser's depth
         raise SystemExit(f"ttbuild tune: {path}: {exc}") from None
     for group, plan in doc.items():
         ok = (isinstance(plan, dict) and isinstance(plan.get("args"), str) and plan["args"].count(":") == 1

@@ -237,6 +237,9 @@ class BuildReporter(ConsoleReporter):
                 os.unlink(path)
             except FileNotFoundError:
                 continue
+            except OSError as exc:  # a read-only lib/ (ENAMETOOLONG is refused by the variant list)
+                self.write(f"ttbuild: error: could not remove {path} from lib/: {exc.strerror or exc}\n")
+                continue
             out.append(path)
         if out:
             self.write(f"ttbuild: removed {len(out)} file(s) from lib/ that no successful variant build wrote: "

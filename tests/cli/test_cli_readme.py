@@ -92,3 +92,25 @@ def test_compilation_error_is_exported():
     from ttbuild.errors import CompilationError
 
     assert ttbuild.CompilationError is CompilationError and "CompilationError" in ttbuild.__all__
+
+
+def test_the_defaults_the_readme_states_are_the_code_s(monkeypatch):
+    """The figures the README gives for settings are the code's defaults (issue 32: stale figures)."""
+    from ttbuild.cache.base import DEFAULT_MAX_BLOB_BYTES
+    from ttbuild.cache.http import HttpCache
+    from ttbuild.frontend.controlflow import MAX_STATIC_UNROLL
+    from ttbuild.limits import DEFAULT_MEMORY, DEFAULT_SECONDS
+
+    text = " ".join((REPO / "README.md").read_text().split())
+
+    def stated(pattern: str) -> str:
+        m = re.search(pattern, text)
+        assert m, f"the README no longer says {pattern!r}"
+        return m.group(1)
+
+    monkeypatch.delenv("TTBUILD_CACHE_DEADLINE", raising=False)
+    assert float(stated(r"`TTBUILD_CACHE_DEADLINE`, (\d+) s\)")) == HttpCache("http://127.0.0.1:9/c").deadline
+    assert int(stated(r"`TTBUILD_CACHE_MAX_BLOB_BYTES` \((\d+) MiB\)")) << 20 == DEFAULT_MAX_BLOB_BYTES
+    assert float(stated(r"`TTBUILD_STAGE_TIMEOUT` seconds \((\d+)\)")) == DEFAULT_SECONDS
+    assert int(stated(r"`TTBUILD_STAGE_MEMORY` resident bytes \(`(\d+)G`")) << 30 == DEFAULT_MEMORY
+    assert int(stated(r"`TTBUILD_MAX_STATIC_UNROLL`, ([\d,]+),").replace(",", "")) == MAX_STATIC_UNROLL

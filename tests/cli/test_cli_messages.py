@@ -193,3 +193,12 @@ def test_a_full_or_read_only_artifacts_folder_is_a_message(proj, mount, needles)
     text = out.stdout + out.stderr
     assert out.returncode == 1 and "Traceback" not in text, text
     assert all(n in text for n in needles), text
+
+
+@pytest.mark.parametrize("value", ["inf", "0.5"])
+def test_a_stage_memory_limit_that_is_no_size_stops_the_build_once(proj, value):
+    """Issue 32: TTBUILD_STAGE_MEMORY=inf raised OverflowError in every stage; 0.5 meant no limit."""
+    proj.env["TTBUILD_STAGE_MEMORY"] = value
+    run = proj.ttbuild("build")
+    assert run.rc == 2 and "Traceback" not in run.text and not run.ran, run.text
+    assert run.err.count("TTBUILD_STAGE_MEMORY") == 1, run.err

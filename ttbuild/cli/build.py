@@ -125,6 +125,12 @@ def build(project: Project, jobs: int = 1, keep_going: bool = False, cache: str 
     from doit.doit_cmd import DoitMain
 
     _check_writable(project.artifacts)
+    from ttbuild.limits import StageLimits
+
+    try:  # once, here, rather than as every stage task's failure
+        StageLimits.from_env()
+    except ValueError as exc:
+        raise SystemExit(f"ttbuild: error: {exc}") from None
     setup_cache(cache)
     seen, tasks = _prefetch(project) or (None, None)
     # The reporter holds artifacts/.ttbuild.lock for the run (BuildReporter.for_artifacts).

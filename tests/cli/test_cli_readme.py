@@ -1,4 +1,4 @@
-"""The README's commands against the code: every `ttbuild COMMAND` line it shows names a command whose --help lists each flag shown; the help lists every command (tune, cache verify --recompute); the cache command's options and messages."""
+"""The README's commands against the code: each flag a documented `ttbuild COMMAND` line shows is in its --help; the help lists every command; the cache command's options."""
 
 from __future__ import annotations
 

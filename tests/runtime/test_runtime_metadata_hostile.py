@@ -1,4 +1,6 @@
-"""Hostile metadata (issue 32 item 5): every field of a lib/*.json and of a wheel manifest set to values of the wrong type or range is refused at load with MetadataError naming the file, never a ValueError, TypeError, AttributeError or RecursionError, and never handed to the driver."""
+"""Hostile metadata (issue 32 item 5): lib/*.json and wheel manifest fields of the wrong type or range are refused at load with MetadataError naming the file.
+
+Never a ValueError, TypeError, AttributeError or RecursionError, and never a value handed to the driver."""
 
 from __future__ import annotations
 

@@ -262,6 +262,17 @@ def _gpu_available() -> bool:
         return False
 
 
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    """Say why tests skipped, grouped by cause (tests/skips.py): a GPU, the Triton oracle, nginx."""
+    from skips import reason_of, summary
+
+    skipped = terminalreporter.stats.get("skipped", [])
+    if skipped:
+        terminalreporter.write_sep("-", f"{len(skipped)} skipped: why")
+        for line in summary(reason_of(r) for r in skipped):
+            terminalreporter.write_line(line)
+
+
 def pytest_collection_modifyitems(config, items):
     gpu_items = [item for item in items if "gpu" in item.keywords]
     if gpu_items and not _gpu_available():

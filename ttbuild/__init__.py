@@ -5,7 +5,10 @@ cheap: it pulls in neither MLIR, llvmlite, doit nor CUDA, so the
 runtime (`ttbuild.runtime`) and kernel source files (`@ttbuild.jit`) can import it anywhere.
 """
 
+from .errors import CompilationError, TTBuildError  # the errors `ttbuild.compile` raises (standard library only)
+
 __version__ = "0.1.0"
+__all__ = ["CompilationError", "JITFunction", "TTBuildError", "compile", "jit"]
 
 
 class JITFunction:

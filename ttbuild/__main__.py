@@ -1,7 +1,7 @@
 """`python -m ttbuild` / `ttbuild`: the command line in ttbuild.cli (same task graph and state DB as `doit` in the repo root); `ttbuild package`, `ttbuild record` and `ttbuild tune` need only the runtime install.
 
-A runtime-only install (`pip install ttbuild`, no `[compiler]` extra) runs `ttbuild package`
-and answers every other command with the line that installs the compiler (exit status 2).
+A runtime-only install (`pip install ttbuild`, no `[compiler]` extra) runs `ttbuild package`,
+`ttbuild tune` and `ttbuild --help`, and answers every other command with the line that installs the compiler (exit status 2).
 """
 
 from __future__ import annotations
@@ -33,15 +33,16 @@ def main(argv: list[str] | None = None) -> int:
         from ttbuild.runtime.tunecli import main as tune_main
 
         return tune_main(args[1:])
+    from ttbuild.cli import main as cli_main  # imports nothing of the compiler: `--help` works everywhere
+
     try:
-        from ttbuild.cli import main as cli_main
+        return cli_main(args)
     except ImportError as exc:
         if (exc.name or "").split(".")[0] not in COMPILER_MODULES:
             raise
         print(f"ttbuild: building kernels needs the compiler ({exc.name} is not installed): "
               "pip install 'ttbuild[compiler]'", file=sys.stderr)
         return 2
-    return cli_main(args)
 
 
 def exit_with(command: Callable[[], int]) -> NoReturn:

@@ -29,6 +29,7 @@ import faulthandler
 import gc
 import importlib
 import json
+import math
 import os
 import select
 import signal
@@ -99,8 +100,8 @@ def _seconds(name: str, raw: str) -> float:
         seconds = parse_duration(raw)
     except ValueError:
         raise ValueError(f"{name}={raw!r} is not a number of seconds") from None
-    if not seconds > 0:
-        raise ValueError(f"{name}={raw!r}: give positive seconds, or 0 for none")
+    if not 0 < seconds < math.inf:
+        raise ValueError(f"{name}={raw!r}: give positive seconds, or 0 (or off) for none")
     return seconds
 
 

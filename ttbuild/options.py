@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 from ttbuild.errors import TTBuildError
-from ttbuild.target import DEFAULT_TARGET, Target, TargetError
+from ttbuild.target import DEFAULT_TARGET, Target, TargetError, compilable
 
 # Triton's limit: a CTA holds at most 1024 threads = 32 warps of 32 threads.
 MAX_NUM_WARPS = 32
@@ -86,9 +86,12 @@ class Options:
         if self.num_warps & (self.num_warps - 1) or self.num_warps > MAX_NUM_WARPS:
             raise OptionError("num_warps", f"must be a power of two from 1 to {MAX_NUM_WARPS}, got {self.num_warps}")
         try:
-            Target.parse(self.target)
+            compilable(Target.parse(self.target))
         except TargetError as exc:
             raise OptionError("target", str(exc)) from None
+        if self.num_ctas != 1:  # ttgir lowers one CTA per program; refused here, at the row
+            raise OptionError("num_ctas", f"only 1 CTA per program is compiled (Triton's thread-block clusters, "
+                                          f"num_ctas > 1, are not lowered yet), got {self.num_ctas}")
         object.__setattr__(self, "ptxas_options", tuple(self.ptxas_options))
 
     @property

@@ -1,4 +1,8 @@
-"""Triton AOT signature strings (`*fp32:16,i32`): the one grammar, parsed into typed entries or ValueError; stdlib only.
+"""Signature strings in Triton's AOT type syntax (`*fp32:16,i32`; constant values go in `constexprs`, not inline): the one grammar, parsed into typed entries or ValueError; stdlib only.
+
+The types and `:16` hints are Triton's (triton.language.str_to_ty, tools/compile.py). What
+tools/compile.py also takes, and this grammar does not: inline constant values (`1024`,
+`i32:1`); a row gives those in its `constexprs` table, by name.
 
 Used by the variant list (graph/variants.py), the frontend (frontend/codegen.py) and the
 runtime's metadata checks (runtime/metadata.py), so all three agree on what is valid.
@@ -20,9 +24,12 @@ DTYPE_BYTES = {
 }
 DTYPES = frozenset(DTYPE_BYTES)
 
-# Other spellings the frontend has accepted (`f32`, `u1`, ...), read as the canonical name:
-# a parsed entry always prints canonically, so metadata and keys see one spelling.
-ALIASES = {"u1": "i1", "f16": "fp16", "f32": "fp32", "f64": "fp64"}
+# Other spellings Triton accepts (triton.language.str_to_ty: `u1` is int1), read as the
+# canonical name: a parsed entry always prints canonically, so metadata and keys see one spelling.
+ALIASES = {"u1": "i1"}
+# Spellings Triton refuses (str_to_ty has no `f16`), named with Triton's word in the error.
+MISSPELLED = {"f16": "fp16", "f32": "fp32", "f64": "fp64", "bfloat16": "bf16", "float16": "fp16",
+              "float32": "fp32", "int32": "i32", "int64": "i64"}
 
 # Triton's frontend dtype name of each signature dtype (triton.language: int32, uint8, ...).
 LANGUAGE_NAMES = {"i1": "int1", **{f"i{b}": f"int{b}" for b in (8, 16, 32, 64)},
@@ -90,8 +97,8 @@ class SigEntry:
 
 
 def parse_entry(text: str) -> SigEntry:
-    """Parse one entry: `*fp32:16`, `i32`, `fp16`, `*u8`, `i64:16` (aliases `f32`, `u1`, ...
-    read as their canonical names).
+    """Parse one entry: `*fp32:16`, `i32`, `fp16`, `*u8`, `i64:16` (Triton's alias `u1` read as
+    `i1`; `f16`, `f32`, which Triton refuses, are refused naming Triton's spelling).
 
     Raises SignatureError (a ValueError; `field` says which part is wrong) for an empty entry,
     an unknown dtype, a divisibility other than 1 or 16, a divisibility on a float scalar. A
@@ -108,12 +115,18 @@ def parse_entry(text: str) -> SigEntry:
     body = item[1:] if pointer else item
     dtype, sep, div_text = body.partition(":")
     dtype = ALIASES.get(dtype, dtype)
+    if dtype in MISSPELLED:
+        raise SignatureError(f"unknown dtype {dtype!r}: Triton's signature spells it {MISSPELLED[dtype]!r}", "dtype")
     if dtype not in DTYPES:
-        hint = " (constant values go in `constexprs`)" if dtype.lstrip("-").isdigit() else ""
+        hint = (" (a constant value, which Triton's tools/compile.py takes inline, goes in `constexprs`)"
+                if dtype.lstrip("-").replace(".", "", 1).isdigit() else "")
         raise SignatureError(f"unknown dtype {body.partition(':')[0]!r}{hint}; "
                              f"expected one of {' '.join(sorted(DTYPES))}", "dtype")
     divisibility = 1
     if sep:
+        if div_text.strip() == "1":  # tools/compile.py: `i32:1` is the constant 1, not "no hint"
+            raise SignatureError("':1' makes the parameter the constant 1 in Triton's tools/compile.py: give it in "
+                                 "`constexprs`, or drop ':1' (no divisibility hint)", "divisibility")
         if not div_text.isdigit() or int(div_text) not in DIVISIBILITIES:
             raise SignatureError(f"divisibility must be 16, got {div_text!r}", "divisibility")
         divisibility = int(div_text)
@@ -130,6 +143,8 @@ def _descriptor(text: str) -> SigEntry:
     if not m:
         raise SignatureError(f"{text!r} is not a tensor descriptor entry like tensordesc<fp16[64, 64]>", "dtype")
     dtype = ALIASES.get(m.group(1), m.group(1))
+    if dtype in MISSPELLED:
+        raise SignatureError(f"unknown dtype {dtype!r} in {text!r}: Triton spells it {MISSPELLED[dtype]!r}", "dtype")
     if dtype not in DTYPES:
         raise SignatureError(f"unknown dtype {m.group(1)!r} in {text!r}; expected one of {' '.join(sorted(DTYPES))}",
                              "dtype")

@@ -25,6 +25,20 @@ PTX_ISA_CUDA = {80: 12000, 81: 12010, 82: 12020, 83: 12030, 84: 12040, 85: 12050
                 87: 12080, 88: 12090, 90: 13000, 91: 13010}
 
 
+# The compute capabilities the pinned ptxas (nvidia-cuda-nvcc 13.0, `ptxas --help`, --gpu-name)
+# compiles for: a variant for any other is refused when the variant list is validated, not
+# when ptxas fails at the last stage.
+PTXAS_CAPABILITIES = (75, 80, 86, 87, 88, 89, 90, 100, 103, 110, 120, 121)
+
+
+def compilable(target: "Target") -> "Target":
+    """`target` when the pinned ptxas compiles for its capability; TargetError otherwise."""
+    if target.capability not in PTXAS_CAPABILITIES:
+        raise TargetError(f"{target}: no GPU of compute capability {target.capability} is known to ptxas 13.0; "
+                          f"targets: {', '.join(f'cuda:{c}' for c in PTXAS_CAPABILITIES)}")
+    return target
+
+
 def min_cuda_driver(ptx_version: int) -> int:
     """Lowest CUDA driver version (cuDriverGetVersion encoding) that runs PTX ISA `ptx_version`
     (90 = 9.0 -> 13000); a version newer than the table is assumed to need its own major.minor."""

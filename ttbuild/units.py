@@ -25,8 +25,10 @@ def parse_size(text: str) -> int:
     if not m:
         raise ValueError(f"{text!r} is not a size (bytes, or a number with K, M, G or T, e.g. 500M, 16G)")
     value = float(m.group(1)) * SIZE_UNITS[m.group(2).lower()]
-    if not math.isfinite(value) or 0 < value < 1:
+    if not math.isfinite(value):
         raise ValueError(f"{text!r} is not a whole number of bytes")
+    if 0 < value < 1:  # int() would make it 0, which means "no limit"
+        raise ValueError(f"{text!r} is less than one byte (0 or off for no limit)")
     return int(value)
 
 

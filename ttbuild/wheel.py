@@ -7,11 +7,14 @@ format"; PEP 427): `<name>/` (generated `__init__.py`, `ttbuild_library.json`, `
 urlsafe base64 without padding, size). Entries are sorted with fixed timestamps, so one library
 gives the same wheel bytes on any machine.
 
-Tags: `py3-none-any` by default: the wheel holds no host code (cubins and PTX are loaded by the
-CUDA driver, whatever the host OS or CPU), and Python wheel tags cannot name GPU architectures
-or driver versions; those are in the manifest, in METADATA's Summary and Keywords, and checked
-by the runtime at load and launch. `--platform manylinux2014_x86_64` (or any platform tag)
-narrows where pip installs it.
+Tags: `py3-none-any` for the library alone: cubins and PTX are loaded by the CUDA driver,
+whatever the host OS or CPU, and Python wheel tags cannot name GPU architectures or driver
+versions; those are in the manifest, in METADATA's Summary and Keywords, and checked by the
+runtime at load and launch. `--platform manylinux2014_x86_64` (or any platform tag) narrows
+where pip installs it. `ttbuild package` also compiles the C launch path into the wheel where it
+has a C compiler (`launcher/`, ttbuild.runtime.cext; `--no-launcher` leaves it out): the wheel
+is then for this interpreter and platform (`cp311-cp311-manylinux_2_36_x86_64`, from
+`packaging.tags` where installed), and only that file differs between machines.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import json
 import os
 import re
 import sys
+import sysconfig
 import zipfile
 
 from ttbuild.errors import TTBuildError
@@ -50,7 +54,7 @@ def package_table(kernels_dir: str) -> dict:
     with open(path, "rb") as f:
         try:
             table = tomllib.load(f).get("package", {})
-        except tomllib.TOMLDecodeError as exc:
+        except (tomllib.TOMLDecodeError, RecursionError) as exc:  # RecursionError: nested past the parser's depth
             raise PackageError(f"{path}: invalid TOML: {exc}") from None
     if not isinstance(table, dict):
         raise PackageError(f"{path}: [package] must be a table (name = ..., version = ...)")
@@ -140,11 +144,42 @@ def __dir__():
 '''
 
 
+def launcher_tag(platform: str = "any") -> str:
+    """The wheel tag of a wheel holding a C extension built by this interpreter on this machine:
+    `cp311-cp311-manylinux_2_36_x86_64` (packaging.tags: this interpreter's tag, on Linux the
+    manylinux tag of the host's glibc, which the module was linked against); `platform`, when
+    not "any", replaces the platform part."""
+    try:
+        from packaging import tags
+
+        found = list(tags.sys_tags())
+        best = next((t for t in found if t.platform.startswith("manylinux")), found[0])
+        interpreter, abi, plat = best.interpreter, best.abi, best.platform
+    except ImportError:  # packaging is not a runtime dependency: this interpreter and platform, plainly
+        interpreter = abi = f"cp{sys.version_info[0]}{sys.version_info[1]}"
+        plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    return f"{interpreter}-{abi}-{plat if platform == 'any' else platform}"
+
+
+def _launcher_files(name: str) -> dict[str, bytes]:
+    """{path in the wheel: bytes} of the C launcher compiled for this interpreter
+    (ttbuild.runtime.cext.build_prebuilt), under `<name>/launcher/`. Raises CLauncherError."""
+    import tempfile
+
+    from ttbuild.runtime.cext import build_prebuilt
+
+    with tempfile.TemporaryDirectory(prefix="ttbuild-launcher-") as tmp:
+        path = build_prebuilt(tmp)
+        return {f"launcher/{path.name}": path.read_bytes()}
+
+
 def build_wheel(lib_dir: str, name: str, version: str, out_dir: str, platform: str = "any",
-                build: dict | None = None) -> str:
+                build: dict | None = None, launcher: bool = False) -> str:
     """Write `<out_dir>/<name>-<version>-py3-none-<platform>.whl` from `lib_dir`; returns its path.
-    `build` (ttbuild.buildrecord.state) goes into the manifest. Raises PackageError for a bad
-    name/version/platform or an unusable library."""
+    `build` (ttbuild.buildrecord.state) goes into the manifest. `launcher`: also compile the C launch path (ttbuild.runtime.cext) into the wheel, which then
+    is a platform wheel for this interpreter (launcher_tag): a serving machine without a C
+    compiler gets the C path. Raises PackageError for a bad name/version/platform or an
+    unusable library; CLauncherError when the launcher cannot be compiled."""
     from ttbuild import __version__ as ttbuild_version
     from ttbuild.target import cuda_version_text
 
@@ -157,6 +192,9 @@ def build_wheel(lib_dir: str, name: str, version: str, out_dir: str, platform: s
     variants, files = library_files(lib_dir)
     tuning = tuning_files(lib_dir)
     doc = manifest(name, version, variants, files, tuning, build)
+    native = _launcher_files(name) if launcher else {}
+    doc["files"].update({rel: hashlib.sha256(data).hexdigest() for rel, data in native.items()})
+    tag = launcher_tag(platform) if native else f"py3-none-{platform}"
     driver = cuda_version_text(doc["min_cuda_driver"])
     served = ", ".join(doc["archs"]) + (f"; PTX {', '.join(doc['ptx'])} for newer GPUs" if doc["ptx"] else "")
     kernels = ", ".join(doc["kernels"])
@@ -170,11 +208,12 @@ def build_wheel(lib_dir: str, name: str, version: str, out_dir: str, platform: s
         "Requires-Python: >=3.10\n", "Requires-Dist: ttbuild\n",
     ])
     wheel = "".join(["Wheel-Version: 1.0\n", f"Generator: ttbuild {ttbuild_version}\n",
-                     "Root-Is-Purelib: true\n", f"Tag: py3-none-{platform}\n"])
+                     f"Root-Is-Purelib: {'false' if native else 'true'}\n", f"Tag: {tag}\n"])
     entries = {f"{name}/__init__.py": init.encode(),
                f"{name}/ttbuild_library.json": (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode()}
     entries.update({f"{name}/lib/{n}": data for n, data in files.items()})
     entries.update({f"{name}/tuning/{n}": data for n, data in tuning.items()})
+    entries.update({f"{name}/{rel}": data for rel, data in native.items()})
     entries[f"{dist_info}/METADATA"] = metadata.encode()
     entries[f"{dist_info}/WHEEL"] = wheel.encode()
     entries[f"{dist_info}/top_level.txt"] = f"{name}\n".encode()
@@ -182,7 +221,7 @@ def build_wheel(lib_dir: str, name: str, version: str, out_dir: str, platform: s
     entries[f"{dist_info}/RECORD"] = (record + f"{dist_info}/RECORD,,\n").encode()
 
     os.makedirs(out_dir, exist_ok=True)
-    path = os.path.join(out_dir, f"{name}-{version}-py3-none-{platform}.whl")
+    path = os.path.join(out_dir, f"{name}-{version}-{tag}.whl")
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         # RECORD last, as the spec recommends; everything else sorted.
@@ -216,18 +255,25 @@ def checked_build(artifacts: str, kernels: str, allow_partial: bool) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`ttbuild package [--name N] [--version V] [-o DIST] [--artifacts DIR] [-k KERNELS] [--platform P] [--allow-partial]`."""
+    """`ttbuild package [--name N] [--version V] [-d DIST] [-o ARTIFACTS] [-k KERNELS] [--platform P] [--allow-partial] [--no-launcher]`."""
     ap = argparse.ArgumentParser(prog="ttbuild package",
                                  description="Turn artifacts/lib into a wheel that needs only the ttbuild runtime.")
     ap.add_argument("--name", help="import and distribution name (default: [package] name in variants.toml)")
     ap.add_argument("--version", help="version (default: [package] version in variants.toml)")
-    ap.add_argument("-o", "--out", default="dist", metavar="DIR", help="where the wheel goes (default: dist)")
-    ap.add_argument("--artifacts", default="artifacts", metavar="DIR", help="build output holding lib/")
+    # -o names the artifacts folder here too, as in every ttbuild command; the wheel's folder is
+    # -d/--dist (--out, its old long name, still works)
+    ap.add_argument("-d", "--dist", "--out", dest="out", default="dist", metavar="DIR",
+                    help="where the wheel goes (default: dist)")
+    ap.add_argument("-o", "--artifacts", default="artifacts", metavar="DIR",
+                    help="build output holding lib/ (default: artifacts)")
     ap.add_argument("-k", "--kernels", default="kernels", metavar="DIR", help="directory of variants.toml")
     ap.add_argument("--platform", default=None, help="wheel platform tag (default: any)")
     ap.add_argument("--allow-partial", action="store_true",
                     help="package lib/ even when it is not the complete build of the current variant list "
                          "(a failed, stopped, sharded or stale build); the wheel's manifest says so")
+    ap.add_argument("--no-launcher", action="store_true",
+                    help="leave the compiled C launcher out: a py3-none wheel (default: built in where a C "
+                         "compiler and Python's headers are here, making a wheel for this Python and platform)")
     args = ap.parse_args(argv)
     try:
         table = package_table(args.kernels)
@@ -237,10 +283,30 @@ def main(argv: list[str] | None = None) -> int:
             raise PackageError("give --name and --version, or a [package] table in "
                                f"{os.path.join(args.kernels, 'variants.toml')} (name = \"mykernels\", version = \"1.0\")")
         platform = args.platform or table.get("platform", "any")
+        if not os.path.isdir(os.path.join(args.artifacts, "lib")):
+            raise PackageError(f"no library in {os.path.join(args.artifacts, 'lib')}: build it first (ttbuild build); "
+                               "-o names the artifacts folder, the wheel goes to -d/--dist")
         build = checked_build(args.artifacts, args.kernels, args.allow_partial)
-        path = build_wheel(os.path.join(args.artifacts, "lib"), name, str(version), args.out, platform, build)
+        path = _package(args, name, str(version), platform, build)
     except PackageError as exc:
         print(f"ttbuild package: error: {exc}", file=sys.stderr)
         return 2
     print(path)
     return 0
+
+
+def _package(args, name: str, version: str, platform: str, build: dict) -> str:
+    """build_wheel with the C launcher built in, unless --no-launcher or it cannot be compiled
+    here (then a py3-none wheel, and one line on stderr saying why)."""
+    from ttbuild.runtime.cext import CLauncherError
+
+    lib = os.path.join(args.artifacts, "lib")
+    if not args.no_launcher:
+        try:
+            path = build_wheel(lib, name, version, args.out, platform, build, launcher=True)
+            print(f"ttbuild package: the C launcher is built in ({launcher_tag(platform)}; "
+                  "--no-launcher for a pure-Python wheel)", file=sys.stderr)
+            return path
+        except CLauncherError as exc:
+            print(f"ttbuild package: warning: a pure-Python wheel, without the C launcher ({exc})", file=sys.stderr)
+    return build_wheel(lib, name, version, args.out, platform, build)

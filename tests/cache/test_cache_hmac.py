@@ -45,6 +45,7 @@ def test_without_a_key_a_poisoned_entry_is_served_the_threat(tmp_path, monkeypat
     assert c.get(key_of(1)) == {"cubin": b"x - y"}  # what the trust model in the README warns of
 
 
+@pytest.mark.filterwarnings("ignore::ttbuild.cache.base.CacheWarning")  # the test damages entries on purpose
 def test_with_a_key_a_replayed_entry_is_a_miss(tmp_path, keyed):
     c = DirCache(tmp_path / "c")
     c.put(key_of(1), {"cubin": b"x + y"})
@@ -53,6 +54,7 @@ def test_with_a_key_a_replayed_entry_is_a_miss(tmp_path, keyed):
     assert c.get(key_of(1)) is None
 
 
+@pytest.mark.filterwarnings("ignore::ttbuild.cache.base.CacheWarning")  # the test damages entries on purpose
 def test_with_a_key_unsigned_and_forged_entries_are_misses(tmp_path, keyed, monkeypatch):
     c = DirCache(tmp_path / "c")
     c.put(key_of(2), {"cubin": b"x - y"})
@@ -68,6 +70,7 @@ def test_with_a_key_unsigned_and_forged_entries_are_misses(tmp_path, keyed, monk
     assert DirCache(tmp_path / "c").get(key_of(3)) is None
 
 
+@pytest.mark.filterwarnings("ignore::ttbuild.cache.base.CacheWarning")  # the test damages entries on purpose
 def test_verify_reports_entries_that_are_not_authentic(tmp_path, keyed, monkeypatch):
     c = DirCache(tmp_path / "c")
     c.put(key_of(1), {"cubin": b"x + y"})

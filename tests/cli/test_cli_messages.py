@@ -162,3 +162,43 @@ def test_build_without_continue_stops_at_a_row_whose_decorators_cannot_be_read(u
     run = unreadable.ttbuild("build")
     assert run.rc == 3 and "Traceback" not in run.text, run.text
     assert PRE_HOOK in run.text, run.text
+
+
+def _can_mount() -> bool:
+    """Root with `unshare -m` (a private mount namespace): a full or read-only folder can be made."""
+    import shutil
+
+    if os.geteuid() != 0 or shutil.which("unshare") is None:
+        return False
+    return subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not _can_mount(), reason="needs root and unshare -m to mount a full or read-only artifacts folder")
+@pytest.mark.parametrize("mount, needles", [
+    *(("mount -t tmpfs -o size=" + size + " tmpfs {art}", ("ENOSPC",)) for size in ("24k", "48k", "96k")),
+    ("mount --bind {art} {art} && mount -o remount,bind,ro {art}",
+     ("the artifacts folder cannot be written: Read-only file system (EROFS)",)),
+], ids=["disk-full-24k", "disk-full-48k", "disk-full-96k", "read-only"])
+def test_a_full_or_read_only_artifacts_folder_is_a_message(proj, mount, needles):
+    """Issue 32: a full disk (a stage's write, sqlite's "database or disk is full" when doit saves
+    its state) and a read-only artifacts folder ended in tracebacks; each is now one message
+    naming the errno (ENOSPC, EROFS) and exit status 1. The sizes put the full disk under a stage
+    write, lib/ or the state database."""
+    import shlex
+
+    proj.artifacts.mkdir(exist_ok=True)
+    script = mount.format(art=proj.artifacts) + " && exec " + shlex.join([sys.executable, *proj.ttbuild_argv("build")])
+    out = subprocess.run(["unshare", "-m", "sh", "-c", script], cwd=proj.root, env=dict(proj.run_env(), CI="1"),
+                         capture_output=True, text=True, timeout=600)
+    text = out.stdout + out.stderr
+    assert out.returncode == 1 and "Traceback" not in text, text
+    assert all(n in text for n in needles), text
+
+
+@pytest.mark.parametrize("value", ["inf", "0.5"])
+def test_a_stage_memory_limit_that_is_no_size_stops_the_build_once(proj, value):
+    """Issue 32: TTBUILD_STAGE_MEMORY=inf raised OverflowError in every stage; 0.5 meant no limit."""
+    proj.env["TTBUILD_STAGE_MEMORY"] = value
+    run = proj.ttbuild("build")
+    assert run.rc == 2 and "Traceback" not in run.text and not run.ran, run.text
+    assert run.err.count("TTBUILD_STAGE_MEMORY") == 1, run.err

@@ -309,7 +309,7 @@ def test_a_tensor_descriptor_signature_entry_is_parsed_whole():
     sig = parse_signature("*fp16:16,tensordesc<fp16[64, 64]>,i32")
     assert sig[1] == SigEntry("tensordesc", "fp16", 1, (64, 64)) and str(sig[1]) == "tensordesc<fp16[64, 64]>"
     assert [str(e) for e in sig[1].expanded()] == ["*fp16:16", "i32", "i32", "i64"]
-    assert [str(e) for e in parse_signature("tensordesc<f32[8, 4, 32]>:16")[0].expanded()] == \
+    assert [str(e) for e in parse_signature("tensordesc<fp32[8, 4, 32]>:16")[0].expanded()] == \
         ["*fp32:16", "i32:16", "i32:16", "i32:16", "i64", "i64"]
     for bad, why in (("tensordesc<fp17[64]>", "unknown dtype 'fp17'"), ("tensordesc<fp16[48, 64]>", "power of two"),
                      ("tensordesc<fp16[64, 4]>", "at least 16 bytes in the last dimension"),
@@ -500,3 +500,13 @@ def test_histogram_ttir():
     text = ttir.run({"json": out["json"]}, {"signature": ["*i32", "i32"], "constexprs": {}})["ttir"].decode()
     assert '"tt.histogram"' in text
     assert "(tensor<64xi32>, tensor<64xi1>) -> tensor<16xi32>" in text
+
+
+def test_a_kernel_file_that_is_not_utf8_is_located_at_the_byte():
+    """Issue 32: a non-UTF-8 kernel file raised UnicodeDecodeError out of the parse stage."""
+    from ttbuild.frontend.canon import canonicalize
+
+    source = b"import triton\n# caf\xe9\n@triton.jit\ndef k(x):\n    pass\n"
+    with pytest.raises(CompilationError, match="not UTF-8: byte 0xe9") as info:
+        canonicalize(source, "k", "k.py")
+    assert (info.value.loc.line, info.value.loc.col) == (2, 5) and info.value.stage == "parse"

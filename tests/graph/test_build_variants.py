@@ -144,7 +144,67 @@ def test_signature_roundtrips(items):
     ("", "empty"), ("*fp32,,i32", "entry 2 is empty"), ("1024", "constexprs"),
     ("fp32:16", "only pointers and integers"), ("*f33", "unknown dtype 'f33'"),
     ("*fp32:8", "divisibility must be 16"),
+    # Triton's str_to_ty knows no f16/f32 (issue 32: silently read as fp16); inline values as
+    # tools/compile.py takes them are named as constexprs
+    ("*f16:16,i32", "spells it 'fp16'"), ("f32", "spells it 'fp32'"), ("tensordesc<f16[64, 64]>", "spells it 'fp16'"),
+    ("*fp16,i32:1", "the constant 1"), ("*fp16,0.5", "constexprs"),
 ])
 def test_bad_signatures(bad, why):
     with pytest.raises(ValueError, match=why):
         parse_signature(bad)
+
+
+def test_triton_aliases_stay_accepted():
+    """`u1` is Triton's name for int1 too (triton.language.str_to_ty): read as i1."""
+    assert [str(e) for e in parse_signature("u1,*u8")] == ["i1", "*u8"]
+
+
+KERNEL = '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr):
+    pass
+'''
+
+
+@pytest.mark.parametrize("edit, needle, line_text", [
+    (('kernel = "k"', 'kernel = "nope"'), "k.py defines no function 'nope'; functions there: k", 'kernel = "nope"'),
+    (('signature = "*fp32:16,i32"', 'signature = "*fp32:16"'), "1 entries, but k has 2 non-constexpr parameters (x_ptr, n)",
+     'signature = "*fp32:16"'),
+    (('num_warps = 4', 'num_ctas = 2'), "field 'num_ctas': only 1 CTA per program", "num_ctas = 2"),
+    (('target = "cuda:90"', 'target = "cuda:999"'), "no GPU of compute capability 999", 'target = "cuda:999"'),
+    (('target = "cuda:90"', 'targets = ["cuda:80", "cuda:99"]'), "compute capability 99", 'targets = ["cuda:80", "cuda:99"]'),
+    (("BLOCK = 128", "BLOCK = nan"), "BLOCK = nan: a constexpr float must be finite", "constexprs = { BLOCK = nan }"),
+    (("BLOCK = 128", "BLOCK = [inf, 1.0]"), "a constexpr float must be finite", "constexprs = { BLOCK = [inf, 1.0] }"),
+    (('name = "k_fp32"', 'name = "' + "k" * 300 + '"'), "has 300 characters; at most 200", 'name = "' + "k" * 300 + '"'),
+])
+def test_row_errors_the_stages_found_unlocated_are_located_at_the_row(tmp_path, edit, needle, line_text):
+    """Issue 32 item 5: these failed in a stage (kernel "nope" at parse, the count at the
+    kernel's def, num_ctas at ttgir, cuda:999 in ptxas), a constexpr nan/inf or a 300-character
+    name with a traceback; each is now refused at its variants.toml line."""
+    toml = GOOD + 'num_warps = 4\ntarget = "cuda:90"\n'
+    toml = toml.replace(*edit)
+    (tmp_path / "variants.toml").write_text(toml)
+    (tmp_path / "k.py").write_text(KERNEL)
+    with pytest.raises(VariantError) as info:
+        load_variants(tmp_path)
+    text = info.value.render()
+    assert needle in text, text
+    assert info.value.loc.line == toml.splitlines().index(line_text) + 1, text
+
+
+def test_the_row_checks_leave_good_rows_alone(tmp_path):
+    (tmp_path / "variants.toml").write_text(GOOD)
+    (tmp_path / "k.py").write_text(KERNEL)
+    (v,) = load_variants(tmp_path)
+    assert v.kernel == "k" and len(v.params) == 2
+
+
+def test_toml_nested_past_the_parser_depth_is_located(tmp_path):
+    """tomli raises RecursionError past 400 levels (issue 32: a traceback)."""
+    (tmp_path / "variants.toml").write_text(GOOD + "x = " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(VariantError, match="invalid TOML: .*nested") as info:
+        load_variants(tmp_path)
+    assert info.value.loc.line == GOOD.count("\n") + 1

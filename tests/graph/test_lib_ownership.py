@@ -142,7 +142,7 @@ def test_an_empty_variant_list_leaves_no_library(proj):
 
 
 def _package(proj, *args):
-    out = proj.run(proj.ttbuild_argv("package", "--name", "k", "--version", "1.0", "-o", "dist", *args))
+    out = proj.run(proj.ttbuild_argv("package", "--name", "k", "--version", "1.0", "-d", "dist", "--no-launcher", *args))
     return out.returncode, out.stderr
 
 

@@ -17,6 +17,17 @@ from ttbuild.units import parse_size as parse_bytes
 LIMITS = StageLimits(30, 4 << 30)
 
 
+@pytest.mark.parametrize("name, value, why", [
+    ("TTBUILD_STAGE_MEMORY", "inf", "'inf' is not a size"), ("TTBUILD_STAGE_MEMORY", "nan", "'nan' is not a size"),
+    ("TTBUILD_STAGE_MEMORY", "0.5", "less than one byte"), ("TTBUILD_STAGE_MEMORY", "1e400", "is not a size"),
+    ("TTBUILD_STAGE_TIMEOUT", "inf", "is not a number of seconds"),
+])
+def test_a_limit_that_is_no_number_is_refused_not_dropped(name, value, why):
+    """Issue 32: MEMORY=inf raised OverflowError; 0.5 became 0, which silently meant no limit."""
+    with pytest.raises(ValueError, match=why):
+        StageLimits.from_env({name: value})
+
+
 def test_limits_from_the_environment():
     assert StageLimits.from_env({}) == StageLimits(DEFAULT_SECONDS, DEFAULT_MEMORY)
     assert StageLimits.from_env({"TTBUILD_STAGE_TIMEOUT": "2.5", "TTBUILD_STAGE_MEMORY": "512M"}) == \

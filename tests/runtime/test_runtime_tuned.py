@@ -31,14 +31,16 @@ def _mm_params(block, even):
                {"name": "EVEN", "kind": "constexpr", "value": even}])
 
 
-def _library(tmp_path, table=None, heuristics=True):
-    docs = []
+def _library(tmp_path, table=None, heuristics=True, extra_docs=(), tune=None):
+    docs = list(extra_docs)
     for c, cfg in CONFIGS.items():
         for even in ((False, True) if heuristics else (False,)):
             name = f"mm.c{c}" + (f".EVEN-{int(even)}" if heuristics else "")
             rec = {"group": "mm", "key": ["M", "N", "K"], "config": c, "configs": 2,
                    "kwargs": {"BLOCK": cfg["BLOCK"]}, "num_warps": cfg["w"], "num_stages": 3,
                    "reset_to_zero": [], "restore_value": []}
+            if tune is not None:
+                rec["tune"] = tune
             extra = {"autotune": rec, "file": "mm.py"}
             if heuristics:
                 extra["heuristics"] = {"EVEN": "args['K'] % args['BLOCK'] == 0"}
@@ -314,3 +316,26 @@ def test_a_call_no_variant_takes_leaves_no_choice_behind(tmp_path, monkeypatch):
         launch(torch.Tensor(0x1000, "float32"), 512, 512, 512)
     launch(torch.Tensor(0x1000, "float16"), 512, 512, 512)
     assert _ran(drv) == "mm.c1.EVEN-1"
+
+
+def test_ttbuild_tune_never_looks_up_a_kernel_it_does_not_tune(tmp_path, monkeypatch, capsys):
+    """Issue 32 item 6: a TMA kernel whose variants encode a descriptor differently (this
+    repository's _attn_fwd_desc, matmul_tma_persistent_kernel) cannot be launched by name; tune
+    must still tune the autotuned kernel beside it, with and without --kernel (timing stubbed)."""
+    import types
+
+    from test_runtime_tma import tma_doc
+
+    from ttbuild.runtime import tunecli
+
+    plan = {"args": "h.py:make", "shapes": [{"M": 512}]}
+    bad_tma = [tma_doc("k_a", num_warps=4), tma_doc("k_b", num_warps=8, swizzle=64, box=(64, 32))]
+    _library(tmp_path, extra_docs=bad_tma, tune=plan)
+    tuned = []
+    monkeypatch.setenv("TTBUILD_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(tunecli, "_torch", lambda: types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: True)))
+    monkeypatch.setattr(tunecli, "tune_kernel", lambda launcher, *a, **kw: tuned.append(launcher.kernel) or {"entries": []})
+    assert tunecli.main(["-o", str(tmp_path), "--kernel", "mm"]) == 0 and tuned == ["mm"]
+    assert tunecli.main(["-o", str(tmp_path)]) == 0 and tuned == ["mm", "mm"]
+    assert tunecli.main(["-o", str(tmp_path), "--kernel", "nope"]) == 2
+    assert "no kernel nope" in capsys.readouterr().err

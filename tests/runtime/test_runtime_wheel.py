@@ -81,18 +81,63 @@ def test_package_table_and_command_line(tmp_path, new_project):
     small_lib(proj.artifacts)
     text = (proj.kernels / "variants.toml").read_text()
     (proj.kernels / "variants.toml").write_text('[package]\nname = "fromtoml"\nversion = "2.0"\n\n' + text)
-    out = proj.run(proj.ttbuild_argv("package"))
+    out = proj.run(proj.ttbuild_argv("package", "--no-launcher"))
     assert out.returncode == 2 and "records no build" in out.stderr  # a lib/ no build wrote
-    out = proj.run(proj.ttbuild_argv("package", "--allow-partial"))
+    out = proj.run(proj.ttbuild_argv("package", "--allow-partial", "--no-launcher"))
     assert out.returncode == 0, out.stderr
     assert (proj.root / "dist" / "fromtoml-2.0-py3-none-any.whl").is_file()
-    out = proj.run(proj.ttbuild_argv("package", "--version", "2.1", "-o", "w", "--platform", "manylinux2014_x86_64",
-                                     "--allow-partial"))
+    out = proj.run(proj.ttbuild_argv("package", "--version", "2.1", "-d", "w", "--platform", "manylinux2014_x86_64",
+                                     "--no-launcher", "--allow-partial"))
     assert out.returncode == 0 and (proj.root / "w" / "fromtoml-2.1-py3-none-manylinux2014_x86_64.whl").is_file()
+    # -o is the artifacts folder, as in every ttbuild command (issue 32); --out still names the wheel's
+    out = proj.run(proj.ttbuild_argv("package", "--version", "2.2", "-o", str(proj.artifacts), "--out", "w2",
+                                     "--no-launcher", "--allow-partial"))
+    assert out.returncode == 0 and (proj.root / "w2" / "fromtoml-2.2-py3-none-any.whl").is_file(), out.stderr
+    out = proj.run(proj.ttbuild_argv("package", "--version", "2.3", "-o", "dist"))
+    assert out.returncode == 2 and "-o names the artifacts folder" in out.stderr, out.stderr
     assert proj.doit("list").rc == 0  # the build accepts the [package] table
     (proj.kernels / "variants.toml").write_text(text)
     out = proj.run(proj.ttbuild_argv("package"))
     assert out.returncode == 2 and "give --name and --version" in out.stderr
+
+
+def _has_cc() -> bool:
+    import shutil
+
+    return bool(os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc") or shutil.which("clang"))
+
+
+@pytest.mark.skipif(not _has_cc(), reason="no C compiler here to build the C launcher")
+def test_the_c_launcher_ships_compiled_and_loads_without_a_compiler(tmp_path):
+    """Issue 32 item 8: `ttbuild package` compiles claunch.c into the kernel wheel (a platform
+    wheel for this Python); installed in a clean venv, imported with no C compiler on PATH and
+    no writable home or cache, the runtime takes the C path from the wheel and says so. Loading
+    the module needs no GPU (calling it does)."""
+    from ttbuild.runtime import cext
+    from ttbuild.wheel import launcher_tag
+
+    path = build_wheel(str(small_lib(tmp_path)), "clib", "1.0", str(tmp_path / "dist"), launcher=True)
+    assert os.path.basename(path) == f"clib-1.0-{launcher_tag()}.whl" and launcher_tag().startswith("cp3")
+    with zipfile.ZipFile(path) as zf:
+        assert f"clib/launcher/{cext.prebuilt_name()}" in zf.namelist()
+        assert f"launcher/{cext.prebuilt_name()}" in json.loads(zf.read("clib/ttbuild_library.json"))["files"]
+        assert "Root-Is-Purelib: false" in zf.read("clib-1.0.dist-info/WHEEL").decode()
+    py = install(path, tmp_path / "venv")
+    (tmp_path / "bin").mkdir()
+    home = tmp_path / "home"
+    home.mkdir(mode=0o555)
+    env = {"PYTHONPATH": str(REPO), "PATH": str(tmp_path / "bin"), "HOME": str(home),
+           "TTBUILD_CACHE_DIR": "/dev/null/ttbuild"}  # no C compiler, nowhere to write a compiled one
+    code = ("import json, clib\nfrom ttbuild.runtime import cext\nm = cext.load()\n"
+            "print(json.dumps({'status': cext.status(), 'fast': hasattr(m, 'FastLaunch')}))")
+    out = subprocess.run([str(py), "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["status"].startswith("c (prebuilt: ") and "/venv/" in got["status"] and got["fast"], got
+    # without the wheel's copy the same process has no C path, and says why
+    code = "from ttbuild.runtime import cext\nprint(cext.load() is None, cext.status())"
+    out = subprocess.run([str(py), "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path)
+    assert out.stdout.startswith("True python ("), out.stdout + out.stderr
 
 
 def install(wheel: str, venv: Path) -> Path:

@@ -8,10 +8,11 @@
     ttbuild cache [--cache URL] [--remote] stats|verify|prune [--max-bytes 10G] [--max-age 30d]
     ttbuild cache [--cache URL] verify --recompute N [-k KERNELS] [-o ARTIFACTS] [--seed S]
     ttbuild doit [DOIT ARGS...]      (any doit command on the same graph and state DB)
-    ttbuild package [--name N --version V] [-o dist]   (artifacts/lib as a wheel; ttbuild.wheel)
+    ttbuild package [--name N --version V] [-d dist] [-o ARTIFACTS]   (artifacts/lib as a wheel; ttbuild.wheel)
+    ttbuild tune [-o ARTIFACTS] [-k KERNELS] [--kernel NAME]   (ttbuild.runtime.tuner; needs a GPU)
 
-`ttbuild` alone is `ttbuild build`. Exit status: 0 ok; build: doit's (1 a task failed, 2 a task
-failed and others were skipped behind it or raised), 3 a bad variant list; others: 2 bad usage,
+`ttbuild` alone is `ttbuild build`. Exit status: 0 ok; build: 1 a task failed (with or without
+--continue), 3 a bad variant list; others: 2 bad usage,
 3 a bad variant list (`list` still lists the rows that load and shows each bad row's diagnostic;
 `show`/`explain` of a variant a bad row may define; ttbuild.cli.inspect).
 """
@@ -26,9 +27,10 @@ import sys
 from ttbuild.collector import graph_phase
 from ttbuild.stages import DEFAULT, StageSet, stage_set
 
-from .loader import Project
+# Nothing of the compiler is imported at module level here (ttbuild.stages is the stage table
+# alone): `ttbuild --help` works in a runtime-only install.
 
-COMMANDS = ("build", "list", "explain", "show", "clean", "cache", "doit", "package")
+COMMANDS = ("build", "list", "explain", "show", "clean", "cache", "doit", "package", "tune")
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -95,35 +97,30 @@ def parser() -> argparse.ArgumentParser:
     cl.add_argument("--orphans", action="store_true",
                     help="remove only stage outputs that no variant of variants.toml produces any more")
 
-    ca = sub.add_parser("cache", help="inspect or trim the build cache (stats, verify, prune)")
-    ca.add_argument("rest", nargs=argparse.REMAINDER)
-
+    # cache, doit, package and tune parse their own arguments (`ttbuild COMMAND --help`)
+    sub.add_parser("cache", help="inspect or trim the build cache: stats, verify [--recompute N], prune", add_help=False)
     sub.add_parser("doit", help="run any doit command on the same graph", add_help=False)
-    sub.add_parser("package", help="turn artifacts/lib into a wheel needing only the runtime", add_help=False)
+    sub.add_parser("package", help="turn artifacts/lib into a wheel needing only the runtime (-d DIST)", add_help=False)
+    sub.add_parser("tune", help="time each autotuned kernel's configs on this GPU, write artifacts/tuning/",
+                   add_help=False)
     return ap
 
 
-def _cache_recompute(rest: list[str], stages: StageSet) -> int:
-    """`ttbuild cache [--cache URL] verify --recompute N [-k KERNELS] [-o ARTIFACTS] [--seed S]`:
-    the usual verify, then N of the project's stages run afresh against their cache entries
-    (ttbuild.cli.cacheverify; N = 0: all of them)."""
+def _cache(rest: list[str], stages: StageSet) -> int:
+    """`ttbuild cache [--cache URL] [--remote] stats|verify|prune ...`, where verify also takes
+    `--recompute N [-k KERNELS] [-o ARTIFACTS] [--seed S]`: the usual verify, then N of the
+    project's stages run afresh against their cache entries (ttbuild.cli.cacheverify; N = 0:
+    all of them)."""
     from ttbuild.cache.__main__ import main as cache_main
-    from ttbuild.cache.config import open_cache
 
-    from .cacheverify import recompute
+    def recompute(args, cache) -> int:
+        from .cacheverify import recompute as run
+        from .loader import Project
 
-    ap = argparse.ArgumentParser(prog="ttbuild cache verify --recompute")
-    ap.add_argument("--cache", default=None)
-    ap.add_argument("verify", choices=["verify"])
-    ap.add_argument("--recompute", type=int, required=True, metavar="N",
-                    help="run N sampled stages afresh (0: all) and compare with their cache entries")
-    ap.add_argument("-k", "--kernels", default=None, metavar="KERNELS_DIR")
-    ap.add_argument("-o", "--artifacts", default=None, metavar="DIR")
-    ap.add_argument("--seed", type=int, default=None, help="seed of the sample (default: a new one)")
-    args = ap.parse_args(rest)
-    status = cache_main((["--cache", args.cache] if args.cache else []) + ["verify"])
-    project = Project.from_args(args.kernels, args.artifacts, None, stages)
-    return max(status, recompute(project, args.recompute, open_cache(args.cache), args.seed))
+        project = Project.from_args(args.kernels, args.artifacts, None, stages)
+        return run(project, args.recompute, cache, args.seed)
+
+    return cache_main(rest, prog="ttbuild cache", recompute=recompute)
 
 
 def main(argv: list[str] | None = None, *, stage_package: StageSet | str = DEFAULT) -> int:
@@ -142,11 +139,11 @@ def main(argv: list[str] | None = None, *, stage_package: StageSet | str = DEFAU
 
         return package_main(args_in[1:])
     if args_in[0] == "cache":
-        from ttbuild.cache.__main__ import main as cache_main
+        return _cache(args_in[1:], stages)
+    if args_in[0] == "tune":
+        from ttbuild.runtime.tunecli import main as tune_main
 
-        if "--recompute" in args_in:
-            return _cache_recompute(args_in[1:], stages)
-        return cache_main(args_in[1:])
+        return tune_main(args_in[1:])
     args = parser().parse_args(args_in)
     try:
         with graph_phase():  # no cyclic collection over the task graph while it is checked
@@ -155,6 +152,8 @@ def main(argv: list[str] | None = None, *, stage_package: StageSet | str = DEFAU
         if isinstance(exc.code, str):
             print(exc.code, file=sys.stderr)
             return 2
+        raise
+    except ImportError:  # a runtime-only install: ttbuild.__main__ names the missing extra
         raise
     except KeyboardInterrupt:
         # doit has saved its state for what finished; what was cut short reruns next time
@@ -187,6 +186,8 @@ def main(argv: list[str] | None = None, *, stage_package: StageSet | str = DEFAU
 
 
 def _dispatch(args, stages: StageSet = DEFAULT) -> int:
+    from .loader import Project
+
     project = Project.from_args(getattr(args, "kernels", None), args.artifacts, getattr(args, "shard", None),
                                 stages)
     if project.artifacts.exists() and not project.artifacts.is_dir():
@@ -219,5 +220,7 @@ def _doit(rest: list[str], stages: StageSet = DEFAULT) -> int:
     """`ttbuild doit ARGS`: doit's own command line over ./kernels and ./artifacts."""
     from doit.cmd_base import ModuleTaskLoader
     from doit.doit_cmd import DoitMain
+
+    from .loader import Project
 
     return DoitMain(ModuleTaskLoader(Project.from_args(None, None, stage_package=stages).namespace())).run(rest)

@@ -118,12 +118,19 @@ def _prefetch(project: Project):
 
 def build(project: Project, jobs: int = 1, keep_going: bool = False, cache: str | None = None,
           verbose: bool = False, keep_previous: bool = False) -> int:
-    """Run doit's `run` over the project's graph; returns doit's status (0 ok, 1 a task failed,
-    3 a bad variant list). The artifacts lock is held from before the first status check
+    """Run doit's `run` over the project's graph; returns 0 (ok), 1 (a task failed, doit's 1
+    and 2 alike) or 3 (a bad variant list). The artifacts lock is held from before the first status check
     until doit has saved its state (see BuildReporter.for_artifacts)."""
     from doit.cmd_base import ModuleTaskLoader
     from doit.doit_cmd import DoitMain
 
+    _check_writable(project.artifacts)
+    from ttbuild.limits import StageLimits
+
+    try:  # once, here, rather than as every stage task's failure
+        StageLimits.from_env()
+    except ValueError as exc:
+        raise SystemExit(f"ttbuild: error: {exc}") from None
     setup_cache(cache)
     seen, tasks = _prefetch(project) or (None, None)
     # The reporter holds artifacts/.ttbuild.lock for the run (BuildReporter.for_artifacts).
@@ -149,7 +156,34 @@ def build(project: Project, jobs: int = 1, keep_going: bool = False, cache: str 
         os.environ["TTBUILD_LIST_UPTODATE"] = "1"
     # doit's sqlite3 backend with every row read in one query (ttbuild.graph.state.PreloadedSqliteDB)
     backends = {"BACKEND": {"sqlite3": "ttbuild.graph.state:PreloadedSqliteDB"}}
-    return DoitMain(ModuleTaskLoader(project.namespace(config, tasks)), extra_config=backends).run(argv)
+    from ttbuild.graph.state import SAVE_ERRORS
+
+    del SAVE_ERRORS[:]
+    status = DoitMain(ModuleTaskLoader(project.namespace(config, tasks)), extra_config=backends).run(argv)
+    for why in SAVE_ERRORS:
+        full = " (ENOSPC: no space left on the device?)" if "disk is full" in why else ""
+        print(f"ttbuild: error: the build state could not be saved: {why}{full}; the files built are whole, "
+              "the next build runs these stages again", file=sys.stderr)
+        status = max(status, 1)
+    # doit says 1 when a task failed and 2 when one raised (every stage failure raises), with or
+    # without --continue; the build's contract (README) is one status for "a variant failed": 1
+    return 1 if status in (1, 2) else status
+
+
+def _check_writable(artifacts) -> None:
+    """Raise OSError naming the folder when the build could not write `artifacts` (read-only,
+    full, not ours), before doit starts: inside its run every failure is a traceback."""
+    import errno
+    import tempfile
+
+    try:
+        os.makedirs(artifacts, exist_ok=True)
+        with tempfile.TemporaryFile(dir=artifacts):
+            pass
+    except OSError as exc:
+        name = errno.errorcode.get(exc.errno or 0, "")
+        raise OSError(exc.errno, f"the artifacts folder cannot be written: {exc.strerror or exc} ({name})",
+                      str(artifacts)) from None
 
 
 def clean(project: Project) -> int:

@@ -82,10 +82,15 @@ class RichBuildReporter(BuildReporter):
             for c in COLUMNS:
                 table.add_column(HEADINGS[c], justify="right")
             table.add_column("time", justify="right")
-            for stage, row, secs in st.rows(self.STAGE_ORDER):
-                table.add_row(stage, *(str(row[c]) if row[c] else "-" for c in COLUMNS), f"{secs:.2f}s")
-            table.add_row("total", *(str(st.total_of(c)) for c in COLUMNS), f"{sum(st.seconds.values()):.2f}s",
-                          style="bold")
+            rows = st.rows(self.STAGE_ORDER)
+            for stage, row, secs in rows:
+                if stage != "meta":
+                    table.add_row(stage, *(str(row[c]) if row[c] else "-" for c in COLUMNS), f"{secs:.2f}s")
+            totals, secs = st.stage_totals()  # the stages alone, as the plain summary's total
+            table.add_row("total", *(str(totals[c]) for c in COLUMNS), f"{secs:.2f}s", style="bold")
+            for stage, row, secs in rows:
+                if stage == "meta":
+                    table.add_row(stage, *(str(row[c]) if row[c] else "-" for c in COLUMNS), f"{secs:.2f}s")
             self.console.print(table)
         for heading, text in self.failure_texts():
             self.console.rule(Text(heading, style="bold red"), align="left")

@@ -137,13 +137,28 @@ def _too_deep(file: str, lines: list[str]) -> CompilationError:
                             Loc(file, line + 1, len(text) - len(text.lstrip()), text), stage="parse")
 
 
+def _utf8(source: bytes, file: str) -> str:
+    """`source` decoded; CompilationError at the first byte that is not UTF-8 (Python source is
+    UTF-8, PEP 3120; a `# coding:` line is not honoured: the kernel file must be UTF-8)."""
+    try:
+        return source.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line_start = source.rfind(b"\n", 0, exc.start) + 1
+        line_end = source.find(b"\n", exc.start)
+        shown = source[line_start:line_end if line_end >= 0 else len(source)].decode("utf-8", "replace")
+        col = len(source[line_start:exc.start].decode("utf-8", "replace"))
+        raise CompilationError(f"the file is not UTF-8: byte 0x{source[exc.start]:02x} ({exc.reason}); "
+                               "save it as UTF-8", Loc(file, source.count(b"\n", 0, exc.start) + 1, col, shown),
+                               stage="parse") from None
+
+
 def canonicalize(source: bytes | str, kernel: str, file: str) -> tuple[dict, dict]:
     """Return (description, loc table) for `kernel` in `source`; see docs/CONTRACTS.md.
 
     Raises CompilationError at the offending position for a syntax error, and one listing the
     file's @jit functions when `kernel` is not among them.
     """
-    text = source.decode("utf-8") if isinstance(source, bytes) else source
+    text = _utf8(source, file) if isinstance(source, bytes) else source
     lines = text.splitlines()
     try:
         tree = ast.parse(text, filename=file)

@@ -68,8 +68,12 @@ def run_stage(stage: str, package, inputs: Mapping[str, str], outputs: Mapping[s
     except BaseException:
         _remove(outputs.values())
         raise
-    for role, path in outputs.items():
-        atomic_write(path, bytes(result[role]))
+    try:
+        for role, path in outputs.items():
+            atomic_write(path, bytes(result[role]))
+    except OSError as exc:  # a full disk, a read-only folder: the environment, said as such
+        _remove(outputs.values())
+        return TaskFailed(f"{stage} could not write its output for {label}: {os_error_text(exc)}")
     values = {"cached": cached, "seconds": round(time.perf_counter() - start, 6)}
     found = [w.message for w in caught if isinstance(w.message, CompilerWarning)]
     for w in caught:  # recording swallowed every other warning: hand those back
@@ -110,11 +114,24 @@ def write_meta(variant_doc: dict, paths: Mapping[str, str], json_path: str, cubi
     # replaced, never written in place. Cache blobs are never linked: damage to the cache must
     # not reach artifacts built from it earlier.
     sources = {i["file"]: i["source"] for i in images or ()}
-    for path in extra:
-        atomic_write(path, data[os.path.basename(path)], same_as=sources[os.path.basename(path)])
-    atomic_write(cubin_path, blobs["cubin"], same_as=paths["cubin"])
-    atomic_write(json_path, (json.dumps(doc, indent=2) + "\n").encode("utf-8"))
+    try:
+        for path in extra:
+            atomic_write(path, data[os.path.basename(path)], same_as=sources[os.path.basename(path)])
+        atomic_write(cubin_path, blobs["cubin"], same_as=paths["cubin"])
+        atomic_write(json_path, (json.dumps(doc, indent=2) + "\n").encode("utf-8"))
+    except OSError as exc:
+        _remove([json_path, cubin_path, *extra])
+        return TaskFailed(f"meta could not write variant {variant_doc['name']} to lib/: {os_error_text(exc)}")
     return None
+
+
+def os_error_text(exc: OSError) -> str:
+    """`No space left on device (ENOSPC): artifacts/ttir/...`: an OSError's text with its errno
+    name and file, for a message that says what the environment refused."""
+    import errno
+
+    name = errno.errorcode.get(exc.errno or 0)
+    return f"{exc.strerror or exc}" + (f" ({name})" if name else "") + (f": {exc.filename}" if exc.filename else "")
 
 
 def _remove(paths) -> None:

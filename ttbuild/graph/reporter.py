@@ -51,6 +51,13 @@ class BuildStats:
     def total_of(self, column: str) -> int:
         return sum(row[column] for row in self.counts.values())
 
+    def stage_totals(self) -> tuple[dict, float]:
+        """(column -> n, seconds) over the compiler stages, the meta tasks (lib/ writes) left out:
+        the summary's "total" row and its "N stages ran" sentence."""
+        rows = [row for s, row in self.counts.items() if s != "meta"]
+        return ({c: sum(r[c] for r in rows) for c in COLUMNS},
+                sum(t for s, t in self.seconds.items() if s != "meta"))
+
     @property
     def finished(self) -> int:
         return sum(self.total_of(c) for c in COLUMNS)
@@ -248,6 +255,9 @@ class BuildReporter(ConsoleReporter):
                 os.unlink(path)
             except FileNotFoundError:
                 continue
+            except OSError as exc:  # a read-only lib/ (ENAMETOOLONG is refused by the variant list)
+                self.write(f"ttbuild: error: could not remove {path} from lib/: {exc.strerror or exc}\n")
+                continue
             out.append(path)
         if out:
             self.write(f"ttbuild: removed {len(out)} file(s) from lib/ that no successful variant build wrote: "
@@ -303,14 +313,20 @@ class BuildReporter(ConsoleReporter):
         width = max(len(s) for s, _, _ in st.rows(self.STAGE_ORDER))
         head = f"{'stage':<{max(width, 5)}}" + "".join(f"{HEADINGS[c]:>11}" for c in COLUMNS) + f"{'time':>10}"
         lines = [head]
+
+        def line(stage, row, secs):
+            return f"{stage:<{max(width, 5)}}" + "".join(f"{row[c]:>11}" for c in COLUMNS) + f"{secs:>9.2f}s"
+
+        # The total row sums the compiler stages alone, the figures of the sentence below it
+        # ("N stages ran"); the meta row (lib/ writes) follows it, counted on its own.
         for stage, row, secs in st.rows(self.STAGE_ORDER):
-            lines.append(f"{stage:<{max(width, 5)}}" + "".join(f"{row[c]:>11}" for c in COLUMNS)
-                         + f"{secs:>9.2f}s")
-        totals = {c: st.total_of(c) for c in COLUMNS}
-        lines.append(f"{'total':<{max(width, 5)}}" + "".join(f"{totals[c]:>11}" for c in COLUMNS)
-                     + f"{sum(st.seconds.values()):>9.2f}s")
+            if stage != "meta":
+                lines.append(line(stage, row, secs))
+        stage, stage_secs = st.stage_totals()
+        lines.append(line("total", stage, stage_secs))
         meta = st.counts.get("meta", dict.fromkeys(COLUMNS, 0))
-        stage = {c: totals[c] - meta[c] for c in COLUMNS}
+        if "meta" in st.counts:
+            lines.append(line("meta", meta, st.seconds.get("meta", 0.0)))
         lines.append(f"ttbuild: {stage['ran']} stages ran, {stage['cached']} from cache, {stage['cutoff']} cut off "
                      f"early, {stage['uptodate']} up to date, {stage['failed']} failed, "
                      f"{stage['skipped']} skipped; {meta['ran']} variants written to lib/ in {st.elapsed():.2f}s")

@@ -73,6 +73,22 @@ class PreloadedSqliteDB(SqliteDB):
         self._rows = {}
         super().remove_all()
 
+    def dump(self):
+        """doit's dump; a database that cannot be written (sqlite's "database or disk is full",
+        a read-only file) is recorded in SAVE_ERRORS for the build to report, not raised into
+        doit, which would print a traceback: the build's files are whole (written atomically),
+        only its record is lost, and the next build reruns what this one ran."""
+        import sqlite3
+
+        try:
+            super().dump()
+        except sqlite3.Error as exc:
+            SAVE_ERRORS.append(f"{exc} ({self.name})")
+
+
+# Why the last run's doit state could not be saved (PreloadedSqliteDB.dump), for ttbuild.cli.build.
+SAVE_ERRORS: list[str] = []
+
 
 LOCK_FILE = ".ttbuild.lock"
 CLEAN_MARK = ".ttbuild.clean"  # present while no build runs and the last one ended cleanly

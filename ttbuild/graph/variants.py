@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import functools
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,7 +18,7 @@ from ttbuild.errors import CompilationError, Loc
 from ttbuild.options import DEFAULTS, OptionError, Options
 from ttbuild.signature import SigEntry, parse_signature
 from ttbuild.stages import STAGES
-from ttbuild.target import Target
+from ttbuild.target import Target, compilable
 
 try:
     # tomllib's upstream, whose wheels are compiled (mypyc): a 3000-row list parses in 0.03 s
@@ -31,6 +32,9 @@ VARIANTS_FILE = "variants.toml"
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Variant names become file names under artifacts/lib/: keep them portable.
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*\Z")
+# ... and short enough for one: `<name>.cubin`, `<name>.<arch>.ptx` and the temporary names of
+# atomic writes stay well under the 255 bytes a file name may have (NAME_MAX on Linux).
+MAX_NAME = 200
 
 # Field -> (required, default). The compile options are `ttbuild.options.Options`' fields, with
 # its defaults (validated by Options itself). Order is the order errors are reported in.
@@ -125,6 +129,7 @@ def load_variants(kernels_dir: str | Path, row_errors: list | None = None) -> li
     shown = f"{kernels_dir.name}/{VARIANTS_FILE}"
     _is_file.cache_clear()  # asked afresh for every list: files come and go between loads
     _head.cache_clear()
+    _defs.cache_clear()
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -133,6 +138,10 @@ def load_variants(kernels_dir: str | Path, row_errors: list | None = None) -> li
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise _toml_error(exc, text, shown) from None
+    except RecursionError as exc:  # tomli refuses arrays/tables nested past its depth this way
+        lines = text.splitlines() or [""]
+        deepest = max(range(len(lines)), key=lambda i: lines[i].count("[") + lines[i].count("{"))
+        raise VariantError(f"invalid TOML: {exc}", Loc(shown, deepest + 1, 0, lines[deepest][:200])) from None
     locator = _Locator(text, shown)
     # [package]: name/version of the wheel `ttbuild package` makes (ttbuild.wheel); not a build input.
     extra = sorted(set(data) - {"variant", "package"})
@@ -147,6 +156,10 @@ def load_variants(kernels_dir: str | Path, row_errors: list | None = None) -> li
         try:
             expanded = _expand(_validate(index, row, kernels_dir, locator), row, kernels_dir, locator)
             for variant in expanded:
+                if len(variant.name) > MAX_NAME:
+                    raise VariantError(f"variant #{index}: name {variant.name[:40]!r}... has {len(variant.name)} "
+                                       f"characters; at most {MAX_NAME} (it names files under lib/)",
+                                       locator.field(index, "name") or locator.header(index))
                 if variant.name in seen:
                     raise VariantError(
                         f"variant #{index}: name {variant.name!r} is already used by variant #{seen[variant.name]}",
@@ -251,6 +264,7 @@ def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator") -> 
         params = _signature(values["signature"])
     except ValueError as exc:
         raise fail("signature", str(exc)) from None
+    _check_kernel(values, row, params, kernels_dir, fail)
 
     constexprs = values["constexprs"]
     if not isinstance(constexprs, dict):
@@ -262,6 +276,10 @@ def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator") -> 
             continue  # values of a constexpr @triton.heuristics computes (checked by _expand)
         if not isinstance(cval, (bool, int, float, str)):
             raise fail("constexprs", f"{cname} = {cval!r}: a constexpr is an int, float, bool or string")
+    for cname, cval in constexprs.items():
+        if any(isinstance(x, float) and not math.isfinite(x) for x in (cval if isinstance(cval, list) else [cval])):
+            raise fail("constexprs", f"{cname} = {cval!r}: a constexpr float must be finite (nan and inf have no "
+                                     "JSON spelling for the build's keys and metadata)")
 
     targets = values["targets"]
     if targets is not None:
@@ -272,7 +290,7 @@ def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator") -> 
         parsed = []
         for t in targets:
             try:
-                parsed.append(Target.parse(t))
+                parsed.append(compilable(Target.parse(t)))
             except ValueError as exc:
                 raise fail("targets", str(exc)) from None
         if len({p.capability for p in parsed}) != len(parsed):
@@ -293,6 +311,52 @@ def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator") -> 
     return Variant(index=index, name=name, file=rel, kernel=values["kernel"],
                    signature=",".join(str(p) for p in params), params=tuple(params),
                    constexprs=dict(constexprs), options=options, until=values["until"], targets=targets or ())
+
+
+@functools.lru_cache(maxsize=4096)
+def _defs(kernels_dir: Path, rel: str) -> dict | None:
+    """name -> (parameter names, names annotated `*.constexpr`) of each top-level function of a
+    kernel file (codegen's _param_is_constexpr reads the same annotations); None where the file
+    does not parse (the parse stage reports that, at its line)."""
+    import ast
+
+    try:
+        tree = ast.parse(_head(kernels_dir, rel))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    out = {}
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            args = node.args.posonlyargs + node.args.args
+            const = {a.arg for a in args
+                     if a.annotation is not None and ast.unparse(a.annotation).rsplit(".", 1)[-1] == "constexpr"}
+            out[node.name] = ([a.arg for a in args], const)
+    return out
+
+
+def _check_kernel(values: dict, row: dict, params, kernels_dir: Path, fail) -> None:
+    """Refuse, at the row, a kernel the file does not define and a signature whose count does
+    not match the kernel's non-constexpr parameters (the ttir stage checks both too, at the
+    kernel's line). Rows whose constexprs come from @triton.autotune / heuristics, and files
+    that define the name other than by a plain `def`, are left to the stages."""
+    defs = _defs(kernels_dir, values["file"])
+    kernel = values["kernel"]
+    if not defs:  # no functions to check against (a file that does not parse, a stand-in)
+        return
+    if kernel not in defs:
+        if not re.search(rf"\b{re.escape(kernel)}\b", _head(kernels_dir, values["file"])):
+            near = difflib.get_close_matches(kernel, list(defs), n=1)
+            raise fail("kernel", f"{values['file']} defines no function {kernel!r}"
+                                 + (f"; did you mean {near[0]!r}?" if near else f"; functions there: {', '.join(defs) or 'none'}"))
+        return
+    if any(k in row for k in ("autotune", "configs", "tune")) or "heuristics" in _head(kernels_dir, values["file"]):
+        return
+    names, const = defs[kernel]
+    given = values["constexprs"] if isinstance(values["constexprs"], dict) else {}
+    runtime = [n for n in names if n not in const and n not in given]
+    if len(params) != len(runtime):
+        raise fail("signature", f"{len(params)} entries, but {kernel} has {len(runtime)} non-constexpr "
+                                f"parameters ({', '.join(runtime)})")
 
 
 def _default_name(values: dict) -> str:

@@ -185,6 +185,7 @@ def parse_variant(doc: Any, json_path: str) -> Variant:
     schema = doc.get("schema")
     if schema != SCHEMA:
         raise MetadataError(f"{where}: schema {schema!r} is not {SCHEMA!r}")
+    _check_fields(doc, where)
     params = tuple(_param(p, where) for p in _need(doc, "params", list, where))
     cubin = _need(doc, "cubin", str, where)
     if os.path.basename(cubin) != cubin:
@@ -228,9 +229,57 @@ def parse_variant(doc: Any, json_path: str) -> Variant:
         global_scratch=_global_scratch(doc.get("global_scratch"), where),
     )
     _ = v.capability  # validate the target string now, not at the first launch
-    if not 1 <= v.num_warps <= MAX_NUM_WARPS:
-        raise MetadataError(f"{where}: num_warps {v.num_warps} out of range 1..{MAX_NUM_WARPS}")
+    _check_launch(v, where)
     return v
+
+
+def _is_int(x) -> bool:
+    return type(x) is int
+
+
+# The schema's optional fields past their presence: field -> (test, what it must be). The
+# runtime reads each of these, so a value of another type would fail later, deep in a launch,
+# as a TypeError or AttributeError, or reach the driver (docs/CONTRACTS.md, "Metadata").
+_OPTIONAL = {
+    "signature": (lambda x: isinstance(x, str), "a string"),
+    "arch": (lambda x: isinstance(x, str), "a string"),
+    "file": (lambda x: isinstance(x, str), "a string"),
+    "constexprs": (lambda x: x is None or isinstance(x, dict), "an object"),
+    "num_ctas": (lambda x: x == 1 and _is_int(x), "1 (one CTA per program)"),
+    "num_stages": (lambda x: _is_int(x) and x >= 1, "a positive integer"),
+    "targets": (lambda x: x is None or isinstance(x, list) and all(isinstance(t, str) and not _bad_target(t) for t in x),
+                "a list of targets like 'cuda:90'"),
+    "ptx_version": (lambda x: _is_int(x) and x > 0, "a positive integer"),
+    "min_cuda_driver": (lambda x: _is_int(x) and x > 0, "a positive integer"),
+    "cubin_sha256": (lambda x: isinstance(x, str), "a string"),
+}
+_REQUIRED_TEXT = ("variant", "kernel", "entry")
+
+
+def _check_fields(doc: dict, where: str) -> None:
+    """The types and ranges of the fields the runtime reads; MetadataError naming the field."""
+    for key, (ok, what) in _OPTIONAL.items():
+        if key in doc and not ok(doc[key]):
+            raise MetadataError(f"{where}: field {key!r} must be {what}, got {doc[key]!r}")
+    for key in _REQUIRED_TEXT:
+        if not (isinstance(doc.get(key), str) and doc[key]):
+            raise MetadataError(f"{where}: field {key!r} must be a non-empty string, got {doc.get(key)!r}")
+
+
+def _check_launch(v: Variant, where: str) -> None:
+    """What cuLaunchKernel is given: a block of num_warps * 32 threads (num_warps a power of two,
+    Triton's rule, at most 1024 threads) and `shared` dynamic bytes within what the target's
+    GPU can give one block (Target.max_shared_bytes)."""
+    if not 1 <= v.num_warps <= MAX_NUM_WARPS or v.num_warps & (v.num_warps - 1):
+        raise MetadataError(f"{where}: num_warps {v.num_warps} is not a power of two from 1 to {MAX_NUM_WARPS}")
+    for img in v.images or ():
+        limit = Target.parse(img.target).max_shared_bytes
+        if not (_is_int(img.shared) and 0 <= img.shared <= limit):
+            raise MetadataError(f"{where}: 'shared' {img.shared!r} bytes is not 0..{limit}, what {img.target} "
+                                "gives one block")
+    if not 0 <= v.shared <= Target.parse(v.target).max_shared_bytes:
+        raise MetadataError(f"{where}: 'shared' {v.shared} bytes is not 0..{Target.parse(v.target).max_shared_bytes}, "
+                            f"what {v.target} gives one block")
 
 
 def _autotune(raw, where: str) -> dict | None:
@@ -238,10 +287,18 @@ def _autotune(raw, where: str) -> dict | None:
     if raw is None:
         return None
     ok = (isinstance(raw, dict) and isinstance(raw.get("group"), str)
-          and isinstance(raw.get("config"), int) and isinstance(raw.get("key"), list)
+          and _is_int(raw.get("config")) and raw["config"] >= 0 and isinstance(raw.get("key"), list)
           and all(isinstance(k, str) for k in raw["key"]))
     if not ok:
         raise MetadataError(f"{where}: 'autotune' needs group (string), config (int) and key (list of names)")
+    optional = {"configs": lambda x: _is_int(x) and x >= 1, "kwargs": lambda x: isinstance(x, dict),
+                "num_warps": lambda x: _is_int(x) and x >= 1, "num_stages": lambda x: _is_int(x) and x >= 1,
+                "reset_to_zero": lambda x: isinstance(x, list) and all(isinstance(n, str) for n in x),
+                "restore_value": lambda x: isinstance(x, list) and all(isinstance(n, str) for n in x),
+                "tune": lambda x: x is None or isinstance(x, dict)}
+    for key, ok in optional.items():
+        if key in raw and not ok(raw[key]):
+            raise MetadataError(f"{where}: 'autotune' field {key!r} has the wrong type or range: {raw[key]!r}")
     return dict(raw)
 
 
@@ -250,7 +307,8 @@ def _descriptor_specs(raw, where: str) -> tuple:
         return ()
     ok = isinstance(raw, list) and all(
         isinstance(d, dict) and isinstance(d.get("name"), str) and d.get("dtype") in DTYPE_BYTES
-        and isinstance(d.get("block_shape"), list) and all(isinstance(x, int) for x in d["block_shape"]) for d in raw)
+        and isinstance(d.get("block_shape"), list) and 1 <= len(d["block_shape"]) <= 5
+        and all(_is_int(x) and x > 0 for x in d["block_shape"]) for d in raw)
     if not ok:
         raise MetadataError(f"{where}: 'descriptors' must list {{name, dtype, block_shape}} objects")
     return tuple(dict(d) for d in raw)
@@ -306,8 +364,10 @@ def _images(doc: dict, json_path: str, cubin_path: str) -> tuple[Image, ...]:
         path = os.path.join(os.path.dirname(json_path), file)
         if not os.path.isfile(path):
             raise MetadataError(f"{where}: images[{i}] {path} does not exist")
-        digest = img.get("sha256", "")
-        out.append(Image(kind, target, arch, path, int(img.get("shared", 0)), digest if isinstance(digest, str) else ""))
+        digest, shared = img.get("sha256", ""), img.get("shared", 0)
+        if not _is_int(shared):
+            raise MetadataError(f"{where}: images[{i}] 'shared' must be an integer, got {shared!r}")
+        out.append(Image(kind, target, arch, path, shared, digest if isinstance(digest, str) else ""))
     return tuple(out)
 
 
@@ -334,7 +394,7 @@ def read_library(lib_dir: str) -> list[Variant]:
         try:
             with open(path, "rb") as f:
                 doc = json.loads(f.read())
-        except (OSError, ValueError) as exc:
+        except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested past the parser's depth
             raise MetadataError(f"{path}: cannot read JSON: {exc}") from None
         out.append(parse_variant(doc, path))
     return out

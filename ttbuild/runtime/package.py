@@ -7,6 +7,7 @@ Package layout (docs/CONTRACTS.md, "Kernel wheels"):
                                   targets, archs, ptx, min_cuda_driver, files {path: sha256 hex}
     <name>/lib/<variant>.json, .cubin (.ptx)   the artifacts/lib files, unchanged
     <name>/tuning/<kernel>.json   the tuning tables of autotuned kernels (ttbuild tune), if any
+    <name>/launcher/ttbuild_claunch-<digest><EXT_SUFFIX>   the C launcher compiled in (ttbuild.runtime.cext), if any
 """
 
 from __future__ import annotations
@@ -35,10 +36,14 @@ def read_manifest(root: str) -> dict:
     try:
         with open(path, "rb") as f:
             doc = json.loads(f.read())
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested past the parser's depth
         raise MetadataError(f"{path}: cannot read the kernel package manifest: {exc}") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or not isinstance(doc.get("files"), dict):
         raise MetadataError(f"{path}: not a {SCHEMA} manifest")
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in doc["files"].items()):
+        raise MetadataError(f"{path}: 'files' must map paths to sha256 hex strings")
+    if not isinstance(doc.get("name", ""), str):
+        raise MetadataError(f"{path}: 'name' must be a string")
     return doc
 
 
@@ -61,7 +66,11 @@ def verify_package(root: str) -> dict:
                                 f"manifest ({digest[:16]}...): the install is corrupt or was modified; "
                                 f"reinstall {name}")
     lib = os.path.join(root, "lib")
-    extra = sorted(n for n in os.listdir(lib) if n.endswith(".json") and f"lib/{n}" not in doc["files"])
+    try:
+        names = os.listdir(lib)
+    except OSError as exc:
+        raise MetadataError(f"{lib}: the {name} package has no readable lib/ folder ({exc.strerror}); reinstall {name}") from None
+    extra = sorted(n for n in names if n.endswith(".json") and f"lib/{n}" not in doc["files"])
     if extra:
         raise MetadataError(f"{lib}: {', '.join(extra)} not part of the {name} package (stale files?)")
     # The runtime reads every tuning/*.json it finds (ttbuild.runtime.tuned): one the manifest
@@ -81,6 +90,10 @@ def load_package(init_file: str, driver=None):
 
     root = os.path.dirname(os.path.abspath(init_file))
     doc = verify_package(root)
+    if any(rel.startswith("launcher/") for rel in doc["files"]):
+        from . import cext
+
+        cext.add_prebuilt(os.path.join(root, "launcher"))  # the C launcher compiled into the wheel
     lib_dir = os.path.join(root, "lib")
     library = Library(read_library(lib_dir), lib_dir, driver)
     library.manifest = doc

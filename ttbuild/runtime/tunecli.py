@@ -10,13 +10,13 @@ import argparse
 import os
 import sys
 
-from .tuned import TunedLauncher
+from .metadata import MetadataError
 from .tuner import _torch, plans, tune_kernel
 
 
 def main(argv: list[str] | None = None) -> int:
     """`ttbuild tune [-o ARTIFACTS] [-k KERNELS] [--kernel NAME]...`; exit 0, or 2 (nothing to tune, bad usage)."""
-    ap = argparse.ArgumentParser(prog="ttbuild tune", description="times every config of each autotuned kernel on this GPU and writes artifacts/tuning/<kernel>.json")
+    ap = argparse.ArgumentParser(prog="ttbuild tune", description=__doc__.splitlines()[0])
     ap.add_argument("-o", "--artifacts", default="artifacts", metavar="DIR", help="the built library (lib/ inside)")
     ap.add_argument("-k", "--kernels", default="kernels", metavar="DIR", help="the kernels folder (tune harnesses)")
     ap.add_argument("--kernel", action="append", default=None, metavar="NAME", help="tune only this kernel")
@@ -30,19 +30,31 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     from . import load
 
-    lib = load(args.artifacts)
+    try:
+        lib = load(args.artifacts)
+    except MetadataError as exc:
+        print(f"ttbuild tune: {exc}", file=sys.stderr)
+        return 2
     tuning_dir = os.path.join(args.artifacts, "tuning")
     override = read_shapes(args.shapes) if args.shapes else None
-    todo = []
-    for name in lib.kernels:
-        launcher = lib[name]
-        if not isinstance(launcher, TunedLauncher) or (args.kernel is not None and name not in args.kernel):
+    todo, status = [], 0
+    for name in tunable_kernels(lib, args.kernel):
+        try:
+            launcher = lib[name]
+        except MetadataError as exc:  # this kernel cannot be tuned; the others still are
+            print(f"ttbuild tune: {name}: {exc}", file=sys.stderr)
+            status = 1
             continue
         mine = plans(launcher) if override is None else {g: p for g, p in override.items()
                                                           if any(v.autotune and v.autotune["group"] == g
                                                                  for v in launcher.variants)}
         if mine:
             todo.append((name, launcher, mine))
+    unknown = sorted(set(args.kernel or ()) - set(lib.kernels))
+    if unknown:
+        print(f"ttbuild tune: no kernel {', '.join(unknown)} in {args.artifacts}; kernels: {', '.join(lib.kernels)}",
+              file=sys.stderr)
+        return 2
     if not todo:
         print("ttbuild tune: no autotuned kernel with a tune plan (a row with autotune = true and "
               "tune = { args = ..., shapes = [...] })", file=sys.stderr)
@@ -68,7 +80,24 @@ def main(argv: list[str] | None = None) -> int:
                               cache=cache, warmup_ms=args.warmup_ms, rep_ms=args.rep_ms)
             report.rows.extend((name, e) for e in doc["entries"])
     report.summary(tuning_dir)
-    return 0
+    return status
+
+
+def tunable_kernels(lib, wanted=None) -> list[str]:
+    """The names of `lib`'s kernels (ttbuild.runtime.Library) built from `@triton.autotune` rows,
+    read from their variants' metadata without making their launchers: a kernel that cannot be
+    launched by name (a TMA kernel whose variants encode a descriptor differently raises
+    MetadataError on lookup) is never looked up unless it is autotuned. `wanted`: only these
+    names (`--kernel`), short or "file.py:name"."""
+    tuned = {(v.file, v.kernel) for v in lib.variants if v.autotune}
+    out = []
+    for name in lib.kernels:
+        file, _, kernel = name.rpartition(":")
+        if wanted is not None and name not in wanted:
+            continue
+        if any(k == kernel and (not file or f == file) for f, k in tuned):
+            out.append(name)
+    return out
 
 
 def read_shapes(path: str) -> dict[str, dict]:
@@ -81,7 +110,7 @@ def read_shapes(path: str) -> dict[str, dict]:
     try:
         with open(path, "rb") as f:
             doc = tomllib.load(f)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: TOML nested past the parser's depth
         raise SystemExit(f"ttbuild tune: {path}: {exc}") from None
     for group, plan in doc.items():
         ok = (isinstance(plan, dict) and isinstance(plan.get("args"), str) and plan["args"].count(":") == 1

@@ -1,0 +1,1 @@
+"""ttbuild's static reader of Python: evaluates the module-level code of a project's files and decorator arguments from their ast, never importing or running them, every operation bounded; standard library only (no import of ttbuild.frontend, runtime or graph)."""

@@ -137,8 +137,13 @@ def _too_deep(file: str, lines: list[str]) -> CompilationError:
                             Loc(file, line + 1, len(text) - len(text.lstrip()), text), stage="parse")
 
 
-def canonicalize(source: bytes | str, kernel: str, file: str) -> tuple[dict, dict]:
+def canonicalize(source: bytes | str, kernel: str, file: str, project=None, module: str | None = None) -> tuple[dict, dict]:
     """Return (description, loc table) for `kernel` in `source`; see docs/CONTRACTS.md.
+
+    project: a ttbuild.pyeval.modules.Project holding this file as `module` and the project
+    modules it imports: names the file's own scan cannot place (imports under `if`/`try`,
+    aliases, re-exported `triton`/`tl`, other modules' constexprs and @jit helpers, kernels made
+    by call) are taken from the module as Python would have executed it (ttbuild.frontend.modscope).
 
     Raises CompilationError at the offending position for a syntax error, and one listing the
     file's @jit functions when `kernel` is not among them.
@@ -156,6 +161,12 @@ def canonicalize(source: bytes | str, kernel: str, file: str) -> tuple[dict, dic
                                Loc(file, line, max((e.offset or 1) - 1, 0), src.rstrip("\n")),
                                stage="parse") from None
     info = scan_module(tree)
+    scope = None
+    if project is not None and module is not None:
+        from .modscope import ModuleScope
+
+        scope = ModuleScope(project, module, info, file)
+        scope.find_kernel(kernel)
     if kernel not in info.jit_functions:
         found = ", ".join(sorted(info.jit_functions)) or "none"
         raise CompilationError(f"kernel {kernel!r} not found in {file}; @jit functions there: {found}",
@@ -169,6 +180,8 @@ def canonicalize(source: bytes | str, kernel: str, file: str) -> tuple[dict, dic
             continue
         reached.add(name)
         names = _names_used(info.jit_functions[name])
+        if scope is not None:
+            scope.place(name, names)
         used |= names
         todo.extend(n for n in names if n in info.jit_functions and n not in reached)
 

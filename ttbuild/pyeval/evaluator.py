@@ -30,6 +30,8 @@ from .values import (
     short,
 )
 
+_CONVERSIONS = {"int": int, "float": float, "str": str, "bool": bool, "abs": abs}
+
 
 class Evaluator:
     """Evaluates expressions and simple function bodies of one file: a small pure subset of Python,
@@ -346,6 +348,10 @@ class Evaluator:
             if name == "len":
                 (arg,) = args
                 return len(arg)
+            if name in _CONVERSIONS:  # int("128") of an environment variable; bounded by Python's digit limit
+                if len(args) != 1 or not isinstance(args[0], (int, float, bool, str)):
+                    raise TypeError(f"{name}() of {', '.join(type(a).__name__ for a in args) or 'nothing'}")
+                return _CONVERSIONS[name](args[0])
             if name in ("list", "tuple"):
                 if len(args) > 1:
                     raise TypeError(f"{name} expected at most 1 argument, got {len(args)}")
@@ -493,8 +499,14 @@ class Evaluator:
                 if returned:
                     return True, value
             else:
-                raise self.cannot(stmt, "a function body may hold a docstring, assignments to local names, if/else, "
-                                        "for loops, `<list>.append(x)` and return")
+                returned, value = self.other_statement(stmt, frame)
+                if returned:
+                    return True, value
         return False, None
+
+    def other_statement(self, stmt: ast.stmt, frame: Scope) -> tuple[bool, object]:
+        """A statement of a function body the base evaluator does not run: (returned, value)."""
+        raise self.cannot(stmt, "a function body may hold a docstring, assignments to local names, if/else, "
+                                "for loops, `<list>.append(x)` and return")
 
 

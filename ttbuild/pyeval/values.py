@@ -95,7 +95,7 @@ CMPOPS = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.
            ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
 SYMBOLS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%", ast.Pow: "**", ast.Div: "/",
            ast.LShift: "<<", ast.RShift: ">>", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^"}
-BUILTINS = ("range", "len", "min", "max", "list", "tuple", "filter", "map")
+BUILTINS = ("range", "len", "min", "max", "list", "tuple", "filter", "map", "int", "float", "str", "bool", "abs")
 
 
 

@@ -57,7 +57,20 @@ def stage_key(parent: str, stage: str, version: int, options: Mapping[str, Any],
 
 def stage_options(variant: Variant) -> dict[str, dict[str, Any]]:
     """The options each stage of `variant` runs with (CONTRACTS.md table), JSON-serialisable."""
-    return stage_options_of(variant.kernel, variant.file, variant.params, variant.constexprs, variant.options)
+    opts = stage_options_of(variant.kernel, variant.file, variant.params, variant.constexprs, variant.options)
+    if variant.parse:  # a project kernel: what its parse reads beyond its own file (ttbuild.graph.project)
+        opts["parse"].update(parse_project_options(variant.parse, variant.target))
+    return opts
+
+
+def parse_project_options(facts: dict, target: str) -> dict:
+    """The parse options of a project kernel: its module, the project modules it may import
+    (name -> file), the environment variables they read (with this build's values) and the
+    target when a device fact is read. Kernels outside a project keep the options they had."""
+    out = {"module": facts["module"], "modules": facts["modules"], "env": facts["env"]}
+    if facts.get("device"):
+        out["target"] = target
+    return out
 
 
 def stage_options_of(kernel: str, file: str, params: Sequence[SigEntry], constexprs: Mapping[str, Any],

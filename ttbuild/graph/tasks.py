@@ -183,6 +183,9 @@ def generate_tasks(kernels_dir: str | Path = "kernels", artifacts_dir: str | Pat
             if node.stage == "parse":
                 loc_path = outs["loc"]
                 inputs = {INPUT_ROLE["parse"]: str(kernels / v.file)}
+                # a project kernel also reads the project modules its module may import
+                inputs.update({f"module:{m}": str(kernels / f) for m, f in node.options.get("modules", {}).items()
+                               if m != node.options["module"]})
             else:
                 pstage, prole = PARENT_ROLE[node.stage]
                 inputs = {INPUT_ROLE[node.stage]: outs_of[pstage][prole]}

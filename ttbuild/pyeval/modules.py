@@ -64,8 +64,10 @@ class Project:
     a third-party import is an opaque value)."""
 
     def __init__(self, files: Mapping[str, tuple[str, bytes]], env: Mapping[str, str | None] | None = None,
-                 capability: int | None = None, is_external: Callable[[str], bool] | None = None):
+                 capability: int | None = None, is_external: Callable[[str], bool] | None = None,
+                 strict_env: bool = False):
         self.files, self.env, self.capability = files, dict(env or {}), capability
+        self.strict_env = strict_env  # a name outside `env` is an error (the build keyed only those)
         self.is_external = is_external or (lambda name: True)
         self.modules: dict[str, ModuleValue] = {}
         self.read_env: dict[str, str | None] = {}
@@ -360,6 +362,9 @@ class _Executor(Evaluator):
             name, default = (list(values) + [kwargs.get("default")])[:2]
             if not isinstance(name, str):
                 raise self.src.error(node, "an environment variable's name must be a string literal or constant")
+            if self.project.strict_env and name not in self.project.env:
+                raise self.src.error(node, f"reads the environment variable {name!r}, whose name the build could not "
+                                           "see: write the name as a string literal")
             value = self.project.env.get(name)
             self.project.read_env[name] = value
             return default if value is None else value

@@ -1,0 +1,129 @@
+"""The parse stage's extra inputs for a kernel of a project: the project modules its module may import (a static, conservative import closure under the declared source roots), the environment variables they read by literal name, whether they read device facts.
+
+Everything the parse output can depend on is then a parse input (the module files: file_dep and
+the cache's action key) or a parse option (environment values, the target: the stage key), so
+editing `pkg/compat.py` reruns the parse of exactly the kernels whose modules import it, and
+early cutoff stops the rest when the output is unchanged (docs/CONTRACTS.md, "Project modules").
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import os
+from pathlib import Path
+
+_DEVICE_FACTS = {"get_device_properties", "get_device_capability", "get_current_target"}
+
+
+def module_of(rel: str) -> str:
+    """`pkg/ops/norm.py` -> `pkg.ops.norm`; `pkg/__init__.py` -> `pkg` (a path under a source root)."""
+    parts = list(Path(rel).with_suffix("").parts)
+    if parts and parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def module_file(roots: tuple[str, ...], kernels_dir: Path, module: str) -> str | None:
+    """The file (relative to the kernels directory, POSIX) Python would import for `module` from
+    the source roots, in order: `a/b.py`, else the package `a/b/__init__.py`; None when absent."""
+    rel = module.replace(".", "/")
+    for root in roots:
+        for cand in (f"{rel}.py", f"{rel}/__init__.py"):
+            path = f"{root}/{cand}" if root not in ("", ".") else cand
+            if _is_file(str(kernels_dir / path)):
+                return path
+    return None
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_file(path: str) -> bool:
+    return os.path.isfile(path)
+
+
+@functools.lru_cache(maxsize=4096)
+def _scan(path: str, stamp: tuple) -> tuple[tuple, frozenset, bool]:
+    """(imports as (level, module, names), env names, reads device facts) of one file, once per
+    version of it (`stamp`: mtime and size). An unreadable file scans as empty: the parse stage
+    reports it with its location."""
+    try:
+        tree = ast.parse(Path(path).read_bytes())
+    except (OSError, SyntaxError, ValueError, RecursionError):
+        return (), frozenset(), False
+    imports, env, device = [], set(), False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imports.extend((0, a.name, ()) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            imports.append((node.level, node.module or "", tuple(a.name for a in node.names)))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
+            f, a = node.func, node.args[0]
+            reads_env = f.attr == "getenv" or (f.attr == "get" and _is_environ(f.value))
+            if reads_env and isinstance(a, ast.Constant) and isinstance(a.value, str):
+                env.add(a.value)
+        elif isinstance(node, ast.Subscript) and _is_environ(node.value):
+            if isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+                env.add(node.slice.value)
+        elif isinstance(node, ast.Attribute) and node.attr in _DEVICE_FACTS:
+            device = True
+    return tuple(imports), frozenset(env), device
+
+
+def _is_environ(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
+        isinstance(node, ast.Name) and node.id == "environ")
+
+
+def parse_facts(kernels_dir: Path, roots: tuple[str, ...], rel: str, root: str) -> dict:
+    """The parse options a project kernel adds (`module`, `modules`: name -> file, `env`: name ->
+    value or None, read now from this process's environment, `device`: whether a device fact is
+    read), from the kernel file `rel` (relative to the kernels directory) under source root `root`."""
+    own = module_of(os.path.relpath(rel, root) if root not in ("", ".") else rel)
+    modules: dict[str, str] = {}
+    env: set[str] = set()
+    device = False
+    todo = [(own, rel)]
+    parts = own.split(".")  # Python runs the packages above the kernel's module first
+    for i in range(1, len(parts)):
+        found = module_file(roots, kernels_dir, ".".join(parts[:i]))
+        if found is not None:
+            todo.append((".".join(parts[:i]), found))
+    while todo:
+        name, path = todo.pop()
+        if name in modules:
+            continue
+        modules[name] = path
+        full = kernels_dir / path
+        try:
+            st = full.stat()
+        except OSError:
+            continue
+        imports, names, reads = _scan(str(full), (st.st_mtime_ns, st.st_size))
+        env |= names
+        device |= reads
+        is_package = path.endswith("__init__.py")
+        for cand in _candidates(name, is_package, imports):
+            found = module_file(roots, kernels_dir, cand)
+            if found is not None and cand not in modules:
+                todo.append((cand, found))
+    return {"module": own, "modules": dict(sorted(modules.items())),
+            "env": {k: os.environ.get(k) for k in sorted(env)}, "device": device}
+
+
+def _candidates(name: str, is_package: bool, imports) -> list[str]:
+    """Every module an import may run: the module, its parent packages, and `from M import n`'s `M.n`."""
+    out = []
+    package = name.split(".") if is_package else name.split(".")[:-1]
+    for level, module, names in imports:
+        if level:
+            if level - 1 > len(package):
+                continue
+            base = ".".join(package[: len(package) - (level - 1)] + ([module] if module else []))
+        else:
+            base = module
+        if not base:
+            continue
+        parts = base.split(".")
+        out.extend(".".join(parts[:i]) for i in range(1, len(parts) + 1))
+        out.extend(f"{base}.{n}" for n in names if n != "*")
+    return out

@@ -82,6 +82,13 @@ class Expressions:
         if name in self.scope:
             return self.scope[name]
         if name in self.globals:
+            if not self.globals[name].get("constexpr", True) and not getattr(self, "in_default", False):
+                # Triton 3.6, code_generator.py (global_lookup): only constexpr globals, except
+                # while evaluating a parameter's default value.
+                fail(self.cx, f"Cannot access global variable {name} from within @jit'ed function. Triton kernels "
+                              "can only access global variables that are instanstiated as constexpr "
+                              "(`x = triton.language.constexpr(42)`). Note that this is different from annotating "
+                              "a variable as constexpr (`x: triton.language.constexpr = 42`), which is not supported.")
             return Constexpr(self.globals[name]["value"] if not isinstance(self.globals[name]["value"], list)
                              else tuple(self.globals[name]["value"]))
         if name in self.functions:
@@ -383,10 +390,11 @@ class Expressions:
                     fail(self.cx, f"{name}() missing argument {p['name']!r}")
                 # Defaults evaluate in the callee's module scope, not the caller's locals.
                 saved, self.scope = self.scope, {}
+                saved_default, self.in_default = getattr(self, "in_default", False), True
                 try:
                     bound[p["name"]] = self.visit(defaults[p["name"]])
                 finally:
-                    self.scope = saved
+                    self.scope, self.in_default = saved, saved_default
             # A helper's `tl.constexpr` annotation does not force the argument: as in Triton 3.6
             # (code_generator.call_JitFunction), what the caller passes decides, so a runtime
             # value (tutorial 06 passes offs_m and N_CTX this way) stays a runtime value.

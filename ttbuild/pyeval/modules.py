@@ -334,7 +334,7 @@ class _Executor(Evaluator):
             if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
                 raise self.cannot(node, "*args and **kwargs are not unpacked")
             path = value.path if isinstance(value, (External, Wrapper)) else None
-            if path in _WRAPPERS or (path in _JIT and (node.keywords and not node.args)):
+            if isinstance(value, External) and (path in _WRAPPERS or (path in _JIT and node.keywords and not node.args)):
                 return Wrapper(path)  # the arguments are the decorator reader's (ttbuild.frontend.autotune)
             args = [self.eval(a, scope) for a in node.args]
             kwargs = {k.arg: self.eval(k.value, scope) for k in node.keywords}

@@ -63,6 +63,16 @@ def stage_options(variant: Variant) -> dict[str, dict[str, Any]]:
     return opts
 
 
+def _key_json(options: dict, options_json: str) -> str:
+    """The options JSON a stage key hashes: all options, except a project kernel's environment
+    values, which are inputs like the source's bytes: a changed value reruns the parse in the
+    same output directory (the task's up-to-date config and the cache's action key hold the
+    values), so an unchanged output still stops the rest (early cutoff)."""
+    if "env" not in options:
+        return options_json
+    return canonical_json({k: v for k, v in options.items() if k != "env"})
+
+
 def parse_project_options(facts: dict, target: str) -> dict:
     """The parse options of a project kernel: its module, the project modules it may import
     (name -> file), the environment variables they read (with this build's values) and the
@@ -136,7 +146,7 @@ def chain(variant: Variant, versions: Mapping[str, int]) -> list[StageNode]:
     nodes, parent = [], ""
     for stage in variant.stages:
         oj = canonical_json(dict(opts[stage]))
-        key = stage_key(parent, stage, versions[stage], opts[stage], oj)
+        key = stage_key(parent, stage, versions[stage], opts[stage], _key_json(opts[stage], oj))
         nodes.append(StageNode(stage, key, parent, opts[stage], oj))
         parent = key
     return nodes

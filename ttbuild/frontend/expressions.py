@@ -129,10 +129,12 @@ class Expressions:
             return ModuleRef("triton.language." + attr)
         if attr.startswith(("math.", "extra.cuda.libdevice.", "extra.libdevice.")):
             short = "math." + attr.rsplit(".", 1)[1]
-            if short in B.BUILTINS:
-                return FuncRef("builtin", short)
+            # libdevice's functions are extern calls in Triton 3.6 (language/extra/cuda/libdevice.py:
+            # core.extern_elementwise), even those tl.math also has as an op (rsqrt, exp, tanh...)
             if not attr.startswith("math.") and libdevice.has(attr.rsplit(".", 1)[1]):
                 return FuncRef("libdevice", attr.rsplit(".", 1)[1])
+            if short in B.BUILTINS:
+                return FuncRef("builtin", short)
         if attr in ("constexpr", "range", "static_range"):
             return FuncRef("py", "tl." + attr)
         if attr in ("tensor", "tensor_descriptor", "tensor_descriptor_base"):

@@ -89,8 +89,10 @@ def test_device_facts_come_from_the_target():
         WARP = torch.cuda.get_device_properties(0).warp_size
         MAJOR, MINOR = torch.cuda.get_device_capability()
         SMS = torch.cuda.get_device_properties(0).multi_processor_count
+        ON_CUDA = torch.cuda.is_available() and not torch.xpu.is_available() and torch.version.hip is None
     ''')
     assert value(proj, "m", "WARP") == 32 and value(proj, "m", "MAJOR") == 8 and proj.read_target
+    assert value(proj, "m", "ON_CUDA") is True
     with pytest.raises(CompilationError, match="depends on the GPU model") as e:
         value(proj, "m", "SMS")
     assert e.value.loc.line == 5
@@ -101,13 +103,13 @@ def test_opaque_values_are_fine_until_a_branch_needs_them():
         import torch
         from transformers import AutoThing
         DEVICE = torch.cuda.current_device()
-        if torch.cuda.is_available():
+        if torch.cuda.current_device() == 0:
             MODE = 1
         else:
             MODE = 2
     ''')
     assert isinstance(value(proj, "m", "DEVICE"), objects.Opaque)
-    with pytest.raises(CompilationError, match=r"cannot decide `torch.cuda.is_available\(\)`") as e:
+    with pytest.raises(CompilationError, match=r"`torch.cuda.current_device\(\) == 0` without running the file: it needs the value of") as e:
         value(proj, "m", "MODE")
     assert (e.value.loc.line, e.value.loc.col) == (5, 3)
 
@@ -137,7 +139,7 @@ def test_kernel_reading_an_opaque_global_is_refused_at_the_use():
         import torch
         import triton
         import triton.language as tl
-        ON = torch.cuda.is_available()
+        ON = torch.cuda.current_device()
 
         @triton.jit
         def k(x):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import os
 import warnings
 from dataclasses import dataclass, field
 
@@ -28,6 +29,7 @@ _AUTOTUNE = {"triton.autotune", "triton.runtime.autotune", "triton.runtime.autot
 _HEURISTICS = {"triton.heuristics", "triton.runtime.heuristics", "triton.runtime.autotuner.heuristics"}
 _CONFIG = {"triton.Config", "triton.runtime.Config", "triton.runtime.autotuner.Config"}
 _TARGET = {"triton.runtime.driver.active.get_current_target"}
+_ENV_GET = {"os.environ.get", "os.getenv"}
 _HELPER_ALIASES = {"triton.next_power_of_2": "next_power_of_2", "triton.cdiv": "cdiv",
                    "triton.language.cdiv": "cdiv"}
 _CONSTEXPR = {"triton.language.constexpr", "ttbuild.language.constexpr"}
@@ -125,6 +127,11 @@ class _Evaluator(Evaluator):
     def call_import(self, full, node, scope):
         if full in _CONFIG:
             return self.config(node, scope)
+        if full in _ENV_GET:  # the configs it yields become the variants' constexprs and options: keyed
+            args = self._elements(node.args, scope)
+            if node.keywords or not 1 <= len(args) <= 2 or not isinstance(args[0], str):
+                raise self.cannot(node, "os.environ.get(NAME[, default]) with a string name")
+            return os.environ.get(args[0], args[1] if len(args) > 1 else None)
         if full in _TARGET and not node.args and not node.keywords:
             return Target()
         raise self.cannot(node)

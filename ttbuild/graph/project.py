@@ -13,7 +13,9 @@ import functools
 import os
 from pathlib import Path
 
-_DEVICE_FACTS = {"get_device_properties", "get_device_capability", "get_current_target"}
+# Attribute names whose reads ask the device (ttbuild.pyeval.modules answers them from the target).
+_DEVICE_FACTS = {"get_device_properties", "get_device_capability", "get_current_target", "is_available",
+                 "is_torch_npu_available", "is_torch_xpu_available", "hip"}
 
 
 def module_of(rel: str) -> str:

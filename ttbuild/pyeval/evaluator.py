@@ -30,6 +30,18 @@ from .values import (
     short,
 )
 
+# A string's methods that are pure and cost at most its length (`os.environ.get(...).lower()`).
+_STR_METHODS = frozenset({"lower", "upper", "strip", "lstrip", "rstrip", "startswith", "endswith", "split", "isdigit",
+                          "casefold"})
+
+
+class _StrMethod:
+    """`text.name`, a string method not yet called."""
+
+    def __init__(self, text: str, name: str):
+        self.text, self.name = text, name
+
+
 _CONVERSIONS = {"int": int, "float": float, "str": str, "bool": bool, "abs": abs}
 
 
@@ -76,7 +88,9 @@ class Evaluator:
         raise self.cannot(node)
 
     def attribute(self, value, node: ast.Attribute):
-        """`value.attr` for a value the base evaluator does not know."""
+        """`value.attr` for a value the base evaluator does not know; a string's pure methods."""
+        if isinstance(value, str) and node.attr in _STR_METHODS:
+            return _StrMethod(value, node.attr)
         raise self.cannot(node)
 
     def eval(self, node: ast.AST, scope: Scope | None):
@@ -330,7 +344,20 @@ class Evaluator:
         return self.call_value(value, node, scope)
 
     def call_value(self, value, node: ast.Call, scope: Scope | None):
-        """A call of a value the base evaluator cannot call (a subclass may know it)."""
+        """A call of a value the base evaluator cannot call (a subclass may know it); a string method."""
+        if isinstance(value, _StrMethod) and not node.keywords:
+            args = self._elements(node.args, scope)
+            if not all(isinstance(a, (str, int)) and not isinstance(a, bool) for a in args):
+                raise self.cannot(node, "a string method takes strings and ints")
+            try:
+                result = getattr(value.text, value.name)(*args)
+            except (TypeError, ValueError) as e:
+                raise self.src.error(node, f"`{short(node)}` fails: {e}") from None
+            try:
+                bounds.check_items(len(result) if isinstance(result, (str, list)) else 0, "the string method's result")
+            except bounds.BoundError as e:
+                raise self.src.error(node, f"`{short(node)}` is not evaluated: {e}") from None
+            return result
         raise self.cannot(node)
 
     # ------------------------------------------------------------- calls

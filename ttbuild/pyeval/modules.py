@@ -41,6 +41,12 @@ _CONSTEXPR_FUNCTION = {"triton.constexpr_function", "triton.language.constexpr_f
                        "triton.language.core.constexpr_function"}
 _ENV_GET = {"os.environ.get", "os.getenv"}
 _VERSION = {"packaging.version.parse", "packaging.version.Version"}
+# Which device the program runs on, as the variant's target (a CUDA GPU) answers it.
+_DEVICE_PROBES = {"torch.cuda.is_available": True, "torch.xpu.is_available": False, "torch.npu.is_available": False,
+                  "torch.mlu.is_available": False, "torch.mps.is_available": False,
+                  "torch.backends.mps.is_available": False, "transformers.utils.is_torch_npu_available": False,
+                  "transformers.utils.is_torch_xpu_available": False,
+                  "transformers.utils.import_utils.is_torch_npu_available": False}
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 _OPERATORS = {"operator.ge": lambda a, b: a >= b, "operator.gt": lambda a, b: a > b,
               "operator.le": lambda a, b: a <= b, "operator.lt": lambda a, b: a < b,
@@ -70,6 +76,7 @@ class Project:
         self.strict_env = strict_env  # a name outside `env` is an error (the build keyed only those)
         self.is_external = is_external or (lambda name: True)
         self.modules: dict[str, ModuleValue] = {}
+        self.home: dict[ast.FunctionDef, ModuleValue] = {}  # a def -> the module whose globals it reads
         self.read_env: dict[str, str | None] = {}
         self.read_target = False
 
@@ -77,9 +84,17 @@ class Project:
         """The module `name` executed (once; a cycle sees the partly executed module, as Python's)."""
         if name in self.modules:
             return self.modules[name]
-        if name not in self.files:
-            raise _ImportFailed(name, node, src)
         parent, _, _ = name.rpartition(".")
+        if name not in self.files:
+            if not self.is_namespace(name):
+                raise _ImportFailed(name, node, src)
+            if parent:
+                self.module(parent, node, src)
+            # a folder without __init__.py: an implicit namespace package (PEP 420), nothing to run
+            mod = self.modules[name] = ModuleValue(name, name.replace(".", "/"), True)
+            if parent in self.modules:
+                self.modules[parent].namespace.setdefault(name.rpartition(".")[2], mod)
+            return mod
         if parent:  # Python runs the packages above a module first
             self.module(parent, node, src)
         file, data = self.files[name]
@@ -100,6 +115,10 @@ class Project:
             del self.modules[name]  # as Python: a module whose import failed is not kept
             raise
         return mod
+
+    def is_namespace(self, name: str) -> bool:
+        """Whether `name` is a folder of the project holding modules but no __init__.py."""
+        return any(m.startswith(name + ".") for m in self.files)
 
     def resolves(self, name: str) -> bool:
         """Whether `import name` succeeds: a project module, a triton module of 3.6, or another
@@ -155,6 +174,7 @@ class _Executor(Evaluator):
                     raise self.cannot(stmt, "`import *` hides which names a module defines")
                 ns[a.asname or a.name] = self.from_import(base, a.name, stmt)
         elif isinstance(stmt, ast.FunctionDef):
+            self.project.home[stmt] = self.mod
             value = Function(stmt)
             for dec in reversed(stmt.decorator_list):
                 value = self.apply(self.eval(dec, None), [value], dec) if not isinstance(value, Opaque) else value
@@ -252,18 +272,20 @@ class _Executor(Evaluator):
 
     def import_module(self, name: str, node: ast.AST) -> None:
         """Run the project modules along `name`, or check that an external one resolves."""
-        if name in self.project.files:
+        if name in self.project.files or self.project.is_namespace(name):
             self.project.module(name, node, self.src)
             return
         head = name.split(".")[0]
-        if head in self.project.files or not self.project.resolves(name):
+        if head in self.project.files or self.project.is_namespace(head) or not self.project.resolves(name):
             raise _ImportFailed(name, node, self.src)
 
     def module_value(self, name: str, node: ast.AST):
-        return self.project.module(name, node, self.src) if name in self.project.files else External(name)
+        if name in self.project.files or self.project.is_namespace(name):
+            return self.project.module(name, node, self.src)
+        return External(name)
 
     def from_import(self, base: str, name: str, node: ast.AST):
-        if base in self.project.files:
+        if base in self.project.files or self.project.is_namespace(base):
             mod = self.project.module(base, node, self.src)
             if name in mod.namespace:
                 return mod.namespace[name]
@@ -309,12 +331,15 @@ class _Executor(Evaluator):
                 if isinstance(found, Unreadable):
                     raise found.error
                 return found
-            if f"{value.name}.{attr}" in self.project.files:
+            if f"{value.name}.{attr}" in self.project.files or self.project.is_namespace(f"{value.name}.{attr}"):
                 return self.project.module(f"{value.name}.{attr}", node, self.src)
             raise self.src.error(node, f"module `{value.name}` has no attribute `{attr}`")
         if isinstance(value, External):
             if value.path == "triton" and attr == "__version__":
                 return TRITON_VERSION
+            if value.path == "torch.version" and attr == "hip":  # a CUDA target: not a ROCm build
+                self.device_fact("torch.version.hip", node)
+                return None
             return External(f"{value.path}.{attr}")
         if isinstance(value, Constexpr) and attr == "value":
             return value.value
@@ -341,8 +366,30 @@ class _Executor(Evaluator):
             return self.apply(value, args, node, kwargs)
         return super().call_value(value, node, scope)
 
+    def elsewhere(self, fn: ast.FunctionDef):
+        """An executor of the module `fn` was defined in, when that is another module (its body
+        reads that module's globals, as a Python function does), else None."""
+        home = self.project.home.get(fn)
+        if home is None or home is self.mod:
+            return None
+        ex = _Executor(self.project, home)
+        ex.depth, ex.deadline = self.depth, self.deadline
+        return ex
+
+    def call(self, fn: ast.FunctionDef, node: ast.Call, scope):
+        ex = self.elsewhere(fn)
+        if ex is None:
+            return super().call(fn, node, scope)
+        if node.keywords:
+            raise self.cannot(node, "keyword arguments to a function of another module")
+        return ex.apply(Function(fn), [self.eval(a, scope) for a in node.args], node)
+
     def apply(self, callee, values, node, kwargs=None):  # noqa: C901 - one case per known callee
         kwargs = kwargs or {}
+        if isinstance(callee, Function) and not kwargs:
+            ex = self.elsewhere(callee.fn)
+            if ex is not None:
+                return ex.apply(callee, values, node)
         if isinstance(callee, Wrapper):
             (fn,) = values
             return self.wrap(callee.path, fn, node)
@@ -387,7 +434,7 @@ class _Executor(Evaluator):
             n = int(values[0])
             return 1 if n <= 1 else 1 << (n - 1).bit_length()
         if path in ("torch.cuda.get_device_capability", "torch.cuda.get_device_properties",
-                    "triton.runtime.driver.active.get_current_target"):
+                    "triton.runtime.driver.active.get_current_target") or path in _DEVICE_PROBES:
             return self.device_fact(path, node)
         if path.startswith("builtins.") and path[9:] in ("int", "float", "str", "bool") and len(values) == 1:
             return {"int": int, "float": float, "str": str, "bool": bool}[path[9:]](values[0])
@@ -398,6 +445,10 @@ class _Executor(Evaluator):
             raise self.src.error(node, f"`{short(node)}` needs the variant's target, which this read was not given")
         self.project.read_target = True
         cap = self.project.capability
+        if path == "torch.version.hip":
+            return None
+        if path in _DEVICE_PROBES:  # a CUDA target runs on a CUDA device, and on no other backend's
+            return _DEVICE_PROBES[path]
         if path.endswith("get_device_capability"):
             return (cap // 10, cap % 10)
         if path.endswith("get_current_target"):

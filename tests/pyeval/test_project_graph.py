@@ -20,7 +20,9 @@ def built(tmp_path, new_project):
     proj.env["MIXPROJ_ROWS"] = "2"
     run = proj.ttbuild("build")
     assert run.rc == 0, run.text
-    assert {n.split(":")[0] for n in run.ran} == {"parse", "ttir"} and len(run.ran) == 8, run.text
+    # every row to TTIR; `total` (MODE defaults to another module's constexpr) on to cubin and lib/
+    assert {n.split(":")[0] for n in run.ran} == {"parse", "ttir", "ttgir", "llir", "ptx", "cubin", "meta"}
+    assert len(run.ran) == 13 and (proj.artifacts / "lib" / "total.cubin").is_file(), run.text
     return proj
 
 

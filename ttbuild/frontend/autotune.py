@@ -140,7 +140,7 @@ class _Evaluator(Evaluator):
         if isinstance(value, Config) and node.attr in _CONFIG_FIELDS:  # a filter over configs reads them
             field_value = getattr(value, node.attr, None)  # pre_hook / ir_override: None, others refused
             return dict(field_value) if node.attr == "kwargs" else field_value
-        raise self.cannot(node)
+        return super().attribute(value, node)
 
     def config(self, node: ast.Call, scope) -> Config:
         """`triton.Config(kwargs, num_warps=4, num_stages=3, num_ctas=1, maxnreg=None, pre_hook=None,

@@ -213,6 +213,8 @@ def canonicalize(source: bytes | str, kernel: str, file: str, project=None, modu
                 default, literal = (_json_literal(d), True) if d is not None else (None, False)
             except (ValueError, SyntaxError, TypeError):
                 default, literal = None, False
+                if isinstance(d, ast.Name) and d.id in info.globals:  # `= MODE_X`, a global the module set
+                    default, literal = info.globals[d.id]["value"], True
             entry = {"name": a.arg, "default": default,
                      "annotation": ast.unparse(a.annotation) if a.annotation else None}
             if literal:  # a literal default, None included (`IMP: tl.constexpr = None`)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 PROJECT = Path(__file__).resolve().parents[1] / "data" / "projects" / "mixproj"
-NORM = {"row_rms", "scaled_squash", "total"}  # the rows whose module (mixpkg.ops.norm) imports the others
+NORM = {"row_rms", "scaled_squash", "total", "halves"}  # the rows whose module (mixpkg.ops.norm) imports the others
 
 
 @pytest.fixture
@@ -22,7 +22,7 @@ def built(tmp_path, new_project):
     assert run.rc == 0, run.text
     # every row to TTIR; `total` (MODE defaults to another module's constexpr) on to cubin and lib/
     assert {n.split(":")[0] for n in run.ran} == {"parse", "ttir", "ttgir", "llir", "ptx", "cubin", "meta"}
-    assert len(run.ran) == 13 and (proj.artifacts / "lib" / "total.cubin").is_file(), run.text
+    assert len(run.ran) == 15 and (proj.artifacts / "lib" / "total.cubin").is_file(), run.text
     return proj
 
 

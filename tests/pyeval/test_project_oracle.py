@@ -18,6 +18,7 @@ KERNELS = {  # kernel -> (signature names and types, constexprs), as the rows gi
     "row_rms": ({"x_ptr": "*fp32", "out_ptr": "*fp32", "n_cols": "i32", "eps": "fp32"}, {"BLOCK": 1024}),
     "scaled_squash": ({"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}, {"BLOCK": 256}),
     "total": ({"x_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}, {"BLOCK": 256}),
+    "halves": ({"x_ptr": "*fp32", "out_ptr": "*fp32"}, {"BLOCK": 64}),  # a constexpr_function, next_power_of_2
 }
 
 # The oracle's Python has neither torch nor packaging: the least of each that the modules use.
@@ -93,6 +94,10 @@ def test_triton_builds_the_project_kernels_as_we_do(built, tmp_path):
         assert _facts(ours[name].read_text()) == _facts(theirs[name]), name
     assert _facts(theirs["scaled_squash"])[1] == {"__nv_tanhf", "__nv_erff"}
     assert _facts(theirs["row_rms"])[1] == {"__nv_rsqrtf"}
+    # half_block(64) = 32 lanes, next_power_of_2(65) = 128: the same shapes and constant as Triton's
+    for ttir in (ours["halves"].read_text(), theirs["halves"]):
+        assert "tensor<32xf32>" in ttir and "tensor<64xf32>" not in ttir
+        assert re.search(r"1\.280*e\+02", ttir), ttir
     assert "Cannot access global variable PLAIN_LIMIT" in theirs["uses_plain_global"]
 
 

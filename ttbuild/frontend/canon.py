@@ -231,4 +231,6 @@ def canonicalize(source: bytes | str, kernel: str, file: str, project=None, modu
         "globals": {k: v for k, v in sorted(info.globals.items()) if k in used and k not in reached},
         "imports": {k: v for k, v in sorted(info.imports.items()) if k in used},
     }
+    if scope is not None and scope.constexpr_functions:  # only kernels that call one carry the key
+        desc["constexpr_functions"] = dict(sorted(scope.constexpr_functions.items()))
     return desc, {"file": file, "nodes": nodes, "lines": line_text}

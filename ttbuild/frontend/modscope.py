@@ -14,7 +14,7 @@ import math
 
 from ttbuild.errors import CompilationError
 from ttbuild.pyeval.modules import Project, lookup, read_module
-from ttbuild.pyeval.objects import Constexpr, External, Kernel, ModuleValue, Opaque
+from ttbuild.pyeval.objects import Constexpr, ConstexprFunction, External, Kernel, ModuleValue, Opaque
 
 _LITERALS = (int, float, bool, str, type(None))
 
@@ -27,6 +27,8 @@ class ModuleScope:
         self.project, self.info, self.file = project, info, file
         self.mod: ModuleValue = read_module(project, module)
         self.home: dict[str, ModuleValue] = {}  # @jit function name -> the module whose globals it sees
+        # @triton.constexpr_function helpers a kernel calls: name -> their source (the ttir stage runs them)
+        self.constexpr_functions: dict[str, str] = {}
 
     def find_kernel(self, kernel: str) -> None:
         """Adds `kernel` to the jit functions when executing the module makes it one (by call,
@@ -78,6 +80,10 @@ class ModuleScope:
             self.add(name, value)
         elif isinstance(value, External):
             info.imports[name] = value.path
+        elif isinstance(value, ConstexprFunction):
+            fn = value.fn
+            fn = ast.FunctionDef(fn.name, fn.args, fn.body, [], fn.returns, fn.type_comment)
+            self.constexpr_functions[name] = ast.unparse(ast.fix_missing_locations(fn))
         elif isinstance(value, Constexpr) and _json_value(value.value) is not _NO:
             info.globals[name] = {"constexpr": True, "value": _json_value(value.value)}
         elif _json_value(value) is not _NO and value is not None:

@@ -56,3 +56,18 @@ def uses_plain_global(x_ptr, n):
 @triton.jit
 def uses_torch(x_ptr):
     tl.store(x_ptr, HAS_GPU)
+
+
+@triton.constexpr_function
+def half_block(n):
+    """The half of a block a program stores, at least 16 lanes (run at compile time)."""
+    return max(n // 2, 16)
+
+
+@triton.jit
+def halves(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    HALF: tl.constexpr = half_block(BLOCK)
+    WIDE: tl.constexpr = triton.next_power_of_2(BLOCK + 1)
+    offs = tl.arange(0, HALF)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, x * WIDE)

@@ -1,4 +1,6 @@
-"""A project's kernels through the build graph: rows by file or module under [project] source_roots; an edit to an imported module, or to an environment variable a module read, reruns exactly the parses that depend on it."""
+"""A project's kernels through the build graph: rows by file or module; an edit reruns exactly the parses that depend on it.
+
+The edit is to an imported module, or to an environment variable a module read."""
 
 from __future__ import annotations
 

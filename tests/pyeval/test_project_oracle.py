@@ -1,4 +1,7 @@
-"""Triton 3.6 builds the project's kernels from the same modules (Python executes them there) and agrees on what they are: the same ops and libdevice calls as ours, our TTIR finishes its pipeline to cubin, and the same non-constexpr global is refused by both."""
+"""Triton 3.6 builds the project's kernels from the same modules (Python executes them there) and agrees with ours.
+
+The same ops and libdevice calls as ours, our TTIR finishes its pipeline to cubin, and the same
+non-constexpr global is refused by both."""
 
 from __future__ import annotations
 

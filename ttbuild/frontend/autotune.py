@@ -69,7 +69,7 @@ class Autotune:
 @dataclass(frozen=True)
 class Heuristic:
     """One entry of `@triton.heuristics`: the constexpr `name` it defines, `expr` over `args` in the
-    ttbuild.runtime.heuristics grammar, the argument names it reads, whether its value is a bool
+    ttbuild.pyeval.heuristics grammar, the argument names it reads, whether its value is a bool
     by its form; `loc` is the lambda's (or the function name's) position."""
 
     name: str
@@ -224,7 +224,7 @@ class _Normalizer(ast.NodeTransformer):
             return helper
         if node.id in self.module.bindings:  # check_node would take `min`, `cdiv`... for the helpers
             raise self.src.error(node, f"a heuristic may not read `{node.id}`, a name of the file: it is "
-                                       "evaluated at launch over `args` alone (ttbuild.runtime.heuristics)")
+                                       "evaluated at launch over `args` alone (ttbuild.pyeval.heuristics, run by ttbuild.runtime)")
         if node.id in ("args", "cdiv", "next_power_of_2"):
             raise self.src.error(node, f"`{node.id}` is not defined here (the function's parameter is "
                                        f"`{self.param}`; use triton.cdiv / triton.next_power_of_2)")
@@ -393,7 +393,7 @@ def read_decorators(source: str | bytes, kernel: str, file: str) -> Decorators:
     Triton's default config. Raises CompilationError at the offending node for a syntax error, a
     missing kernel, anything that cannot be evaluated statically (torch, os, other modules' calls,
     the target's arch, a pre_hook/post_hook/do_bench that is not None, more than MAX_STEPS steps, a
-    name defined in terms of itself) and a heuristic outside the ttbuild.runtime.heuristics grammar.
+    name defined in terms of itself) and a heuristic outside the ttbuild.pyeval.heuristics grammar.
     Warns (CompilerWarning) that prune_configs_by is not evaluated, and of a `key` name that is not
     a parameter, which is left out of the key as Triton's Autotuner leaves it out.
     """

@@ -1,4 +1,7 @@
-"""The parse stage's extra inputs for a kernel of a project: the project modules its module may import (a static, conservative import closure under the declared source roots), the environment variables they read by literal name, whether they read device facts.
+"""The parse stage's extra inputs for a project kernel: modules it may import, environment variables read, device reads.
+
+A static, conservative import closure under the declared source roots; environment variables are
+those read by literal name.
 
 Everything the parse output can depend on is then a parse input (the module files: file_dep and
 the cache's action key) or a parse option (environment values, the target: the stage key), so

@@ -1,1 +1,3 @@
-"""ttbuild's static reader of Python: evaluates the module-level code of a project's files and decorator arguments from their ast, never importing or running them, every operation bounded; standard library only (no import of ttbuild.frontend, runtime or graph)."""
+"""ttbuild's static reader of Python: a project's module-level code and decorator arguments, evaluated from the ast, bounded.
+
+Nothing is imported or run. Standard library only: no import of ttbuild.frontend, runtime or graph."""

@@ -1,4 +1,6 @@
-"""`@triton.heuristics` expressions as data: a restricted grammar over `args` that is checked, then compiled once into a callable with no builtins whose every operator is bounded (ttbuild.pyeval.bounds); standard library only.
+"""`@triton.heuristics` expressions as data: a checked grammar over `args`, compiled into a bounded callable; stdlib only.
+
+The compiled callable has no builtins and every operator goes through ttbuild.pyeval.bounds.
 
 The build checks the grammar and folds constant parts under the same bounds (check_node), so an
 expression like `9**9**9**9` is refused with a location; the runtime (ttbuild.runtime.heuristics)

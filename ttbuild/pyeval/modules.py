@@ -1,4 +1,7 @@
-"""Reads a project's modules as Python would have executed them, statically: imports resolved from the source files given (never imported), `if`/`try` at module level decided as under Triton 3.6, and every fact read recorded; standard library only.
+"""Reads a project's modules statically, as Python would have executed them under Triton 3.6; standard library only.
+
+Imports resolve from the source files given (never imported), module-level `if`/`try` are decided as
+under Triton 3.6, and every fact read is recorded.
 
 What a module-level statement means follows Python (the language reference, "The import
 system", "Compound statements"); what triton answers follows Triton 3.6 (objects.TRITON_*).

@@ -494,3 +494,28 @@ def test_costly_operations_are_refused_at_the_node(configs, points_at, says):
     err = refusal(src)
     assert says in err.message
     assert (err.loc.line, err.loc.col) == where(src, points_at)
+
+
+def test_wrappers_applied_by_call_are_read_as_decorators():
+    """Issue 30: `f = triton.jit(f)` then `f = triton.heuristics({...})(f)`, and autotune(...)(jit(g))."""
+    src = HEAD + '''
+def scale(x_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    pass
+
+
+scale = triton.jit(scale)
+scale = triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})(scale)
+
+
+def _impl(x_ptr, n, BLOCK: tl.constexpr):
+    pass
+
+
+tuned = triton.autotune(configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})], key=["n"])(
+    triton.jit(_impl))
+'''
+    got = read(src, "scale")
+    assert got.autotune is None and [h.name for h in got.heuristics] == ["EVEN"]
+    assert got.heuristics[0].params == ("BLOCK", "n")
+    tuned = read(src, "tuned")
+    assert [c.kwargs for c in tuned.autotune.configs] == [{"BLOCK": 64}, {"BLOCK": 128}]

@@ -1,4 +1,6 @@
-"""Reads a kernel's `@triton.autotune` / `@triton.heuristics` from its source without running it: configs through ttbuild.pyeval's bounded evaluator, heuristics as ttbuild.pyeval.heuristics expressions.
+"""Reads a kernel's `@triton.autotune` / `@triton.heuristics` from its source without running it (ttbuild.pyeval).
+
+Configs go through ttbuild.pyeval's bounded evaluator, heuristics become ttbuild.pyeval.heuristics expressions.
 
 The rules follow python/triton/runtime/autotuner.py (Triton 3.6): `autotune(configs, key,
 prune_configs_by, reset_to_zero, restore_value, pre_hook, post_hook, warmup, rep, use_cuda_graph,
@@ -407,16 +409,51 @@ def read_decorators(source: str | bytes, kernel: str, file: str) -> Decorators:
                                                                (e.text or "").rstrip("\n"))) from None
     except RecursionError:
         raise CompilationError("expression nested too deeply for Python's parser", Loc(file, 1, 0)) from None
-    # The last `def kernel` wins, as when the module runs; decorators see what is bound before it.
-    index = max((i for i, s in enumerate(tree.body) if isinstance(s, ast.FunctionDef) and s.name == kernel),
-                default=None)
+    # The last binding of `kernel` wins, as when the module runs; decorators see what is bound before it.
+    index, fn = _kernel_def(tree.body, kernel)
     if index is None:
         defs = sorted(s.name for s in tree.body if isinstance(s, ast.FunctionDef))
         raise CompilationError(f"kernel {kernel!r} is not a function of {file} (functions there: "
                                f"{', '.join(defs) or 'none'})")
     try:
-        return _Reader(src, _Module(tree.body[:index]), tree.body[index]).read()
+        return _Reader(src, _Module(tree.body[:index]), fn).read()
     except RecursionError:
-        fn = tree.body[index]
         raise src.error(fn.decorator_list[0] if fn.decorator_list else fn,
                         "decorator arguments nested too deeply to evaluate") from None
+
+
+def _kernel_def(body: list[ast.stmt], kernel: str) -> tuple[int | None, ast.FunctionDef | None]:
+    """The statement index where `kernel`'s decorators are evaluated and its def, the decorators
+    listed outermost first: `@`-decorators of a `def kernel`, or wrappers applied by call
+    (`kernel = triton.heuristics({...})(triton.jit(_impl))`, `f = triton.jit(f)` then
+    `f = triton.autotune(...)(f)`), as Python binds them (the last binding wins)."""
+    wrappers: list[ast.expr] = []
+    name, end, where = kernel, len(body), None
+    while True:
+        found = next((i for i in range(end - 1, -1, -1) if _binds(body[i], name)), None)
+        if found is None:
+            return None, None
+        where = found if where is None else where
+        stmt = body[found]
+        if isinstance(stmt, ast.FunctionDef):
+            if not wrappers:
+                return found, stmt
+            fn = copy.copy(stmt)
+            fn.decorator_list = wrappers + list(stmt.decorator_list)
+            return where, fn
+        expr, outer = stmt.value, []
+        while isinstance(expr, ast.Call) and len(expr.args) == 1 and not expr.keywords:
+            outer.append(expr.func)
+            expr = expr.args[0]
+        if not isinstance(expr, ast.Name) or not outer:
+            return None, None
+        wrappers += outer
+        name, end = expr.id, found
+
+
+def _binds(stmt: ast.stmt, name: str) -> bool:
+    """Whether a module-level statement is `def name` or `name = ...`."""
+    if isinstance(stmt, ast.FunctionDef):
+        return stmt.name == name
+    return (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
+            and stmt.targets[0].id == name)

@@ -46,6 +46,11 @@ def _is_file(path: str) -> bool:
     return os.path.isfile(path)
 
 
+def forget_files() -> None:
+    """Ask the file system afresh (load_variants calls it: files come and go between loads)."""
+    _is_file.cache_clear()
+
+
 @functools.lru_cache(maxsize=4096)
 def _scan(path: str, stamp: tuple) -> tuple[tuple, frozenset, bool]:
     """(imports as (level, module, names), env names, reads device facts) of one file, once per

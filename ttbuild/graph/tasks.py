@@ -117,6 +117,10 @@ def variant_doc(v: Variant) -> dict:
         doc.pop("disable_mma_v3", None)
     if not v.disable_tma:
         doc.pop("disable_tma", None)
+    # a project kernel's parse facts are the parse task's inputs, not metadata; its module stays
+    doc.pop("parse", None)
+    if not v.module:
+        doc.pop("module", None)
     if v.targets:
         doc["targets"] = list(v.targets)
     else:  # single-target variants keep the document (and the meta task's up-to-date check) they had

@@ -135,6 +135,9 @@ def load_variants(kernels_dir: str | Path, row_errors: list | None = None) -> li
     shown = f"{kernels_dir.name}/{VARIANTS_FILE}"
     _is_file.cache_clear()  # asked afresh for every list: files come and go between loads
     _head.cache_clear()
+    from .project import forget_files
+
+    forget_files()
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:

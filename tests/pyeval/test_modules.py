@@ -149,3 +149,21 @@ def test_kernel_reading_an_opaque_global_is_refused_at_the_use():
     with pytest.raises(CompilationError, match="reads the global `ON`") as e:
         canonicalize(proj.files["m"][1], "k", "m.py", proj, "m")
     assert (e.value.loc.line, e.value.loc.col) == (9, 16)
+
+
+def test_relative_import_beyond_the_top_and_a_syntax_error_are_located():
+    proj = project(m="from . import x\n")
+    with pytest.raises(CompilationError, match="beyond the top-level package"):
+        value(proj, "m", "x")
+    proj = project(pkg__init="", pkg__bad="def (:\n", pkg__m="from . import bad\n")
+    with pytest.raises(CompilationError, match="invalid syntax") as e:
+        value(proj, "pkg.m", "bad")
+    assert e.value.loc.file == "pkg/bad.py" and e.value.loc.line == 1
+
+
+def test_a_deeply_nested_module_statement_is_refused_only_when_read():
+    proj = project(m="import triton\nX = " + " + ".join(["1"] * 800) + "\nY = 2\n")
+    assert value(proj, "m", "Y") == 2
+    with pytest.raises(CompilationError, match="nested too deeply") as e:
+        value(proj, "m", "X")
+    assert e.value.loc.line == 2

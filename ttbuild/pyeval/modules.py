@@ -106,7 +106,11 @@ class Project:
         self.modules[name] = mod
         try:
             mod.tree = ast.parse(text, filename=file)
+        except RecursionError:
+            del self.modules[name]
+            raise CompilationError("expression nested too deeply for Python's parser", Loc(file, 1, 0)) from None
         except SyntaxError as e:
+            del self.modules[name]
             line = e.lineno or 1
             raise CompilationError(f"invalid syntax: {e.msg}", Loc(file, line, max((e.offset or 1) - 1, 0),
                                                                    (e.text or "").rstrip("\n"))) from None
@@ -158,6 +162,10 @@ class _Executor(Evaluator):
             except CompilationError as e:
                 for name in _bound_names(stmt):
                     ns[name] = Unreadable(e)
+            except RecursionError:
+                err = self.src.error(stmt, "statement nested too deeply to read")
+                for name in _bound_names(stmt):
+                    ns[name] = Unreadable(err)
         return False, None
 
     def statement(self, stmt: ast.stmt, ns: dict) -> None:
@@ -268,7 +276,7 @@ class _Executor(Evaluator):
             return stmt.module or ""
         parts = self.mod.name.split(".")
         package = parts if self.mod.is_package else parts[:-1]
-        if stmt.level - 1 > len(package) - (0 if package else 0) or (stmt.level > 1 and stmt.level - 1 >= len(package)):
+        if not package or stmt.level - 1 >= len(package):  # Python's ImportError, located
             raise self.src.error(stmt, "attempted relative import beyond the top-level package")
         package = package[: len(package) - (stmt.level - 1)]
         return ".".join(package + ([stmt.module] if stmt.module else []))

@@ -49,6 +49,8 @@ def _is_file(path: str) -> bool:
 def forget_files() -> None:
     """Ask the file system afresh (load_variants calls it: files come and go between loads)."""
     _is_file.cache_clear()
+    _FACTS.clear()
+    _DIRECT.clear()
 
 
 @functools.lru_cache(maxsize=4096)
@@ -87,8 +89,21 @@ def _is_environ(node: ast.AST) -> bool:
 def parse_facts(kernels_dir: Path, roots: tuple[str, ...], rel: str, root: str) -> dict:
     """The parse options a project kernel adds (`module`, `modules`: name -> file, `env`: name ->
     value or None, read now from this process's environment, `device`: whether a device fact is
-    read), from the kernel file `rel` (relative to the kernels directory) under source root `root`."""
+    read), from the kernel file `rel` (relative to the kernels directory) under source root `root`.
+    Computed once per module of a variant list (forget_files starts afresh)."""
     own = module_of(os.path.relpath(rel, root) if root not in ("", ".") else rel)
+    key = (str(kernels_dir), roots, own)
+    if key not in _FACTS:
+        _FACTS[key] = _facts(kernels_dir, roots, own, rel)
+    facts = _FACTS[key]
+    return {"module": own, "modules": dict(facts["modules"]), "env": dict(facts["env"]), "device": facts["device"]}
+
+
+_FACTS: dict = {}  # (kernels dir, roots, module) -> its parse facts, for one variant list
+_DIRECT: dict = {}  # (kernels dir, roots, module) -> (env names, device, [(imported module, file)])
+
+
+def _facts(kernels_dir: Path, roots: tuple[str, ...], own: str, rel: str) -> dict:
     modules: dict[str, str] = {}
     env: set[str] = set()
     device = False
@@ -103,21 +118,33 @@ def parse_facts(kernels_dir: Path, roots: tuple[str, ...], rel: str, root: str) 
         if name in modules:
             continue
         modules[name] = path
-        full = kernels_dir / path
-        try:
-            st = full.stat()
-        except OSError:
-            continue
-        imports, names, reads = _scan(str(full), (st.st_mtime_ns, st.st_size))
+        names, reads, deps = _direct(kernels_dir, roots, name, path)
         env |= names
         device |= reads
-        is_package = path.endswith("__init__.py")
-        for cand in _candidates(name, is_package, imports):
-            found = module_file(roots, kernels_dir, cand)
-            if found is not None and cand not in modules:
-                todo.append((cand, found))
-    return {"module": own, "modules": dict(sorted(modules.items())),
-            "env": {k: os.environ.get(k) for k in sorted(env)}, "device": device}
+        todo.extend(d for d in deps if d[0] not in modules)
+    return {"modules": dict(sorted(modules.items())), "env": {k: os.environ.get(k) for k in sorted(env)},
+            "device": device}
+
+
+def _direct(kernels_dir: Path, roots: tuple[str, ...], name: str, path: str):
+    """What one module file reads directly: env names, device reads, the project modules it may import."""
+    key = (str(kernels_dir), roots, name)
+    if key in _DIRECT:
+        return _DIRECT[key]
+    full = kernels_dir / path
+    try:
+        st = full.stat()
+    except OSError:
+        _DIRECT[key] = (frozenset(), False, [])
+        return _DIRECT[key]
+    imports, names, reads = _scan(str(full), (st.st_mtime_ns, st.st_size))
+    deps = []
+    for cand in dict.fromkeys(_candidates(name, path.endswith("__init__.py"), imports)):
+        found = module_file(roots, kernels_dir, cand)
+        if found is not None:
+            deps.append((cand, found))
+    _DIRECT[key] = (names, reads, deps)
+    return _DIRECT[key]
 
 
 def _candidates(name: str, is_package: bool, imports) -> list[str]:

@@ -273,6 +273,15 @@ def _project_file(values: dict, row: dict, roots: tuple[str, ...], kernels_dir: 
     return rel, root
 
 
+def _parse_facts(kernels_dir: Path, roots: tuple[str, ...], rel: str, root: str | None) -> dict:
+    """A project kernel's parse facts (ttbuild.graph.project); {} for a kernel outside a project."""
+    if root is None:
+        return {}
+    from .project import parse_facts
+
+    return parse_facts(kernels_dir, roots, rel, root)
+
+
 def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator", roots: tuple[str, ...] = ()) -> Variant:
     label = f"variant #{index}" + (f" ({row['name']})" if isinstance(row.get("name"), str) else "")
 
@@ -358,11 +367,7 @@ def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator", roo
     if values["until"] not in STAGES:
         raise fail("until", f"must be one of {', '.join(STAGES)}, got {values['until']!r}")
 
-    parse: dict = {}
-    if root is not None:
-        from .project import parse_facts
-
-        parse = parse_facts(kernels_dir, roots, rel, root)
+    parse = _parse_facts(kernels_dir, roots, rel, root)
     name = values["name"] or _default_name(values)
     return Variant(index=index, name=name, file=rel, kernel=values["kernel"],
                    signature=",".join(str(p) for p in params), params=tuple(params),

@@ -41,3 +41,42 @@ def test_mistakes_are_located(tmp_path, text, line, says):
     with pytest.raises(VariantError, match=says.replace("[", r"\[").replace("(", r"\(")) as e:
         load_variants(_list(tmp_path, text))
     assert e.value.loc.line == line
+
+
+BY_CALL = '''import triton
+import triton.language as tl
+
+
+def _impl(x_ptr, n, BLOCK: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, BLOCK), 1.0)
+
+
+tuned = triton.autotune(configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})], key=["n"])(
+    triton.jit(_impl))
+
+
+def even(x_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, BLOCK), 1.0)
+
+
+even = triton.jit(even)
+even = triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})(even)
+'''
+
+
+def test_kernels_made_by_call_expand_and_parse(tmp_path):
+    """Issue 30: autotune and heuristics applied by call expand like decorators, and parse finds the kernel."""
+    from ttbuild.frontend.canon import canonicalize
+    from ttbuild.pyeval.modules import Project
+
+    root = _list(tmp_path, '[project]\nsource_roots = ["src"]\n\n'
+                           '[[variant]]\nname = "tuned"\nmodule = "pkg.calls"\nkernel = "tuned"\n'
+                           'signature = "*fp32:16,i32"\nautotune = true\n\n'
+                           '[[variant]]\nname = "even"\nmodule = "pkg.calls"\nkernel = "even"\n'
+                           'signature = "*fp32:16,i32"\nconstexprs = { BLOCK = 64 }\n')
+    (root / "src" / "pkg" / "calls.py").write_text(BY_CALL)
+    names = sorted(v.name for v in load_variants(root))
+    assert names == ["even.EVEN-0", "even.EVEN-1", "tuned.c0", "tuned.c1"]
+    project = Project({"pkg": ("src/pkg/__init__.py", b""), "pkg.calls": ("src/pkg/calls.py", BY_CALL.encode())})
+    desc, _ = canonicalize(BY_CALL, "tuned", "src/pkg/calls.py", project, "pkg.calls")
+    assert list(desc["functions"]) == ["tuned"] and desc["imports"]["tl"] == "triton.language"

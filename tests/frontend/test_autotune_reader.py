@@ -370,7 +370,7 @@ REFUSALS = [
     (kernel_with("[] if is_mi300() else []",
                  helpers="def is_mi300():\n    return triton.runtime.driver.active.get_current_target().arch == 9\n"),
      "triton.runtime.driver.active.get_current_target().arch", "arch depends on the GPU"),
-    (kernel_with('[triton.Config({"BLOCK": 2 ** 10 ** 9})]'), "2 ** 10", "larger than 4096 bits"),
+    (kernel_with('[triton.Config({"BLOCK": 2 ** 10 ** 9})]'), "2 ** 10", "has more than 4096 bits"),
     (kernel_with('[triton.Config({"BLOCK": 64})]', extra=", warm_up=3"), "warm_up=3",
      "triton.autotune has no parameter `warm_up`"),
     (kernel_with("os.environ['CONFIGS']", helpers="import os\n"), "os.environ", "cannot evaluate `os.environ`"),
@@ -398,7 +398,7 @@ REFUSALS = [
     (kernel_with("list(filter(None))"), "filter(", "`filter(None)` fails: filter expected 2 arguments, got 1"),
     (kernel_with("[triton.Config({'BLOCK': 64}, num_warps=c.num_warps) for c in CONFIGS if c.all_kwargs()]",
                  helpers="CONFIGS = [triton.Config({'BLOCK': 64})]\n"), "c.all_kwargs",
-     "cannot evaluate `c.all_kwargs()` without running the file"),
+     "cannot evaluate `c.all_kwargs` without running the file"),
 ]
 
 
@@ -479,3 +479,43 @@ def test_names_bound_after_the_kernel_are_not_seen():
     err = refusal(src)
     assert "name `LATER` is not defined before the kernel" in err.message
     assert at(err) == where(src, "LATER")
+
+
+# Issue 32 item 1: every operation of the reader is bounded, and refused where it is written.
+@pytest.mark.parametrize("configs, points_at, says", [
+    ('[triton.Config({"BLOCK": 64 if 0.5 in range(10**15) else 32})]', "0.5 in", "the range scanned by `in`"),
+    ('[triton.Config({"BLOCK": 9**9**9**9})]', "9**9**9})", "has more than 4096 bits"),
+    ('[triton.Config({"BLOCK": 1 << 10**10})]', "1 << 10", "has more than 4096 bits"),
+    ('[triton.Config({"BLOCK": len([0] + [1] * 10**9)})]', "[1] * 10", "more than the 1000000"),
+    ('[triton.Config({"BLOCK": 64}) for _ in range(5000)]', "[triton.Config", "5000 configs, more than the 1024"),
+])
+def test_costly_operations_are_refused_at_the_node(configs, points_at, says):
+    src = kernel_with(configs)
+    err = refusal(src)
+    assert says in err.message
+    assert (err.loc.line, err.loc.col) == where(src, points_at)
+
+
+def test_wrappers_applied_by_call_are_read_as_decorators():
+    """Issue 30: `f = triton.jit(f)` then `f = triton.heuristics({...})(f)`, and autotune(...)(jit(g))."""
+    src = HEAD + '''
+def scale(x_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    pass
+
+
+scale = triton.jit(scale)
+scale = triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})(scale)
+
+
+def _impl(x_ptr, n, BLOCK: tl.constexpr):
+    pass
+
+
+tuned = triton.autotune(configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})], key=["n"])(
+    triton.jit(_impl))
+'''
+    got = read(src, "scale")
+    assert got.autotune is None and [h.name for h in got.heuristics] == ["EVEN"]
+    assert got.heuristics[0].params == ("BLOCK", "n")
+    tuned = read(src, "tuned")
+    assert [c.kwargs for c in tuned.autotune.configs] == [{"BLOCK": 64}, {"BLOCK": 128}]

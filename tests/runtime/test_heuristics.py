@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from ttbuild.errors import TTBuildError
+from ttbuild.pyeval import bounds
 from ttbuild.runtime import heuristics
 from ttbuild.runtime.heuristics import HeuristicError, check_expression, check_node, compile_expression, is_boolean
 
@@ -91,8 +92,9 @@ def test_check_node_reports_the_node():
 def test_no_builtins_in_the_compiled_function():
     f = compile_expression("min(args['a'], 2)")
     assert f.__globals__["__builtins__"] == {}
+    # the helpers, and the bounded operators every `+ - * ** << ...` of the expression goes through
     assert set(f.__globals__) == {"__builtins__", "min", "max", "abs", "int", "float", "bool", "next_power_of_2",
-                                  "cdiv"}
+                                  "cdiv", "_binop"}
     assert f({"a": 5}) == 2
     with pytest.raises(KeyError):
         f({})
@@ -121,9 +123,31 @@ def test_helpers_match_triton():
 
 
 def test_imports_only_stdlib_and_ttbuild_errors():
-    # The module's own imports (the ttbuild.runtime package around it has its own rules).
-    tree = ast.parse(Path(heuristics.__file__).read_text())
-    imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-    imported |= {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-    assert imported <= {"__future__", "ast", "typing", "ttbuild.errors"} | set(sys.stdlib_module_names)
-    assert {m for m in imported if m.startswith("ttbuild")} == {"ttbuild.errors"}
+    # The grammar's own imports: the runtime re-exports ttbuild.pyeval.heuristics, which reads only
+    # the standard library, ttbuild.errors and its sibling ttbuild.pyeval.bounds.
+    from ttbuild.pyeval import heuristics as grammar
+
+    for module in (grammar, bounds):
+        tree = ast.parse(Path(module.__file__).read_text())
+        imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        imported |= {n.module or "." for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert imported <= {"__future__", "ast", "typing", "ttbuild.errors", "."} | set(sys.stdlib_module_names)
+
+
+@pytest.mark.parametrize("text", ["9**9**9**9", "[0]*10**9", "1<<10**10", "(1<<4000)*(1<<4000)", "'ab'*10**8"])
+def test_unbounded_constants_are_refused_when_checked(text):
+    """Issue 32: the build refuses a heuristic whose constant part cannot be bounded, at its column."""
+    with pytest.raises(HeuristicError, match="is not evaluated"):
+        check_expression(text)
+
+
+@pytest.mark.parametrize("text, args", [("args['a'] ** args['b']", {"a": 9, "b": 9**9}),
+                                        ("args['a'] << args['b']", {"a": 1, "b": 10**10}),
+                                        ("[args['a']] * args['b']", {"a": 0, "b": 10**9}),
+                                        ("args['a'] * args['a']", {"a": 1 << 4000})])
+def test_compiled_heuristic_bounds_launch_values(text, args):
+    """Issue 32: values only known at launch go through the same bounds: a HeuristicError, at once."""
+    f = compile_expression(text)
+    with pytest.raises(HeuristicError, match="is not evaluated"):
+        f(args)
+    assert compile_expression("args['a'] * 2 + (1 << args['b'])")({"a": 3, "b": 4}) == 22

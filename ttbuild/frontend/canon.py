@@ -152,8 +152,13 @@ def _utf8(source: bytes, file: str) -> str:
                                stage="parse") from None
 
 
-def canonicalize(source: bytes | str, kernel: str, file: str) -> tuple[dict, dict]:
+def canonicalize(source: bytes | str, kernel: str, file: str, project=None, module: str | None = None) -> tuple[dict, dict]:
     """Return (description, loc table) for `kernel` in `source`; see docs/CONTRACTS.md.
+
+    project: a ttbuild.pyeval.modules.Project holding this file as `module` and the project
+    modules it imports: names the file's own scan cannot place (imports under `if`/`try`,
+    aliases, re-exported `triton`/`tl`, other modules' constexprs and @jit helpers, kernels made
+    by call) are taken from the module as Python would have executed it (ttbuild.frontend.modscope).
 
     Raises CompilationError at the offending position for a syntax error, and one listing the
     file's @jit functions when `kernel` is not among them.
@@ -171,6 +176,12 @@ def canonicalize(source: bytes | str, kernel: str, file: str) -> tuple[dict, dic
                                Loc(file, line, max((e.offset or 1) - 1, 0), src.rstrip("\n")),
                                stage="parse") from None
     info = scan_module(tree)
+    scope = None
+    if project is not None and module is not None:
+        from .modscope import ModuleScope
+
+        scope = ModuleScope(project, module, info, file)
+        scope.find_kernel(kernel)
     if kernel not in info.jit_functions:
         found = ", ".join(sorted(info.jit_functions)) or "none"
         raise CompilationError(f"kernel {kernel!r} not found in {file}; @jit functions there: {found}",
@@ -184,6 +195,8 @@ def canonicalize(source: bytes | str, kernel: str, file: str) -> tuple[dict, dic
             continue
         reached.add(name)
         names = _names_used(info.jit_functions[name])
+        if scope is not None:
+            scope.place(name, names)
         used |= names
         todo.extend(n for n in names if n in info.jit_functions and n not in reached)
 
@@ -215,6 +228,8 @@ def canonicalize(source: bytes | str, kernel: str, file: str) -> tuple[dict, dic
                 default, literal = (_json_literal(d), True) if d is not None else (None, False)
             except (ValueError, SyntaxError, TypeError):
                 default, literal = None, False
+                if isinstance(d, ast.Name) and d.id in info.globals:  # `= MODE_X`, a global the module set
+                    default, literal = info.globals[d.id]["value"], True
             entry = {"name": a.arg, "default": default,
                      "annotation": ast.unparse(a.annotation) if a.annotation else None}
             if literal:  # a literal default, None included (`IMP: tl.constexpr = None`)
@@ -231,4 +246,6 @@ def canonicalize(source: bytes | str, kernel: str, file: str) -> tuple[dict, dic
         "globals": {k: v for k, v in sorted(info.globals.items()) if k in used and k not in reached},
         "imports": {k: v for k, v in sorted(info.imports.items()) if k in used},
     }
+    if scope is not None and scope.constexpr_functions:  # only kernels that call one carry the key
+        desc["constexpr_functions"] = dict(sorted(scope.constexpr_functions.items()))
     return desc, {"file": file, "nodes": nodes, "lines": line_text}

@@ -96,7 +96,11 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
                     self.scope[p["name"]] = Constexpr(self._constexpr_value(self.constexprs[p["name"]]))
                 elif p["name"] in defaults:
                     self.b.loc = defaults[p["name"]]._id
-                    self.scope[p["name"]] = self.visit(defaults[p["name"]])
+                    self.in_default = True  # Triton reads any global in a default (code_generator.py)
+                    try:
+                        self.scope[p["name"]] = self.visit(defaults[p["name"]])
+                    finally:
+                        self.in_default = False
                 else:
                     self.b.loc = node._id
                     fail(self.cx, f"constexpr parameter {p['name']!r} has no value: give it in the variant's constexprs")

@@ -94,10 +94,19 @@ class Expressions:
         if name in self.scope:
             return self.scope[name]
         if name in self.globals:
+            if not self.globals[name].get("constexpr", True) and not getattr(self, "in_default", False):
+                # Triton 3.6, code_generator.py (global_lookup): only constexpr globals, except
+                # while evaluating a parameter's default value.
+                fail(self.cx, f"Cannot access global variable {name} from within @jit'ed function. Triton kernels "
+                              "can only access global variables that are instanstiated as constexpr "
+                              "(`x = triton.language.constexpr(42)`). Note that this is different from annotating "
+                              "a variable as constexpr (`x: triton.language.constexpr = 42`), which is not supported.")
             return Constexpr(self.globals[name]["value"] if not isinstance(self.globals[name]["value"], list)
                              else tuple(self.globals[name]["value"]))
         if name in self.functions:
             return FuncRef("jit", name)
+        if name in self.desc.get("constexpr_functions", {}):
+            return FuncRef("constexpr_fn", name)
         if name in self.imports:
             full = self.imports[name]
             return self._resolve_qualified(full, node)
@@ -134,10 +143,12 @@ class Expressions:
             return ModuleRef("triton.language." + attr)
         if attr.startswith(("math.", "extra.cuda.libdevice.", "extra.libdevice.")):
             short = "math." + attr.rsplit(".", 1)[1]
-            if short in B.BUILTINS:
-                return FuncRef("builtin", short)
+            # libdevice's functions are extern calls in Triton 3.6 (language/extra/cuda/libdevice.py:
+            # core.extern_elementwise), even those tl.math also has as an op (rsqrt, exp, tanh...)
             if not attr.startswith("math.") and libdevice.has(attr.rsplit(".", 1)[1]):
                 return FuncRef("libdevice", attr.rsplit(".", 1)[1])
+            if short in B.BUILTINS:
+                return FuncRef("builtin", short)
         if attr in ("constexpr", "range", "static_range"):
             return FuncRef("py", "tl." + attr)
         # classes: isinstance()'s second argument, or an annotation (`dt: tl.dtype = ...`)
@@ -328,13 +339,45 @@ class Expressions:
                 return self.inline(fn.name, args, kwargs)
             if fn.kind == "libdevice":
                 return libdevice.call(self.cx, fn.name, args, kwargs)
+            if fn.kind == "constexpr_fn":
+                return self.call_constexpr_function(fn.name, args, kwargs, node)
             return self.py_builtin(fn.name, args, kwargs)
         if isinstance(fn, ModuleRef):
+            if fn.name == "triton.next_power_of_2":  # a @constexpr_function of Triton 3.6 (triton/__init__.py)
+                if len(args) != 1 or kwargs or not isinstance(args[0], Constexpr) or not isinstance(args[0].value, int):
+                    fail(self.cx, "triton.next_power_of_2 takes one constexpr int")
+                n = args[0].value
+                return Constexpr(1 if n <= 1 else 1 << (n - 1).bit_length())
             if not fn.name.startswith(LANG):
                 fail(self.cx, f"cannot call {fn.name}: only tl builtins and @jit functions defined in "
                               f"the kernel's own file can be called (the compiler never imports modules)")
             fail(self.cx, f"{fn.name} is a module, not a function")
         fail(self.cx, f"cannot call {S.describe(fn)}")
+
+    def call_constexpr_function(self, name, args, kwargs, node):
+        """A `@triton.constexpr_function` helper called on constexprs: run at compile time by the
+        bounded evaluator (ttbuild.pyeval), its result a constexpr (Triton 3.6 runtime/jit.py
+        ConstexprFunction.__call__)."""
+        import ast as _ast
+
+        from ttbuild.errors import CompilationError
+        from ttbuild.pyeval.evaluator import Evaluator
+        from ttbuild.pyeval.values import Function, Source
+
+        if kwargs or not all(isinstance(a, Constexpr) for a in args):
+            fail(self.cx, f"{name}() is a @triton.constexpr_function: call it with constexpr positional arguments")
+        text = self.desc["constexpr_functions"][name]
+        fn = _ast.parse(text).body[0]
+
+        class _Helpers:
+            bindings = {n: ("def", _ast.parse(t).body[0]) for n, t in self.desc["constexpr_functions"].items()}
+            imports: dict = {}
+
+        try:
+            return Constexpr(Evaluator(Source(f"<constexpr_function {name}>", text), _Helpers).apply(
+                Function(fn), [a.value for a in args], node))
+        except CompilationError as e:
+            fail(self.cx, f"{name}(...) at compile time: {e.message}")
 
     def py_builtin(self, name, args, kwargs):
         if name == "print":  # Triton's code_generator maps Python print to tl.device_print
@@ -398,10 +441,11 @@ class Expressions:
                     fail(self.cx, f"{name}() missing argument {p['name']!r}")
                 # Defaults evaluate in the callee's module scope, not the caller's locals.
                 saved, self.scope = self.scope, {}
+                saved_default, self.in_default = getattr(self, "in_default", False), True
                 try:
                     bound[p["name"]] = self.visit(defaults[p["name"]])
                 finally:
-                    self.scope = saved
+                    self.scope, self.in_default = saved, saved_default
             # A helper's `tl.constexpr` annotation does not force the argument: as in Triton 3.6
             # (code_generator.call_JitFunction), what the caller passes decides, so a runtime
             # value (tutorial 06 passes offs_m and N_CTX this way) stays a runtime value.

@@ -40,7 +40,30 @@ def request(variant: Variant) -> Request:
 
 def stage_options(variant: Variant, stages: StageSet = DEFAULT) -> dict[str, dict[str, Any]]:
     """The options each stage of `variant` runs with (`ttbuild.stages` derives them), JSON-serialisable."""
-    return stages.options(request(variant))
+    opts = stages.options(request(variant))
+    if variant.parse:  # a project kernel: what its parse reads beyond its own file (ttbuild.graph.project)
+        opts["parse"].update(parse_project_options(variant.parse, variant.target))
+    return opts
+
+
+def _key_json(options: dict, options_json: str) -> str:
+    """The options JSON a stage key hashes: all options, except a project kernel's environment
+    values, which are inputs like the source's bytes: a changed value reruns the parse in the
+    same output directory (the task's up-to-date config and the cache's action key hold the
+    values), so an unchanged output still stops the rest (early cutoff)."""
+    if "env" not in options:
+        return options_json
+    return canonical_json({k: v for k, v in options.items() if k != "env"})
+
+
+def parse_project_options(facts: dict, target: str) -> dict:
+    """The parse options of a project kernel: its module, the project modules it may import
+    (name -> file), the environment variables they read (with this build's values) and the
+    target when a device fact is read. Kernels outside a project keep the options they had."""
+    out = {"module": facts["module"], "modules": facts["modules"], "env": facts["env"]}
+    if facts.get("device"):
+        out["target"] = target
+    return out
 
 
 def jit_ptx_options(target: str) -> dict[str, Any]:
@@ -75,7 +98,7 @@ def chain(variant: Variant, stages: StageSet = DEFAULT, versions: Mapping[str, i
     for step in stages.plan(variant.until, None, opts, extra):
         stage = step.stage.name
         oj = canonical_json(dict(opts[stage]))
-        key = stage_key(parent, stage, versions[stage], opts[stage], oj)
+        key = stage_key(parent, stage, versions[stage], opts[stage], _key_json(opts[stage], oj))
         nodes.append(StageNode(stage, key, parent, opts[stage], oj, step.inputs))
         parent = key
     return nodes

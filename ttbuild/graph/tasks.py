@@ -116,6 +116,10 @@ def variant_doc(v: Variant) -> dict:
         doc.pop("disable_mma_v3", None)
     if not v.disable_tma:
         doc.pop("disable_tma", None)
+    # a project kernel's parse facts are the parse task's inputs, not metadata; its module stays
+    doc.pop("parse", None)
+    if not v.module:
+        doc.pop("module", None)
     if v.targets:
         doc["targets"] = list(v.targets)
     else:  # single-target variants keep the document (and the meta task's up-to-date check) they had
@@ -188,6 +192,9 @@ def generate_tasks(kernels_dir: str | Path = "kernels", artifacts_dir: str | Pat
             # the plan's wiring (a debug ttir also reads the loc table: real positions for asserts)
             inputs = {role: str(kernels / v.file) if src == SOURCE else r if src == FILE else outs_of[src][r]
                       for role, (src, r) in node.inputs.items()}
+            if node.stage == "parse":  # a project kernel also reads the project modules its module may import
+                inputs.update({f"module:{m}": str(kernels / f) for m, f in node.options.get("modules", {}).items()
+                               if m != node.options["module"]})
             name = f"{node.stage}:{node.key}"
             users.setdefault(name, []).append(v.name)
             if name not in stage_tasks:

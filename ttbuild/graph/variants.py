@@ -40,7 +40,8 @@ MAX_NAME = 200
 # its defaults (validated by Options itself). Order is the order errors are reported in.
 FIELDS: dict[str, tuple[bool, Any]] = {
     "name": (False, None),
-    "file": (True, None),
+    "file": (False, None),  # a file under the kernels directory, or
+    "module": (False, None),  # a dotted module under [project] source_roots (one of the two is required)
     "kernel": (True, None),
     "signature": (True, None),
     "constexprs": (False, {}),
@@ -81,6 +82,10 @@ class Variant:
     options: Options = DEFAULTS
     until: str = "cubin"
     targets: tuple[str, ...] = ()
+    # a kernel of a project ([project] source_roots): its module, and the parse stage's extra facts
+    # (ttbuild.graph.project.parse_facts: modules it may import, environment values, device reads)
+    module: str = ""
+    parse: dict = field(default_factory=dict, hash=False, compare=False)
     # an autotune expansion's record (ttbuild.graph.tunevariants): group, key, config, tune plan
     tuning: dict | None = field(default=None, hash=False, compare=False)
     # constexpr name -> expression over `args` that @triton.heuristics computes at launch
@@ -130,6 +135,9 @@ def load_variants(kernels_dir: str | Path, row_errors: list | None = None) -> li
     _is_file.cache_clear()  # asked afresh for every list: files come and go between loads
     _head.cache_clear()
     _defs.cache_clear()
+    from .project import forget_files
+
+    forget_files()
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
@@ -144,17 +152,19 @@ def load_variants(kernels_dir: str | Path, row_errors: list | None = None) -> li
         raise VariantError(f"invalid TOML: {exc}", Loc(shown, deepest + 1, 0, lines[deepest][:200])) from None
     locator = _Locator(text, shown)
     # [package]: name/version of the wheel `ttbuild package` makes (ttbuild.wheel); not a build input.
-    extra = sorted(set(data) - {"variant", "package"})
+    # [project]: source_roots, the folders imports of a project's kernels resolve from.
+    extra = sorted(set(data) - {"variant", "package", "project"})
     if extra:
-        raise VariantError(f"unknown top-level key {extra[0]!r}: only [[variant]] tables and a [package] "
-                           "table belong here", locator.top(extra[0]))
+        raise VariantError(f"unknown top-level key {extra[0]!r}: only [[variant]] tables, a [package] "
+                           "and a [project] table belong here", locator.top(extra[0]))
+    roots = _source_roots(data.get("project", {}), kernels_dir, locator)
     rows = data.get("variant", [])
     if not isinstance(rows, list):
         raise VariantError("`variant` must be an array of tables: write [[variant]]", locator.top("variant"))
     variants, seen = [], {}
     for index, row in enumerate(rows, start=1):
         try:
-            expanded = _expand(_validate(index, row, kernels_dir, locator), row, kernels_dir, locator)
+            expanded = _expand(_validate(index, row, kernels_dir, locator, roots), row, kernels_dir, locator)
             for variant in expanded:
                 if len(variant.name) > MAX_NAME:
                     raise VariantError(f"variant #{index}: name {variant.name[:40]!r}... has {len(variant.name)} "
@@ -219,7 +229,68 @@ def _signature(text: str) -> tuple[SigEntry, ...]:
     return tuple(parse_signature(text))
 
 
-def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator") -> Variant:
+def _source_roots(table, kernels_dir: Path, locator: "_Locator") -> tuple[str, ...]:
+    """`[project] source_roots = ["src", ...]`: folders under the kernels directory that imports
+    resolve from, in order (as sys.path entries); () without a [project] table."""
+    if not isinstance(table, dict):
+        raise VariantError("`project` must be a table: write [project]", locator.top("project"))
+    for key in table:
+        if key != "source_roots":
+            raise VariantError(f"[project]: unknown key {key!r}; known: source_roots", locator.top(key))
+    roots = table.get("source_roots", [])
+    if not isinstance(roots, list) or not all(isinstance(r, str) for r in roots):
+        raise VariantError("[project] source_roots must be a list of folder names like [\"src\"]",
+                           locator.top("source_roots"))
+    out = []
+    for r in roots:
+        r = r.rstrip("/") or "."
+        if not _inside(r):
+            raise VariantError(f"[project] source_roots: {r!r} must be a relative path inside the kernels directory",
+                               locator.top("source_roots"))
+        if not (kernels_dir / r).is_dir():
+            raise VariantError(f"[project] source_roots: {r!r} is not a folder of {kernels_dir.name}/",
+                               locator.top("source_roots"))
+        out.append(Path(r).as_posix())
+    return tuple(out)
+
+
+def _project_file(values: dict, row: dict, roots: tuple[str, ...], kernels_dir: Path, fail) -> tuple[str, str | None]:
+    """The row's kernel file (relative to the kernels directory) and the source root it lies
+    under (None: not a project kernel), from `file` or `module`."""
+    from .project import module_file
+
+    if values["module"] is None:
+        if values["file"] is None:
+            raise fail("file", "give the kernel's `file`, or its `module` under [project] source_roots")
+        if not isinstance(values["file"], str):
+            raise fail("file", f"must be a string, got {_tname(values['file'])}")
+        rel = values["file"]
+        root = next((r for r in roots if r == "." or rel.startswith(r + "/")), None)
+        return rel, root
+    if "file" in row:
+        raise fail("module", "give either 'file' or 'module', not both")
+    mod = values["module"]
+    if not isinstance(mod, str) or not all(p.isidentifier() for p in mod.split(".")):
+        raise fail("module", f"must be a dotted module name like 'pkg.ops.norm', got {mod!r}")
+    if not roots:
+        raise fail("module", "names a module, but no [project] source_roots say where modules live")
+    rel = module_file(roots, kernels_dir, mod)
+    if rel is None:
+        raise fail("module", f"no {mod.replace('.', '/')}.py or package under the source roots {', '.join(roots)}")
+    root = next(r for r in roots if r == "." or rel.startswith(r + "/"))
+    return rel, root
+
+
+def _parse_facts(kernels_dir: Path, roots: tuple[str, ...], rel: str, root: str | None) -> dict:
+    """A project kernel's parse facts (ttbuild.graph.project); {} for a kernel outside a project."""
+    if root is None:
+        return {}
+    from .project import parse_facts
+
+    return parse_facts(kernels_dir, roots, rel, root)
+
+
+def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator", roots: tuple[str, ...] = ()) -> Variant:
     label = f"variant #{index}" + (f" ({row['name']})" if isinstance(row.get("name"), str) else "")
 
     def fail(fld: str, why: str) -> VariantError:
@@ -239,6 +310,7 @@ def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator") -> 
         else:
             values[key] = row[key]
 
+    values["file"], root = _project_file(values, row, roots, kernels_dir, fail)
     for key in ("file", "kernel", "signature", "target", "until"):
         if not isinstance(values[key], str):
             raise fail(key, f"must be a string, got {_tname(values[key])}")
@@ -307,10 +379,12 @@ def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator") -> 
     if values["until"] not in STAGES:
         raise fail("until", f"must be one of {', '.join(STAGES)}, got {values['until']!r}")
 
+    parse = _parse_facts(kernels_dir, roots, rel, root)
     name = values["name"] or _default_name(values)
     return Variant(index=index, name=name, file=rel, kernel=values["kernel"],
                    signature=",".join(str(p) for p in params), params=tuple(params),
-                   constexprs=dict(constexprs), options=options, until=values["until"], targets=targets or ())
+                   constexprs=dict(constexprs), options=options, until=values["until"], targets=targets or (),
+                   module=parse.get("module", ""), parse=parse)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -363,7 +437,8 @@ def _default_name(values: dict) -> str:
     # `targets` joins the hash only when given (disable_mma_v3 / disable_tma only when true), so other names
     # stay as they were.
     opts = {k: v for k, v in values.items() if k not in ("name", "until") and not (k == "targets" and v is None)
-            and not (k in ("autotune", "configs", "tune", "disable_mma_v3", "disable_tma") and v in (None, False))}
+            and not (k in ("autotune", "configs", "tune", "disable_mma_v3", "disable_tma", "module") and v in (None, False))
+            and not (k == "file" and values.get("module") is not None)}
     return f"{values['kernel']}_{xxhash.xxh3_64_hexdigest(canonical_json(opts).encode())[:8]}"
 
 

@@ -9,10 +9,24 @@ VERSION = 2  # parameters with a literal default say so (has_default)
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:
     """`inputs["source"]`: the kernel file; `options`: `kernel` (name), `file` (path relative to the
-    kernel library root). Returns `json` (no positions: comment/blank-line edits leave it
-    byte-identical) and `loc` (node id → line, col). Raises CompilationError on a syntax error or
-    a kernel name the file does not define as @jit."""
+    kernel library root). A project kernel (docs/CONTRACTS.md, "Project modules") also has the
+    options `module` (its dotted name), `modules` (name -> file of each project module it may
+    import, each given as the input `module:<name>`), `env` (environment variable -> value or None,
+    the only ones its modules may read) and `target` when they read device facts. Returns `json`
+    (no positions: comment/blank-line edits leave it byte-identical) and `loc` (node id → line,
+    col). Raises CompilationError on a syntax error, a kernel name the file does not define as
+    @jit, and a module-level construct a kernel needs that cannot be read (file:line:col)."""
     from ttbuild.frontend.canon import canonicalize, dumps
 
-    desc, loc = canonicalize(inputs["source"], options["kernel"], options["file"])
+    project, module = None, options.get("module")
+    if module is not None:
+        from ttbuild.pyeval.modules import Project
+        from ttbuild.target import Target
+
+        files = {name: (file, inputs["source"] if name == module else inputs[f"module:{name}"])
+                 for name, file in options["modules"].items()}
+        target = options.get("target")
+        project = Project(files, env=options.get("env", {}), strict_env=True,
+                          capability=Target.parse(target).capability if target else None)
+    desc, loc = canonicalize(inputs["source"], options["kernel"], options["file"], project, module)
     return {"json": dumps(desc), "loc": dumps(loc)}

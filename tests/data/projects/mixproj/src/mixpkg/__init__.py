@@ -1,0 +1,1 @@
+"""A small project of our own written in the idioms real kernel libraries use (tests/pyeval)."""

@@ -1,0 +1,169 @@
+"""ttbuild.pyeval.modules: a project's modules read as Python executed them, never imported; every refusal located."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from ttbuild.errors import CompilationError
+from ttbuild.frontend.canon import canonicalize
+from ttbuild.pyeval import objects
+from ttbuild.pyeval.modules import Project, lookup, read_module
+
+
+def project(env=None, capability=90, strict_env=False, **modules: str) -> Project:
+    """A project of the given modules: keyword `a__b` is module `a.b` (`a__init` a package)."""
+    files = {}
+    for key, text in modules.items():
+        name = key.replace("__init", "").replace("__", ".").rstrip(".")
+        file = key.replace("__", "/") + ".py" if not key.endswith("__init") else key.replace("__", "/") + "__init__.py"
+        files[name] = (file, textwrap.dedent(text).encode())
+    return Project(files, env=env, capability=capability, strict_env=strict_env)
+
+
+def value(proj: Project, module: str, name: str):
+    return lookup(read_module(proj, module), name)
+
+
+def test_version_checks_and_try_except_take_triton_36s_branch():
+    proj = project(m='''
+        import importlib.metadata
+        import triton
+        from packaging import version
+        if version.parse(triton.__version__) >= version.parse("3.0.0"):
+            try:
+                from triton.language.libdevice import rsqrt  # not in Triton 3.x
+            except (ImportError, ModuleNotFoundError):
+                from triton.language.extra.cuda.libdevice import rsqrt
+        else:
+            from triton.language.math import rsqrt
+        NEW = importlib.metadata.version("triton") >= "3.6"
+        OLD = version.Version(triton.__version__) < version.Version("3.6.0")
+        fast = rsqrt
+    ''')
+    assert value(proj, "m", "fast") == objects.External("triton.language.extra.cuda.libdevice.rsqrt")
+    assert value(proj, "m", "NEW") is True and value(proj, "m", "OLD") is False
+
+
+def test_reexported_triton_constexprs_of_other_modules_and_relative_imports():
+    proj = project(pkg__init="", pkg__shim="import triton\nimport triton.language as tl\n",
+                   pkg__consts="import triton.language as tl\nMODE = tl.constexpr(3)\nPLAIN = 5\n",
+                   pkg__ops__init="",
+                   pkg__ops__k='''
+        from ..shim import tl, triton
+        from pkg.consts import MODE, PLAIN
+
+        def _body(x, M: tl.constexpr = MODE):
+            tl.store(x, M)
+
+        body = triton.jit(_body)
+        tuned = triton.heuristics({"M": lambda a: 1})(triton.jit(_body))
+    ''')
+    assert value(proj, "pkg.ops.k", "MODE") == objects.Constexpr(3)
+    assert value(proj, "pkg.ops.k", "PLAIN") == 5
+    kernel = value(proj, "pkg.ops.k", "tuned")
+    assert isinstance(kernel, objects.Kernel) and kernel.wrappers == ("triton.jit", "triton.heuristics")
+    src = proj.files["pkg.ops.k"][1]
+    desc, _ = canonicalize(src, "body", "pkg/ops/k.py", proj, "pkg.ops.k")
+    assert desc["globals"] == {"MODE": {"constexpr": True, "value": 3}}
+    assert desc["imports"]["tl"] == "triton.language"
+
+
+def test_environment_reads_are_recorded_and_strict_names_refused():
+    proj = project(env={"BLOCK_X": "64"}, strict_env=True, m='''
+        import os
+        BLOCK = int(os.environ.get("BLOCK_X", "32"))
+        OTHER = os.getenv("UNSEEN")
+    ''')
+    assert value(proj, "m", "BLOCK") == 64
+    assert proj.read_env == {"BLOCK_X": "64"}
+    with pytest.raises(CompilationError, match="'UNSEEN', whose name the build could not see") as e:
+        value(proj, "m", "OTHER")
+    assert (e.value.loc.line, e.value.loc.col) == (4, 8)
+
+
+def test_device_facts_come_from_the_target():
+    proj = project(capability=80, m='''
+        import torch
+        WARP = torch.cuda.get_device_properties(0).warp_size
+        MAJOR, MINOR = torch.cuda.get_device_capability()
+        SMS = torch.cuda.get_device_properties(0).multi_processor_count
+        ON_CUDA = torch.cuda.is_available() and not torch.xpu.is_available() and torch.version.hip is None
+    ''')
+    assert value(proj, "m", "WARP") == 32 and value(proj, "m", "MAJOR") == 8 and proj.read_target
+    assert value(proj, "m", "ON_CUDA") is True
+    with pytest.raises(CompilationError, match="depends on the GPU model") as e:
+        value(proj, "m", "SMS")
+    assert e.value.loc.line == 5
+
+
+def test_opaque_values_are_fine_until_a_branch_needs_them():
+    proj = project(m='''
+        import torch
+        from transformers import AutoThing
+        DEVICE = torch.cuda.current_device()
+        if torch.cuda.current_device() == 0:
+            MODE = 1
+        else:
+            MODE = 2
+    ''')
+    assert isinstance(value(proj, "m", "DEVICE"), objects.Opaque)
+    with pytest.raises(CompilationError, match=r"`torch.cuda.current_device\(\) == 0` without running the file: it needs the value of") as e:
+        value(proj, "m", "MODE")
+    assert (e.value.loc.line, e.value.loc.col) == (5, 3)
+
+
+def test_a_failed_import_outside_try_is_located():
+    proj = project(m="import triton\nfrom triton.language.libdevice import tanh\n")
+    with pytest.raises(CompilationError, match="cannot import `triton.language.libdevice`") as e:
+        read_module(proj, "m")
+    assert e.value.loc.line == 2
+
+
+@pytest.mark.parametrize("expr, says", [
+    ("0.5 in range(10**15)", "the range scanned by `in`"),
+    ("9**9**9**9", "more than 4096 bits"),
+    ("[0] * 10**9", "more than the 1000000"),
+    ("1 << 10**10", "more than 4096 bits"),
+])
+def test_module_level_costs_are_bounded(expr, says):
+    proj = project(m=f"X = {expr}\n")
+    with pytest.raises(CompilationError, match=says) as e:
+        value(proj, "m", "X")
+    assert e.value.loc.line == 1
+
+
+def test_kernel_reading_an_opaque_global_is_refused_at_the_use():
+    src = '''
+        import torch
+        import triton
+        import triton.language as tl
+        ON = torch.cuda.current_device()
+
+        @triton.jit
+        def k(x):
+            tl.store(x, ON)
+    '''
+    proj = project(m=src)
+    with pytest.raises(CompilationError, match="reads the global `ON`") as e:
+        canonicalize(proj.files["m"][1], "k", "m.py", proj, "m")
+    assert (e.value.loc.line, e.value.loc.col) == (9, 16)
+
+
+def test_relative_import_beyond_the_top_and_a_syntax_error_are_located():
+    proj = project(m="from . import x\n")
+    with pytest.raises(CompilationError, match="beyond the top-level package"):
+        value(proj, "m", "x")
+    proj = project(pkg__init="", pkg__bad="def (:\n", pkg__m="from . import bad\n")
+    with pytest.raises(CompilationError, match="invalid syntax") as e:
+        value(proj, "pkg.m", "bad")
+    assert e.value.loc.file == "pkg/bad.py" and e.value.loc.line == 1
+
+
+def test_a_deeply_nested_module_statement_is_refused_only_when_read():
+    proj = project(m="import triton\nX = " + " + ".join(["1"] * 800) + "\nY = 2\n")
+    assert value(proj, "m", "Y") == 2
+    with pytest.raises(CompilationError, match="nested too deeply") as e:
+        value(proj, "m", "X")
+    assert e.value.loc.line == 2

@@ -1,0 +1,82 @@
+"""[project] source_roots and a row's `module`: validated like the other fields, each mistake at its line."""
+
+from __future__ import annotations
+
+import pytest
+
+from ttbuild.graph.variants import VariantError, load_variants
+
+ROW = 'kernel = "k"\nsignature = "*fp32:16"\n'
+KERNEL = "import triton\n\n\n@triton.jit\ndef k(x):\n    pass\n"
+
+
+def _list(tmp_path, text: str):
+    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "src" / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "src" / "pkg" / "ops.py").write_text(KERNEL)
+    (tmp_path / "variants.toml").write_text(text)
+    return tmp_path
+
+
+def test_a_module_row_resolves_under_the_roots_and_carries_its_import_closure(tmp_path):
+    (v,) = load_variants(_list(tmp_path, f'[project]\nsource_roots = ["src"]\n\n[[variant]]\nmodule = "pkg.ops"\n{ROW}'))
+    assert v.file == "src/pkg/ops.py" and v.module == "pkg.ops"
+    assert v.parse["modules"] == {"pkg": "src/pkg/__init__.py", "pkg.ops": "src/pkg/ops.py"}
+    # a file row under a root is the same project kernel
+    (w,) = load_variants(_list(tmp_path / "b", f'[project]\nsource_roots = ["src"]\n\n[[variant]]\nfile = "src/pkg/ops.py"\n{ROW}'))
+    assert w.module == "pkg.ops" and w.parse == v.parse
+
+
+@pytest.mark.parametrize("text, line, says", [
+    ('[project]\nsource_roots = ["nowhere"]\n', 2, "'nowhere' is not a folder"),
+    ('[project]\nsource_roots = "src"\n', 2, "must be a list of folder names"),
+    ('[project]\nroots = ["src"]\n', 2, "unknown key 'roots'"),
+    (f'[project]\nsource_roots = ["src"]\n\n[[variant]]\nmodule = "pkg.nope"\n{ROW}', 5, "no pkg/nope.py"),
+    (f'[project]\nsource_roots = ["src"]\n\n[[variant]]\nmodule = "pkg.ops"\nfile = "src/pkg/ops.py"\n{ROW}', 5,
+     "either 'file' or 'module'"),
+    (f'[[variant]]\nmodule = "pkg.ops"\n{ROW}', 2, "no [project] source_roots"),
+    (f'[[variant]]\n{ROW}', 1, "give the kernel's `file`, or its `module`"),
+])
+def test_mistakes_are_located(tmp_path, text, line, says):
+    with pytest.raises(VariantError, match=says.replace("[", r"\[").replace("(", r"\(")) as e:
+        load_variants(_list(tmp_path, text))
+    assert e.value.loc.line == line
+
+
+BY_CALL = '''import triton
+import triton.language as tl
+
+
+def _impl(x_ptr, n, BLOCK: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, BLOCK), 1.0)
+
+
+tuned = triton.autotune(configs=[triton.Config({"BLOCK": 64}), triton.Config({"BLOCK": 128})], key=["n"])(
+    triton.jit(_impl))
+
+
+def even(x_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    tl.store(x_ptr + tl.arange(0, BLOCK), 1.0)
+
+
+even = triton.jit(even)
+even = triton.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})(even)
+'''
+
+
+def test_kernels_made_by_call_expand_and_parse(tmp_path):
+    """Issue 30: autotune and heuristics applied by call expand like decorators, and parse finds the kernel."""
+    from ttbuild.frontend.canon import canonicalize
+    from ttbuild.pyeval.modules import Project
+
+    root = _list(tmp_path, '[project]\nsource_roots = ["src"]\n\n'
+                           '[[variant]]\nname = "tuned"\nmodule = "pkg.calls"\nkernel = "tuned"\n'
+                           'signature = "*fp32:16,i32"\nautotune = true\n\n'
+                           '[[variant]]\nname = "even"\nmodule = "pkg.calls"\nkernel = "even"\n'
+                           'signature = "*fp32:16,i32"\nconstexprs = { BLOCK = 64 }\n')
+    (root / "src" / "pkg" / "calls.py").write_text(BY_CALL)
+    names = sorted(v.name for v in load_variants(root))
+    assert names == ["even.EVEN-0", "even.EVEN-1", "tuned.c0", "tuned.c1"]
+    project = Project({"pkg": ("src/pkg/__init__.py", b""), "pkg.calls": ("src/pkg/calls.py", BY_CALL.encode())})
+    desc, _ = canonicalize(BY_CALL, "tuned", "src/pkg/calls.py", project, "pkg.calls")
+    assert list(desc["functions"]) == ["tuned"] and desc["imports"]["tl"] == "triton.language"

@@ -1,0 +1,545 @@
+"""Reads a project's modules statically, as Python would have executed them under Triton 3.6; standard library only.
+
+Imports resolve from the source files given (never imported), module-level `if`/`try` are decided as
+under Triton 3.6, and every fact read is recorded.
+
+What a module-level statement means follows Python (the language reference, "The import
+system", "Compound statements"); what triton answers follows Triton 3.6 (objects.TRITON_*).
+The reader records what it read in `Project.read_env` (environment variables and their values)
+and `Project.read_target` (whether a device fact was read); the build keys the parse stage by
+them (docs/CONTRACTS.md, "Project modules").
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Callable, Mapping
+
+from ttbuild.errors import CompilationError, Loc
+
+from .evaluator import Evaluator
+from .objects import (
+    TRITON_MODULES,
+    TRITON_VERSION,
+    WARP_SIZE,
+    Constexpr,
+    ConstexprFunction,
+    DeviceProperties,
+    External,
+    Kernel,
+    ModuleValue,
+    NeedsValue,
+    Opaque,
+    Unreadable,
+    Version,
+    Wrapper,
+)
+from .values import Function, Source, short
+
+_JIT = {"triton.jit", "triton.runtime.jit", "triton.runtime.jit.jit"}
+_WRAPPERS = {"triton.heuristics", "triton.autotune", "triton.runtime.heuristics", "triton.runtime.autotune",
+             "triton.runtime.autotuner.heuristics", "triton.runtime.autotuner.autotune"}
+_CONSTEXPR = {"triton.language.constexpr", "triton.language.core.constexpr"}
+_CONSTEXPR_FUNCTION = {"triton.constexpr_function", "triton.language.constexpr_function",
+                       "triton.language.core.constexpr_function"}
+_ENV_GET = {"os.environ.get", "os.getenv"}
+_VERSION = {"packaging.version.parse", "packaging.version.Version"}
+# Which device the program runs on, as the variant's target (a CUDA GPU) answers it.
+_DEVICE_PROBES = {"torch.cuda.is_available": True, "torch.xpu.is_available": False, "torch.npu.is_available": False,
+                  "torch.mlu.is_available": False, "torch.mps.is_available": False,
+                  "torch.backends.mps.is_available": False, "transformers.utils.is_torch_npu_available": False,
+                  "transformers.utils.is_torch_xpu_available": False,
+                  "transformers.utils.import_utils.is_torch_npu_available": False}
+_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+_OPERATORS = {"operator.ge": lambda a, b: a >= b, "operator.gt": lambda a, b: a > b,
+              "operator.le": lambda a, b: a <= b, "operator.lt": lambda a, b: a < b,
+              "operator.eq": lambda a, b: a == b, "operator.ne": lambda a, b: a != b}
+
+
+class _ImportFailed(Exception):
+    """An import Python would refuse (a triton module 3.6 lacks, a project module absent)."""
+
+    def __init__(self, name: str, node: ast.AST | None, src: Source | None):
+        super().__init__(name)
+        self.name, self.node, self.src = name, node, src
+
+
+class Project:
+    """The modules of a project, read on demand from `files` (dotted module name -> (file as
+    diagnostics name it, source bytes), packages under their own name with is_package from a
+    trailing `__init__.py`); `env` answers os.environ reads (a missing name: None);
+    `capability` is the target's compute capability (90), or None when the target is unknown.
+    `is_external(name)` says whether a non-project, non-triton module resolves (default: yes,
+    a third-party import is an opaque value)."""
+
+    def __init__(self, files: Mapping[str, tuple[str, bytes]], env: Mapping[str, str | None] | None = None,
+                 capability: int | None = None, is_external: Callable[[str], bool] | None = None,
+                 strict_env: bool = False):
+        self.files, self.env, self.capability = files, dict(env or {}), capability
+        self.strict_env = strict_env  # a name outside `env` is an error (the build keyed only those)
+        self.is_external = is_external or (lambda name: True)
+        self.modules: dict[str, ModuleValue] = {}
+        self.home: dict[ast.FunctionDef, ModuleValue] = {}  # a def -> the module whose globals it reads
+        self.read_env: dict[str, str | None] = {}
+        self.read_target = False
+
+    def module(self, name: str, node: ast.AST | None = None, src: Source | None = None) -> ModuleValue:
+        """The module `name` executed (once; a cycle sees the partly executed module, as Python's)."""
+        if name in self.modules:
+            return self.modules[name]
+        parent, _, _ = name.rpartition(".")
+        if name not in self.files:
+            if not self.is_namespace(name):
+                raise _ImportFailed(name, node, src)
+            if parent:
+                self.module(parent, node, src)
+            # a folder without __init__.py: an implicit namespace package (PEP 420), nothing to run
+            mod = self.modules[name] = ModuleValue(name, name.replace(".", "/"), True)
+            if parent in self.modules:
+                self.modules[parent].namespace.setdefault(name.rpartition(".")[2], mod)
+            return mod
+        if parent:  # Python runs the packages above a module first
+            self.module(parent, node, src)
+        file, data = self.files[name]
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        mod = ModuleValue(name, file, file.endswith("__init__.py"), source=Source(file, text))
+        self.modules[name] = mod
+        try:
+            mod.tree = ast.parse(text, filename=file)
+        except RecursionError:
+            del self.modules[name]
+            raise CompilationError("expression nested too deeply for Python's parser", Loc(file, 1, 0)) from None
+        except SyntaxError as e:
+            del self.modules[name]
+            line = e.lineno or 1
+            raise CompilationError(f"invalid syntax: {e.msg}", Loc(file, line, max((e.offset or 1) - 1, 0),
+                                                                   (e.text or "").rstrip("\n"))) from None
+        if parent and parent in self.modules:
+            self.modules[parent].namespace.setdefault(name.rpartition(".")[2], mod)
+        try:
+            _Executor(self, mod).run(mod.tree.body)
+        except _ImportFailed:
+            del self.modules[name]  # as Python: a module whose import failed is not kept
+            raise
+        return mod
+
+    def is_namespace(self, name: str) -> bool:
+        """Whether `name` is a folder of the project holding modules but no __init__.py."""
+        return any(m.startswith(name + ".") for m in self.files)
+
+    def resolves(self, name: str) -> bool:
+        """Whether `import name` succeeds: a project module, a triton module of 3.6, or another
+        package (opaque) when is_external says so."""
+        if name in self.files:
+            return True
+        if name == "triton" or name.startswith("triton."):
+            return name in TRITON_MODULES
+        return self.is_external(name)
+
+
+class _Executor(Evaluator):
+    """Executes one module's top-level statements over its namespace."""
+
+    why = ("imports, if/try on version checks and environment variables, literals, names, calls of "
+           "triton.jit/heuristics/autotune/constexpr and of simple functions of the project")
+    what = "reads the project's modules statically"
+
+    def __init__(self, project: Project, mod: ModuleValue):
+        super().__init__(mod.source, _Bindings(mod.namespace))
+        self.project, self.mod = project, mod
+
+    # ------------------------------------------------------------- statements
+
+    def run(self, body, frame=None):
+        if frame is not None:
+            return super().run(body, frame)
+        ns = self.mod.namespace
+        for stmt in body:
+            try:
+                self.statement(stmt, ns)
+            except _ImportFailed:
+                raise
+            except CompilationError as e:
+                for name in _bound_names(stmt):
+                    ns[name] = Unreadable(e)
+            except RecursionError:
+                err = self.src.error(stmt, "statement nested too deeply to read")
+                for name in _bound_names(stmt):
+                    ns[name] = Unreadable(err)
+        return False, None
+
+    def statement(self, stmt: ast.stmt, ns: dict) -> None:
+        if isinstance(stmt, ast.Import):
+            for a in stmt.names:
+                self.import_module(a.name, stmt)
+                if a.asname:
+                    ns[a.asname] = self.module_value(a.name, stmt)
+                else:
+                    head = a.name.split(".")[0]
+                    ns[head] = self.module_value(head, stmt)
+        elif isinstance(stmt, ast.ImportFrom):
+            base = self.absolute(stmt)
+            self.import_module(base, stmt)
+            for a in stmt.names:
+                if a.name == "*":
+                    raise self.cannot(stmt, "`import *` hides which names a module defines")
+                ns[a.asname or a.name] = self.from_import(base, a.name, stmt)
+        elif isinstance(stmt, ast.FunctionDef):
+            self.project.home[stmt] = self.mod
+            value = Function(stmt)
+            for dec in reversed(stmt.decorator_list):
+                value = self.apply(self.eval(dec, None), [value], dec) if not isinstance(value, Opaque) else value
+            ns[stmt.name] = value
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            value = self.eval(stmt.value, None)
+            for t in targets:
+                self.bind_global(t, value, ns)
+        elif isinstance(stmt, ast.If):
+            try:
+                test = self.truth(stmt.test)
+            except CompilationError as e:  # neither branch is known: what they bind is unreadable
+                for name in _bound_names(stmt):
+                    ns[name] = Unreadable(e)
+                return
+            self.run(stmt.body if test else stmt.orelse)
+        elif isinstance(stmt, ast.Try):
+            self.run_try(stmt)
+        elif isinstance(stmt, (ast.Expr, ast.Pass, ast.Assert)):
+            return  # a docstring, a call for its effect (registering an op...): binds nothing
+        else:
+            for name in _bound_names(stmt):  # a class, a loop, a with...: its names are opaque
+                ns[name] = Opaque(f"{name} (bound by a `{type(stmt).__name__.lower()}` statement)")
+
+    def run_try(self, stmt: ast.Try) -> None:
+        """`try: <imports> except ImportError:` takes the first branch whose imports resolve, as Python."""
+        try:
+            for s in stmt.body:
+                self.statement(s, self.mod.namespace)
+        except _ImportFailed as e:
+            for handler in stmt.handlers:
+                names = _handler_names(handler)
+                if names is None or names & _IMPORT_ERRORS:
+                    if handler.name:
+                        self.mod.namespace[handler.name] = Opaque(f"the ImportError of `{e.name}`")
+                    self.run(handler.body)
+                    break
+            else:
+                raise
+        else:
+            self.run(stmt.orelse)
+        self.run(stmt.finalbody)
+
+    def bind_global(self, target: ast.AST, value, ns: dict) -> None:
+        if isinstance(target, ast.Name):
+            ns[target.id] = value
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            if not isinstance(value, (list, tuple)) or len(value) != len(target.elts):
+                raise self.src.error(target, f"cannot unpack `{short(target)}`")
+            for t, v in zip(target.elts, value):
+                self.bind_global(t, v, ns)
+        else:
+            raise self.cannot(target, "module-level assignments to names and tuples of names")
+
+    def other_statement(self, stmt: ast.stmt, frame):
+        """In a function body: `try`/`except ImportError` and imports (Liger-style version helpers)."""
+        if isinstance(stmt, ast.Try):
+            try:
+                returned, value = super().run(stmt.body, frame)
+            except _ImportFailed:
+                handler = next((h for h in stmt.handlers if _handler_names(h) is None
+                                or _handler_names(h) & _IMPORT_ERRORS), None)
+                if handler is None:
+                    raise
+                returned, value = super().run(handler.body, frame)
+            else:
+                if not returned:
+                    returned, value = super().run(stmt.orelse, frame)
+            return returned, value
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            ns: dict = {}
+            self.statement(stmt, ns)
+            frame.vars.update(ns)
+            return False, None
+        return super().other_statement(stmt, frame)
+
+    def _Subscript(self, node, scope):
+        value = self.eval(node.value, scope)
+        if isinstance(value, External) and value.path == "os.environ":
+            return self.apply(External("os.environ.__getitem__"), [self.eval(node.slice, scope)], node)
+        return super()._Subscript(node, scope)
+
+    # ------------------------------------------------------------- imports
+
+    def absolute(self, stmt: ast.ImportFrom) -> str:
+        if not stmt.level:
+            return stmt.module or ""
+        parts = self.mod.name.split(".")
+        package = parts if self.mod.is_package else parts[:-1]
+        if not package or stmt.level - 1 >= len(package):  # Python's ImportError, located
+            raise self.src.error(stmt, "attempted relative import beyond the top-level package")
+        package = package[: len(package) - (stmt.level - 1)]
+        return ".".join(package + ([stmt.module] if stmt.module else []))
+
+    def import_module(self, name: str, node: ast.AST) -> None:
+        """Run the project modules along `name`, or check that an external one resolves."""
+        if name in self.project.files or self.project.is_namespace(name):
+            self.project.module(name, node, self.src)
+            return
+        head = name.split(".")[0]
+        if head in self.project.files or self.project.is_namespace(head) or not self.project.resolves(name):
+            raise _ImportFailed(name, node, self.src)
+
+    def module_value(self, name: str, node: ast.AST):
+        if name in self.project.files or self.project.is_namespace(name):
+            return self.project.module(name, node, self.src)
+        return External(name)
+
+    def from_import(self, base: str, name: str, node: ast.AST):
+        if base in self.project.files or self.project.is_namespace(base):
+            mod = self.project.module(base, node, self.src)
+            if name in mod.namespace:
+                return mod.namespace[name]
+            if f"{base}.{name}" in self.project.files:
+                return self.project.module(f"{base}.{name}", node, self.src)
+            raise _ImportFailed(f"{base}.{name}", node, self.src)
+        return External(f"{base}.{name}")
+
+    # ------------------------------------------------------------- values
+
+    def truth(self, node: ast.AST) -> bool:
+        try:
+            return bool(self.eval(node, None))
+        except NeedsValue as e:
+            raise self.src.error(node, f"cannot decide `{short(node)}` without running the file: it needs the "
+                                       f"value of {e.what}, which only the running program knows") from None
+
+    def eval(self, node, scope):
+        try:
+            return super().eval(node, scope)
+        except NeedsValue as e:
+            raise self.src.error(node, f"cannot evaluate `{short(node)}` without running the file: it needs the "
+                                       f"value of {e.what}") from None
+
+    def module_name(self, name: str, node: ast.AST):
+        ns = self.mod.namespace
+        if name in ns:
+            value = ns[name]
+            if isinstance(value, Unreadable):
+                raise value.error
+            return value
+        if name in ("True", "False", "None"):
+            return {"True": True, "False": False, "None": None}[name]
+        if name in ("ImportError", "ModuleNotFoundError", "Exception", "int", "float", "str", "bool", "print"):
+            return External(f"builtins.{name}")
+        raise self.src.error(node, f"name `{name}` is not defined at module level in {self.src.file}")
+
+    def attribute(self, value, node: ast.Attribute):
+        attr = node.attr
+        if isinstance(value, ModuleValue):
+            if attr in value.namespace:
+                found = value.namespace[attr]
+                if isinstance(found, Unreadable):
+                    raise found.error
+                return found
+            if f"{value.name}.{attr}" in self.project.files or self.project.is_namespace(f"{value.name}.{attr}"):
+                return self.project.module(f"{value.name}.{attr}", node, self.src)
+            raise self.src.error(node, f"module `{value.name}` has no attribute `{attr}`")
+        if isinstance(value, External):
+            if value.path == "triton" and attr == "__version__":
+                return TRITON_VERSION
+            if value.path == "torch.version" and attr == "hip":  # a CUDA target: not a ROCm build
+                self.device_fact("torch.version.hip", node)
+                return None
+            return External(f"{value.path}.{attr}")
+        if isinstance(value, Constexpr) and attr == "value":
+            return value.value
+        if isinstance(value, DeviceProperties):
+            if attr == "warp_size":
+                return WARP_SIZE
+            if attr in ("major", "minor"):
+                return getattr(value, attr)
+            raise self.cannot(node, f"`{attr}` of a GPU depends on the GPU model, not only on the target; "
+                                    "known: warp_size, major, minor")
+        if isinstance(value, Opaque):
+            return Opaque(f"{value.what}.{attr}")
+        return super().attribute(value, node)
+
+    def call_value(self, value, node: ast.Call, scope):
+        if isinstance(value, (Wrapper, External, Opaque)) or callable(value):
+            if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+                raise self.cannot(node, "*args and **kwargs are not unpacked")
+            path = value.path if isinstance(value, (External, Wrapper)) else None
+            if isinstance(value, External) and (path in _WRAPPERS or (path in _JIT and node.keywords and not node.args)):
+                return Wrapper(path)  # the arguments are the decorator reader's (ttbuild.frontend.autotune)
+            args = [self.eval(a, scope) for a in node.args]
+            kwargs = {k.arg: self.eval(k.value, scope) for k in node.keywords}
+            return self.apply(value, args, node, kwargs)
+        return super().call_value(value, node, scope)
+
+    def elsewhere(self, fn: ast.FunctionDef):
+        """An executor of the module `fn` was defined in, when that is another module (its body
+        reads that module's globals, as a Python function does), else None."""
+        home = self.project.home.get(fn)
+        if home is None or home is self.mod:
+            return None
+        ex = _Executor(self.project, home)
+        ex.depth, ex.deadline = self.depth, self.deadline
+        return ex
+
+    def call(self, fn: ast.FunctionDef, node: ast.Call, scope):
+        ex = self.elsewhere(fn)
+        if ex is None:
+            return super().call(fn, node, scope)
+        if node.keywords:
+            raise self.cannot(node, "keyword arguments to a function of another module")
+        return ex.apply(Function(fn), [self.eval(a, scope) for a in node.args], node)
+
+    def apply(self, callee, values, node, kwargs=None):  # noqa: C901 - one case per known callee
+        kwargs = kwargs or {}
+        if isinstance(callee, Function) and not kwargs:
+            ex = self.elsewhere(callee.fn)
+            if ex is not None:
+                return ex.apply(callee, values, node)
+        if isinstance(callee, Wrapper):
+            (fn,) = values
+            return self.wrap(callee.path, fn, node)
+        if not isinstance(callee, External):
+            if isinstance(callee, Opaque):
+                return Opaque(f"{callee.what}(...)")
+            if kwargs:
+                raise self.cannot(node, "keyword arguments to a function of the project")
+            return super().apply(callee, values, node)
+        path = callee.path
+        if path in _JIT or path in _CONSTEXPR_FUNCTION:
+            (fn,) = values
+            return self.wrap(path, fn, node)
+        if path in _CONSTEXPR:
+            return Constexpr(values[0] if values else None)
+        if path in _ENV_GET or path == "os.environ.__getitem__":
+            name, default = (list(values) + [kwargs.get("default")])[:2]
+            if not isinstance(name, str):
+                raise self.src.error(node, "an environment variable's name must be a string literal or constant")
+            if self.project.strict_env and name not in self.project.env:
+                raise self.src.error(node, f"reads the environment variable {name!r}, whose name the build could not "
+                                           "see: write the name as a string literal")
+            value = self.project.env.get(name)
+            self.project.read_env[name] = value
+            return default if value is None else value
+        if path in ("importlib.metadata.version", "importlib_metadata.version") and values == ["triton"]:
+            return TRITON_VERSION
+        if path == "importlib.import_module" and values and isinstance(values[0], str):
+            if not self.project.resolves(values[0]):
+                raise self.src.error(node, f"`{values[0]}` is no module ttbuild can read")
+            return self.module_value(values[0], node)
+        if path in _VERSION:
+            try:
+                return Version.parse(values[0])
+            except (ValueError, IndexError) as e:
+                raise self.src.error(node, str(e)) from None
+        if path in _OPERATORS and len(values) == 2:
+            return _OPERATORS[path](*values)
+        if path in ("triton.cdiv", "triton.language.cdiv") and len(values) == 2:
+            return -(-values[0] // values[1])
+        if path == "triton.next_power_of_2" and len(values) == 1:
+            n = int(values[0])
+            return 1 if n <= 1 else 1 << (n - 1).bit_length()
+        if path in ("torch.cuda.get_device_capability", "torch.cuda.get_device_properties",
+                    "triton.runtime.driver.active.get_current_target") or path in _DEVICE_PROBES:
+            return self.device_fact(path, node)
+        if path.startswith("builtins.") and path[9:] in ("int", "float", "str", "bool") and len(values) == 1:
+            return {"int": int, "float": float, "str": str, "bool": bool}[path[9:]](values[0])
+        return Opaque(f"{path}(...)")
+
+    def device_fact(self, path: str, node: ast.AST):
+        if self.project.capability is None:
+            raise self.src.error(node, f"`{short(node)}` needs the variant's target, which this read was not given")
+        self.project.read_target = True
+        cap = self.project.capability
+        if path == "torch.version.hip":
+            return None
+        if path in _DEVICE_PROBES:  # a CUDA target runs on a CUDA device, and on no other backend's
+            return _DEVICE_PROBES[path]
+        if path.endswith("get_device_capability"):
+            return (cap // 10, cap % 10)
+        if path.endswith("get_current_target"):
+            return External("triton.runtime.driver.active.get_current_target()")
+        return DeviceProperties(cap)
+
+    def wrap(self, path: str, fn, node: ast.AST):
+        """A decorator applied to `fn`: jit makes a Kernel, heuristics/autotune wrap one."""
+        if path in _CONSTEXPR_FUNCTION:
+            if not isinstance(fn, Function):
+                raise self.src.error(node, "triton.constexpr_function applies to a function definition")
+            return ConstexprFunction(fn.fn, self.mod)
+        if isinstance(fn, Kernel):
+            return Kernel(fn.fn, fn.module, fn.wrappers + (path,))
+        if isinstance(fn, Function) and (path in _JIT):
+            return Kernel(fn.fn, self.mod, (path,))
+        if isinstance(fn, Function):  # heuristics/autotune under a jit applied later: Triton needs jit first
+            raise self.src.error(node, f"`{path}` wraps a @triton.jit function; apply triton.jit first")
+        raise self.src.error(node, f"`{path}` is applied to {type(fn).__name__}, not a function")
+
+
+class _Bindings:
+    """The evaluator's view of a namespace: every name is a known value (kind "value")."""
+
+    def __init__(self, ns: dict):
+        self.ns = ns
+        self.imports: dict[str, str] = {}
+
+    @property
+    def bindings(self):
+        return _View(self.ns)
+
+
+class _View:
+    def __init__(self, ns):
+        self.ns = ns
+
+    def get(self, name, default=None):
+        return ("value", self.ns[name]) if name in self.ns else default
+
+    def __contains__(self, name):
+        return name in self.ns
+
+
+def _handler_names(handler: ast.ExceptHandler) -> set[str] | None:
+    """The exception class names an `except` catches (None: a bare `except:` catches all)."""
+    if handler.type is None:
+        return None
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return {t.id if isinstance(t, ast.Name) else getattr(t, "attr", "") for t in types}
+
+
+def _bound_names(stmt: ast.stmt) -> set[str]:
+    """The module-level names a statement binds (imports, defs, classes, assignment targets)."""
+    out = set()
+    for node in ast.walk(stmt):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            out.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.add(node.name)
+        elif isinstance(node, ast.alias):
+            out.add(node.asname or node.name.split(".")[0])
+    return out
+
+
+def read_module(project: Project, name: str) -> ModuleValue:
+    """Project.module(name), an import that fails (Python's ImportError) raised as a located
+    CompilationError naming the import."""
+    try:
+        return project.module(name)
+    except _ImportFailed as e:
+        where = e.src.loc(e.node) if e.src is not None and e.node is not None else None
+        raise CompilationError(f"cannot import `{e.name}`: it is neither a module of the project's source roots "
+                               "nor one Triton 3.6 has (Python would raise ImportError here)", where) from None
+
+
+def lookup(mod: ModuleValue, name: str):
+    """The value `name` has in `mod` once executed; None when unbound. An Unreadable binding raises
+    its located error."""
+    value = mod.namespace.get(name)
+    if isinstance(value, Unreadable):
+        raise value.error
+    return value

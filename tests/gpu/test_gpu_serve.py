@@ -26,7 +26,8 @@ PROJECT = REPO / "tests" / "data" / "serve_proj"
 
 
 def _artifacts() -> Path:
-    return Path(os.environ.get("TTBUILD_TEST_ARTIFACTS", REPO / "build" / "test-artifacts")) / "serve"
+    # absolute: the recorded project runs in its own folder
+    return Path(os.environ.get("TTBUILD_TEST_ARTIFACTS", REPO / "build" / "test-artifacts")).resolve() / "serve"
 
 
 def _run(args, cwd, cache, **env):

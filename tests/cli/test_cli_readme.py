@@ -16,7 +16,7 @@ from ttbuild.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
 DOCS = [REPO / "README.md", REPO / "docs" / "CONTRACTS.md"]
-COMMAND = re.compile(r"\bttbuild (build|list|explain|show|clean|cache|package|tune)\b([^`\n]*)")
+COMMAND = re.compile(r"\bttbuild (build|list|explain|show|clean|cache|package|tune|record|serve)\b([^`\n]*)")
 FLAG = re.compile(r"(?<![\w/-])(--?[a-zA-Z][\w-]*)")
 
 
@@ -35,12 +35,13 @@ def documented() -> list[tuple[str, str, str]]:
     for doc in DOCS:
         for n, line in enumerate(doc.read_text().splitlines(), 1):
             for m in COMMAND.finditer(line):
-                found.append((f"{doc.name}:{n}", m.group(1), m.group(2)))
+                # what follows ` -- ` is the command `record`/`serve` run, not their flags
+                found.append((f"{doc.name}:{n}", m.group(1), m.group(2).split(" -- ")[0]))
     return found
 
 
 def test_the_docs_show_commands():
-    assert {c for _, c, _ in documented()} >= {"build", "list", "explain", "show", "clean", "cache", "package", "tune"}
+    assert {c for _, c, _ in documented()} >= {"build", "list", "explain", "show", "clean", "cache", "package", "tune", "record", "serve"}
 
 
 @pytest.mark.parametrize("where, command, rest", documented(), ids=lambda x: str(x)[:40])
@@ -60,11 +61,12 @@ def test_help_lists_every_command():
     """Issue 32: `tune` and `cache verify --recompute` were missing from --help, and the cache
     command called itself `python -m ttbuild.cache`."""
     top = help_of()
-    for command in ("build", "list", "explain", "show", "clean", "cache", "doit", "package", "tune"):
+    for command in ("build", "list", "explain", "show", "clean", "cache", "doit", "package", "tune", "record", "serve"):
         assert re.search(rf"^\s+{command}\s", top, re.M), top
     assert "--recompute" in top and "--recompute N" in help_of("cache", "verify")
     assert "usage: ttbuild cache" in help_of("cache") and "python -m" not in help_of("cache")
     assert "usage: ttbuild tune" in help_of("tune") and "usage: ttbuild package" in help_of("package")
+    assert "usage: ttbuild record" in help_of("record") and "usage: ttbuild serve" in help_of("serve")
 
 
 def test_cache_options_go_after_the_command_too(tmp_path, capsys):

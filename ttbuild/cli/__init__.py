@@ -1,4 +1,4 @@
-"""`ttbuild` command line: build / list / explain / show / clean / cache / doit, over doit's API and the repo's task graph.
+"""`ttbuild` command line: build / list / explain / show / clean / cache / doit / package / tune / record / serve, over doit's API and the repo's task graph.
 
     ttbuild build [KERNELS_DIR] [-o ARTIFACTS] [-j N] [--shard I/N] [--cache URL] [--cache-readonly] [--continue] [--keep-previous]
     ttbuild list [KERNELS_DIR] [-o ARTIFACTS] [--shard I/N]
@@ -9,7 +9,9 @@
     ttbuild cache [--cache URL] verify --recompute N [-k KERNELS] [-o ARTIFACTS] [--seed S]
     ttbuild doit [DOIT ARGS...]      (any doit command on the same graph and state DB)
     ttbuild package [--name N --version V] [-d dist] [-o ARTIFACTS]   (artifacts/lib as a wheel; ttbuild.wheel)
-    ttbuild tune [-o ARTIFACTS] [-k KERNELS] [--kernel NAME]   (ttbuild.runtime.tuner; needs a GPU)
+    ttbuild tune [-o ARTIFACTS] [-k KERNELS] [--kernel NAME]   (ttbuild.runtime.tunecli; needs a GPU)
+    ttbuild record [-o variants.toml] [--root DIR] [--from PATH ...] [-- CMD ...]   (rows from Triton's compiles; ttbuild.record.cli)
+    ttbuild serve ARTIFACTS [--miss error|warn] [--miss-log PATH] [--facade] -- CMD   (ttbuild.record.cli)
 
 `ttbuild` alone is `ttbuild build`. Exit status: 0 ok; build: 1 a task failed (with or without
 --continue), 3 a bad variant list; others: 2 bad usage,
@@ -30,7 +32,7 @@ from ttbuild.stages import DEFAULT, StageSet, stage_set
 # Nothing of the compiler is imported at module level here (ttbuild.stages is the stage table
 # alone): `ttbuild --help` works in a runtime-only install.
 
-COMMANDS = ("build", "list", "explain", "show", "clean", "cache", "doit", "package", "tune")
+COMMANDS = ("build", "list", "explain", "show", "clean", "cache", "doit", "package", "tune", "record", "serve")
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -97,12 +99,15 @@ def parser() -> argparse.ArgumentParser:
     cl.add_argument("--orphans", action="store_true",
                     help="remove only stage outputs that no variant of variants.toml produces any more")
 
-    # cache, doit, package and tune parse their own arguments (`ttbuild COMMAND --help`)
+    # cache, doit, package, tune, record and serve parse their own arguments (`ttbuild COMMAND --help`)
     sub.add_parser("cache", help="inspect or trim the build cache: stats, verify [--recompute N], prune", add_help=False)
     sub.add_parser("doit", help="run any doit command on the same graph", add_help=False)
     sub.add_parser("package", help="turn artifacts/lib into a wheel needing only the runtime (-d DIST)", add_help=False)
     sub.add_parser("tune", help="time each autotuned kernel's configs on this GPU, write artifacts/tuning/",
                    add_help=False)
+    sub.add_parser("record", help="run a command under Triton and turn what it compiled into variant rows and tuning tables",
+                   add_help=False)
+    sub.add_parser("serve", help="run a command with the built library served to its Triton call sites", add_help=False)
     return ap
 
 
@@ -144,6 +149,11 @@ def main(argv: list[str] | None = None, *, stage_package: StageSet | str = DEFAU
         from ttbuild.runtime.tunecli import main as tune_main
 
         return tune_main(args_in[1:])
+    if args_in[0] in ("record", "serve"):  # no compiler: they run where Triton and the project run
+        from ttbuild.record.cli import main as record_main
+        from ttbuild.record.cli import serve_main
+
+        return (record_main if args_in[0] == "record" else serve_main)(args_in[1:])
     args = parser().parse_args(args_in)
     try:
         with graph_phase():  # no cyclic collection over the task graph while it is checked

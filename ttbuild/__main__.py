@@ -1,4 +1,6 @@
-"""`python -m ttbuild` / `ttbuild`: the command line in ttbuild.cli (same task graph and state DB as `doit` in the repo root); `ttbuild package`, `ttbuild record` and `ttbuild tune` need only the runtime install.
+"""`python -m ttbuild` / `ttbuild`: the command line in ttbuild.cli (the task graph and state DB of `doit` in the repo root).
+
+`ttbuild package`, `ttbuild record` and `ttbuild tune` need only the runtime install.
 
 A runtime-only install (`pip install ttbuild`, no `[compiler]` extra) runs `ttbuild package`,
 `ttbuild tune` and `ttbuild --help`, and answers every other command with the line that installs the compiler (exit status 2).

@@ -1,4 +1,6 @@
-"""TMA facts shared by the frontend, the ttgir and llir stages, the metadata writer and the runtime: which descriptor parameters load through TMA, the copy box, the record of the choice in TTGIR; stdlib only.
+"""TMA facts shared by the frontend, the ttgir and llir stages, the metadata writer and the runtime; stdlib only.
+
+Which descriptor parameters load through TMA, the copy box, the record of the choice in TTGIR.
 
 A descriptor made in the kernel (`tl.make_tensor_descriptor` at the kernel's top level) gets its
 CUtensorMap written by the program itself into a per-program global scratch slot (Triton's

@@ -1,4 +1,6 @@
-"""`tl.dot_scaled`: the matrix product of two microscaled blocks (OCP MX: e2m1 packed two per byte, e4m3, e5m2, bf16, fp16, with one e8m0 scale per 32 elements along K, or NVFP4's e4m3 scale per 16), decomposed into an upcast and `tt.dot`, as Triton does on GPUs without native microscaled dots.
+"""`tl.dot_scaled`: the product of two microscaled blocks, decomposed into an upcast and `tt.dot` as Triton does without native microscaled dots.
+
+Formats: OCP MX (e2m1 packed two per byte, e4m3, e5m2, bf16, fp16) with one e8m0 scale per 32 elements along K, or NVFP4's e4m3 scale per 16.
 
 The decomposition (Triton 3.6: python/triton/language/semantic.py `dot_scaled`, the checks;
 lib/Dialect/TritonGPU/Transforms/DecomposeScaledBlocked.cpp, the rewrite):

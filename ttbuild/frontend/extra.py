@@ -1,4 +1,8 @@
-"""Less common `tl` builtins, each after Triton 3.6 `core`/`math`/`semantic`: clamp (tt.clampf), fdiv, div_rn (tt.precise_divf), sqrt_rn (tt.precise_sqrt), umulhi (tt.mulhiui), join (tt.join), interleave (join + reshape), split (tt.split), histogram (tt.histogram), pointer_type."""
+"""Less common `tl` builtins, each after Triton 3.6 `core`/`math`/`semantic`.
+
+clamp (tt.clampf), fdiv, div_rn (tt.precise_divf), sqrt_rn (tt.precise_sqrt), umulhi (tt.mulhiui), join (tt.join),
+interleave (join + reshape), split (tt.split), histogram (tt.histogram), pointer_type.
+"""
 
 from __future__ import annotations
 

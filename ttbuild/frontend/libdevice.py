@@ -1,4 +1,6 @@
-"""`libdevice.<name>(...)` (triton.language.extra.libdevice, tl.extra.cuda.libdevice): the whole namespace of NVIDIA's libdevice, read from its bitcode, called as `tt.extern_elementwise` as Triton does.
+"""`libdevice.<name>(...)`: the whole namespace of NVIDIA's libdevice, read from its bitcode, called as `tt.extern_elementwise` as Triton does.
+
+Reached as triton.language.extra.libdevice or tl.extra.cuda.libdevice.
 
 Triton's `triton/language/extra/cuda/libdevice.py` lists each function with its overloads
 (argument dtypes -> `__nv_*` symbol). The same table comes here from the libdevice bitcode

@@ -1,4 +1,6 @@
-"""TTIR cleanup after code generation, in place on a parsed MLIR module: the parts of Triton's make_ttir that change our output (splat-constant folding, constant hoisting, dot-add combining, CSE, LICM, DCE).
+"""TTIR cleanup after code generation, in place on a parsed MLIR module: the parts of Triton's make_ttir that change our output.
+
+Splat-constant folding, constant hoisting, dot-add combining, CSE, LICM, DCE.
 
 Upstream MLIR cannot do this for us: the `tt` dialect is unregistered there, and unregistered ops
 count as having unknown side effects, so its CSE/DCE would keep every `tt` op. The effect rules

@@ -1,4 +1,9 @@
-"""Tensor descriptors (`tl.make_tensor_descriptor`, `desc.load` / `desc.store` / `desc.atomic_*`, `tl.load_tensor_descriptor`, `tl.store_tensor_descriptor`): on a TMA target loads, stores and reductions of an eligible descriptor as `tt.descriptor_load` / `tt.descriptor_store` / `tt.descriptor_reduce` (ttbuild.tma), everything else lowered to pointer blocks and masks (Triton's `rewrite_tensor_descriptor_to_pointer`, its form where there is no TMA).
+"""Tensor descriptors: TMA ops on a TMA target for eligible descriptors, pointer blocks and masks for everything else.
+
+Covers `tl.make_tensor_descriptor`, `desc.load` / `desc.store` / `desc.atomic_*`, `tl.load_tensor_descriptor` and
+`tl.store_tensor_descriptor`. On a TMA target (ttbuild.tma), loads, stores and reductions of an eligible descriptor
+are `tt.descriptor_load` / `tt.descriptor_store` / `tt.descriptor_reduce`; everything else is lowered to pointer
+blocks and masks (Triton's `rewrite_tensor_descriptor_to_pointer`, its form where there is no TMA).
 
 With the TMA option (the ttir stage's `tma`), a rank-2 descriptor with blocks of at most 256
 elements, given as a parameter or made at the kernel's top level (`tt.make_tensor_descriptor`),

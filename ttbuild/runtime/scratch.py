@@ -1,4 +1,6 @@
-"""The per-program global scratch buffer a kernel with "global_scratch" metadata takes after its parameters (Triton's `global_scratch`, which its launcher fills from `triton.set_allocator`); stdlib only.
+"""The per-program global scratch buffer a kernel with "global_scratch" metadata takes after its parameters; stdlib only.
+
+Triton's `global_scratch`, which its launcher fills from `triton.set_allocator`.
 
 ABI (what the compiler assumes, ttbuild.graph.meta.global_scratch): a variant whose metadata has
 "global_scratch": {"size": S, "align": A} has one more kernel parameter after every parameter

@@ -1,4 +1,7 @@
-"""Tensor-descriptor arguments: a host descriptor becomes the base pointer, shape and strides that a `tensordesc<...>` parameter is compiled to (ttbuild.signature.SigEntry.expanded), behind the address of its CUtensorMap where the parameter loads through TMA; stdlib only.
+"""Tensor-descriptor arguments: a host descriptor becomes the base, shape and strides of a `tensordesc<...>` parameter; stdlib only.
+
+The parameter's compiled form is ttbuild.signature.SigEntry.expanded; where it loads through TMA, the address of its
+CUtensorMap comes first.
 
 A descriptor argument may be Triton's host `TensorDescriptor`
 (python/triton/tools/tensor_descriptor.py: `base`, `shape`, `strides`, `block_shape`, `padding`),

@@ -1,4 +1,7 @@
-"""CUtensorMaps in device memory for the descriptor parameters that load through TMA: encoded with `cuTensorMapEncodeTiled`, stored in append-only device slabs, cached by everything they depend on; stdlib only (cuda.bindings imported lazily, by the CUDA seam).
+"""CUtensorMaps in device memory for the descriptor parameters that load through TMA; stdlib only.
+
+Encoded with `cuTensorMapEncodeTiled`, stored in append-only device slabs, cached by everything they depend on
+(cuda.bindings imported lazily, by the CUDA seam).
 
 A `tensordesc<...>` parameter the TTGIR stage chose to load through TMA (ttbuild.tma; its metadata
 `descriptors` entry has "tma": {"swizzle", "box"}) takes `<name>.tensormap`, the device address of

@@ -1,4 +1,7 @@
-"""Timing of autotune configs for `ttbuild tune` (ttbuild.runtime.tunecli) and online tuning: times every config of each autotuned kernel on this GPU for the shapes its rows list, and writes `artifacts/tuning/<kernel>.json`.
+"""Timing of autotune configs for `ttbuild tune` (ttbuild.runtime.tunecli) and online tuning.
+
+Times every config of each autotuned kernel on this GPU for the shapes its rows list, and writes
+`artifacts/tuning/<kernel>.json`.
 
 Needs the runtime, torch and a GPU, not the compiler (it runs where the library is used). Each
 shape comes from the row's `tune = { args = "file.py:function", shapes = [...] }` plan: the

@@ -1,4 +1,9 @@
-"""Stage ttgir: TTIR -> TTGIR, giving every tensor a `#ttg.blocked`/`#ttg.slice` encoding (converts where needed), tt.dot tensor-core encodings (`#ttg.nvidia_mma` v2 with `#ttg.dot_op` / `#ttg.swizzled_shared` operands, or v3 with `ttng.warp_group_dot` on `#ttg.nvmma_shared` tiles), pipelining `tl.range(num_stages=S)` loops, and the module its ttg attributes."""
+"""Stage ttgir: TTIR -> TTGIR: layout encodings on every tensor, tensor-core encodings for tt.dot, pipelined loops, the module's ttg attributes.
+
+Every tensor gets a `#ttg.blocked`/`#ttg.slice` encoding (converts where needed); tt.dot gets `#ttg.nvidia_mma` v2 with
+`#ttg.dot_op` / `#ttg.swizzled_shared` operands, or v3 with `ttng.warp_group_dot` on `#ttg.nvmma_shared` tiles;
+`tl.range(num_stages=S)` loops are pipelined.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""TTGIR pass: a dot operand tile written from registers (`ttg.local_alloc` of a tensor, with its proxy fence) moves down to its first reader when another dot runs in between, so tiles of different dots are not live at once.
+"""TTGIR pass: a dot operand tile written from registers moves down to its first reader when another dot runs in between.
+
+The tile is a `ttg.local_alloc` of a tensor, moved with its proxy fence, so tiles of different dots are not live at once.
 
 Triton 3.6 stages a later dot's operands after the earlier dot has run (its kernels with two dots
 on 128x128 fp32 tiles need three tiles of shared memory, not four); ours placed them where their

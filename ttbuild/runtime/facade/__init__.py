@@ -1,4 +1,8 @@
-"""Opt-in minimal `triton` for runtime-only installs: `enable()` puts pkg/ (a `triton` package of jit, autotune, heuristics, Config, cdiv, next_power_of_2, constexpr_function, the language's dtypes and constexpr) on sys.path, only when no real Triton is installed."""
+"""Opt-in minimal `triton` for runtime-only installs: `enable()` puts pkg/ on sys.path, only when no real Triton is installed.
+
+pkg/ is a `triton` package of jit, autotune, heuristics, Config, cdiv, next_power_of_2, constexpr_function, the
+language's dtypes and constexpr.
+"""
 
 from __future__ import annotations
 

@@ -9,24 +9,6 @@ import os
 import sys
 
 
-def _start():
-    library = os.environ.get("TTBUILD_SERVE")
-    if library:
-        from ttbuild.runtime.serve import serve
-
-        serve(library, miss=os.environ.get("TTBUILD_SERVE_MISS", "error"), facade=os.environ.get("TTBUILD_SERVE_FACADE") == "1")
-    directory = os.environ.get("TTBUILD_RECORD")
-    if directory:
-        from ttbuild.postimport import when_imported
-
-        def on_triton(_module):
-            from ttbuild.record.hook import install
-
-            install(directory)
-
-        when_imported("triton", on_triton)
-
-
 def _chain():
     """Run the sitecustomize this one shadows, if any further down sys.path."""
     here = os.path.dirname(os.path.abspath(__file__))
@@ -38,9 +20,11 @@ def _chain():
 
 
 try:
-    _start()
+    from ttbuild.record.envstart import start_from_environment
+
+    start_from_environment()
 except Exception as exc:  # never break the recorded program's start
     print(f"ttbuild record: startup hook failed: {type(exc).__name__}: {exc}", file=sys.stderr)
-import importlib.util  # noqa: E402  (after _start: the chained hook may need it)
+import importlib.util  # noqa: E402  (after the start: the chained hook may need it)
 
 _chain()

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from ttbuild.canonical import canonical_bytes
 from ttbuild.errors import CompilationError, Loc
+from ttbuild.pyeval.values import dotted_name, resolve_name
 
 from .astjson import encode
 
@@ -35,34 +36,15 @@ class ModuleInfo:
     globals: dict[str, dict] = field(default_factory=dict)
 
 
-def _dotted(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        base = _dotted(node.value)
-        return f"{base}.{node.attr}" if base else None
-    return None
-
-
-def _resolve(name: str | None, imports: dict[str, str]) -> str | None:
-    """`tl.constexpr` → `triton.language.constexpr` through the module's import aliases."""
-    if not name:
-        return None
-    head, _, rest = name.partition(".")
-    if head in imports:
-        return imports[head] + ("." + rest if rest else "")
-    return name
-
-
 def _is_jit(dec: ast.AST, imports: dict[str, str]) -> bool:
     if isinstance(dec, ast.Call):  # @triton.jit(do_not_specialize=...)
         dec = dec.func
-    full = _resolve(_dotted(dec), imports)
+    full = resolve_name(dotted_name(dec), imports)
     return full in {f"{m}.jit" for m in _JIT_MODULES} or full in {"triton.runtime.jit.jit"}
 
 
 def _is_constexpr(node: ast.AST | None, imports: dict[str, str]) -> bool:
-    full = _resolve(_dotted(node), imports) if node is not None else None
+    full = resolve_name(dotted_name(node), imports) if node is not None else None
     return full in {f"{m}.constexpr" for m in _LANG_MODULES}
 
 

@@ -64,6 +64,21 @@ def test_rows_without_a_form_are_reported_not_written(tmp_path):
     assert event_rows(ev, str(tmp_path))[1] == ["proj.ops.copy_kernel: argument n of type tuple has no row form yet"]
 
 
+
+def test_a_live_dtype_constexpr_is_reported_not_a_crash(tmp_path):
+    """serve's miss path hands event_rows the live tl.dtype of a dtype constexpr (the record hook
+    writes {"dtype": name}): both are reported as having no row form, never a JSON TypeError."""
+
+    class dtype:  # stands in for triton.language.dtype: not JSON-serialisable
+        def __str__(self):
+            return "fp32"
+
+    path = _project(tmp_path)
+    for value, shown in ((dtype(), '"fp32"'), ({"dtype": "fp32"}, '{"dtype": "fp32"}')):
+        ev = _event(path)
+        ev["constants"]["BLOCK"] = value
+        assert event_rows(ev, str(tmp_path)) == ([], [f"proj.ops.copy_kernel: argument BLOCK={shown} has no row form yet"])
+
 def _writer(directory, n, warps):
     for i in range(n):
         append(directory, dict(_event(directory + "/../proj/ops.py", warps=warps), seq=i))

@@ -67,8 +67,10 @@ def event_rows(ev: dict, root: str, targets=None) -> tuple[list[dict], list[str]
             generic_sig.append(_entry(kind, False))
             continue
         value = ev.get("constants", {}).get(name)
-        if value is None or isinstance(value, (dict, list)):
-            what = "None" if value is None else json.dumps(value)
+        # only plain values have a row form; a dtype arrives as {"dtype": ...} from the record
+        # hook and as the live tl.dtype on serve's miss path (json.dumps would raise on it)
+        if value is None or not isinstance(value, (bool, int, float, str)):
+            what = "None" if value is None else json.dumps(value, default=str)
             return [], [f"{where}: argument {name}={what} has no row form yet"]
         constexprs[name] = value
         if name not in annotated and type(value) is int and value == 1:  # Triton's == 1 specialization

@@ -80,6 +80,28 @@ def split_signature(sig: str) -> list[str]:
 
 # ---------------------------------------------------------------- ttbuild side (this process)
 
+def triton_signature(fn, row: dict) -> tuple[dict, dict]:
+    """(signature, attrs) of Triton's ASTSource for library `row` and its JITFunction `fn`:
+    constexpr parameters as "constexpr", `:16` entries as tt.divisibility attributes (tensor
+    descriptors carry theirs in the type). Runs in Triton's interpreter (triton_worker)."""
+    import inspect
+
+    consts = row.get("constexprs", {})
+    sig, attrs = {}, {}
+    entries = iter(split_signature(row["signature"]))
+    for i, p in enumerate(inspect.signature(fn.fn).parameters):
+        if p in consts:
+            sig[p] = "constexpr"
+            continue
+        entry = next(entries)
+        head, _, tail = entry.rpartition(":")
+        ty, div = (head, tail) if tail.isdigit() else (entry, "")
+        sig[p] = ty
+        if div and not ty.startswith("tensordesc"):
+            attrs[(i,)] = [["tt.divisibility", int(div)]]
+    return sig, attrs
+
+
 def time_ttbuild(row: dict, n: int) -> dict[str, float]:
     """Median seconds per table stage of n in-memory compiles of `row` to cubin (after one warm-up)."""
     import ttbuild.compiler as tc
@@ -138,7 +160,6 @@ def run_triton(rows: list[dict], n: int, timeout: float = 3600) -> dict:
 def triton_worker(job: dict) -> None:
     """In Triton's Python: compile each row n + 1 times, report median seconds per stage."""
     import importlib.util
-    import inspect
     import types
 
     try:
@@ -184,18 +205,7 @@ def triton_worker(job: dict) -> None:
                 modules[row["file"]] = mod
             fn = getattr(modules[row["file"]], row["kernel"])
             consts = row.get("constexprs", {})
-            sig, attrs = {}, {}
-            entries = iter(split_signature(row["signature"]))
-            for i, p in enumerate(inspect.signature(fn.fn).parameters):
-                if p in consts:
-                    sig[p] = "constexpr"
-                    continue
-                entry = next(entries)
-                head, _, tail = entry.rpartition(":")
-                ty, div = (head, tail) if tail.isdigit() else (entry, "")
-                sig[p] = ty
-                if div and not ty.startswith("tensordesc"):
-                    attrs[(i,)] = [["tt.divisibility", int(div)]]
+            sig, attrs = triton_signature(fn, row)
             options = {"num_warps": row.get("num_warps", 4), "num_stages": row.get("num_stages", 3)}
             # Triton's form of the option: the variable its C++ reads at each compile.
             if row.get("disable_mma_v3"):

@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from _common import KERNELS_DIR, WORKER_FLAG, report_worker_result, run_worker, table  # noqa: E402
-from bench_compile import row_options, selected_rows, split_signature, triton_python  # noqa: E402
+from bench_compile import row_options, selected_rows, triton_python, triton_signature  # noqa: E402
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXTRA_FILE = os.path.join(REPO, "tests", "data", "regalloc_kernels.py")
@@ -128,7 +128,6 @@ def ours_ptx(rows: list[dict], out_dir: str) -> dict:
 def triton_worker(job: dict) -> None:
     """In Triton's Python: write each row's PTX to job["dir"]; report {name: path or {"error"}}."""
     import importlib.util
-    import inspect
     import types
 
     try:
@@ -153,18 +152,7 @@ def triton_worker(job: dict) -> None:
             while not hasattr(fn, "arg_names"):  # @triton.autotune / @triton.heuristics wrappers
                 fn = fn.fn
             consts = row.get("constexprs", {})
-            sig, attrs = {}, {}
-            entries = iter(split_signature(row["signature"]))
-            for i, p in enumerate(inspect.signature(fn.fn).parameters):
-                if p in consts:
-                    sig[p] = "constexpr"
-                    continue
-                entry = next(entries)
-                head, _, tail = entry.rpartition(":")
-                ty, div = (head, tail) if tail.isdigit() else (entry, "")
-                sig[p] = ty
-                if div and not ty.startswith("tensordesc"):
-                    attrs[(i,)] = [["tt.divisibility", int(div)]]
+            sig, attrs = triton_signature(fn, row)
             if row.get("disable_mma_v3"):
                 os.environ["DISABLE_MMA_V3"] = "1"
             else:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 31  # single-trip dot loops stage operands once (no rings); a later dot's register-written operand tiles sink past an earlier dot
+VERSION = 31  # single-trip dot loops unpipelined; operand tiles sink past an earlier dot
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

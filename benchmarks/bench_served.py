@@ -1,0 +1,146 @@
+"""A served library against Triton's JIT on a project's own benchmark script, in one process: each `triton.testing.do_bench` call of the script is timed served and with serving paused (Triton's JIT, same configs), alternately.
+
+The script runs unmodified under `ttbuild.runtime.serve(library, miss="warn")`. A do_bench call
+that launches no served kernel (a torch reference, say) is timed once, as the script asked. One
+that does is timed `--repeats` times each way, alternating served and paused, after an untimed
+call with serving paused so that Triton's JIT has compiled before its timing; each side keeps
+its fastest median. Autotuned kernels take the recorded tuning table's config on both sides, so
+the two time the same config of the same source. The script gets the served result back.
+
+Each measurement is one JSON line in `--out`: the kernels it launched, `--label` values read
+from the caller's frames (`--label mode --label input.x`: a local, then attributes), both
+times in ms, and `miss` when a launch fell back to Triton (then both sides ran Triton's code:
+leave it out). At exit a table gives x Triton = Triton's ms / served ms (above 1: faster).
+
+Usage (GPU; Triton and torch installed):
+    python benchmarks/bench_served.py --library ARTIFACTS [--out FILE] [--label EXPR ...] [--repeats 2] -- SCRIPT.py [ARGS...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import runpy
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def label_value(expr: str, frame):
+    """The value of `expr` ("name" or "name.attr.attr") in the nearest frame from `frame` outward
+    that has `name` as a local; None when no frame has it."""
+    root, *attrs = expr.split(".")
+    while frame is not None:
+        if root in frame.f_locals:
+            value = frame.f_locals[root]
+            for a in attrs:
+                value = getattr(value, a, None)
+            return value if isinstance(value, (bool, int, float, str)) or value is None else str(value)
+        frame = frame.f_back
+    return None
+
+
+def median_of(result) -> float:
+    """do_bench's result as one number: the first quantile asked for (Liger-style callers ask
+    (0.5, 0.2, 0.8)), else the figure itself."""
+    return float(result[0]) if isinstance(result, (list, tuple)) else float(result)
+
+
+class Recorder:
+    """Wraps the server and `triton.testing.do_bench`; collects one row per timed call."""
+
+    def __init__(self, server, labels: list[str], repeats: int, out: str | None):
+        self.server, self.labels, self.repeats, self.rows = server, labels, repeats, []
+        self.out = open(out, "a", encoding="utf-8") if out else None
+        self.launched: set = set()
+        self.missed = False
+        run_jit, log_miss = server.run_jit, server.log_miss
+
+        def counting_run(jit_self, *args, **kwargs):
+            if not server.paused:
+                self.launched.add(jit_self.fn.__name__)
+            return run_jit(jit_self, *args, **kwargs)
+
+        def flag_miss(spec):
+            self.missed = True
+            return log_miss(spec)
+
+        server.run_jit, server.log_miss = counting_run, flag_miss
+
+    def do_bench(self, original, fn, *args, **kwargs):
+        """Stands in for triton.testing.do_bench (same arguments and result)."""
+        self.launched, self.missed, self.server.paused = set(), False, False
+        first = original(fn, *args, **kwargs)
+        if not self.launched:
+            return first
+        kernels = sorted(self.launched)
+        served, triton_ms = [median_of(first)], []
+        self.server.paused = True
+        try:
+            fn()  # Triton's JIT compiles here, outside its timing
+            for i in range(self.repeats):
+                self.server.paused = True
+                triton_ms.append(median_of(original(fn, *args, **kwargs)))
+                self.server.paused = False
+                if i + 1 < self.repeats:
+                    served.append(median_of(original(fn, *args, **kwargs)))
+        finally:
+            self.server.paused = False
+        row = {"kernels": kernels, "labels": {e: label_value(e, sys._getframe(1)) for e in self.labels},
+               "served_ms": min(served), "triton_ms": min(triton_ms), "miss": self.missed}
+        self.rows.append(row)
+        if self.out:
+            self.out.write(json.dumps(row) + "\n")
+            self.out.flush()
+        return first
+
+
+def table(rows: list[dict]) -> str:
+    """Markdown table: one line per measurement, then the lowest ratio."""
+    lines = ["| kernels | labels | served ms | Triton ms | x Triton |", "|---|---|---|---|---|"]
+    ratios = []
+    for r in rows:
+        x = r["triton_ms"] / r["served_ms"] if r["served_ms"] else float("nan")
+        if not r["miss"]:
+            ratios.append(x)
+        labels = " ".join(f"{k}={v}" for k, v in r["labels"].items())
+        lines.append(f"| {' '.join(r['kernels'])} | {labels} | {r['served_ms']:.4f} | {r['triton_ms']:.4f} | "
+                     + ("miss" if r["miss"] else f"{x:.3f}") + " |")
+    if ratios:
+        lines.append(f"\n{len(ratios)} measurements: lowest x Triton {min(ratios):.3f}")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--" not in argv:
+        print(__doc__.split("Usage")[1].strip(), file=sys.stderr)
+        return 2
+    i = argv.index("--")
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--library", required=True, help="built artifacts directory to serve")
+    ap.add_argument("--out", default=None, help="append one JSON line per measurement here")
+    ap.add_argument("--label", action="append", default=[], help="caller local to record (name or name.attr)")
+    ap.add_argument("--repeats", type=int, default=2, help="timed runs per side (default 2)")
+    args = ap.parse_args(argv[:i])
+    script, script_args = argv[i + 1], argv[i + 2:]
+
+    import triton.testing
+
+    from ttbuild.runtime.serve import serve
+
+    rec = Recorder(serve(args.library, miss="warn"), args.label, args.repeats, args.out)
+    original = triton.testing.do_bench
+    triton.testing.do_bench = lambda fn, *a, **k: rec.do_bench(original, fn, *a, **k)
+    sys.argv = [script] + script_args
+    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    try:
+        runpy.run_path(script, run_name="__main__")
+    finally:
+        print(table(rec.rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -27,6 +27,7 @@ from ..errors import TTBuildError
 from .args import dtype_name
 from .launcher import Launcher
 from .select import NoMatchingVariant, same_constexpr
+from .servehooks import hooked_launch, hooks_set, runtime_knobs
 
 POLICIES = ("error", "warn")
 LAUNCH_KW = ("num_warps", "num_stages", "num_ctas")
@@ -253,6 +254,8 @@ class Server:
         self.capability = None
         self._checked = False
         self.original_run = None
+        self.launch_knobs = None  # triton.knobs.runtime once Triton (or the façade) is imported
+        self.calls = self.misses = 0  # launches asked of serve, and those no variant covered
 
     def served(self, fn) -> ServedKernel:
         key = fn.__code__
@@ -280,6 +283,7 @@ class Server:
         check_coverage(self.library, self.capability)
 
     def log_miss(self, spec: dict) -> None:
+        self.misses += 1
         if self.miss_log:
             from ..record.store import append
 
@@ -294,8 +298,16 @@ class Server:
         return "\n".join("  " + line for line in rows_text(rows[:1]).splitlines()[2:])
 
     def run_jit(self, jit_self, *args, grid, warmup, **kwargs):
-        """Stands in for triton's JITFunction.run."""
-        return self.served(jit_self.fn).launch(args, kwargs, grid, warmup, self.original_run, jit_self)
+        """Stands in for triton's JITFunction.run (and the façade's); calls Triton's launch hooks
+        when one is set (ttbuild.runtime.servehooks)."""
+        sk = self.served(jit_self.fn)
+        if not warmup:
+            self.calls += 1
+            if self.launch_knobs is not None:
+                hooks = hooks_set(self.launch_knobs)
+                if hooks is not None:
+                    return hooked_launch(self, sk, jit_self, args, kwargs, grid, hooks)
+        return sk.launch(args, kwargs, grid, warmup, self.original_run, jit_self)
 
 
 def check_coverage(library, capability) -> None:
@@ -351,6 +363,7 @@ def active() -> Server:
 
 def _patch(triton) -> None:
     """Replace JITFunction.run and fill Autotuners from the tuning tables (real Triton only)."""
+    active().launch_knobs = runtime_knobs(triton)
     if getattr(triton, "__ttbuild_facade__", False):
         return
     jit = sys.modules["triton.runtime.jit"]

@@ -1,0 +1,72 @@
+"""CPU tests of served launches calling Triton's launch hooks (ttbuild.runtime.servehooks), through the triton façade's knobs."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+from test_serve import ALL, KERNEL_SRC, _serve, project  # noqa: F401  (project: test_serve's fixture, used by name)
+
+HOOKED_SRC = KERNEL_SRC.replace(
+    "@triton.jit\ndef scale_kernel",
+    "def _meta(grid, metadata, args):\n"
+    "    return {'name': f\"{metadata.name} [n={args['n']}]\", 'grid': grid, 'warps': metadata.num_warps,\n"
+    "            'block': args['BLOCK']}\n\n\n"
+    "@triton.jit(launch_metadata=_meta)\ndef scale_kernel")
+
+
+def test_enter_and_exit_hooks_get_tritons_lazy_metadata(project, tmp_path):  # noqa: F811
+    root, torch = project
+    (root / "pkg" / "ops.py").write_text(HOOKED_SRC)
+    server, drv = _serve(tmp_path, ALL)
+    ops = importlib.import_module("pkg.ops")
+    from triton import knobs
+
+    seen = []
+
+    def enter(md):
+        seen.append(("enter", len(drv.launches), md.get()))
+
+    def leave(md):
+        seen.append(("exit", len(drv.launches), md))
+
+    x, out = torch.Tensor(0x1000), torch.Tensor(0x2000)
+    ops.scale_kernel[(4,)](x, out, 512, 1)          # no hook set: the plain path
+    assert seen == [] and len(drv.launches) == 1
+    knobs.runtime.launch_enter_hook.add(enter)
+    knobs.runtime.launch_exit_hook.add(leave)
+    ops.scale_kernel[lambda meta: (meta["n"] // meta["BLOCK"],)](x, out, 512, 3)
+    (_, n_enter, data), (_, n_exit, md) = seen
+    assert (n_enter, n_exit) == (1, 2)   # enter before the launch, exit after it
+    assert data["name"] == "scale_kernel [n=512]" and data["grid"] == (4,) and data["warps"] == 4
+    assert data["block"] == 128 and data["stream"] == 0x5000 and data["function"] == drv.launches[-1]["function"]
+    assert md.get() is data                      # the same object for both hooks
+    assert drv.launches[-1]["function"][3] == "aligned" and drv.launches[-1]["grid"] == (4, 1, 1)
+    knobs.runtime.launch_enter_hook.remove(enter)
+    ops.scale_kernel[(2,)](x, out, 512, 1)
+    assert seen[-1][0] == "exit" and len(seen) == 3 and drv.launches[-1]["function"][3] == "aligned_one"
+    knobs.runtime.launch_exit_hook.remove(leave)
+    ops.scale_kernel.warmup(x, out, 512, 1, grid=(1,))   # warmup launches nothing and calls no hook
+    assert len(seen) == 3 and len(drv.launches) == 3 and server.calls == 3
+
+
+def test_a_hook_assigned_as_a_function_and_a_raising_enter_hook(project, tmp_path):  # noqa: F811
+    """Triton's older form `knobs.runtime.launch_enter_hook = fn`; an enter hook that raises
+    stops the launch, as Triton's launcher returns before cuLaunchKernel."""
+    root, torch = project
+    server, drv = _serve(tmp_path, ALL)
+    ops = importlib.import_module("pkg.ops")
+    from triton import knobs
+
+    names = []
+    knobs.runtime.launch_enter_hook = lambda md: names.append(md.get()["name"])
+    ops.scale_kernel[(1,)](torch.Tensor(0x1000), torch.Tensor(0x2000), 512, 2)
+    assert names == ["scale_kernel"] and len(drv.launches) == 1
+
+    def boom(md):
+        raise KeyError("hook")
+
+    knobs.runtime.launch_enter_hook = boom
+    with pytest.raises(KeyError):
+        ops.scale_kernel[(1,)](torch.Tensor(0x1000), torch.Tensor(0x2000), 512, 2)
+    assert len(drv.launches) == 1

@@ -70,3 +70,44 @@ def test_a_hook_assigned_as_a_function_and_a_raising_enter_hook(project, tmp_pat
     with pytest.raises(KeyError):
         ops.scale_kernel[(1,)](torch.Tensor(0x1000), torch.Tensor(0x2000), 512, 2)
     assert len(drv.launches) == 1
+
+
+def test_summary_counts_launches_misses_and_tritons_compiles(project, tmp_path, monkeypatch):  # noqa: F811
+    import sys
+    import types
+
+    from ttbuild.runtime import servestats
+    from ttbuild.runtime.serve import ServeMiss
+
+    root, torch = project
+    monkeypatch.setattr(servestats, "_registered", [True])  # no line at this test process's exit
+    server, drv = _serve(tmp_path, ALL, summary=True)
+    assert servestats.summary_line(server).endswith("Triton not loaded (none compiled)")
+    ops = importlib.import_module("pkg.ops")
+    x, out = torch.Tensor(0x1000), torch.Tensor(0x2000)
+    ops.scale_kernel[(4,)](x, out, 512, 1)
+    ops.scale_kernel[(4,)](x, out, 512, 3)
+    with pytest.raises(ServeMiss):
+        ops.scale_kernel[(4,)](x, out, 512, 3, BLOCK=64)
+    # a real Triton's knobs.compilation.listener (compiler.compile calls it per kernel), chained
+    calls = []
+    knobs = types.SimpleNamespace(compilation=types.SimpleNamespace(listener=lambda **kw: calls.append(kw["cache_hit"])))
+    monkeypatch.setitem(sys.modules, "fake_triton.knobs", knobs)
+    servestats.count_compiles(server, types.SimpleNamespace(__name__="fake_triton"))
+    for hit in (False, True, False):
+        knobs.compilation.listener(src=None, metadata={}, metadata_group={}, times=None, cache_hit=hit)
+    assert calls == [False, True, False]
+    assert servestats.summary_line(server) == ("ttbuild serve: 2 launches served, 1 missed (policy error); "
+                                               "Triton compiled 2 kernels (1 more from its cache)")
+
+
+def test_serve_summary_flag_prints_one_line_at_exit(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "art" / "lib").mkdir(parents=True)
+    out = subprocess.run([sys.executable, "-m", "ttbuild", "serve", "art", "--facade", "--summary", "--",
+                          sys.executable, "-c", "import triton"], cwd=tmp_path, capture_output=True, text=True,
+                         env={"PYTHONPATH": ":".join(sys.path)})
+    assert out.returncode == 0 and out.stderr.splitlines() == [
+        "ttbuild serve: 0 launches served, 0 missed (policy error); Triton not loaded (none compiled)"], out.stderr

@@ -332,12 +332,15 @@ def check_coverage(library, capability) -> None:
 _active: list = []
 
 
-def serve(library, *, miss: str = "error", miss_log: str | None = None, facade: bool = False) -> Server:
+def serve(library, *, miss: str = "error", miss_log: str | None = None, facade: bool = False,
+          summary: bool | None = None) -> Server:
     """Serve `library` (a Library or an artifacts path) to this process's Triton call sites.
 
     miss: "error" or "warn" (module docstring). miss_log: a .jsonl file or a directory
     (default $TTBUILD_MISS_LOG). facade: without an installed Triton, make `import triton` load
-    ttbuild's minimal façade. Returns the Server; serving again replaces it.
+    ttbuild's minimal façade. summary: print a line of launches, misses and Triton's compiles at
+    exit (default: $TTBUILD_SERVE_SUMMARY=1; ttbuild.runtime.servestats). Returns the Server;
+    serving again replaces it.
     """
     if isinstance(library, (str, os.PathLike)):
         from . import load
@@ -345,6 +348,10 @@ def serve(library, *, miss: str = "error", miss_log: str | None = None, facade: 
         library = load(os.fspath(library))
     server = Server(library, miss, miss_log or os.environ.get(MISS_LOG_ENV))
     _active[:] = [server]
+    if summary or (summary is None and os.environ.get("TTBUILD_SERVE_SUMMARY") == "1"):
+        from . import servestats
+
+        servestats.enable(server)
     from ..postimport import when_imported
 
     if facade:

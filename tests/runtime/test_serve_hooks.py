@@ -111,3 +111,20 @@ def test_serve_summary_flag_prints_one_line_at_exit(tmp_path):
                          env={"PYTHONPATH": ":".join(sys.path)})
     assert out.returncode == 0 and out.stderr.splitlines() == [
         "ttbuild serve: 0 launches served, 0 missed (policy error); Triton not loaded (none compiled)"], out.stderr
+
+
+def test_a_kernel_without_a_variant_for_this_gpu_is_named_before_the_first_launch(project, tmp_path):  # noqa: F811
+    """A library covering this GPU for some kernels only: the first launch warns, naming the
+    others (the whole library uncovered raises DeviceNotCovered: test_serve)."""
+    from runtime_fakes import meta
+    from test_serve import _p
+
+    root, torch = project
+    tuned80 = meta("t80", "tuned_kernel", [_p("x_ptr", "pointer", "fp32", 16), _p("n", "scalar", "i32"),
+                                           _p("BLOCK", "constexpr", value=64)], file="pkg/ops.py",
+                   target="cuda:80", arch="sm_80")
+    server, drv = _serve(tmp_path, ALL + [tuned80], capability=(9, 0))
+    ops = importlib.import_module("pkg.ops")
+    with pytest.warns(UserWarning, match=r"no variant of pkg/ops.py:tuned_kernel runs on compute capability 9\.0"):
+        ops.scale_kernel[(1,)](torch.Tensor(0x1000), torch.Tensor(0x2000), 512, 1)
+    assert len(drv.launches) == 1   # the covered kernel still launches

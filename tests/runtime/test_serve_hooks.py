@@ -128,3 +128,61 @@ def test_a_kernel_without_a_variant_for_this_gpu_is_named_before_the_first_launc
     with pytest.warns(UserWarning, match=r"no variant of pkg/ops.py:tuned_kernel runs on compute capability 9\.0"):
         ops.scale_kernel[(1,)](torch.Tensor(0x1000), torch.Tensor(0x2000), 512, 1)
     assert len(drv.launches) == 1   # the covered kernel still launches
+
+
+def test_with_triton_installed_its_knobs_and_lazydict_are_used(project, tmp_path, monkeypatch):  # noqa: F811
+    """A stand-in with Triton 3.6's module layout (triton.knobs.runtime's HookChains,
+    triton.compiler.compiler.LazyDict): serve() reads the hooks there and passes Triton's class."""
+    import sys
+    import types
+
+    from runtime_fakes import write_lib
+    from test_serve import VariantDriver
+
+    import ttbuild.runtime as rt
+    from ttbuild.runtime.facade.pkg.triton.knobs import HookChain
+    from ttbuild.runtime.serve import serve
+
+    class JITFunction:
+        def __init__(self, fn):
+            self.fn, self.pre_run_hooks, self.launch_metadata = fn, [], None
+
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+
+        def run(self, *args, grid, warmup, **kwargs):
+            raise AssertionError("Triton's own run (it would compile)")
+
+    class LazyDict(dict):  # stands for Triton's: a served launch must build this class
+        def __init__(self, data):
+            super().__init__(data)
+            self.extras = []
+
+        def get(self):
+            return dict(self)
+
+    mods = {"triton": types.ModuleType("triton"), "triton.runtime.jit": types.ModuleType("triton.runtime.jit"),
+            "triton.runtime.autotuner": types.ModuleType("triton.runtime.autotuner"),
+            "triton.knobs": types.ModuleType("triton.knobs"),
+            "triton.compiler.compiler": types.ModuleType("triton.compiler.compiler")}
+    mods["triton.runtime.jit"].JITFunction = JITFunction
+    mods["triton.runtime.autotuner"].Autotuner = type("Autotuner", (), {"run": lambda self: None})
+    mods["triton.knobs"].runtime = types.SimpleNamespace(launch_enter_hook=HookChain(), launch_exit_hook=HookChain(True))
+    mods["triton.compiler.compiler"].LazyDict = LazyDict
+    for name, mod in mods.items():
+        monkeypatch.setitem(sys.modules, name, mod)
+    root, torch = project
+    write_lib(tmp_path / "art", ALL)
+    drv = VariantDriver(raw=False)
+    lib = rt.load(str(tmp_path / "art"), driver=drv)
+    drv.params_of = {"scale_kernel": 4}
+    server = serve(lib)
+    assert server.launch_knobs is mods["triton.knobs"].runtime
+    src = {}
+    exec(compile("def scale_kernel(x_ptr, out_ptr, n, stride, BLOCK: 'tl.constexpr' = 128): pass",
+                 str(root / "pkg" / "ops.py"), "exec"), src)
+    seen = []
+    mods["triton.knobs"].runtime.launch_enter_hook.add(seen.append)
+    JITFunction(src["scale_kernel"])[(3,)](torch.Tensor(0x1000), torch.Tensor(0x2000), 512, 1)
+    (md,) = seen
+    assert type(md) is LazyDict and md.get()["name"] == "scale_kernel" and len(drv.launches) == 1

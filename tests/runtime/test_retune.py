@@ -108,3 +108,40 @@ def test_tune_recorded_dry_run_prints_the_plan(library, tmp_path):
     out = subprocess.run([sys.executable, "-m", "ttbuild", "tune", "-o", str(tmp_path / "art"), "--recorded",
                           str(tmp_path / "t.json"), "--dry-run"], capture_output=True, text=True)
     assert out.returncode == 2 and "nothing in" in out.stderr
+
+
+def test_made_arguments_span_the_recorded_strides_at_the_recorded_alignment():
+    """make_args over a stand-in of the torch calls it makes: buffer length, storage offset (the
+    address mod 16 in elements), random floats, zero integers; values passed through."""
+    import types
+
+    calls = []
+
+    class DT:
+        def __init__(self, name, size, floating):
+            self.name, self.size, self.is_floating_point = name, size, floating
+
+    f16, i32 = DT("float16", 2, True), DT("int32", 4, False)
+
+    class Buf:
+        def __init__(self, how, n, dtype=None):
+            self.how, self.n, self.dtype = how, n, dtype
+
+        def to(self, dtype):
+            return Buf(self.how, self.n, dtype)
+
+        def element_size(self):
+            return self.dtype.size
+
+    torch = types.SimpleNamespace(
+        float16=f16, int32=i32,
+        empty=lambda shape, dtype: Buf("empty", 0, dtype),
+        randn=lambda n, device: Buf("randn", n),
+        zeros=lambda n, device, dtype: Buf("zeros", n, dtype),
+        as_strided=lambda buf, shape, stride, offset: calls.append((buf.how, buf.n, buf.dtype.name, shape, stride, offset)) or buf)
+    args = {"x": {"tensor": {"shape": [64, 100], "stride": [200, 2], "dtype": "fp16", "align": 6}},
+            "idx": {"tensor": {"shape": [0], "stride": [1], "dtype": "i32", "align": 0}}, "n": {"value": 7}}
+    out = retune.make_args(args, torch)
+    assert calls == [("randn", 1 + 63 * 200 + 99 * 2 + 3, "float16", [64, 100], [200, 2], 3),
+                     ("zeros", 0, "int32", [0], [1], 0)]
+    assert out["n"] == 7 and sorted(out) == ["idx", "n", "x"]

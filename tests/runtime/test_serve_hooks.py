@@ -89,6 +89,8 @@ def test_summary_counts_launches_misses_and_tritons_compiles(project, tmp_path, 
     ops.scale_kernel[(4,)](x, out, 512, 3)
     with pytest.raises(ServeMiss):
         ops.scale_kernel[(4,)](x, out, 512, 3, BLOCK=64)
+    with pytest.raises(ServeMiss):
+        ops.scale_kernel.warmup(x, out, 512, 3, BLOCK=64, grid=(1,))   # a miss, not a launch
     # a real Triton's knobs.compilation.listener (compiler.compile calls it per kernel), chained
     calls = []
     knobs = types.SimpleNamespace(compilation=types.SimpleNamespace(listener=lambda **kw: calls.append(kw["cache_hit"])))
@@ -97,7 +99,7 @@ def test_summary_counts_launches_misses_and_tritons_compiles(project, tmp_path, 
     for hit in (False, True, False):
         knobs.compilation.listener(src=None, metadata={}, metadata_group={}, times=None, cache_hit=hit)
     assert calls == [False, True, False]
-    assert servestats.summary_line(server) == ("ttbuild serve: 2 launches served, 1 missed (policy error); "
+    assert servestats.summary_line(server) == ("ttbuild serve: 2 launches served, 2 missed (policy error); "
                                                "Triton compiled 2 kernels (1 more from its cache)")
 
 

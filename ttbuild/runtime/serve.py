@@ -255,7 +255,7 @@ class Server:
         self._checked = False
         self.original_run = None
         self.launch_knobs = None  # triton.knobs.runtime once Triton (or the façade) is imported
-        self.calls = self.misses = 0  # launches asked of serve, and those no variant covered
+        self.calls = self.misses = self.warmup_misses = 0  # launches asked of serve; misses (of them, of .warmup)
 
     def served(self, fn) -> ServedKernel:
         key = fn.__code__
@@ -301,12 +301,17 @@ class Server:
         """Stands in for triton's JITFunction.run (and the façade's); calls Triton's launch hooks
         when one is set (ttbuild.runtime.servehooks)."""
         sk = self.served(jit_self.fn)
-        if not warmup:
-            self.calls += 1
-            if self.launch_knobs is not None:
-                hooks = hooks_set(self.launch_knobs)
-                if hooks is not None:
-                    return hooked_launch(self, sk, jit_self, args, kwargs, grid, hooks)
+        if warmup:
+            before = self.misses
+            try:
+                return sk.launch(args, kwargs, grid, warmup, self.original_run, jit_self)
+            finally:
+                self.warmup_misses += self.misses - before
+        self.calls += 1
+        if self.launch_knobs is not None:
+            hooks = hooks_set(self.launch_knobs)
+            if hooks is not None:
+                return hooked_launch(self, sk, jit_self, args, kwargs, grid, hooks)
         return sk.launch(args, kwargs, grid, warmup, self.original_run, jit_self)
 
 

@@ -45,7 +45,7 @@ def count_compiles(server, triton) -> None:
 
 def summary_line(server) -> str:
     """'ttbuild serve: N launches served, M missed (policy P); Triton compiled C kernels (H from its cache)'."""
-    served = server.calls - server.misses
+    served = server.calls - (server.misses - server.warmup_misses)
     line = f"ttbuild serve: {served} launches served, {server.misses} missed (policy {server.policy})"
     compiles = getattr(server, "compiles", None)
     if compiles is None:

@@ -11,7 +11,7 @@
     ttbuild package [--name N --version V] [-d dist] [-o ARTIFACTS]   (artifacts/lib as a wheel; ttbuild.wheel)
     ttbuild tune [-o ARTIFACTS] [-k KERNELS] [--kernel NAME]   (ttbuild.runtime.tunecli; needs a GPU)
     ttbuild record [-o variants.toml] [--root DIR] [--from PATH ...] [-- CMD ...]   (rows from Triton's compiles; ttbuild.record.cli)
-    ttbuild serve ARTIFACTS [--miss error|warn] [--miss-log PATH] [--facade] -- CMD   (ttbuild.record.cli)
+    ttbuild serve ARTIFACTS [--miss error|warn] [--miss-log PATH] [--facade] [--summary] -- CMD   (ttbuild.record.cli)
 
 `ttbuild` alone is `ttbuild build`. Exit status: 0 ok; build: 1 a task failed (with or without
 --continue), 3 a bad variant list; others: 2 bad usage,

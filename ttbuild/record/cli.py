@@ -3,7 +3,7 @@
     ttbuild record [-o variants.toml] [--root DIR] [--source-root DIR ...] [--tuning DIR] [--target cuda:90 ...]
                    [--from PATH ...] [-- CMD ...]
 
-    ttbuild serve ARTIFACTS [--miss error|warn] [--miss-log PATH] [--facade] -- CMD ...
+    ttbuild serve ARTIFACTS [--miss error|warn] [--miss-log PATH] [--facade] [--summary] -- CMD ...
 
 Exit status: the command's when it fails, else 0; 2 bad usage or nothing to merge.
 """
@@ -121,6 +121,8 @@ def serve_main(argv: list[str]) -> int:
     ap.add_argument("--miss", choices=("error", "warn"), default="error", help="what a launch no variant covers does")
     ap.add_argument("--miss-log", default=None, metavar="PATH", help="append misses here (.jsonl or directory)")
     ap.add_argument("--facade", action="store_true", help="without an installed Triton, `import triton` loads ttbuild's façade")
+    ap.add_argument("--summary", action="store_true",
+                    help="each served process prints launches served, misses and Triton's compiles at exit")
     options, command = split_command(argv)
     args = ap.parse_args(options)
     if not command:
@@ -129,6 +131,8 @@ def serve_main(argv: list[str]) -> int:
     extra = {"TTBUILD_SERVE": os.path.abspath(args.artifacts), "TTBUILD_SERVE_MISS": args.miss}
     if args.facade:
         extra["TTBUILD_SERVE_FACADE"] = "1"
+    if args.summary:
+        extra["TTBUILD_SERVE_SUMMARY"] = "1"
     if args.miss_log:
         extra["TTBUILD_MISS_LOG"] = os.path.abspath(args.miss_log)
     return run_recorded(command, "", **extra)

@@ -141,7 +141,7 @@ def _wrap_autotuner(triton, directory: str) -> None:
                 ms = [[_config_doc(c), (t[0] if isinstance(t, (list, tuple)) else t)] for c, t in timings.items()]
                 store.append(directory, {"event": "autotune", **_origin(fn), "key_names": list(self.keys),
                                          "key": [_key_item(k) for k in key], "config": _config_doc(self.cache[key]),
-                                         "timings": ms, "capability": _capability()})
+                                         "timings": ms, "capability": _capability(), **_call_doc(self, fn, args, kwargs)})
             except Exception as exc:
                 print(f"ttbuild record: could not record an autotune choice: {type(exc).__name__}: {exc}", file=sys.stderr)
         return out
@@ -157,3 +157,51 @@ def _key_item(k):
 
         return dtype_name(k) or k
     return _value(k)
+
+
+LAUNCH_ONLY = ("grid", "warmup", "num_warps", "num_stages", "num_ctas", "maxnreg", "stream")
+
+
+def _arg_doc(v):
+    """What `ttbuild tune --recorded` needs to make an argument like it: a tensor's shape,
+    strides (elements), dtype and address mod 16; a scalar or constexpr value."""
+    if hasattr(v, "data_ptr") and hasattr(v, "shape") and hasattr(v, "stride"):
+        from ..runtime.args import dtype_name
+
+        return {"tensor": {"shape": list(v.shape), "stride": list(v.stride()), "dtype": dtype_name(v.dtype) or str(v.dtype),
+                           "align": v.data_ptr() % 16}}
+    return {"value": _value(v)}
+
+
+def _call_doc(tuner, jit_fn, args, kwargs) -> dict:
+    """The tuned call, for retuning it (ttbuild.runtime.retune): "args" (every parameter the call
+    gave or defaulted, by name), "per_config" ([[config, {"grid", "constexprs"}], ...]: the grid
+    each config launches on and the constexprs a @triton.heuristics under the autotuner sets),
+    "reset_to_zero" and "restore_value" (names). Never raises: a part it cannot make is left out."""
+    import inspect
+
+    try:
+        sig = inspect.signature(jit_fn.fn)
+        named = {k: p.default for k, p in sig.parameters.items() if p.default is not inspect.Parameter.empty}
+        named.update(zip(tuner.arg_names, args))
+        named.update((k, v) for k, v in kwargs.items() if k not in LAUNCH_ONLY)
+        grid = kwargs.get("grid")
+        heur = getattr(tuner.fn, "values", None) if not hasattr(tuner.fn, "params") else None
+        per_config = []
+        for cfg in tuner.configs:
+            meta = {**named, **cfg.kwargs}
+            cx = {}
+            for name, rule in (heur or {}).items():
+                cx[name] = meta[name] = rule(meta)
+            try:
+                g = grid(meta) if callable(grid) else grid
+                g = [int(x) for x in (g if isinstance(g, (tuple, list)) else (g,))]
+            except Exception:  # noqa: BLE001 - a grid that needs more than the arguments: not retunable
+                g = None
+            per_config.append([_config_doc(cfg), {"grid": g, "constexprs": {k: _value(v) for k, v in cx.items()}}])
+        return {"args": {k: _arg_doc(v) for k, v in named.items()}, "per_config": per_config,
+                "reset_to_zero": list(getattr(tuner, "reset_to_zero", []) or []),
+                "restore_value": list(getattr(tuner, "restore_value", []) or [])}
+    except Exception as exc:  # noqa: BLE001 - recording never stops the recorded program
+        print(f"ttbuild record: could not record the tuned call's arguments: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return {}

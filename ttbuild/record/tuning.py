@@ -49,16 +49,36 @@ def tables(events: list[dict], root: str) -> dict[str, dict]:
                 continue
             seen.add(key)
             times = {str(_index(configs, docs, c)): ms for c, ms in ev.get("timings", [])}
-            entries.append({"key": list(key), "config": _index(configs, docs, ev["config"]), "times_ms": times,
-                            "device": target_of(ev.get("capability"))})
+            e = {"key": list(key), "config": _index(configs, docs, ev["config"]), "times_ms": times,
+                 "device": target_of(ev.get("capability"))}
+            entries.append(_with_call(e, ev, configs, docs))
         name = kernel if counts[kernel] == 1 else f"{rel.rsplit('/', 1)[-1].removesuffix('.py')}.{kernel}"
         out[name] = {"schema": SCHEMA, "kernel": kernel, "file": rel, "key": evs[0].get("key_names", []),
                      "rule": "exact key; else the nearest recorded key (ttbuild.runtime.tuned)",
                      "timing": {"method": "Triton's Autotuner (do_bench) in the recorded process"},
                      "configs": {str(i): c for i, c in enumerate(docs)},
+                     **{k: evs[0][k] for k in ("reset_to_zero", "restore_value") if evs[0].get(k)},
                      "entries": sorted(entries, key=lambda e: json.dumps(e["key"])),
                      "recorded_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     return out
+
+
+def _with_call(entry: dict, ev: dict, configs: dict, docs: list) -> dict:
+    """`entry` with what retuning its key needs (ttbuild.runtime.retune), when recorded: "args",
+    "grids" ({config index: [x, y, z]}) and "constexprs" ({config index: {name: value}}, the
+    heuristics' values)."""
+    if "args" not in ev:
+        return entry
+    entry["args"] = ev["args"]
+    entry["grids"], cx = {}, {}
+    for cfg, per in ev.get("per_config", []):
+        i = str(_index(configs, docs, cfg))
+        entry["grids"][i] = per.get("grid")
+        if per.get("constexprs"):
+            cx[i] = per["constexprs"]
+    if cx:
+        entry["constexprs"] = cx
+    return entry
 
 
 def write_tables(events: list[dict], root: str, directory: str) -> list[str]:

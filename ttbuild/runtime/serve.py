@@ -27,6 +27,7 @@ from ..errors import TTBuildError
 from .args import dtype_name
 from .launcher import Launcher
 from .select import NoMatchingVariant, same_constexpr
+from .servehooks import hooked_launch, hooks_set, runtime_knobs
 
 POLICIES = ("error", "warn")
 LAUNCH_KW = ("num_warps", "num_stages", "num_ctas")
@@ -255,6 +256,8 @@ class Server:
         self.original_run = None
         # while True, call sites run Triton's own JIT (benchmarks/bench_served.py times both in one process)
         self.paused = False
+        self.launch_knobs = None  # triton.knobs.runtime once Triton (or the façade) is imported
+        self.calls = self.misses = self.warmup_misses = 0  # launches asked of serve; misses (of them, of .warmup)
 
     def served(self, fn) -> ServedKernel:
         key = fn.__code__
@@ -282,6 +285,7 @@ class Server:
         check_coverage(self.library, self.capability)
 
     def log_miss(self, spec: dict) -> None:
+        self.misses += 1
         if self.miss_log:
             from ..record.store import append
 
@@ -296,8 +300,21 @@ class Server:
         return "\n".join("  " + line for line in rows_text(rows[:1]).splitlines()[2:])
 
     def run_jit(self, jit_self, *args, grid, warmup, **kwargs):
-        """Stands in for triton's JITFunction.run."""
-        return self.served(jit_self.fn).launch(args, kwargs, grid, warmup, self.original_run, jit_self)
+        """Stands in for triton's JITFunction.run (and the façade's); calls Triton's launch hooks
+        when one is set (ttbuild.runtime.servehooks)."""
+        sk = self.served(jit_self.fn)
+        if warmup:
+            before = self.misses
+            try:
+                return sk.launch(args, kwargs, grid, warmup, self.original_run, jit_self)
+            finally:
+                self.warmup_misses += self.misses - before
+        self.calls += 1
+        if self.launch_knobs is not None:
+            hooks = hooks_set(self.launch_knobs)
+            if hooks is not None:
+                return hooked_launch(self, sk, jit_self, args, kwargs, grid, hooks)
+        return sk.launch(args, kwargs, grid, warmup, self.original_run, jit_self)
 
 
 def check_coverage(library, capability) -> None:
@@ -322,12 +339,15 @@ def check_coverage(library, capability) -> None:
 _active: list = []
 
 
-def serve(library, *, miss: str = "error", miss_log: str | None = None, facade: bool = False) -> Server:
+def serve(library, *, miss: str = "error", miss_log: str | None = None, facade: bool = False,
+          summary: bool | None = None) -> Server:
     """Serve `library` (a Library or an artifacts path) to this process's Triton call sites.
 
     miss: "error" or "warn" (module docstring). miss_log: a .jsonl file or a directory
     (default $TTBUILD_MISS_LOG). facade: without an installed Triton, make `import triton` load
-    ttbuild's minimal façade. Returns the Server; serving again replaces it.
+    ttbuild's minimal façade. summary: print a line of launches, misses and Triton's compiles at
+    exit (default: $TTBUILD_SERVE_SUMMARY=1; ttbuild.runtime.servestats). Returns the Server;
+    serving again replaces it.
     """
     if isinstance(library, (str, os.PathLike)):
         from . import load
@@ -335,6 +355,10 @@ def serve(library, *, miss: str = "error", miss_log: str | None = None, facade: 
         library = load(os.fspath(library))
     server = Server(library, miss, miss_log or os.environ.get(MISS_LOG_ENV))
     _active[:] = [server]
+    if summary or (summary is None and os.environ.get("TTBUILD_SERVE_SUMMARY") == "1"):
+        from . import servestats
+
+        servestats.enable(server)
     from ..postimport import when_imported
 
     if facade:
@@ -353,6 +377,7 @@ def active() -> Server:
 
 def _patch(triton) -> None:
     """Replace JITFunction.run and fill Autotuners from the tuning tables (real Triton only)."""
+    active().launch_knobs = runtime_knobs(triton)
     if getattr(triton, "__ttbuild_facade__", False):
         return
     jit = sys.modules["triton.runtime.jit"]

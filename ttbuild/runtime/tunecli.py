@@ -1,4 +1,4 @@
-"""`ttbuild tune [-o ARTIFACTS] [-k KERNELS] [--kernel NAME]...`: the command line over ttbuild.runtime.tuner, with its progress and summary.
+"""`ttbuild tune [-o ARTIFACTS] [-k KERNELS] [--kernel NAME]... [--recorded PATH]`: the command line over ttbuild.runtime.tuner, with its progress and summary.
 
 It loads the library (ttbuild.runtime.load), keeps its tuned launchers that have a tune plan,
 and has ttbuild.runtime.tuner time them and write `artifacts/tuning/<kernel>.json`.
@@ -27,6 +27,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--force", action="store_true", help="time every shape again (the cache is still filled)")
     ap.add_argument("--warmup-ms", type=float, default=25.0)
     ap.add_argument("--rep-ms", type=float, default=100.0)
+    ap.add_argument("--recorded", default=None, metavar="PATH",
+                    help="retime the keys `ttbuild record` tuned: its tuning table, a folder of them or a record directory")
+    ap.add_argument("--root", default=".", metavar="DIR", help="with --recorded DIR of records: the project root")
+    ap.add_argument("--dry-run", action="store_true", help="with --recorded: print what would be timed, time nothing")
     args = ap.parse_args(argv)
     from . import load
 
@@ -36,6 +40,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"ttbuild tune: {exc}", file=sys.stderr)
         return 2
     tuning_dir = os.path.join(args.artifacts, "tuning")
+    if args.recorded:
+        from .retune import run_recorded
+
+        return run_recorded(lib, args.recorded, tuning_dir, args.root, args.kernel, args.dry_run,
+                            warmup_ms=args.warmup_ms, rep_ms=args.rep_ms)
     override = read_shapes(args.shapes) if args.shapes else None
     todo, status = [], 0
     for name in tunable_kernels(lib, args.kernel):

@@ -1,6 +1,6 @@
 """ttbuild's façade of `triton` for runtime-only installs (ttbuild.runtime.facade): kernels defined with it launch the prebuilt variants that ttbuild.runtime.serve serves; nothing here compiles."""
 
-from . import language
+from . import knobs, language
 from .runtime import Autotuner, Config, Heuristics, JITFunction, KernelInterface, autotune, heuristics, jit
 
 __ttbuild_facade__ = True
@@ -23,5 +23,5 @@ def constexpr_function(fn):
     return fn
 
 
-__all__ = ["jit", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "constexpr_function", "language",
+__all__ = ["knobs", "jit", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "constexpr_function", "language",
            "JITFunction", "Autotuner", "Heuristics", "KernelInterface"]

@@ -36,6 +36,7 @@ class JITFunction(KernelInterface):
     def __init__(self, fn, **options):
         self.fn = fn
         self.options = options
+        self.launch_metadata = options.get("launch_metadata")  # called only when a launch hook is set
         self.params = [_Param(p) for p in inspect.signature(fn).parameters.values()]
         self.arg_names = [p.name for p in self.params]
         self.__name__ = fn.__name__
@@ -46,7 +47,7 @@ class JITFunction(KernelInterface):
     def run(self, *args, grid, warmup, **kwargs):
         from ttbuild.runtime.serve import active
 
-        return active().served(self.fn).launch(args, kwargs, grid, warmup)
+        return active().run_jit(self, *args, grid=grid, warmup=warmup, **kwargs)
 
     def __call__(self, *args, **kwargs):
         raise RuntimeError("Cannot call @triton.jit'd outside of the scope of a kernel")

@@ -266,3 +266,19 @@ def test_merging_keeps_the_lists_other_tables_and_module_rows(tmp_path):
     doc = tomllib.loads((tmp_path / "variants.toml").read_text())
     assert doc["package"] == {"name": "proj-kernels"} and doc["project"] == {"source_roots": ["proj", "lib"]}
     assert len(doc["variant"]) == 3 and sum("module" in r for r in doc["variant"]) == 1
+
+
+def test_record_reports_the_compiles_it_dropped(tmp_path):
+    """`ttbuild record --from DIR`: the summary line counts the compiles of configs Triton could not run."""
+    import subprocess
+
+    path = _project(tmp_path)
+    rec = tmp_path / "rec"
+    for ev in (_event(path), dict(_event(path), constants={"BLOCK": 64, "stride": 1}), _autotune(path, float("inf"))):
+        append(str(rec), ev)
+    out = subprocess.run([sys.executable, "-m", "ttbuild", "record", "--from", str(rec), "--root", str(tmp_path),
+                          "-o", str(tmp_path / "v.toml"), "--tuning", str(tmp_path / "tuning")],
+                         capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert out.returncode == 0, out.stderr
+    assert "2 compiles recorded, 2 rows in" in out.stderr and "1 compiles of autotune configs Triton could not run dropped" in out.stderr
+    assert "BLOCK = 256" not in (tmp_path / "v.toml").read_text()

@@ -1,4 +1,4 @@
-"""GPU tests of record -> build -> serve on a project of our own (tests/data/serve_proj): recording yields the committed rows; serving compiles nothing.
+"""GPU tests of record -> build -> serve on a project of our own (tests/data/serve_proj): recording yields the committed rows (None and dtype constexprs among them); serving compiles nothing.
 
 The served run of the same call sites leaves Triton's cache empty and matches Triton's outputs.
 
@@ -67,5 +67,8 @@ def test_served_run_compiles_nothing_and_matches_triton(recorded, torch):
     want = torch.load(recorded / "triton.pt")
     got = torch.load(recorded / "served.pt")
     assert sorted(got) == sorted(want)
+    # rowscale_kernel: served with w_ptr None (its default) and a tensor, OUT_DTYPE tl.float16 / tl.float32,
+    # from rows spelled { none = true } / { dtype = "fp16" }
+    assert {f"rowscale_{w}_torch.{d}" for w in ("w", "none") for d in ("float16", "float32")} <= set(got)
     for key in want:
         torch.testing.assert_close(got[key], want[key], rtol=1e-4, atol=1e-4, msg=key)

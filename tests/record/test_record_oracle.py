@@ -54,3 +54,109 @@ def test_hook_records_what_tritons_call_hook_passes(tmp_path):
     assert spec["signature"] == "*fp16:16,i32:16" and spec["constexprs"] == {"BLOCK": 128, "stride": 1}
     assert spec["num_warps"] == 8 and spec["file"] == "kmod.py" and spec["enable_fp_fusion"] is False
     assert {r["signature"] for r in rows} == {"*fp16:16,i32:16", "*fp16,i32,i32"}
+
+
+ROWSCALE = '''import triton
+import triton.language as tl
+
+
+@triton.jit
+def rowscale_kernel(x_ptr, out_ptr, n_cols, row_stride, OUT_DTYPE: tl.constexpr, BLOCK: tl.constexpr, w_ptr=None):
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK)
+    mask = cols < n_cols
+    x = tl.load(x_ptr + row * row_stride + cols, mask=mask, other=0.0).to(tl.float32)
+    if w_ptr is not None:
+        x = x * tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+    if OUT_DTYPE == tl.float32:
+        x = x + 1.0
+    tl.store(out_ptr + row * row_stride + cols, x.to(OUT_DTYPE), mask=mask)
+'''
+
+# Triton's _call_hook for two specializations: w_ptr None and OUT_DTYPE tl.float16 (fp16 data), a
+# w_ptr tensor and OUT_DTYPE tl.float32; the recorder writes what it is given.
+RECORD_NONE_DTYPE = '''
+import sys
+sys.path[:0] = [sys.argv[1], sys.argv[2]]
+import triton.language as tl
+from triton import knobs
+from triton.backends.nvidia.compiler import CUDAOptions
+from ttbuild.record import hook
+hook._capability = lambda: [9, 0]
+hook.install(sys.argv[3])
+import kmod
+k = kmod.rowscale_kernel
+div = {(0,): [["tt.divisibility", 16]], (1,): [["tt.divisibility", 16]]}
+for ty, out, w in (("*fp16", tl.float16, None), ("*fp32", tl.float32, "*fp32")):
+    sig = {"x_ptr": ty, "out_ptr": ty, "n_cols": "i32", "row_stride": "i32", "OUT_DTYPE": "constexpr", "BLOCK": "constexpr",
+           "w_ptr": w or "constexpr"}
+    constants = {(4,): out, (5,): 128, **({(6,): None} if w is None else {})}
+    k._call_hook(knobs.runtime.jit_cache_hook, ("key", list(sig.values())), sig, 0, constants, CUDAOptions(num_warps=4),
+                 [{**div, **({} if w is None else {(6,): [["tt.divisibility", 16]]})}], False)
+'''
+
+# Triton builds each row from the source (a dtype constexpr as the tl.dtype, None as None) and from
+# our TTIR; prints the op counts of both TTGIRs.
+COMPARE = r'''
+import collections, importlib.util, json, re, sys
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+spec = importlib.util.spec_from_file_location("kmod", sys.argv[1])
+mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+target = GPUTarget("cuda", 90, 32)
+
+def ops(text):
+    return collections.Counter(m.group(1) for m in re.finditer(r'^\s*(?:%\S+ = )?"?([a-z_]+\.[a-z_.]+)', text, re.M))
+
+out = []
+for job in json.loads(sys.argv[2]):
+    fn = mod.rowscale_kernel
+    cx = {n: tl.core.dtype(v["dtype"]) if isinstance(v, dict) else v for n, v in job["constexprs"].items()}
+    ents, sig, attrs = iter(job["signature"].split(",")), {}, {}
+    for i, n in enumerate(fn.arg_names):
+        if n in cx:
+            sig[n] = "constexpr"
+        else:
+            ty, _, div = next(ents).partition(":")
+            sig[n] = ty
+            if div:
+                attrs[(i,)] = [["tt.divisibility", 16]]
+    theirs = triton.compile(ASTSource(fn, sig, constexprs=cx, attrs=attrs), target=target).asm["ttgir"]
+    ours = triton.compile(job["ttir"], target=target).asm["ttgir"]
+    out.append([ops(theirs), ops(ours)])
+print(json.dumps(out))
+'''
+
+
+def test_none_and_dtype_rows_build_as_triton_builds_them(tmp_path):
+    """Record (Triton's own hook arguments) -> rows ({ none = true }, { dtype = "fp16" }) -> the
+    build's reading of them -> our TTIR: Triton 3.6 builds the same kernel from the source."""
+    import json
+
+    from ttbuild.graph.variants import load_variants
+    from ttbuild.record import rows_text
+    from ttbuild.stages import parse, ttir
+
+    (tmp_path / "kmod.py").write_text(ROWSCALE)
+    run_triton(RECORD_NONE_DTYPE, REPO, tmp_path, tmp_path / "rec")
+    events = read_records(str(tmp_path / "rec"))
+    assert sorted(json.dumps(e["constants"]["OUT_DTYPE"]) for e in events) == ['{"dtype": "fp16"}', '{"dtype": "fp32"}']
+    rows, problems = merge_records(events, str(tmp_path))
+    assert not problems and len(rows) == 4
+    text = rows_text(rows)
+    assert 'OUT_DTYPE = { dtype = "fp16" }' in text and "w_ptr = { none = true }" in text
+    (tmp_path / "variants.toml").write_text(text)
+    jobs = []
+    for v in load_variants(tmp_path):
+        assert v.constexprs["OUT_DTYPE"] in ({"dtype": "fp16"}, {"dtype": "fp32"})
+        assert ("w_ptr" in v.constexprs) == (v.constexprs["OUT_DTYPE"] == {"dtype": "fp16"})
+        p = parse.run({"source": ROWSCALE.encode()}, {"kernel": v.kernel, "file": "kmod.py"})
+        path = tmp_path / f"{v.name}.ttir"
+        path.write_bytes(ttir.run({"json": p["json"]}, {"signature": [str(e) for e in v.params], "constexprs": v.constexprs})["ttir"])
+        jobs.append({"signature": v.signature, "constexprs": v.constexprs, "ttir": str(path)})
+    out = json.loads(run_triton(COMPARE, str(tmp_path / "kmod.py"), json.dumps(jobs)).splitlines()[-1])
+    assert len(out) == 4 and all(theirs == ours for theirs, ours in out), json.dumps(out, indent=1)
+    # `if w_ptr is not None:` folded: one load with None, two with a pointer (Triton's count)
+    assert sorted(theirs["tt.load"] for theirs, _ in out) == [1, 1, 2, 2]

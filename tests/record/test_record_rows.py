@@ -11,7 +11,7 @@ import tomllib
 
 from ttbuild.record import merge_records, read_records, rows_text
 from ttbuild.record.hook import compile_event
-from ttbuild.record.rows import event_rows
+from ttbuild.record.rows import event_rows, row_identity
 from ttbuild.record.store import append
 from ttbuild.record.tuning import tables
 
@@ -56,28 +56,93 @@ def test_specialised_row_and_its_fallback(tmp_path):
 def test_rows_without_a_form_are_reported_not_written(tmp_path):
     path = _project(tmp_path)
     ev = _event(path)
-    ev["constants"]["BLOCK"] = None
-    assert event_rows(ev, str(tmp_path)) == ([], ["proj.ops.copy_kernel: argument BLOCK=None has no row form yet"])
+    ev["constants"]["BLOCK"] = {"repr": "<object>"}
+    assert event_rows(ev, str(tmp_path)) == ([], ['proj.ops.copy_kernel: argument BLOCK={"repr": "<object>"} has no row form yet'])
     assert "outside the project root" in event_rows(_event(path), str(tmp_path / "elsewhere"))[1][0]
     ev = _event(path)
     ev["signature"]["n"] = "tuple"
     assert event_rows(ev, str(tmp_path))[1] == ["proj.ops.copy_kernel: argument n of type tuple has no row form yet"]
 
 
+class dtype:  # stands in for triton.language.core.dtype (its class name and `name`): not JSON-serialisable
+    def __init__(self, name):
+        self.name = name
 
-def test_a_live_dtype_constexpr_is_reported_not_a_crash(tmp_path):
-    """serve's miss path hands event_rows the live tl.dtype of a dtype constexpr (the record hook
-    writes {"dtype": name}): both are reported as having no row form, never a JSON TypeError."""
 
-    class dtype:  # stands in for triton.language.dtype: not JSON-serialisable
-        def __str__(self):
-            return "fp32"
+def _none_dtype_event(path, value):
+    """copy_kernel called with `dst` None (a constexpr None, Triton's specialization) and BLOCK a dtype."""
+    ev = _event(path)
+    ev["signature"]["dst"] = "constexpr"
+    ev["constants"].update(dst=None, BLOCK=value)
+    ev["div16"] = ["src", "n"]
+    return ev
+
+
+def test_none_and_dtype_constexprs_are_constexprs_of_both_rows(tmp_path):
+    """A None argument and a dtype constexpr (the hook's {"dtype": name}, or serve's live tl.dtype)
+    stay constexprs of the specialised row and of its fallback; variants.toml spells them
+    `{ none = true }` and `{ dtype = "bf16" }`, and the build reads them back as None and the dtype."""
+    from ttbuild.graph.variants import load_variants
 
     path = _project(tmp_path)
-    for value, shown in ((dtype(), '"fp32"'), ({"dtype": "fp32"}, '{"dtype": "fp32"}')):
-        ev = _event(path)
-        ev["constants"]["BLOCK"] = value
-        assert event_rows(ev, str(tmp_path)) == ([], [f"proj.ops.copy_kernel: argument BLOCK={shown} has no row form yet"])
+    for value in ({"dtype": "bf16"}, dtype("bf16")):
+        rows, problems = event_rows(_none_dtype_event(path, value), str(tmp_path))
+        assert not problems
+        spec, generic = rows
+        assert spec["signature"] == "*fp16:16,i32:16" and generic["signature"] == "*fp16,i32,i32"
+        assert spec["constexprs"] == {"BLOCK": {"dtype": "bf16"}, "dst": None, "stride": 1}
+        assert generic["constexprs"] == {"BLOCK": {"dtype": "bf16"}, "dst": None}
+    text = rows_text(rows)
+    assert 'constexprs = { BLOCK = { dtype = "bf16" }, dst = { none = true }, stride = 1 }' in text
+    (tmp_path / "variants.toml").write_text(text)
+    built = {v.signature: v.constexprs for v in load_variants(tmp_path)}
+    assert built["*fp16:16,i32:16"] == {"BLOCK": {"dtype": "bf16"}, "dst": None, "stride": 1}
+    again, _ = merge_records([_none_dtype_event(path, {"dtype": "bf16"})], str(tmp_path),
+                             existing=tomllib.loads(text)["variant"])
+    # a rewritten list reads its own spelling back: the same rows, no duplicates
+    assert sorted(map(row_identity, again)) == sorted(map(row_identity, rows))
+
+
+def test_a_row_refuses_other_constexpr_tables(tmp_path):
+    from ttbuild.graph.variants import VariantError, load_variants
+
+    _project(tmp_path)
+    for table, why in (('{ dtype = "float" }', "not a Triton dtype name"), ("{ none = false }", "{ none = true }")):
+        (tmp_path / "variants.toml").write_text(f'[[variant]]\nfile = "proj/ops.py"\nkernel = "copy_kernel"\n'
+                                                f'signature = "*fp16,*fp16,i32,i32"\nconstexprs = {{ BLOCK = {table} }}\n')
+        try:
+            load_variants(tmp_path)
+        except VariantError as exc:
+            assert why in str(exc) and "constexprs" in str(exc)
+        else:
+            raise AssertionError(f"{table} was accepted")
+
+
+def _autotune(path, timings, key_dtypes=("fp16", "fp16")):
+    cfg = {"kwargs": {"BLOCK": 256}, "num_warps": 4, "num_stages": 3, "num_ctas": 1, "maxnreg": None}
+    other = dict(cfg, kwargs={"BLOCK": 64})
+    return {"event": "autotune", "module": "proj.ops", "qualname": "copy_kernel", "kernel": "copy_kernel", "path": str(path),
+            "key_names": ["n"], "key": [4096, *key_dtypes], "config": other,
+            "timings": [[cfg, timings], [other, 0.01]], "capability": [9, 0]}
+
+
+def test_compiles_of_configs_triton_could_not_run_are_dropped(tmp_path):
+    """Triton's autotuner times a config that raised OutOfResources as inf: its compile is no row."""
+    path = _project(tmp_path)
+    compiled = [_event(path), dict(_event(path), constants={"BLOCK": 64, "stride": 1})]
+    kept = {json.dumps(r["constexprs"]) for r in merge_records(compiled, str(tmp_path))[0]}
+    assert kept == {'{"BLOCK": 256, "stride": 1}', '{"BLOCK": 256}', '{"BLOCK": 64, "stride": 1}', '{"BLOCK": 64}'}
+    for bad in (float("inf"), float("nan"), None):
+        rows, problems = merge_records(compiled + [_autotune(path, bad)], str(tmp_path))
+        assert {r["constexprs"]["BLOCK"] for r in rows} == {64} and not problems
+    existing, _ = merge_records(compiled, str(tmp_path))
+    rows, _ = merge_records(compiled + [_autotune(path, float("inf"))], str(tmp_path), existing=existing)
+    assert {r["constexprs"]["BLOCK"] for r in rows} == {64}  # also gone from the list it rewrites
+    # timed finite for some key of the same dtypes, or failing only for other dtypes: kept
+    ran = [_autotune(path, float("inf")), dict(_autotune(path, 0.02), key=[8192, "fp16", "fp16"])]
+    assert len(merge_records(compiled + ran, str(tmp_path))[0]) == 4
+    assert len(merge_records(compiled + [_autotune(path, float("inf"), ("fp32", "fp32"))], str(tmp_path))[0]) == 4
+
 
 def _writer(directory, n, warps):
     for i in range(n):
@@ -201,3 +266,19 @@ def test_merging_keeps_the_lists_other_tables_and_module_rows(tmp_path):
     doc = tomllib.loads((tmp_path / "variants.toml").read_text())
     assert doc["package"] == {"name": "proj-kernels"} and doc["project"] == {"source_roots": ["proj", "lib"]}
     assert len(doc["variant"]) == 3 and sum("module" in r for r in doc["variant"]) == 1
+
+
+def test_record_reports_the_compiles_it_dropped(tmp_path):
+    """`ttbuild record --from DIR`: the summary line counts the compiles of configs Triton could not run."""
+    import subprocess
+
+    path = _project(tmp_path)
+    rec = tmp_path / "rec"
+    for ev in (_event(path), dict(_event(path), constants={"BLOCK": 64, "stride": 1}), _autotune(path, float("inf"))):
+        append(str(rec), ev)
+    out = subprocess.run([sys.executable, "-m", "ttbuild", "record", "--from", str(rec), "--root", str(tmp_path),
+                          "-o", str(tmp_path / "v.toml"), "--tuning", str(tmp_path / "tuning")],
+                         capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert out.returncode == 0, out.stderr
+    assert "2 compiles recorded, 2 rows in" in out.stderr and "1 compiles of autotune configs Triton could not run dropped" in out.stderr
+    assert "BLOCK = 256" not in (tmp_path / "v.toml").read_text()

@@ -34,6 +34,11 @@ def scale_kernel(x_ptr, out_ptr, n, stride, BLOCK: tl.constexpr = 128):
 @triton.jit
 def tuned_kernel(x_ptr, n, BLOCK: tl.constexpr):
     pass
+
+
+@triton.jit
+def norm_kernel(x_ptr, out_ptr, n, OUT_DTYPE: tl.constexpr, w_ptr=None):
+    pass
 '''
 
 
@@ -284,3 +289,40 @@ def test_with_triton_installed_jitfunction_run_is_replaced(project, tmp_path, mo
     active().paused = True  # benchmarks/bench_served.py times Triton's JIT this way
     kernel[(3,)](torch.Tensor(0x1000), torch.Tensor(0x2000), 512, 1)
     assert calls == ["hook", "triton"] and len(drv.launches) == 1
+
+
+def _norm(variant, out_dtype, w_none):
+    w = _p("w_ptr", "constexpr", value=None) if w_none else _p("w_ptr", "pointer", "fp32", 16)
+    params = [_p("x_ptr", "pointer", "fp32", 16), _p("out_ptr", "pointer", "fp32", 16), _p("n", "scalar", "i32"),
+              _p("OUT_DTYPE", "constexpr", value={"dtype": out_dtype}), w]
+    return meta(variant, "norm_kernel", params, file="pkg/ops.py")
+
+
+def test_none_arguments_and_dtype_constexprs_pick_their_variant(project, tmp_path):
+    """Variants built with `w_ptr` a constexpr None or a pointer, OUT_DTYPE a dtype ({"dtype": ...}
+    in the metadata): a call passing None by position, by name or by default, and the façade's
+    tl.float32 / tl.float16, launches the matching one; what none covers is a ServeMiss naming the
+    specialization, never a TypeError."""
+    root, torch = project
+    log = tmp_path / "miss.jsonl"
+    docs = [_norm("w_fp32", "fp32", False), _norm("none_fp32", "fp32", True), _norm("none_fp16", "fp16", True)]
+    server, drv = _serve(tmp_path, docs, miss_log=str(log))
+    ops = importlib.import_module("pkg.ops")
+    tl = importlib.import_module("triton.language")
+    x, out, w = torch.Tensor(0x1000), torch.Tensor(0x2000), torch.Tensor(0x3000)
+    ops.norm_kernel[(1,)](x, out, 100, tl.float32, w)
+    ops.norm_kernel[(1,)](x, out, 100, tl.float32, None)
+    ops.norm_kernel[(1,)](x, out, 100, OUT_DTYPE=tl.float32, w_ptr=None)
+    ops.norm_kernel[(1,)](x, out, 100, OUT_DTYPE=tl.float16)                 # w_ptr's default None
+    ops.norm_kernel.run(x, out, 100, tl.float32, w_ptr=w, grid=(1,), warmup=False)
+    ops.norm_kernel[(1,)](x, out, 100, tl.constexpr(tl.float16))              # a constexpr around the dtype
+    assert [launch["function"][3] for launch in drv.launches] == ["w_fp32", "none_fp32", "none_fp32", "none_fp16",
+                                                                  "w_fp32", "none_fp16"]
+    for args in ((x, out, 100, tl.float16, w), (x, out, 100, "fp32", None), (x, out, 100, tl.bfloat16)):
+        with pytest.raises(ServeMiss) as err:
+            ops.norm_kernel[(1,)](*args)
+        assert "pkg.ops.norm_kernel" in str(err.value) and "OUT_DTYPE: constexpr=" in str(err.value)
+    assert 'constexprs = { OUT_DTYPE = { dtype = "bf16" }, w_ptr = { none = true } }' in str(err.value)  # the row to add
+    events = read_records(str(log))
+    assert [e["constants"]["OUT_DTYPE"] for e in events] == [{"dtype": "fp16"}, "fp32", {"dtype": "bf16"}]
+    assert events[2]["constants"]["w_ptr"] is None and events[0]["signature"]["w_ptr"] == "*fp32"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from ttbuild import tma
+from ttbuild import cxvalue, tma
 from ttbuild.errors import CompilationError
 from ttbuild.signature import DTYPE_BYTES, SignatureError, parse_entry
 
@@ -174,6 +174,12 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
         return self.inline(fn.name, list(args), {})
 
     def _constexpr_value(self, v):
+        """A variant's constexpr as the kernel sees it: {"dtype": name} (ttbuild.cxvalue) and a bare
+        dtype name are the tl.dtype, as Triton passes a tl.float32 given to a constexpr parameter."""
+        if isinstance(v, dict) and cxvalue.dtype_of(v) in T.DTYPES:
+            return T.DTYPES[cxvalue.dtype_of(v)]
+        if isinstance(v, dict):
+            fail(self.cx, f"constexpr value {v!r}: ttbuild builds the dtypes {', '.join(sorted(T.DTYPES))}")
         if isinstance(v, str) and v in T.DTYPES:
             return T.DTYPES[v]
         return v

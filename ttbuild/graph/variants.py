@@ -13,6 +13,7 @@ from typing import Any
 
 import xxhash
 
+from ttbuild import cxvalue
 from ttbuild.canonical import canonical_json
 from ttbuild.errors import CompilationError, Loc
 from ttbuild.options import DEFAULTS, OptionError, Options
@@ -341,13 +342,20 @@ def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator", roo
     constexprs = values["constexprs"]
     if not isinstance(constexprs, dict):
         raise fail("constexprs", f"must be a table like {{ BLOCK_SIZE = 1024 }}, got {_tname(constexprs)}")
+    constexprs = dict(constexprs)
     for cname, cval in constexprs.items():
         if not _IDENT.match(cname):
             raise fail("constexprs", f"{cname!r} is not a parameter name")
         if isinstance(cval, list) and cval and all(isinstance(x, (bool, int, float, str)) for x in cval):
             continue  # values of a constexpr @triton.heuristics computes (checked by _expand)
-        if not isinstance(cval, (bool, int, float, str)):
-            raise fail("constexprs", f"{cname} = {cval!r}: a constexpr is an int, float, bool or string")
+        if isinstance(cval, dict):  # { none = true } / { dtype = "bf16" } (ttbuild.cxvalue)
+            try:
+                constexprs[cname] = cxvalue.from_toml(cval)
+            except ValueError as exc:
+                raise fail("constexprs", f"{cname} = {exc}") from None
+        elif not isinstance(cval, (bool, int, float, str)):
+            raise fail("constexprs", f"{cname} = {cval!r}: a constexpr is an int, float, bool, string, "
+                                     "{ none = true } or { dtype = \"fp32\" }")
     for cname, cval in constexprs.items():
         if any(isinstance(x, float) and not math.isfinite(x) for x in (cval if isinstance(cval, list) else [cval])):
             raise fail("constexprs", f"{cname} = {cval!r}: a constexpr float must be finite (nan and inf have no "

@@ -18,6 +18,7 @@ import tempfile
 
 import tomllib
 
+from .failed import failed_configs
 from .rows import merge_records, rows_text, source_notes
 from .store import ENV, read_records
 from .tuning import write_tables
@@ -107,7 +108,9 @@ def main(argv: list[str]) -> int:
     tuning = args.tuning or os.path.join(os.getcwd(), "artifacts", "tuning")
     tables = write_tables(events, root, tuning)
     n = sum(1 for e in events if e["event"] == "compile")
+    dropped = len(failed_configs(events))
     print(f"ttbuild record: {n} compiles recorded, {len(rows)} rows in {output}"
+          + (f", {dropped} compiles of autotune configs Triton could not run dropped" if dropped else "")
           + (f", {len(tables)} tuning tables in {tuning}" if tables else ""), file=sys.stderr)
     for p in problems:
         print(f"ttbuild record: skipped: {p}", file=sys.stderr)

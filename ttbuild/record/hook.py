@@ -13,6 +13,7 @@ import hashlib
 import os
 import sys
 
+from .. import cxvalue
 from . import store
 
 _installed: list = []
@@ -35,12 +36,15 @@ def _origin(jit_fn) -> dict:
 
 
 def _value(v):
-    """A constexpr's JSON form: plain values as they are, a tl.dtype as {"dtype": name}."""
+    """A constexpr's JSON form: plain values as they are, a tl.dtype as {"dtype": name} (its
+    Triton name, ttbuild.cxvalue), anything else as {"repr": ...} (no row form)."""
     if v is None or isinstance(v, (bool, int, float, str)):
         return v
     name = getattr(v, "value", v)
     if name is not v and isinstance(name, (bool, int, float, str)) or name is None:
         return name
+    if cxvalue.dtype_of(v) is not None:
+        return {"dtype": cxvalue.dtype_of(v)}
     if hasattr(v, "primitive_bitwidth") or type(v).__name__ == "dtype":
         return {"dtype": str(v)}
     return {"repr": repr(v)}

@@ -6,8 +6,12 @@ Rules (Triton 3.6's specialization, python/triton/runtime/jit.py and backends/nv
   as a runtime `i32` instead;
 - `tt.divisibility 16` on a pointer or integer is `:16` in the signature; the fallback row has
   none, so an alignment or size never seen in recording still finds a variant;
-- a `None` argument, a dtype or tuple constexpr, or `maxnreg` has no row form yet: the
-  specialization is skipped and reported (RecordError lists are returned, never raised).
+- a `None` argument and a `tl.dtype` constexpr are constexprs of both rows, written
+  `{ none = true }` and `{ dtype = "bf16" }` (ttbuild.cxvalue);
+- a tuple constexpr or `maxnreg` has no row form yet: the specialization is skipped and
+  reported (RecordError lists are returned, never raised);
+- a compile of an autotune config that Triton's autotuner timed as inf, NaN or None (its
+  OutOfResources) is dropped (failed_configs).
 `file` is the kernel's source path relative to the project root (`root`), whose
 `variants.toml` the build reads (docs/CONTRACTS.md "Recorded rows").
 """
@@ -18,7 +22,9 @@ import hashlib
 import json
 import os
 
+from .. import cxvalue
 from ..errors import TTBuildError
+from .failed import failed_configs
 
 INT_TYPES = ("i1", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64")
 FLOAT_TYPES = ("fp16", "bf16", "fp32", "fp64")
@@ -66,12 +72,11 @@ def event_rows(ev: dict, root: str, targets=None) -> tuple[list[dict], list[str]
             sig.append(_entry(kind, name in div16))
             generic_sig.append(_entry(kind, False))
             continue
-        value = ev.get("constants", {}).get(name)
-        # only plain values have a row form; a dtype arrives as {"dtype": ...} from the record
-        # hook and as the live tl.dtype on serve's miss path (json.dumps would raise on it)
-        if value is None or not isinstance(value, (bool, int, float, str)):
-            what = "None" if value is None else json.dumps(value, default=str)
-            return [], [f"{where}: argument {name}={what} has no row form yet"]
+        # a dtype arrives as {"dtype": ...} from the record hook and as the live tl.dtype on
+        # serve's miss path; None and dtypes are constexprs of both rows (ttbuild.cxvalue)
+        value = cxvalue.to_json(ev.get("constants", {}).get(name))
+        if not (value is None or isinstance(value, (bool, int, float, str)) or cxvalue.dtype_of(value)):
+            return [], [f"{where}: argument {name}={json.dumps(value, default=str)} has no row form yet"]
         constexprs[name] = value
         if name not in annotated and type(value) is int and value == 1:  # Triton's == 1 specialization
             generic_sig.append("i32")
@@ -106,23 +111,49 @@ def row_name(row: dict) -> str:
 
 def merge_records(events: list[dict], root: str, existing: list[dict] = (), targets=None) -> tuple[list[dict], list[str]]:
     """(rows, problems): the rows of `existing` and of every compile event, each once, sorted
-    by file, kernel, signature, constexprs and options (a diff shows what changed)."""
+    by file, kernel, signature, constexprs and options (a diff shows what changed). The rows
+    of compiles of autotune configs Triton could not run (failed_configs) are left out, also
+    where `existing` holds them; `existing` rows may spell constexprs as variants.toml does."""
     seen: dict[str, dict] = {}
     problems: list[str] = []
     for row in existing:
-        seen.setdefault(row_identity(row), dict(row))
-    for ev in events:
+        row = _read_row(row)
+        seen.setdefault(row_identity(row), row)
+    dropped = set(failed_configs(events))
+    failed: set = set()
+    for i, ev in enumerate(events):
         if ev.get("event") != "compile":
             continue
         rows, why = event_rows(ev, root, targets)
+        if i in dropped:
+            failed.update(row_identity(r) for r in rows)
+            continue
         problems += why
         for row in rows:
             seen.setdefault(row_identity(row), row)
+    kept = {k for i, ev in enumerate(events) if ev.get("event") == "compile" and i not in dropped
+            for k in map(row_identity, event_rows(ev, root, targets)[0])} if failed else set()
+    for k in failed - kept:
+        seen.pop(k, None)
     stale = stale_sources(events, root)
     rows = sorted(seen.values(), key=lambda r: (r.get("file") or r.get("module") or "", r.get("kernel", ""), r.get("signature", ""), json.dumps(r.get("constexprs", {}), sort_keys=True),
                                                  r.get("num_warps") or 0, r.get("num_stages") or 0, r.get("num_ctas") or 0,
                                                  r.get("target") or ""))
     return rows, sorted(set(problems)) + stale
+
+
+def _read_row(row: dict) -> dict:
+    """A row as tomllib read it, its constexprs in the build's form ({ none = true } -> None)."""
+    row = dict(row)
+    if isinstance(row.get("constexprs"), dict):
+        cx = {}
+        for k, v in row["constexprs"].items():
+            try:
+                cx[k] = cxvalue.from_toml(v)
+            except ValueError:  # not ours to judge here: the build reports it at the row
+                cx[k] = v
+        row["constexprs"] = cx
+    return row
 
 
 def stale_sources(events: list[dict], root: str) -> list[str]:
@@ -144,6 +175,8 @@ def stale_sources(events: list[dict], root: str) -> list[str]:
 
 
 def _toml_value(v) -> str:
+    if v is None:  # a None constexpr (TOML has no null; ttbuild.cxvalue)
+        return "{ none = true }"
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, (int, float)):

@@ -14,6 +14,7 @@ Rules (docs/CONTRACTS.md "Metadata"; Triton's specialization semantics):
 
 from __future__ import annotations
 
+from ..cxvalue import matches
 from ..errors import TTBuildError
 from .args import describe
 from .metadata import Variant, best_image
@@ -88,8 +89,11 @@ def arch_ok(variant: Variant, capability: tuple[int, int] | None) -> str:
 
 def same_constexpr(have, value) -> bool:
     """Whether a variant's constexpr `have` accepts the passed `value` (equal; a bool constexpr
-    takes only a bool, as Triton keys a bool apart from an int)."""
-    return have == value and not (type(have) is bool and type(value) is not bool)
+    takes only a bool, as Triton keys a bool apart from an int; None only None; a dtype built as
+    {"dtype": name} a tl.dtype of that name, Triton's or the façade's: ttbuild.cxvalue.matches)."""
+    if type(have) is type(value) and type(have) in (int, str, float):  # the common case, kept cheap
+        return have == value
+    return matches(have, value)
 
 
 def check_variant(variant: Variant, keys: tuple, constexprs: dict, options: dict,

@@ -7,8 +7,9 @@ a minimal `triton` package (ttbuild/runtime/facade) on sys.path, never in front 
 
 A kernel is found by its source file (the library's `file` is a suffix of the function's
 path) and name. The arguments are specialised as Triton 3.6 does (dtypes, address or value a
-multiple of 16, an int equal to 1 as a constexpr, None): variants naming a `== 1` parameter
-among their constexprs are tried first, then the rest; within them the runtime picks the most
+multiple of 16, an int equal to 1 as a constexpr, None as a constexpr None, a tl.dtype given to
+a constexpr by name): variants naming a `== 1` or None parameter among their constexprs are
+tried first, then the rest; within them the runtime picks the most
 specialised variant the arguments meet (ttbuild.runtime.select). A miss follows the policy:
 `error` (default) raises ServeMiss naming the kernel, the arguments' specialization and the
 variant row that would cover it; `warn` warns once per kernel and specialization and runs
@@ -23,6 +24,7 @@ import os
 import sys
 import warnings
 
+from ..cxvalue import to_json
 from ..errors import TTBuildError
 from .args import dtype_name
 from .launcher import Launcher
@@ -61,8 +63,8 @@ def specialization(fn, bound: dict, annotated: set, options: dict, capability=No
     bools i1, None and annotated parameters constexprs."""
     sig, constants, div16 = {}, {}, []
     for name, v in bound.items():
-        if name in annotated or v is None:
-            sig[name], constants[name] = "constexpr", v
+        if name in annotated or v is None:  # a dtype as {"dtype": name}, the record hook's form
+            sig[name], constants[name] = "constexpr", to_json(v)
         elif hasattr(v, "data_ptr"):
             sig[name] = "*" + (dtype_name(getattr(v, "dtype", None)) or "i8")
             if v.data_ptr() % 16 == 0:
@@ -89,8 +91,10 @@ def specialization(fn, bound: dict, annotated: set, options: dict, capability=No
 
 
 class ServedKernel:
-    """The library's variants of one Python kernel function, grouped by which non-constexpr
-    parameters they fix to 1 (one Launcher per group, most fixed first)."""
+    """The library's variants of one Python kernel function, grouped by which parameters not
+    annotated `tl.constexpr` they fix to 1 or to None (Triton's `== 1` and None
+    specializations): one Launcher per group, most fixed first. A group's key is a frozenset of
+    (name, fixed to None)."""
 
     def __init__(self, server, fn, variants: list):
         self.server, self.fn = server, fn
@@ -99,7 +103,7 @@ class ServedKernel:
         self.root = None
         groups: dict = {}
         for v in variants:
-            fixed = frozenset(n for n in v.constexprs if n not in self.annotated)
+            fixed = frozenset((n, v.constexprs[n] is None) for n in v.constexprs if n not in self.annotated)
             groups.setdefault(fixed, []).append(v)
             path = os.path.abspath(fn.__code__.co_filename)
             self.root = path[: len(path) - len(v.file)].rstrip("/") or "/"
@@ -155,8 +159,9 @@ class ServedKernel:
         launch options, positions of its runtime arguments) for a call given as every
         parameter in order, cached per those values; None when it needs the general path."""
         ones = tuple(i for i in self.plain if type(args[i]) is int and args[i] == 1)
+        nones = tuple(i for i in self.plain if args[i] is None)
         cx = tuple((type(args[i]), args[i]) for i in self.cx_pos)
-        key = (ones, cx, opts)
+        key = (ones, nones, cx, opts)
         try:
             return self._fast[key]
         except KeyError:
@@ -165,11 +170,12 @@ class ServedKernel:
             return None
         found = None
         one_names = {self.names[i] for i in ones}
+        none_names = {self.names[i] for i in nones}
         for fixed, launcher in self.groups:
-            if not fixed <= one_names:
+            if {n for n, none in fixed if none} != none_names or not {n for n, none in fixed if not none} <= one_names:
                 continue
             want = {self.names[i]: args[i] for i in self.cx_pos}
-            want.update((n, 1) for n in fixed)
+            want.update((n, None if none else 1) for n, none in fixed)
             match = [v for v in launcher.variants if all(n in v.constexprs and same_constexpr(v.constexprs[n], x)
                                                          for n, x in want.items())
                      and all(getattr(v, k) == x for k, x in opts)]
@@ -209,7 +215,7 @@ class ServedKernel:
         self.server.check_device()
         values = list(bound.values())
         for fixed, launcher in self.groups:
-            if any(type(bound[n]) is not int or bound[n] != 1 for n in fixed):
+            if any(bound[n] is not None if none else (type(bound[n]) is not int or bound[n] != 1) for n, none in fixed):
                 continue
             if any(v is None for n, v in bound.items() if n not in launcher.constexpr_names):
                 continue

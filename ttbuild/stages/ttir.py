@@ -9,11 +9,11 @@ VERSION = 8  # bf16 and fp8e5 constants rounded once from the double
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:
     """`inputs["json"]`: the parse stage's output; `options`: `signature` (list of str, one per
-    non-constexpr parameter, e.g. `["*fp32:16", "i32"]`), `constexprs` (name → value; a dtype
-    may be given by name, e.g. `"fp16"`), `debug` (bool, absent = false: keep tl.device_assert
-    as `tt.assert`, as Triton's debug=True), `tma` (bool, absent = false: the target loads
-    descriptor parameters through TMA, ttbuild.tma; Triton's make_ttir rewrites descriptors to
-    pointers only below sm_90). With debug, `inputs["loc"]` (the parse `loc` table,
+    non-constexpr parameter, e.g. `["*fp32:16", "i32"]`), `constexprs` (name → value; None for a
+    None argument; a dtype as {"dtype": "fp16"}, ttbuild.cxvalue, or by its bare name `"fp16"`),
+    `debug` (bool, absent = false: keep tl.device_assert as `tt.assert`, as Triton's debug=True),
+    `tma` (bool, absent = false: the target loads descriptor parameters through TMA, ttbuild.tma;
+    Triton's make_ttir rewrites descriptors to pointers only below sm_90). With debug, `inputs["loc"]` (the parse `loc` table,
     optional) puts file:line:col into every location: `loc("n17"("vector_add.py":12:5))`.
     Returns `{"ttir": bytes}`.
 

@@ -9,7 +9,7 @@ if "--serve" in sys.argv:
 
     rt.serve(sys.argv[sys.argv.index("--serve") + 1], miss="error")
 
-from servepkg import masked, ops  # noqa: E402  (after serve, as a served process would)
+from servepkg import masked, ops, rowscale  # noqa: E402  (after serve, as a served process would)
 
 
 def main(path):
@@ -22,6 +22,9 @@ def main(path):
         outs[f"scale_unaligned_{dtype}"] = ops.scale(base[1:1001], -1.0)       # misaligned view
         outs[f"copy_even_{dtype}"] = masked.copy(base[:1024])
         outs[f"copy_odd_{dtype}"] = masked.copy(base[:1000])
+        rows, w = base[:800].view(8, 100), base[1000:1100].clone()        # n_cols and row stride 100
+        outs[f"rowscale_w_{dtype}"] = rowscale.rowscale(rows, w)            # w_ptr a tensor, OUT_DTYPE the dtype
+        outs[f"rowscale_none_{dtype}"] = rowscale.rowscale(rows)            # w_ptr None (its default)
     for cols in (100, 2048):
         x = torch.randn(64, cols, device="cuda", generator=g)
         outs[f"rowsum_{cols}"] = ops.rowsum(x)

@@ -2,15 +2,17 @@
 
 
 class dtype:
-    """A Triton dtype by name (`tl.float16.name == "fp16"`)."""
+    """A Triton dtype by Triton's name (`tl.float16.name == "fp16"`, `str(tl.int32) == "int32"`, as
+    triton.language.core.dtype): a served variant built for a dtype constexpr matches it by name."""
 
     def __init__(self, name: str):
         self.name = name
 
+    def __str__(self):
+        return self.name
+
     def __repr__(self):
         return f"triton.language.{self.name}"
-
-    __str__ = __repr__
 
     def __eq__(self, other):
         return isinstance(other, dtype) and other.name == self.name
@@ -41,8 +43,8 @@ class constexpr:
         return hash(self.value)
 
 
-_DTYPES = {"int1": "i1", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "uint16": "u16",
-           "uint32": "u32", "uint64": "u64", "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64",
+_DTYPES = {"int1": "int1", "int8": "int8", "int16": "int16", "int32": "int32", "int64": "int64", "uint8": "uint8",
+           "uint16": "uint16", "uint32": "uint32", "uint64": "uint64", "float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64",
            "float8e4nv": "fp8e4nv", "float8e5": "fp8e5"}
 for _py, _name in _DTYPES.items():
     globals()[_py] = dtype(_name)

@@ -23,7 +23,7 @@ import os
 from . import fastpath
 from .args import dtype_name
 from .heuristics import check_expression, compile_expression
-from .launcher import MAX_CACHED, Launcher
+from .launch import MAX_CACHED, Launcher
 from .metadata import MetadataError, Variant
 from .tuningtable import TuningError, TuningTable
 

@@ -85,11 +85,46 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
         kernel = self.desc["kernel"]
         params, fn = self.functions[kernel]
         self.b.loc = fn._id
-        runtime, types, attrs, locs = [], [], [], []
         args_nodes = fn.args.posonlyargs + fn.args.args
         if fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs:
             fail(self.cx, "kernels take positional parameters only (no *args, **kwargs or keyword-only)")
         defaults = default_nodes(fn)
+        runtime = self._bind_constexprs(params, args_nodes, defaults)
+        unknown = set(self.constexprs) - {p["name"] for p in params}
+        if unknown:
+            fail(self.cx, f"constexprs name no parameter of {kernel}: {', '.join(sorted(unknown))}")
+        if len(runtime) != len(self.signature):
+            names = ", ".join(p["name"] for p, _ in runtime)
+            fail(self.cx, f"signature has {len(self.signature)} entries but {kernel} has {len(runtime)} "
+                          f"non-constexpr parameters ({names})")
+        args, types, attrs, locs, descriptors = self._kernel_args(runtime)
+        self.b.open_block()
+        for name, sig, vals, node, tmap in descriptors:  # its shape widened to i64 inside the body
+            self.b.loc = node._id
+            self.scope[name] = tensordesc.from_parameter(self.cx, sig, vals, tmap)
+        try:
+            self.visit_body(fn.body)
+        except ReturnValue:
+            pass  # a `return` at kernel level ends it (one inside runtime control flow is rejected)
+        self.b.loc = fn._id
+        self.b.op("tt.return", [], [])
+        region = self.b.close_block(args, locs)
+        props = (f'arg_attrs = [{", ".join(attrs)}], function_type = ({", ".join(types)}) -> (), '
+                 f'sym_name = "{kernel}", sym_visibility = "public"')
+        # per descriptor parameter: null (pointer form) or its TMA record, filled in by the ttgir stage
+        records = [None if tmap is None else {"swizzle": 0, "box": list(sig.block_shape)}
+                   for _, sig, _, _, tmap in descriptors]
+        mattrs = ""
+        if any(records):
+            mattrs = " {" + tma.MODULE_ATTR + ' = "' + tma.encode_attr(records) + '"}'
+        return ('"builtin.module"() ({\n"tt.func"() <{' + props + '}> (' + region + f') : () -> () {self.b.loc_of(fn._id)}\n'
+                "})" + mattrs + " : () -> () loc(unknown)\n")
+
+    def _bind_constexprs(self, params, args_nodes, defaults) -> list:
+        """Bind each constexpr parameter in scope (the variant's value, else its default evaluated
+        as Triton does); returns the runtime parameters as (param row, ast node). Fails (a
+        CompileError at the parameter) for a constexpr with neither."""
+        runtime = []
         for p, node in zip(params, args_nodes):
             if self._param_is_constexpr(p):
                 if p["name"] in self.constexprs:
@@ -106,14 +141,15 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
                     fail(self.cx, f"constexpr parameter {p['name']!r} has no value: give it in the variant's constexprs")
             else:
                 runtime.append((p, node))
-        unknown = set(self.constexprs) - {p["name"] for p in params}
-        if unknown:
-            fail(self.cx, f"constexprs name no parameter of {kernel}: {', '.join(sorted(unknown))}")
-        if len(runtime) != len(self.signature):
-            names = ", ".join(p["name"] for p, _ in runtime)
-            fail(self.cx, f"signature has {len(self.signature)} entries but {kernel} has {len(runtime)} "
-                          f"non-constexpr parameters ({names})")
-        args, descriptors = [], []
+        return runtime
+
+    def _kernel_args(self, runtime) -> tuple:
+        """The kernel's block arguments for its runtime parameters, by the variant's signature:
+        (values, MLIR types, arg_attrs (tt.divisibility), locs, descriptors), a descriptor expanded
+        to base, shape and strides (signature.expanded), after its TMA map when it takes one.
+        Descriptors are (name, SigEntry, values, node, TMA value or None). Fails at the parameter
+        for a bad signature entry."""
+        args, types, attrs, locs, descriptors = [], [], [], [], []
         for (p, node), entry in zip(runtime, self.signature):
             try:
                 sig = parse_entry(entry)
@@ -145,27 +181,7 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
                 descriptors.append((p["name"], sig, vals, node, tmap))
             else:
                 self.scope[p["name"]] = vals[0]
-        self.b.open_block()
-        for name, sig, vals, node, tmap in descriptors:  # its shape widened to i64 inside the body
-            self.b.loc = node._id
-            self.scope[name] = tensordesc.from_parameter(self.cx, sig, vals, tmap)
-        try:
-            self.visit_body(fn.body)
-        except ReturnValue:
-            pass  # a `return` at kernel level ends it (one inside runtime control flow is rejected)
-        self.b.loc = fn._id
-        self.b.op("tt.return", [], [])
-        region = self.b.close_block(args, locs)
-        props = (f'arg_attrs = [{", ".join(attrs)}], function_type = ({", ".join(types)}) -> (), '
-                 f'sym_name = "{kernel}", sym_visibility = "public"')
-        # per descriptor parameter: null (pointer form) or its TMA record, filled in by the ttgir stage
-        records = [None if tmap is None else {"swizzle": 0, "box": list(sig.block_shape)}
-                   for _, sig, _, _, tmap in descriptors]
-        mattrs = ""
-        if any(records):
-            mattrs = " {" + tma.MODULE_ATTR + ' = "' + tma.encode_attr(records) + '"}'
-        return ('"builtin.module"() ({\n"tt.func"() <{' + props + '}> (' + region + f') : () -> () {self.b.loc_of(fn._id)}\n'
-                "})" + mattrs + " : () -> () loc(unknown)\n")
+        return args, types, attrs, locs, descriptors
 
     def _call_value(self, fn, args: list):
         """Call a function value from a builtin (tl.reduce's combine_fn): only @jit functions."""

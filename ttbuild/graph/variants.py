@@ -290,6 +290,60 @@ def _parse_facts(kernels_dir: Path, roots: tuple[str, ...], rel: str, root: str 
     return parse_facts(kernels_dir, roots, rel, root)
 
 
+def _check_names(values: dict, fail) -> None:
+    """The string fields are strings, the name a variant name (_NAME), the kernel an ASCII
+    identifier. Raises VariantError (through `fail`)."""
+    for key in ("file", "kernel", "signature", "target", "until"):
+        if not isinstance(values[key], str):
+            raise fail(key, f"must be a string, got {_tname(values[key])}")
+    if values["name"] is not None and (not isinstance(values["name"], str) or not _NAME.match(values["name"])):
+        raise fail("name", "must be a string of letters, digits, '_', '.', '-' starting with a letter or '_'")
+    if not _IDENT.match(values["kernel"]):
+        k = values["kernel"]
+        if k.isidentifier():  # a Python name, but the cubin's entry point needs an ASCII one
+            raise fail("kernel", f"{k!r} is not an ASCII identifier: the kernel's name becomes its PTX entry "
+                                 "name, and PTX identifiers are ASCII letters, digits and '_' (PTX ISA, "
+                                 "\"Identifiers\"); rename the kernel function")
+        raise fail("kernel", f"{k!r} is not a Python identifier")
+
+
+def _check_constexprs(constexprs, fail) -> None:
+    """A row's constexprs: a table of parameter names to an int, float (finite), bool or string,
+    or a list of them (the values of a constexpr @triton.heuristics computes). Raises
+    VariantError (through `fail`)."""
+    if not isinstance(constexprs, dict):
+        raise fail("constexprs", f"must be a table like {{ BLOCK_SIZE = 1024 }}, got {_tname(constexprs)}")
+    for cname, cval in constexprs.items():
+        if not _IDENT.match(cname):
+            raise fail("constexprs", f"{cname!r} is not a parameter name")
+        if isinstance(cval, list) and cval and all(isinstance(x, (bool, int, float, str)) for x in cval):
+            continue  # values of a constexpr @triton.heuristics computes (checked by _expand)
+        if not isinstance(cval, (bool, int, float, str)):
+            raise fail("constexprs", f"{cname} = {cval!r}: a constexpr is an int, float, bool or string")
+    for cname, cval in constexprs.items():
+        if any(isinstance(x, float) and not math.isfinite(x) for x in (cval if isinstance(cval, list) else [cval])):
+            raise fail("constexprs", f"{cname} = {cval!r}: a constexpr float must be finite (nan and inf have no "
+                                     "JSON spelling for the build's keys and metadata)")
+
+
+def _check_targets(targets, row: dict, fail) -> tuple[str, ...]:
+    """A row's `targets` (a non-empty list of distinct compilable targets like "cuda:90", not
+    beside `target`) in ascending compute capability. Raises VariantError (through `fail`)."""
+    if "target" in row:
+        raise fail("targets", "give either 'target' or 'targets', not both")
+    if not isinstance(targets, list) or not targets or not all(isinstance(t, str) for t in targets):
+        raise fail("targets", 'must be a non-empty list of targets like ["cuda:80", "cuda:90"]')
+    parsed = []
+    for t in targets:
+        try:
+            parsed.append(compilable(Target.parse(t)))
+        except ValueError as exc:
+            raise fail("targets", str(exc)) from None
+    if len({p.capability for p in parsed}) != len(parsed):
+        raise fail("targets", f"lists a target twice: {targets}")
+    return tuple(str(p) for p in sorted(parsed, key=lambda p: p.capability))
+
+
 def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator", roots: tuple[str, ...] = ()) -> Variant:
     label = f"variant #{index}" + (f" ({row['name']})" if isinstance(row.get("name"), str) else "")
 
@@ -311,18 +365,7 @@ def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator", roo
             values[key] = row[key]
 
     values["file"], root = _project_file(values, row, roots, kernels_dir, fail)
-    for key in ("file", "kernel", "signature", "target", "until"):
-        if not isinstance(values[key], str):
-            raise fail(key, f"must be a string, got {_tname(values[key])}")
-    if values["name"] is not None and (not isinstance(values["name"], str) or not _NAME.match(values["name"])):
-        raise fail("name", "must be a string of letters, digits, '_', '.', '-' starting with a letter or '_'")
-    if not _IDENT.match(values["kernel"]):
-        k = values["kernel"]
-        if k.isidentifier():  # a Python name, but the cubin's entry point needs an ASCII one
-            raise fail("kernel", f"{k!r} is not an ASCII identifier: the kernel's name becomes its PTX entry "
-                                 "name, and PTX identifiers are ASCII letters, digits and '_' (PTX ISA, "
-                                 "\"Identifiers\"); rename the kernel function")
-        raise fail("kernel", f"{k!r} is not a Python identifier")
+    _check_names(values, fail)
 
     rel = values["file"]
     if not _inside(rel):
@@ -339,35 +382,11 @@ def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator", roo
     _check_kernel(values, row, params, kernels_dir, fail)
 
     constexprs = values["constexprs"]
-    if not isinstance(constexprs, dict):
-        raise fail("constexprs", f"must be a table like {{ BLOCK_SIZE = 1024 }}, got {_tname(constexprs)}")
-    for cname, cval in constexprs.items():
-        if not _IDENT.match(cname):
-            raise fail("constexprs", f"{cname!r} is not a parameter name")
-        if isinstance(cval, list) and cval and all(isinstance(x, (bool, int, float, str)) for x in cval):
-            continue  # values of a constexpr @triton.heuristics computes (checked by _expand)
-        if not isinstance(cval, (bool, int, float, str)):
-            raise fail("constexprs", f"{cname} = {cval!r}: a constexpr is an int, float, bool or string")
-    for cname, cval in constexprs.items():
-        if any(isinstance(x, float) and not math.isfinite(x) for x in (cval if isinstance(cval, list) else [cval])):
-            raise fail("constexprs", f"{cname} = {cval!r}: a constexpr float must be finite (nan and inf have no "
-                                     "JSON spelling for the build's keys and metadata)")
+    _check_constexprs(constexprs, fail)
 
     targets = values["targets"]
     if targets is not None:
-        if "target" in row:
-            raise fail("targets", "give either 'target' or 'targets', not both")
-        if not isinstance(targets, list) or not targets or not all(isinstance(t, str) for t in targets):
-            raise fail("targets", 'must be a non-empty list of targets like ["cuda:80", "cuda:90"]')
-        parsed = []
-        for t in targets:
-            try:
-                parsed.append(compilable(Target.parse(t)))
-            except ValueError as exc:
-                raise fail("targets", str(exc)) from None
-        if len({p.capability for p in parsed}) != len(parsed):
-            raise fail("targets", f"lists a target twice: {targets}")
-        targets = tuple(str(p) for p in sorted(parsed, key=lambda p: p.capability))
+        targets = _check_targets(targets, row, fail)
         values["target"] = targets[-1]
 
     if "ptxas_options" in row and not isinstance(row["ptxas_options"], list):  # a TOML array, not a table

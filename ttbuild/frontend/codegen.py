@@ -82,6 +82,10 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
     # -- driver ---------------------------------------------------------------------------
 
     def generate(self) -> str:
+        """The kernel's TTIR module as MLIR generic text: its runtime parameters as block arguments (tt.divisibility
+        from the signature), constexprs bound, the body lowered statement by statement, a tt.return, and the TMA
+        records of descriptor parameters as a module attribute. Fails (CompileError at the node) for *args /
+        **kwargs, unknown constexprs or a signature that does not match the parameters."""
         kernel = self.desc["kernel"]
         params, fn = self.functions[kernel]
         self.b.loc = fn._id
@@ -209,6 +213,8 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
     # -- statements -----------------------------------------------------------------------
 
     def visit_body(self, stmts: list[ast.stmt]) -> None:
+        """Lower statements in order; an `if` holding a `return` (outside loops) takes the rest of the body as its
+        else branch (visit_returning_if), as Triton's code generator does."""
         for i, s in enumerate(stmts):
             if isinstance(s, ast.If) and not self.loops and _contains_return(s) and \
                     (self.depth == 0 or _returns_nothing([s, *stmts[i + 1:]])):
@@ -217,6 +223,8 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
             self.visit(s)
 
     def visit(self, node):
+        """Lower one node with the builder's location set to it (restored after); fails with Triton's wording for
+        syntax kernels cannot use (while-else, with, lambda, ...)."""
         if type(node) in _UNSUPPORTED:
             self.b.loc = getattr(node, "_id", self.b.loc)
             fail(self.cx, f"{_UNSUPPORTED[type(node)]} are not supported in Triton kernels"
@@ -248,9 +256,11 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
             self.b.loc = saved
 
     def visit_Pass(self, node):
+        """`pass` emits nothing."""
         pass
 
     def visit_Expr(self, node):
+        """An expression statement is lowered for its effect (a call); a string statement is a comment."""
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return  # a string statement is a comment
         self.visit(node.value)
@@ -283,11 +293,15 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
         return value
 
     def visit_Assign(self, node):
+        """`a = b` (and `a, b = ...`): numbers are sanitized into scalar tensors of their default dtype first (Triton
+        3.6 visit_Assign._sanitize_value)."""
         value = self._sanitize(self.visit(node.value))
         for t in node.targets:
             self._assign(t, value)
 
     def visit_AnnAssign(self, node):
+        """`x: ann = v` as Triton 3.6 visit_AnnAssign: `tl.constexpr` binds a compile-time value (never rebinding a
+        name), any other annotation is a plain assignment."""
         # Triton 3.6 visit_AnnAssign: the annotation is evaluated (it must name something: `tl.dtype`,
         # `tl.tensor`, `int`), then only `tl.constexpr` means anything; any other is a plain
         # assignment. Without a value (`x: int`) the name is bound to None.
@@ -303,6 +317,7 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
             self._assign(node.target, self._sanitize(value))
 
     def visit_AugAssign(self, node):
+        """`x op= v` on a plain name: the binary op by Triton's rules, the result sanitized as in visit_Assign."""
         if not isinstance(node.target, ast.Name):
             fail(self.cx, "augmented assignment needs a plain name")
         cur = self.load_name(node.target.id, node.target)
@@ -310,6 +325,8 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
         self.scope[node.target.id] = self._sanitize(value)
 
     def visit_Return(self, node):
+        """`return`: ends the kernel (which may not return a value) or a @jit function (its value; ReturnValue
+        carries it to the inliner)."""
         if self.depth == 0:
             if node.value is not None:
                 fail(self.cx, "a kernel cannot return a value")
@@ -317,6 +334,8 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
         raise ReturnValue(self.visit(node.value) if node.value is not None else Constexpr(None), node._id)
 
     def visit_Assert(self, node):
+        """`assert cond, msg`: a constexpr condition is checked at compile time (CompileError "assertion failed"); a
+        runtime one is tl.device_assert (Triton's visit_Assert)."""
         test = self.visit(node.test)
         if isinstance(test, Constexpr):
             if not test.value:

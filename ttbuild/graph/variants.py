@@ -98,6 +98,7 @@ class Variant:
 
     @property
     def capability(self) -> int:
+        """The compute capability of the variant's target as an int (90 for cuda:90)."""
         return Target.parse(self.target).capability
 
     @property
@@ -107,6 +108,7 @@ class Variant:
 
     @property
     def stages(self) -> tuple[str, ...]:
+        """The stages this variant runs, parse up to its `until` stage."""
         return STAGES[: STAGES.index(self.until) + 1]
 
 
@@ -194,6 +196,7 @@ def _expand(variant: Variant, row: dict, kernels_dir: Path, locator: "_Locator")
     label = f"variant #{variant.index} ({variant.name})"
 
     def fail(fld: str, why: str) -> VariantError:
+        """A VariantError for field `fld` of this row, located at that field in variants.toml."""
         return VariantError(f"{label}: field {fld!r}: {why}", locator.field(variant.index, fld))
 
     return expand(variant, row, kernels_dir, fail)
@@ -348,6 +351,7 @@ def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator", roo
     label = f"variant #{index}" + (f" ({row['name']})" if isinstance(row.get("name"), str) else "")
 
     def fail(fld: str, why: str) -> VariantError:
+        """A VariantError for field `fld` of row `index`, located at that field in variants.toml."""
         return VariantError(f"{label}: field {fld!r}: {why}", locator.field(index, fld))
 
     for key in row:
@@ -491,12 +495,16 @@ class _Locator:
         return Loc(self.shown, i + 1, col, self.lines[i])
 
     def header(self, index: int) -> Loc | None:
+        """The location of row `index`'s `[[variant]]` header (1-based), or the file's first line when the table has
+        fewer rows."""
         if index - 1 < len(self.headers):
             i = self.headers[index - 1]
             return self._loc(i, len(self.lines[i]) - len(self.lines[i].lstrip()))
         return Loc(self.shown, 1, 0)
 
     def field(self, index: int, name: str) -> Loc | None:
+        """The location of field `name` (its `name =` line) in row `index`; the row's header when the field is not
+        written there."""
         if index - 1 >= len(self.headers):
             return Loc(self.shown, 1, 0)
         start = self.headers[index - 1]
@@ -509,6 +517,7 @@ class _Locator:
         return self.header(index)
 
     def top(self, name: str) -> Loc:
+        """The location of the top-level key or table `name` in variants.toml, or its first line."""
         for i, ln in enumerate(self.lines):
             if re.match(rf"\s*\[*\s*{re.escape(name)}\b", ln):
                 return self._loc(i)

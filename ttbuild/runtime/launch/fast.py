@@ -69,21 +69,30 @@ class FastPaths:
         runtime_names = self.runtime_names
 
         def tok(value, i):
+            """The generic key item of runtime argument `i` (args.classify): the fast key's slot for a value the
+            generated test does not cover."""
             return classify(value, runtime_names[i])[0]
 
         def fail(result, hit, g0, g1, g2):
+            """Raise the CudaError of a failed cuLaunchKernel (a cuda.bindings result) with the grid, block and
+            shared bytes."""
             driver.check("cuLaunchKernel", result, f"grid={(g0, g1, g2)}, block=({hit[5]},1,1), "
                                                    f"shared={hit[6]}")
 
         def fail_code(err, hit, g0, g1, g2):
+            """Raise the CudaError of a failed launch from the C path's raw CUresult `err`."""
             driver.check_code("cuLaunchKernel", err, f"grid={(g0, g1, g2)}, block=({hit[5]},1,1), "
                                                      f"shared={hit[6]}")
 
         if self._runtime_first:
             def slow(grid, args, kw, stream):
+                """A call the generated path does not take, launched by the generic path (all parameters, by position
+                or name)."""
                 return self._launch(grid, *args, stream=stream, **kw)
         else:  # only runtime_call reaches the generated path: its arguments are the runtime ones
             def slow(grid, args, kw, stream):
+                """A call the generated path does not take, launched by the generic path (the runtime arguments in
+                order)."""
                 return self._launch_values(grid, args, kw, stream)
 
         return {

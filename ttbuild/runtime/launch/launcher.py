@@ -114,6 +114,9 @@ class Launcher(FastPaths, GenericPath):
         cx_names = [n for n in self.param_names if n in self.constexpr_names]
 
         def miss(grid, args, key):
+            """The launch for constexpr values `key` not seen before: the runtime_call of a Launcher over the
+            variants built with them (cached), or the generic path, which names every variant and why it does not
+            fit."""
             given = key
             sub = self._narrowed.get(given)
             if sub is None:

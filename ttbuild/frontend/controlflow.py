@@ -88,6 +88,9 @@ class ControlFlow:
         raise ReturnValue(Constexpr(None), None)
 
     def visit_If(self, node):
+        """`if`: a constexpr condition lowers the chosen branch only; a scalar runtime one builds scf.if whose
+        results are the names both branches rebind, by Triton 3.6 code_generator.visit_If's rules. Fails for a
+        block condition or branches that bind a name to different types."""
         cond = self.visit(node.test)
         if isinstance(cond, Constexpr):
             self.visit_body(node.body if cond.value else node.orelse)
@@ -111,6 +114,7 @@ class ControlFlow:
         # a tensor defined before it and rebound in a branch keeps its exact type in both branches;
         # any other name must be bound in both branches, to the same type; the rest stay local.
         def changed(scope):
+            """The names `scope` binds that were not bound before the `if`, or bound to another value."""
             return {n for n in scope if n not in before or scope[n] is not before[n]}
 
         then_defs, else_defs = changed(then_scope), changed(else_scope)
@@ -278,6 +282,9 @@ class ControlFlow:
         return attrs
 
     def visit_For(self, node):
+        """`for` over range, tl.range or tl.static_range: static_range unrolls at compile time; the others build an
+        scf.for carrying the names the body rebinds (Triton 3.6 visit_For), tl.range's keywords becoming loop
+        attributes (_RANGE_KW). Fails for other iterables or keywords."""
         it = node.iter
         if not (isinstance(it, ast.Call)):
             fail(self.cx, "for loops must iterate over range(...), tl.range(...) or tl.static_range(...)")

@@ -48,6 +48,7 @@ class Image:
 
     @property
     def capability(self) -> tuple[int, int]:
+        """The image's target as (major, minor) compute capability: (9, 0) for cuda:90."""
         return Target.parse(self.target).major_minor
 
     def runs_on(self, capability) -> bool:
@@ -62,6 +63,7 @@ class Image:
         return capability[0] == want[0] and capability[1] >= want[1]
 
     def describe(self) -> str:
+        """"cubin for sm_90" or "PTX for compute_90 (JIT)": how messages name the image."""
         return f"PTX for {self.arch} (JIT)" if self.kind == "ptx" else f"cubin for {self.arch}"
 
 
@@ -128,6 +130,8 @@ class Variant:
             raise MetadataError(f"{self.json_path}: target {self.target!r} is not 'cuda:<cc>'") from None
 
     def describe(self) -> str:
+        """One line naming the variant for NoMatchingVariant and friends: name, signature, constexprs, num_warps and
+        target(s)."""
         cx = ",".join(f"{k}={v}" for k, v in sorted(self.constexprs.items()))
         where = ", ".join(self.targets) if self.targets else self.target
         return (f"{self.variant} ({self.signature}; {cx or 'no constexprs'}; "
@@ -144,6 +148,8 @@ class Variant:
         return text
 
     def driver_text(self) -> str:
+        """The oldest driver the variant's PTX ISA needs, as "CUDA 12.4 (PTX ISA 8.4)" (PTX ISA release notes'
+        table)."""
         return f"CUDA {cuda_version_text(self.min_cuda_driver)} (PTX ISA {self.ptx_version // 10}.{self.ptx_version % 10})"
 
 

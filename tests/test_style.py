@@ -56,3 +56,19 @@ def test_no_new_function_of_80_lines_or_more():
         ", ".join(f"{n} ({long[n]} lines)" for n in new)
     gone = sorted(LONG_ALLOWED - set(long))
     assert not gone, f"no longer {LONG_FUNCTION}+ lines, take them off LONG_ALLOWED: {', '.join(gone)}"
+
+
+def test_public_docstring_coverage_is_at_least_90_percent():
+    """Every function and class (methods and nested ones included) whose name does not start
+    with `_` counts; at least MIN_DOCSTRING_COVERAGE of them carry a docstring."""
+    public, missing = 0, []
+    for rel, _, tree in _modules():
+        for name, node in _defs(tree):
+            if node.name.startswith("_"):
+                continue
+            public += 1
+            if not ast.get_docstring(node):
+                missing.append(f"{rel}:{node.lineno} {name}")
+    coverage = 1 - len(missing) / public
+    assert coverage >= MIN_DOCSTRING_COVERAGE, (
+        f"public docstring coverage {coverage:.1%} < {MIN_DOCSTRING_COVERAGE:.0%}; without one:\n" + "\n".join(missing))

@@ -82,18 +82,22 @@ def _one(f):
     return lambda cx, lhs, rhs: f(cx, lhs[0], rhs[0])
 
 
+def _accumulate_as(cx, v, dtype):
+    """`v` cast to the type a sum or cumulative op accumulates in: `dtype` when given, else int32 /
+    uint32 for integers narrower than 32 bits (Triton 3.6 core.sum and core.cumsum), else `v`."""
+    d = cval(cx, dtype, "dtype")
+    st = v.type.scalar
+    if d is None and st.is_int() and st.bits < 32:
+        d = T.uint32 if st.is_unsigned() else T.int32
+    return S.cast(cx, v, d) if d is not None else v
+
+
 @builtin("sum", method="sum")
 def sum_(cx, input, axis=None, keep_dims=False, dtype=None):
     """`tl.sum(input, axis, keep_dims, dtype)`: integers narrower than 32 bits accumulate in int32 / uint32 unless
     `dtype` says otherwise (Triton 3.6 core.sum), then a tt.reduce with arith.add; axis None reduces every
     dimension to a scalar."""
-    v = _need_tensor(cx, input, "sum")
-    d = cval(cx, dtype, "dtype")
-    st = v.type.scalar
-    if d is None and st.is_int() and st.bits < 32:
-        d = T.uint32 if st.is_unsigned() else T.int32
-    if d is not None:
-        v = S.cast(cx, v, d)
+    v = _accumulate_as(cx, _need_tensor(cx, input, "sum"), dtype)
     return reduce_values(cx, [v], axis, keep_dims, _one(lambda c, a, b: S.binary(c, "+", a, b)), "sum")[0]
 
 
@@ -203,13 +207,7 @@ def _cum(op: str, what: str):
     def rule(cx, input, axis=0, reverse=False, dtype=None):
         """`tl.cumsum` / `tl.cumprod`: tt.scan along `axis` (reversed when asked), integers narrower than 32 bits
         accumulating in int32 / uint32 unless `dtype` is given (Triton 3.6 core.cumsum)."""
-        v = _need_tensor(cx, input, what)
-        d = cval(cx, dtype, "dtype")
-        st = v.type.scalar
-        if d is None and st.is_int() and st.bits < 32:
-            d = T.uint32 if st.is_unsigned() else T.int32
-        if d is not None:
-            v = S.cast(cx, v, d)
+        v = _accumulate_as(cx, _need_tensor(cx, input, what), dtype)
         return scan_values(cx, [v], axis, reverse, _one(lambda c, a, b: S.binary(c, op, a, b)), what)[0]
     return rule
 

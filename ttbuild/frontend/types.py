@@ -23,8 +23,24 @@ class Kind(IntEnum):
     FLOATING = 2
 
 
+class _ScalarType:
+    """What the scalar types (DType, PointerType) answer alike: their own scalar type and shape ()."""
+
+    __slots__ = ()
+
+    @property
+    def scalar(self):
+        """A scalar's scalar type is itself (BlockType.scalar gives its element)."""
+        return self
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """A scalar's shape: ()."""
+        return ()
+
+
 @dataclass(frozen=True, repr=False)
-class DType:
+class DType(_ScalarType):
     """A scalar element type, named as Triton names it: int1, int8..int64, uint8..uint64, fp8e4nv,
     fp8e5, fp16, bf16, fp32, fp64."""
 
@@ -75,16 +91,6 @@ class DType:
         """MLIR spelling of the element type: i32, f16, bf16, f8E4M3FN..."""
         return _MLIR[self.name]
 
-    @property
-    def scalar(self) -> "DType":
-        """The element type of a scalar is itself (BlockType.scalar gives its element)."""
-        return self
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """A scalar's shape: ()."""
-        return ()
-
     def int_range(self) -> tuple[int, int]:
         """(lowest, highest) value of an integer dtype, both inclusive; int1 is (0, 1)."""
         if self.is_unsigned() or self.is_bool():
@@ -98,7 +104,7 @@ class DType:
 
 
 @dataclass(frozen=True, repr=False)
-class PointerType:
+class PointerType(_ScalarType):
     """A pointer to `element` in global memory (address space 1): MLIR `!tt.ptr<f32>`."""
 
     element: DType
@@ -123,16 +129,6 @@ class PointerType:
     def mlir(self) -> str:
         """MLIR spelling: `!tt.ptr<f32>`."""
         return f"!tt.ptr<{self.element.mlir}>"
-
-    @property
-    def scalar(self) -> "PointerType":
-        """A pointer scalar is its own scalar type."""
-        return self
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        """A scalar pointer's shape: ()."""
-        return ()
 
     def __str__(self) -> str:
         return f"pointer<{self.element}>"

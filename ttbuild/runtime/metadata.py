@@ -385,6 +385,16 @@ def _bad_target(text) -> bool:
         return True
 
 
+def read_json(path: str, what: str):
+    """The JSON document in file `path`. Raises MetadataError "<path>: cannot read <what>: why" when
+    the file cannot be read or parsed (also past the parser's nesting depth)."""
+    try:
+        with open(path, "rb") as f:
+            return json.loads(f.read())
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested past the parser's depth
+        raise MetadataError(f"{path}: cannot read {what}: {exc}") from None
+
+
 def read_library(lib_dir: str) -> list[Variant]:
     """Every `*.json` in lib_dir, sorted by file name (so variant order is deterministic).
 
@@ -397,10 +407,5 @@ def read_library(lib_dir: str) -> list[Variant]:
         if not name.endswith(".json"):
             continue
         path = os.path.join(lib_dir, name)
-        try:
-            with open(path, "rb") as f:
-                doc = json.loads(f.read())
-        except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested past the parser's depth
-            raise MetadataError(f"{path}: cannot read JSON: {exc}") from None
-        out.append(parse_variant(doc, path))
+        out.append(parse_variant(read_json(path, "JSON"), path))
     return out

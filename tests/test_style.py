@@ -7,10 +7,9 @@ ROOT = Path(__file__).resolve().parents[1] / "ttbuild"
 MAX_FILE_LINES = 600
 MAX_LINE_CHARS = 200
 LONG_FUNCTION = 80
-# The functions of LONG_FUNCTION lines or more that remain (issue 29 allows three): a new one
+# The functions of LONG_FUNCTION lines or more that remain (issue 29 allows three; two are left): a new one
 # fails, and one split below the limit must leave this list.
 LONG_ALLOWED = {
-    "runtime/fastpath.py:source",
     "graph/tasks.py:generate_tasks",
     "frontend/canon.py:canonicalize",
 }

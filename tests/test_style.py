@@ -7,11 +7,10 @@ ROOT = Path(__file__).resolve().parents[1] / "ttbuild"
 MAX_FILE_LINES = 600
 MAX_LINE_CHARS = 200
 LONG_FUNCTION = 80
-# The functions of LONG_FUNCTION lines or more that remain (issue 29 allows three; two are left): a new one
+# The functions of LONG_FUNCTION lines or more that remain (issue 29 allows three; one is left): a new one
 # fails, and one split below the limit must leave this list.
 LONG_ALLOWED = {
     "graph/tasks.py:generate_tasks",
-    "frontend/canon.py:canonicalize",
 }
 MIN_DOCSTRING_COVERAGE = 0.90
 

@@ -1,4 +1,4 @@
-"""The source's size rules, checked on every file of ttbuild/: no module over 600 lines, no line over 200 characters, no new function of 80 lines or more, public docstrings on at least 90 % of public names (issue 29)."""
+"""ttbuild/'s size rules (issue 29): modules <= 600 lines, lines <= 200 characters, no new 80+ line function, public docstrings >= 90 %."""
 
 import ast
 from pathlib import Path

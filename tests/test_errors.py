@@ -17,7 +17,7 @@ def _classes():
     from ttbuild.graph.variants import VariantError
     from ttbuild.options import OptionError
     from ttbuild.runtime.driver import CudaError
-    from ttbuild.runtime.launcher import LaunchError
+    from ttbuild.runtime.launch import LaunchError
     from ttbuild.runtime.metadata import MetadataError
     from ttbuild.runtime.select import NoMatchingVariant
     from ttbuild.signature import SignatureError

@@ -185,6 +185,8 @@ class _Memo:
     @classmethod
     @functools.cache
     def current(cls) -> "_Memo":
+        """The memo of this process's sources (one per process), or one that keeps nothing when ttbuild is not a
+        package directory."""
         base = _package_dir(ROOT)
         if base is None:
             return cls(None)
@@ -192,9 +194,12 @@ class _Memo:
         return cls(os.path.join(folder, f"{cls.PREFIX}{_tree_digest(ROOT)}.json"))
 
     def get(self, entry: str) -> str | None:
+        """The digest stored under `entry`, or None."""
         return self.entries.get(entry)
 
     def put(self, entry: str, digest: str) -> None:
+        """Store `digest` under `entry` and rewrite the memo file atomically (nothing is written without bytecode
+        writing; write errors are ignored: the memo only saves time)."""
         self.entries[entry] = digest
         if self.path is None or sys.dont_write_bytecode:
             return

@@ -23,6 +23,16 @@ class TTBuildError(Exception):
     """Base class of every error ttbuild raises on purpose."""
 
 
+def with_caret(head: str, loc) -> str:
+    """`head`, then the source line of `loc` and a caret under its column (tabs kept so the caret
+    lines up in a terminal); `head` alone without a location or source line."""
+    if not loc or not loc.source_line:
+        return head
+    text = loc.source_line.rstrip("\n")
+    pad = "".join("\t" if ch == "\t" else " " for ch in text[: loc.col])
+    return f"{head}\n    {text}\n    {pad}^"
+
+
 class CompilationError(TTBuildError):
     """A kernel the compiler rejects, at a source location.
 
@@ -46,12 +56,7 @@ class CompilationError(TTBuildError):
         head = f"{self.loc}: error: {self.message}" if self.loc else f"error: {self.message}"
         if self.stage:
             head += f" [stage {self.stage}]"
-        if not self.loc or not self.loc.source_line:
-            return head
-        text = self.loc.source_line.rstrip("\n")
-        # Keep tabs so the caret lines up under the same characters in a terminal.
-        pad = "".join("\t" if ch == "\t" else " " for ch in text[: self.loc.col])
-        return f"{head}\n    {text}\n    {pad}^"
+        return with_caret(head, self.loc)
 
 
 class CompilerWarning(UserWarning):
@@ -65,11 +70,7 @@ class CompilerWarning(UserWarning):
 
     def render(self) -> str:
         head = f"{self.loc}: warning: {self.message}" if self.loc else f"warning: {self.message}"
-        if not self.loc or not self.loc.source_line:
-            return head
-        text = self.loc.source_line.rstrip("\n")
-        pad = "".join("\t" if ch == "\t" else " " for ch in text[: self.loc.col])
-        return f"{head}\n    {text}\n    {pad}^"
+        return with_caret(head, self.loc)
 
 
 class NotSupportedYet(CompilationError):

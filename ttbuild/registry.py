@@ -27,10 +27,12 @@ class RuleSet:
         self.entries: list[tuple[str, str, Callable]] = []
 
     def add(self, name: str, fn: Callable, table: str = "default") -> Callable:
+        """File `fn` under `name` in table `table`; returns `fn`."""
         self.entries.append((table, name, fn))
         return fn
 
     def rule(self, *names: str, table: str = "default"):
+        """Decorator: file the function under each of `names` in `table`."""
         def deco(fn: Callable) -> Callable:
             for n in names:
                 self.add(n, fn, table)
@@ -51,6 +53,8 @@ class Registry:
         self._origin: dict[str, str] = {}
 
     def register(self, name: str, fn: Callable, origin: str = "") -> None:
+        """Make `fn` the rule for `name`, from module `origin`. Raises DuplicateRule naming both modules when `name`
+        already has one."""
         if name in self._fns:
             raise DuplicateRule(f"two {self.what}s for {name!r}: in {self._origin[name] or '?'} "
                                 f"and in {origin or '?'}")
@@ -58,12 +62,14 @@ class Registry:
         self._origin[name] = origin
 
     def lookup(self, name: str) -> Callable:
+        """The rule for `name`. Raises KeyError ("no <what> for 'name'") when none is registered."""
         try:
             return self._fns[name]
         except KeyError:
             raise KeyError(f"no {self.what} for {name!r}") from None
 
     def get(self, name: str, default=None):
+        """The rule for `name`, or `default`."""
         return self._fns.get(name, default)
 
     def origin(self, name: str) -> str:

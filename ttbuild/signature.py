@@ -63,10 +63,12 @@ class SigEntry:
 
     @property
     def is_pointer(self) -> bool:
+        """A pointer parameter (`*fp16`)."""
         return self.kind == "pointer"
 
     @property
     def is_descriptor(self) -> bool:
+        """A tensor descriptor parameter (`tensordesc<fp16[64, 64]>`), passed expanded."""
         return self.kind == "tensordesc"
 
     def expanded(self) -> list["SigEntry"]:
@@ -81,6 +83,15 @@ class SigEntry:
         rank = len(self.block_shape)
         return ([SigEntry("pointer", self.dtype, 16)] + [SigEntry("scalar", "i32", self.divisibility)] * rank
                 + [SigEntry("scalar", "i64")] * (rank - 1))
+
+    def expanded_names(self, name: str) -> list[str]:
+        """The names the metadata gives the expanded() parameters of parameter `name`, in the same
+        order: `name` (the base), `name.shape<i>` per dimension, `name.stride<i>` per stride but the
+        last; [name] for a pointer or scalar."""
+        if not self.is_descriptor:
+            return [name]
+        rank = len(self.block_shape)
+        return [name] + [f"{name}.shape{i}" for i in range(rank)] + [f"{name}.stride{i}" for i in range(rank - 1)]
 
     @property
     def language_dtype(self) -> str:

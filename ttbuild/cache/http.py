@@ -115,6 +115,7 @@ class _Slot:
         self.lock = threading.Lock()
 
     def attach(self, conn) -> None:
+        """Record the connection this request runs on; shut it down at once when the deadline already passed."""
         with self.lock:
             self.conn = conn
             expired = self.expired
@@ -122,6 +123,7 @@ class _Slot:
             _shutdown(conn)
 
     def expire(self) -> None:
+        """The deadline passed: mark the slot expired and shut its connection down, which ends a blocked read."""
         # Under the lock: once `detach` has returned, this slot never touches the connection
         # again (the pool may already have handed it to another request).
         with self.lock:
@@ -130,6 +132,7 @@ class _Slot:
                 _shutdown(self.conn)
 
     def detach(self) -> None:
+        """The request finished: forget its connection (the pool may reuse it), so expire never touches it."""
         with self.lock:
             self.conn = None
 
@@ -163,6 +166,8 @@ class _Watchdog:
         self._started = False
 
     def arm(self, when: float) -> _Slot:
+        """A new _Slot that expires at `when` (time.monotonic seconds), starting the watchdog thread on first use and
+        waking it only when this deadline is the earliest pending."""
         slot = _Slot()
         with self._cond:
             if not self._started:
@@ -197,12 +202,15 @@ class _Cutting:
     or sends a request, so the watchdog can shut exactly that socket down."""
 
     def connect(self):
+        """urllib3's connect, attached first to the calling thread's request slot."""
         slot = getattr(_current, "slot", None)
         if slot is not None:
             slot.attach(self)
         return super().connect()
 
     def request(self, *args, **kwargs):
+        """urllib3's request, attached first to the calling thread's request slot (a reused connection does not
+        connect again)."""
         slot = getattr(_current, "slot", None)
         if slot is not None:
             slot.attach(self)
@@ -369,6 +377,8 @@ class HttpStore(BlobStore):
         raise _Down(self.name) from exc
 
     def close(self) -> None:
+        """Close the pooled connections (in the process that made them: a forked child leaves its parent's sockets
+        alone)."""
         with self._pool_lock:
             manager, self._manager = self._manager, None
         if manager is not None and self._pid == os.getpid():

@@ -37,6 +37,9 @@ class LayeredCache(Cache):
              f"local cache only for the rest of this process")
 
     def get(self, key: str) -> dict[str, bytes] | None:
+        """The outputs under action `key` from the local tier, else the remote one (a remote hit is copied into the
+        local tier); a local hit the remote lacks is uploaded unless read-only. Returns None on a miss in both.
+        Raises ValueError for a malformed key."""
         check_key(key)
         st = self._stats
         out = self.local.get(key)
@@ -64,6 +67,8 @@ class LayeredCache(Cache):
         return out
 
     def put(self, key: str, outputs: Mapping[str, bytes]) -> None:
+        """Store `outputs` (role -> bytes) under `key` in the local tier, and in the remote unless read-only or the
+        remote failed earlier this run."""
         check_key(key)
         self.local.put(key, outputs)
         if not self.readonly and self._remote_ok:
@@ -80,6 +85,7 @@ class LayeredCache(Cache):
             self._remote_failed(exc)
 
     def stats(self) -> CacheStats:
+        """This cache's counts, with each tier's own CacheStats in `tiers` (local first)."""
         self._stats.tiers = [self.local.stats(), self.remote.stats()]
         return self._stats
 
@@ -99,6 +105,7 @@ class LayeredCache(Cache):
         return self.local.prune(max_bytes=max_bytes, max_age=max_age)
 
     def close(self) -> None:
+        """Close both tiers (the remote's connections, the local index)."""
         self.local.close()
         self.remote.close()
 
@@ -112,22 +119,28 @@ class NullCache(Cache):
         self._stats = CacheStats(self.name)
 
     def get(self, key: str) -> None:
+        """Always a miss (counted). Raises ValueError for a malformed key."""
         check_key(key)
         self._stats.misses += 1
         return None
 
     def put(self, key: str, outputs: Mapping[str, bytes]) -> None:
+        """Stores nothing. Raises ValueError for a malformed key."""
         check_key(key)
 
     def stats(self) -> CacheStats:
+        """Misses only: this cache holds nothing."""
         return self._stats
 
     def verify(self) -> VerifyReport:
+        """An empty report: nothing to check."""
         return VerifyReport()
 
     def forget(self, key: str, why: str) -> bool:
+        """True: the key is not held, as asked."""
         check_key(key)
         return True
 
     def prune(self, max_bytes: int | None = None, max_age: float | None = None) -> PruneReport:
+        """An empty report: nothing to remove."""
         return PruneReport()

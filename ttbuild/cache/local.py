@@ -137,17 +137,22 @@ class DirStore(BlobStore):
             return None
         return Listed(name, st.st_size, st.st_mtime, is_temp(entry.name), Path(entry.path))
 
-    def scan_ac(self):
-        """Listed per file of ac/ (temp files and strays: name None); nothing when it does not exist."""
+    def _scan(self, folder, name_of):
+        """Listed per file of `folder`, named `name_of(entry)` (None: a temp file or a stray);
+        nothing when the folder does not exist (a concurrent prune removed it) or is not one."""
         try:
-            it = os.scandir(self.root / "ac")
+            it = os.scandir(folder)
         except (FileNotFoundError, NotADirectoryError):
             return
         with it:
             for e in it:
-                item = self._listed(e, e.name if is_key(e.name) else None)
+                item = self._listed(e, name_of(e))
                 if item is not None:
                     yield item
+
+    def scan_ac(self):
+        """Listed per file of ac/ (temp files and strays: name None); nothing when it does not exist."""
+        yield from self._scan(self.root / "ac", lambda e: e.name if is_key(e.name) else None)
 
     def scan_cas(self):
         """Listed per file of cas/<xx>/ (a name that is not its folder's sha256: None)."""
@@ -157,18 +162,9 @@ class DirStore(BlobStore):
             return
         with tops:
             for top in tops:
-                if not top.is_dir(follow_symlinks=False):
-                    continue
-                try:
-                    it = os.scandir(top.path)
-                except FileNotFoundError:
-                    continue  # removed by a concurrent prune
-                with it:
-                    for e in it:
-                        ok = is_key(e.name) and e.name[:2] == top.name
-                        item = self._listed(e, e.name if ok else None)
-                        if item is not None:
-                            yield item
+                if top.is_dir(follow_symlinks=False):
+                    yield from self._scan(top.path, lambda e, xx=top.name: e.name if is_key(e.name) and e.name[:2] == xx
+                                          else None)
 
     def read_listed(self, item: Listed) -> bytes:
         """The whole file. Raises OSError."""

@@ -50,10 +50,13 @@ def _jobs(text: str) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
+    """ttbuild's argument parser: one subcommand per command (build, tune, package, cache, inspect, record, serve,
+    ...), each with its options and help."""
     ap = argparse.ArgumentParser(prog="ttbuild", description="Build a library of Triton-language kernels.")
     sub = ap.add_subparsers(dest="cmd", metavar="COMMAND")
 
     def dirs(p, positional: bool):
+        """Add the kernels directory (positional, or -k) and -o artifacts options to subparser `p`."""
         if positional:
             p.add_argument("kernels", nargs="?", default=None, metavar="KERNELS_DIR",
                            help="directory holding variants.toml (default: ./kernels)")
@@ -119,6 +122,8 @@ def _cache(rest: list[str], stages: StageSet) -> int:
     from ttbuild.cache.__main__ import main as cache_main
 
     def recompute(args, cache) -> int:
+        """`ttbuild cache verify --recompute`: rebuild a sample of cached actions and compare their outputs byte for
+        byte (cli.cacheverify). Returns the exit status."""
         from .cacheverify import recompute as run
         from .loader import Project
 

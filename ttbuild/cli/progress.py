@@ -41,19 +41,24 @@ class RichBuildReporter(BuildReporter):
         self.progress.update(self.bar, completed=st.finished, total=max(st.total, st.finished), **fields)
 
     def initialize(self, tasks, selected_tasks):
+        """The reporter's initialize, then the live bar started with the run's task count."""
         super().initialize(tasks, selected_tasks)
         self.progress.start()
         self.bar = self.progress.add_task("build", total=self.stats.total or None, counts="", current="")
 
     def execute_task(self, task):
+        """The reporter's execute_task, then the bar shows the stage and kernel now running."""
         super().execute_task(task)
         if task.actions and not task.name.startswith("_"):
             self._refresh(current=f"{task.name.split(':')[0]} {(task.doc or task.name).split(' ->')[0]}")
 
     def task_line(self, mark, task):
+        """No per-task line under the bar: the bar's counts advance instead."""
         self._refresh()
 
     def write(self, text):
+        """Write `text` above the live bar (or plainly when it is not running); skip lines behind a failure are
+        dropped (the table counts them)."""
         # Skips behind a failure are counted in the table; one line each would bury the bar.
         if text.startswith("!! "):
             return
@@ -64,10 +69,13 @@ class RichBuildReporter(BuildReporter):
             self.console.print(Text(text.rstrip("\n")))
 
     def add_failure(self, task, fail):
+        """The reporter's add_failure, then the bar's counts refreshed."""
         super().add_failure(task, fail)
         self._refresh()
 
     def complete_run(self):
+        """Finish lib/, release the build lock, stop the bar, then print the summary as a rich table and the failures
+        as the plain reporter does."""
         try:
             self.finish_lib()
         finally:

@@ -28,7 +28,10 @@ class BuiltinRules(RuleSet):
     keeps its signature for `builtin_table.call` to bind arguments against."""
 
     def builtin(self, *names: str, method: str | None = None):
+        """Decorator: file the rule under each `tl.<name>` of `names` (table "builtin") and as tensor method
+        `x.<method>()` when given, keeping its signature to bind call arguments against."""
         def deco(fn):
+            """Register `fn` (see builtin) and return it unchanged."""
             fn.signature = inspect.signature(fn)
             for n in names:
                 self.add(n, fn, "builtin")
@@ -48,6 +51,7 @@ def cval(cx: Ctx, v, what: str):
 
 
 def dtype_arg(cx: Ctx, v, what: str = "dtype") -> T.DType:
+    """The constexpr `v` as a tl dtype (DType). Fails (CompileError) for anything else, naming the argument `what`."""
     d = cval(cx, v, what)
     if isinstance(d, T.DType):
         return d
@@ -55,6 +59,8 @@ def dtype_arg(cx: Ctx, v, what: str = "dtype") -> T.DType:
 
 
 def tensor(cx: Ctx, v, what: str) -> Value:
+    """`v` as a tensor Value: a Python number becomes a scalar of its default dtype (int32 / int64 by value, fp32,
+    int1). Fails for other values."""
     if isinstance(v, Value):
         return v
     if S.is_number(v):
@@ -63,6 +69,8 @@ def tensor(cx: Ctx, v, what: str) -> Value:
 
 
 def shape_arg(cx: Ctx, v) -> tuple[int, ...]:
+    """A shape argument (an int or a sequence of them) as a tuple of ints, each a power of two as Triton requires of
+    block dimensions. Fails otherwise."""
     s = cval(cx, v, "shape")
     s = (s,) if isinstance(s, int) else tuple(s)
     if not all(isinstance(d, int) and d > 0 and d & (d - 1) == 0 for d in s):
@@ -71,6 +79,8 @@ def shape_arg(cx: Ctx, v) -> tuple[int, ...]:
 
 
 def mask_other(cx, ptr: Value, mask, other):
+    """tl.load's `mask` (cast to int1) and `other` (cast to the pointer's element type) broadcast to the pointer's
+    shape, each None when not given. Fails for `other` without `mask`, as Triton 3.6 semantic.load does."""
     shape = ptr.type.shape
     if mask is not None and not (isinstance(mask, Constexpr) and mask.value is None):
         m = tensor(cx, mask, "mask")
@@ -95,6 +105,7 @@ def mask_other(cx, ptr: Value, mask, other):
 
 
 def pointer_arg(cx, pointer, what) -> Value:
+    """`pointer` when it is a pointer or a block of pointers. Fails, naming the call `what`, otherwise."""
     if not (isinstance(pointer, Value) and pointer.type.scalar.is_ptr()):
         fail(cx, f"{what} needs a pointer (or a block of pointers), got {S.describe(pointer)}")
     return pointer

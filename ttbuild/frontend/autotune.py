@@ -127,6 +127,8 @@ class _Evaluator(Evaluator):
     what = "reads autotune configs statically"
 
     def call_import(self, full, node, scope):
+        """Calls to imported names a decorator argument may make: triton.Config(...), os.environ.get(NAME[, default])
+        (the value keys the parse), and the base evaluator's allowed calls. Raises a located error otherwise."""
         if full in _CONFIG:
             return self.config(node, scope)
         if full in _ENV_GET:  # the configs it yields become the variants' constexprs and options: keyed
@@ -139,6 +141,8 @@ class _Evaluator(Evaluator):
         raise self.cannot(node)
 
     def attribute(self, value, node):
+        """`config.<field>` of a triton.Config (kwargs as a dict; pre_hook and ir_override None), else the base
+        evaluator's attribute."""
         if isinstance(value, Config) and node.attr in _CONFIG_FIELDS:  # a filter over configs reads them
             field_value = getattr(value, node.attr, None)  # pre_hook / ir_override: None, others refused
             return dict(field_value) if node.attr == "kwargs" else field_value
@@ -216,9 +220,13 @@ class _Normalizer(ast.NodeTransformer):
         return ast.copy_location(ast.Name(helper, ast.Load()), node) if helper else None
 
     def visit_Attribute(self, node):
+        """A dotted helper (triton.cdiv, ...) becomes the heuristic evaluator's own name; other attributes are left
+        as they are."""
         return self._helper(node) or self.generic_visit(node)
 
     def visit_Name(self, node):
+        """The lambda's parameter becomes `args`; a helper's alias becomes the helper. Raises a located error for a
+        name of the file (a heuristic sees only its arguments and the helpers)."""
         if node.id == self.param:
             return ast.copy_location(ast.Name("args", ast.Load()), node)
         helper = self._helper(node)
@@ -338,6 +346,9 @@ class _Reader:
         return Heuristic(name, text, check_expression(text), is_boolean(text), self.src.loc(node)), tree
 
     def read(self) -> Decorators:
+        """The kernel's @triton.autotune and @triton.heuristics decorators, read statically in order: configs, key,
+        reset_to_zero, restore_value and the heuristics' expressions. Raises a located CompilationError for a
+        decorator called without arguments, arguments that need the running program, or an unsupported option."""
         tune, tune_index, found = None, None, []  # found: (decorator index, name node, function node)
         for i, dec in enumerate(self.fn.decorator_list):
             full = resolve_name(dotted_name(dec.func if isinstance(dec, ast.Call) else dec), self.module.imports)

@@ -18,6 +18,8 @@ builtin = RULES.builtin
 
 @builtin("expand_dims", method="expand_dims")
 def expand_dims(cx, input, axis):
+    """`tl.expand_dims(input, axis)`: size-1 dimensions inserted at `axis` (an int or a sequence, inserted in
+    ascending order, Triton 3.6 core.expand_dims)."""
     v = tensor(cx, input, "input")
     axes = cval(cx, axis, "axis")
     for a in ([axes] if isinstance(axes, int) else sorted(axes)):
@@ -27,12 +29,16 @@ def expand_dims(cx, input, axis):
 
 @builtin("broadcast_to", method="broadcast_to")
 def broadcast_to(cx, input, *shape):
+    """`tl.broadcast_to(input, shape)`: `input` broadcast to `shape` (a sequence or the dimensions as arguments;
+    powers of two). Fails when the shapes do not broadcast."""
     dims = shape[0] if len(shape) == 1 else Constexpr(tuple(cval(cx, d, "shape") for d in shape))
     return S.broadcast_to(cx, tensor(cx, input, "input"), shape_arg(cx, dims))
 
 
 @builtin("broadcast")
 def broadcast(cx, input, other):
+    """`tl.broadcast(input, other)`: both broadcast to their common shape; returns `input`'s, as Triton 3.6's rule
+    for a single result."""
     a, b = S.broadcast_pair(cx, tensor(cx, input, "input"), tensor(cx, other, "other"))
     return a
 

@@ -32,6 +32,7 @@ class BlockPtr:
         self.offsets, self.block_shape, self.order = list(offsets), tuple(block_shape), tuple(order)
 
     def with_offsets(self, offsets) -> "BlockPtr":
+        """The same block pointer at `offsets` (Values or constexprs, one per dimension)."""
         return BlockPtr(self.base, self.shape, self.strides, offsets, self.block_shape, self.order)
 
     def fields(self) -> list:
@@ -81,6 +82,7 @@ def i64(cx, x):
 
 
 def as_value(cx, x) -> Value:
+    """`x` as a Value: a constexpr becomes an int64 constant (block pointer fields are i64)."""
     return S.to_value(cx, x, T.int64) if isinstance(x, Constexpr) else x
 
 
@@ -113,6 +115,8 @@ def _block_ptr(cx, p, what) -> BlockPtr:
 
 @builtin("advance")
 def advance(cx, base, offsets):
+    """`tl.advance(base, offsets)`: the block pointer with each offset increased (zero increments leave the offset as
+    it is, as Triton 3.6 folds them). Fails for a non-block-pointer or an offset count that differs from its rank."""
     bp = _block_ptr(cx, base, "tl.advance")
     inc = ints(cx, offsets, "tl.advance offsets")
     if len(inc) != len(bp.offsets):
@@ -144,6 +148,9 @@ def _indices(cx, bp: BlockPtr) -> list[Value]:
 
 
 def pointers_and_mask(cx, bp: BlockPtr, boundary_check, what: str):
+    """(block of pointers, mask or None) for a block pointer's load or store: base + sum of (offset + arange) *
+    stride per dimension, masked 0 <= index < shape on the `boundary_check` dimensions (Triton's
+    RewriteTensorPointer). Fails for a dimension out of range."""
     dims = cval(cx, boundary_check, "boundary_check")
     dims = () if dims is None else ((dims,) if isinstance(dims, int) else tuple(dims))
     rank = len(bp.block_shape)

@@ -24,6 +24,8 @@ _EVICT = {"": 1, "evict_normal": 1, "evict_first": 2, "evict_last": 3}    # trit
 
 @builtin("program_id")
 def program_id(cx, axis):
+    """`tl.program_id(axis)`: the block's index along grid axis 0, 1 or 2 as an int32 scalar (tt.get_program_id).
+    Fails (CompileError at the call) for another axis."""
     a = cval(cx, axis, "axis")
     if a not in (0, 1, 2):
         fail(cx, f"program_id axis must be 0, 1 or 2, got {a!r}")
@@ -32,6 +34,8 @@ def program_id(cx, axis):
 
 @builtin("num_programs")
 def num_programs(cx, axis):
+    """`tl.num_programs(axis)`: the grid's size along axis 0, 1 or 2 as an int32 scalar (tt.get_num_programs). Fails
+    for another axis."""
     a = cval(cx, axis, "axis")
     if a not in (0, 1, 2):
         fail(cx, f"num_programs axis must be 0, 1 or 2, got {a!r}")
@@ -40,6 +44,8 @@ def num_programs(cx, axis):
 
 @builtin("arange")
 def arange(cx, start, end):
+    """`tl.arange(start, end)`: int32 block [start, end) of shape (end - start,). As Triton 3.6 semantic.arange:
+    constexpr ints, end - start a power of two, 0 <= start and end < 2**31, else a CompileError."""
     s, e = cval(cx, start, "arange start"), cval(cx, end, "arange end")
     if not all(isinstance(x, int) and not isinstance(x, bool) for x in (s, e)):
         fail(cx, f"arange bounds must be integers, got {s!r} and {e!r}")
@@ -54,6 +60,9 @@ def arange(cx, start, end):
 @builtin("load")
 def load(cx, pointer, mask=None, other=None, boundary_check=(), padding_option="", cache_modifier="",
          eviction_policy="", volatile=False):
+    """`tl.load`: a scalar or block of the pointer's element type, shaped like `pointer` (broadcast with mask and
+    other), tt.load with Triton 3.6's cache, eviction and volatile attributes; a block pointer loads through
+    blockptr.load_block (boundary_check, padding_option). Fails for a non-pointer or bad modifier."""
     if isinstance(pointer, blockptr.BlockPtr):
         return blockptr.load_block(cx, pointer, mask, other, boundary_check, padding_option, load,
                                    cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
@@ -89,6 +98,9 @@ def _bool_as_i8(cx, ptr: Value) -> Value:
 
 @builtin("store")
 def store(cx, pointer, value, mask=None, boundary_check=(), cache_modifier="", eviction_policy=""):
+    """`tl.store`: tt.store of `value` cast to the pointer's element type and broadcast to its shape, under `mask`; a
+    block pointer stores through blockptr.store_block. Returns Constexpr(None). Fails for a non-pointer, a bad
+    modifier or an impossible cast."""
     if isinstance(pointer, blockptr.BlockPtr):
         return blockptr.store_block(cx, pointer, value, mask, boundary_check, store,
                                     cache_modifier=cache_modifier, eviction_policy=eviction_policy)
@@ -105,11 +117,14 @@ def store(cx, pointer, value, mask=None, boundary_check=(), cache_modifier="", e
 
 @builtin("cdiv")
 def cdiv(cx, x, div):
+    """`tl.cdiv(x, div)`: (x + div - 1) // div, with Triton's promotion of the operands (core.cdiv)."""
     return S.binary(cx, "//", S.binary(cx, "-", S.binary(cx, "+", x, div), Constexpr(1)), div)
 
 
 @builtin("full")
 def full(cx, shape, value, dtype):
+    """`tl.full(shape, value, dtype)`: a block of `shape` filled with `value` as `dtype` (an arith.constant when
+    value is a constexpr, a splat of the cast value otherwise); shape () gives a scalar."""
     s, d = shape_arg(cx, shape), dtype_arg(cx, dtype)
     if isinstance(value, Constexpr):
         # a shape of () is a scalar, not a 0-d block (Triton 3.6 `semantic.splat` returns the value)
@@ -119,11 +134,13 @@ def full(cx, shape, value, dtype):
 
 @builtin("zeros")
 def zeros(cx, shape, dtype):
+    """`tl.zeros(shape, dtype)`: tl.full(shape, 0, dtype)."""
     return full(cx, shape, Constexpr(0), dtype)
 
 
 @builtin("zeros_like")
 def zeros_like(cx, input):
+    """`tl.zeros_like(input)`: zeros of `input`'s type (shape and dtype). Fails when `input` is not a tensor."""
     if not isinstance(input, Value):
         fail(cx, f"tl.zeros_like needs a tensor, got {S.describe(input)}")
     x = input
@@ -132,6 +149,9 @@ def zeros_like(cx, input):
 
 @builtin("cast")
 def cast(cx, input, dtype, fp_downcast_rounding=None, bitcast=False):
+    """`tl.cast(input, dtype)`: `input` converted to `dtype` (a dtype or a pointer type) by Triton 3.6
+    semantic.cast's rules; `bitcast` reinterprets bits of the same width, `fp_downcast_rounding` ("rtne" or "rtz")
+    rounds a float narrowing."""
     # A pointer type is a valid target too (`x.to(tl.pointer_type(tl.float16))`: int -> pointer).
     dst = cval(cx, dtype, "dtype")
     dst = dst if isinstance(dst, T.PointerType) else dtype_arg(cx, dtype)
@@ -141,11 +161,14 @@ def cast(cx, input, dtype, fp_downcast_rounding=None, bitcast=False):
 
 @builtin(method="to")
 def to(cx, input, dtype, fp_downcast_rounding=None, bitcast=False):
+    """`x.to(dtype, ...)`: the same as tl.cast."""
     return cast(cx, input, dtype, fp_downcast_rounding, bitcast)
 
 
 @builtin("where")
 def where(cx, condition, x, y):
+    """`tl.where(condition, x, y)`: elementwise select (arith.select) after broadcasting the three and promoting x
+    and y together (pointers allowed); a non-boolean condition is cast to int1 with Triton's deprecation warning."""
     c = tensor(cx, condition, "condition")
     if not c.type.scalar.is_bool():
         # Triton 3.6 semantic.where, word for word
@@ -170,11 +193,14 @@ def _minmax_args(cx, x, y):
 
 @builtin("maximum", "math.max")
 def maximum(cx, x, y, propagate_nan=0):
+    """`tl.maximum(x, y)`: elementwise max after promotion (bf16 computes in fp32, Triton core.maximum):
+    arith.maxnumf for floats, arith.maxsi / maxui for integers; `propagate_nan` is accepted and not used."""
     return S.minmax(cx, *_minmax_args(cx, x, y), True)
 
 
 @builtin("minimum", "math.min")
 def minimum(cx, x, y, propagate_nan=0):
+    """`tl.minimum(x, y)`: elementwise min, promoted as tl.maximum."""
     return S.minmax(cx, *_minmax_args(cx, x, y), False)
 
 
@@ -182,6 +208,8 @@ def _float_unary(math_op: str):
     # Triton's math functions follow libdevice and take fp32/fp64 only (`math._check_dtype`):
     # an fp16 block must be cast explicitly, so the user sees where precision changes.
     def rule(cx, x):
+        """The `tl.<fn>` rule of one math op: fp32 or fp64 blocks only (Triton's math._check_dtype); fails otherwise,
+        asking for an explicit cast."""
         v = tensor(cx, x, "x")
         if v.type.scalar not in (T.fp32, T.fp64):
             fail(cx, f"tl.{math_op.split('.')[1]} expects dtype fp32 or fp64 but got {v.type.scalar}; "
@@ -199,6 +227,7 @@ for _name, _op in {"exp": "math.exp", "exp2": "math.exp2", "log": "math.log", "l
 
 @builtin("abs", "math.abs", method="abs")
 def abs_(cx, x):
+    """`tl.abs(x)`: math.absf for floats, math.absi for signed integers, `x` itself for unsigned ones."""
     v = tensor(cx, x, "x")
     st = v.type.scalar
     if st.is_float():
@@ -210,6 +239,7 @@ def abs_(cx, x):
 
 @builtin("fma", "math.fma")
 def fma(cx, x, y, z):
+    """`tl.fma(x, y, z)`: x * y + z fused (math.fma) after promoting and broadcasting the three operands."""
     vx, vy, _ = S.binary_operands(cx, x, y)
     vx, vz, _ = S.binary_operands(cx, vx, z)
     vx, vy = S.broadcast_pair(cx, vx, vy)
@@ -218,6 +248,7 @@ def fma(cx, x, y, z):
 
 @builtin("sigmoid", method="sigmoid")
 def sigmoid(cx, x):
+    """`tl.sigmoid(x)`: 1 / (1 + exp(-x)), as Triton's standard.sigmoid spells it (fp32 or fp64 input)."""
     v = tensor(cx, x, "x")
     return S.binary(cx, "/", Constexpr(1.0), S.binary(cx, "+", Constexpr(1.0),
                                                        MATH_UNARY["exp"](cx, S.unary(cx, "-", v))))
@@ -245,6 +276,7 @@ for _attr, _what in (("tt.divisibility", "multiple_of"), ("tt.contiguity", "max_
 
 @builtin("static_assert")
 def static_assert(cx, cond, msg=""):
+    """`tl.static_assert(cond, msg)`: a CompileError "static_assert failed: msg" when the constexpr `cond` is false."""
     if not cval(cx, cond, "static_assert condition"):
         fail(cx, f"static_assert failed: {cval(cx, msg, 'msg')}")
     return Constexpr(None)
@@ -252,10 +284,12 @@ def static_assert(cx, cond, msg=""):
 
 @builtin("static_print")
 def static_print(cx, *values, sep=" ", end="\n", file=None, flush=False):
+    """`tl.static_print(...)`: accepted and ignored (it prints at compile time in Triton and emits no IR)."""
     return Constexpr(None)  # compile-time printing has no effect on the IR
 
 
 @builtin("debug_barrier")
 def debug_barrier(cx):
+    """`tl.debug_barrier()`: a gpu.barrier (bar.sync 0 across the block's threads)."""
     cx.b.op("gpu.barrier", [], [])
     return Constexpr(None)

@@ -134,6 +134,61 @@ def _utf8(source: bytes, file: str) -> str:
                                stage="parse") from None
 
 
+def _parse(text: str, file: str, lines: list[str]) -> ast.Module:
+    """The module's AST. Raises CompilationError at the position of a syntax error (Python's
+    message), or for source nested past the parser's depth."""
+    try:
+        return ast.parse(text, filename=file)
+    except RecursionError:
+        raise _too_deep(file, lines) from None
+    except SyntaxError as e:
+        line = e.lineno or 1
+        src = e.text if e.text is not None else (lines[line - 1] if 0 < line <= len(lines) else "")
+        raise CompilationError(f"invalid syntax: {e.msg}",
+                               Loc(file, line, max((e.offset or 1) - 1, 0), src.rstrip("\n")),
+                               stage="parse") from None
+
+
+def _reached(kernel: str, info, scope) -> tuple[set, set]:
+    """(the @jit functions `kernel` reaches, itself and its callees transitively; every name they
+    use), each function's names placed by the module scope when there is one."""
+    reached, todo, used = set(), [kernel], set()
+    while todo:
+        name = todo.pop()
+        if name in reached:
+            continue
+        reached.add(name)
+        names = _names_used(info.jit_functions[name])
+        if scope is not None:
+            scope.place(name, names)
+        used |= names
+        todo.extend(n for n in names if n in info.jit_functions and n not in reached)
+    return reached, used
+
+
+def _params(fn: ast.FunctionDef, info) -> list[dict]:
+    """The description's parameter rows of `fn`: name, default (a JSON literal, or the value of a
+    module global it names; None otherwise), annotation as source text, and has_default where the
+    default is known (None included)."""
+    args = fn.args
+    positional = args.posonlyargs + args.args
+    defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
+    params = []
+    for a, d in zip(positional, defaults):
+        try:
+            default, literal = (_json_literal(d), True) if d is not None else (None, False)
+        except (ValueError, SyntaxError, TypeError):
+            default, literal = None, False
+            if isinstance(d, ast.Name) and d.id in info.globals:  # `= MODE_X`, a global the module set
+                default, literal = info.globals[d.id]["value"], True
+        entry = {"name": a.arg, "default": default,
+                 "annotation": ast.unparse(a.annotation) if a.annotation else None}
+        if literal:  # a literal default, None included (`IMP: tl.constexpr = None`)
+            entry["has_default"] = True
+        params.append(entry)
+    return params
+
+
 def canonicalize(source: bytes | str, kernel: str, file: str, project=None, module: str | None = None) -> tuple[dict, dict]:
     """Return (description, loc table) for `kernel` in `source`; see docs/CONTRACTS.md.
 
@@ -147,17 +202,7 @@ def canonicalize(source: bytes | str, kernel: str, file: str, project=None, modu
     """
     text = _utf8(source, file) if isinstance(source, bytes) else source
     lines = text.splitlines()
-    try:
-        tree = ast.parse(text, filename=file)
-    except RecursionError:
-        raise _too_deep(file, lines) from None
-    except SyntaxError as e:
-        line = e.lineno or 1
-        src = e.text if e.text is not None else (lines[line - 1] if 0 < line <= len(lines) else "")
-        raise CompilationError(f"invalid syntax: {e.msg}",
-                               Loc(file, line, max((e.offset or 1) - 1, 0), src.rstrip("\n")),
-                               stage="parse") from None
-    info = scan_module(tree)
+    info = scan_module(_parse(text, file, lines))
     scope = None
     if project is not None and module is not None:
         from .modscope import ModuleScope
@@ -169,18 +214,7 @@ def canonicalize(source: bytes | str, kernel: str, file: str, project=None, modu
         raise CompilationError(f"kernel {kernel!r} not found in {file}; @jit functions there: {found}",
                                stage="parse")
 
-    # Everything the kernel reaches: @jit callees (transitively), literal globals, import aliases.
-    reached, todo, used = set(), [kernel], set()
-    while todo:
-        name = todo.pop()
-        if name in reached:
-            continue
-        reached.add(name)
-        names = _names_used(info.jit_functions[name])
-        if scope is not None:
-            scope.place(name, names)
-        used |= names
-        todo.extend(n for n in names if n in info.jit_functions and n not in reached)
+    reached, used = _reached(kernel, info, scope)
 
     nodes: dict[str, list[int]] = {}
     line_text: dict[str, str] = {}
@@ -201,22 +235,7 @@ def canonicalize(source: bytes | str, kernel: str, file: str, project=None, modu
         fn = info.jit_functions[name]
         fn.decorator_list = []
         _strip_docstring(fn)
-        args = fn.args
-        positional = args.posonlyargs + args.args
-        defaults = [None] * (len(positional) - len(args.defaults)) + list(args.defaults)
-        params = []
-        for a, d in zip(positional, defaults):
-            try:
-                default, literal = (_json_literal(d), True) if d is not None else (None, False)
-            except (ValueError, SyntaxError, TypeError):
-                default, literal = None, False
-                if isinstance(d, ast.Name) and d.id in info.globals:  # `= MODE_X`, a global the module set
-                    default, literal = info.globals[d.id]["value"], True
-            entry = {"name": a.arg, "default": default,
-                     "annotation": ast.unparse(a.annotation) if a.annotation else None}
-            if literal:  # a literal default, None included (`IMP: tl.constexpr = None`)
-                entry["has_default"] = True
-            params.append(entry)
+        params = _params(fn, info)
         try:
             body = encode(fn, next_id)
         except RecursionError:

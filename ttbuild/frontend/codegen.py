@@ -82,14 +82,53 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
     # -- driver ---------------------------------------------------------------------------
 
     def generate(self) -> str:
+        """The kernel's TTIR module as MLIR generic text: its runtime parameters as block arguments (tt.divisibility
+        from the signature), constexprs bound, the body lowered statement by statement, a tt.return, and the TMA
+        records of descriptor parameters as a module attribute. Fails (CompileError at the node) for *args /
+        **kwargs, unknown constexprs or a signature that does not match the parameters."""
         kernel = self.desc["kernel"]
         params, fn = self.functions[kernel]
         self.b.loc = fn._id
-        runtime, types, attrs, locs = [], [], [], []
         args_nodes = fn.args.posonlyargs + fn.args.args
         if fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs:
             fail(self.cx, "kernels take positional parameters only (no *args, **kwargs or keyword-only)")
         defaults = default_nodes(fn)
+        runtime = self._bind_constexprs(params, args_nodes, defaults)
+        unknown = set(self.constexprs) - {p["name"] for p in params}
+        if unknown:
+            fail(self.cx, f"constexprs name no parameter of {kernel}: {', '.join(sorted(unknown))}")
+        if len(runtime) != len(self.signature):
+            names = ", ".join(p["name"] for p, _ in runtime)
+            fail(self.cx, f"signature has {len(self.signature)} entries but {kernel} has {len(runtime)} "
+                          f"non-constexpr parameters ({names})")
+        args, types, attrs, locs, descriptors = self._kernel_args(runtime)
+        self.b.open_block()
+        for name, sig, vals, node, tmap in descriptors:  # its shape widened to i64 inside the body
+            self.b.loc = node._id
+            self.scope[name] = tensordesc.from_parameter(self.cx, sig, vals, tmap)
+        try:
+            self.visit_body(fn.body)
+        except ReturnValue:
+            pass  # a `return` at kernel level ends it (one inside runtime control flow is rejected)
+        self.b.loc = fn._id
+        self.b.op("tt.return", [], [])
+        region = self.b.close_block(args, locs)
+        props = (f'arg_attrs = [{", ".join(attrs)}], function_type = ({", ".join(types)}) -> (), '
+                 f'sym_name = "{kernel}", sym_visibility = "public"')
+        # per descriptor parameter: null (pointer form) or its TMA record, filled in by the ttgir stage
+        records = [None if tmap is None else {"swizzle": 0, "box": list(sig.block_shape)}
+                   for _, sig, _, _, tmap in descriptors]
+        mattrs = ""
+        if any(records):
+            mattrs = " {" + tma.MODULE_ATTR + ' = "' + tma.encode_attr(records) + '"}'
+        return ('"builtin.module"() ({\n"tt.func"() <{' + props + '}> (' + region + f') : () -> () {self.b.loc_of(fn._id)}\n'
+                "})" + mattrs + " : () -> () loc(unknown)\n")
+
+    def _bind_constexprs(self, params, args_nodes, defaults) -> list:
+        """Bind each constexpr parameter in scope (the variant's value, else its default evaluated
+        as Triton does); returns the runtime parameters as (param row, ast node). Fails (a
+        CompileError at the parameter) for a constexpr with neither."""
+        runtime = []
         for p, node in zip(params, args_nodes):
             if self._param_is_constexpr(p):
                 if p["name"] in self.constexprs:
@@ -106,14 +145,15 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
                     fail(self.cx, f"constexpr parameter {p['name']!r} has no value: give it in the variant's constexprs")
             else:
                 runtime.append((p, node))
-        unknown = set(self.constexprs) - {p["name"] for p in params}
-        if unknown:
-            fail(self.cx, f"constexprs name no parameter of {kernel}: {', '.join(sorted(unknown))}")
-        if len(runtime) != len(self.signature):
-            names = ", ".join(p["name"] for p, _ in runtime)
-            fail(self.cx, f"signature has {len(self.signature)} entries but {kernel} has {len(runtime)} "
-                          f"non-constexpr parameters ({names})")
-        args, descriptors = [], []
+        return runtime
+
+    def _kernel_args(self, runtime) -> tuple:
+        """The kernel's block arguments for its runtime parameters, by the variant's signature:
+        (values, MLIR types, arg_attrs (tt.divisibility), locs, descriptors), a descriptor expanded
+        to base, shape and strides (signature.expanded), after its TMA map when it takes one.
+        Descriptors are (name, SigEntry, values, node, TMA value or None). Fails at the parameter
+        for a bad signature entry."""
+        args, types, attrs, locs, descriptors = [], [], [], [], []
         for (p, node), entry in zip(runtime, self.signature):
             try:
                 sig = parse_entry(entry)
@@ -145,27 +185,7 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
                 descriptors.append((p["name"], sig, vals, node, tmap))
             else:
                 self.scope[p["name"]] = vals[0]
-        self.b.open_block()
-        for name, sig, vals, node, tmap in descriptors:  # its shape widened to i64 inside the body
-            self.b.loc = node._id
-            self.scope[name] = tensordesc.from_parameter(self.cx, sig, vals, tmap)
-        try:
-            self.visit_body(fn.body)
-        except ReturnValue:
-            pass  # a `return` at kernel level ends it (one inside runtime control flow is rejected)
-        self.b.loc = fn._id
-        self.b.op("tt.return", [], [])
-        region = self.b.close_block(args, locs)
-        props = (f'arg_attrs = [{", ".join(attrs)}], function_type = ({", ".join(types)}) -> (), '
-                 f'sym_name = "{kernel}", sym_visibility = "public"')
-        # per descriptor parameter: null (pointer form) or its TMA record, filled in by the ttgir stage
-        records = [None if tmap is None else {"swizzle": 0, "box": list(sig.block_shape)}
-                   for _, sig, _, _, tmap in descriptors]
-        mattrs = ""
-        if any(records):
-            mattrs = " {" + tma.MODULE_ATTR + ' = "' + tma.encode_attr(records) + '"}'
-        return ('"builtin.module"() ({\n"tt.func"() <{' + props + '}> (' + region + f') : () -> () {self.b.loc_of(fn._id)}\n'
-                "})" + mattrs + " : () -> () loc(unknown)\n")
+        return args, types, attrs, locs, descriptors
 
     def _call_value(self, fn, args: list):
         """Call a function value from a builtin (tl.reduce's combine_fn): only @jit functions."""
@@ -199,6 +219,8 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
     # -- statements -----------------------------------------------------------------------
 
     def visit_body(self, stmts: list[ast.stmt]) -> None:
+        """Lower statements in order; an `if` holding a `return` (outside loops) takes the rest of the body as its
+        else branch (visit_returning_if), as Triton's code generator does."""
         for i, s in enumerate(stmts):
             if isinstance(s, ast.If) and not self.loops and _contains_return(s) and \
                     (self.depth == 0 or _returns_nothing([s, *stmts[i + 1:]])):
@@ -207,6 +229,8 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
             self.visit(s)
 
     def visit(self, node):
+        """Lower one node with the builder's location set to it (restored after); fails with Triton's wording for
+        syntax kernels cannot use (while-else, with, lambda, ...)."""
         if type(node) in _UNSUPPORTED:
             self.b.loc = getattr(node, "_id", self.b.loc)
             fail(self.cx, f"{_UNSUPPORTED[type(node)]} are not supported in Triton kernels"
@@ -238,9 +262,11 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
             self.b.loc = saved
 
     def visit_Pass(self, node):
+        """`pass` emits nothing."""
         pass
 
     def visit_Expr(self, node):
+        """An expression statement is lowered for its effect (a call); a string statement is a comment."""
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return  # a string statement is a comment
         self.visit(node.value)
@@ -273,11 +299,15 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
         return value
 
     def visit_Assign(self, node):
+        """`a = b` (and `a, b = ...`): numbers are sanitized into scalar tensors of their default dtype first (Triton
+        3.6 visit_Assign._sanitize_value)."""
         value = self._sanitize(self.visit(node.value))
         for t in node.targets:
             self._assign(t, value)
 
     def visit_AnnAssign(self, node):
+        """`x: ann = v` as Triton 3.6 visit_AnnAssign: `tl.constexpr` binds a compile-time value (never rebinding a
+        name), any other annotation is a plain assignment."""
         # Triton 3.6 visit_AnnAssign: the annotation is evaluated (it must name something: `tl.dtype`,
         # `tl.tensor`, `int`), then only `tl.constexpr` means anything; any other is a plain
         # assignment. Without a value (`x: int`) the name is bound to None.
@@ -293,6 +323,7 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
             self._assign(node.target, self._sanitize(value))
 
     def visit_AugAssign(self, node):
+        """`x op= v` on a plain name: the binary op by Triton's rules, the result sanitized as in visit_Assign."""
         if not isinstance(node.target, ast.Name):
             fail(self.cx, "augmented assignment needs a plain name")
         cur = self.load_name(node.target.id, node.target)
@@ -300,6 +331,8 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
         self.scope[node.target.id] = self._sanitize(value)
 
     def visit_Return(self, node):
+        """`return`: ends the kernel (which may not return a value) or a @jit function (its value; ReturnValue
+        carries it to the inliner)."""
         if self.depth == 0:
             if node.value is not None:
                 fail(self.cx, "a kernel cannot return a value")
@@ -307,6 +340,8 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
         raise ReturnValue(self.visit(node.value) if node.value is not None else Constexpr(None), node._id)
 
     def visit_Assert(self, node):
+        """`assert cond, msg`: a constexpr condition is checked at compile time (CompileError "assertion failed"); a
+        runtime one is tl.device_assert (Triton's visit_Assert)."""
         test = self.visit(node.test)
         if isinstance(test, Constexpr):
             if not test.value:

@@ -88,6 +88,9 @@ class ControlFlow:
         raise ReturnValue(Constexpr(None), None)
 
     def visit_If(self, node):
+        """`if`: a constexpr condition lowers the chosen branch only; a scalar runtime one builds scf.if whose
+        results are the names both branches rebind, by Triton 3.6 code_generator.visit_If's rules. Fails for a
+        block condition or branches that bind a name to different types."""
         cond = self.visit(node.test)
         if isinstance(cond, Constexpr):
             self.visit_body(node.body if cond.value else node.orelse)
@@ -111,25 +114,11 @@ class ControlFlow:
         # a tensor defined before it and rebound in a branch keeps its exact type in both branches;
         # any other name must be bound in both branches, to the same type; the rest stay local.
         def changed(scope):
+            """The names `scope` binds that were not bound before the `if`, or bound to another value."""
             return {n for n in scope if n not in before or scope[n] is not before[n]}
 
         then_defs, else_defs = changed(then_scope), changed(else_scope)
-        # A block pointer leaves the `if` as the fields its branches disagree on (base, shape,
-        # strides, offsets: what Triton's rewrite_tensor_pointer yields for a `!tt.ptr<tensor>`
-        # result of scf.if), one i64 or pointer value each; the fields both branches share stay as
-        # they are (a unit stride stays a constant for the axis analysis). Rebuilt after the scf.if.
-        block_ptrs = []  # (name, [index of each yielded field])
-        for n in sorted(then_defs | else_defs):
-            if any(isinstance(sc.get(n), BlockPtr) for sc in (before, then_scope, else_scope)):
-                if n not in before and n not in then_defs & else_defs:
-                    continue  # bound in one branch only: local to it, as any other name
-                t, e = then_scope.get(n), else_scope.get(n)
-                if not (isinstance(t, BlockPtr) and isinstance(e, BlockPtr)) or t.base.type != e.base.type or \
-                        t.block_shape != e.block_shape or t.order != e.order:
-                    fail(self.cx, f"mismatched type for `{n}` between then block ({_type_of(t)}) "
-                                  f"and else block ({_type_of(e)})")
-                block_ptrs.append((n, [i for i, (a, b) in enumerate(zip(t.fields(), e.fields()))
-                                       if not _same_field(a, b)]))
+        block_ptrs = self._if_block_ptrs(before, then_scope, else_scope, then_defs, else_defs)
         merged, tvals, evals = [], [], []
         for n in sorted(n for n in before if isinstance(before[n], Value) and n in then_defs | else_defs):
             for val, which in ((then_scope[n], "then"), (else_scope[n], "else")):
@@ -167,6 +156,28 @@ class ControlFlow:
                 fields[i] = results[k]
                 k += 1
             self.scope[n] = then_scope[n].with_fields(fields)
+
+    def _if_block_ptrs(self, before, then_scope, else_scope, then_defs, else_defs):
+        """The block pointers that leave a runtime `if`: (name, [index of each yielded field]).
+
+        A block pointer leaves the `if` as the fields its branches disagree on (base, shape,
+        strides, offsets: what Triton's rewrite_tensor_pointer yields for a `!tt.ptr<tensor>`
+        result of scf.if), one i64 or pointer value each; the fields both branches share stay as
+        they are (a unit stride stays a constant for the axis analysis). Rebuilt after the scf.if.
+        """
+        block_ptrs = []
+        for n in sorted(then_defs | else_defs):
+            if any(isinstance(sc.get(n), BlockPtr) for sc in (before, then_scope, else_scope)):
+                if n not in before and n not in then_defs & else_defs:
+                    continue  # bound in one branch only: local to it, as any other name
+                t, e = then_scope.get(n), else_scope.get(n)
+                if not (isinstance(t, BlockPtr) and isinstance(e, BlockPtr)) or t.base.type != e.base.type or \
+                        t.block_shape != e.block_shape or t.order != e.order:
+                    fail(self.cx, f"mismatched type for `{n}` between then block ({_type_of(t)}) "
+                                  f"and else block ({_type_of(e)})")
+                block_ptrs.append((n, [i for i, (a, b) in enumerate(zip(t.fields(), e.fields()))
+                                       if not _same_field(a, b)]))
+        return block_ptrs
 
     def _carries(self, before: dict, loc, ignore: str | None = None) -> tuple[list[str], dict[str, list[int]]]:
         """After a scratch pass over a loop: the names it rebinds, checked as Triton's
@@ -271,6 +282,9 @@ class ControlFlow:
         return attrs
 
     def visit_For(self, node):
+        """`for` over range, tl.range or tl.static_range: static_range unrolls at compile time; the others build an
+        scf.for carrying the names the body rebinds (Triton 3.6 visit_For), tl.range's keywords becoming loop
+        attributes (_RANGE_KW). Fails for other iterables or keywords."""
         it = node.iter
         if not (isinstance(it, ast.Call)):
             fail(self.cx, "for loops must iterate over range(...), tl.range(...) or tl.static_range(...)")

@@ -48,6 +48,9 @@ class LangClass:
         self.name = name
 
     def holds(self, obj) -> bool:
+        """Whether `obj` (a frontend value) is an instance of this `tl` class, as isinstance() in a @jit function
+        answers it at compile time: tensors are Values, dtypes are DType, PointerType or BlockType constexprs,
+        descriptors TensorDescriptor."""
         if self.name in ("tensor_descriptor", "tensor_descriptor_base"):
             return isinstance(obj, tensordesc.TensorDescriptor)
         if self.name == "tensor":
@@ -80,9 +83,12 @@ class Expressions:
     """Mixin for CodeGen: every `visit_<expr>` plus call binding and @jit inlining."""
 
     def visit_Constant(self, node):
+        """A literal is a Constexpr of its Python value."""
         return Constexpr(node.value)
 
     def visit_Tuple(self, node):
+        """A tuple of constexprs is one Constexpr tuple; otherwise a Python tuple of the items (tensors and
+        constexprs mixed)."""
         items = tuple(self.visit(e) for e in node.elts)
         if all(isinstance(i, Constexpr) for i in items):
             return Constexpr(tuple(i.value for i in items))
@@ -91,6 +97,9 @@ class Expressions:
     visit_List = visit_Tuple
 
     def load_name(self, name: str, node):
+        """The value bound to `name`: the local scope, else a module global (constexpr globals only, as Triton 3.6
+        code_generator.global_lookup; any global inside a default value), else a builtin or an imported module.
+        Fails at `node` for an unknown name."""
         if name in self.scope:
             return self.scope[name]
         if name in self.globals:
@@ -164,9 +173,12 @@ class Expressions:
         fail(self.cx, f"unknown function or attribute tl.{attr}{hint}")
 
     def visit_Name(self, node):
+        """A name's value (load_name)."""
         return self.load_name(node.id, node)
 
     def visit_Attribute(self, node):
+        """`x.attr`: a module member (tl.float32, libdevice.exp), a tensor's dtype / shape / T or bound method, a
+        constexpr's attribute. Fails for an attribute Triton does not have."""
         base = self.visit(node.value)
         if isinstance(base, ModuleRef):
             return self._resolve_qualified(base.name + "." + node.attr, node)
@@ -218,12 +230,16 @@ class Expressions:
         fail(self.cx, f"{ty} has no attribute {attr!r}")
 
     def visit_BinOp(self, node):
+        """`a op b` by Triton 3.6 semantic's binary rules (promotion, broadcast; constexprs fold)."""
         return S.binary(self.cx, BINOPS[type(node.op)], self.visit(node.left), self.visit(node.right))
 
     def visit_UnaryOp(self, node):
+        """`-x`, `~x`, `not x`, `+x` by Triton 3.6 semantic (constexprs fold)."""
         return S.unary(self.cx, _UNARY[type(node.op)], self.visit(node.operand))
 
     def visit_Compare(self, node):
+        """A single comparison: `is` / `is not` on the unwrapped operands gives a constexpr (Triton 3.6
+        code_generator.visit_Compare), others compare elementwise to int1. Fails for chained comparisons."""
         if len(node.ops) != 1:
             fail(self.cx, "chained comparisons (a < b < c) are not supported; split them with `&`")
         op = node.ops[0]
@@ -240,6 +256,8 @@ class Expressions:
         return S.binary(self.cx, _CMPOPS[type(op)], lhs, rhs)
 
     def visit_BoolOp(self, node):
+        """`and` / `or`: constexprs short-circuit as Python does; tensors combine with `&` / `|`, with Triton 3.6's
+        deprecation warning for non-scalar operands."""
         values = []
         for v in node.values:
             values.append(self.visit(v))
@@ -261,6 +279,8 @@ class Expressions:
         return acc
 
     def visit_IfExp(self, node):
+        """`a if c else b`: a constexpr condition picks the side at compile time; a scalar runtime one builds an
+        scf.if yielding the chosen side (both sides of one type). Fails for a block condition (tl.where's job)."""
         cond = self.visit(node.test)
         if isinstance(cond, Constexpr):
             return self.visit(node.body if cond.value else node.orelse)
@@ -280,6 +300,7 @@ class Expressions:
         return self.b.op("scf.if", [cond], [values[0].type], regions=regions)[0]
 
     def visit_JoinedStr(self, node):
+        """An f-string of constexprs is a constexpr string. Fails when it formats a runtime value."""
         parts = []
         for v in node.values:
             x = self.visit(v.value) if isinstance(v, ast.FormattedValue) else self.visit(v)
@@ -289,6 +310,8 @@ class Expressions:
         return Constexpr("".join(parts))
 
     def visit_Subscript(self, node):
+        """`x[i]`: a constexpr indexed by a constexpr, a tuple element, or a tensor indexed by `None` and `:`
+        (tl.expand_dims); fails for other tensor indexing, as Triton 3.6 does."""
         base = self.visit(node.value)
         idx = node.slice
         items = idx.elts if isinstance(idx, ast.Tuple) else [idx]
@@ -318,6 +341,8 @@ class Expressions:
         return v
 
     def visit_Call(self, node):
+        """A call: a `tl` builtin or tensor method (by its rule), a @jit function (inlined), a Python builtin the
+        frontend knows (py_builtin), a `tl` class constructor. Fails for `**kwargs` and anything else."""
         fn = self.visit(node.func)
         args = [self.visit(a) for a in node.args]
         kwargs = {k.arg: self.visit(k.value) for k in node.keywords}
@@ -380,6 +405,9 @@ class Expressions:
             fail(self.cx, f"{name}(...) at compile time: {e.message}")
 
     def py_builtin(self, name, args, kwargs):
+        """The Python builtins a kernel may call: print (as tl.device_print), isinstance, tl.constexpr(x), and
+        min, max, len, int, float, bool, abs over constexprs (folded; min / max of two tensors is tl.minimum /
+        tl.maximum). Fails for range outside a `for`, for runtime arguments, or when Python's call raises."""
         if name == "print":  # Triton's code_generator maps Python print to tl.device_print
             return B.call(self.cx, B.BUILTINS.lookup("device_print"), "device_print", args, kwargs)
         if name in ("tl.constexpr",):
@@ -468,6 +496,7 @@ class Expressions:
 def _not_supported(attr: str):
     """The error class for a real `tl` function the frontend cannot lower yet."""
     class FrontendNotSupported(A.NotSupportedFrontend):
+        """A `tl` function that exists in Triton and that the frontend cannot lower yet (its `op` is `tl.<attr>`)."""
         def __init__(self, message, loc=None, *, stage=None, node_id=None):
             super().__init__(message, loc, stage=stage, node_id=node_id, op=f"tl.{attr}")
     return FrontendNotSupported

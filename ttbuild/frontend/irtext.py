@@ -110,6 +110,7 @@ class Positions:
         self._nodes = table.get("nodes", {})
 
     def get(self, node_id: int):
+        """(file, line, 0-based column) of AST node `node_id`, or None when the table has no position for it."""
         pos = self._nodes.get(str(node_id))
         return None if pos is None else (self.file, pos[0], pos[1])
 
@@ -166,6 +167,7 @@ class IRBuilder:
         return f'loc("n{node_id}"({mlir_string(file)}:{line}:{col + 1}))'
 
     def fresh(self, type: Type) -> Value:
+        """A new SSA value `%vN` of `type` (N counts up per module, so the text is deterministic)."""
         self._n += 1
         return Value(f"%v{self._n}", type)
 
@@ -174,6 +176,9 @@ class IRBuilder:
 
     def op(self, name: str, operands: list[Value], results: list[Type], props: dict[str, str] | None = None,
            regions: list[str] | None = None, attrs: dict[str, str] | None = None) -> list[Value]:
+        """Emit operation `name` in generic MLIR form into the innermost block: `operands`, one fresh result per type
+        of `results`, properties `props` (sorted, in `<{...}>`), `regions` (region text from close_block) and
+        discardable `attrs`, at the current location. Returns the results."""
         outs = [self.fresh(t) for t in results]
         lhs = (", ".join(v.name for v in outs) + " = ") if outs else ""
         p = ""
@@ -200,9 +205,11 @@ class IRBuilder:
         return True
 
     def op1(self, name: str, operands: list[Value], result: Type, props: dict[str, str] | None = None) -> Value:
+        """op() for an operation with exactly one result; returns it."""
         return self.op(name, operands, [result], props)[0]
 
     def emit(self, line: str) -> None:
+        """Append a line of IR text to the innermost open block."""
         self._blocks[-1].lines.append(line)
 
     @property
@@ -211,6 +218,7 @@ class IRBuilder:
         return len(self._blocks)
 
     def open_block(self) -> _Block:
+        """Open a new innermost block (a region body); ops go into it until close_block or suspend."""
         self._blocks.append(_Block())
         return self._blocks[-1]
 
@@ -219,6 +227,7 @@ class IRBuilder:
         return self._blocks.pop()
 
     def resume(self, block: _Block) -> None:
+        """Make `block` (from suspend) the innermost block again."""
         self._blocks.append(block)
 
     def close_block(self, args: list[Value] | None = None, arg_locs: list[str] | None = None) -> str:
@@ -231,6 +240,7 @@ class IRBuilder:
         return "{\n" + head + "\n".join(map(str, block.lines)) + "\n}"
 
     def discard_block(self) -> None:
+        """Drop the innermost block and its ops (a scratch pass whose IR is not kept)."""
         self._blocks.pop()
 
     def constant(self, value, type: Type) -> Value:

@@ -87,6 +87,8 @@ def randint4x(cx, seed, offset, n_rounds=N_ROUNDS_DEFAULT):
 
 @builtin("randint")
 def randint(cx, seed, offset, n_rounds=N_ROUNDS_DEFAULT):
+    """`tl.randint(seed, offset, n_rounds)`: the first of Philox 4x32's four uint32 outputs (Triton's
+    random.randint)."""
     return randint4x(cx, seed, offset, n_rounds)[0]
 
 
@@ -108,6 +110,7 @@ def rand(cx, seed, offset, n_rounds=N_ROUNDS_DEFAULT):
 
 @builtin("rand4x")
 def rand4x(cx, seed, offsets, n_rounds=N_ROUNDS_DEFAULT):
+    """`tl.rand4x`: four fp32 blocks uniform in [0, 1) from one Philox call (random.uint_to_uniform_float)."""
     return tuple(uint_to_uniform_float(cx, i) for i in randint4x(cx, seed, offsets, n_rounds))
 
 
@@ -131,5 +134,7 @@ def randn(cx, seed, offset, n_rounds=N_ROUNDS_DEFAULT):
 
 @builtin("randn4x")
 def randn4x(cx, seed, offset, n_rounds=N_ROUNDS_DEFAULT):
+    """`tl.randn4x`: four fp32 blocks of standard normals, two Box-Muller pairs over rand4x (Triton's
+    random.pair_uniform_to_normal)."""
     u1, u2, u3, u4 = rand4x(cx, seed, offset, n_rounds)
     return pair_uniform_to_normal(cx, u1, u2) + pair_uniform_to_normal(cx, u3, u4)

@@ -82,15 +82,22 @@ def _one(f):
     return lambda cx, lhs, rhs: f(cx, lhs[0], rhs[0])
 
 
-@builtin("sum", method="sum")
-def sum_(cx, input, axis=None, keep_dims=False, dtype=None):
-    v = _need_tensor(cx, input, "sum")
+def _accumulate_as(cx, v, dtype):
+    """`v` cast to the type a sum or cumulative op accumulates in: `dtype` when given, else int32 /
+    uint32 for integers narrower than 32 bits (Triton 3.6 core.sum and core.cumsum), else `v`."""
     d = cval(cx, dtype, "dtype")
     st = v.type.scalar
     if d is None and st.is_int() and st.bits < 32:
         d = T.uint32 if st.is_unsigned() else T.int32
-    if d is not None:
-        v = S.cast(cx, v, d)
+    return S.cast(cx, v, d) if d is not None else v
+
+
+@builtin("sum", method="sum")
+def sum_(cx, input, axis=None, keep_dims=False, dtype=None):
+    """`tl.sum(input, axis, keep_dims, dtype)`: integers narrower than 32 bits accumulate in int32 / uint32 unless
+    `dtype` says otherwise (Triton 3.6 core.sum), then a tt.reduce with arith.add; axis None reduces every
+    dimension to a scalar."""
+    v = _accumulate_as(cx, _need_tensor(cx, input, "sum"), dtype)
     return reduce_values(cx, [v], axis, keep_dims, _one(lambda c, a, b: S.binary(c, "+", a, b)), "sum")[0]
 
 
@@ -108,6 +115,8 @@ def _widen(cx, v):
 def _arg_combine(is_max: bool, tie_break_left: bool):
     """Triton `_argmax_combine`: keep (value, index) whose value wins; ties keep the lower index."""
     def combine(cx, lhs, rhs):
+        """The argmax / argmin combine: keeps (value, index) of the larger (smaller) value, the lower index on a tie
+        when tie_break_left."""
         (v1, i1), (v2, i2) = lhs, rhs
         gt = S.compare(cx, ">" if is_max else "<", v1, v2)
         if tie_break_left:
@@ -133,6 +142,8 @@ def _with_indices(cx, v, axis, keep_dims, is_max, tie_break_left, what):
 
 def _max_min(is_max: bool, what: str):
     def rule(cx, input, axis=None, return_indices=False, return_indices_tie_break_left=True, keep_dims=False):
+        """`tl.max` / `tl.min`: bf16 computes in fp32, small integers widen; with return_indices, also the int32
+        index of the extremum (ties by return_indices_tie_break_left)."""
         v = _need_tensor(cx, input, what)
         if v.type.scalar == T.bf16:
             v = S.cast(cx, v, T.fp32)
@@ -149,11 +160,14 @@ builtin("min", method="min")(_max_min(False, "min"))
 
 @builtin("argmax", method="argmax")
 def argmax(cx, input, axis, tie_break_left=True, keep_dims=False):
+    """`tl.argmax(input, axis)`: int32 index of the maximum along `axis`; ties go to the lower index when
+    `tie_break_left` (Triton 3.6 core._argmax_combine)."""
     return _max_min(True, "argmax")(cx, input, axis, True, tie_break_left, keep_dims)[1]
 
 
 @builtin("argmin", method="argmin")
 def argmin(cx, input, axis, tie_break_left=True, keep_dims=False):
+    """`tl.argmin(input, axis)`: int32 index of the minimum along `axis`, ties as tl.argmax."""
     return _max_min(False, "argmin")(cx, input, axis, True, tie_break_left, keep_dims)[1]
 
 
@@ -181,6 +195,8 @@ def scan_values(cx, values: list[Value], axis, reverse, combine, what: str) -> l
 
 @builtin("associative_scan", method="associative_scan")
 def associative_scan(cx, input, axis, combine_fn, reverse=False):
+    """`tl.associative_scan(input, axis, combine_fn, reverse)`: tt.scan of one tensor or a tuple of them with the
+    @jit `combine_fn` inlined as its body; returns the scanned value(s), same shapes."""
     values = list(input) if isinstance(input, tuple) else [input]
     values = [_need_tensor(cx, v, "associative_scan") for v in values]
     res = scan_values(cx, values, axis, reverse, lambda c, l, r: c.call(combine_fn, l + r), "associative_scan")
@@ -189,13 +205,9 @@ def associative_scan(cx, input, axis, combine_fn, reverse=False):
 
 def _cum(op: str, what: str):
     def rule(cx, input, axis=0, reverse=False, dtype=None):
-        v = _need_tensor(cx, input, what)
-        d = cval(cx, dtype, "dtype")
-        st = v.type.scalar
-        if d is None and st.is_int() and st.bits < 32:
-            d = T.uint32 if st.is_unsigned() else T.int32
-        if d is not None:
-            v = S.cast(cx, v, d)
+        """`tl.cumsum` / `tl.cumprod`: tt.scan along `axis` (reversed when asked), integers narrower than 32 bits
+        accumulating in int32 / uint32 unless `dtype` is given (Triton 3.6 core.cumsum)."""
+        v = _accumulate_as(cx, _need_tensor(cx, input, what), dtype)
         return scan_values(cx, [v], axis, reverse, _one(lambda c, a, b: S.binary(c, op, a, b)), what)[0]
     return rule
 

@@ -59,6 +59,8 @@ def warn(cx: Ctx, message: str) -> None:
 
 
 def is_number(v) -> bool:
+    """Whether `v` is a constexpr int, float or bool (a Python number, which Triton's promotion treats as weakly
+    typed)."""
     return isinstance(v, Constexpr) and isinstance(v.value, (int, float))
 
 
@@ -80,6 +82,8 @@ def to_value(cx: Ctx, v, dtype: T.DType | None = None) -> Value:
 
 
 def describe(v) -> str:
+    """How diagnostics name `v`: "a value of type fp32[128]", "constexpr 4", a block pointer's or descriptor's repr,
+    else its class name."""
     if isinstance(v, Value):
         return f"a value of type {v.type}"
     if isinstance(v, Constexpr):
@@ -90,10 +94,12 @@ def describe(v) -> str:
 
 
 def with_shape(scalar: T.Scalar, shape: tuple[int, ...]) -> T.Type:
+    """A BlockType of `scalar` and `shape`, or `scalar` itself for shape ()."""
     return T.BlockType(scalar, shape) if shape else scalar
 
 
 def splat(cx: Ctx, v: Value, shape: tuple[int, ...]) -> Value:
+    """tt.splat of the scalar `v` to a block of `shape` (same element type)."""
     return cx.b.op1("tt.splat", [v], T.BlockType(v.type.scalar, shape))
 
 
@@ -116,6 +122,8 @@ def broadcast_to(cx: Ctx, v: Value, shape: tuple[int, ...]) -> Value:
 
 
 def expand_dims(cx: Ctx, v: Value, axis: int) -> Value:
+    """`v` with a size-1 dimension inserted at `axis` (negative counts from the end) by tt.expand_dims; a 0-d value
+    becomes a block of one (Triton 3.6 semantic.expand_dims). Fails for an axis out of range."""
     shape = list(v.type.shape)
     if not shape:  # a 0-d value becomes a block of one (Triton 3.6 `semantic.expand_dims`: splat)
         if axis not in (0, -1):
@@ -127,6 +135,8 @@ def expand_dims(cx: Ctx, v: Value, axis: int) -> Value:
 
 
 def broadcast_pair(cx: Ctx, a: Value, b: Value) -> tuple[Value, Value]:
+    """`a` and `b` broadcast to their common shape (numpy's rules, Triton 3.6 semantic.broadcast_impl_value). Fails
+    when the shapes do not broadcast."""
     try:
         shape = T.broadcast_shapes(a.type.shape, b.type.shape)
     except ValueError:
@@ -210,6 +220,8 @@ _FOLD = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.
 
 
 def fold(cx: Ctx, op: str, a: Constexpr, b: Constexpr) -> Constexpr:
+    """`a op b` on two constexprs, computed in Python as Triton folds them (a constexpr result). Fails (CompileError)
+    when Python raises (division by zero, bad types)."""
     try:
         return Constexpr(_FOLD[op](a.value, b.value))
     except Exception as e:  # noqa: BLE001  (any Python error folding constants is the user's)
@@ -327,6 +339,9 @@ _CMPF = {"==": 1, ">": 2, ">=": 3, "<": 4, "<=": 5, "!=": 13}  # arith.cmpf: oeq
 
 
 def compare(cx: Ctx, op: str, a, b) -> Value:
+    """`a op b` for ==, !=, <, <=, >, >=: an int1 value shaped like the broadcast operands (arith.cmpi signed or
+    unsigned by the promoted type, arith.cmpf ordered for floats except != unordered, as Triton 3.6); two
+    constexprs fold."""
     if isinstance(a, Constexpr) and isinstance(b, Constexpr):
         return fold(cx, op, a, b)
     va, vb, ct = binary_operands(cx, a, b, allow_ptr=True)
@@ -367,6 +382,8 @@ def unary(cx: Ctx, op: str, v):
 
 
 def minmax(cx, x, y, is_max: bool):
+    """max (`is_max`) or min of `x` and `y` after promotion: arith.maxnumf / minnumf for floats, arith.max / min
+    signed or unsigned for integers; two constexprs fold in Python."""
     if isinstance(x, Constexpr) and isinstance(y, Constexpr):
         return Constexpr(max(x.value, y.value) if is_max else min(x.value, y.value))
     vx, vy, ct = binary_operands(cx, x, y)

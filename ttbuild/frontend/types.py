@@ -16,13 +16,31 @@ from ttbuild.signature import SigEntry
 
 
 class Kind(IntEnum):
+    """Kinds of scalar dtypes in the order Triton's promotion ranks them (bool < int < float; semantic.py
+    computation_type_impl)."""
     BOOLEAN = 0
     INTEGRAL = 1
     FLOATING = 2
 
 
+class _ScalarType:
+    """What the scalar types (DType, PointerType) answer alike: their own scalar type and shape ()."""
+
+    __slots__ = ()
+
+    @property
+    def scalar(self):
+        """A scalar's scalar type is itself (BlockType.scalar gives its element)."""
+        return self
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """A scalar's shape: ()."""
+        return ()
+
+
 @dataclass(frozen=True, repr=False)
-class DType:
+class DType(_ScalarType):
     """A scalar element type, named as Triton names it: int1, int8..int64, uint8..uint64, fp8e4nv,
     fp8e5, fp16, bf16, fp32, fp64."""
 
@@ -30,48 +48,51 @@ class DType:
 
     @property
     def bits(self) -> int:
+        """Width in bits (int1 is 1, fp8 8, bf16 16)."""
         return _BITS[self.name]
 
     def is_int(self) -> bool:
+        """Signed or unsigned integer, int1 included."""
         return self.name.startswith(("int", "uint"))
 
     def is_bool(self) -> bool:
+        """int1, Triton's boolean."""
         return self.name == "int1"
 
     def is_unsigned(self) -> bool:
+        """uint8..uint64, and int1 (as Triton's core.dtype.UINT_TYPES counts it)."""
         # Triton counts int1 among the unsigned types (core.dtype.UINT_TYPES).
         return self.name.startswith("uint") or self.name == "int1"
 
     def is_signed(self) -> bool:
+        """int8..int64 (not int1)."""
         return self.name.startswith("int") and self.name != "int1"
 
     def is_float(self) -> bool:
+        """Any floating type: fp8e4nv, fp8e5, fp16, bf16, fp32, fp64."""
         return self.name.startswith(("fp", "bf"))
 
     def is_fp8(self) -> bool:
+        """fp8e4nv or fp8e5."""
         return self.name.startswith("fp8")
 
     def is_ptr(self) -> bool:
+        """Always False: a DType is a scalar element type, never a pointer."""
         return False
 
     def kind(self) -> Kind:
+        """The promotion kind: BOOLEAN for int1, FLOATING for floats, INTEGRAL otherwise."""
         if self.is_bool():
             return Kind.BOOLEAN
         return Kind.FLOATING if self.is_float() else Kind.INTEGRAL
 
     @property
     def mlir(self) -> str:
+        """MLIR spelling of the element type: i32, f16, bf16, f8E4M3FN..."""
         return _MLIR[self.name]
 
-    @property
-    def scalar(self) -> "DType":
-        return self
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return ()
-
     def int_range(self) -> tuple[int, int]:
+        """(lowest, highest) value of an integer dtype, both inclusive; int1 is (0, 1)."""
         if self.is_unsigned() or self.is_bool():
             return 0, (1 << self.bits) - 1
         return -(1 << (self.bits - 1)), (1 << (self.bits - 1)) - 1
@@ -83,34 +104,31 @@ class DType:
 
 
 @dataclass(frozen=True, repr=False)
-class PointerType:
+class PointerType(_ScalarType):
     """A pointer to `element` in global memory (address space 1): MLIR `!tt.ptr<f32>`."""
 
     element: DType
 
     def is_ptr(self) -> bool:
+        """Always True."""
         return True
 
     def is_int(self) -> bool:
+        """Always False: pointer arithmetic takes integer offsets, a pointer is not one."""
         return False
 
     def is_float(self) -> bool:
+        """Always False."""
         return False
 
     def is_bool(self) -> bool:
+        """Always False."""
         return False
 
     @property
     def mlir(self) -> str:
+        """MLIR spelling: `!tt.ptr<f32>`."""
         return f"!tt.ptr<{self.element.mlir}>"
-
-    @property
-    def scalar(self) -> "PointerType":
-        return self
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return ()
 
     def __str__(self) -> str:
         return f"pointer<{self.element}>"
@@ -137,6 +155,7 @@ class TensorDescType:
 
     @property
     def mlir(self) -> str:
+        """MLIR spelling `!tt.tensordesc<tensor<128x64xf16>>`, integer elements with their signedness (si32, ui32)."""
         # integers carry their signedness (si32 / ui32), as Triton's tensor_descriptor_base_type
         # builds the type: a map made in the kernel takes it as its element type (.s32 / .u32),
         # which decides how a TMA reduction's min / max compares
@@ -166,10 +185,12 @@ class BlockType:
 
     @property
     def scalar(self) -> Scalar:
+        """The element type (a DType or PointerType)."""
         return self.element
 
     @property
     def mlir(self) -> str:
+        """MLIR spelling: `tensor<128x64xf16>`."""
         return "tensor<" + "".join(f"{d}x" for d in self.shape) + self.element.mlir + ">"
 
     def __str__(self) -> str:

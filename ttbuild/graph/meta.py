@@ -8,6 +8,7 @@ import json
 import ttbuild
 from ttbuild.errors import TTBuildError
 from ttbuild.irattrs import module_attrs
+from ttbuild.signature import SigEntry
 from ttbuild.stages import STAGES
 from ttbuild.target import Target, min_cuda_driver
 from ttbuild.tma import MODULE_ATTR, decode_attr
@@ -84,16 +85,13 @@ def build_params(variant: dict, parse_doc: dict, tma: list | None = None) -> lis
                                 f"{variant['kernel']} has more non-constexpr parameters (first extra: {name!r})")
             kind, dtype, div, *block = sig[used]
             used += 1
-            if kind == "tensordesc":  # its expanded parameters (SigEntry.expanded), named after it
-                rank = len(block[0])
+            if kind == "tensordesc":  # its expanded parameters, as the ttir stage emitted them
+                entry = SigEntry(kind, dtype, div, tuple(block[0]))
                 if tma and tma[desc] is not None:  # loads through TMA: its CUtensorMap's address first
                     params.append({"name": f"{name}.tensormap", "kind": "scalar", "dtype": "u64", "divisibility": 1})
                 desc += 1
-                params.append({"name": name, "kind": "pointer", "dtype": dtype, "divisibility": 16})
-                params += [{"name": f"{name}.shape{i}", "kind": "scalar", "dtype": "i32", "divisibility": div}
-                           for i in range(rank)]
-                params += [{"name": f"{name}.stride{i}", "kind": "scalar", "dtype": "i64", "divisibility": 1}
-                           for i in range(rank - 1)]
+                params += [{"name": n, "kind": e.kind, "dtype": e.dtype, "divisibility": e.divisibility}
+                           for n, e in zip(entry.expanded_names(name), entry.expanded())]
                 continue
             params.append({"name": name, "kind": kind, "dtype": dtype, "divisibility": div})
     if used != len(sig):

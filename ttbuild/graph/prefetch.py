@@ -58,62 +58,72 @@ def prefetch(tasks: list[dict], cache, threads: int = 32) -> Prefetched:
     needed = {producer[p][0] for t in stage_tasks.values() for p in t["actions"][0][1][2].values() if p in producer}
     leaves = [n for n in missing if n not in needed] or sorted(missing)
 
-    glock = threading.Lock()
-    locks: dict[str, threading.Lock] = {}
-    keys: dict[str, str | None] = {}  # task -> its action key, None where its chain missed
-    memo: dict[str, dict[str, bytes] | None] = {}  # action key -> outputs (None: a miss)
-    held = [0]  # bytes in memo
-    found = [0]
+    walk = _Walk(stage_tasks, producer, cache, stage_cache_key)
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        list(pool.map(walk.outputs, leaves))
+    return Prefetched(walk.found, len(walk.keys), len(missing), len(stage_tasks))
 
-    def lock_for(name: str) -> threading.Lock:
-        with glock:
-            return locks.setdefault(name, threading.Lock())
 
-    def lookup(key: str):
+class _Walk:
+    """prefetch's shared state over its threads: per-task locks, each task's action key, and
+    the outputs fetched per key (kept up to MEMO_BYTES for the children's keys)."""
+
+    def __init__(self, stage_tasks: dict, producer: dict, cache, stage_cache_key):
+        self.stage_tasks, self.producer, self.cache = stage_tasks, producer, cache
+        self.stage_cache_key = stage_cache_key
+        self.glock = threading.Lock()
+        self.locks: dict[str, threading.Lock] = {}
+        self.keys: dict[str, str | None] = {}  # task -> its action key, None where its chain missed
+        self.memo: dict[str, dict[str, bytes] | None] = {}  # action key -> outputs (None: a miss)
+        self.held = 0  # bytes in memo
+        self.found = 0
+
+    def lock_for(self, name: str) -> threading.Lock:
+        """The lock of task or key `name`, made on first use."""
+        with self.glock:
+            return self.locks.setdefault(name, threading.Lock())
+
+    def lookup(self, key: str):
         """The outputs under action `key`: from the memo, else from the cache (once per key:
         a second thread asking for it waits for the first)."""
-        with lock_for("key:" + key):
-            with glock:
-                if key in memo:
-                    return memo[key]
-            out = cache.get(key)
+        with self.lock_for("key:" + key):
+            with self.glock:
+                if key in self.memo:
+                    return self.memo[key]
+            out = self.cache.get(key)
             size = sum(len(b) for b in out.values()) if out is not None else 0
-            with glock:
-                if out is None or held[0] + size <= MEMO_BYTES:
-                    memo[key] = out
-                    held[0] += size
+            with self.glock:
+                if out is None or self.held + size <= MEMO_BYTES:
+                    self.memo[key] = out
+                    self.held += size
             return out
 
-    def outputs(name: str):
+    def outputs(self, name: str):
         """The outputs of stage task `name` from the cache (None: not cached). Holds the task's
         lock while it walks up to its parents: locks are taken child before parent, and the
         graph has no cycle, so two threads never wait on each other."""
-        with lock_for(name):
-            if name in keys:
-                key = keys[name]
-                return None if key is None else lookup(key)
-            t = stage_tasks[name]
+        with self.lock_for(name):
+            if name in self.keys:
+                key = self.keys[name]
+                return None if key is None else self.lookup(key)
+            t = self.stage_tasks[name]
             (_action, args), = t["actions"]
             stage, package, inputs, _outs, options = args[:5]
             data = {}
             for role, path in inputs.items():
-                if path in producer:
-                    parent, prole = producer[path]
-                    got = outputs(parent)
+                if path in self.producer:
+                    parent, prole = self.producer[path]
+                    got = self.outputs(parent)
                     if got is None:
-                        keys[name] = None
+                        self.keys[name] = None
                         return None
                     data[role] = got[prole]
                 else:
                     data[role] = Path(path).read_bytes()
-            key = stage_cache_key(stage, data, options, package=package)
-            out = lookup(key)
-            keys[name] = key if out is not None else None
+            key = self.stage_cache_key(stage, data, options, package=package)
+            out = self.lookup(key)
+            self.keys[name] = key if out is not None else None
             if out is not None:
-                with glock:
-                    found[0] += 1
+                with self.glock:
+                    self.found += 1
             return out
-
-    with ThreadPoolExecutor(max_workers=threads) as pool:
-        list(pool.map(outputs, leaves))
-    return Prefetched(found[0], len(keys), len(missing), len(stage_tasks))

@@ -43,12 +43,15 @@ class BuildStats:
     start: float = field(default_factory=time.monotonic)
 
     def add(self, task, column: str, seconds: float = 0.0) -> None:
+        """Count `task` under `column` ("ran", "cached", "uptodate", "cutoff", "failed", "skipped") of its stage and
+        add `seconds` (the action's own time) to the stage's total."""
         stage = stage_of(task)
         row = self.counts.setdefault(stage, dict.fromkeys(COLUMNS, 0))
         row[column] += 1
         self.seconds[stage] = self.seconds.get(stage, 0.0) + seconds
 
     def total_of(self, column: str) -> int:
+        """The number of tasks of every stage counted under `column`."""
         return sum(row[column] for row in self.counts.values())
 
     def stage_totals(self) -> tuple[dict, float]:
@@ -60,9 +63,11 @@ class BuildStats:
 
     @property
     def finished(self) -> int:
+        """Tasks counted under any column so far: the progress numerator."""
         return sum(self.total_of(c) for c in COLUMNS)
 
     def elapsed(self) -> float:
+        """Seconds (monotonic clock) since the build started, after any wait for the build lock."""
         return time.monotonic() - self.start
 
     def rows(self, order) -> list[tuple[str, dict, float]]:
@@ -152,6 +157,8 @@ class BuildReporter(ConsoleReporter):
 
     # -- doit hooks ------------------------------------------------------------------------------
     def initialize(self, tasks, selected_tasks):
+        """doit's hook before the run: takes the build lock and counts the stage and meta tasks the run may reach
+        (`selected_tasks` and their dependencies), the progress denominator."""
         self._take_lock()
         self._tasks = tasks
         try:
@@ -163,6 +170,8 @@ class BuildReporter(ConsoleReporter):
             self.stats.total = 0
 
     def execute_task(self, task):
+        """doit's hook as a task starts: resumes the collector for a task with actions (its line is written when it
+        finishes, once its cache status is known)."""
         # The line is written when the task finishes, once we know whether the cache served it.
         # Work starts: collect again (this process hands it to a -j worker, or runs it). Not
         # for the stage groups, which doit "executes" (no actions) in a no-op too.
@@ -170,6 +179,8 @@ class BuildReporter(ConsoleReporter):
             collector.resume()
 
     def add_success(self, task):
+        """doit's hook for a finished task: counts it as "cached" or "ran" (its action's returned values say which,
+        and its seconds) and writes its line (`C  ` or `.  `)."""
         if not task.actions or task.name.startswith("_"):
             return
         values = task.values if isinstance(task.values, dict) else {}
@@ -181,6 +192,8 @@ class BuildReporter(ConsoleReporter):
             self.write(f"{text}\n")
 
     def skip_uptodate(self, task):
+        """doit's hook for a task it does not run: "cutoff" when a dependency ran this run and produced the same
+        outputs, "uptodate" otherwise; its line only with -v."""
         if not task.actions or task.name.startswith("_"):
             return
         cut = any(dep in self.stats.done for dep in task.task_dep)
@@ -189,6 +202,8 @@ class BuildReporter(ConsoleReporter):
             self.task_line("-- ", task)
 
     def add_failure(self, task, fail):
+        """doit's hook for a failed task: a task behind a failure counts as skipped (`!!` line naming what it
+        needed); a real failure is counted, kept for the failure texts, and its line is written with doit's failure name."""
         if isinstance(fail, UnmetDependency):
             if task.actions and not task.name.startswith("_"):
                 self.stats.add(task, "skipped")
@@ -204,6 +219,8 @@ class BuildReporter(ConsoleReporter):
         self.write(f"{fail.get_name()} - taskid:{task.name}\n")
 
     def complete_run(self):
+        """doit's hook after the run: writes lib/ (finish_lib), releases the build lock, then prints the summary
+        table and the failures."""
         try:
             self.finish_lib()
         finally:
@@ -236,6 +253,7 @@ class BuildReporter(ConsoleReporter):
         folder = functools.lru_cache(maxsize=None)(os.path.abspath)  # the targets share one or two folders
 
         def absolute(path: str) -> str:  # os.path.abspath(path), its folder resolved once
+            """os.path.abspath(path) with the folder's resolution cached (one realpath per folder, not per file)."""
             return os.path.join(folder(os.path.dirname(path)), os.path.basename(path))
 
         produced = {absolute(p) for t in metas.values() for p in t.targets}
@@ -296,17 +314,22 @@ class BuildReporter(ConsoleReporter):
 
     # -- output ----------------------------------------------------------------------------------
     def task_line(self, mark: str, task) -> None:
+        """Write one progress line: `mark` (".  ", "C  ", "-- "...) and the task's title."""
         self.write(f"{mark}{task.title()}\n")
 
     @property
     def n_failed(self) -> int:
+        """Stage and meta tasks that failed this run."""
         return self.stats.total_of("failed")
 
     @property
     def n_skipped(self) -> int:
+        """Tasks skipped because a task they need failed."""
         return self.stats.total_of("skipped")
 
     def summary_lines(self) -> list[str]:
+        """The summary table: a row per stage in pipeline order (counts per column, seconds), a total row and the
+        one-line sentence; [] when no task was counted."""
         st = self.stats
         if not st.counts:
             return []
@@ -315,6 +338,7 @@ class BuildReporter(ConsoleReporter):
         lines = [head]
 
         def line(stage, row, secs):
+            """One table row: the stage name padded, the counts right-aligned in 11 columns, the seconds to 0.01 s."""
             return f"{stage:<{max(width, 5)}}" + "".join(f"{row[c]:>11}" for c in COLUMNS) + f"{secs:>9.2f}s"
 
         # The total row sums the compiler stages alone, the figures of the sentence below it
@@ -333,6 +357,7 @@ class BuildReporter(ConsoleReporter):
         return lines
 
     def write_summary(self) -> None:
+        """Write summary_lines and, when tasks failed or were skipped, the count sentence."""
         for line in self.summary_lines():
             self.write(line + "\n")
         if self.n_failed or self.n_skipped:
@@ -351,5 +376,6 @@ class BuildReporter(ConsoleReporter):
         return out
 
     def write_failures(self) -> None:
+        """Write each failure's heading and text (the located diagnostic or traceback) under a rule of #."""
         for heading, text in self.failure_texts():
             self.write("#" * 40 + "\n" + heading + "\n" + text + "\n")

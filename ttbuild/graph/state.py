@@ -22,6 +22,8 @@ class XXHashChecker(FileChangedChecker):
     """
 
     def check_modified(self, file_path, file_stat, state):
+        """doit's check: True when the file changed since `state` ([mtime_ns, size, inode, xxh3_64 digest]): a size
+        change, else mtime and inode equal means unchanged, else the digest decides."""
         if not isinstance(state, (list, tuple)) or len(state) != 4:
             return True
         mtime_ns, size, inode, digest = state
@@ -32,6 +34,8 @@ class XXHashChecker(FileChangedChecker):
         return file_digest(file_path) != digest
 
     def get_state(self, dep, current_state):
+        """The state to save for `dep`: None when mtime, size and inode still match `current_state` (nothing to
+        save), else a new [mtime_ns, size, inode, digest]."""
         st = os.stat(dep)
         if (isinstance(current_state, (list, tuple)) and len(current_state) == 4
                 and current_state[:3] in ([st.st_mtime_ns, st.st_size, st.st_ino],
@@ -62,14 +66,17 @@ class PreloadedSqliteDB(SqliteDB):
         return self._rows.pop(task_id, None) or {}
 
     def in_(self, task_id):
+        """Whether doit's database holds a row for `task_id` (the batch read, the write cache, or the table)."""
         return task_id in self._cache or bool(self._rows and task_id in self._rows) or super().in_(task_id)
 
     def remove(self, task_id):
+        """Drop `task_id`'s saved state (from the batch read too)."""
         if self._rows:
             self._rows.pop(task_id, None)
         super().remove(task_id)
 
     def remove_all(self):
+        """Drop every task's saved state."""
         self._rows = {}
         super().remove_all()
 
@@ -192,6 +199,8 @@ class BuildLock:
         return self
 
     def release(self) -> None:
+        """Release the build lock: clear the holder line and close the descriptor (which drops the flock).
+        Idempotent."""
         if self._fd is not None:
             _HELD.discard(self._fd)
             try:

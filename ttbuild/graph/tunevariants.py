@@ -119,30 +119,7 @@ def expand(variant, row: dict, kernels_dir: Path, fail: Callable[[str, str], Com
 
     # (suffix, constexprs, options, tuning) per config; one plain entry when not autotuned
     if wants:
-        fixed = [k for k in ("num_warps", "num_stages", "num_ctas") if k in row]
-        if fixed:
-            raise fail(fixed[0], "each autotune config sets it (triton.Config); remove it from the row")
-        indices = list(range(len(tune.configs))) if configs_field in (None, "all") else configs_field
-        for i in indices:
-            if not 0 <= i < len(tune.configs):
-                raise fail("configs", f"config {i} does not exist: the decorator lists {len(tune.configs)}")
-        plan = check_tune_plan(row["tune"], tune.key, kernels_dir, fail) if "tune" in row else None
-        group = {"group": variant.name, "key": list(tune.key), "reset_to_zero": list(tune.reset_to_zero),
-                 "restore_value": list(tune.restore_value), "configs": len(tune.configs)}
-        if plan is not None:
-            group["tune"] = plan
-        points = []
-        for i in indices:
-            cfg = tune.configs[i]
-            clash = sorted(set(cfg.kwargs) & set(variant.constexprs))
-            if clash:
-                raise fail("constexprs", f"{clash[0]} is set by the autotune configs (Triton: 'Conflicting "
-                                         f"meta-parameters'); remove it from the row")
-            if cfg.maxnreg is not None:
-                raise fail("autotune", f"config {i} sets maxnreg={cfg.maxnreg}, which ttbuild does not "
-                                       "support yet; list the other configs with configs = [...]")
-            opts = {"num_warps": cfg.num_warps, "num_stages": cfg.num_stages, "num_ctas": cfg.num_ctas}
-            points.append((f".c{i}", dict(cfg.kwargs), opts, dict(group, config=i, kwargs=dict(cfg.kwargs), **opts)))
+        points = _config_points(variant, row, tune, configs_field, kernels_dir, fail)
     else:
         points = [("", {}, {}, None)]
 
@@ -150,6 +127,54 @@ def expand(variant, row: dict, kernels_dir: Path, fail: Callable[[str, str], Com
     if not heur:
         return [_make(variant, suffix, kw, opts, tuning, {}) for suffix, kw, opts, tuning in points]
     exprs = {h.name: h.expr for h in heur}
+    axes = _heuristic_axes(variant, heur, fail)
+    out = []
+    for suffix, kw, opts, tuning in points:
+        combos = [("", {})]
+        for name, values in axes:
+            combos = [(s + (f".{name}-{_value_name(v)}" if len(values) > 1 else ""), {**c, name: v})
+                      for s, c in combos for v in values]
+        for s, c in combos:
+            out.append(_make(variant, suffix + s, {**kw, **c}, opts, tuning, exprs))
+    return out
+
+
+def _config_points(variant, row: dict, tune, configs_field, kernels_dir: Path, fail) -> list:
+    """(suffix ".c<i>", config kwargs, options, tuning record) per autotune config the row builds
+    (`configs_field`: None or "all" for every config, else their indices). Raises
+    CompilationError (through `fail`) for a row that fixes an option each config sets, an index
+    out of range, a constexpr both set, or a config with maxnreg."""
+    fixed = [k for k in ("num_warps", "num_stages", "num_ctas") if k in row]
+    if fixed:
+        raise fail(fixed[0], "each autotune config sets it (triton.Config); remove it from the row")
+    indices = list(range(len(tune.configs))) if configs_field in (None, "all") else configs_field
+    for i in indices:
+        if not 0 <= i < len(tune.configs):
+            raise fail("configs", f"config {i} does not exist: the decorator lists {len(tune.configs)}")
+    plan = check_tune_plan(row["tune"], tune.key, kernels_dir, fail) if "tune" in row else None
+    group = {"group": variant.name, "key": list(tune.key), "reset_to_zero": list(tune.reset_to_zero),
+             "restore_value": list(tune.restore_value), "configs": len(tune.configs)}
+    if plan is not None:
+        group["tune"] = plan
+    points = []
+    for i in indices:
+        cfg = tune.configs[i]
+        clash = sorted(set(cfg.kwargs) & set(variant.constexprs))
+        if clash:
+            raise fail("constexprs", f"{clash[0]} is set by the autotune configs (Triton: 'Conflicting "
+                                     f"meta-parameters'); remove it from the row")
+        if cfg.maxnreg is not None:
+            raise fail("autotune", f"config {i} sets maxnreg={cfg.maxnreg}, which ttbuild does not "
+                                   "support yet; list the other configs with configs = [...]")
+        opts = {"num_warps": cfg.num_warps, "num_stages": cfg.num_stages, "num_ctas": cfg.num_ctas}
+        points.append((f".c{i}", dict(cfg.kwargs), opts, dict(group, config=i, kwargs=dict(cfg.kwargs), **opts)))
+    return points
+
+
+def _heuristic_axes(variant, heur, fail) -> list:
+    """(name, values to build) per @triton.heuristics constexpr: the row's value or list, else
+    [False, True] for a boolean one. Raises CompilationError (through `fail`) when a
+    non-boolean one has no values, or one is not an int, float, bool or string."""
     axes = []  # (name, values) for each computed constexpr
     for h in heur:
         given = variant.constexprs.get(h.name)
@@ -165,15 +190,7 @@ def expand(variant, row: dict, kernels_dir: Path, fail: Callable[[str, str], Com
         if not values or not all(isinstance(v, (bool, int, float, str)) for v in values):
             raise fail("constexprs", f"{h.name}: the values to build must be ints, floats, bools or strings")
         axes.append((h.name, values))
-    out = []
-    for suffix, kw, opts, tuning in points:
-        combos = [("", {})]
-        for name, values in axes:
-            combos = [(s + (f".{name}-{_value_name(v)}" if len(values) > 1 else ""), {**c, name: v})
-                      for s, c in combos for v in values]
-        for s, c in combos:
-            out.append(_make(variant, suffix + s, {**kw, **c}, opts, tuning, exprs))
-    return out
+    return axes
 
 
 def _make(variant, suffix: str, constexprs: dict, options: dict, tuning, heuristics: dict):

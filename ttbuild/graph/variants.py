@@ -99,6 +99,7 @@ class Variant:
 
     @property
     def capability(self) -> int:
+        """The compute capability of the variant's target as an int (90 for cuda:90)."""
         return Target.parse(self.target).capability
 
     @property
@@ -108,6 +109,7 @@ class Variant:
 
     @property
     def stages(self) -> tuple[str, ...]:
+        """The stages this variant runs, parse up to its `until` stage."""
         return STAGES[: STAGES.index(self.until) + 1]
 
 
@@ -195,6 +197,7 @@ def _expand(variant: Variant, row: dict, kernels_dir: Path, locator: "_Locator")
     label = f"variant #{variant.index} ({variant.name})"
 
     def fail(fld: str, why: str) -> VariantError:
+        """A VariantError for field `fld` of this row, located at that field in variants.toml."""
         return VariantError(f"{label}: field {fld!r}: {why}", locator.field(variant.index, fld))
 
     return expand(variant, row, kernels_dir, fail)
@@ -291,27 +294,9 @@ def _parse_facts(kernels_dir: Path, roots: tuple[str, ...], rel: str, root: str 
     return parse_facts(kernels_dir, roots, rel, root)
 
 
-def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator", roots: tuple[str, ...] = ()) -> Variant:
-    label = f"variant #{index}" + (f" ({row['name']})" if isinstance(row.get("name"), str) else "")
-
-    def fail(fld: str, why: str) -> VariantError:
-        return VariantError(f"{label}: field {fld!r}: {why}", locator.field(index, fld))
-
-    for key in row:
-        if key not in FIELDS:
-            near = difflib.get_close_matches(key, FIELDS, n=1)
-            raise fail(key, "unknown field" + (f"; did you mean {near[0]!r}?" if near else
-                                                f"; known fields: {', '.join(FIELDS)}"))
-    values = {}
-    for key, (required, default) in FIELDS.items():
-        if key not in row:
-            if required:
-                raise VariantError(f"{label}: missing required field {key!r}", locator.header(index))
-            values[key] = default
-        else:
-            values[key] = row[key]
-
-    values["file"], root = _project_file(values, row, roots, kernels_dir, fail)
+def _check_names(values: dict, fail) -> None:
+    """The string fields are strings, the name a variant name (_NAME), the kernel an ASCII
+    identifier. Raises VariantError (through `fail`)."""
     for key in ("file", "kernel", "signature", "target", "until"):
         if not isinstance(values[key], str):
             raise fail(key, f"must be a string, got {_tname(values[key])}")
@@ -325,21 +310,12 @@ def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator", roo
                                  "\"Identifiers\"); rename the kernel function")
         raise fail("kernel", f"{k!r} is not a Python identifier")
 
-    rel = values["file"]
-    if not _inside(rel):
-        raise fail("file", f"{rel!r} must be a relative path inside the kernels directory")
-    if not rel.endswith(".py"):
-        raise fail("file", f"{rel!r} is not a Python file")
-    if not _is_file(kernels_dir, rel):
-        raise fail("file", f"{rel!r} does not exist in {kernels_dir.name}/")
 
-    try:
-        params = _signature(values["signature"])
-    except ValueError as exc:
-        raise fail("signature", str(exc)) from None
-    _check_kernel(values, row, params, kernels_dir, fail)
-
-    constexprs = values["constexprs"]
+def _check_constexprs(constexprs, fail) -> dict:
+    """A row's constexprs, with `{ none = true }` / `{ dtype = "bf16" }` read (ttbuild.cxvalue): a
+    table of parameter names to an int, float (finite), bool or string, one of those tables, or a
+    list of plain values (the values of a constexpr @triton.heuristics computes). Raises
+    VariantError (through `fail`)."""
     if not isinstance(constexprs, dict):
         raise fail("constexprs", f"must be a table like {{ BLOCK_SIZE = 1024 }}, got {_tname(constexprs)}")
     constexprs = dict(constexprs)
@@ -360,22 +336,71 @@ def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator", roo
         if any(isinstance(x, float) and not math.isfinite(x) for x in (cval if isinstance(cval, list) else [cval])):
             raise fail("constexprs", f"{cname} = {cval!r}: a constexpr float must be finite (nan and inf have no "
                                      "JSON spelling for the build's keys and metadata)")
+    return constexprs
+
+
+def _check_targets(targets, row: dict, fail) -> tuple[str, ...]:
+    """A row's `targets` (a non-empty list of distinct compilable targets like "cuda:90", not
+    beside `target`) in ascending compute capability. Raises VariantError (through `fail`)."""
+    if "target" in row:
+        raise fail("targets", "give either 'target' or 'targets', not both")
+    if not isinstance(targets, list) or not targets or not all(isinstance(t, str) for t in targets):
+        raise fail("targets", 'must be a non-empty list of targets like ["cuda:80", "cuda:90"]')
+    parsed = []
+    for t in targets:
+        try:
+            parsed.append(compilable(Target.parse(t)))
+        except ValueError as exc:
+            raise fail("targets", str(exc)) from None
+    if len({p.capability for p in parsed}) != len(parsed):
+        raise fail("targets", f"lists a target twice: {targets}")
+    return tuple(str(p) for p in sorted(parsed, key=lambda p: p.capability))
+
+
+def _validate(index: int, row: dict, kernels_dir: Path, locator: "_Locator", roots: tuple[str, ...] = ()) -> Variant:
+    label = f"variant #{index}" + (f" ({row['name']})" if isinstance(row.get("name"), str) else "")
+
+    def fail(fld: str, why: str) -> VariantError:
+        """A VariantError for field `fld` of row `index`, located at that field in variants.toml."""
+        return VariantError(f"{label}: field {fld!r}: {why}", locator.field(index, fld))
+
+    for key in row:
+        if key not in FIELDS:
+            near = difflib.get_close_matches(key, FIELDS, n=1)
+            raise fail(key, "unknown field" + (f"; did you mean {near[0]!r}?" if near else
+                                                f"; known fields: {', '.join(FIELDS)}"))
+    values = {}
+    for key, (required, default) in FIELDS.items():
+        if key not in row:
+            if required:
+                raise VariantError(f"{label}: missing required field {key!r}", locator.header(index))
+            values[key] = default
+        else:
+            values[key] = row[key]
+
+    values["file"], root = _project_file(values, row, roots, kernels_dir, fail)
+    _check_names(values, fail)
+
+    rel = values["file"]
+    if not _inside(rel):
+        raise fail("file", f"{rel!r} must be a relative path inside the kernels directory")
+    if not rel.endswith(".py"):
+        raise fail("file", f"{rel!r} is not a Python file")
+    if not _is_file(kernels_dir, rel):
+        raise fail("file", f"{rel!r} does not exist in {kernels_dir.name}/")
+
+    try:
+        params = _signature(values["signature"])
+    except ValueError as exc:
+        raise fail("signature", str(exc)) from None
+    _check_kernel(values, row, params, kernels_dir, fail)
+
+    constexprs = values["constexprs"]
+    constexprs = _check_constexprs(constexprs, fail)
 
     targets = values["targets"]
     if targets is not None:
-        if "target" in row:
-            raise fail("targets", "give either 'target' or 'targets', not both")
-        if not isinstance(targets, list) or not targets or not all(isinstance(t, str) for t in targets):
-            raise fail("targets", 'must be a non-empty list of targets like ["cuda:80", "cuda:90"]')
-        parsed = []
-        for t in targets:
-            try:
-                parsed.append(compilable(Target.parse(t)))
-            except ValueError as exc:
-                raise fail("targets", str(exc)) from None
-        if len({p.capability for p in parsed}) != len(parsed):
-            raise fail("targets", f"lists a target twice: {targets}")
-        targets = tuple(str(p) for p in sorted(parsed, key=lambda p: p.capability))
+        targets = _check_targets(targets, row, fail)
         values["target"] = targets[-1]
 
     if "ptxas_options" in row and not isinstance(row["ptxas_options"], list):  # a TOML array, not a table
@@ -480,12 +505,16 @@ class _Locator:
         return Loc(self.shown, i + 1, col, self.lines[i])
 
     def header(self, index: int) -> Loc | None:
+        """The location of row `index`'s `[[variant]]` header (1-based), or the file's first line when the table has
+        fewer rows."""
         if index - 1 < len(self.headers):
             i = self.headers[index - 1]
             return self._loc(i, len(self.lines[i]) - len(self.lines[i].lstrip()))
         return Loc(self.shown, 1, 0)
 
     def field(self, index: int, name: str) -> Loc | None:
+        """The location of field `name` (its `name =` line) in row `index`; the row's header when the field is not
+        written there."""
         if index - 1 >= len(self.headers):
             return Loc(self.shown, 1, 0)
         start = self.headers[index - 1]
@@ -498,6 +527,7 @@ class _Locator:
         return self.header(index)
 
     def top(self, name: str) -> Loc:
+        """The location of the top-level key or table `name` in variants.toml, or its first line."""
         for i, ln in enumerate(self.lines):
             if re.match(rf"\s*\[*\s*{re.escape(name)}\b", ln):
                 return self._loc(i)

@@ -71,6 +71,8 @@ class Evaluator:
     # ------------------------------------------------------------- plumbing
 
     def tick(self, node: ast.AST, n: int = 1) -> None:
+        """Count `n` evaluation steps; raises a located error at the outermost running loop (or `node`) past
+        bounds.MAX_STEPS steps or bounds.MAX_SECONDS seconds."""
         self.steps += n
         if self.steps > bounds.MAX_STEPS or (not self.steps & 1023 and time.monotonic() > self.deadline):
             where = self.loops[0] if self.loops else node
@@ -80,6 +82,7 @@ class Evaluator:
                                         f"{self.what} and keeps that bounded")
 
     def cannot(self, node: ast.AST, why: str | None = None) -> CompilationError:
+        """The located CompilationError for a construct this evaluator does not run (`why`, else the class's reason)."""
         return self.src.error(node, f"cannot evaluate `{short(node)}` without running the file: ttbuild "
                                     f"{self.what} ({why or self.why})")
 
@@ -94,6 +97,8 @@ class Evaluator:
         raise self.cannot(node)
 
     def eval(self, node: ast.AST, scope: Scope | None):
+        """The value of expression `node` in `scope` (None at module level), by the `_<NodeType>` method; raises
+        `cannot` for a node type without one."""
         self.tick(node)
         method = getattr(self, "_" + type(node).__name__, None)
         if method is None:
@@ -101,9 +106,12 @@ class Evaluator:
         return method(node, scope)
 
     def iterate(self, node: ast.AST, scope: Scope | None):
+        """The items of the iterable `node` evaluates to (iterate_value)."""
         yield from self.iterate_value(self.eval(node, scope), node)
 
     def iterate_value(self, value, node: ast.AST):
+        """The items of a list, tuple, range, dict, set or str, one step each. Raises a located error for any other
+        value (its iteration could run arbitrary code)."""
         if not isinstance(value, (list, tuple, range, dict, set, str)):
             raise self.src.error(node, f"cannot iterate over `{short(node)}`, a {type(value).__name__}")
         for item in value:
@@ -123,6 +131,8 @@ class Evaluator:
             return False
 
     def bind(self, target: ast.AST, value, scope: Scope) -> None:
+        """Bind assignment `target` (a name, or a tuple / list of names, unpacked) to `value` in `scope`. Raises a
+        located error on a count mismatch or another target form."""
         if isinstance(target, ast.Name):
             scope.vars[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)) and not any(isinstance(e, ast.Starred) for e in target.elts):
@@ -157,6 +167,7 @@ class Evaluator:
         return value
 
     def is_module_import(self, name: str | None, scope: Scope | None) -> bool:
+        """Whether dotted `name` starts with a module-level `import` binding not shadowed in `scope`."""
         head = name.split(".")[0] if name else None
         return (head is not None and not (scope is not None and scope.find(head)[0])
                 and self.module.bindings.get(head, ("",))[0] == "import")
@@ -363,6 +374,9 @@ class Evaluator:
     # ------------------------------------------------------------- calls
 
     def builtin(self, node: ast.Call, scope):
+        """A call of a Python builtin the evaluator allows (range, len, the _CONVERSIONS such as int and float,
+        list, tuple, eager filter and map, min, max) on evaluated positional arguments. Raises a located error for
+        keywords or when Python's call raises."""
         name = node.func.id
         if node.keywords:
             raise self.cannot(node, f"{name}() without keyword arguments")
@@ -488,6 +502,8 @@ class Evaluator:
         return self.enter(fn.body, frame)
 
     def run(self, body: list[ast.stmt], frame: Scope) -> tuple[bool, object]:
+        """Run a function body in `frame`: (True, value) at a `return`, (False, None) when it falls off the end.
+        Raises a located error for statements outside the evaluator's subset."""
         for stmt in body:
             self.tick(stmt)
             if isinstance(stmt, ast.Return):

@@ -151,6 +151,9 @@ class _Executor(Evaluator):
     # ------------------------------------------------------------- statements
 
     def run(self, body, frame=None):
+        """Execute a module's top-level `body` over its namespace (`frame` None), statement by statement; a failed
+        import leaves its names Unreadable (raised when read) instead of stopping the module. With a `frame`, a
+        function body as the base Evaluator runs it."""
         if frame is not None:
             return super().run(body, frame)
         ns = self.mod.namespace
@@ -169,6 +172,9 @@ class _Executor(Evaluator):
         return False, None
 
     def statement(self, stmt: ast.stmt, ns: dict) -> None:
+        """Execute one top-level statement into `ns`: imports (project modules read, others External), assignments,
+        defs and classes, `if` on a decidable condition, try/except around imports. Raises a located error for
+        what cannot be decided without running the file."""
         if isinstance(stmt, ast.Import):
             for a in stmt.names:
                 self.import_module(a.name, stmt)
@@ -231,6 +237,8 @@ class _Executor(Evaluator):
         self.run(stmt.finalbody)
 
     def bind_global(self, target: ast.AST, value, ns: dict) -> None:
+        """Bind an assignment `target` (a name, or a tuple / list of them, unpacked) to `value` in `ns`. Raises a
+        located error when the value does not unpack to the targets' count."""
         if isinstance(target, ast.Name):
             ns[target.id] = value
         elif isinstance(target, (ast.Tuple, ast.List)):
@@ -272,6 +280,8 @@ class _Executor(Evaluator):
     # ------------------------------------------------------------- imports
 
     def absolute(self, stmt: ast.ImportFrom) -> str:
+        """The absolute module name an ImportFrom names (its `level` resolved against this module's package, as
+        importlib does). Raises a located error for a relative import beyond the top-level package."""
         if not stmt.level:
             return stmt.module or ""
         parts = self.mod.name.split(".")
@@ -291,11 +301,14 @@ class _Executor(Evaluator):
             raise _ImportFailed(name, node, self.src)
 
     def module_value(self, name: str, node: ast.AST):
+        """The value `import name` binds: the project module (executed on first use), else an External reference."""
         if name in self.project.files or self.project.is_namespace(name):
             return self.project.module(name, node, self.src)
         return External(name)
 
     def from_import(self, base: str, name: str, node: ast.AST):
+        """The value `from base import name` binds: a name of the project module `base` or its submodule, else an
+        External `base.name`. Raises _ImportFailed where Python's import would fail."""
         if base in self.project.files or self.project.is_namespace(base):
             mod = self.project.module(base, node, self.src)
             if name in mod.namespace:
@@ -308,6 +321,8 @@ class _Executor(Evaluator):
     # ------------------------------------------------------------- values
 
     def truth(self, node: ast.AST) -> bool:
+        """bool() of a top-level condition. Raises a located error when it needs a value only the running program
+        knows."""
         try:
             return bool(self.eval(node, None))
         except NeedsValue as e:
@@ -315,6 +330,7 @@ class _Executor(Evaluator):
                                        f"value of {e.what}, which only the running program knows") from None
 
     def eval(self, node, scope):
+        """The base Evaluator's eval, with a NeedsValue turned into a located error naming the value it needs."""
         try:
             return super().eval(node, scope)
         except NeedsValue as e:
@@ -322,6 +338,8 @@ class _Executor(Evaluator):
                                        f"value of {e.what}") from None
 
     def module_name(self, name: str, node: ast.AST):
+        """A name read at module level: the namespace's binding (an Unreadable one raises its error), True / False /
+        None, a builtin. Raises NeedsValue for a name that is not bound."""
         ns = self.mod.namespace
         if name in ns:
             value = ns[name]
@@ -335,6 +353,9 @@ class _Executor(Evaluator):
         raise self.src.error(node, f"name `{name}` is not defined at module level in {self.src.file}")
 
     def attribute(self, value, node: ast.Attribute):
+        """`value.attr` for module values (namespace members, submodules), External references (a longer dotted path,
+        or a device fact such as torch.cuda.get_device_capability) and plain values. Raises a located error for a
+        missing attribute."""
         attr = node.attr
         if isinstance(value, ModuleValue):
             if attr in value.namespace:
@@ -366,6 +387,9 @@ class _Executor(Evaluator):
         return super().attribute(value, node)
 
     def call_value(self, value, node: ast.Call, scope):
+        """Call `value` at module level: decorators (jit, autotune, heuristics) become Wrapper values for the
+        decorator reader; known externals and Python callables are applied to evaluated arguments. Raises a
+        located error for *args / **kwargs."""
         if isinstance(value, (Wrapper, External, Opaque)) or callable(value):
             if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
                 raise self.cannot(node, "*args and **kwargs are not unpacked")
@@ -388,6 +412,8 @@ class _Executor(Evaluator):
         return ex
 
     def call(self, fn: ast.FunctionDef, node: ast.Call, scope):
+        """Call a function defined in Python source: in this module through the base Evaluator, in another module by
+        that module's executor (positional arguments only; keywords raise a located error)."""
         ex = self.elsewhere(fn)
         if ex is None:
             return super().call(fn, node, scope)
@@ -396,6 +422,9 @@ class _Executor(Evaluator):
         return ex.apply(Function(fn), [self.eval(a, scope) for a in node.args], node)
 
     def apply(self, callee, values, node, kwargs=None):  # noqa: C901 - one case per known callee
+        """Apply a known callee to evaluated `values` (and `kwargs`): functions of other modules, Wrapper decorators,
+        device facts and the stdlib / builtin callables the reader allows. Raises a located error for other
+        callees."""
         kwargs = kwargs or {}
         if isinstance(callee, Function) and not kwargs:
             ex = self.elsewhere(callee.fn)
@@ -452,6 +481,9 @@ class _Executor(Evaluator):
         return Opaque(f"{path}(...)")
 
     def device_fact(self, path: str, node: ast.AST):
+        """The value of a device probe (torch.cuda.get_device_capability, is_available, torch.version.hip...) for the
+        variant's target, recorded as read (the parse key then holds the target). Raises a located error when the
+        read has no target."""
         if self.project.capability is None:
             raise self.src.error(node, f"`{short(node)}` needs the variant's target, which this read was not given")
         self.project.read_target = True
@@ -490,6 +522,7 @@ class _Bindings:
 
     @property
     def bindings(self):
+        """The evaluator's view of the namespace (_View): each name bound as ("value", value)."""
         return _View(self.ns)
 
 
@@ -498,6 +531,7 @@ class _View:
         self.ns = ns
 
     def get(self, name, default=None):
+        """("value", the binding) for a bound `name`, else `default`."""
         return ("value", self.ns[name]) if name in self.ns else default
 
     def __contains__(self, name):

@@ -130,6 +130,8 @@ class Version:
 
     @classmethod
     def parse(cls, text: str) -> "Version":
+        """The Version of "3.6.0", "v2.4" ...: its leading dotted numbers, trailing zeros dropped. Raises ValueError
+        (as packaging's InvalidVersion) when there are none."""
         m = re.match(r"\s*v?(\d+(?:\.\d+)*)", str(text))
         if not m:
             raise ValueError(f"Invalid version: {text!r}")
@@ -147,8 +149,10 @@ class DeviceProperties:
 
     @property
     def major(self) -> int:
+        """The target's major compute capability (9 for cuda:90)."""
         return self.capability // 10
 
     @property
     def minor(self) -> int:
+        """The target's minor compute capability (0 for cuda:90)."""
         return self.capability % 10

@@ -35,16 +35,20 @@ class Source:
         self.file, self.lines = file, text.splitlines()
 
     def loc(self, node: ast.AST) -> Loc:
+        """The Loc of `node` in this source: file, 1-based line, column in characters (ast gives UTF-8 byte offsets),
+        and the line's text for the caret."""
         line = getattr(node, "lineno", 1)
         text = self.lines[line - 1] if 0 < line <= len(self.lines) else ""
         col = len(text.encode()[: getattr(node, "col_offset", 0)].decode("utf-8", "replace"))
         return Loc(self.file, line, col, text)
 
     def error(self, node: ast.AST, message: str) -> CompilationError:
+        """A CompilationError with `message` located at `node`."""
         return CompilationError(message, self.loc(node))
 
 
 def short(node: ast.AST) -> str:
+    """`node` as source text (ast.unparse), cut to 80 characters with "..." for messages."""
     text = ast.unparse(node)
     return text if len(text) <= 80 else text[:77] + "..."
 
@@ -55,6 +59,7 @@ class Target:
 
 
 class Function:
+    """A function defined in the source being read (its FunctionDef), a value the evaluator can call."""
     def __init__(self, fn: ast.FunctionDef):
         self.fn = fn
 
@@ -75,6 +80,8 @@ class Scope:
         self.parent, self.assigned = parent, assigned
 
     def find(self, name: str):
+        """(True, value) for `name` bound in this scope or an enclosing one ((True, UNBOUND) when assigned there but
+        not yet bound, as Python's UnboundLocalError), else (False, None)."""
         scope = self
         while scope is not None:
             if name in scope.vars:
@@ -100,6 +107,7 @@ BUILTINS = ("range", "len", "min", "max", "list", "tuple", "filter", "map", "int
 
 
 def number(v) -> bool:
+    """Whether `v` is an int or float (bool included, as Python counts it)."""
     return isinstance(v, (int, float))
 
 
@@ -117,10 +125,12 @@ def assigned(fn: ast.FunctionDef) -> frozenset:
 
 
 def is_none(node: ast.AST) -> bool:
+    """Whether `node` is the literal None."""
     return isinstance(node, ast.Constant) and node.value is None
 
 
 def is_append(node: ast.AST) -> bool:
+    """Whether `node` is `name.append(x)` with one plain positional argument (the list building the evaluator runs)."""
     return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "append"
             and isinstance(node.func.value, ast.Name) and len(node.args) == 1 and not node.keywords
             and not isinstance(node.args[0], ast.Starred))

@@ -10,7 +10,7 @@ import os
 
 from .driver import CtypesCudaDriver, CudaDriver, CudaError, Driver, default_driver
 from .interop import InteropError
-from .launcher import Launcher, LaunchError
+from .launch import Launcher, LaunchError
 from .metadata import MetadataError, Param, Variant, read_library
 from .nonearg import NoneDispatch, none_params
 from .select import NoMatchingVariant

@@ -31,6 +31,10 @@ class CudaError(TTBuildError, RuntimeError):
 
 
 class Driver(Protocol):
+    """What the runtime needs of a CUDA driver (CudaDriver through cuda.bindings, CtypesCudaDriver through libcuda,
+    the tests' fakes): contexts, module loading and launching. Optional methods (on_device, stream_wait,
+    launch_pdl, driver_version, the C path's c_launch_address / function_address / check_code) enable what needs
+    them."""
     def context(self, device_hint: int | None) -> tuple[object, tuple[int, int]]:
         """(hashable key of the current CUDA context, its device's compute capability);
         makes the primary context of device_hint (default 0) current if none is."""
@@ -239,6 +243,9 @@ class CudaDriver:
         return int(self.check("cuDriverGetVersion", self.cu.cuDriverGetVersion()))
 
     def load_function(self, image, entry, shared):
+        """Load the cubin or PTX `image` into the current context (cuModuleLoadData) and return kernel `entry`'s
+        CUfunction; above 48 KiB of dynamic `shared` bytes, opts it in
+        (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES). Raises CudaError naming the call."""
         cu = self.cu
         module = self.check("cuModuleLoadData", cu.cuModuleLoadData(image),
                             f"loading the cubin of {entry}")
@@ -272,6 +279,9 @@ class CudaDriver:
                    f"grid={grid}, block=({block_x},1,1), shared={shared}, launch_pdl")
 
     def launch(self, function, grid, block_x, shared, stream, params_address, values):
+        """cuLaunchKernel of `function` on `grid` (3 ints) with `block_x` threads (x only), `shared` dynamic bytes,
+        on `stream` (an int handle), parameters at `params_address` (a void*[]); `values` keeps the packed values
+        alive. Raises CudaError on failure."""
         # A raw int stream: measured on an H200 host, cuda.bindings takes it faster (3.8 us per
         # launch) than a pre-built CUstream object (4.7 us) or libcuda through ctypes (5.1 us).
         err, = self._launch(function, grid[0], grid[1], grid[2], block_x, 1, 1, shared, stream,
@@ -320,6 +330,8 @@ class CtypesCudaDriver(CudaDriver):
         self._handles: dict = {}
 
     def context(self, device_hint=None):
+        """As Driver.context, answering from a cache keyed by the current CUcontext handle (read through ctypes) when
+        no device is asked for."""
         if device_hint is not None:
             return super().context(device_hint)
         if self._c_get_current(self._ctx_ref) == 0 and self._ctx_out.value:
@@ -330,13 +342,16 @@ class CtypesCudaDriver(CudaDriver):
         return super()._current_context(device_hint)
 
     def load_function(self, image, entry, shared):
+        """(raw CUfunction handle as an int, the cuda.bindings object kept alive beside it)."""
         fn = super().load_function(image, entry, shared)
         return int(fn), fn  # raw handle for ctypes; keep the wrapper alive beside it
 
     def function_address(self, fn) -> int:
+        """The raw CUfunction handle (an int) the C launch path takes."""
         return fn[0]
 
     def launch(self, function, grid, block_x, shared, stream, params_address, values):
+        """cuLaunchKernel through ctypes (libcuda), as CudaDriver.launch. Raises CudaError on failure."""
         err = self._c_launch(function[0], grid[0], grid[1], grid[2], block_x, 1, 1, shared,
                              stream or None, params_address, None)
         if err:

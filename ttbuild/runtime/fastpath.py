@@ -95,66 +95,11 @@ def source(kinds: tuple[str, ...], raw_launch: bool, names: tuple[str, ...] = ()
     a = [f"{ARG}{i}" for i in range(n)]
     ptrs = [i for i, k in enumerate(kinds) if k == "ptr"]
     vals = [f"p{i}" if k == "ptr" else a[i] for i, k in enumerate(kinds)]
-    guard = [f"type({a[i]}) is TT" for i in ptrs]
-    guard += [f"type({a[i]}) is int" for i, k in enumerate(kinds) if k == "int"]
-    guard += [f"type({a[i]}) is float" for i, k in enumerate(kinds) if k == "float"]
-    key = []
-    for i, k in enumerate(kinds):
-        if k == "ptr":
-            key += [f"{a[i]}.dtype", f"p{i} & 15"]
-        elif k == "int":
-            key += [f"{a[i]} >> 31", f"{a[i]} & 15"]
-        elif k == "any":
-            key.append(f"tok({a[i]}, {i})")
-    key.append("dev")
+    guard, key = _guard_and_key(kinds, a)
     vt = "(" + ", ".join(vals) + ("," if n == 1 else "") + ")"
-    if raw_launch:
-        call = ["r = L(fn, g0, g1, g2, bx, 1, 1, sh, stream, slot[1], 0)"]
-        after = ["if r[0]:  # a CUresult is an int enum: CUDA_SUCCESS is 0",
-                 "    fail(r, hit, g0, g1, g2)"]
-    elif scratch:
-        call = [f"driver_launch(fn, (g0, g1, g2), bx, sh, stream, slot[1], {vt} if sa is None else {vt} + (sa,))"]
-        after = []
-    else:
-        call = [f"driver_launch(fn, (g0, g1, g2), bx, sh, stream, slot[1], {vt})"]
-        after = []
-    if scratch:  # the scratch address is taken before the parameter buffer (it may raise)
-        unpack = ("                pool, grow, pack, conv, fn, bx, sh = hit[:7]\n"
-                  "                scr = hit[9]") if dynamic else \
-            "                pool, grow, pack, conv, fn, bx, sh, _, _, scr = hit"
-        take = ["sa = None if scr is None else scr(stream, g0 * g1 * g2)"]
-        packing = ["if sa is None:",
-                   "    if conv is None:",
-                   f"        pack(slot[0], 0, {', '.join(vals)})",
-                   "    else:",
-                   f"        pack(slot[0], 0, *conv({vt}))",
-                   "elif conv is None:",
-                   f"    pack(slot[0], 0, {', '.join(vals)}, sa)",
-                   "else:",
-                   f"    pack(slot[0], 0, *conv({vt}), sa)"]
-    else:
-        unpack = "                pool, grow, pack, conv, fn, bx, sh = hit[:7]" if dynamic else \
-            "                pool, grow, pack, conv, fn, bx, sh, _, _ = hit"
-        take = []
-        packing = ["if conv is None:",
-                   f"    pack(slot[0], 0, {', '.join(vals)})",
-                   "else:",
-                   f"    pack(slot[0], 0, *conv({vt}))"]
-    if dynamic:
-        meta = "{" + ", ".join(f"{nm!r}: {x}" for nm, x in zip(names, a)) + "}"
-        grid_lines = [
-            f"meta = {meta}",
-            "meta.update(hit[7])",
-            "gg = grid(meta)",
-            "if type(gg) is tuple and len(gg) == 1 and type(gg[0]) is int and gg[0] > 0:",
-            "    g0, g1, g2 = gg[0], 1, 1",
-            "else:",
-            "    g0, g1, g2 = grid3(gg)",
-            "    if not (g0 and g1 and g2):",
-            "        return None  # an empty grid launches nothing, as in Triton",
-        ]
-    else:
-        grid_lines = []
+    call, after = _call_lines(raw_launch, scratch, vt)
+    unpack, take, packing = _packing_lines(scratch, dynamic, vals, vt)
+    grid_lines = _grid_lines(names, a) if dynamic else []
     body = [
         "def make(grid):" if dynamic else "def make(grid, g0, g1, g2):",
         f"    def launch({', '.join(f'{x}=MISSING' for x in a)}, *rest, stream=None, **kw):",
@@ -188,6 +133,82 @@ def source(kinds: tuple[str, ...], raw_launch: bool, names: tuple[str, ...] = ()
         "    return launch",
     ]
     return "\n".join(body) + "\n"
+
+
+def _guard_and_key(kinds, a) -> tuple[list[str], list[str]]:
+    """source's type guard (pointers exactly TT, "int" ints, "float" floats) and its fast key
+    expressions (per pointer: dtype, address % 16; per "int": v >> 31, v % 16; per "any": the
+    generic key item), the device last."""
+    guard = [f"type({a[i]}) is TT" for i, k in enumerate(kinds) if k == "ptr"]
+    guard += [f"type({a[i]}) is int" for i, k in enumerate(kinds) if k == "int"]
+    guard += [f"type({a[i]}) is float" for i, k in enumerate(kinds) if k == "float"]
+    key = []
+    for i, k in enumerate(kinds):
+        if k == "ptr":
+            key += [f"{a[i]}.dtype", f"p{i} & 15"]
+        elif k == "int":
+            key += [f"{a[i]} >> 31", f"{a[i]} & 15"]
+        elif k == "any":
+            key.append(f"tok({a[i]}, {i})")
+    key.append("dev")
+    return guard, key
+
+
+def _call_lines(raw_launch: bool, scratch: bool, vt: str) -> tuple[list[str], list[str]]:
+    """(the launch call, the lines after it): cuLaunchKernel directly (`L`, its CUresult
+    checked) when the driver offers it raw, else the driver's launch (with the scratch address
+    after the values when the variant has one)."""
+    if raw_launch:
+        return (["r = L(fn, g0, g1, g2, bx, 1, 1, sh, stream, slot[1], 0)"],
+                ["if r[0]:  # a CUresult is an int enum: CUDA_SUCCESS is 0",
+                 "    fail(r, hit, g0, g1, g2)"])
+    if scratch:
+        return [f"driver_launch(fn, (g0, g1, g2), bx, sh, stream, slot[1], {vt} if sa is None else {vt} + (sa,))"], []
+    return [f"driver_launch(fn, (g0, g1, g2), bx, sh, stream, slot[1], {vt})"], []
+
+
+def _packing_lines(scratch: bool, dynamic: bool, vals: list[str], vt: str) -> tuple[str, list[str], list[str]]:
+    """(how a hit unpacks, the scratch address taken before the buffer, the packing of the
+    parameters, converted where `conv` says, the scratch address after them)."""
+    if scratch:  # the scratch address is taken before the parameter buffer (it may raise)
+        unpack = ("                pool, grow, pack, conv, fn, bx, sh = hit[:7]\n"
+                  "                scr = hit[9]") if dynamic else \
+            "                pool, grow, pack, conv, fn, bx, sh, _, _, scr = hit"
+        take = ["sa = None if scr is None else scr(stream, g0 * g1 * g2)"]
+        packing = ["if sa is None:",
+                   "    if conv is None:",
+                   f"        pack(slot[0], 0, {', '.join(vals)})",
+                   "    else:",
+                   f"        pack(slot[0], 0, *conv({vt}))",
+                   "elif conv is None:",
+                   f"    pack(slot[0], 0, {', '.join(vals)}, sa)",
+                   "else:",
+                   f"    pack(slot[0], 0, *conv({vt}), sa)"]
+        return unpack, take, packing
+    unpack = "                pool, grow, pack, conv, fn, bx, sh = hit[:7]" if dynamic else \
+        "                pool, grow, pack, conv, fn, bx, sh, _, _ = hit"
+    packing = ["if conv is None:",
+               f"    pack(slot[0], 0, {', '.join(vals)})",
+               "else:",
+               f"    pack(slot[0], 0, *conv({vt}))"]
+    return unpack, [], packing
+
+
+def _grid_lines(names, a) -> list[str]:
+    """A callable grid's lines: called with Triton's `meta` (the arguments by name, the variant's
+    constexprs and options), its result normalized; an empty grid launches nothing."""
+    meta = "{" + ", ".join(f"{nm!r}: {x}" for nm, x in zip(names, a)) + "}"
+    return [
+        f"meta = {meta}",
+        "meta.update(hit[7])",
+        "gg = grid(meta)",
+        "if type(gg) is tuple and len(gg) == 1 and type(gg[0]) is int and gg[0] > 0:",
+        "    g0, g1, g2 = gg[0], 1, 1",
+        "else:",
+        "    g0, g1, g2 = grid3(gg)",
+        "    if not (g0 and g1 and g2):",
+        "        return None  # an empty grid launches nothing, as in Triton",
+    ]
 
 
 def compile_maker(kinds: tuple[str, ...], namespace: dict, raw_launch: bool, names=(), dynamic=False,

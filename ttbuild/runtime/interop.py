@@ -43,20 +43,25 @@ class InteropError(TTBuildError, TypeError):
 
 
 class DLDevice(ctypes.Structure):
+    """DLPack's DLDevice (dlpack.h): device type (kDLCUDA = 2, ...) and ordinal."""
     _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
 
 
 class DLDataType(ctypes.Structure):
+    """DLPack's DLDataType: type code (0 int, 1 uint, 2 float, 4 bfloat), bits, lanes."""
     _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
 
 
 class DLTensor(ctypes.Structure):
+    """DLPack's DLTensor: data pointer, device, rank, dtype, shape and strides (in elements, NULL for compact
+    row-major), byte offset."""
     _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
                 ("dtype", DLDataType), ("shape", ctypes.POINTER(ctypes.c_int64)),
                 ("strides", ctypes.POINTER(ctypes.c_int64)), ("byte_offset", ctypes.c_uint64)]
 
 
 class DLManagedTensor(ctypes.Structure):
+    """DLPack's DLManagedTensor: the tensor, its producer's context and deleter (a "dltensor" capsule holds one)."""
     _fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p),
                 ("deleter", ctypes.c_void_p)]
 
@@ -70,6 +75,7 @@ _capsule_is_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
 def device_label(device_type: int, device_id: int) -> str:
+    """"cuda:0", "cpu:0" ...: how messages name a DLPack device (type code and ordinal)."""
     return f"{DEVICE_TYPE_NAMES.get(device_type, f'device type {device_type}')}:{device_id}"
 
 

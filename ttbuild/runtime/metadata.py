@@ -48,6 +48,7 @@ class Image:
 
     @property
     def capability(self) -> tuple[int, int]:
+        """The image's target as (major, minor) compute capability: (9, 0) for cuda:90."""
         return Target.parse(self.target).major_minor
 
     def runs_on(self, capability) -> bool:
@@ -62,6 +63,7 @@ class Image:
         return capability[0] == want[0] and capability[1] >= want[1]
 
     def describe(self) -> str:
+        """"cubin for sm_90" or "PTX for compute_90 (JIT)": how messages name the image."""
         return f"PTX for {self.arch} (JIT)" if self.kind == "ptx" else f"cubin for {self.arch}"
 
 
@@ -128,6 +130,8 @@ class Variant:
             raise MetadataError(f"{self.json_path}: target {self.target!r} is not 'cuda:<cc>'") from None
 
     def describe(self) -> str:
+        """One line naming the variant for NoMatchingVariant and friends: name, signature, constexprs, num_warps and
+        target(s)."""
         cx = ",".join(f"{k}={v}" for k, v in sorted(self.constexprs.items()))
         where = ", ".join(self.targets) if self.targets else self.target
         return (f"{self.variant} ({self.signature}; {cx or 'no constexprs'}; "
@@ -144,6 +148,8 @@ class Variant:
         return text
 
     def driver_text(self) -> str:
+        """The oldest driver the variant's PTX ISA needs, as "CUDA 12.4 (PTX ISA 8.4)" (PTX ISA release notes'
+        table)."""
         return f"CUDA {cuda_version_text(self.min_cuda_driver)} (PTX ISA {self.ptx_version // 10}.{self.ptx_version % 10})"
 
 
@@ -379,6 +385,16 @@ def _bad_target(text) -> bool:
         return True
 
 
+def read_json(path: str, what: str):
+    """The JSON document in file `path`. Raises MetadataError "<path>: cannot read <what>: why" when
+    the file cannot be read or parsed (also past the parser's nesting depth)."""
+    try:
+        with open(path, "rb") as f:
+            return json.loads(f.read())
+    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested past the parser's depth
+        raise MetadataError(f"{path}: cannot read {what}: {exc}") from None
+
+
 def read_library(lib_dir: str) -> list[Variant]:
     """Every `*.json` in lib_dir, sorted by file name (so variant order is deterministic).
 
@@ -391,10 +407,5 @@ def read_library(lib_dir: str) -> list[Variant]:
         if not name.endswith(".json"):
             continue
         path = os.path.join(lib_dir, name)
-        try:
-            with open(path, "rb") as f:
-                doc = json.loads(f.read())
-        except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested past the parser's depth
-            raise MetadataError(f"{path}: cannot read JSON: {exc}") from None
-        out.append(parse_variant(doc, path))
+        out.append(parse_variant(read_json(path, "JSON"), path))
     return out

@@ -13,10 +13,9 @@ Package layout (docs/CONTRACTS.md, "Kernel wheels"):
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 
-from .metadata import MetadataError
+from .metadata import MetadataError, read_json
 
 MANIFEST = "ttbuild_library.json"
 SCHEMA = "ttbuild.library/1"
@@ -33,11 +32,7 @@ def sha256_file(path: str) -> str:
 def read_manifest(root: str) -> dict:
     """The manifest of the package folder `root`; MetadataError when missing or not ours."""
     path = os.path.join(root, MANIFEST)
-    try:
-        with open(path, "rb") as f:
-            doc = json.loads(f.read())
-    except (OSError, ValueError, RecursionError) as exc:  # RecursionError: nested past the parser's depth
-        raise MetadataError(f"{path}: cannot read the kernel package manifest: {exc}") from None
+    doc = read_json(path, "the kernel package manifest")
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA or not isinstance(doc.get("files"), dict):
         raise MetadataError(f"{path}: not a {SCHEMA} manifest")
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in doc["files"].items()):

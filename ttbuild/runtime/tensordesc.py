@@ -75,6 +75,8 @@ class TensorDescriptor:
 
     @classmethod
     def from_tensor(cls, tensor, block_shape, padding: str = "zero") -> "TensorDescriptor":
+        """A descriptor over all of `tensor` (its shape and strides in elements) with boxes of `block_shape`,
+        Triton's TensorDescriptor.from_tensor."""
         return cls(tensor, tuple(tensor.shape), tuple(tensor.stride()), tuple(block_shape), padding)
 
 
@@ -91,9 +93,13 @@ def expander(spec: dict, kernel: str, tensormap=None):
     floating = spec["dtype"] in FLOAT_DTYPES
 
     def fail(why: str):
+        """Raise DescriptorError "<kernel>: <parameter>: why"."""
         raise DescriptorError(f"{kernel}: {name}: {why}")
 
     def expand(arg) -> tuple:
+        """The launch values one descriptor argument expands into (the TMA map address or base, then shape and
+        strides as the kernel's signature lists them). Raises DescriptorError for another argument type, a block
+        shape that differs from the variant's, or a padding it cannot honour."""
         try:  # a host descriptor (Triton's dataclass or ours): read its fields
             base, shape, strides, got = arg.base, arg.shape, arg.strides, arg.block_shape
         except AttributeError:
@@ -313,6 +319,8 @@ class DescriptorLauncher:
         n = len(plan)
 
         def launch(*args, **kwargs):  # (claunch.c's DescExpand does this in C where it is built)
+            """Expand the descriptor arguments and launch the inner launcher's `grid` function; keyword or miscounted
+            calls take the generic expansion."""
             if kwargs or len(args) != n:
                 a, kw = slow(args, kwargs)
                 return fn(*a, **kw)
@@ -338,9 +346,12 @@ class DescriptorLauncher:
         return module.DescExpand(*self._c_plan, fn, launch)
 
     def run(self, *args, grid, **kwargs):
+        """Launch on `grid` (Launcher.run's form, descriptors expanded). Returns None."""
         return self[grid](*args, **kwargs)
 
     def select(self, *args, **kwargs):
+        """The variant a launch with these arguments would use, descriptors expanded (Launcher.select). Raises
+        DescriptorError or NoMatchingVariant."""
         a, kw = self.expand(args, kwargs, select=True)
         return self.inner.select(*a, **kw)
 

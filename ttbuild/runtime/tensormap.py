@@ -139,6 +139,9 @@ class CudaTensorMaps:
 
     def tensor_map_encode_tiled(self, data_type, rank, address, global_dim, global_strides, box_dim,
                                 element_strides, interleave, swizzle, l2_promotion, oob_fill):
+        """cuTensorMapEncodeTiled: the 128-byte CUtensorMap of a tiled TMA view (rank dims of global_dim elements,
+        global_strides in bytes for dims 1.., box_dim elements per box; enum names as CUDA spells them). Raises
+        CudaError."""
         cu = self.cu
         tmap = self.driver.check("cuTensorMapEncodeTiled", cu.cuTensorMapEncodeTiled(
             self._enum("CUtensorMapDataType", data_type), rank, address,
@@ -151,12 +154,16 @@ class CudaTensorMaps:
         return b"".join(int(w).to_bytes(8, "little") for w in tmap.opaque)
 
     def tensor_map_alloc(self, nbytes):
+        """Device memory for `nbytes` of tensor maps (cuMemAlloc); returns its address. Raises CudaError."""
         return int(self.driver.check("cuMemAlloc", self.cu.cuMemAlloc(nbytes), f"{nbytes} bytes of tensor maps"))
 
     def tensor_map_free(self, address):
+        """Free device memory from tensor_map_alloc. Raises CudaError."""
         self.driver.check("cuMemFree", self.cu.cuMemFree(address))
 
     def tensor_map_upload(self, address, data):
+        """Copy tensor map bytes `data` to device `address` through a pinned staging buffer (made on first use).
+        Raises CudaError."""
         import ctypes
 
         cu, check = self.cu, self.driver.check
@@ -173,9 +180,11 @@ class CudaTensorMaps:
         check("cuStreamSynchronize", cu.cuStreamSynchronize(stream))
 
     def tensor_map_synchronize(self):
+        """cuCtxSynchronize: wait for uploads before the staging buffer is reused. Raises CudaError."""
         self.driver.check("cuCtxSynchronize", self.cu.cuCtxSynchronize())
 
     def tensor_map_device(self):
+        """The current context's device ordinal (cuCtxGetDevice). Raises CudaError."""
         return int(self.driver.check("cuCtxGetDevice", self.cu.cuCtxGetDevice()))
 
 
@@ -271,6 +280,7 @@ class TensorMaps:
         return self._epoch.value
 
     def current_device(self) -> int:
+        """The device ordinal tensor maps are made for now (the driver's current context)."""
         return self.driver.tensor_map_device()
 
     def address(self, device: int, dtype: str, address: int, shape: tuple, strides: tuple,

@@ -137,9 +137,11 @@ class _WriteOnly:
         self.cache = cache
 
     def get(self, key):
+        """Always a miss: --force measures again."""
         return None
 
     def put(self, key, outputs):
+        """Store the new measurement in the wrapped cache."""
         self.cache.put(key, outputs)
 
 
@@ -168,6 +170,8 @@ class _Report:
             self.bar.__exit__(*exc)
 
     def step(self, group, shape, times, best, cached=False):
+        """One shape of `group` tuned: advance the bar, or print the winner `best` with its time in ms (and
+        "(cached)" when the cache served it)."""
         self.cached += cached
         if self.bar is not None:
             self.bar.advance(self.task)
@@ -177,6 +181,8 @@ class _Report:
                   + (" (cached)" if cached else ""), flush=True)
 
     def summary(self, tuning_dir: str) -> None:
+        """Print the table of winners (kernel, group, shape, winning config, its ms, the runner-up's slowdown) and
+        where the tuning tables were written (`tuning_dir`)."""
         header = ("kernel", "group", "shape", "winner", "ms", "runner-up")
         lines = []
         for name, e in self.rows:

@@ -23,7 +23,7 @@ import os
 from . import fastpath
 from .args import dtype_name
 from .heuristics import check_expression, compile_expression
-from .launcher import MAX_CACHED, Launcher
+from .launch import MAX_CACHED, Launcher
 from .metadata import MetadataError, Variant
 from .tuningtable import TuningError, TuningTable
 
@@ -107,10 +107,12 @@ class TunedLauncher:
 
     @property
     def param_names(self):
+        """The kernel's parameter names in order (the base Launcher's)."""
         return self.base.param_names
 
     @property
     def runtime_names(self):
+        """The runtime (non-constexpr) parameter names in order."""
         return self.base.runtime_names
 
     def __repr__(self):
@@ -190,6 +192,9 @@ class TunedLauncher:
         calls: dict = {}  # (key values, given constexprs, heuristics' inputs, dtypes) -> launch function
 
         def miss(grid, args, key):
+            """The launch for a key not seen before: the config the tuning table picks for the call's key (tuned
+            online first when asked and the key is not in the table), and the runtime_call of the Launcher over
+            its matching variants."""
             values, given, _ = self.bind(args)
             config, how = self.pick(self.key_of(values))
             if how != "exact" and self.online and self.configs:

@@ -170,9 +170,12 @@ class _Affine:
         return self._warp_tile()[d] * self._warps()[d]
 
     def reps(self, shape, d: int) -> int:
+        """Repetitions of the CTA tile along dimension `d` to cover `shape[d]` (at least 1: a smaller shape is
+        replicated)."""
         return max(1, shape[d] // self.tile(d))
 
     def elems_per_thread(self, shape) -> int:
+        """Elements each thread holds of a tensor of `shape` in this layout."""
         return len(self.local_offsets(shape))
 
     def rep_grid(self, shape) -> list[tuple[int, ...]]:
@@ -197,6 +200,8 @@ class _Affine:
         return tuple(wc[d] * wt[d] + lb[d] for d in range(len(lb)))
 
     def thread_indices(self, tid: int, shape) -> list[tuple[int, ...]]:
+        """The tensor indices thread `tid` (0..32*num_warps-1) holds, in register order, wrapped modulo `shape` where
+        the layout covers more than the tensor."""
         base = self.thread_base(tid % 32, tid // 32)
         offs = _offsets(self, tuple(shape))
         if len(shape) == 2:  # the common case, without the per-dimension generator

@@ -88,6 +88,7 @@ _elementwise([ARITH.NEGF], lambda ctx, op: ctx.builder.fneg)
 
 def _min_max(signed_pred):
     def make(ctx, op):
+        """The integer max / min of one op: a compare (signed or unsigned, as `signed_pred` says) and a select."""
         b = ctx.builder
         kind, pred = signed_pred
         f = b.icmp_signed if kind == "s" else b.icmp_unsigned
@@ -103,9 +104,11 @@ for _n, _p in {ARITH.MAXSI: ("s", ">"), ARITH.MINSI: ("s", "<"), ARITH.MAXUI: ("
 def _intrinsic_call(base):
     """LLVM's overloaded float intrinsics (`llvm.maximum.f32`, `llvm.sqrt.f16`, ...)."""
     def make(ctx, op):
+        """The `llvm.<base>.<f16|bf16|f32|f64>` intrinsic call for one op's result type."""
         t = result_type(op)
         suffix = {"half": "f16", "bfloat": "bf16", "float": "f32", "double": "f64"}[str(t)]
         def call(*xs):
+            """Call the intrinsic on the operands `xs` (all of the result type)."""
             fn = ctx.intrinsic(f"llvm.{base}.{suffix}", t, [t] * len(xs))
             return ctx.builder.call(fn, list(xs))
         return call
@@ -122,10 +125,13 @@ def _approx(nvvm_name, pre_scale, post_scale):
     """f32 via PTX's approximate base-2 units (ex2.approx.f32 / lg2.approx.f32), as Triton does;
     f16/bf16 go through f32 and back."""
     def make(ctx, op):
+        """The approximate unit call of one op: x (widened to f32) times `pre_scale`, the nvvm intrinsic, times
+        `post_scale`, narrowed back."""
         b = ctx.builder
         t = result_type(op)
         fn = ctx.intrinsic(nvvm_name, F32, [F32])
         def call(x):
+            """The approximate result for one element `x`."""
             y = b.fpext(x, F32) if t != F32 else x
             if pre_scale != 1.0:  # may fuse with the producer (Triton emits a plain mul.f32)
                 y = b.fmul(y, ir.Constant(F32, pre_scale), flags=("contract",) if ctx.fp_fusion else ())
@@ -228,6 +234,7 @@ def _rsqrt(ctx, op):
     fn = ctx.intrinsic("llvm.nvvm.rsqrt.approx.ftz.f", F32, [F32])
 
     def call(x):
+        """rsqrt.approx.ftz.f32 of `x`, f16 / bf16 through f32 and back."""
         y = b.call(fn, [b.fpext(x, F32) if t != F32 else x])
         return b.fptrunc(y, t) if t != F32 else y
     return call

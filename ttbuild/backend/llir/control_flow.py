@@ -86,15 +86,28 @@ def _materialized(b, v):
     return b.bitcast(out, v.type) if str(v.type) == "float" else out
 
 
+def _blocks(fn, *names: str) -> list:
+    """New basic blocks of `fn` named `names`, appended in that order."""
+    return [fn.append_basic_block(n) for n in names]
+
+
+def _entry_phis(b, values, pre) -> list:
+    """One phi per value at the builder's position, each entered with that value from block `pre`."""
+    phis = []
+    for v in values:
+        p = b.phi(v.type)
+        p.add_incoming(v, pre)
+        phis.append(p)
+    return phis
+
+
 @rule(SCF.FOR)
 def scf_for(ctx, op, lb, ub, step, *inits):
     """`scf.for` -> header / body / exit blocks with one phi per flattened loop-carried element, `iv < ub` signed (see the module docstring)."""
     b = ctx.builder
     fn = b.function
     pre = b.block
-    header = fn.append_basic_block("for.header")
-    body = fn.append_basic_block("for.body")
-    exit_ = fn.append_basic_block("for.exit")
+    header, body, exit_ = _blocks(fn, "for.header", "for.body", "for.exit")
     accs = _wgmma_accumulators(op)
     flat = flatten([TensorVal([_materialized(b, e) for e in v.elems], v.layout, v.shape)
                     if j in accs and isinstance(v, TensorVal) else v for j, v in enumerate(inits)])
@@ -102,11 +115,7 @@ def scf_for(ctx, op, lb, ub, step, *inits):
     b.position_at_end(header)
     iv = b.phi(lb.type, name="iv")
     iv.add_incoming(lb, pre)
-    phis = []
-    for v in flat:
-        p = b.phi(v.type)
-        p.add_incoming(v, pre)
-        phis.append(p)
+    phis = _entry_phis(b, flat, pre)
     b.cbranch(b.icmp_signed("<", iv, ub), body, exit_)
     b.position_at_end(body)
     _after_regions(ctx, op)
@@ -163,16 +172,10 @@ def scf_while(ctx, op, *inits):
     b = ctx.builder
     fn = b.function
     pre = b.block
-    before = fn.append_basic_block("while.before")
-    after = fn.append_basic_block("while.after")
-    exit_ = fn.append_basic_block("while.exit")
+    before, after, exit_ = _blocks(fn, "while.before", "while.after", "while.exit")
     b.branch(before)
     b.position_at_end(before)
-    phis = []
-    for v in flatten(inits):
-        p = b.phi(v.type)
-        p.add_incoming(v, pre)
-        phis.append(p)
+    phis = _entry_phis(b, flatten(inits), pre)
     _after_regions(ctx, op)
     blk = op.regions[0].blocks[0]
     ops = list(blk.operations)

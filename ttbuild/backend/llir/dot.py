@@ -240,6 +240,8 @@ def _neighbour_allocs(op):
     i = next(k for k, o in enumerate(ops) if o == op.operation)
 
     def scan(rng):
+        """The first local_alloc with a source in `rng`, crossing only ops that touch no shared memory; None past any
+        other op."""
         for k in rng:
             o = ops[k]
             if o.name == TTG.LOCAL_ALLOC and len(o.operands):
@@ -506,6 +508,7 @@ def _split3(b, get):
     f32 = ir.FloatType()
 
     def split(key):
+        """The (big, small) tf32 registers of fragment `key`, made once."""
         if key not in cache:
             big, small = [], []
             for w in get(key):
@@ -554,11 +557,14 @@ def dot(ctx, op, a: TensorVal, bm: TensorVal, c: TensorVal):
     acc_t = acc[grid[0]][0].type
     ftype = ir.FunctionType(ir.LiteralStructType([acc_t] * nacc), [I32] * 6 + [acc_t] * nacc)
     def packed(x, regs):
+        """`key -> registers` of operand `x` for mma.sync: a lazy operand's own fragment words, else its elements
+        packed per register of `regs[key]` (cached per key)."""
         if isinstance(x, LazyOperand):
             return lambda key: x.frags.words(*key)
         cache = {}
 
         def get(key):
+            """The packed registers of fragment `key`, made once."""
             if key not in cache:
                 cache[key] = [pack_register(b, [x.elems[p] for p in reg]) for reg in regs[key]]
             return cache[key]

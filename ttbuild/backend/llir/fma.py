@@ -30,15 +30,19 @@ def fma_dot(ctx, op, a: TensorVal, b_: TensorVal, c: TensorVal) -> TensorVal:
         fn = ctx.intrinsic(f"llvm.fmuladd.{_FLOAT[ec]}", ct, [ct, ct, ct])
 
         def widen(x):
+            """A float operand widened to the accumulator's type (fpext), as-is when equal."""
             return x if x.type == ct else b.fpext(x, ct)
 
         def step(acc, x, y):
+            """acc + x * y by llvm.fmuladd (Triton's FMA dot)."""
             return b.call(fn, [widen(x), widen(y), acc])
     else:
         def widen(x):
+            """An integer operand sign-extended to the accumulator's type, as-is when equal."""
             return x if x.type == ct else b.sext(x, ct)
 
         def step(acc, x, y):
+            """acc + x * y in integers (mul, add)."""
             return b.add(acc, b.mul(widen(x), widen(y)))
     out = []
     for j, off in enumerate(lc.local_offsets(c.shape)):

@@ -169,6 +169,9 @@ def load_words(ctx, ptr, pred, ety, word, nwords, others, idx):
 
 @rule(TT.LOAD)
 def load(ctx, op, ptr, *rest):
+    """tt.load: per-thread vectorized global loads (up to 128 bits, as wide as the pointers' contiguity and
+    alignment allow, Triton's LoadOpToLLVM), predicated by the mask with `other` where it is off; a mask not
+    provably uniform over a vector takes the vector path only when all its lanes are on. i1 loads as i8."""
     p = mu.props(op)
     seg = list(p["operandSegmentSizes"]) if "operandSegmentSizes" in p else [1, len(rest), 0]
     mask = rest[0] if seg[1] else None
@@ -246,6 +249,8 @@ def _store_owners(ctx, ptr, layout, vec) -> tuple[list | None, bool]:
 
 @rule(TT.STORE)
 def store(ctx, op, ptr, value, mask=None):
+    """tt.store: per-thread vectorized global stores (as wide as contiguity and alignment allow), predicated by the
+    mask; each element is stored once (threads holding replicated copies skip it, as Triton's StoreOpToLLVM)."""
     elem = mu.elem_str(op.operands[1].type)
     ety = llvm_type(elem)
     mem_ety = ir.IntType(8) if ety == I1 else ety
@@ -265,6 +270,7 @@ def store(ctx, op, ptr, value, mask=None):
     k = vec // nwords
 
     def words(ix, w):
+        """The values at indices `ix` packed into `w`-bit words, k elements each."""
         return [_pack(b, [vals[i] for i in ix[j * k:(j + 1) * k]], mem_ety, w) for j in range(len(ix) // k)]
 
     if own is not None:

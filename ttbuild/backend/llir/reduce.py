@@ -88,9 +88,71 @@ def tree(combine, items: list) -> list:
     return items[0]
 
 
+def _across_warps(ctx, op, layout, shape, axis, plan, groups, accs, combine):
+    """Step 3 of `reduce`: each warp's partials (`accs`, one per group of `groups`, the
+    thread's element indices sharing offsets off `axis`) through shared memory to every
+    lane that holds the output (Triton's ReduceOpToLLVM:
+    storeWarpReduceToSharedMemory, accumulatePartialReductions);
+    returns the combined values, in `accs`' order."""
+    b = ctx.builder
+    out_shape = shape[:axis] + shape[axis + 1:]
+    lane, warp = ctx.lane_warp()
+    tpw, wpc = plan.lane_span, plan.warp_span
+    lane_a = b.and_(b.lshr(lane, ir.Constant(I32, _log2(plan.lane_stride))), ir.Constant(I32, tpw - 1))
+    warp_a = b.and_(b.lshr(warp, ir.Constant(I32, _log2(plan.warp_stride))), ir.Constant(I32, wpc - 1))
+    writer = b.and_(b.icmp_unsigned("==", lane_a, ir.Constant(I32, 0)),
+                    b.icmp_unsigned("<", warp_a, ir.Constant(I32, plan.warps)))
+    idx = ctx.indices(layout, shape)
+    lins = [linear(b, idx[js[0]][:axis] + idx[js[0]][axis + 1:], out_shape) for js in groups]
+    outs = prod(out_shape)
+    slots = [round4(elem_bytes(mu.elem_str(v.type))) for v in op.operands]
+    bases = [outs * plan.warps * sum(slots[:i]) for i in range(len(slots))]
+    W = ir.Constant(I32, plan.warps)
+    ctx.before_smem_write()
+    with b.if_then(writer):
+        for lin, acc in zip(lins, accs):
+            for i, v in enumerate(acc):
+                slot = b.add(b.mul(lin, W), warp_a)
+                off = b.add(b.mul(slot, ir.Constant(I32, slots[i])), ir.Constant(I32, bases[i]))
+                smem_store(ctx, off, v)
+    ctx.barrier()
+    # each lane loads the partials of warps (lane_a mod G) + G j, G = the lanes sharing its
+    # outputs (at most W), combines them, then G-lane butterflies and a broadcast from the
+    # group's first lane (lane_a == 0)
+    assert plan.warps & (plan.warps - 1) == 0 and tpw & (tpw - 1) == 0, plan
+    G = min(plan.warps, tpw)
+    lane_g = b.and_(lane_a, ir.Constant(I32, G - 1))
+    if tpw == 32:
+        src = 0
+    else:
+        src = b.and_(lane, ir.Constant(I32, 31 & ~((tpw - 1) * plan.lane_stride)))
+    new = []
+    for lin, acc in zip(lins, accs):
+        parts = []
+        for j in range(plan.warps // G):
+            slot = b.add(b.mul(lin, W), b.add(lane_g, ir.Constant(I32, j * G)) if j else lane_g)
+            parts.append([smem_load(ctx, b.add(b.mul(slot, ir.Constant(I32, slots[i])),
+                                                ir.Constant(I32, bases[i])), v.type)
+                          for i, v in enumerate(acc)])
+        part = tree(combine, parts)
+        if G > 1:
+            k = G // 2
+            while k >= 1:
+                part = combine(part, [shfl_bfly(ctx, v, k * plan.lane_stride) for v in part])
+                k //= 2
+            part = [shfl_idx(ctx, v, src) for v in part]
+        new.append(part)
+    ctx.after_smem_read()
+    return new
+
+
 @rule(TT.REDUCE)
 def reduce(ctx, op, *srcs):
-    b = ctx.builder
+    """tt.reduce of `srcs` (one TensorVal per operand, same layout and shape) along its "axis":
+    within each thread, across lanes by butterfly shuffles, across warps through shared memory
+    (Triton's ReduceOpToLLVM, same combine order). Returns a TensorVal per operand in the
+    Slice(axis) layout (scalars for a 1-D source). Raises NotSupportedYet for a source layout
+    other than Blocked, NvidiaMma or Slice."""
     axis = mu.int_attr(mu.props(op)["axis"])
     layout, shape = srcs[0].layout, srcs[0].shape
     if not isinstance(layout, (Blocked, NvidiaMma, Slice)):
@@ -115,54 +177,7 @@ def reduce(ctx, op, *srcs):
     # 3. across warps, through shared memory
     out_shape = shape[:axis] + shape[axis + 1:]
     if plan.warps > 1:
-        lane, warp = ctx.lane_warp()
-        tpw, wpc = plan.lane_span, plan.warp_span
-        lane_a = b.and_(b.lshr(lane, ir.Constant(I32, _log2(plan.lane_stride))), ir.Constant(I32, tpw - 1))
-        warp_a = b.and_(b.lshr(warp, ir.Constant(I32, _log2(plan.warp_stride))), ir.Constant(I32, wpc - 1))
-        writer = b.and_(b.icmp_unsigned("==", lane_a, ir.Constant(I32, 0)),
-                        b.icmp_unsigned("<", warp_a, ir.Constant(I32, plan.warps)))
-        idx = ctx.indices(layout, shape)
-        lins = [linear(b, idx[js[0]][:axis] + idx[js[0]][axis + 1:], out_shape) for js in groups.values()]
-        outs = prod(out_shape)
-        slots = [round4(elem_bytes(mu.elem_str(v.type))) for v in op.operands]
-        bases = [outs * plan.warps * sum(slots[:i]) for i in range(len(slots))]
-        W = ir.Constant(I32, plan.warps)
-        ctx.before_smem_write()
-        with b.if_then(writer):
-            for lin, acc in zip(lins, accs):
-                for i, v in enumerate(acc):
-                    slot = b.add(b.mul(lin, W), warp_a)
-                    off = b.add(b.mul(slot, ir.Constant(I32, slots[i])), ir.Constant(I32, bases[i]))
-                    smem_store(ctx, off, v)
-        ctx.barrier()
-        # each lane loads the partials of warps (lane_a mod G) + G j, G = the lanes sharing its
-        # outputs (at most W), combines them, then G-lane butterflies and a broadcast from the
-        # group's first lane (lane_a == 0)
-        assert plan.warps & (plan.warps - 1) == 0 and tpw & (tpw - 1) == 0, plan
-        G = min(plan.warps, tpw)
-        lane_g = b.and_(lane_a, ir.Constant(I32, G - 1))
-        if tpw == 32:
-            src = 0
-        else:
-            src = b.and_(lane, ir.Constant(I32, 31 & ~((tpw - 1) * plan.lane_stride)))
-        new = []
-        for lin, acc in zip(lins, accs):
-            parts = []
-            for j in range(plan.warps // G):
-                slot = b.add(b.mul(lin, W), b.add(lane_g, ir.Constant(I32, j * G)) if j else lane_g)
-                parts.append([smem_load(ctx, b.add(b.mul(slot, ir.Constant(I32, slots[i])),
-                                                    ir.Constant(I32, bases[i])), v.type)
-                              for i, v in enumerate(acc)])
-            part = tree(combine, parts)
-            if G > 1:
-                k = G // 2
-                while k >= 1:
-                    part = combine(part, [shfl_bfly(ctx, v, k * plan.lane_stride) for v in part])
-                    k //= 2
-                part = [shfl_idx(ctx, v, src) for v in part]
-            new.append(part)
-        accs = new
-        ctx.after_smem_read()
+        accs = _across_warps(ctx, op, layout, shape, axis, plan, list(groups.values()), accs, combine)
 
     if not out_shape:
         res = accs[0]

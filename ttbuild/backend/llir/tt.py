@@ -23,6 +23,7 @@ def get_program_id(ctx, op):
 
 @rule(TT.GET_NUM_PROGRAMS)
 def get_num_programs(ctx, op):
+    """tt.get_num_programs: %nctaid.x / .y / .z, the grid's size along the op's axis (i32)."""
     return ctx.sreg(f"nctaid.{_AXES[mu.int_attr(mu.props(op)['axis'])]}")
 
 
@@ -40,6 +41,7 @@ def make_range(ctx, op):
 
 @rule(TT.SPLAT)
 def splat(ctx, op, src):
+    """tt.splat: every element of the result's layout is the scalar `src` (no instruction)."""
     res = op.results[0]
     layout, shape = layout_of(res), mu.shape_of(res.type)
     return TensorVal([src] * layout.elems_per_thread(shape), layout, shape)
@@ -52,6 +54,7 @@ def addptr(ctx, op, ptr, offset):
     b = ctx.builder
 
     def one(p, o):
+        """getelementptr of one pointer `p` by `o` elements of the pointee type."""
         return b.gep(p, [o], source_etype=ety)
 
     if isinstance(ptr, TensorVal):
@@ -61,4 +64,5 @@ def addptr(ctx, op, ptr, offset):
 
 @rule(TT.RETURN)
 def ret(ctx, op, *values):
+    """tt.return of a kernel: ret void."""
     ctx.builder.ret_void()

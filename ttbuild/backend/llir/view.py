@@ -83,6 +83,7 @@ def trans(ctx, op, src):
         return TensorVal([src.elems[where[o]] for o in lay.local_offsets(shape)], lay, shape)
 
     def moved(_k, ix):
+        """Index `ix` of the result in the source: the transposed order's permutation."""
         return tuple(ix[order[k]] for k in range(len(order)))
     return permute(ctx, [src], moved, res)
 
@@ -109,6 +110,7 @@ def reshape(ctx, op, src):
         return TensorVal([src.elems[p] for p in pos], lay, dst)
 
     def where(_k, ix):
+        """Index `ix` of the source in the result: same row-major linear index, unflattened in the result's shape."""
         return _unlinear(b, linear(b, ix, src.shape), dst)
     return permute(ctx, [src], where, op.results[0])
 
@@ -120,6 +122,7 @@ def cat(ctx, op, lhs, rhs):
     n0 = lhs.shape[0]
 
     def where(k, ix):
+        """Index `ix` of operand `k` in the result: the rhs moves down by the lhs's first dimension."""
         return ix if k == 0 else (b.add(ix[0], ir.Constant(I32, n0)),) + tuple(ix[1:])
     return permute(ctx, [lhs, rhs], where, op.results[0])
 

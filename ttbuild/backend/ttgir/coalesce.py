@@ -43,6 +43,7 @@ class _UF:
         self.parent: dict = {}
 
     def find(self, v):
+        """The representative of `v`'s set (path halving), `v` itself when new."""
         self.parent.setdefault(v, v)
         while self.parent[v] != v:
             self.parent[v] = self.parent[self.parent[v]]
@@ -50,6 +51,7 @@ class _UF:
         return v
 
     def union(self, a, b):
+        """Merge the sets of `a` and `b` (values that must share a layout)."""
         ra, rb = self.find(a), self.find(b)
         if ra != rb:
             self.parent[rb] = ra
@@ -88,6 +90,8 @@ class _Assigner:
         self.joins: list = []        # tt.join and tt.split ops (layouts fitted last, _fit_join)
 
     def collect(self):
+        """Walk the function: every tensor value joins the union-find, ops that keep layouts (elementwise, loop
+        carries) union their operands and results, loads and stores record their pointers per group."""
         _split_constants(self.func)
         body = self.func.regions[0].blocks[0]
         for a in body.arguments:
@@ -179,6 +183,10 @@ class _Assigner:
             self.mem.setdefault(self.uf.find(op.operands[0]), []).append(op.operands[0])
 
     def resolve(self) -> dict:
+        """Layout per union-find root: the coalesced blocked layout of a group that touches memory (Triton's
+        Coalesce: contiguity and alignment of its pointers), unless it is small and demanded; a demanded group
+        (the result of a reduction, the source of an expand_dims, either side of a tt.trans or of a split
+        broadcast) follows its partner's layout; the rest take the default blocked one."""
         groups: dict = {}
         for v in self.values:
             groups.setdefault(self.uf.find(v), []).append(v)
@@ -207,6 +215,7 @@ class _Assigner:
         rank_of = lambda root: len(mu.shape_of(root.type))
 
         def solve(root):
+            """The layout of group `root`, solved once (a demanded group solves its partner first)."""
             if root in layout:
                 return layout[root]
             vals = groups[root]

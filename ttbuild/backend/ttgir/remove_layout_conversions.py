@@ -92,11 +92,14 @@ class _Slice:
         self.to_mma = 0                 # boundary conversions back to a tensor-core layout
 
     def add(self, v) -> None:
+        """Add value `v` to the slice (once, in discovery order)."""
         if v not in self.keys:
             self.keys.add(v)
             self.values.append(v)
 
     def add_op(self, op) -> None:
+        """Add `op` to the ops that compute in the new layout (once), counting reductions, and its tensor results to
+        the slice."""
         if op not in self.op_keys:
             self.op_keys.add(op)
             self.ops.append(op)
@@ -107,6 +110,7 @@ class _Slice:
                     self.add(r)
 
     def add_loop(self, loop, i: int) -> None:
+        """Carry scf.for iter arg `i` of `loop` in the new layout: its block argument and its result join the slice."""
         if (loop, i) not in self.loop_keys:
             self.loop_keys.add((loop, i))
             self.loops.append((loop, i))
@@ -114,6 +118,9 @@ class _Slice:
             self.add(loop.results[i])
 
     def collect(self) -> None:
+        """Walk forward from the root conversion's result through elementwise users, loop carries and yields,
+        collecting what would change layout and the boundary uses that keep the old one (Triton's
+        RemoveLayoutConversions forward propagation)."""
         self.add(self.root.results[0])
         k = 0
         while k < len(self.values):
@@ -151,6 +158,8 @@ class _Slice:
         return all(self.new_type(v) is not None for v in self.values)
 
     def new_type(self, v):
+        """`v`'s tensor type with its layout remapped from the old to the new one, or None when the layout does not
+        involve it."""
         layout = _layout(v)
         mapped = _remap_layout(layout, self.old, self.new) if layout is not None else None
         return with_encoding(v.type, mapped) if mapped is not None else None
@@ -408,6 +417,8 @@ def _converted_from(v):
     found = set()
 
     def visit(w, d):
+        """Whether `w` (at depth `d`) is fed only by conversions, constants and splats through elementwise ops;
+        records the conversions' source layouts."""
         if isinstance(w, ir.BlockArgument) or d > _REMAT_DEPTH:
             return False
         op = w.owner

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from filecheck_util import filecheck
-from oracle import run_triton
+from oracle import COMPILE_TO_CUBIN, run_triton
 
 import ttbuild
 from ttbuild.backend.llir.emit import max_registers
@@ -110,6 +110,25 @@ def test_elementwise_ops_lower_to_their_ptx_instructions():
 def test_bf16_arithmetic_is_native_on_sm90():
     text = build("add_kernel_bf16.ttir", 4)["ptx"].decode()
     assert "add.bf16" in text or "add.rn.bf16" in text
+
+
+HALF_ATOMIC = (
+    "import triton\nimport triton.language as tl\n\n\n@triton.jit\n"
+    "def acc(out_ptr, x_ptr, n, B: tl.constexpr):\n"
+    "    r = tl.arange(0, B)\n"
+    "    x = tl.load(x_ptr + r, mask=r < n)\n"
+    "    tl.store(x_ptr + r, tl.atomic_add(out_ptr + r % 4, x, mask=r < n), mask=r < n)\n")
+
+
+@pytest.mark.parametrize("sig, insn", [("*fp16", "add.noftz.f16"), ("*bf16", "add.noftz.bf16")])
+def test_half_atomic_add_is_a_noftz_atom(sig, insn, tmp_path):
+    """tl.atomic_add on fp16 / bf16 (Triton 3.6 allows add only): one `atom.acq_rel.gpu.global
+    .add.noftz` per element (PTX ISA 9.7.13.5), and Triton compiles our TTIR to cubin too."""
+    out = ttbuild.compile(HALF_ATOMIC, kernel="acc", signature=f"{sig},{sig},i32", constexprs={"B": 128})
+    assert f"atom.acq_rel.gpu.global.{insn}" in out["ptx"].decode() and out["cubin"][:4] == b"\x7fELF"
+    path = tmp_path / "acc.ttir"
+    path.write_bytes(out["ttir"])
+    assert "ok" in run_triton(COMPILE_TO_CUBIN, str(path))
 
 
 def test_fp_fusion_option_controls_fma():

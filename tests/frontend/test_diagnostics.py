@@ -194,10 +194,17 @@ def test_math_on_fp16_needs_an_explicit_cast():
     assert_at(err, lines, "tl.exp", "tl.exp")
 
 
-def test_atomic_on_unsupported_element_type():
-    err, lines = compile_error("tl.atomic_max(p, 1.0)\n", signature=("*fp16", "i32"))
-    assert err.message == "atomic_max does not support fp16"
-    assert_at(err, lines, "tl.atomic_max", "tl.atomic_max")
+@pytest.mark.parametrize("call, sig, message", [
+    ("tl.atomic_max(p, 1.0)", "*fp16", "atomic_max does not support fp16"),
+    ("tl.atomic_xchg(p, 1.0)", "*bf16", "atomic_xchg does not support bf16"),
+    ("tl.atomic_add(p, 1)", "*i16", "atomic_add does not support int16"),
+    ("tl.atomic_add(p, 1)", "*u8", "atomic_add does not support uint8"),
+])
+def test_atomic_on_unsupported_element_type(call, sig, message):
+    """Triton 3.6 `atom_red_typechecking_impl`: 16-bit floats only add; no 16-bit ints, nothing narrower."""
+    err, lines = compile_error(call + "\n", signature=(sig, "i32"))
+    assert err.message == message
+    assert_at(err, lines, call.split("(")[0], call.split("(")[0])
 
 
 def test_undefined_name_suggests_a_close_one():

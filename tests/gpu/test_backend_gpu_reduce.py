@@ -169,6 +169,22 @@ def test_float_atomic_max_and_min(torch, lib, dtype):
     assert not torch.isnan(olds).any() and set(olds.tolist()) <= seen
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_half_atomic_add(torch, lib, dtype):
+    """tl.atomic_add on fp16 and bf16 (atom.add.noftz.f16/.bf16): small integers add exactly in
+    any order, so each slot equals the sum torch computes; the block sums slot too."""
+    dt = getattr(torch, dtype)
+    n = 3000
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    x = torch.randint(-3, 4, (n,), device="cuda", generator=gen).to(dt)
+    out = torch.zeros(9, device="cuda", dtype=dt)
+    lib.variant(f"half_atomic_add_{'fp16' if dt == torch.float16 else 'bf16'}")[(_cdiv(n, 256),)](out, x, n)
+    torch.cuda.synchronize()
+    sums = x.float().view(-1, 8).sum(dim=0)
+    assert torch.equal(out[:8].float(), sums)
+    assert out[8].float().item() == x.float().sum().item()
+
+
 @pytest.mark.parametrize("n", [1000, 5000])
 def test_libdevice_math(torch, lib, n):
     gen = torch.Generator(device="cuda").manual_seed(n)

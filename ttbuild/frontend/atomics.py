@@ -19,11 +19,12 @@ _SCOPE = {"gpu": 1, "cta": 2, "sys": 3}
 
 
 def atomic_rmw(cx, op: str, pointer, val, mask, sem, scope):
-    """tt.atomic_rmw with Triton's checks (`semantic.atom_red_typechecking_impl`): no int1/int8/
-    int16/bf16 elements, fp16 only for add; value cast to the element type; mask defaults to all."""
+    """tt.atomic_rmw with Triton 3.6's checks (`semantic.atom_red_typechecking_impl`): no int1/
+    int8/int16/uint16 elements, fp16 and bf16 only for add; value cast to the element type; mask
+    defaults to all. Raises CompileError at the call otherwise."""
     ptr = pointer_arg(cx, pointer, f"tl.atomic_{op}")
     elt = ptr.type.scalar.element
-    if elt in (T.int1, T.DTYPES["int8"], T.DTYPES["int16"], T.bf16) or (elt == T.fp16 and op != "add"):
+    if elt in (T.DTYPES["int16"], T.DTYPES["uint16"]) or elt.bits < 16 or (elt in (T.fp16, T.bf16) and op != "add"):
         fail(cx, f"atomic_{op} does not support {elt}")
     shape = ptr.type.shape
     v = S.broadcast_to(cx, S.cast(cx, val, elt) if isinstance(val, Value) else S.to_value(cx, val, elt), shape)

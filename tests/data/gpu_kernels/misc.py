@@ -61,6 +61,17 @@ def float_minmax_kernel(out_ptr, olds_ptr, x_ptr, n, BLOCK: tl.constexpr):
 
 
 @triton.jit
+def half_atomic_add_kernel(out_ptr, x_ptr, n, BLOCK: tl.constexpr):
+    """out[j] += every x with index % 8 == j (fp16 / bf16 tl.atomic_add: Triton 3.6 allows add only
+    on 16-bit floats); out[8] += each program's fp32 block sum, rounded to out's dtype."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=0.0)
+    tl.atomic_add(out_ptr + offs % 8, x, mask=m)
+    tl.atomic_add(out_ptr + 8, tl.sum(x.to(tl.float32), 0).to(out_ptr.dtype.element_ty))
+
+
+@triton.jit
 def math_kernel(y_ptr, x_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n

@@ -29,8 +29,12 @@ OPS = {1: ("and", "b"), 2: ("or", "b"), 3: ("xor", "b"), 4: ("add", "u"), 5: ("a
 
 
 def _ptx_type(kind: str, elem: str) -> str:
+    """The atom's type suffix. fp16/bf16 only add (the frontend refuses other ops, as Triton does):
+    `.noftz.f16` (sm_70+), `.noftz.bf16` (sm_90+; PTX ISA 9.7.13.5), one element per atom."""
     bits = mu.elem_bits(elem)
-    if elem in ("f16", "bf16") or bits not in (32, 64):
+    if elem in ("f16", "bf16") and kind == "f":
+        return f".noftz.{elem}"
+    if bits not in (32, 64):
         raise NotSupportedYet(f"atomics on {elem}", None, "llir")
     if kind == "f":
         return f".f{bits}"
@@ -42,9 +46,9 @@ def _ptx_type(kind: str, elem: str) -> str:
 def _atom(ctx, text_op: str, ptr, vals, pred, ety):
     """One predicated atom; returns the old value (0 where the predicate is off)."""
     b = ctx.builder
-    bits = ety.width if isinstance(ety, ir.IntType) else {"float": 32, "double": 64}[str(ety)]
+    bits = ety.width if isinstance(ety, ir.IntType) else {"half": 16, "bfloat": 16, "float": 32, "double": 64}[str(ety)]
     it = ir.IntType(bits)
-    r = "r" if bits == 32 else "l"
+    r = {16: "h", 32: "r", 64: "l"}[bits]
     words = [v if isinstance(v.type, ir.IntType) else b.bitcast(v, it) for v in vals]
     n = len(words)
     args = [ptr] + words

@@ -84,6 +84,7 @@ BUILTIN_NAMES = (
     "make_block_ptr", "advance", "assume", "associative_scan", "histogram",
     "rand", "randn", "randint", "randint4x", "rand4x", "randn4x", "inline_asm_elementwise",
     "make_tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor", "dot_scaled",
+    "sort", "topk", "bitonic_merge", "flip",
 )
 for _name in BUILTIN_NAMES:
     if _name not in globals():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -58,13 +59,21 @@ def test_sort_vector_with_dim_0_and_repeated_values(dtype):
 def test_packed_key_sort_gives_a_stable_order():
     n, N = 50, 64
     keys = np.random.default_rng(5).integers(0, 6, N).astype(np.int32)
-    text = _ttir("sort_packed_kernel", "*i32,*i32,*i32,i32", {"N": N})
-    bufs = {"k": keys.copy(), "pos": np.zeros(N, np.int32), "ko": np.zeros(N, np.int32)}
-    ttir_eval.run(text, ["k", "pos", "ko", n], bufs)
+    text = _ttir("sort_packed_kernel", "*i32,*i32,*i32,*i32,i32", {"N": N})
+    base = np.arange(6, dtype=np.int32) * 1000
+    bufs = {"k": keys.copy(), "pos": np.zeros(N, np.int32), "ko": np.zeros(N, np.int32), "base": base}
+    ttir_eval.run(text, ["k", "pos", "ko", "base", n], bufs)
     order = np.argsort(np.where(np.arange(N) < n, keys, 0xFFFF), kind="stable")
     np.testing.assert_array_equal(bufs["pos"], order)
-    np.testing.assert_array_equal(bufs["ko"][:n], np.sort(keys[:n]))
-    assert (bufs["ko"][n:] == 0xFFFF).all()
+    np.testing.assert_array_equal(bufs["ko"][:n], np.sort(keys[:n]) * 1001)
+    assert (bufs["ko"][n:] == 0xFFFF - 1).all()
+
+
+def test_an_unsigned_offset_is_zero_extended_before_addptr():
+    # Triton 3.6 `semantic.add`: tt.addptr reads offsets as signed, so a uint32 one becomes int64
+    text = _ttir("sort_packed_kernel", "*i32,*i32,*i32,*i32,i32", {"N": 64})
+    assert re.search(r'"arith.extui"\(%\w+\) : \(tensor<64xi32>\) -> tensor<64xi64>', text)
+    assert re.search(r'"tt.addptr"\(%\w+, %\w+\) : \(tensor<64x!tt.ptr<i32>>, tensor<64xi64>\)', text)
 
 
 @pytest.mark.parametrize("dtype, out", [(np.int32, np.int32), (np.float32, np.float32), (np.int8, np.int32)])
@@ -109,7 +118,7 @@ CASES = [
     ("rows_f16_desc", "sort_rows_kernel", "*fp16:16,*fp16:16", {"M": 2, "N": 64, "DESC": True}),
     ("vector_u32", "sort_vector_kernel", "*u32:16,*u32:16", {"N": 128, "DESC": True}),
     ("vector_f32", "sort_vector_kernel", "*fp32:16,*fp32:16", {"N": 8, "DESC": False}),
-    ("packed", "sort_packed_kernel", "*i32:16,*i32:16,*i32:16,i32", {"N": 1024}),
+    ("packed", "sort_packed_kernel", "*i32:16,*i32:16,*i32:16,*i32:16,i32", {"N": 1024}),
     ("topk_bf16", "topk_rows_kernel", "*bf16:16,*fp32:16", {"M": 4, "N": 32, "K": 4}),
     ("topk_i8", "topk_rows_kernel", "*i8:16,*i32:16", {"M": 2, "N": 16, "K": 2}),
     ("flip_0", "flip_kernel", "*fp32:16,*fp32:16", {"M": 8, "N": 16, "DIM": 0}),

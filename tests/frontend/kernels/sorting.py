@@ -20,12 +20,15 @@ def sort_vector_kernel(x_ptr, y_ptr, N: tl.constexpr, DESC: tl.constexpr):
 
 
 @triton.jit
-def sort_packed_kernel(key_ptr, pos_ptr, key_out_ptr, n, N: tl.constexpr):
-    # sort (key, position) pairs packed in one uint32: key in the high half, position in the low
+def sort_packed_kernel(key_ptr, pos_ptr, key_out_ptr, base_ptr, n, N: tl.constexpr):
+    # sort (key, position) pairs packed in one uint32: key in the high half, position in the low;
+    # then a per-key base offset is read through the unsigned sorted keys (ptr + uint32 block)
     offs = tl.arange(0, N)
     key = tl.load(key_ptr + offs, mask=offs < n, other=0xFFFF).to(tl.uint32)
     packed = tl.sort(((key << 16) | offs).to(tl.uint32), 0)
-    tl.store(key_out_ptr + offs, (packed >> 16).to(tl.int32))
+    sorted_key = packed >> 16
+    base = tl.load(base_ptr + sorted_key, mask=sorted_key != 0xFFFF, other=-1)
+    tl.store(key_out_ptr + offs, sorted_key.to(tl.int32) + base)
     tl.store(pos_ptr + offs, (packed & 0xFFFF).to(tl.int32))
 
 

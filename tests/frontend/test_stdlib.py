@@ -1,4 +1,4 @@
-"""tl.reduce_or, tl.cat, tl.add/sub/mul, tl.swizzle2d, tl.TRITON_MAX_TENSOR_NUMEL (tests/frontend/kernels/stdlib.py): values on the CPU, the same TTGIR from Triton 3.6 from source and from our TTIR, builds to PTX, Triton's refusals."""
+"""tl.reduce_or, tl.cat, tl.add/sub/mul, tl.swizzle2d, tl.TRITON_MAX_TENSOR_NUMEL, tl.philox and its helpers (tests/frontend/kernels/stdlib.py): values on the CPU, the same TTGIR from Triton 3.6 from source and from our TTIR, builds to PTX, Triton's refusals."""
 
 from __future__ import annotations
 
@@ -40,7 +40,8 @@ def test_add_sub_mul_are_the_operators():
 
 @pytest.mark.parametrize("kernel, sig, cx", [("cat_sum_kernel", "*fp32:16,*fp32:16,*fp32:16", {"N": 64}),
                                              ("grouped_tile_kernel", "*i32:16,i32,i32", {"GROUP": 4}),
-                                             ("any_flag_kernel", "*i32:16,*i32:16", {"M": 16, "N": 32})])
+                                             ("any_flag_kernel", "*i32:16,*i32:16", {"M": 16, "N": 32}),
+                                             ("noise_kernel", "*fp32:16,*fp32:16,i32", {"N": 256})])
 def test_builds_to_ptx(kernel, sig, cx):
     out = ttbuild.compile(FILE, kernel=kernel, signature=sig, constexprs=cx, until="ptx")
     assert b".entry " + kernel.encode() in out["ptx"]
@@ -53,10 +54,19 @@ HEAD = "import triton\nimport triton.language as tl\n\n\n@triton.jit\ndef k(p):\
     ("    tl.store(p + tl.arange(0, 16), tl.cat(x, x))\n", "current implementation of `cat` always may reorder"),
     ("    tl.store(p, tl.reduce_or(x, 0))\n", "reduce_or only supported for integers"),
     ("    tl.store(p, tl.reduce_or(x.to(tl.int32), 1))\n", "axis 1 out of range"),
+    ("    tl.store(p, tl.uint_to_uniform_float(x.to(tl.int16)))\n", "takes \\(u\\)int32 or \\(u\\)int64"),
+    ("    tl.store(p, tl.philox_impl(x.to(tl.int32), 1, 2, 3, 4, 5)[0])\n", "dtype not supported in philox_impl"),
 ])
-def test_misuse_is_refused(body, message):
+def test_misuse_is_refused(body, message):  # (Triton 3.6 refuses each too)
     with pytest.raises(CompilationError, match=message):
         _ttir("k", "*fp32", {}, (HEAD + body).encode())
+
+
+def test_64_bit_philox_counters_are_not_supported_yet():
+    from ttbuild.errors import NotSupportedYet
+
+    with pytest.raises(NotSupportedYet, match="64-bit counters"):
+        _ttir("k", "*fp32", {}, (HEAD + "    tl.store(p, tl.philox(1, x.to(tl.uint64), 0, 0, 0)[0])\n").encode())
 
 
 CASES = [
@@ -67,6 +77,8 @@ CASES = [
     ("arith_i64", "arith_kernel", "*i64:16,*i64:16,*i64:16", {"N": 32}),
     ("swizzle", "grouped_tile_kernel", "*i32:16,i32,i32", {"GROUP": 4}),
     ("swizzle_div", "grouped_tile_kernel", "*i32:16,i32:16,i32:16", {"GROUP": 8}),
+    ("noise", "noise_kernel", "*fp32:16,*fp32:16,i32", {"N": 256}),
+    ("noise_seed64", "noise_kernel", "*fp32:16,*fp32:16,i64", {"N": 64}),
 ]
 
 

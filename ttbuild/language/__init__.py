@@ -86,6 +86,7 @@ BUILTIN_NAMES = (
     "rand", "randn", "randint", "randint4x", "rand4x", "randn4x", "inline_asm_elementwise",
     "make_tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor", "dot_scaled",
     "sort", "topk", "bitonic_merge", "flip", "reduce_or", "cat", "add", "sub", "mul", "swizzle2d",
+    "philox", "philox_impl", "uint_to_uniform_float", "pair_uniform_to_normal",
 )
 for _name in BUILTIN_NAMES:
     if _name not in globals():

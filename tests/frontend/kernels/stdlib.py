@@ -40,3 +40,14 @@ def grouped_tile_kernel(out_ptr, M, N, GROUP: tl.constexpr):
     pid_m, pid_n = tl.swizzle2d(pid // N, pid % N, M, N, GROUP)
     tl.store(out_ptr + 2 * pid, pid_m)
     tl.store(out_ptr + 2 * pid + 1, pid_n)
+
+
+@triton.jit
+def noise_kernel(out_ptr, wide_ptr, seed, N: tl.constexpr):
+    # two normal samples per counter pair, from the Philox words of counters made from the offsets
+    offs = tl.arange(0, N)
+    r0, r1, _, _ = tl.philox(seed, offs, offs + tl.program_id(0) * N, offs ^ 5, offs * 3)
+    z0, z1 = tl.pair_uniform_to_normal(tl.uint_to_uniform_float(r0), tl.uint_to_uniform_float(r1))
+    tl.store(out_ptr + offs, z0 + z1)
+    k0, k1, _, _ = tl.philox_impl(r0, r1, r0 ^ r1, r1, seed.to(tl.uint32), (seed + 7).to(tl.uint32), n_rounds=4)
+    tl.store(wide_ptr + offs, tl.uint_to_uniform_float((k0.to(tl.uint64) << 32) | k1))

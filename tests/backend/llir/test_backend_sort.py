@@ -1,4 +1,4 @@
-"""tl.sort / tl.flip through the backend: the compare-and-swap indicators need no layout conversion, and every thread's stored elements are the sorted (flipped) input (the LLIR evaluated across the threads by `llir_eval.Cta`)."""
+"""tl.sort / tl.flip / tl.topk through the backend: the compare-and-swap indicators need no layout conversion, and every thread's stored elements are the sorted (flipped) input (the LLIR evaluated across the threads by `llir_eval.Cta`)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,13 @@ def sort_kernel(y_ptr, BM: tl.constexpr, N: tl.constexpr, DESC: tl.constexpr, FL
     else:
         y = tl.sort(x, descending=DESC)
     tl.store(y_ptr + offs, y)
+
+
+@triton.jit
+def topk_kernel(y_ptr, BM: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    offs = tl.arange(0, BM)[:, None] * N + tl.arange(0, N)[None, :]
+    x = (offs * 37 + 11) % 101 - 50
+    tl.store(y_ptr + tl.arange(0, BM)[:, None] * K + tl.arange(0, K)[None, :], tl.topk(x, K))
 '''
 
 
@@ -76,3 +83,24 @@ def test_every_thread_stores_the_sorted_row(bm, n, warps, desc, flip, tmp_path, 
         assert got == [want[i][j] for i, j in ixs], tid
         seen.update(ixs)
     assert len(seen) == bm * n
+
+
+@pytest.mark.parametrize("bm, n, k, warps", [(2, 32, 4, 2), (4, 64, 8, 4), (2, 16, 1, 1)])
+def test_every_thread_stores_the_top_k(bm, n, k, warps, tmp_path, monkeypatch, deep_recursion):  # noqa: F811
+    """Each halving max leaves the hypercube in a slice layout; its indicators are rebuilt there too."""
+    from llir_eval import Cta
+
+    src = tmp_path / "topk.py"
+    src.write_text(_SRC)
+    ttgir = ttbuild.compile(src, kernel="topk_kernel", signature="*i32:16", num_warps=warps, until="ttgir",
+                            constexprs={"BM": bm, "N": n, "K": k})["ttgir"]
+    for shape in re.findall(rb'"ttg.convert_layout"\(%\w+\) : \(tensor<([\dx]+)xi32', ttgir):
+        assert not (b"x" in shape and eval(shape.replace(b"x", b"*")) == 2), shape  # no [1,..,2,..,1] indicator
+    (fn, _, value), = _lower_capturing_stores(ttgir, monkeypatch)
+    rows = [[(37 * (i * n + j) + 11) % 101 - 50 for j in range(n)] for i in range(bm)]
+    want = [sorted(row, reverse=True)[:k] for row in rows]
+    cta = Cta(fn, 32 * warps)
+    for tid in range(32 * warps):
+        t = cta.thread(tid)
+        ixs = value.layout.thread_indices(tid, value.shape)
+        assert [(t(v) ^ 1 << 31) - (1 << 31) for v in value.elems] == [want[i][j] for i, j in ixs], tid

@@ -284,7 +284,7 @@ class _Remat:
         rematerialization reaches the same with the range in a linear layout)."""
         shape, src = mu.shape_of(t), op.operands[0]
         big = [d for d, n in enumerate(shape) if n != 1]
-        if not isinstance(layout, Blocked) or len(mu.shape_of(src.type)) != 1 or len(big) != 1:
+        if not isinstance(layout, (Blocked, Slice)) or len(mu.shape_of(src.type)) != 1 or len(big) != 1:
             return None
         dropped = [d for d in reversed(range(len(shape))) if d != big[0]]  # highest first
         lays = [layout]

@@ -132,7 +132,8 @@ def sort_impl(cx, x, k=None, dim=None, descending=False, what="sort") -> Value:
 @builtin("sort")
 def sort(cx, x, dim=None, descending=False):
     """`tl.sort(x, dim=None, descending=False)`: `x` sorted along its last dimension (a bitonic
-    network); same shape and dtype. Floats compare as `>` does (NaNs never swap)."""
+    network); same shape and dtype. Floats compare with `>` as in Triton's network, so NaNs end
+    where Triton's kernel puts them (not necessarily last)."""
     return sort_impl(cx, x, None, dim, descending, "sort")
 
 

@@ -1,4 +1,8 @@
-"""tl.sort, tl.topk, tl.flip and tl.bitonic_merge (tests/frontend/kernels/sorting.py): our TTIR, run on the CPU, gives numpy's sort/flip; Triton 3.6 makes the same TTGIR, line for line, from its source and from our TTIR; misuse fails where Triton's does."""
+"""tl.sort, tl.topk, tl.flip, tl.bitonic_merge (tests/frontend/kernels/sorting.py) against numpy on the CPU and Triton 3.6's TTGIR.
+
+Our TTIR runs on the CPU (ttir_eval) against numpy's sort/flip; Triton makes the same TTGIR, line
+for line, from its source and from our TTIR; misuse fails where Triton's does.
+"""
 
 from __future__ import annotations
 

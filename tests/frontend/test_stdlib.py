@@ -1,4 +1,8 @@
-"""tl.reduce_or, tl.cat, tl.add/sub/mul, tl.swizzle2d, tl.TRITON_MAX_TENSOR_NUMEL, tl.philox and its helpers (tests/frontend/kernels/stdlib.py): values on the CPU, the same TTGIR from Triton 3.6 from source and from our TTIR, builds to PTX, Triton's refusals."""
+"""Smaller standard-library functions (tests/frontend/kernels/stdlib.py): CPU values, Triton 3.6's TTGIR, PTX, refusals.
+
+tl.reduce_or, tl.cat, tl.add/sub/mul, tl.swizzle2d, tl.TRITON_MAX_TENSOR_NUMEL, tl.philox and its
+helpers.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""tl.sort / tl.flip / tl.topk through the backend: the compare-and-swap indicators need no layout conversion, and every thread's stored elements are the sorted (flipped) input (the LLIR evaluated across the threads by `llir_eval.Cta`)."""
+"""tl.sort / tl.flip / tl.topk through the backend: no indicator conversions, and every thread stores the right elements.
+
+The LLIR is evaluated across the threads by `llir_eval.Cta`.
+"""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """tl.sort, tl.topk, tl.flip, tl.bitonic_merge (tests/frontend/kernels/sorting.py) against numpy on the CPU and Triton 3.6's TTGIR.
 
-Our TTIR runs on the CPU (ttir_eval) against numpy's sort/flip; Triton makes the same TTGIR, line
-for line, from its source and from our TTIR; misuse fails where Triton's does.
+Our TTIR runs on the CPU (ttir_eval) against numpy's sort/flip; Triton makes the same TTGIR (as a sorted
+list of lines) from its source and from our TTIR; misuse fails where Triton's does.
 """
 
 from __future__ import annotations

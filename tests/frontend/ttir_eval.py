@@ -2,7 +2,8 @@
 
 Values are numpy arrays; integers are held unsigned (MLIR integers are signless) and each op picks
 its signedness as the op's definition says. Pointers are `(buffer name, element offsets)`.
-Only what the random-number tests need; anything else raises NotImplementedError by op name.
+Only what the random-number and sorting tests need (one-operand tt.reduce included); anything else
+raises NotImplementedError by op name.
 """
 
 from __future__ import annotations
@@ -60,7 +61,17 @@ def run(text: str, args: list, buffers: dict[str, np.ndarray], program_id: int |
     env = {}
     for (name, ty), a in zip(re.findall(r"(%\w+): ([^ ]+) loc", head[1]), args):
         env[name] = (a, np.zeros((), np.int64)) if ty.startswith("!tt.ptr") else np.array(a).astype(_np(_elt(ty)))
-    for line in text[head.end():].splitlines():
+    lines = iter(text[head.end():].splitlines())
+    for line in lines:
+        red = _REDUCE.match(line)
+        if red:  # a tt.reduce header: its region runs up to the line that closes it
+            body = []
+            for inner in lines:
+                if inner.lstrip().startswith("})"):
+                    break
+                body.append(inner)
+            env[red["res"]] = _reduce(env[red["src"]], int(red["axis"]), body, buffers, program_id)
+            continue
         m = _LINE.match(line)
         if not m:
             continue
@@ -72,9 +83,36 @@ def run(text: str, args: list, buffers: dict[str, np.ndarray], program_id: int |
             env[m["res"]] = r
 
 
+_REDUCE = re.compile(r'^\s*(?P<res>%\w+) = "tt.reduce"\((?P<src>%\w+)\) <\{axis = (?P<axis>\d+) : i32\}> \(\{$')
+
+
+def _reduce(x, axis: int, body: list[str], buffers, program_id):
+    """One-operand tt.reduce: fold the combine region over the slices along `axis`, in order."""
+    lhs, rhs = re.findall(r"(%\w+): ", body[0])[:2]
+
+    def combine(a, b):
+        env = {lhs: a, rhs: b}
+        for line in body[1:]:
+            m = _LINE.match(line)
+            if m["name"] == "tt.reduce.return":
+                return env[m["args"].strip()]
+            ins = [t.strip() for t in re.split(r",\s*(?![^<]*>)", m["ins"]) if t.strip()]
+            env[m["res"]] = _eval(m["name"], m["props"] or "", [env[a.strip()] for a in m["args"].split(",")],
+                                  ins, m["out"], buffers, program_id)
+        raise NotImplementedError("tt.reduce region without tt.reduce.return")
+
+    acc = np.take(x, 0, axis)
+    for k in range(1, x.shape[axis]):
+        acc = combine(acc, np.take(x, k, axis))
+    return acc
+
+
+_MINMAX = {"arith.maxsi": (np.maximum, True), "arith.minsi": (np.minimum, True), "arith.maxui": (np.maximum, False),
+           "arith.minui": (np.minimum, False)}
 _BIN = {"arith.addi": np.add, "arith.subi": np.subtract, "arith.muli": np.multiply, "arith.xori": np.bitwise_xor,
         "arith.andi": np.bitwise_and, "arith.ori": np.bitwise_or, "arith.addf": np.add, "arith.subf": np.subtract,
-        "arith.mulf": np.multiply, "arith.divf": np.divide, "arith.maxnumf": np.fmax, "arith.minnumf": np.fmin}
+        "arith.mulf": np.multiply, "arith.divf": np.divide, "arith.maxnumf": np.fmax, "arith.minnumf": np.fmin,
+        "arith.maximumf": np.maximum, "arith.minimumf": np.minimum}
 _MATH = {"math.log": np.log, "math.sqrt": np.sqrt, "math.cos": np.cos, "math.sin": np.sin, "math.exp": np.exp}
 
 
@@ -102,6 +140,12 @@ def _eval(name, props, ops, ins, out, buffers, program_id):
             axis = int(_prop(props, "axis").split(" : ")[0])
             v = ops[0]
             return (v[0], np.expand_dims(v[1], axis)) if isinstance(v, tuple) else np.expand_dims(v, axis)
+        if name == "tt.reshape":
+            return ops[0].reshape(shape)
+        if name in _MINMAX:
+            f, signed = _MINMAX[name]
+            a, b = (_signed(o, elt) if signed else o for o in ops)
+            return f(a, b).astype(_np(elt))
         if name in _BIN:
             return _BIN[name](ops[0], ops[1]).astype(ops[0].dtype)
         if name in _MATH:

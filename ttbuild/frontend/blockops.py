@@ -124,6 +124,8 @@ def trans(cx, input, *dims):
 def reshape(cx, input, *shape, can_reorder=False):
     """`tl.reshape(x, shape)` → tt.reshape; element count must match (Triton `semantic.reshape`)."""
     v = _need_tensor(cx, input, "reshape")
+    if not v.type.shape:  # Triton 3.6 fails reading `.numel` of the scalar type (an AttributeError)
+        fail(cx, f"tl.reshape needs a block, got a scalar of type {v.type}")
     dims = shape[0] if len(shape) == 1 else Constexpr(tuple(cval(cx, d, "shape") for d in shape))
     new = shape_arg(cx, dims)
     n_old = n_new = 1

@@ -22,12 +22,13 @@ from . import (
     inlineasm,
     random,
     reductions,
+    sorting,
     tensordesc,
 )
 from .semantic import Ctx, fail
 
 MODULES = (builtins, atomics, blockops, blockptr, debugops, dotscaled, extra, inlineasm, random, reductions,
-           tensordesc)
+           sorting, tensordesc)
 
 _TABLES = build({"builtin": Registry("tl builtin"), "method": Registry("tensor method")}, MODULES)
 BUILTINS: Registry = _TABLES["builtin"]  # "load", "math.exp", ...: what `tl.<name>` calls

@@ -144,6 +144,8 @@ class Expressions:
             return Constexpr(T.DTYPES[dt])
         if attr in B.BUILTINS:
             return FuncRef("builtin", attr)
+        if attr == "TRITON_MAX_TENSOR_NUMEL":
+            return Constexpr(T.MAX_TENSOR_NUMEL)
         if attr == "PropagateNan":
             return ModuleRef("triton.language.PropagateNan")
         if attr in ("PropagateNan.NONE", "PropagateNan.ALL"):  # triton::PropagateNan values

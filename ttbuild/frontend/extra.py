@@ -1,7 +1,8 @@
 """Less common `tl` builtins, each after Triton 3.6 `core`/`math`/`semantic`.
 
 clamp (tt.clampf), fdiv, div_rn (tt.precise_divf), sqrt_rn (tt.precise_sqrt), umulhi (tt.mulhiui), join (tt.join),
-interleave (join + reshape), split (tt.split), histogram (tt.histogram), pointer_type.
+interleave (join + reshape), split (tt.split), cat (tt.cat), histogram (tt.histogram), pointer_type,
+add/sub/mul (`tl.add(x, y)`: the operators), swizzle2d (Triton `standard.swizzle2d`).
 """
 
 from __future__ import annotations
@@ -116,6 +117,52 @@ def split(cx, a):
         fail(cx, f"tl.split needs a block whose last dimension is 2, got {S.describe(a)}")
     rt = S.with_shape(a.type.scalar, a.type.shape[:-1])
     return tuple(cx.b.op("tt.split", [a], [rt, rt]))
+
+
+@builtin("cat")
+def cat(cx, input, other, can_reorder=False):
+    """`tl.cat(a, b, can_reorder=True)`: two 1-D blocks of one dtype, concatenated (tt.cat). Triton 3.6
+    `semantic.cat` asserts can_reorder (the lowering may reorder elements) and a 1-D first operand."""
+    a, b = _tensors(cx, input, other)
+    if not cval(cx, can_reorder, "can_reorder"):
+        fail(cx, "current implementation of `cat` always may reorder elements")
+    if len(a.type.shape) != 1 or len(b.type.shape) != 1:
+        fail(cx, f"tl.cat joins 1-D blocks, got shapes {list(a.type.shape)} and {list(b.type.shape)}")
+    if a.type.scalar != b.type.scalar:
+        fail(cx, f"tl.cat needs operands of one dtype, got {a.type.scalar} and {b.type.scalar}")
+    return cx.b.op1("tt.cat", [a, b], T.BlockType(a.type.scalar, (a.type.shape[0] + b.type.shape[0],)))
+
+
+def _arith(op: str):
+    def rule(cx, x, y, sanitize_overflow=True):
+        # Triton `core.add`/`sub`/`mul` unwrap constexprs and call the operator's semantic rule,
+        # which makes tensors of two numbers (no folding); sanitize_overflow acts in debug builds only
+        if isinstance(x, Constexpr) and isinstance(y, Constexpr) and S.is_number(x) and S.is_number(y):
+            x = S.to_value(cx, x)
+        return S.binary(cx, op, x, y)
+    return rule
+
+
+builtin("add")(_arith("+"))
+builtin("sub")(_arith("-"))
+builtin("mul")(_arith("*"))
+
+
+@builtin("swizzle2d")
+def swizzle2d(cx, i, j, size_i, size_j, size_g):
+    """Triton `standard.swizzle2d`: row-major (i, j) of a size_i x size_j grid to the column-major
+    order of each group of size_g rows; returns (new_i, new_j). Same steps as Triton's @jit body."""
+    from .builtins import minimum
+
+    def b(op, x, y):
+        return S.binary(cx, op, x, y)
+
+    ij = b("+", b("*", i, size_j), j)
+    size_gj = b("*", size_g, size_j)
+    off_i = b("*", b("//", ij, size_gj), size_g)
+    size_g = minimum(cx, b("-", size_i, off_i), size_g)
+    ij = b("%", ij, size_gj)
+    return b("+", off_i, b("%", ij, size_g)), b("//", ij, size_g)
 
 
 @builtin("histogram", method="histogram")

@@ -1,16 +1,17 @@
-"""`tl.rand`, `randn`, `randint`, `randint4x`, `rand4x`, `randn4x`: Philox 4x32 lowered to arith ops exactly as Triton 3.6 `triton/language/random.py` computes it.
+"""Philox 4x32 as Triton 3.6 `triton/language/random.py` computes it: `tl.rand`, `randn`, `randint`, their 4x forms, and the helpers philox, philox_impl, uint_to_uniform_float, pair_uniform_to_normal.
 
 Same constants, rounds, seed split, `uint_to_uniform_float` and Box–Muller as Triton's @jit library
 functions, each step typed by the same promotion rules (`semantic.binary`), so a kernel gets the
 bit patterns Triton's kernel gets for the same seed and offsets. Only the 32-bit Philox is reachable
-from these entry points: `randint4x` always narrows offsets to uint32 first.
+from these entry points: `randint4x` always narrows offsets to uint32 first (tl.philox with 64-bit
+counters is refused as not supported yet).
 """
 
 from __future__ import annotations
 
 from . import semantic as S
 from . import types as T
-from .args import BuiltinRules, cval, tensor
+from .args import BuiltinRules, NotSupportedFrontend, cval, tensor
 from .builtins import MATH_UNARY, maximum, where
 from .extra import umulhi
 from .irtext import Value
@@ -25,6 +26,7 @@ PHILOX_KEY_A, PHILOX_KEY_B = 0x9E3779B9, 0xBB67AE85
 PHILOX_ROUND_A, PHILOX_ROUND_B = 0xD2511F53, 0xCD9E8D57
 # Largest scale with (2**31 - 1) * scale < 1.0 in fp32 (Triton `uint_to_uniform_float`).
 UNIFORM_SCALE = 4.6566127342e-10
+UNIFORM_SCALE_64 = 1.0842020432385337e-19  # its 64-bit branch
 
 
 def _c(v) -> Constexpr:
@@ -92,11 +94,18 @@ def randint(cx, seed, offset, n_rounds=N_ROUNDS_DEFAULT):
     return randint4x(cx, seed, offset, n_rounds)[0]
 
 
-def uint_to_uniform_float(cx, x: Value) -> Value:
-    """A random 32-bit integer as an fp32 in [0, 1): |x| folded onto the non-negatives as
-    `x < 0 ? -x - 1 : x`, then scaled (Triton `uint_to_uniform_float`, 32-bit branch)."""
-    x = S.cast(cx, x, T.int32, bitcast=True)
-    scale = S.to_value(cx, _c(UNIFORM_SCALE))  # a plain assignment in Triton: an fp32 scalar tensor
+@builtin("uint_to_uniform_float")
+def uint_to_uniform_float(cx, x) -> Value:
+    """A random 32- or 64-bit integer as an fp32 in [0, 1): |x| folded onto the non-negatives as
+    `x < 0 ? -x - 1 : x`, then scaled (Triton `uint_to_uniform_float`)."""
+    x = tensor(cx, x, "x")
+    wide = x.type.scalar in (T.DTYPES["uint64"], T.int64)
+    if x.type.scalar not in (T.uint32, T.int32) and not wide:
+        fail(cx, "static_assert failed: uint_to_uniform_float takes (u)int32 or (u)int64, "
+                 f"got {x.type.scalar}")
+    x = S.cast(cx, x, T.int64 if wide else T.int32, bitcast=True)
+    # a plain assignment in Triton: an fp32 scalar tensor
+    scale = S.to_value(cx, _c(UNIFORM_SCALE_64 if wide else UNIFORM_SCALE))
     neg = S.binary(cx, "-", S.unary(cx, "-", x), _c(1))
     x = where(cx, S.binary(cx, "<", x, _c(0)), neg, x)
     return S.binary(cx, "*", x, scale)
@@ -122,6 +131,39 @@ def pair_uniform_to_normal(cx, u1: Value, u2: Value, both: bool = True):
     r = MATH_UNARY["sqrt"](cx, S.binary(cx, "*", _c(-2.0), MATH_UNARY["log"](cx, u1)))
     n1 = S.binary(cx, "*", r, MATH_UNARY["cos"](cx, th))
     return (n1, S.binary(cx, "*", r, MATH_UNARY["sin"](cx, th))) if both else (n1,)
+
+
+@builtin("pair_uniform_to_normal")
+def pair_uniform_to_normal_(cx, u1, u2):
+    """`tl.pair_uniform_to_normal(u1, u2)`: two N(0, 1) blocks from two U(0, 1) ones (Box–Muller)."""
+    return pair_uniform_to_normal(cx, u1, u2)
+
+
+def _philox_words(cx, words, what: str):
+    vs = [tensor(cx, w, what) for w in words]
+    if vs[0].type.scalar.bits == 64:
+        fail(cx, f"tl.{what} with 64-bit counters is not supported yet by the ttbuild frontend",
+             cls=NotSupportedFrontend)
+    return vs
+
+
+@builtin("philox")
+def philox_(cx, seed, c0, c1, c2, c3, n_rounds=N_ROUNDS_DEFAULT):
+    """`tl.philox(seed, c0, c1, c2, c3)`: four uint32 blocks, Philox 4x32 of the counters (bitcast
+    to uint32) keyed by the seed's two 32-bit halves."""
+    c0, c1, c2, c3 = _philox_words(cx, (c0, c1, c2, c3), "philox")
+    if c0.type.scalar.bits != 32:
+        fail(cx, "static_assert failed: bitwidth not supported in philox")
+    return philox(cx, seed, c0, c1, c2, c3, _rounds(cx, n_rounds))
+
+
+@builtin("philox_impl")
+def philox_impl_(cx, c0, c1, c2, c3, k0, k1, n_rounds=N_ROUNDS_DEFAULT):
+    """`tl.philox_impl(c0, c1, c2, c3, k0, k1)`: Philox rounds on uint32 counters and key words."""
+    words = _philox_words(cx, (c0, c1, c2, c3, k0, k1), "philox_impl")
+    if words[0].type.scalar != T.uint32:
+        fail(cx, "static_assert failed: dtype not supported in philox_impl")
+    return philox_impl(cx, *words, _rounds(cx, n_rounds))
 
 
 @builtin("randn")

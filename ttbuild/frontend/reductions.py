@@ -1,4 +1,4 @@
-"""Reductions and scans: tt.reduce (sum, max, min, argmax, argmin, tl.reduce with a @jit combine_fn) and tt.scan (cumsum, cumprod, associative_scan).
+"""Reductions and scans: tt.reduce (sum, max, min, argmax, argmin, xor_sum, reduce_or, tl.reduce with a @jit combine_fn) and tt.scan (cumsum, cumprod, associative_scan).
 
 Dtype rules from Triton 3.6 `triton/language/standard.py`: sum widens integers under 32 bits to
 (u)int32; max/min widen every float under 32 bits to fp32 and integers to int32; argmax/argmin
@@ -223,6 +223,15 @@ def xor_sum(cx, input, axis=None, keep_dims=False):
     if not v.type.scalar.is_int():
         fail(cx, "xor_sum only supported for integers")
     return reduce_values(cx, [v], axis, keep_dims, _one(lambda c, a, b: S.binary(c, "^", a, b)), "xor_sum")[0]
+
+
+@builtin("reduce_or", method="reduce_or")
+def reduce_or(cx, input, axis, keep_dims=False):
+    """Triton `standard.reduce_or`: integers only, no widening (a reduce with `|`)."""
+    v = _need_tensor(cx, input, "reduce_or")
+    if not v.type.scalar.is_int():
+        fail(cx, "reduce_or only supported for integers")
+    return reduce_values(cx, [v], axis, keep_dims, _one(lambda c, a, b: S.binary(c, "|", a, b)), "reduce_or")[0]
 
 
 @builtin("softmax", method="softmax")

@@ -331,6 +331,10 @@ def _ptr_arith(cx: Ctx, op: str, a, b) -> Value:
         if op == "-":
             off = unary(cx, "-", off)
     ptr, off = broadcast_pair(cx, ptr, off)
+    if off.type.scalar.is_unsigned() and off.type.scalar.bits < 64:
+        # tt.addptr reads its offset as signed: Triton 3.6 `semantic.add` zero-extends an unsigned
+        # one to int64 first (after `-` negates it, for ptr - offset)
+        off = cx.b.op1("arith.extui", [off], with_shape(T.int64, off.type.shape))
     return cx.b.op1("tt.addptr", [ptr, off], ptr.type)
 
 

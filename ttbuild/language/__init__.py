@@ -56,6 +56,7 @@ void = dtype("void")
 bool_ = int1  # not `bool`: shadowing the builtin inside this module would bite the stubs
 globals()["bool"] = int1  # but kernels spell it tl.bool, as in Triton
 
+TRITON_MAX_TENSOR_NUMEL = 1048576  # Triton 3.6 triton._utils: the most elements one block may hold
 PropagateNan = type("PropagateNan", (), {"NONE": 0, "ALL": 0xFFFF})
 
 
@@ -84,6 +85,8 @@ BUILTIN_NAMES = (
     "make_block_ptr", "advance", "assume", "associative_scan", "histogram",
     "rand", "randn", "randint", "randint4x", "rand4x", "randn4x", "inline_asm_elementwise",
     "make_tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor", "dot_scaled",
+    "sort", "topk", "bitonic_merge", "flip", "reduce_or", "cat", "add", "sub", "mul", "swizzle2d",
+    "philox", "philox_impl", "uint_to_uniform_float", "pair_uniform_to_normal",
 )
 for _name in BUILTIN_NAMES:
     if _name not in globals():

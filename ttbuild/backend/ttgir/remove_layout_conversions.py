@@ -273,6 +273,8 @@ class _Remat:
         if name == TT.EXPAND_DIMS:
             src = self.rebuild(op.operands[0], Slice(mu.int_attr(mu.props(op)["axis"]), layout), depth + 1)
             return _clone(op, t, {0: src}) if src is not None else None
+        if name == TT.RESHAPE:
+            return self._unit_reshape(op, layout, t, depth)
         if name == TT.BROADCAST or (is_elementwise(name) and len(op.results) == 1 and _cheap_twice(v)):
             new = {}
             for i, w in enumerate(op.operands):
@@ -283,6 +285,31 @@ class _Remat:
             return _clone(op, t, new)
         return None
 
+
+    def _unit_reshape(self, op, layout, t, depth):
+        """A reshape that only puts size-1 dims around a 1-D value (tl.sort's `_indicator`:
+        arange(0, 2) shaped [1, .., 2, .., 1]) as that value rebuilt in `layout` sliced down to
+        the one kept dim, then expand_dims back: no shuffle through shared memory (Triton's
+        rematerialization reaches the same with the range in a linear layout)."""
+        shape, src = mu.shape_of(t), op.operands[0]
+        big = [d for d, n in enumerate(shape) if n != 1]
+        if not isinstance(layout, (Blocked, Slice)) or len(mu.shape_of(src.type)) != 1 or len(big) != 1:
+            return None
+        dropped = [d for d in reversed(range(len(shape))) if d != big[0]]  # highest first
+        lays = [layout]
+        for d in dropped:
+            lays.append(Slice(d, lays[-1]))
+        v = self.rebuild(src, lays[-1], depth + 1)
+        if v is None:
+            return None
+        cur = list(mu.shape_of(src.type))
+        with ir.InsertionPoint.after(op):
+            for d, lay in zip(reversed(dropped), reversed(lays[:-1])):
+                cur.insert(d, 1)
+                rt = ir.RankedTensorType.get(cur, ir.RankedTensorType(t).element_type, ir.Attribute.parse(lay.attr()))
+                v = create(TT.EXPAND_DIMS, [rt], [v], {"axis": ir.IntegerAttr.get(ir.IntegerType.get_signless(32), d)},
+                           loc=op.location).results[0]
+        return v
 
     @staticmethod
     def _rebuildable(v) -> bool:
@@ -345,13 +372,21 @@ def _mma_derived(layout) -> bool:
     return isinstance(layout, NvidiaMma) or hasattr(layout, "op_idx")
 
 
-def fold_conversions(func, remat: _Remat) -> int:
+def _unit_reshape_of(conv) -> bool:
+    """Whether `conv` converts a tt.reshape result that _Remat._unit_reshape may rebuild."""
+    v = conv.operands[0]
+    return not isinstance(v, ir.BlockArgument) and v.owner.name == TT.RESHAPE and _is_vector(v.type)
+
+
+def fold_conversions(func, remat: _Remat, only_reshapes: bool = False) -> int:
     """Conversions that convert nothing are dropped, and those whose operand is cheap to
     recompute (see _Remat) are replaced by the recomputation in the result's layout: the ones
     from or to a tensor-core layout (or a slice of one) and, since they sit in the dot loop of a
     tensor-core kernel, those of vectors (a mask row needed along another dimension would
     otherwise cross shared memory with two barriers every iteration; Triton's backward
-    rematerialization rebuilds it). Returns how many were removed."""
+    rematerialization rebuilds it). `only_reshapes`: just the conversions of a vector reshaped
+    with size-1 dims (any kernel: tl.sort makes one per compare-and-swap). Returns how many
+    were removed."""
     n = 0
     for op in walk(func):
         if op.name != TTG.CONVERT_LAYOUT:
@@ -360,7 +395,7 @@ def fold_conversions(func, remat: _Remat) -> int:
         if src is None or dst is None:
             continue
         vector = _is_vector(op.results[0].type)
-        if not (_mma_derived(src) or _mma_derived(dst) or vector):
+        if not (_mma_derived(src) or _mma_derived(dst) or vector) or (only_reshapes and not _unit_reshape_of(op)):
             continue
         new = op.operands[0] if op.operands[0].type == op.results[0].type else remat.rebuild(op.operands[0], dst)
         if new is None or new == op.results[0]:  # (a conversion _Remat made: it is the rebuild)
@@ -498,6 +533,11 @@ def remove_layout_conversions(module, num_warps: int) -> int:
             # onto each of its inputs
             n += relayout_replicated_stores(func, remat, num_warps)
             if n or folded:
+                erase_dead(func)
+            n += folded
+        else:
+            folded = fold_conversions(func, remat, only_reshapes=True)
+            if folded:
                 erase_dead(func)
             n += folded
         n += _mma_to_dot_shortcut(func, num_warps)

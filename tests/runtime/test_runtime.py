@@ -548,3 +548,49 @@ def test_torch_tensors_use_torchs_device_and_current_stream(lib, monkeypatch):
     assert [c["stream"] for c in drv.launches] == [0x5003, 0x77, 0]
     assert drv.hints == [3, 3, None] and calls == [3]
     assert drv.loads[0][1] == b"CUBIN:add_kernel_fp16"
+
+
+def test_a_thread_without_a_current_context_gets_the_devices_primary_context():
+    """Autograd's backward thread has no current CUDA context until something makes one current:
+    its first launch on a device (with torch's device as the hint) makes the primary context
+    current there, even after another thread found the context (CUDA_ERROR_INVALID_CONTEXT on
+    a Liger layer-norm backward otherwise). Driver calls are faked: no GPU is needed."""
+    import threading
+
+    d = CudaDriver()
+    current: dict = {}  # thread id -> the context current there
+    made: list = []
+
+    class Cu:
+        CUdevice_attribute = d.cu.CUdevice_attribute
+        CUresult = d.cu.CUresult
+
+        def cuInit(self, flags):
+            return (d._success,)
+
+        def cuDeviceGet(self, n):
+            return (d._success, n)
+
+        def cuDevicePrimaryCtxRetain(self, dev):
+            return (d._success, 0x7000 + dev)
+
+        def cuCtxSetCurrent(self, ctx):
+            current[threading.get_ident()] = ctx
+            made.append(threading.get_ident())
+            return (d._success,)
+
+        def cuCtxGetDevice(self):
+            return (d._success, current[threading.get_ident()] - 0x7000)
+
+        def cuDeviceGetAttribute(self, attr, dev):
+            return (d._success, 9 if attr == self.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR else 0)
+
+    d.cu = Cu()
+    d._get_current = lambda: (d._success, current.get(threading.get_ident(), 0))
+    current[threading.get_ident()] = 0x7001  # the main thread: torch made device 1's context current
+    assert d.context(1) == (0x7001, (9, 0)) and made == []
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append(d.context(1)))
+    worker.start()
+    worker.join()
+    assert seen == [(0x7001, (9, 0))] and made == [worker.ident]  # made current in the worker itself

@@ -39,6 +39,11 @@ def tuned_kernel(x_ptr, n, BLOCK: tl.constexpr):
 @triton.jit
 def norm_kernel(x_ptr, out_ptr, n, OUT_DTYPE: tl.constexpr, w_ptr=None):
     pass
+
+
+@triton.jit
+def warps_kernel(x_ptr, n, BLOCK: tl.constexpr, num_warps: tl.constexpr):
+    pass
 '''
 
 
@@ -326,3 +331,24 @@ def test_none_arguments_and_dtype_constexprs_pick_their_variant(project, tmp_pat
     events = read_records(str(log))
     assert [e["constants"]["OUT_DTYPE"] for e in events] == [{"dtype": "fp16"}, "fp32", {"dtype": "bf16"}]
     assert events[2]["constants"]["w_ptr"] is None and events[0]["signature"]["w_ptr"] == "*fp32"
+
+
+def _warps(variant, warps):
+    params = [_p("x_ptr", "pointer", "fp32", 16), _p("n", "scalar", "i32"), _p("BLOCK", "constexpr", value=128),
+              _p("num_warps", "constexpr", value=warps)]
+    return meta(variant, "warps_kernel", params, num_warps=warps, file="pkg/ops.py")
+
+
+def test_a_parameter_named_num_warps_is_bound_and_is_the_launch_option(project, tmp_path):
+    """`num_warps: tl.constexpr` passed as `num_warps=8` (a softmax-style kernel): Triton 3.6 binds
+    the parameter and takes the launch option from the same keyword; both pick the variant."""
+    root, torch = project
+    server, drv = _serve(tmp_path, [_warps("w4", 4), _warps("w8", 8)])
+    drv.params_of["warps_kernel"] = 2
+    ops = importlib.import_module("pkg.ops")
+    x = torch.Tensor(0x1000)
+    ops.warps_kernel[(1,)](x, 100, BLOCK=128, num_warps=8)
+    ops.warps_kernel[(1,)](x, 100, BLOCK=128, num_warps=4)
+    ops.warps_kernel[(1,)](x, 100, 128, 8)
+    ops.warps_kernel.run(x, 100, BLOCK=128, num_warps=4, grid=(1,), warmup=False, stream=None)
+    assert [launch["function"][3] for launch in drv.launches] == ["w8", "w4", "w8", "w4"]

@@ -71,7 +71,7 @@ class CudaDriver:
         self._lock = threading.Lock()
         self._initialized = False
         self._capability: dict = {}
-        self._by_device: dict = {}
+        self._seen = threading.local()  # per thread: {device: (context key, capability)}
         self._modules: list = []
         self._launch = cu.cuLaunchKernel
         self._get_current = cu.cuCtxGetCurrent
@@ -132,13 +132,18 @@ class CudaDriver:
 
     def context(self, device_hint=None):
         """See Driver.context. With a device hint (torch's current device) the context found at
-        the first launch on that device is reused without asking the driver again, as Triton's
-        launcher does: frameworks keep one (primary) context per device."""
+        a thread's first launch on that device is reused without asking the driver again, as
+        Triton's launcher does: frameworks keep one (primary) context per device. Per thread,
+        because a context is current per thread: autograd's backward thread may have none until
+        its first launch, and then gets the device's primary context (Triton's loadBinary does
+        the same), so a load or launch there never meets CUDA_ERROR_INVALID_CONTEXT."""
         if device_hint is not None:
-            hit = self._by_device.get(device_hint)
-            if hit is not None:
-                return hit
-            hit = self._by_device[device_hint] = self._current_context(device_hint)
+            seen = getattr(self._seen, "by_device", None)
+            if seen is None:
+                seen = self._seen.by_device = {}
+            hit = seen.get(device_hint)
+            if hit is None:
+                hit = seen[device_hint] = self._current_context(device_hint)
             return hit
         return self._current_context(None)
 

@@ -148,6 +148,8 @@ class ServedKernel:
         for k, v in kwargs.items():
             if k in self.name_set:
                 params[k] = v
+                if k in LAUNCH_KW:  # a parameter named num_warps: Triton binds it and takes the option too
+                    opts.append((k, v))
             elif k in LAUNCH_KW:
                 opts.append((k, v))
             elif k not in IGNORED_KW:
@@ -188,9 +190,13 @@ class ServedKernel:
         return found
 
     def bind(self, args, kwargs):
-        options = {k: kwargs.pop(k) for k in LAUNCH_KW if k in kwargs}
-        for k in IGNORED_KW:
-            kwargs.pop(k, None)
+        """(arguments by parameter name with defaults applied, launch options) of a call. A launch
+        keyword that is also a parameter (`num_warps: tl.constexpr`) is both, as in Triton 3.6's
+        JITFunction.run: its binder takes the parameter, parse_options the option."""
+        options = {k: kwargs[k] for k in LAUNCH_KW if k in kwargs}
+        for k in LAUNCH_KW + IGNORED_KW:
+            if k not in self.name_set:
+                kwargs.pop(k, None)
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
         return dict(bound.arguments), options
@@ -212,6 +218,7 @@ class ServedKernel:
         stream = kwargs.pop("stream", None)
         pdl = kwargs.pop("launch_pdl", False)
         bound, options = self.bind(args, kwargs)
+        chosen = {k: v for k, v in options.items() if k not in self.name_set}  # a parameter's value already picks
         self.server.check_device()
         values = list(bound.values())
         for fixed, launcher in self.groups:
@@ -221,8 +228,8 @@ class ServedKernel:
                 continue
             try:
                 if warmup:
-                    return launcher.select(*values, **options)
-                return launcher.run(*values, grid=grid, stream=stream, launch_pdl=pdl, **options)
+                    return launcher.select(*values, **chosen)
+                return launcher.run(*values, grid=grid, stream=stream, launch_pdl=pdl, **chosen)
             except NoMatchingVariant:
                 continue
         return self.miss(bound, options, args, given, grid=grid, warmup=warmup, fallback=fallback, jit_self=jit_self)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 2  # a spilling .reqntid kernel that left registers unused is reassembled with .maxnreg
+VERSION = 3  # a spilling kernel under a .maxnreg below its threads' share is reassembled with the share
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

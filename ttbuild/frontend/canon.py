@@ -22,6 +22,16 @@ _JIT_MODULES = ("triton", "ttbuild")
 _LANG_MODULES = ("triton.language", "ttbuild.language")
 
 
+def _dtype_default(node: ast.expr, imports: dict[str, str]) -> str | None:
+    """A default that names a dtype of triton.language (`tl.float32`): its row form (`fp32`), the
+    spelling variants and the metadata give a dtype constexpr; else None."""
+    from .expressions import _DTYPE_ATTRS  # noqa: PLC0415 - expressions imports the code generator
+
+    full = resolve_name(dotted_name(node), imports)
+    module, _, attr = (full or "").rpartition(".")
+    return _DTYPE_ATTRS.get(attr) if module in _LANG_MODULES else None
+
+
 def dumps(obj) -> bytes:
     """The canonical JSON spelling every frontend artifact uses (sorted keys, no spaces)."""
     return canonical_bytes(obj)
@@ -212,6 +222,8 @@ def canonicalize(source: bytes | str, kernel: str, file: str, project=None, modu
                 default, literal = None, False
                 if isinstance(d, ast.Name) and d.id in info.globals:  # `= MODE_X`, a global the module set
                     default, literal = info.globals[d.id]["value"], True
+                elif (dtype := _dtype_default(d, info.imports)) is not None:  # `acc: tl.constexpr = tl.float32`
+                    default, literal = dtype, True
             entry = {"name": a.arg, "default": default,
                      "annotation": ast.unparse(a.annotation) if a.annotation else None}
             if literal:  # a literal default, None included (`IMP: tl.constexpr = None`)

@@ -43,7 +43,10 @@ _CONSTEXPR = {"triton.language.constexpr", "triton.language.core.constexpr"}
 _CONSTEXPR_FUNCTION = {"triton.constexpr_function", "triton.language.constexpr_function",
                        "triton.language.core.constexpr_function"}
 _ENV_GET = {"os.environ.get", "os.getenv"}
-_VERSION = {"packaging.version.parse", "packaging.version.Version"}
+_VERSION = {"packaging.version.parse", "packaging.version.Version", "pkg_resources.parse_version"}
+# Projects re-export packaging's Version from a helper module (`from pkg_utils import Version`): a
+# third-party callable of that name applied to a version string is read as packaging's.
+_VERSION_NAMES = {"Version", "parse_version"}
 # Which device the program runs on, as the variant's target (a CUDA GPU) answers it.
 _DEVICE_PROBES = {"torch.cuda.is_available": True, "torch.xpu.is_available": False, "torch.npu.is_available": False,
                   "torch.mlu.is_available": False, "torch.mps.is_available": False,
@@ -182,8 +185,9 @@ class _Executor(Evaluator):
             self.import_module(base, stmt)
             for a in stmt.names:
                 if a.name == "*":
-                    raise self.cannot(stmt, "`import *` hides which names a module defines")
-                ns[a.asname or a.name] = self.from_import(base, a.name, stmt)
+                    self.import_star(base, stmt, ns)
+                else:
+                    ns[a.asname or a.name] = self.from_import(base, a.name, stmt)
         elif isinstance(stmt, ast.FunctionDef):
             self.project.home[stmt] = self.mod
             value = Function(stmt)
@@ -290,6 +294,24 @@ class _Executor(Evaluator):
         if head in self.project.files or self.project.is_namespace(head) or not self.project.resolves(name):
             raise _ImportFailed(name, node, self.src)
 
+    def import_star(self, base: str, node: ast.ImportFrom, ns: dict) -> None:
+        """`from base import *`: a project module's `__all__`, else its names without a leading
+        underscore (the language reference, "The import statement"); a third-party module's names
+        are unknown, so a name this module cannot place becomes opaque instead of undefined."""
+        if not (base in self.project.files or self.project.is_namespace(base)):
+            self.mod.stars.append(base)
+            return
+        mod = self.project.module(base, node, self.src)
+        public = mod.namespace.get("__all__")
+        if isinstance(public, (list, tuple)) and all(isinstance(n, str) for n in public):
+            for name in public:
+                ns[name] = self.from_import(base, name, node)
+            return
+        ns.update({k: v for k, v in mod.namespace.items() if not k.startswith("_")})
+        for star in mod.stars:  # what that module's own star imports may bind, this one may too
+            if star not in self.mod.stars:
+                self.mod.stars.append(star)
+
     def module_value(self, name: str, node: ast.AST):
         if name in self.project.files or self.project.is_namespace(name):
             return self.project.module(name, node, self.src)
@@ -332,6 +354,8 @@ class _Executor(Evaluator):
             return {"True": True, "False": False, "None": None}[name]
         if name in ("ImportError", "ModuleNotFoundError", "Exception", "int", "float", "str", "bool", "print"):
             return External(f"builtins.{name}")
+        if self.mod.stars:  # perhaps bound by `from <third party> import *`: known only to the running program
+            return Opaque(f"`{name}` (perhaps from `from {self.mod.stars[0]} import *`)")
         raise self.src.error(node, f"name `{name}` is not defined at module level in {self.src.file}")
 
     def attribute(self, value, node: ast.Attribute):
@@ -370,7 +394,7 @@ class _Executor(Evaluator):
             if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
                 raise self.cannot(node, "*args and **kwargs are not unpacked")
             path = value.path if isinstance(value, (External, Wrapper)) else None
-            if isinstance(value, External) and (path in _WRAPPERS or (path in _JIT and node.keywords and not node.args)):
+            if isinstance(value, External) and (path in _WRAPPERS or (path in _JIT and not node.args)):
                 return Wrapper(path)  # the arguments are the decorator reader's (ttbuild.frontend.autotune)
             args = [self.eval(a, scope) for a in node.args]
             kwargs = {k.arg: self.eval(k.value, scope) for k in node.keywords}
@@ -412,6 +436,8 @@ class _Executor(Evaluator):
             return super().apply(callee, values, node)
         path = callee.path
         if path in _JIT or path in _CONSTEXPR_FUNCTION:
+            if len(values) != 1:
+                raise self.src.error(node, f"`{short(node)}` takes the function to wrap as its one argument")
             (fn,) = values
             return self.wrap(path, fn, node)
         if path in _CONSTEXPR:
@@ -432,7 +458,8 @@ class _Executor(Evaluator):
             if not self.project.resolves(values[0]):
                 raise self.src.error(node, f"`{values[0]}` is no module ttbuild can read")
             return self.module_value(values[0], node)
-        if path in _VERSION:
+        if path in _VERSION or (path.rpartition(".")[2] in _VERSION_NAMES and len(values) == 1
+                                and isinstance(values[0], str)):
             try:
                 return Version.parse(values[0])
             except (ValueError, IndexError) as e:

@@ -86,6 +86,7 @@ class ModuleValue:
     namespace: dict = field(default_factory=dict)
     source: object = None  # the values.Source of its text, to place errors
     tree: ast.Module | None = None
+    stars: list = field(default_factory=list)  # third-party modules of `from X import *`: names unknown
 
 
 @dataclass(frozen=True)

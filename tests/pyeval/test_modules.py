@@ -167,3 +167,33 @@ def test_a_deeply_nested_module_statement_is_refused_only_when_read():
     with pytest.raises(CompilationError, match="nested too deeply") as e:
         value(proj, "m", "X")
     assert e.value.loc.line == 2
+
+
+def test_star_imports_bind_what_python_binds():
+    proj = project(pkg__init="from .ops import *\nfrom .hidden import *\n",
+                   pkg__ops="import triton\nSCALE = 2\n_PRIVATE = 3\n\n@triton.jit\ndef k(x):\n    pass\n",
+                   pkg__hidden="__all__ = ['_shown']\n_shown = 7\nother = 8\n",
+                   m="from pkg import *\nfrom torch.nn import *\nLAYER = Linear\n")
+    assert value(proj, "pkg", "SCALE") == 2 and isinstance(value(proj, "pkg", "k"), objects.Kernel)
+    assert value(proj, "pkg", "_PRIVATE") is None and value(proj, "pkg", "_shown") == 7
+    assert value(proj, "pkg", "other") is None  # __all__ decides
+    assert value(proj, "m", "SCALE") == 2
+    assert isinstance(value(proj, "m", "LAYER"), objects.Opaque)  # perhaps torch.nn's: opaque, not undefined
+    with pytest.raises(CompilationError, match="name `Linear` is not defined"):
+        value(project(m="LAYER = Linear\n"), "m", "LAYER")
+
+
+def test_a_reexported_version_class_and_a_jit_factory():
+    proj = project(m='''
+        import triton
+        from pkg_utils import Version
+        NEW = Version(triton.__version__) >= Version("3.0.0")
+
+        @triton.jit()
+        def k(x):
+            pass
+    ''')
+    assert value(proj, "m", "NEW") is True and isinstance(value(proj, "m", "k"), objects.Kernel)
+    with pytest.raises(CompilationError, match="takes the function to wrap as its one argument") as e:
+        value(project(m="import triton\ndef f(x):\n    pass\nk = triton.jit(f, f)\n"), "m", "k")
+    assert e.value.loc.line == 4

@@ -76,3 +76,14 @@ def zero_d_ops_kernel(x_ptr, out_ptr, flag_ptr, n, N: tl.constexpr):
     y = tl.where(x > half, x, half) + t.to(tl.float16) + tl.minimum(half, s)
     tl.store(out_ptr + offs, y, mask=offs < n)
     tl.store(flag_ptr, (s > half).to(tl.int32) + one + tl.zeros((), tl.int32))
+
+
+@triton.jit
+def tile_sum_kernel(x_ptr, out_ptr, TILES: tl.constexpr, N: tl.constexpr,
+                    acc_dtype: tl.constexpr = tl.float32, FLAT: tl.constexpr = True):
+    # a builtin range's keywords are evaluated and ignored (Triton's visit_For), and a dtype default
+    offs = tl.arange(0, N)
+    acc = tl.zeros((N,), dtype=acc_dtype)
+    for t in range(TILES, flatten=FLAT):
+        acc += tl.load(x_ptr + t * N + offs).to(acc_dtype)
+    tl.store(out_ptr + offs, acc)

@@ -28,6 +28,8 @@ CASES = [
     ("0d_expand", "center_kernel", "*fp32:16,*fp32:16,i32", {"N": 256}),
     ("0d_ops", "zero_d_ops_kernel", "*fp32:16,*fp32:16,*i32,i32", {"N": 128}),
     ("range_kw_dtype_default", "tile_sum_kernel", "*fp16:16,*fp32:16", {"TILES": 4, "N": 128}),
+    ("dtype_value_f32", "masked_peak_kernel", "*fp32:16,*fp32:16,i32", {"N": 128}),
+    ("dtype_value_i64", "masked_peak_kernel", "*i64:16,*i64:16,i32", {"N": 128}),
 ]
 
 

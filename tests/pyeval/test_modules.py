@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 
 import pytest
@@ -10,6 +11,7 @@ from ttbuild.errors import CompilationError
 from ttbuild.frontend.canon import canonicalize
 from ttbuild.pyeval import objects
 from ttbuild.pyeval.modules import Project, lookup, read_module
+from ttbuild.stages import ttir
 
 
 def project(env=None, capability=90, strict_env=False, **modules: str) -> Project:
@@ -197,3 +199,29 @@ def test_a_reexported_version_class_and_a_jit_factory():
     with pytest.raises(CompilationError, match="takes the function to wrap as its one argument") as e:
         value(project(m="import triton\ndef f(x):\n    pass\nk = triton.jit(f, f)\n"), "m", "k")
     assert e.value.loc.line == 4
+
+
+def test_a_helper_read_as_an_attribute_of_a_project_module_is_inlined():
+    proj = project(pkg__init="", pkg__ext='''
+        import triton
+        from triton import language as tl
+        WIDE = tl.constexpr(2)
+
+        @triton.jit
+        def row_id(axis: int) -> tl.tensor:
+            return tl.program_id(axis).to(tl.int64) * WIDE
+    ''', pkg__k='''
+        import triton
+        import triton.language as tl
+        from pkg import ext
+
+        @triton.jit
+        def k(x_ptr, BLOCK: tl.constexpr):
+            offs = ext.row_id(0) * BLOCK + tl.arange(0, BLOCK) + ext.WIDE
+            tl.store(x_ptr + offs, tl.load(x_ptr + offs) * 2)
+    ''')
+    desc, _ = canonicalize(proj.files["pkg.k"][1], "k", "pkg/k.py", proj, "pkg.k")
+    assert set(desc["functions"]) == {"k", "ext.row_id"}
+    assert desc["globals"]["ext.WIDE"] == {"constexpr": True, "value": 2}
+    text = ttir.run({"json": json.dumps(desc).encode()}, {"signature": ["*fp32:16"], "constexprs": {"BLOCK": 64}})["ttir"]
+    assert b'"tt.get_program_id"' in text and b'"arith.extsi"' in text

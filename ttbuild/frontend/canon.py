@@ -188,7 +188,7 @@ def canonicalize(source: bytes | str, kernel: str, file: str, project=None, modu
         reached.add(name)
         names = _names_used(info.jit_functions[name])
         if scope is not None:
-            scope.place(name, names)
+            names = names | scope.place(name, names)
         used |= names
         todo.extend(n for n in names if n in info.jit_functions and n not in reached)
 

@@ -87,3 +87,26 @@ def tile_sum_kernel(x_ptr, out_ptr, TILES: tl.constexpr, N: tl.constexpr,
     for t in range(TILES, flatten=FLAT):
         acc += tl.load(x_ptr + t * N + offs).to(acc_dtype)
     tl.store(out_ptr + offs, acc)
+
+
+@triton.jit
+def lowest_of(dtype):
+    # a dtype argument arrives as a constexpr: `.value` is the dtype, whose probes fold
+    dt = dtype.value
+    if dt.is_floating():
+        low: tl.constexpr = float("-inf")
+        return low
+    if dt.is_int_signed():
+        bits: tl.constexpr = dt.int_bitwidth
+        low: tl.constexpr = -(2 ** (bits - 1))
+        return low
+
+
+@triton.jit
+def masked_peak_kernel(x_ptr, out_ptr, n, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=lowest_of(x_ptr.dtype.element_ty))
+    peak = tl.max(x, axis=0)
+    if tl.constexpr(x.dtype.is_int64() or x.dtype.is_uint8()):
+        peak = peak * 2
+    tl.store(out_ptr, peak)

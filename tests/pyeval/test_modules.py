@@ -225,3 +225,21 @@ def test_a_helper_read_as_an_attribute_of_a_project_module_is_inlined():
     assert desc["globals"]["ext.WIDE"] == {"constexpr": True, "value": 2}
     text = ttir.run({"json": json.dumps(desc).encode()}, {"signature": ["*fp32:16"], "constexprs": {"BLOCK": 64}})["ttir"]
     assert b'"tt.get_program_id"' in text and b'"arith.extsi"' in text
+
+
+def test_a_memoized_device_probe_is_read_through_functools_cache():
+    proj = project(m='''
+        import functools
+        import torch
+
+        @functools.cache
+        def platform():
+            return "cuda" if torch.cuda.is_available() else "cpu"
+
+        @functools.lru_cache(maxsize=None)
+        def warps():
+            return 8 if platform() == "cuda" else 4
+
+        WARPS = warps()
+    ''')
+    assert value(proj, "m", "WARPS") == 8 and proj.read_target

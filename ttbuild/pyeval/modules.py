@@ -53,6 +53,7 @@ _DEVICE_PROBES = {"torch.cuda.is_available": True, "torch.xpu.is_available": Fal
                   "torch.backends.mps.is_available": False, "transformers.utils.is_torch_npu_available": False,
                   "transformers.utils.is_torch_xpu_available": False,
                   "transformers.utils.import_utils.is_torch_npu_available": False}
+_CACHES = {"functools.cache", "functools.lru_cache"}  # decorators that leave what a call returns unchanged
 _IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
 _OPERATORS = {"operator.ge": lambda a, b: a >= b, "operator.gt": lambda a, b: a > b,
               "operator.le": lambda a, b: a <= b, "operator.lt": lambda a, b: a < b,
@@ -192,7 +193,10 @@ class _Executor(Evaluator):
             self.project.home[stmt] = self.mod
             value = Function(stmt)
             for dec in reversed(stmt.decorator_list):
-                value = self.apply(self.eval(dec, None), [value], dec) if not isinstance(value, Opaque) else value
+                dec_value = self.eval(dec, None)
+                if isinstance(dec_value, External) and dec_value.path in _CACHES:
+                    continue  # a memoized function returns what the function returns
+                value = self.apply(dec_value, [value], dec) if not isinstance(value, Opaque) else value
             ns[stmt.name] = value
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
@@ -464,6 +468,8 @@ class _Executor(Evaluator):
                 return Version.parse(values[0])
             except (ValueError, IndexError) as e:
                 raise self.src.error(node, str(e)) from None
+        if path == "functools.lru_cache" and not values:  # lru_cache(maxsize=...): the decorator
+            return External(path)
         if path in _OPERATORS and len(values) == 2:
             return _OPERATORS[path](*values)
         if path in ("triton.cdiv", "triton.language.cdiv") and len(values) == 2:

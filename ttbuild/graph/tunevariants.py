@@ -35,17 +35,58 @@ def _decorators(path: str, mtime_ns: int, size: int, kernel: str, shown: str):
     return read_decorators(Path(path).read_bytes(), kernel, shown)
 
 
-def decorators_of(kernels_dir: Path, rel: str, kernel: str):
+def decorators_of(kernels_dir: Path, rel: str, kernel: str, parse: dict | None = None, target: str | None = None):
     """The kernel's Decorators (ttbuild.frontend.autotune), or None when its file mentions
-    neither decorator (most files: no parse). Raises CompilationError for a decorator that
-    cannot be read statically."""
+    neither decorator (most files: no parse). `parse`: a project kernel's parse facts
+    (ttbuild.graph.project.parse_facts), whose modules answer the names the file imports from the
+    project (`**cache_kwargs`, `NUM_WARPS` of another module). Raises CompilationError for a
+    decorator that cannot be read statically."""
     path = kernels_dir / rel
     st = path.stat()
     data = path.read_bytes()
     if b"autotune" not in data and b"heuristics" not in data:
         return None
+    if parse and parse.get("module"):
+        from ttbuild.frontend.autotune import read_decorators
+
+        found = read_decorators(data, kernel, rel, _imported(kernels_dir, parse, target))
+        return None if found.autotune is None and not found.heuristics else found
     found = _decorators(str(path), st.st_mtime_ns, st.st_size, kernel, rel)
     return None if found.autotune is None and not found.heuristics else found
+
+
+def _imported(kernels_dir: Path, parse: dict, target: str | None):
+    """What a name of the kernel's module is bound to once the module ran (ttbuild.pyeval), in the
+    autotune reader's terms: ("value", literal data), ("import", dotted path), or None."""
+    from ttbuild.pyeval.modules import Project, lookup, read_module
+    from ttbuild.pyeval.objects import Constexpr, External
+    from ttbuild.target import Target
+
+    files = {name: (file, (kernels_dir / file).read_bytes()) for name, file in parse["modules"].items()}
+    project = Project(files, env=parse.get("env", {}), strict_env=True,
+                      capability=Target.parse(target).capability if target else None)
+    module = read_module(project, parse["module"])
+
+    def answer(name: str):
+        try:
+            value = lookup(module, name)
+        except CompilationError:  # unreadable: the file's own reading refuses it if a decorator uses it
+            return None
+        if isinstance(value, Constexpr):
+            value = value.value
+        if isinstance(value, External):
+            return ("import", value.path)
+        return ("value", value) if _literal(value) else None
+
+    return answer
+
+
+def _literal(value) -> bool:
+    if isinstance(value, (int, float, bool, str, type(None))):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_literal(v) for v in value)
+    return isinstance(value, dict) and all(isinstance(k, str) and _literal(v) for k, v in value.items())
 
 
 def _value_name(value) -> str:
@@ -101,7 +142,7 @@ def expand(variant, row: dict, kernels_dir: Path, fail: Callable[[str, str], Com
             and all(isinstance(i, int) and not isinstance(i, bool) for i in configs_field))):
         raise fail("configs", 'must be "all" or a list of config indices like [0, 2]')
     wants = wants or configs_field is not None
-    deco = decorators_of(kernels_dir, variant.file, variant.kernel)
+    deco = decorators_of(kernels_dir, variant.file, variant.kernel, variant.parse, variant.options.target)
     listed = sorted(k for k, v in variant.constexprs.items() if isinstance(v, list))
     computed = {h.name for h in deco.heuristics} if deco is not None else set()
     if set(listed) - computed:

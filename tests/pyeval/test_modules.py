@@ -9,6 +9,7 @@ import pytest
 
 from ttbuild.errors import CompilationError
 from ttbuild.frontend.canon import canonicalize
+from ttbuild.locs import locate
 from ttbuild.pyeval import objects
 from ttbuild.pyeval.modules import Project, lookup, read_module
 from ttbuild.stages import ttir
@@ -243,3 +244,28 @@ def test_a_memoized_device_probe_is_read_through_functools_cache():
         WARPS = warps()
     ''')
     assert value(proj, "m", "WARPS") == 8 and proj.read_target
+
+
+def test_an_error_in_a_helper_of_another_module_names_that_file():
+    proj = project(pkg__init="", pkg__ext='''
+        import triton
+        import triton.language as tl
+
+        @triton.jit
+        def bad(x):
+            return x.no_such_attribute
+    ''', pkg__k='''
+        import triton
+        import triton.language as tl
+        from pkg.ext import bad
+
+        @triton.jit
+        def k(x_ptr):
+            tl.store(x_ptr, bad(tl.load(x_ptr)))
+    ''')
+    desc, loc = canonicalize(proj.files["pkg.k"][1], "k", "pkg/k.py", proj, "pkg.k")
+    assert loc["files"] == {"pkg/ext.py": {"6": "def bad(x):", "7": "    return x.no_such_attribute"}}
+    with pytest.raises(CompilationError) as e:
+        ttir.run({"json": json.dumps(desc).encode()}, {"signature": ["*fp32:16"], "constexprs": {}})
+    where = locate(e.value, loc).loc
+    assert (where.file, where.line, where.col, where.source_line) == ("pkg/ext.py", 7, 11, "    return x.no_such_attribute")

@@ -196,19 +196,26 @@ def canonicalize(source: bytes | str, kernel: str, file: str, project=None, modu
     line_text: dict[str, str] = {}
     counter = iter(range(1 << 62))
 
+    other_files: dict[str, dict[str, str]] = {}  # a helper of another project module: its file's lines
+    where = [file, lines]  # the file of the function being encoded, and its lines
+
     def next_id(node: ast.AST) -> int:
         i = next(counter)
         col = node.col_offset
-        if 0 < node.lineno <= len(lines):  # ast counts UTF-8 bytes; carets need characters
-            col = len(lines[node.lineno - 1].encode()[:col].decode("utf-8", "replace"))
-        nodes[str(i)] = [node.lineno, col]
-        if 0 < node.lineno <= len(lines):
-            line_text[str(node.lineno)] = lines[node.lineno - 1]
+        src_file, src_lines = where
+        if 0 < node.lineno <= len(src_lines):  # ast counts UTF-8 bytes; carets need characters
+            col = len(src_lines[node.lineno - 1].encode()[:col].decode("utf-8", "replace"))
+        nodes[str(i)] = [node.lineno, col] if src_file == file else [node.lineno, col, src_file]
+        if 0 < node.lineno <= len(src_lines):
+            texts = line_text if src_file == file else other_files.setdefault(src_file, {})
+            texts[str(node.lineno)] = src_lines[node.lineno - 1]
         return i
 
     functions = {}
     for name in sorted(reached):
         fn = info.jit_functions[name]
+        home = scope.home.get(name) if scope is not None else None
+        where[:] = [home.file, home.source.lines] if home is not None and home.source is not None else [file, lines]
         fn.decorator_list = []
         _strip_docstring(fn)
         args = fn.args
@@ -242,4 +249,7 @@ def canonicalize(source: bytes | str, kernel: str, file: str, project=None, modu
     }
     if scope is not None and scope.constexpr_functions:  # only kernels that call one carry the key
         desc["constexpr_functions"] = dict(sorted(scope.constexpr_functions.items()))
-    return desc, {"file": file, "nodes": nodes, "lines": line_text}
+    loc = {"file": file, "nodes": nodes, "lines": line_text}
+    if other_files:  # node entries [line, col, file] point into these
+        loc["files"] = {f: other_files[f] for f in sorted(other_files)}
+    return desc, loc

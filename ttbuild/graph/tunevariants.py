@@ -47,25 +47,47 @@ def decorators_of(kernels_dir: Path, rel: str, kernel: str, parse: dict | None =
     if b"autotune" not in data and b"heuristics" not in data:
         return None
     if parse and parse.get("module"):
-        from ttbuild.frontend.autotune import read_decorators
-
-        found = read_decorators(data, kernel, rel, _imported(kernels_dir, parse, target))
+        stamp = tuple((f, (kernels_dir / f).stat().st_mtime_ns) for f in sorted(parse["modules"].values()))
+        found = _project_decorators(str(kernels_dir), rel, kernel, parse["module"], tuple(sorted(parse["modules"].items())),
+                                    tuple(sorted(parse.get("env", {}).items())), target, stamp)
         return None if found.autotune is None and not found.heuristics else found
     found = _decorators(str(path), st.st_mtime_ns, st.st_size, kernel, rel)
     return None if found.autotune is None and not found.heuristics else found
 
 
+@functools.lru_cache(maxsize=256)
+def _project_decorators(kernels_dir: str, rel: str, kernel: str, module: str, modules: tuple, env: tuple,
+                        target: str | None, stamp: tuple):
+    """read_decorators of a project kernel, once per version of the modules it may import."""
+    from ttbuild.frontend.autotune import read_decorators
+
+    parse = {"module": module, "modules": dict(modules), "env": dict(env)}
+    data = (Path(kernels_dir) / rel).read_bytes()
+    return read_decorators(data, kernel, rel, _imported(Path(kernels_dir), parse, target))
+
+
+@functools.lru_cache(maxsize=64)
+def _executed(kernels_dir: str, module: str, modules: tuple, env: tuple, target: str | None, stamp: tuple):
+    """The kernel's module as ttbuild.pyeval executed it, once per version of its import closure."""
+    from ttbuild.pyeval.modules import Project, read_module
+    from ttbuild.target import Target
+
+    files = {name: (file, (Path(kernels_dir) / file).read_bytes()) for name, file in modules}
+    project = Project(files, env=dict(env), strict_env=True,
+                      capability=Target.parse(target).capability if target else None)
+    return read_module(project, module)
+
+
 def _imported(kernels_dir: Path, parse: dict, target: str | None):
     """What a name of the kernel's module is bound to once the module ran (ttbuild.pyeval), in the
     autotune reader's terms: ("value", literal data), ("import", dotted path), or None."""
-    from ttbuild.pyeval.modules import Project, lookup, read_module
+    from ttbuild.pyeval.modules import lookup
     from ttbuild.pyeval.objects import Constexpr, External
-    from ttbuild.target import Target
 
-    files = {name: (file, (kernels_dir / file).read_bytes()) for name, file in parse["modules"].items()}
-    project = Project(files, env=parse.get("env", {}), strict_env=True,
-                      capability=Target.parse(target).capability if target else None)
-    module = read_module(project, parse["module"])
+    modules = tuple(sorted(parse["modules"].items()))
+    stamp = tuple((f, (kernels_dir / f).stat().st_mtime_ns) for _, f in modules)
+    module = _executed(str(kernels_dir), parse["module"], modules, tuple(sorted(parse.get("env", {}).items())),
+                       target, stamp)
 
     def answer(name: str):
         try:

@@ -269,3 +269,17 @@ def test_an_error_in_a_helper_of_another_module_names_that_file():
         ttir.run({"json": json.dumps(desc).encode()}, {"signature": ["*fp32:16"], "constexprs": {}})
     where = locate(e.value, loc).loc
     assert (where.file, where.line, where.col, where.source_line) == ("pkg/ext.py", 7, 11, "    return x.no_such_attribute")
+
+
+def test_triton_signatures_and_the_current_target_answer_as_triton_36():
+    proj = project(m='''
+        import inspect
+        import triton
+        HAS_CACHE = "cache_results" in inspect.signature(triton.autotune).parameters
+        KW = {"cache_results": True} if HAS_CACHE else {}
+        BACKEND = triton.runtime.driver.active.get_current_target().backend
+        IS_AMD = BACKEND == "hip"
+        ARCH = triton.runtime.driver.active.get_current_target().arch
+    ''')
+    assert value(proj, "m", "KW") == {"cache_results": True} and value(proj, "m", "IS_AMD") is False
+    assert value(proj, "m", "ARCH") == 90 and proj.read_target

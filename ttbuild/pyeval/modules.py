@@ -24,12 +24,15 @@ from .objects import (
     WARP_SIZE,
     Constexpr,
     ConstexprFunction,
+    SIGNATURES,
     DeviceProperties,
     External,
+    GPUTarget,
     Kernel,
     ModuleValue,
     NeedsValue,
     Opaque,
+    Signature,
     Unreadable,
     Version,
     Wrapper,
@@ -382,6 +385,8 @@ class _Executor(Evaluator):
             return External(f"{value.path}.{attr}")
         if isinstance(value, Constexpr) and attr == "value":
             return value.value
+        if isinstance(value, (GPUTarget, Signature)) and attr in ("backend", "arch", "warp_size", "parameters"):
+            return getattr(value, attr)
         if isinstance(value, DeviceProperties):
             if attr == "warp_size":
                 return WARP_SIZE
@@ -470,6 +475,9 @@ class _Executor(Evaluator):
                 raise self.src.error(node, str(e)) from None
         if path == "functools.lru_cache" and not values:  # lru_cache(maxsize=...): the decorator
             return External(path)
+        if path == "inspect.signature" and len(values) == 1 and isinstance(values[0], External) \
+                and values[0].path in SIGNATURES:
+            return Signature(SIGNATURES[values[0].path])
         if path in _OPERATORS and len(values) == 2:
             return _OPERATORS[path](*values)
         if path in ("triton.cdiv", "triton.language.cdiv") and len(values) == 2:
@@ -496,7 +504,7 @@ class _Executor(Evaluator):
         if path.endswith("get_device_capability"):
             return (cap // 10, cap % 10)
         if path.endswith("get_current_target"):
-            return External("triton.runtime.driver.active.get_current_target()")
+            return GPUTarget(cap)
         return DeviceProperties(cap)
 
     def wrap(self, path: str, fn, node: ast.AST):

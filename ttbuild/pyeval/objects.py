@@ -153,3 +153,45 @@ class DeviceProperties:
     @property
     def minor(self) -> int:
         return self.capability % 10
+
+
+@dataclass(frozen=True)
+class GPUTarget:
+    """`triton.runtime.driver.active.get_current_target()` on the variant's target: Triton 3.6's
+    GPUTarget (python/triton/backends/compiler.py) with backend "cuda", arch the capability (90)."""
+
+    capability: int
+
+    @property
+    def backend(self) -> str:
+        return "cuda"
+
+    @property
+    def arch(self) -> int:
+        return self.capability
+
+    @property
+    def warp_size(self) -> int:
+        return WARP_SIZE
+
+
+# Triton 3.6's parameters of the decorators a project may inspect (`"cache_results" in
+# inspect.signature(triton.autotune).parameters`), python/triton/runtime/autotuner.py and jit.py.
+SIGNATURES = {
+    "triton.autotune": ("configs", "key", "prune_configs_by", "reset_to_zero", "restore_value", "pre_hook",
+                        "post_hook", "warmup", "rep", "use_cuda_graph", "do_bench", "cache_results"),
+    "triton.heuristics": ("values",),
+    "triton.jit": ("fn", "version", "repr", "launch_metadata", "do_not_specialize", "do_not_specialize_on_alignment",
+                   "debug", "noinline"),
+}
+
+
+@dataclass(frozen=True)
+class Signature:
+    """`inspect.signature(f)` of a triton decorator in SIGNATURES: `.parameters` names them."""
+
+    names: tuple
+
+    @property
+    def parameters(self) -> dict:
+        return dict.fromkeys(self.names)

@@ -19,12 +19,12 @@ from ttbuild.errors import CompilationError, Loc
 
 from .evaluator import Evaluator
 from .objects import (
+    SIGNATURES,
     TRITON_MODULES,
     TRITON_VERSION,
     WARP_SIZE,
     Constexpr,
     ConstexprFunction,
-    SIGNATURES,
     DeviceProperties,
     External,
     GPUTarget,

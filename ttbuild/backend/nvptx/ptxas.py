@@ -14,6 +14,8 @@ from ttbuild.target import DEFAULT_TARGET
 from ttbuild.toolchain import ptxas_path
 
 _REQNTID = re.compile(rb"^\.reqntid (\d+)(?:, 1, 1)?\s*$", re.M)
+_MAXNTID = re.compile(rb"^\.maxntid (\d+)(?:, 1, 1)?\s*$", re.M)
+_MAXNREG = re.compile(rb"^\.maxnreg (\d+)\s*$", re.M)
 
 
 def assemble(ptx: bytes, arch: str = DEFAULT_TARGET.arch, options: list[str] | tuple[str, ...] = ()) -> bytes:
@@ -40,14 +42,28 @@ def assemble(ptx: bytes, arch: str = DEFAULT_TARGET.arch, options: list[str] | t
 
 
 def register_retry(ptx: bytes, regs: int, frame: int, options=()) -> bytes | None:
-    """The PTX to assemble again (`.maxnreg` after its `.reqntid`) when ptxas gave it `regs`
-    registers and a `frame`-byte stack frame under `.reqntid` alone with registers to spare;
-    None otherwise (no .reqntid, a register directive or -maxrregcount already, no stack)."""
-    m = _REQNTID.search(ptx)
-    if m is None or b"\n.maxnreg " in ptx or any("maxrregcount" in o for o in options):
+    """The PTX to assemble again when ptxas gave it `regs` registers and a `frame`-byte stack
+    frame: `.maxnreg` after its `.reqntid` when that alone left registers to spare, or, for a
+    `.maxntid` kernel that spilled at its `.maxnreg` cap, the cap raised to its threads' share;
+    None otherwise (no stack, -maxrregcount, registers to spare under the cap, no directive)."""
+    if frame == 0 or any("maxrregcount" in o for o in options):
+        return None
+    m, given = _REQNTID.search(ptx), _MAXNREG.search(ptx)
+    if m is None:
+        # A `.maxntid` kernel under the llir stage's occupancy cap (emit.max_registers: 128 at 8
+        # warps) that spilled at the cap: the threads' whole share instead, as Triton sets no cap
+        # (lightllm's int8 row quantizer, 8 warps: 128 registers and a 96-byte frame; Triton 111, 0).
+        n = _MAXNTID.search(ptx)
+        if n is None or given is None:
+            return None
+        cap = min(255, 65536 // int(n.group(1)))
+        if regs < int(given.group(1)) or int(given.group(1)) >= cap:
+            return None
+        return _MAXNREG.sub(b".maxnreg " + str(cap).encode(), ptx, count=1)
+    if given is not None:
         return None
     cap = min(255, 65536 // int(m.group(1)))
-    if frame == 0 or regs >= cap:
+    if regs >= cap:
         return None
     return _REQNTID.sub(lambda r: r.group(0).rstrip() + b"\n.maxnreg " + str(cap).encode(), ptx, count=1)
 

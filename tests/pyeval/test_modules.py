@@ -283,3 +283,19 @@ def test_triton_signatures_and_the_current_target_answer_as_triton_36():
     ''')
     assert value(proj, "m", "KW") == {"cache_results": True} and value(proj, "m", "IS_AMD") is False
     assert value(proj, "m", "ARCH") == 90 and proj.read_target
+
+
+def test_hasattr_on_triton_answers_as_triton_36():
+    proj = project(m='''
+        import triton
+        import triton.language as tl
+        if hasattr(triton.language, "_experimental_make_tensor_descriptor"):
+            make_desc = tl._experimental_make_tensor_descriptor
+        elif hasattr(tl, "make_tensor_descriptor"):
+            make_desc = tl.make_tensor_descriptor
+        else:
+            make_desc = None
+        HAS_CFN = hasattr(triton, "constexpr_function")
+    ''')
+    assert value(proj, "m", "make_desc") == objects.External("triton.language.make_tensor_descriptor")
+    assert value(proj, "m", "HAS_CFN") is True

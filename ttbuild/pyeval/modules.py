@@ -37,6 +37,7 @@ from .objects import (
     Version,
     Wrapper,
 )
+from .tritonnames import TRITON_ATTRIBUTES
 from .values import Function, Source, short
 
 _JIT = {"triton.jit", "triton.runtime.jit", "triton.runtime.jit.jit"}
@@ -397,6 +398,17 @@ class _Executor(Evaluator):
         if isinstance(value, Opaque):
             return Opaque(f"{value.what}.{attr}")
         return super().attribute(value, node)
+
+    def _Call(self, node, scope):
+        """`hasattr(triton.language, "name")` as Triton 3.6 answers it (tritonnames), and on project modules."""
+        if isinstance(node.func, ast.Name) and node.func.id == "hasattr" and "hasattr" not in self.mod.namespace \
+                and len(node.args) == 2 and not node.keywords and not (scope is not None and scope.find("hasattr")[0]):
+            obj, name = (self.eval(a, scope) for a in node.args)
+            if isinstance(name, str) and isinstance(obj, External) and obj.path in TRITON_ATTRIBUTES:
+                return name in TRITON_ATTRIBUTES[obj.path]
+            if isinstance(name, str) and isinstance(obj, ModuleValue):
+                return name in obj.namespace or f"{obj.name}.{name}" in self.project.files
+        return super()._Call(node, scope)
 
     def call_value(self, value, node: ast.Call, scope):
         if isinstance(value, (Wrapper, External, Opaque)) or callable(value):

@@ -299,3 +299,16 @@ def test_hasattr_on_triton_answers_as_triton_36():
     ''')
     assert value(proj, "m", "make_desc") == objects.External("triton.language.make_tensor_descriptor")
     assert value(proj, "m", "HAS_CFN") is True
+
+
+def test_shared_memory_per_block_comes_from_the_targets_capability():
+    src = '''
+        import torch
+        props = torch.cuda.get_device_properties(0)
+        OPTIN = int(getattr(props, "shared_memory_per_block_optin", props.shared_memory_per_block))
+        STATIC = props.shared_memory_per_block
+    '''
+    assert value(project(m=src), "m", "OPTIN") == 232448 and value(project(m=src), "m", "STATIC") == 49152
+    assert value(project(capability=86, m=src), "m", "OPTIN") == 101376
+    with pytest.raises(CompilationError, match="depends on the GPU model"):
+        value(project(m="import torch\nN = torch.cuda.get_device_properties(0).multi_processor_count\n"), "m", "N")

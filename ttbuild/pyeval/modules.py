@@ -391,18 +391,20 @@ class _Executor(Evaluator):
         if isinstance(value, DeviceProperties):
             if attr == "warp_size":
                 return WARP_SIZE
-            if attr in ("major", "minor"):
+            if attr in ("major", "minor", "shared_memory_per_block", "shared_memory_per_block_optin"):
                 return getattr(value, attr)
-            raise self.cannot(node, f"`{attr}` of a GPU depends on the GPU model, not only on the target; "
-                                    "known: warp_size, major, minor")
+            raise self.cannot(node, f"`{attr}` of a GPU depends on the GPU model, not only on the target; known: "
+                                    "warp_size, major, minor, shared_memory_per_block(_optin)")
         if isinstance(value, Opaque):
             return Opaque(f"{value.what}.{attr}")
         return super().attribute(value, node)
 
     def _Call(self, node, scope):
         """`hasattr(triton.language, "name")` as Triton 3.6 answers it (tritonnames), and on project modules."""
-        if isinstance(node.func, ast.Name) and node.func.id == "hasattr" and "hasattr" not in self.mod.namespace \
-                and len(node.args) == 2 and not node.keywords and not (scope is not None and scope.find("hasattr")[0]):
+        fn = node.func.id if isinstance(node.func, ast.Name) else None
+        if fn == "getattr" and len(node.args) in (2, 3) and isinstance(self.eval(node.args[0], scope), DeviceProperties):
+            return self.attribute(self.eval(node.args[0], scope), ast.Attribute(node.args[0], self.eval(node.args[1], scope)))
+        if fn == "hasattr" and fn not in self.mod.namespace and len(node.args) == 2 and not node.keywords:
             obj, name = (self.eval(a, scope) for a in node.args)
             if isinstance(name, str) and isinstance(obj, External) and obj.path in TRITON_ATTRIBUTES:
                 return name in TRITON_ATTRIBUTES[obj.path]

@@ -154,6 +154,16 @@ class DeviceProperties:
     def minor(self) -> int:
         return self.capability % 10
 
+    @property
+    def shared_memory_per_block(self) -> int:  # the static limit, 48 KB on every target
+        return 49152
+
+    @property
+    def shared_memory_per_block_optin(self) -> int:  # fixed by the compute capability (ttbuild.target)
+        from ttbuild.target import Target  # noqa: PLC0415 - stdlib-only at import time
+
+        return Target("cuda", self.capability).max_shared_bytes
+
 
 @dataclass(frozen=True)
 class GPUTarget:

@@ -118,9 +118,11 @@ class _Module:
                         self.bindings[node.id] = ("other", stmt)
                     elif isinstance(node, (ast.ClassDef, ast.AsyncFunctionDef)):
                         self.bindings[node.name] = ("other", stmt)
-        if imported is not None:  # a project's kernel: names imported from its modules, as Python bound them
+        # A project's kernel: imported names and module-level values as the module ran (a value that
+        # calls a helper of another module, `BKV = [64] if check_shared_mem() else [32]`).
+        if imported is not None:
             for name, (kind, payload) in list(self.bindings.items()):
-                if kind == "import" or (kind == "other" and isinstance(payload, ast.ImportFrom)):
+                if kind in ("import", "assign") or (kind == "other" and isinstance(payload, ast.ImportFrom)):
                     found = imported(name)
                     if found is not None:
                         self.bindings[name] = found

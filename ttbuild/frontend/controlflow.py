@@ -261,8 +261,8 @@ class ControlFlow:
         attrs = {}
         for kw in call.keywords:
             value = self.visit(kw.value)
-            if kind == "range":  # Triton 3.6 evaluates a builtin range's keywords and ignores them (visit_For)
-                continue
+            if kind == "range" or (kind == "tl.range" and kw.arg in ("arg1", "arg2", "step")):
+                continue  # a builtin range's keywords: evaluated and ignored (Triton 3.6 visit_For); bounds: above
             if kind != "tl.range" or kw.arg not in self._RANGE_KW:
                 fail(self.cx, f"{kind}() got an unexpected keyword argument {kw.arg!r}")
             v = A.cval(self.cx, value, kw.arg)
@@ -281,6 +281,17 @@ class ControlFlow:
         if kind not in ("range", "tl.range", "tl.static_range"):
             fail(self.cx, "for loops must iterate over range(...), tl.range(...) or tl.static_range(...)")
         args = [self.visit(a) for a in it.args]
+        # tl.range(arg1, arg2=None, step=None, ...) by keyword too (Triton 3.6, language/core.py)
+        given = {k.arg: k.value for k in it.keywords if kind == "tl.range" and k.arg in ("arg1", "arg2", "step")}
+        for i, name in enumerate(("arg1", "arg2")):
+            if name in given:
+                if len(args) != i:
+                    fail(self.cx, f"tl.range() got multiple values for argument {name!r}")
+                args.append(self.visit(given[name]))
+        if "step" in given:
+            if len(args) > 2:
+                fail(self.cx, "tl.range() got multiple values for argument 'step'")
+            args = ([Constexpr(0)] if len(args) == 1 else []) + args + [self.visit(given["step"])]
         if not 1 <= len(args) <= 3:
             fail(self.cx, f"range expects 1 to 3 arguments, got {len(args)}")
         if len(args) == 1:

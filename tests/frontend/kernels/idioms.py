@@ -110,3 +110,15 @@ def masked_peak_kernel(x_ptr, out_ptr, n, N: tl.constexpr):
     if tl.constexpr(x.dtype.is_int64() or x.dtype.is_uint8()):
         peak = peak * 2
     tl.store(out_ptr, peak)
+
+
+@triton.jit
+def strided_sum_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # tl.range's bounds given by keyword
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for start in tl.range(0, n, step=BLOCK):
+        acc += tl.load(x_ptr + start + offs, mask=start + offs < n, other=0.0)
+    for i in tl.range(2, step=1):
+        acc = acc * 0.5
+    tl.store(out_ptr + offs, acc)

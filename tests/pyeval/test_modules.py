@@ -312,3 +312,16 @@ def test_shared_memory_per_block_comes_from_the_targets_capability():
     assert value(project(capability=86, m=src), "m", "OPTIN") == 101376
     with pytest.raises(CompilationError, match="depends on the GPU model"):
         value(project(m="import torch\nN = torch.cuda.get_device_properties(0).multi_processor_count\n"), "m", "N")
+
+
+def test_a_constexpr_decorated_function_is_a_compile_time_helper():
+    proj = project(m='''
+        import triton.language as tl
+
+        @tl.constexpr
+        def widen(n):
+            return n * 2
+        LIMIT = tl.constexpr(4)
+    ''')
+    assert isinstance(value(proj, "m", "widen"), objects.ConstexprFunction)
+    assert value(proj, "m", "LIMIT") == objects.Constexpr(4)

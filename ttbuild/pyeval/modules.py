@@ -48,8 +48,7 @@ _CONSTEXPR_FUNCTION = {"triton.constexpr_function", "triton.language.constexpr_f
                        "triton.language.core.constexpr_function"}
 _ENV_GET = {"os.environ.get", "os.getenv"}
 _VERSION = {"packaging.version.parse", "packaging.version.Version", "pkg_resources.parse_version"}
-# Projects re-export packaging's Version from a helper module (`from pkg_utils import Version`): a
-# third-party callable of that name applied to a version string is read as packaging's.
+# A third-party `Version(...)` of a string (re-exported by a project's helper module) is packaging's.
 _VERSION_NAMES = {"Version", "parse_version"}
 # Which device the program runs on, as the variant's target (a CUDA GPU) answers it.
 _DEVICE_PROBES = {"torch.cuda.is_available": True, "torch.xpu.is_available": False, "torch.npu.is_available": False,
@@ -463,8 +462,9 @@ class _Executor(Evaluator):
                 raise self.src.error(node, f"`{short(node)}` takes the function to wrap as its one argument")
             (fn,) = values
             return self.wrap(path, fn, node)
-        if path in _CONSTEXPR:
-            return Constexpr(values[0] if values else None)
+        if path in _CONSTEXPR:  # `@tl.constexpr def f`: called at compile time, as Triton 3.6's constexpr.__call__
+            return ConstexprFunction(values[0].fn, self.mod) if values and isinstance(values[0], Function) else Constexpr(
+                values[0] if values else None)
         if path in _ENV_GET or path == "os.environ.__getitem__":
             name, default = (list(values) + [kwargs.get("default")])[:2]
             if not isinstance(name, str):

@@ -325,3 +325,10 @@ def test_a_constexpr_decorated_function_is_a_compile_time_helper():
     ''')
     assert isinstance(value(proj, "m", "widen"), objects.ConstexprFunction)
     assert value(proj, "m", "LIMIT") == objects.Constexpr(4)
+
+
+@pytest.mark.parametrize("cap", [70, 75, 80, 86, 87, 89, 90, 100, 103, 120])
+def test_the_opt_in_shared_memory_agrees_with_the_targets(cap):
+    from ttbuild.target import Target  # noqa: PLC0415 - the rule pyeval restates
+
+    assert objects.DeviceProperties(cap).shared_memory_per_block_optin == Target("cuda", cap).max_shared_bytes

@@ -159,10 +159,16 @@ class DeviceProperties:
         return 49152
 
     @property
-    def shared_memory_per_block_optin(self) -> int:  # fixed by the compute capability (ttbuild.target)
-        from ttbuild.target import Target  # noqa: PLC0415 - stdlib-only at import time
-
-        return Target("cuda", self.capability).max_shared_bytes
+    def shared_memory_per_block_optin(self) -> int:
+        """Fixed by the compute capability (CUDA C++ Programming Guide, "Technical Specifications
+        per Compute Capability"; the same rule as ttbuild.target.Target.max_shared_bytes, which
+        this leaf package may not import: tests/pyeval check they agree)."""
+        major, minor = divmod(self.capability, 10)
+        if major >= 10 and major != 12 or (major, minor) == (9, 0):
+            return 232448
+        if (major, minor) in ((8, 0), (8, 7)):
+            return 166912
+        return 101376 if major in (8, 12) or major > 9 else 98304
 
 
 @dataclass(frozen=True)

@@ -66,15 +66,28 @@ def _project_decorators(kernels_dir: str, rel: str, kernel: str, module: str, mo
     return read_decorators(data, kernel, rel, _imported(Path(kernels_dir), parse, target))
 
 
-@functools.lru_cache(maxsize=64)
+_PROJECTS: dict = {}  # (kernels dir, target) -> (file mtimes, Project): one reading per variant list
+
+
 def _executed(kernels_dir: str, module: str, modules: tuple, env: tuple, target: str | None, stamp: tuple):
-    """The kernel's module as ttbuild.pyeval executed it, once per version of its import closure."""
+    """The kernel's module as ttbuild.pyeval executed it. The project's rows share one reading (a
+    module runs once for all the kernels that import it): a row's further modules and environment
+    names join it (what ran before could import none of them: each row's closure is complete);
+    a file or an environment value that changed starts a new reading."""
     from ttbuild.pyeval.modules import Project, read_module
     from ttbuild.target import Target
 
-    files = {name: (file, (Path(kernels_dir) / file).read_bytes()) for name, file in modules}
-    project = Project(files, env=dict(env), strict_env=True,
-                      capability=Target.parse(target).capability if target else None)
+    mtimes, project = _PROJECTS.get((kernels_dir, target), ({}, None))
+    if project is None or any(mtimes.get(f, m) != m for f, m in stamp) or any(
+            project.env.get(k, v) != v for k, v in env):  # a changed file or environment value
+        mtimes, project = {}, Project({}, env={}, strict_env=True,
+                                      capability=Target.parse(target).capability if target else None)
+        _PROJECTS[(kernels_dir, target)] = (mtimes, project)
+    mtimes.update(stamp)
+    project.env.update(env)
+    for name, file in modules:
+        if name not in project.files:
+            project.files[name] = (file, (Path(kernels_dir) / file).read_bytes())
     return read_module(project, module)
 
 

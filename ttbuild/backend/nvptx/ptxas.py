@@ -52,7 +52,7 @@ def register_retry(ptx: bytes, regs: int, frame: int, options=()) -> bytes | Non
     if m is None:
         # A `.maxntid` kernel under the llir stage's occupancy cap (emit.max_registers: 128 at 8
         # warps) that spilled at the cap: the threads' whole share instead, as Triton sets no cap
-        # (lightllm's int8 row quantizer, 8 warps: 128 registers and a 96-byte frame; Triton 111, 0).
+        # (a library's int8 row quantizer, 8 warps: 128 registers and a 96-byte frame; Triton 111, 0).
         n = _MAXNTID.search(ptx)
         if n is None or given is None:
             return None

@@ -26,12 +26,15 @@ def node_id_of(loc_name: str) -> int | None:
 
 def node_loc(node_id: int, loc_table: bytes | str | dict) -> Loc | None:
     """The source position of AST node `node_id` from the parse stage's `loc` output
-    (docs/CONTRACTS.md: `{"file", "nodes": {id: [line, col]}, "lines": {line: text}}`)."""
+    (docs/CONTRACTS.md: `{"file", "nodes": {id: [line, col] or [line, col, file]}, "lines": {line: text},
+    "files": {file: {line: text}}}`)."""
     table = loc_table if isinstance(loc_table, dict) else json.loads(loc_table)
     pos = table["nodes"].get(str(node_id))
     if pos is None:
         return None
-    line, col = pos
+    line, col, *other = pos  # a third element: the file of a helper from another project module
+    if other:
+        return Loc(other[0], line, col, table.get("files", {}).get(other[0], {}).get(str(line), ""))
     return Loc(table["file"], line, col, table.get("lines", {}).get(str(line), ""))
 
 

@@ -11,6 +11,7 @@ from oracle import run_triton
 
 import ttbuild
 from ttbuild.errors import CompilationError
+from ttbuild.graph.meta import build_params
 from ttbuild.stages import parse, ttir
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
@@ -26,6 +27,10 @@ CASES = [
     ("reduce_twice", "decode_scores_kernel", "*fp32:16,*fp32:16,*fp32:16", {"L": 32, "D": 64}),
     ("0d_expand", "center_kernel", "*fp32:16,*fp32:16,i32", {"N": 256}),
     ("0d_ops", "zero_d_ops_kernel", "*fp32:16,*fp32:16,*i32,i32", {"N": 128}),
+    ("range_kw_dtype_default", "tile_sum_kernel", "*fp16:16,*fp32:16", {"TILES": 4, "N": 128}),
+    ("dtype_value_f32", "masked_peak_kernel", "*fp32:16,*fp32:16,i32", {"N": 128}),
+    ("dtype_value_i64", "masked_peak_kernel", "*i64:16,*i64:16,i32", {"N": 128}),
+    ("range_step_kw", "strided_sum_kernel", "*fp32:16,*fp32:16,i32", {"BLOCK": 128}),
 ]
 
 
@@ -98,6 +103,17 @@ def test_annotation_errors(body, message):
     assert e.value.message == message
 
 
+def test_a_dtype_default_is_a_constexpr_in_the_metadata():
+    p = parse.run({"source": FILE.read_bytes()}, {"kernel": "tile_sum_kernel", "file": "idioms.py"})
+    variant = {"kernel": "tile_sum_kernel", "signature": "*fp16:16,*fp32:16", "constexprs": {"TILES": 4, "N": 128},
+               "params": [["pointer", "fp16", 16], ["pointer", "fp32", 16]]}
+    params = build_params(variant, json.loads(p["json"]))
+    assert {q["name"]: q.get("value") for q in params if q["kind"] == "constexpr"} == {
+        "TILES": 4, "N": 128, "acc_dtype": "fp32", "FLAT": True}
+    text = _ttir("tile_sum_kernel", "*fp16:16,*fp32:16", {"TILES": 4, "N": 128})
+    assert "tt.flatten" not in text and '"scf.for"' in text  # the builtin range ignored `flatten=`
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c[0])
 def test_idiom_builds_to_ptx(case):
     _, kernel, sig, cx = case
@@ -109,7 +125,7 @@ def test_idiom_builds_to_ptx(case):
 # for constexprs and None arguments) and compiles our TTIR; prints the op counts of both TTGIRs (a
 # TTIR file enters Triton's pipeline after its TTIR passes; its TTGIR passes canonicalize both alike).
 COMPARE = r"""
-import collections, importlib.util, json, re, sys
+import collections, importlib.util, inspect, json, re, sys
 import triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
@@ -123,16 +139,18 @@ def ops(text):
 out = {}
 for job in json.loads(sys.argv[2]):
     fn = getattr(mod, job["kernel"])
-    ents, sig, attrs = iter(job["signature"].split(",")), {}, {}
+    ents, sig, attrs, cx = iter(job["signature"].split(",")), {}, {}, dict(job["constexprs"])
     for i, n in enumerate(fn.arg_names):
-        if n in job["constexprs"]:
+        if n in cx:
             sig[n] = "constexpr"
+        elif fn.params[i].is_constexpr and fn.params[i].default is not inspect.Parameter.empty:
+            sig[n], cx[n] = "constexpr", fn.params[i].default  # a constexpr's default, as the JIT binds it
         else:
             ty, _, div = next(ents).partition(":")
             sig[n] = ty
             if div:
                 attrs[(i,)] = [["tt.divisibility", 16]]
-    src = ASTSource(fn, sig, constexprs=job["constexprs"], attrs=attrs)
+    src = ASTSource(fn, sig, constexprs=cx, attrs=attrs)
     theirs = triton.compile(src, target=target).asm["ttgir"]
     ours = triton.compile(job["ttir"], target=target).asm["ttgir"]
     out[job["case"]] = [ops(theirs), ops(ours)]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from ttbuild.errors import CompilationError
 from ttbuild.graph.variants import VariantError, load_variants
 
 ROW = 'kernel = "k"\nsignature = "*fp32:16"\n'
@@ -80,3 +81,37 @@ def test_kernels_made_by_call_expand_and_parse(tmp_path):
     project = Project({"pkg": ("src/pkg/__init__.py", b""), "pkg.calls": ("src/pkg/calls.py", BY_CALL.encode())})
     desc, _ = canonicalize(BY_CALL, "tuned", "src/pkg/calls.py", project, "pkg.calls")
     assert list(desc["functions"]) == ["tuned"] and desc["imports"]["tl"] == "triton.language"
+
+
+TUNED = '''import triton
+import triton.language as tl
+
+from pkg.tuning import CACHE_KWARGS, WARPS, roomy
+
+BLOCKS = (64, 128) if roomy() else (32,)
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": b}, num_warps=w) for b in BLOCKS for w in WARPS],
+                 key=["n"], **CACHE_KWARGS)
+@triton.jit
+def k(x, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(x + offs, tl.load(x + offs, mask=offs < n), mask=offs < n)
+'''
+
+
+def test_autotune_reads_names_and_keyword_dicts_of_other_project_modules(tmp_path):
+    tmp = _list(tmp_path, '[project]\nsource_roots = ["src"]\n\n[[variant]]\nname = "t"\nmodule = "pkg.ops"\n'
+                          'kernel = "k"\nsignature = "*fp32:16,i32"\nautotune = true\n')
+    (tmp / "src" / "pkg" / "ops.py").write_text(TUNED)
+    (tmp / "src" / "pkg" / "tuning.py").write_text(
+        'import inspect\nimport triton\n\nFAST = "cache_results" in ("cache_results",)\n'
+        'CACHE_KWARGS = {"cache_results": True} if FAST else {}\nWARPS = [2, 4] if FAST else [8]\n'
+        'def roomy():\n    return True\n')
+    variants = load_variants(tmp)
+    assert [(v.name, v.constexprs["BLOCK"], v.options.num_warps) for v in variants] == [
+        ("t.c0", 64, 2), ("t.c1", 64, 4), ("t.c2", 128, 2), ("t.c3", 128, 4)]
+    (tmp / "src" / "pkg" / "tuning.py").write_text('CACHE_KWARGS = {"cache_results": [1]}\nWARPS = [8]\ndef roomy():\n    return 1\n')
+    with pytest.raises(CompilationError, match=r"`\*\*CACHE_KWARGS` must be a dict of names to literals") as e:
+        load_variants(tmp)
+    assert (e.value.loc.file, e.value.loc.line) == ("src/pkg/ops.py", 10)

@@ -15,6 +15,7 @@ import copy
 import os
 import warnings
 from dataclasses import dataclass, field
+from typing import Callable
 
 from ttbuild.errors import CompilationError, CompilerWarning, Loc
 from ttbuild.pyeval import bounds
@@ -94,7 +95,7 @@ class _Module:
     """What a name means when the decorators run: the last module-level binding before the kernel's
     `def` (the decorator expressions execute there). Kinds: assign, def, import, other."""
 
-    def __init__(self, body: list[ast.stmt]):
+    def __init__(self, body: list[ast.stmt], imported: Callable[[str], tuple[str, object] | None] | None = None):
         self.bindings: dict[str, tuple[str, object]] = {}
         for stmt in body:
             if isinstance(stmt, ast.Import):
@@ -117,6 +118,14 @@ class _Module:
                         self.bindings[node.id] = ("other", stmt)
                     elif isinstance(node, (ast.ClassDef, ast.AsyncFunctionDef)):
                         self.bindings[node.name] = ("other", stmt)
+        # A project's kernel: imported names and module-level values as the module ran (a value that
+        # calls a helper of another module, `BKV = [64] if check_shared_mem() else [32]`).
+        if imported is not None:
+            for name, (kind, payload) in list(self.bindings.items()):
+                if kind in ("import", "assign") or (kind == "other" and isinstance(payload, ast.ImportFrom)):
+                    found = imported(name)
+                    if found is not None:
+                        self.bindings[name] = found
         self.imports = {n: full for n, (kind, full) in self.bindings.items() if kind == "import" and full}
 
 
@@ -272,9 +281,26 @@ class _Reader:
                                           loc=self.src.loc(_element(node, i))), stacklevel=5)
         return tuple(kept)
 
+    def unpack(self, dec: ast.Call) -> ast.Call:
+        """`**mapping` among a decorator's keywords, the mapping a dict of names to literals the
+        evaluator reads (`**cache_kwargs` of another project module): its items as keywords."""
+        keywords = []
+        for kw in dec.keywords:
+            if kw.arg is not None:
+                keywords.append(kw)
+                continue
+            value = self.ev.eval(kw.value, None)
+            if not isinstance(value, dict) or not all(
+                    isinstance(k, str) and isinstance(v, (int, float, bool, str, type(None))) for k, v in value.items()):
+                raise self.src.error(kw.value, f"`**{ast.unparse(kw.value)}` must be a dict of names to literals, "
+                                               f"not {value!r}")
+            keywords += [ast.copy_location(ast.keyword(k, ast.copy_location(ast.Constant(v), kw.value)), kw.value)
+                         for k, v in value.items()]
+        return ast.copy_location(ast.Call(dec.func, dec.args, keywords), dec)
+
     def autotune(self, dec: ast.Call) -> Autotune:
         """`triton.autotune(configs, key, ...)` (python/triton/runtime/autotuner.py)."""
-        args = self.ev.bind_arguments(dec, _AUTOTUNE_PARAMS, "triton.autotune")
+        args = self.ev.bind_arguments(self.unpack(dec), _AUTOTUNE_PARAMS, "triton.autotune")
         for name in ("configs", "key"):
             if name not in args:
                 raise self.src.error(dec, f"triton.autotune needs `{name}`")
@@ -396,7 +422,8 @@ def _reading(tree: ast.AST, name: str) -> ast.AST | None:
     return None
 
 
-def read_decorators(source: str | bytes, kernel: str, file: str) -> Decorators:
+def read_decorators(source: str | bytes, kernel: str, file: str,
+                    imported: Callable[[str], tuple[str, object] | None] | None = None) -> Decorators:
     """The `@triton.autotune` and `@triton.heuristics` of the function `kernel` in `source` (read as
     `file`), evaluated from the ast without importing or running anything; Decorators(None, ()) when
     it has neither.
@@ -407,6 +434,8 @@ def read_decorators(source: str | bytes, kernel: str, file: str) -> Decorators:
     missing kernel, anything that cannot be evaluated statically (torch, os, other modules' calls,
     the target's arch, a pre_hook/post_hook/do_bench that is not None, more than MAX_STEPS steps, a
     name defined in terms of itself) and a heuristic outside the ttbuild.pyeval.heuristics grammar.
+    `imported(name)`, for a project's kernel, answers what an imported name is bound to once the
+    module ran (("value", v) or ("import", dotted path)), or None to keep the file's own reading.
     Warns (CompilerWarning) that prune_configs_by is not evaluated, and of a `key` name that is not
     a parameter, which is left out of the key as Triton's Autotuner leaves it out.
     """
@@ -427,7 +456,7 @@ def read_decorators(source: str | bytes, kernel: str, file: str) -> Decorators:
         raise CompilationError(f"kernel {kernel!r} is not a function of {file} (functions there: "
                                f"{', '.join(defs) or 'none'})")
     try:
-        return _Reader(src, _Module(tree.body[:index]), fn).read()
+        return _Reader(src, _Module(tree.body[:index], imported), fn).read()
     except RecursionError:
         raise src.error(fn.decorator_list[0] if fn.decorator_list else fn,
                         "decorator arguments nested too deeply to evaluate") from None

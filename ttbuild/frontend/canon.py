@@ -22,6 +22,16 @@ _JIT_MODULES = ("triton", "ttbuild")
 _LANG_MODULES = ("triton.language", "ttbuild.language")
 
 
+def _dtype_default(node: ast.expr, imports: dict[str, str]) -> str | None:
+    """A default that names a dtype of triton.language (`tl.float32`): its row form (`fp32`), the
+    spelling variants and the metadata give a dtype constexpr; else None."""
+    from .expressions import _DTYPE_ATTRS  # noqa: PLC0415 - expressions imports the code generator
+
+    full = resolve_name(dotted_name(node), imports)
+    module, _, attr = (full or "").rpartition(".")
+    return _DTYPE_ATTRS.get(attr) if module in _LANG_MODULES else None
+
+
 def dumps(obj) -> bytes:
     """The canonical JSON spelling every frontend artifact uses (sorted keys, no spaces)."""
     return canonical_bytes(obj)
@@ -160,7 +170,7 @@ def _reached(kernel: str, info, scope) -> tuple[set, set]:
         reached.add(name)
         names = _names_used(info.jit_functions[name])
         if scope is not None:
-            scope.place(name, names)
+            names = names | scope.place(name, names)
         used |= names
         todo.extend(n for n in names if n in info.jit_functions and n not in reached)
     return reached, used
@@ -181,6 +191,8 @@ def _params(fn: ast.FunctionDef, info) -> list[dict]:
             default, literal = None, False
             if isinstance(d, ast.Name) and d.id in info.globals:  # `= MODE_X`, a global the module set
                 default, literal = info.globals[d.id]["value"], True
+            elif (dtype := _dtype_default(d, info.imports)) is not None:  # `acc: tl.constexpr = tl.float32`
+                default, literal = dtype, True
         entry = {"name": a.arg, "default": default,
                  "annotation": ast.unparse(a.annotation) if a.annotation else None}
         if literal:  # a literal default, None included (`IMP: tl.constexpr = None`)
@@ -220,19 +232,26 @@ def canonicalize(source: bytes | str, kernel: str, file: str, project=None, modu
     line_text: dict[str, str] = {}
     counter = iter(range(1 << 62))
 
+    other_files: dict[str, dict[str, str]] = {}  # a helper of another project module: its file's lines
+    where = [file, lines]  # the file of the function being encoded, and its lines
+
     def next_id(node: ast.AST) -> int:
         i = next(counter)
         col = node.col_offset
-        if 0 < node.lineno <= len(lines):  # ast counts UTF-8 bytes; carets need characters
-            col = len(lines[node.lineno - 1].encode()[:col].decode("utf-8", "replace"))
-        nodes[str(i)] = [node.lineno, col]
-        if 0 < node.lineno <= len(lines):
-            line_text[str(node.lineno)] = lines[node.lineno - 1]
+        src_file, src_lines = where
+        if 0 < node.lineno <= len(src_lines):  # ast counts UTF-8 bytes; carets need characters
+            col = len(src_lines[node.lineno - 1].encode()[:col].decode("utf-8", "replace"))
+        nodes[str(i)] = [node.lineno, col] if src_file == file else [node.lineno, col, src_file]
+        if 0 < node.lineno <= len(src_lines):
+            texts = line_text if src_file == file else other_files.setdefault(src_file, {})
+            texts[str(node.lineno)] = src_lines[node.lineno - 1]
         return i
 
     functions = {}
     for name in sorted(reached):
         fn = info.jit_functions[name]
+        home = scope.home.get(name) if scope is not None else None
+        where[:] = [home.file, home.source.lines] if home is not None and home.source is not None else [file, lines]
         fn.decorator_list = []
         _strip_docstring(fn)
         params = _params(fn, info)
@@ -249,4 +268,7 @@ def canonicalize(source: bytes | str, kernel: str, file: str, project=None, modu
     }
     if scope is not None and scope.constexpr_functions:  # only kernels that call one carry the key
         desc["constexpr_functions"] = dict(sorted(scope.constexpr_functions.items()))
-    return desc, {"file": file, "nodes": nodes, "lines": line_text}
+    loc = {"file": file, "nodes": nodes, "lines": line_text}
+    if other_files:  # node entries [line, col, file] point into these
+        loc["files"] = {f: other_files[f] for f in sorted(other_files)}
+    return desc, loc

@@ -272,6 +272,8 @@ class ControlFlow:
         attrs = {}
         for kw in call.keywords:
             value = self.visit(kw.value)
+            if kind == "range" or (kind == "tl.range" and kw.arg in ("arg1", "arg2", "step")):
+                continue  # a builtin range's keywords: evaluated and ignored (Triton 3.6 visit_For); bounds: above
             if kind != "tl.range" or kw.arg not in self._RANGE_KW:
                 fail(self.cx, f"{kind}() got an unexpected keyword argument {kw.arg!r}")
             v = A.cval(self.cx, value, kw.arg)
@@ -280,6 +282,29 @@ class ControlFlow:
             name = self._RANGE_KW[kw.arg]
             attrs[name] = "unit" if v is True else f"{int(v)} : i32"
         return attrs
+
+    def _range_args(self, kind: str, it: ast.Call) -> list:
+        """[start, stop, step] of a range / tl.range / tl.static_range call, defaults filled in;
+        tl.range's arg1 / arg2 / step by keyword too (Triton 3.6, language/core.py). Fails for a
+        value given twice or a count other than 1 to 3."""
+        args = [self.visit(a) for a in it.args]
+        given = {k.arg: k.value for k in it.keywords if kind == "tl.range" and k.arg in ("arg1", "arg2", "step")}
+        for i, name in enumerate(("arg1", "arg2")):
+            if name in given:
+                if len(args) != i:
+                    fail(self.cx, f"tl.range() got multiple values for argument {name!r}")
+                args.append(self.visit(given[name]))
+        if "step" in given:
+            if len(args) > 2:
+                fail(self.cx, "tl.range() got multiple values for argument 'step'")
+            args = ([Constexpr(0)] if len(args) == 1 else []) + args + [self.visit(given["step"])]
+        if not 1 <= len(args) <= 3:
+            fail(self.cx, f"range expects 1 to 3 arguments, got {len(args)}")
+        if len(args) == 1:
+            args = [Constexpr(0), args[0]]
+        if len(args) == 2:
+            args.append(Constexpr(1))
+        return args
 
     def visit_For(self, node):
         """`for` over range, tl.range or tl.static_range: static_range unrolls at compile time; the others build an
@@ -292,13 +317,7 @@ class ControlFlow:
         kind = getattr(fn, "name", None)
         if kind not in ("range", "tl.range", "tl.static_range"):
             fail(self.cx, "for loops must iterate over range(...), tl.range(...) or tl.static_range(...)")
-        args = [self.visit(a) for a in it.args]
-        if not 1 <= len(args) <= 3:
-            fail(self.cx, f"range expects 1 to 3 arguments, got {len(args)}")
-        if len(args) == 1:
-            args = [Constexpr(0), args[0]]
-        if len(args) == 2:
-            args.append(Constexpr(1))
+        args = self._range_args(kind, it)
         loop_attrs = self._range_attrs(kind, it)
         if not isinstance(node.target, ast.Name):
             fail(self.cx, "the loop variable must be a plain name")

@@ -202,19 +202,21 @@ class Expressions:
         if isinstance(base, tensordesc.TensorDescriptor):
             return tensordesc.attribute(self.cx, base, node.attr)
         if isinstance(base, Constexpr):
+            if node.attr == "value":  # a constexpr's value: itself (a dtype passed to a helper, `dtype.value`)
+                return base
             if isinstance(base.value, T.DType):
                 return self._dtype_attr(base.value, node.attr)
             if isinstance(base.value, (T.PointerType, T.BlockType)):
                 return self._type_attr(base.value, node.attr)
-            if node.attr == "value":
-                return base
         fail(self.cx, f"unsupported attribute access .{node.attr} on {S.describe(base)}")
 
     def _dtype_attr(self, dt: T.DType, attr: str):
         probes = {"is_floating": dt.is_float(), "is_int": dt.is_int(), "is_int_signed": dt.is_signed(),
                   "is_int_unsigned": dt.is_unsigned(), "is_fp16": dt == T.fp16, "is_bf16": dt == T.bf16,
-                  "is_fp32": dt == T.fp32, "is_fp64": dt == T.fp64}
-        if attr == "primitive_bitwidth":
+                  "is_fp32": dt == T.fp32, "is_fp64": dt == T.fp64, "is_bool": dt == T.int1,
+                  "is_fp8": "fp8" in dt.name, "is_standard_floating": dt in (T.fp16, T.bf16, T.fp32, T.fp64)}
+        probes.update({f"is_{n}": dt.name == n for n in T.DTYPES})  # is_int64, is_uint8, is_fp8e5... (tl.dtype)
+        if attr == "primitive_bitwidth" or (attr == "int_bitwidth" and dt.is_int()):
             return Constexpr(dt.bits)
         if attr in probes:
             return ("const_method", probes[attr])

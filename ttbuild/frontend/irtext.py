@@ -112,7 +112,7 @@ class Positions:
     def get(self, node_id: int):
         """(file, line, 0-based column) of AST node `node_id`, or None when the table has no position for it."""
         pos = self._nodes.get(str(node_id))
-        return None if pos is None else (self.file, pos[0], pos[1])
+        return None if pos is None else (pos[2] if len(pos) > 2 else self.file, pos[0], pos[1])
 
 
 def mlir_string(text: str) -> str:

@@ -46,9 +46,11 @@ class ModuleScope:
         self.info.jit_functions[name] = value.fn
         self.home[name] = value.module
 
-    def place(self, function: str, names: set[str]) -> None:
-        """Resolve the global `names` a @jit function reads in the module it was defined in."""
+    def place(self, function: str, names: set[str]) -> set[str]:
+        """Resolve the global `names` a @jit function reads in the module it was defined in; returns
+        the names it reads through a project module (`ext.program_id`, now a name of its own)."""
         mod = self.home.get(function, self.mod)
+        added: set[str] = set()
         local = _locals(self.info.jit_functions[function])
         for name in sorted(names - local):
             if name in self.info.jit_functions and mod is self.mod:
@@ -65,7 +67,35 @@ class ModuleScope:
                 raise CompilationError(f"@jit function `{function}` reads the global `{name}`, whose value "
                                        f"({value.what}) only the running program knows: ttbuild reads modules "
                                        "without running them", mod.source.loc(use))
+            if isinstance(value, ModuleValue):
+                added |= self._module_attributes(self.info.jit_functions[function], name, value)
             self._place(name, value)
+        return added
+
+    def _module_attributes(self, fn: ast.FunctionDef, name: str, module: ModuleValue) -> set[str]:
+        """`ext.helper` in `fn`, `ext` a project module (`from pkg.utils import ext`): Python reads
+        the attribute of the executed module when Triton visits it, so each such read of a @jit
+        function, constexpr function, constexpr or triton name becomes the name `ext.helper` placed
+        from that module (the node rewritten in place, its position kept)."""
+        added = set()
+        for parent in ast.walk(fn):
+            for field, child in ast.iter_fields(parent):
+                for i, node in enumerate(child if isinstance(child, list) else [child]):
+                    if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                            and node.value.id == name and isinstance(node.ctx, ast.Load)):
+                        continue
+                    value = lookup(module, node.attr)
+                    if not isinstance(value, (Kernel, ConstexprFunction, Constexpr, External)):
+                        continue
+                    dotted = f"{name}.{node.attr}"
+                    new = ast.copy_location(ast.Name(dotted, ast.Load()), node)
+                    if isinstance(child, list):
+                        child[i] = new
+                    else:
+                        setattr(parent, field, new)
+                    self._place(dotted, value)
+                    added.add(dotted)
+        return added
 
     def _in_project(self, path: str) -> bool:
         parts = path.split(".")

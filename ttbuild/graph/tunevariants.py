@@ -35,17 +35,93 @@ def _decorators(path: str, mtime_ns: int, size: int, kernel: str, shown: str):
     return read_decorators(Path(path).read_bytes(), kernel, shown)
 
 
-def decorators_of(kernels_dir: Path, rel: str, kernel: str):
+def decorators_of(kernels_dir: Path, rel: str, kernel: str, parse: dict | None = None, target: str | None = None):
     """The kernel's Decorators (ttbuild.frontend.autotune), or None when its file mentions
-    neither decorator (most files: no parse). Raises CompilationError for a decorator that
-    cannot be read statically."""
+    neither decorator (most files: no parse). `parse`: a project kernel's parse facts
+    (ttbuild.graph.project.parse_facts), whose modules answer the names the file imports from the
+    project (`**cache_kwargs`, `NUM_WARPS` of another module). Raises CompilationError for a
+    decorator that cannot be read statically."""
     path = kernels_dir / rel
     st = path.stat()
     data = path.read_bytes()
     if b"autotune" not in data and b"heuristics" not in data:
         return None
+    if parse and parse.get("module"):
+        stamp = tuple((f, (kernels_dir / f).stat().st_mtime_ns) for f in sorted(parse["modules"].values()))
+        found = _project_decorators(str(kernels_dir), rel, kernel, parse["module"], tuple(sorted(parse["modules"].items())),
+                                    tuple(sorted(parse.get("env", {}).items())), target, stamp)
+        return None if found.autotune is None and not found.heuristics else found
     found = _decorators(str(path), st.st_mtime_ns, st.st_size, kernel, rel)
     return None if found.autotune is None and not found.heuristics else found
+
+
+@functools.lru_cache(maxsize=256)
+def _project_decorators(kernels_dir: str, rel: str, kernel: str, module: str, modules: tuple, env: tuple,
+                        target: str | None, stamp: tuple):
+    """read_decorators of a project kernel, once per version of the modules it may import."""
+    from ttbuild.frontend.autotune import read_decorators
+
+    parse = {"module": module, "modules": dict(modules), "env": dict(env)}
+    data = (Path(kernels_dir) / rel).read_bytes()
+    return read_decorators(data, kernel, rel, _imported(Path(kernels_dir), parse, target))
+
+
+_PROJECTS: dict = {}  # (kernels dir, target) -> (file mtimes, Project): one reading per variant list
+
+
+def _executed(kernels_dir: str, module: str, modules: tuple, env: tuple, target: str | None, stamp: tuple):
+    """The kernel's module as ttbuild.pyeval executed it. The project's rows share one reading (a
+    module runs once for all the kernels that import it): a row's further modules and environment
+    names join it (what ran before could import none of them: each row's closure is complete);
+    a file or an environment value that changed starts a new reading."""
+    from ttbuild.pyeval.modules import Project, read_module
+    from ttbuild.target import Target
+
+    mtimes, project = _PROJECTS.get((kernels_dir, target), ({}, None))
+    if project is None or any(mtimes.get(f, m) != m for f, m in stamp) or any(
+            project.env.get(k, v) != v for k, v in env):  # a changed file or environment value
+        mtimes, project = {}, Project({}, env={}, strict_env=True,
+                                      capability=Target.parse(target).capability if target else None)
+        _PROJECTS[(kernels_dir, target)] = (mtimes, project)
+    mtimes.update(stamp)
+    project.env.update(env)
+    for name, file in modules:
+        if name not in project.files:
+            project.files[name] = (file, (Path(kernels_dir) / file).read_bytes())
+    return read_module(project, module)
+
+
+def _imported(kernels_dir: Path, parse: dict, target: str | None):
+    """What a name of the kernel's module is bound to once the module ran (ttbuild.pyeval), in the
+    autotune reader's terms: ("value", literal data), ("import", dotted path), or None."""
+    from ttbuild.pyeval.modules import lookup
+    from ttbuild.pyeval.objects import Constexpr, External
+
+    modules = tuple(sorted(parse["modules"].items()))
+    stamp = tuple((f, (kernels_dir / f).stat().st_mtime_ns) for _, f in modules)
+    module = _executed(str(kernels_dir), parse["module"], modules, tuple(sorted(parse.get("env", {}).items())),
+                       target, stamp)
+
+    def answer(name: str):
+        try:
+            value = lookup(module, name)
+        except CompilationError:  # unreadable: the file's own reading refuses it if a decorator uses it
+            return None
+        if isinstance(value, Constexpr):
+            value = value.value
+        if isinstance(value, External):
+            return ("import", value.path)
+        return ("value", value) if _literal(value) else None
+
+    return answer
+
+
+def _literal(value) -> bool:
+    if isinstance(value, (int, float, bool, str, type(None))):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_literal(v) for v in value)
+    return isinstance(value, dict) and all(isinstance(k, str) and _literal(v) for k, v in value.items())
 
 
 def _value_name(value) -> str:
@@ -101,7 +177,7 @@ def expand(variant, row: dict, kernels_dir: Path, fail: Callable[[str, str], Com
             and all(isinstance(i, int) and not isinstance(i, bool) for i in configs_field))):
         raise fail("configs", 'must be "all" or a list of config indices like [0, 2]')
     wants = wants or configs_field is not None
-    deco = decorators_of(kernels_dir, variant.file, variant.kernel)
+    deco = decorators_of(kernels_dir, variant.file, variant.kernel, variant.parse, variant.options.target)
     listed = sorted(k for k, v in variant.constexprs.items() if isinstance(v, list))
     computed = {h.name for h in deco.heuristics} if deco is not None else set()
     if set(listed) - computed:

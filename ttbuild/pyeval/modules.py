@@ -18,7 +18,24 @@ from typing import Callable, Mapping
 from ttbuild.errors import CompilationError, Loc
 
 from .evaluator import Evaluator
+from .modnames import (
+    _CACHES,
+    _CONSTEXPR,
+    _CONSTEXPR_FUNCTION,
+    _DEVICE_PROBES,
+    _ENV_GET,
+    _IMPORT_ERRORS,
+    _JIT,
+    _OPERATORS,
+    _VERSION,
+    _VERSION_NAMES,
+    _WRAPPERS,
+    _Bindings,
+    _bound_names,
+    _handler_names,
+)
 from .objects import (
+    SIGNATURES,
     TRITON_MODULES,
     TRITON_VERSION,
     WARP_SIZE,
@@ -26,34 +43,18 @@ from .objects import (
     ConstexprFunction,
     DeviceProperties,
     External,
+    GPUTarget,
     Kernel,
     ModuleValue,
     NeedsValue,
     Opaque,
+    Signature,
     Unreadable,
     Version,
     Wrapper,
 )
+from .tritonnames import TRITON_ATTRIBUTES
 from .values import Function, Source, short
-
-_JIT = {"triton.jit", "triton.runtime.jit", "triton.runtime.jit.jit"}
-_WRAPPERS = {"triton.heuristics", "triton.autotune", "triton.runtime.heuristics", "triton.runtime.autotune",
-             "triton.runtime.autotuner.heuristics", "triton.runtime.autotuner.autotune"}
-_CONSTEXPR = {"triton.language.constexpr", "triton.language.core.constexpr"}
-_CONSTEXPR_FUNCTION = {"triton.constexpr_function", "triton.language.constexpr_function",
-                       "triton.language.core.constexpr_function"}
-_ENV_GET = {"os.environ.get", "os.getenv"}
-_VERSION = {"packaging.version.parse", "packaging.version.Version"}
-# Which device the program runs on, as the variant's target (a CUDA GPU) answers it.
-_DEVICE_PROBES = {"torch.cuda.is_available": True, "torch.xpu.is_available": False, "torch.npu.is_available": False,
-                  "torch.mlu.is_available": False, "torch.mps.is_available": False,
-                  "torch.backends.mps.is_available": False, "transformers.utils.is_torch_npu_available": False,
-                  "transformers.utils.is_torch_xpu_available": False,
-                  "transformers.utils.import_utils.is_torch_npu_available": False}
-_IMPORT_ERRORS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
-_OPERATORS = {"operator.ge": lambda a, b: a >= b, "operator.gt": lambda a, b: a > b,
-              "operator.le": lambda a, b: a <= b, "operator.lt": lambda a, b: a < b,
-              "operator.eq": lambda a, b: a == b, "operator.ne": lambda a, b: a != b}
 
 
 class _ImportFailed(Exception):
@@ -188,13 +189,17 @@ class _Executor(Evaluator):
             self.import_module(base, stmt)
             for a in stmt.names:
                 if a.name == "*":
-                    raise self.cannot(stmt, "`import *` hides which names a module defines")
-                ns[a.asname or a.name] = self.from_import(base, a.name, stmt)
+                    self.import_star(base, stmt, ns)
+                else:
+                    ns[a.asname or a.name] = self.from_import(base, a.name, stmt)
         elif isinstance(stmt, ast.FunctionDef):
             self.project.home[stmt] = self.mod
             value = Function(stmt)
             for dec in reversed(stmt.decorator_list):
-                value = self.apply(self.eval(dec, None), [value], dec) if not isinstance(value, Opaque) else value
+                dec_value = self.eval(dec, None)
+                if isinstance(dec_value, External) and dec_value.path in _CACHES:
+                    continue  # a memoized function returns what the function returns
+                value = self.apply(dec_value, [value], dec) if not isinstance(value, Opaque) else value
             ns[stmt.name] = value
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
@@ -300,6 +305,24 @@ class _Executor(Evaluator):
         if head in self.project.files or self.project.is_namespace(head) or not self.project.resolves(name):
             raise _ImportFailed(name, node, self.src)
 
+    def import_star(self, base: str, node: ast.ImportFrom, ns: dict) -> None:
+        """`from base import *`: a project module's `__all__`, else its names without a leading
+        underscore (the language reference, "The import statement"); a third-party module's names
+        are unknown, so a name this module cannot place becomes opaque instead of undefined."""
+        if not (base in self.project.files or self.project.is_namespace(base)):
+            self.mod.stars.append(base)
+            return
+        mod = self.project.module(base, node, self.src)
+        public = mod.namespace.get("__all__")
+        if isinstance(public, (list, tuple)) and all(isinstance(n, str) for n in public):
+            for name in public:
+                ns[name] = self.from_import(base, name, node)
+            return
+        ns.update({k: v for k, v in mod.namespace.items() if not k.startswith("_")})
+        for star in mod.stars:  # what that module's own star imports may bind, this one may too
+            if star not in self.mod.stars:
+                self.mod.stars.append(star)
+
     def module_value(self, name: str, node: ast.AST):
         """The value `import name` binds: the project module (executed on first use), else an External reference."""
         if name in self.project.files or self.project.is_namespace(name):
@@ -350,6 +373,8 @@ class _Executor(Evaluator):
             return {"True": True, "False": False, "None": None}[name]
         if name in ("ImportError", "ModuleNotFoundError", "Exception", "int", "float", "str", "bool", "print"):
             return External(f"builtins.{name}")
+        if self.mod.stars:  # perhaps bound by `from <third party> import *`: known only to the running program
+            return Opaque(f"`{name}` (perhaps from `from {self.mod.stars[0]} import *`)")
         raise self.src.error(node, f"name `{name}` is not defined at module level in {self.src.file}")
 
     def attribute(self, value, node: ast.Attribute):
@@ -375,16 +400,31 @@ class _Executor(Evaluator):
             return External(f"{value.path}.{attr}")
         if isinstance(value, Constexpr) and attr == "value":
             return value.value
+        if isinstance(value, (GPUTarget, Signature)) and attr in ("backend", "arch", "warp_size", "parameters"):
+            return getattr(value, attr)
         if isinstance(value, DeviceProperties):
             if attr == "warp_size":
                 return WARP_SIZE
-            if attr in ("major", "minor"):
+            if attr in ("major", "minor", "shared_memory_per_block", "shared_memory_per_block_optin"):
                 return getattr(value, attr)
-            raise self.cannot(node, f"`{attr}` of a GPU depends on the GPU model, not only on the target; "
-                                    "known: warp_size, major, minor")
+            raise self.cannot(node, f"`{attr}` of a GPU depends on the GPU model, not only on the target; known: "
+                                    "warp_size, major, minor, shared_memory_per_block(_optin)")
         if isinstance(value, Opaque):
             return Opaque(f"{value.what}.{attr}")
         return super().attribute(value, node)
+
+    def _Call(self, node, scope):
+        """`hasattr(triton.language, "name")` as Triton 3.6 answers it (tritonnames), and on project modules."""
+        fn = node.func.id if isinstance(node.func, ast.Name) else None
+        if fn == "getattr" and len(node.args) in (2, 3) and isinstance(self.eval(node.args[0], scope), DeviceProperties):
+            return self.attribute(self.eval(node.args[0], scope), ast.Attribute(node.args[0], self.eval(node.args[1], scope)))
+        if fn == "hasattr" and fn not in self.mod.namespace and len(node.args) == 2 and not node.keywords:
+            obj, name = (self.eval(a, scope) for a in node.args)
+            if isinstance(name, str) and isinstance(obj, External) and obj.path in TRITON_ATTRIBUTES:
+                return name in TRITON_ATTRIBUTES[obj.path]
+            if isinstance(name, str) and isinstance(obj, ModuleValue):
+                return name in obj.namespace or f"{obj.name}.{name}" in self.project.files
+        return super()._Call(node, scope)
 
     def call_value(self, value, node: ast.Call, scope):
         """Call `value` at module level: decorators (jit, autotune, heuristics) become Wrapper values for the
@@ -394,7 +434,7 @@ class _Executor(Evaluator):
             if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
                 raise self.cannot(node, "*args and **kwargs are not unpacked")
             path = value.path if isinstance(value, (External, Wrapper)) else None
-            if isinstance(value, External) and (path in _WRAPPERS or (path in _JIT and node.keywords and not node.args)):
+            if isinstance(value, External) and (path in _WRAPPERS or (path in _JIT and not node.args)):
                 return Wrapper(path)  # the arguments are the decorator reader's (ttbuild.frontend.autotune)
             args = [self.eval(a, scope) for a in node.args]
             kwargs = {k.arg: self.eval(k.value, scope) for k in node.keywords}
@@ -441,10 +481,13 @@ class _Executor(Evaluator):
             return super().apply(callee, values, node)
         path = callee.path
         if path in _JIT or path in _CONSTEXPR_FUNCTION:
+            if len(values) != 1:
+                raise self.src.error(node, f"`{short(node)}` takes the function to wrap as its one argument")
             (fn,) = values
             return self.wrap(path, fn, node)
-        if path in _CONSTEXPR:
-            return Constexpr(values[0] if values else None)
+        if path in _CONSTEXPR:  # `@tl.constexpr def f`: called at compile time, as Triton 3.6's constexpr.__call__
+            return ConstexprFunction(values[0].fn, self.mod) if values and isinstance(values[0], Function) else Constexpr(
+                values[0] if values else None)
         if path in _ENV_GET or path == "os.environ.__getitem__":
             name, default = (list(values) + [kwargs.get("default")])[:2]
             if not isinstance(name, str):
@@ -461,11 +504,17 @@ class _Executor(Evaluator):
             if not self.project.resolves(values[0]):
                 raise self.src.error(node, f"`{values[0]}` is no module ttbuild can read")
             return self.module_value(values[0], node)
-        if path in _VERSION:
+        if path in _VERSION or (path.rpartition(".")[2] in _VERSION_NAMES and len(values) == 1
+                                and isinstance(values[0], str)):
             try:
                 return Version.parse(values[0])
             except (ValueError, IndexError) as e:
                 raise self.src.error(node, str(e)) from None
+        if path == "functools.lru_cache" and not values:  # lru_cache(maxsize=...): the decorator
+            return External(path)
+        if path == "inspect.signature" and len(values) == 1 and isinstance(values[0], External) \
+                and values[0].path in SIGNATURES:
+            return Signature(SIGNATURES[values[0].path])
         if path in _OPERATORS and len(values) == 2:
             return _OPERATORS[path](*values)
         if path in ("triton.cdiv", "triton.language.cdiv") and len(values) == 2:
@@ -495,7 +544,7 @@ class _Executor(Evaluator):
         if path.endswith("get_device_capability"):
             return (cap // 10, cap % 10)
         if path.endswith("get_current_target"):
-            return External("triton.runtime.driver.active.get_current_target()")
+            return GPUTarget(cap)
         return DeviceProperties(cap)
 
     def wrap(self, path: str, fn, node: ast.AST):
@@ -511,52 +560,6 @@ class _Executor(Evaluator):
         if isinstance(fn, Function):  # heuristics/autotune under a jit applied later: Triton needs jit first
             raise self.src.error(node, f"`{path}` wraps a @triton.jit function; apply triton.jit first")
         raise self.src.error(node, f"`{path}` is applied to {type(fn).__name__}, not a function")
-
-
-class _Bindings:
-    """The evaluator's view of a namespace: every name is a known value (kind "value")."""
-
-    def __init__(self, ns: dict):
-        self.ns = ns
-        self.imports: dict[str, str] = {}
-
-    @property
-    def bindings(self):
-        """The evaluator's view of the namespace (_View): each name bound as ("value", value)."""
-        return _View(self.ns)
-
-
-class _View:
-    def __init__(self, ns):
-        self.ns = ns
-
-    def get(self, name, default=None):
-        """("value", the binding) for a bound `name`, else `default`."""
-        return ("value", self.ns[name]) if name in self.ns else default
-
-    def __contains__(self, name):
-        return name in self.ns
-
-
-def _handler_names(handler: ast.ExceptHandler) -> set[str] | None:
-    """The exception class names an `except` catches (None: a bare `except:` catches all)."""
-    if handler.type is None:
-        return None
-    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
-    return {t.id if isinstance(t, ast.Name) else getattr(t, "attr", "") for t in types}
-
-
-def _bound_names(stmt: ast.stmt) -> set[str]:
-    """The module-level names a statement binds (imports, defs, classes, assignment targets)."""
-    out = set()
-    for node in ast.walk(stmt):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            out.add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.add(node.name)
-        elif isinstance(node, ast.alias):
-            out.add(node.asname or node.name.split(".")[0])
-    return out
 
 
 def read_module(project: Project, name: str) -> ModuleValue:

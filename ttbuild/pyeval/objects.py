@@ -86,6 +86,7 @@ class ModuleValue:
     namespace: dict = field(default_factory=dict)
     source: object = None  # the values.Source of its text, to place errors
     tree: ast.Module | None = None
+    stars: list = field(default_factory=list)  # third-party modules of `from X import *`: names unknown
 
 
 @dataclass(frozen=True)
@@ -156,3 +157,61 @@ class DeviceProperties:
     def minor(self) -> int:
         """The target's minor compute capability (0 for cuda:90)."""
         return self.capability % 10
+
+    @property
+    def shared_memory_per_block(self) -> int:  # the static limit, 48 KB on every target
+        return 49152
+
+    @property
+    def shared_memory_per_block_optin(self) -> int:
+        """Fixed by the compute capability (CUDA C++ Programming Guide, "Technical Specifications
+        per Compute Capability"; the same rule as ttbuild.target.Target.max_shared_bytes, which
+        this leaf package may not import: tests/pyeval check they agree)."""
+        major, minor = divmod(self.capability, 10)
+        if major >= 10 and major != 12 or (major, minor) == (9, 0):
+            return 232448
+        if (major, minor) in ((8, 0), (8, 7)):
+            return 166912
+        return 101376 if major in (8, 12) or major > 9 else 98304
+
+
+@dataclass(frozen=True)
+class GPUTarget:
+    """`triton.runtime.driver.active.get_current_target()` on the variant's target: Triton 3.6's
+    GPUTarget (python/triton/backends/compiler.py) with backend "cuda", arch the capability (90)."""
+
+    capability: int
+
+    @property
+    def backend(self) -> str:
+        return "cuda"
+
+    @property
+    def arch(self) -> int:
+        return self.capability
+
+    @property
+    def warp_size(self) -> int:
+        return WARP_SIZE
+
+
+# Triton 3.6's parameters of the decorators a project may inspect (`"cache_results" in
+# inspect.signature(triton.autotune).parameters`), python/triton/runtime/autotuner.py and jit.py.
+SIGNATURES = {
+    "triton.autotune": ("configs", "key", "prune_configs_by", "reset_to_zero", "restore_value", "pre_hook",
+                        "post_hook", "warmup", "rep", "use_cuda_graph", "do_bench", "cache_results"),
+    "triton.heuristics": ("values",),
+    "triton.jit": ("fn", "version", "repr", "launch_metadata", "do_not_specialize", "do_not_specialize_on_alignment",
+                   "debug", "noinline"),
+}
+
+
+@dataclass(frozen=True)
+class Signature:
+    """`inspect.signature(f)` of a triton decorator in SIGNATURES: `.parameters` names them."""
+
+    names: tuple
+
+    @property
+    def parameters(self) -> dict:
+        return dict.fromkeys(self.names)

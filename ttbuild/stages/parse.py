@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 2  # parameters with a literal default say so (has_default)
+VERSION = 3  # a tl dtype default (`= tl.float32`) is a default, in its row form
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

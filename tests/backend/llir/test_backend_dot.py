@@ -334,11 +334,11 @@ def test_a_kernel_that_does_not_spill_is_assembled_once(monkeypatch):
     (b".entry k()\n.reqntid 512, 1, 1\n{\n", 40, 64, (), b".reqntid 512, 1, 1\n.maxnreg 128\n"),
     (b".entry k()\n.reqntid 128\n{\n", 255, 900, (), None),            # registers already all used
     (b".entry k()\n.reqntid 128\n{\n", 32, 0, (), None),               # no stack: nothing to win
-    (b".entry k()\n.maxntid 128\n.maxnreg 255\n{\n", 32, 96, (), None),  # already the share
-    (b".entry k()\n.maxntid 512\n.maxnreg 40\n{\n", 40, 232, (), b".maxntid 512\n.maxnreg 128\n{"),  # ours at w16
-    (b".entry k()\n.maxntid 128\n{\n", 32, 96, (), None),  # no directive, no .reqntid: ptxas chose freely
-    (b".entry k()\n.maxntid 512\n.maxnreg 40\n.reqntid 512\n{\n", 40, 232, (), b".maxnreg 128\n.reqntid 512"),
-    (b".entry k()\n.reqntid 512\n.maxnreg 128\n{\n", 100, 64, (), None),  # already the share
+    (b".entry k()\n.maxntid 128\n.maxnreg 255\n{\n", 32, 96, (), None),  # a register directive already
+    (b".entry k()\n.maxntid 256\n.maxnreg 128\n{\n", 128, 96, (), b".maxntid 256\n.maxnreg 255\n"),  # spilled at the cap
+    (b".entry k()\n.maxntid 256\n.maxnreg 128\n{\n", 100, 96, (), None),  # spilled below the cap
+    (b".entry k()\n.maxntid 512\n.maxnreg 40\n{\n", 40, 232, (), b".maxntid 512\n.maxnreg 128\n"),  # 16 warps: a KL loop
+    (b".entry k()\n.maxntid 256\n.maxnreg 128\n{\n", 128, 0, (), None),   # no stack
     (b".entry k()\n.reqntid 128\n{\n", 32, 96, ("-maxrregcount=64",), None),
 ])
 def test_register_retry_only_for_a_starved_reqntid_kernel(ptx, regs, frame, options, want):

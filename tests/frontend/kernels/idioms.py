@@ -76,3 +76,49 @@ def zero_d_ops_kernel(x_ptr, out_ptr, flag_ptr, n, N: tl.constexpr):
     y = tl.where(x > half, x, half) + t.to(tl.float16) + tl.minimum(half, s)
     tl.store(out_ptr + offs, y, mask=offs < n)
     tl.store(flag_ptr, (s > half).to(tl.int32) + one + tl.zeros((), tl.int32))
+
+
+@triton.jit
+def tile_sum_kernel(x_ptr, out_ptr, TILES: tl.constexpr, N: tl.constexpr,
+                    acc_dtype: tl.constexpr = tl.float32, FLAT: tl.constexpr = True):
+    # a builtin range's keywords are evaluated and ignored (Triton's visit_For), and a dtype default
+    offs = tl.arange(0, N)
+    acc = tl.zeros((N,), dtype=acc_dtype)
+    for t in range(TILES, flatten=FLAT):
+        acc += tl.load(x_ptr + t * N + offs).to(acc_dtype)
+    tl.store(out_ptr + offs, acc)
+
+
+@triton.jit
+def lowest_of(dtype):
+    # a dtype argument arrives as a constexpr: `.value` is the dtype, whose probes fold
+    dt = dtype.value
+    if dt.is_floating():
+        low: tl.constexpr = float("-inf")
+        return low
+    if dt.is_int_signed():
+        bits: tl.constexpr = dt.int_bitwidth
+        low: tl.constexpr = -(2 ** (bits - 1))
+        return low
+
+
+@triton.jit
+def masked_peak_kernel(x_ptr, out_ptr, n, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=lowest_of(x_ptr.dtype.element_ty))
+    peak = tl.max(x, axis=0)
+    if tl.constexpr(x.dtype.is_int64() or x.dtype.is_uint8()):
+        peak = peak * 2
+    tl.store(out_ptr, peak)
+
+
+@triton.jit
+def strided_sum_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    # tl.range's bounds given by keyword
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK,), tl.float32)
+    for start in tl.range(0, n, step=BLOCK):
+        acc += tl.load(x_ptr + start + offs, mask=start + offs < n, other=0.0)
+    for i in tl.range(2, step=1):
+        acc = acc * 0.5
+    tl.store(out_ptr + offs, acc)

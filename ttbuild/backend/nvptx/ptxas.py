@@ -14,17 +14,17 @@ from ttbuild.target import DEFAULT_TARGET
 from ttbuild.toolchain import ptxas_path
 
 _REQNTID = re.compile(rb"^\.reqntid (\d+)(?:, 1, 1)?\s*$", re.M)
-_MAXNREG = re.compile(rb"^\.maxnreg (\d+)", re.M)
 _MAXNTID = re.compile(rb"^\.maxntid (\d+)(?:, 1, 1)?\s*$", re.M)
+_MAXNREG = re.compile(rb"^\.maxnreg (\d+)\s*$", re.M)
 
 
 def assemble(ptx: bytes, arch: str = DEFAULT_TARGET.arch, options: list[str] | tuple[str, ...] = ()) -> bytes:
     """PTX -> cubin (ELF) with `ptxas -arch=<arch> <options> -o out.cubin in.ptx` in a temp dir.
 
-    A kernel that states `.reqntid` and no register directive, or one below its share (ours with
-    tensor cores, as Triton's; ours at 16 warps), and that ptxas made spill while leaving
-    registers unused is assembled again with `.maxnreg` = its threads' share of the 64K register
-    file (at most 255), and the cubin with the smaller stack frame is kept: under `.reqntid` alone ptxas (12.8, 13.0) may aim at full
+    A kernel that states `.reqntid` and no register directive (ours with tensor cores, as
+    Triton's) and that ptxas made spill while leaving registers unused is assembled again with
+    `.maxnreg` = its threads' share of the 64K register file (at most 255), and the cubin with the
+    smaller stack frame is kept: under `.reqntid` alone ptxas (12.8, 13.0) may aim at full
     occupancy once a kernel must spill (an fp8 64x128x128 GEMM on mma.sync, 4 warps: 32
     registers and a 2984-byte frame, Triton's PTX alike; 255 and 1400 bytes with the cap). A
     kernel that does not spill is assembled once, so its cubin is what ptxas gives its PTX.
@@ -43,24 +43,28 @@ def assemble(ptx: bytes, arch: str = DEFAULT_TARGET.arch, options: list[str] | t
 
 def register_retry(ptx: bytes, regs: int, frame: int, options=()) -> bytes | None:
     """The PTX to assemble again when ptxas gave it `regs` registers and a `frame`-byte stack
-    frame with registers to spare: `.maxnreg` = the threads' share of the register file after its
-    `.reqntid`, or a lower `.maxnreg` raised to the share of its `.reqntid` / `.maxntid` threads.
-    Ours at 16 warps is 40 (ttbuild.backend.llir.emit.max_registers); under it a reduction loop of
-    16384 elements spilled 232 bytes, at 128 it takes 56 registers and none (Triton's PTX, with no
-    directive: 32 and none). None otherwise (no thread count, -maxrregcount given, no stack, the
-    share already used or already the cap)."""
-    m = _REQNTID.search(ptx)
-    have = _MAXNREG.search(ptx)
-    threads = _MAXNTID.search(ptx) if m is None and have is not None else m
-    if threads is None or any("maxrregcount" in o for o in options):
+    frame: `.maxnreg` after its `.reqntid` when that alone left registers to spare, or, for a
+    `.maxntid` kernel that spilled at its `.maxnreg` cap, the cap raised to its threads' share;
+    None otherwise (no stack, -maxrregcount, registers to spare under the cap, no directive)."""
+    if frame == 0 or any("maxrregcount" in o for o in options):
         return None
-    cap = min(255, 65536 // int(threads.group(1)))
-    if frame == 0 or regs >= cap:
-        return None
-    if have is not None:
-        if int(have.group(1)) >= cap:
+    m, given = _REQNTID.search(ptx), _MAXNREG.search(ptx)
+    if m is None:
+        # A `.maxntid` kernel under the llir stage's occupancy cap (emit.max_registers: 128 at 8
+        # warps) that spilled at the cap: the threads' whole share instead, as Triton sets no cap
+        # (a library's int8 row quantizer, 8 warps: 128 registers and a 96-byte frame; Triton 111, 0).
+        n = _MAXNTID.search(ptx)
+        if n is None or given is None:
+            return None
+        cap = min(255, 65536 // int(n.group(1)))
+        if regs < int(given.group(1)) or int(given.group(1)) >= cap:
             return None
         return _MAXNREG.sub(b".maxnreg " + str(cap).encode(), ptx, count=1)
+    if given is not None:
+        return None
+    cap = min(255, 65536 // int(m.group(1)))
+    if regs >= cap:
+        return None
     return _REQNTID.sub(lambda r: r.group(0).rstrip() + b"\n.maxnreg " + str(cap).encode(), ptx, count=1)
 
 

@@ -422,3 +422,21 @@ def test_kernel_grid_lookup_answers_as_runtime_call(lib_dir, torch, load):
         first = k[grid]
         assert k[grid] is first is k.runtime_call(grid)
     k[lambda meta: (1,)](*[torch.Tensor(0x1000 * (i + 1)) for i in range(3)], 5)
+
+
+def test_parameters_take_a_fast_path_as_tensors_do(lib_dir, torch, load):
+    """nn.Parameter (a layer's weights: a Tensor subclass keeping data_ptr, dtype, get_device)
+    launches on a fast path after the first call, not on the generic one, with the same bytes."""
+    import types
+
+    class Parameter(torch.Tensor):
+        pass
+
+    sys.modules["torch"].nn = types.SimpleNamespace(Parameter=Parameter)
+    lib, drv = load(lib_dir)
+    t = [torch.Tensor(0x1000), Parameter(0x2000), torch.Tensor(0x3000)]
+    for _ in range(3):
+        lib.add_kernel[(2,)](*t, 77)
+    paths = [c["path"] for c in drv.launches]
+    assert paths[0] == "launch" and "launch" not in paths[1:]
+    assert all(c["raw"] == drv.launches[0]["raw"] for c in drv.launches)

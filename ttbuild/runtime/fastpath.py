@@ -136,10 +136,11 @@ def source(kinds: tuple[str, ...], raw_launch: bool, names: tuple[str, ...] = ()
 
 
 def _guard_and_key(kinds, a) -> tuple[list[str], list[str]]:
-    """source's type guard (pointers exactly TT, "int" ints, "float" floats) and its fast key
+    """source's type guard (pointers exactly TT or TP: torch.Tensor or nn.Parameter, which a
+    layer's weights are; "int" ints, "float" floats) and its fast key
     expressions (per pointer: dtype, address % 16; per "int": v >> 31, v % 16; per "any": the
     generic key item), the device last."""
-    guard = [f"type({a[i]}) is TT" for i, k in enumerate(kinds) if k == "ptr"]
+    guard = [f"(type({a[i]}) is TT or type({a[i]}) is TP)" for i, k in enumerate(kinds) if k == "ptr"]
     guard += [f"type({a[i]}) is int" for i, k in enumerate(kinds) if k == "int"]
     guard += [f"type({a[i]}) is float" for i, k in enumerate(kinds) if k == "float"]
     key = []
@@ -213,7 +214,7 @@ def _grid_lines(names, a) -> list[str]:
 
 def compile_maker(kinds: tuple[str, ...], namespace: dict, raw_launch: bool, names=(), dynamic=False,
                   scratch=False):
-    """exec the generated source in `namespace` (the launcher's mutable globals: TT, getdev,
+    """exec the generated source in `namespace` (the launcher's mutable globals: TT, TP, getdev,
     rawstream, D, fill, slow, tok, grid3, ...) and return its `make`; `scratch`: see source."""
     if not kinds or "ptr" not in kinds:
         return None

@@ -1,24 +1,15 @@
 """Façade `triton.language`: dtypes and constexpr are real objects (annotations and module-level constants use them); any other name is a placeholder, as kernel bodies never run here."""
 
+from ttbuild.language import dtype as _KernelDtype
 
-class dtype:
+
+class dtype(_KernelDtype):
     """A Triton dtype by Triton's name (`tl.float16.name == "fp16"`, `str(tl.int32) == "int32"`, as
-    triton.language.core.dtype): a served variant built for a dtype constexpr matches it by name."""
-
-    def __init__(self, name: str):
-        self.name = name
+    triton.language.core.dtype): a served variant built for a dtype constexpr matches it by name.
+    ttbuild.language's dtype (equality and hash by name) with Triton's `str`."""
 
     def __str__(self):
         return self.name
-
-    def __repr__(self):
-        return f"triton.language.{self.name}"
-
-    def __eq__(self, other):
-        return isinstance(other, dtype) and other.name == self.name
-
-    def __hash__(self):
-        return hash(self.name)
 
 
 class constexpr:

@@ -48,6 +48,55 @@ def make_ir(fn, sig, constexprs):
 """
 
 
+# Prelude of scripts that compile variant rows of the module file given as argv[1] with Triton
+# (sm_90): `mod`, `target`, `row_source(fn, signature, constexprs)` and `ops(ttgir)`. row_source is
+# Triton's ASTSource for a row: a `constexpr` entry per constexpr (a `{"dtype": name}` value as that
+# tl dtype) and per constexpr parameter left to its default (as the JIT binds it), the signature's
+# types in order, `:16` as tt.divisibility 16. ops counts a TTGIR text's ops by name.
+ROW_SOURCE = r"""
+import collections, importlib.util, inspect, json, re, sys
+import triton
+import triton.language as tl
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+spec = importlib.util.spec_from_file_location("kmod", sys.argv[1])
+mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
+target = GPUTarget("cuda", 90, 32)
+
+
+def row_source(fn, signature, constexprs):
+    ents, sig, attrs = iter(signature.split(",")), {}, {}
+    cx = {n: tl.core.dtype(v["dtype"]) if isinstance(v, dict) else v for n, v in constexprs.items()}
+    for i, n in enumerate(fn.arg_names):
+        if n in cx:
+            sig[n] = "constexpr"
+        elif fn.params[i].is_constexpr and fn.params[i].default is not inspect.Parameter.empty:
+            sig[n], cx[n] = "constexpr", fn.params[i].default
+        else:
+            ty, _, div = next(ents).partition(":")
+            sig[n] = ty
+            if div:
+                attrs[(i,)] = [["tt.divisibility", 16]]
+    return ASTSource(fn, sig, constexprs=cx, attrs=attrs)
+
+
+def ops(text):
+    return collections.Counter(m.group(1) for m in re.finditer(r'^\s*(?:%\S+ = )?"?([a-z_]+\.[a-z_.]+)', text, re.M))
+"""
+
+
+def row_jobs(cases, ttir_of, tmp_path) -> list[dict]:
+    """The jobs a ROW_SOURCE script reads (argv[2], JSON): per (case, kernel, signature,
+    constexprs) of `cases`, our TTIR `ttir_of(kernel, signature, constexprs)` written under
+    `tmp_path` and named by its path."""
+    jobs = []
+    for case, kernel, sig, cx in cases:
+        path = tmp_path / f"{case}.ttir"
+        path.write_text(ttir_of(kernel, sig, cx))
+        jobs.append({"case": case, "kernel": kernel, "signature": sig, "constexprs": cx, "ttir": str(path)})
+    return jobs
+
+
 def triton_python() -> str:
     """The interpreter to run Triton in; skips the calling test when there is none."""
     try:

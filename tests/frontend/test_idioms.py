@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from oracle import run_triton
+from oracle import ROW_SOURCE, row_jobs, run_triton
 
 import ttbuild
 from ttbuild.errors import CompilationError
@@ -124,33 +124,10 @@ def test_idiom_builds_to_ptx(case):
 # For each job: Triton compiles the kernel from the source (ASTSource, `constexpr` signature entries
 # for constexprs and None arguments) and compiles our TTIR; prints the op counts of both TTGIRs (a
 # TTIR file enters Triton's pipeline after its TTIR passes; its TTGIR passes canonicalize both alike).
-COMPARE = r"""
-import collections, importlib.util, inspect, json, re, sys
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-spec = importlib.util.spec_from_file_location("idioms", sys.argv[1])
-mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
-target = GPUTarget("cuda", 90, 32)
-
-def ops(text):
-    return collections.Counter(m.group(1) for m in re.finditer(r'^\s*(?:%\S+ = )?"?([a-z_]+\.[a-z_.]+)', text, re.M))
-
+COMPARE = ROW_SOURCE + r"""
 out = {}
 for job in json.loads(sys.argv[2]):
-    fn = getattr(mod, job["kernel"])
-    ents, sig, attrs, cx = iter(job["signature"].split(",")), {}, {}, dict(job["constexprs"])
-    for i, n in enumerate(fn.arg_names):
-        if n in cx:
-            sig[n] = "constexpr"
-        elif fn.params[i].is_constexpr and fn.params[i].default is not inspect.Parameter.empty:
-            sig[n], cx[n] = "constexpr", fn.params[i].default  # a constexpr's default, as the JIT binds it
-        else:
-            ty, _, div = next(ents).partition(":")
-            sig[n] = ty
-            if div:
-                attrs[(i,)] = [["tt.divisibility", 16]]
-    src = ASTSource(fn, sig, constexprs=cx, attrs=attrs)
+    src = row_source(getattr(mod, job["kernel"]), job["signature"], job["constexprs"])
     theirs = triton.compile(src, target=target).asm["ttgir"]
     ours = triton.compile(job["ttir"], target=target).asm["ttgir"]
     out[job["case"]] = [ops(theirs), ops(ours)]
@@ -159,11 +136,7 @@ print(json.dumps(out))
 
 
 def test_triton_builds_the_same_ttir(tmp_path):
-    jobs = []
-    for case, kernel, sig, cx in CASES:
-        path = tmp_path / f"{case}.ttir"
-        path.write_text(_ttir(kernel, sig, cx))
-        jobs.append({"case": case, "kernel": kernel, "signature": sig, "constexprs": cx, "ttir": str(path)})
+    jobs = row_jobs(CASES, _ttir, tmp_path)
     out = json.loads(run_triton(COMPARE, str(FILE), json.dumps(jobs)).splitlines()[-1])
     differ = {case: (theirs, ours) for case, (theirs, ours) in out.items() if theirs != ours}
     assert len(out) == len(CASES) and not differ, json.dumps(differ, indent=1)

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import ttir_eval  # noqa: E402  (tests/frontend is on sys.path)
-from oracle import run_triton
+from oracle import ROW_SOURCE, row_jobs, run_triton
 
 from ttbuild.errors import CompilationError
 from ttbuild.stages import parse, ttir
@@ -137,15 +137,7 @@ CASES = [
 # as sorted lists of lines (ops with their types, attributes and layouts spelled out) without
 # locations, SSA names (Triton names values after the source's variables, we after node ids),
 # layout alias names, or the entry's `noinline = false` attribute: order aside, the same TTGIR.
-COMPARE = r"""
-import importlib.util, json, re, sys
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-spec = importlib.util.spec_from_file_location("sorting", sys.argv[1])
-mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
-target = GPUTarget("cuda", 90, 32)
-
+COMPARE = ROW_SOURCE + r"""
 def norm(text):
     text = re.sub(r"loc\([^()]*(\([^()]*\))?[^()]*\)", "", text).replace(" attributes {noinline = false}", "")
     text = text.replace(" fastmath<none>", "")  # an explicit `none` (our extf) is the absent attribute
@@ -156,17 +148,7 @@ def norm(text):
 
 out = {}
 for job in json.loads(sys.argv[2]):
-    fn = getattr(mod, job["kernel"])
-    ents, sig, attrs = iter(job["signature"].split(",")), {}, {}
-    for i, n in enumerate(fn.arg_names):
-        if n in job["constexprs"]:
-            sig[n] = "constexpr"
-        else:
-            ty, _, div = next(ents).partition(":")
-            sig[n] = ty
-            if div:
-                attrs[(i,)] = [["tt.divisibility", 16]]
-    src = ASTSource(fn, sig, constexprs=job["constexprs"], attrs=attrs)
+    src = row_source(getattr(mod, job["kernel"]), job["signature"], job["constexprs"])
     out[job["case"]] = [norm(triton.compile(src, target=target).asm["ttgir"]),
                         norm(triton.compile(job["ttir"], target=target).asm["ttgir"])]
 print(json.dumps(out))
@@ -174,11 +156,7 @@ print(json.dumps(out))
 
 
 def test_triton_builds_the_same_ttir(tmp_path):
-    jobs = []
-    for case, kernel, sig, cx in CASES:
-        path = tmp_path / f"{case}.ttir"
-        path.write_text(_ttir(kernel, sig, cx))
-        jobs.append({"case": case, "kernel": kernel, "signature": sig, "constexprs": cx, "ttir": str(path)})
+    jobs = row_jobs(CASES, _ttir, tmp_path)
     out = json.loads(run_triton(COMPARE, str(FILE), json.dumps(jobs)).splitlines()[-1])
     differ = {case: {"triton only": sorted(set(theirs) - set(ours)), "ours only": sorted(set(ours) - set(theirs)),
                      "lines": [len(theirs), len(ours)]} for case, (theirs, ours) in out.items() if theirs != ours}

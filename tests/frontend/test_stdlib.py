@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import ttir_eval  # noqa: E402  (tests/frontend is on sys.path)
-from oracle import run_triton
+from oracle import row_jobs, run_triton
 from test_sorting import COMPARE
 
 import ttbuild
@@ -87,11 +87,7 @@ CASES = [
 
 
 def test_triton_builds_the_same_ttir(tmp_path):
-    jobs = []
-    for case, kernel, sig, cx in CASES:
-        path = tmp_path / f"{case}.ttir"
-        path.write_text(_ttir(kernel, sig, cx))
-        jobs.append({"case": case, "kernel": kernel, "signature": sig, "constexprs": cx, "ttir": str(path)})
+    jobs = row_jobs(CASES, _ttir, tmp_path)
     out = json.loads(run_triton(COMPARE, str(FILE), json.dumps(jobs)).splitlines()[-1])
     differ = {case: {"triton only": sorted(set(theirs) - set(ours)), "ours only": sorted(set(ours) - set(theirs))}
               for case, (theirs, ours) in out.items() if theirs != ours}

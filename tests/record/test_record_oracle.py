@@ -7,7 +7,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from oracle import run_triton  # noqa: E402
+from oracle import ROW_SOURCE, run_triton  # noqa: E402
 
 from ttbuild.record import merge_records, read_records  # noqa: E402
 
@@ -56,22 +56,10 @@ def test_hook_records_what_tritons_call_hook_passes(tmp_path):
     assert {r["signature"] for r in rows} == {"*fp16:16,i32:16", "*fp16,i32,i32"}
 
 
-ROWSCALE = '''import triton
-import triton.language as tl
-
-
-@triton.jit
-def rowscale_kernel(x_ptr, out_ptr, n_cols, row_stride, OUT_DTYPE: tl.constexpr, BLOCK: tl.constexpr, w_ptr=None):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < n_cols
-    x = tl.load(x_ptr + row * row_stride + cols, mask=mask, other=0.0).to(tl.float32)
-    if w_ptr is not None:
-        x = x * tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
-    if OUT_DTYPE == tl.float32:
-        x = x + 1.0
-    tl.store(out_ptr + row * row_stride + cols, x.to(OUT_DTYPE), mask=mask)
-'''
+# The serve test project's kernel (tests/data/serve_proj), without the torch host code beside it:
+# the oracle Python has no torch.
+_SERVED = (REPO / "tests" / "data" / "serve_proj" / "servepkg" / "rowscale.py").read_text()
+ROWSCALE = "import triton\nimport triton.language as tl\n\n\n" + _SERVED[_SERVED.index("@triton.jit"):_SERVED.index("\n\n\ndef rowscale(")] + "\n"
 
 # Triton's _call_hook for two specializations: w_ptr None and OUT_DTYPE tl.float16 (fp16 data), a
 # w_ptr tensor and OUT_DTYPE tl.float32; the recorder writes what it is given.
@@ -97,33 +85,10 @@ for ty, out, w in (("*fp16", tl.float16, None), ("*fp32", tl.float32, "*fp32")):
 
 # Triton builds each row from the source (a dtype constexpr as the tl.dtype, None as None) and from
 # our TTIR; prints the op counts of both TTGIRs.
-COMPARE = r'''
-import collections, importlib.util, json, re, sys
-import triton
-import triton.language as tl
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-spec = importlib.util.spec_from_file_location("kmod", sys.argv[1])
-mod = importlib.util.module_from_spec(spec); spec.loader.exec_module(mod)
-target = GPUTarget("cuda", 90, 32)
-
-def ops(text):
-    return collections.Counter(m.group(1) for m in re.finditer(r'^\s*(?:%\S+ = )?"?([a-z_]+\.[a-z_.]+)', text, re.M))
-
+COMPARE = ROW_SOURCE + r'''
 out = []
 for job in json.loads(sys.argv[2]):
-    fn = mod.rowscale_kernel
-    cx = {n: tl.core.dtype(v["dtype"]) if isinstance(v, dict) else v for n, v in job["constexprs"].items()}
-    ents, sig, attrs = iter(job["signature"].split(",")), {}, {}
-    for i, n in enumerate(fn.arg_names):
-        if n in cx:
-            sig[n] = "constexpr"
-        else:
-            ty, _, div = next(ents).partition(":")
-            sig[n] = ty
-            if div:
-                attrs[(i,)] = [["tt.divisibility", 16]]
-    theirs = triton.compile(ASTSource(fn, sig, constexprs=cx, attrs=attrs), target=target).asm["ttgir"]
+    theirs = triton.compile(row_source(mod.rowscale_kernel, job["signature"], job["constexprs"]), target=target).asm["ttgir"]
     ours = triton.compile(job["ttir"], target=target).asm["ttgir"]
     out.append([ops(theirs), ops(ours)])
 print(json.dumps(out))

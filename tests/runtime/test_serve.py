@@ -249,6 +249,23 @@ def test_a_loaded_library_launches_recorded_kernels_through_their_widest_rows(tm
     assert sorted(v.variant for v in lib.scale_kernel.variants) == ["aligned", "generic"]
 
 
+def serve_stand_in(monkeypatch, root, tmp_path, modules: dict):
+    """serve() of the ALL library while `modules` (name -> module: a stand-in for an installed
+    Triton) are in sys.modules: (server, driver, a plain `scale_kernel` function compiled as if
+    it were pkg/ops.py's, for the stand-in's JITFunction to wrap)."""
+    for name, mod in modules.items():
+        monkeypatch.setitem(sys.modules, name, mod)
+    write_lib(tmp_path / "art", ALL)
+    drv = VariantDriver(raw=False)
+    lib = rt.load(str(tmp_path / "art"), driver=drv)
+    drv.params_of = {"scale_kernel": 4}
+    server = serve(lib)
+    src = {}
+    exec(compile("def scale_kernel(x_ptr, out_ptr, n, stride, BLOCK: 'tl.constexpr' = 128): pass",
+                 str(root / "pkg" / "ops.py"), "exec"), src)
+    return server, drv, src["scale_kernel"]
+
+
 def test_with_triton_installed_jitfunction_run_is_replaced(project, tmp_path, monkeypatch):
     """The patch serve() applies to an installed Triton (here a stand-in with Triton 3.6's class
     layout): JITFunction.run launches the library, pre-run hooks run, Autotuner.run is wrapped."""
@@ -271,24 +288,15 @@ def test_with_triton_installed_jitfunction_run_is_replaced(project, tmp_path, mo
         def run(self, *args, **kwargs):
             raise AssertionError("not reached here")
 
-    triton = types.ModuleType("triton")
     jit_mod = types.ModuleType("triton.runtime.jit")
     jit_mod.JITFunction = JITFunction
     tuner_mod = types.ModuleType("triton.runtime.autotuner")
     tuner_mod.Autotuner = Autotuner
-    for name, mod in (("triton", triton), ("triton.runtime.jit", jit_mod), ("triton.runtime.autotuner", tuner_mod)):
-        monkeypatch.setitem(sys.modules, name, mod)
     root, torch = project
-    write_lib(tmp_path / "art", ALL)
-    drv = VariantDriver(raw=False)
-    lib = rt.load(str(tmp_path / "art"), driver=drv)
-    drv.params_of = {"scale_kernel": 4}
-    serve(lib)
+    _, drv, scale_kernel = serve_stand_in(monkeypatch, root, tmp_path, {
+        "triton": types.ModuleType("triton"), "triton.runtime.jit": jit_mod, "triton.runtime.autotuner": tuner_mod})
     assert JITFunction.run._ttbuild_served and Autotuner.run._ttbuild_served
-    src = {}
-    exec(compile("def scale_kernel(x_ptr, out_ptr, n, stride, BLOCK: 'tl.constexpr' = 128): pass",
-                 str(root / "pkg" / "ops.py"), "exec"), src)
-    kernel = JITFunction(src["scale_kernel"])
+    kernel = JITFunction(scale_kernel)
     kernel[(3,)](torch.Tensor(0x1000), torch.Tensor(0x2000), 512, 1)
     assert calls == ["hook"] and [launch["function"][3] for launch in drv.launches] == ["aligned_one"]
     active().paused = True  # benchmarks/bench_served.py times Triton's JIT this way

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 
 import pytest
-from test_serve import ALL, KERNEL_SRC, _serve, project  # noqa: F401  (project: test_serve's fixture, used by name)
+from test_serve import ALL, KERNEL_SRC, _serve, project, serve_stand_in  # noqa: F401  (project: test_serve's fixture, used by name)
 
 HOOKED_SRC = KERNEL_SRC.replace(
     "@triton.jit\ndef scale_kernel",
@@ -135,15 +135,9 @@ def test_a_kernel_without_a_variant_for_this_gpu_is_named_before_the_first_launc
 def test_with_triton_installed_its_knobs_and_lazydict_are_used(project, tmp_path, monkeypatch):  # noqa: F811
     """A stand-in with Triton 3.6's module layout (triton.knobs.runtime's HookChains,
     triton.compiler.compiler.LazyDict): serve() reads the hooks there and passes Triton's class."""
-    import sys
     import types
 
-    from runtime_fakes import write_lib
-    from test_serve import VariantDriver
-
-    import ttbuild.runtime as rt
     from ttbuild.runtime.facade.pkg.triton.knobs import HookChain
-    from ttbuild.runtime.serve import serve
 
     class JITFunction:
         def __init__(self, fn):
@@ -171,20 +165,11 @@ def test_with_triton_installed_its_knobs_and_lazydict_are_used(project, tmp_path
     mods["triton.runtime.autotuner"].Autotuner = type("Autotuner", (), {"run": lambda self: None})
     mods["triton.knobs"].runtime = types.SimpleNamespace(launch_enter_hook=HookChain(), launch_exit_hook=HookChain(True))
     mods["triton.compiler.compiler"].LazyDict = LazyDict
-    for name, mod in mods.items():
-        monkeypatch.setitem(sys.modules, name, mod)
     root, torch = project
-    write_lib(tmp_path / "art", ALL)
-    drv = VariantDriver(raw=False)
-    lib = rt.load(str(tmp_path / "art"), driver=drv)
-    drv.params_of = {"scale_kernel": 4}
-    server = serve(lib)
+    server, drv, scale_kernel = serve_stand_in(monkeypatch, root, tmp_path, mods)
     assert server.launch_knobs is mods["triton.knobs"].runtime
-    src = {}
-    exec(compile("def scale_kernel(x_ptr, out_ptr, n, stride, BLOCK: 'tl.constexpr' = 128): pass",
-                 str(root / "pkg" / "ops.py"), "exec"), src)
     seen = []
     mods["triton.knobs"].runtime.launch_enter_hook.add(seen.append)
-    JITFunction(src["scale_kernel"])[(3,)](torch.Tensor(0x1000), torch.Tensor(0x2000), 512, 1)
+    JITFunction(scale_kernel)[(3,)](torch.Tensor(0x1000), torch.Tensor(0x2000), 512, 1)
     (md,) = seen
     assert type(md) is LazyDict and md.get()["name"] == "scale_kernel" and len(drv.launches) == 1

@@ -201,6 +201,11 @@ class ServedKernel:
         bound.apply_defaults()
         return dict(bound.arguments), options
 
+    def launcher_options(self, options: dict) -> dict:
+        """The launch options a Launcher takes: those not also a parameter (a `num_warps`
+        parameter's value already picks the variant, and the Launcher refuses it twice)."""
+        return {k: v for k, v in options.items() if k not in self.name_set}
+
     def launch(self, args, kwargs, grid, warmup, fallback=None, jit_self=None):
         """Launch (or with warmup, only select) the covering variant; a miss follows the policy."""
         split = self._split(kwargs) if not warmup and self.simple and self.server._checked else None
@@ -218,7 +223,7 @@ class ServedKernel:
         stream = kwargs.pop("stream", None)
         pdl = kwargs.pop("launch_pdl", False)
         bound, options = self.bind(args, kwargs)
-        chosen = {k: v for k, v in options.items() if k not in self.name_set}  # a parameter's value already picks
+        chosen = self.launcher_options(options)
         self.server.check_device()
         values = list(bound.values())
         for fixed, launcher in self.groups:

@@ -114,8 +114,7 @@ def hooked_launch(server, sk, jit_self, args, kwargs, grid, hooks):
             metadata.add(extra, (grid, kernel_metadata(variant), dict(bound)))
         if getattr(enter, "calls", True):
             enter(metadata)
-    options = {k: v for k, v in options.items() if k not in sk.name_set}  # a parameter's value already picks
-    launcher.run(*bound.values(), grid=grid, stream=stream, launch_pdl=pdl, **options)
+    launcher.run(*bound.values(), grid=grid, stream=stream, launch_pdl=pdl, **sk.launcher_options(options))
     if getattr(leave, "calls", leave):
         leave(metadata)
     return None

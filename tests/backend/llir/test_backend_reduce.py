@@ -430,8 +430,8 @@ def _reduce_ttgir(tmp_path, kernel: str, constexprs: dict, warps: int) -> bytes:
                            num_warps=warps, until="ttgir")["ttgir"]
 
 
-def _lower_capturing_reduces(ttgir_text: bytes, monkeypatch) -> list:
-    """emit.lower, keeping (function, operands, results, op) of every tt.reduce."""
+def lower_capturing(ttgir_text: bytes, op_name: str, capture, monkeypatch) -> list:
+    """emit.lower, keeping capture(ctx, operands, result) of every `op_name` op it lowers."""
     from ttbuild.backend.llir import emit
 
     real, got = emit.RULES, []
@@ -439,17 +439,24 @@ def _lower_capturing_reduces(ttgir_text: bytes, monkeypatch) -> list:
     class Spy:
         def get(self, name, default=None):
             fn = real.get(name, default)
-            if name != "tt.reduce":
+            if name != op_name:
                 return fn
 
-            def spy(ctx, op, *srcs):
-                out = fn(ctx, op, *srcs)
-                got.append((ctx.builder.function, srcs, out if isinstance(out, list) else [out]))
+            def spy(ctx, op, *args):
+                out = fn(ctx, op, *args)
+                got.append(capture(ctx, args, out))
                 return out
             return spy
     monkeypatch.setattr(emit, "RULES", Spy())
     emit.lower(ttgir_text)
     return got
+
+
+def _lower_capturing_reduces(ttgir_text: bytes, monkeypatch) -> list:
+    """emit.lower, keeping (function, operands, results, op) of every tt.reduce."""
+    return lower_capturing(ttgir_text, "tt.reduce",
+                           lambda ctx, srcs, out: (ctx.builder.function, srcs, out if isinstance(out, list) else [out]),
+                           monkeypatch)
 
 
 def _blocked(spt, tpw, wpc) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from test_backend_reduce import deep_recursion  # noqa: F401  (fixture)
+from test_backend_reduce import deep_recursion, lower_capturing  # noqa: F401  (fixture)
 
 import ttbuild
 
@@ -40,23 +40,8 @@ def topk_kernel(y_ptr, BM: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
 
 def _lower_capturing_stores(ttgir_text: bytes, monkeypatch) -> list:
     """emit.lower, keeping (function, pointer, value) of every tt.store."""
-    from ttbuild.backend.llir import emit
-
-    real, got = emit.RULES, []
-
-    class Spy:
-        def get(self, name, default=None):
-            fn = real.get(name, default)
-            if name != "tt.store":
-                return fn
-
-            def spy(ctx, op, ptr, value, *rest):
-                got.append((ctx.builder.function, ptr, value))
-                return fn(ctx, op, ptr, value, *rest)
-            return spy
-    monkeypatch.setattr(emit, "RULES", Spy())
-    emit.lower(ttgir_text)
-    return got
+    return lower_capturing(ttgir_text, "tt.store", lambda ctx, args, _: (ctx.builder.function, args[0], args[1]),
+                           monkeypatch)
 
 
 @pytest.mark.parametrize("bm, n, warps, desc, flip", [

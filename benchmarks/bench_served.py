@@ -12,6 +12,10 @@ from the caller's frames (`--label mode --label input.x`: a local, then attribut
 times in ms, and `miss` when a launch fell back to Triton (then both sides ran Triton's code:
 leave it out). At exit a table gives x Triton = Triton's ms / served ms (above 1: faster).
 
+`--profile` adds, per measurement, each side's summed kernel time and host time per call
+(`device_and_host_ms`): when served and Triton's kernels take the same GPU time but do_bench
+differs, the launch path is what is slower.
+
 Usage (GPU; Triton and torch installed):
     python benchmarks/bench_served.py --library ARTIFACTS [--out FILE] [--label EXPR ...] [--repeats 2] -- SCRIPT.py [ARGS...]
 """
@@ -41,6 +45,31 @@ def label_value(expr: str, frame):
     return None
 
 
+def device_and_host_ms(fn, n: int = 20) -> tuple[float, float]:
+    """Per call of `fn`, in ms: the GPU time of every kernel it ran (CUDA activity of
+    torch.profiler, which sees our cuLaunchKernel launches as well as Triton's and torch's) and
+    the host wall time of the call without a synchronize (what the launching thread spends).
+    Tells a slower kernel from a slower launch path when do_bench's figure differs."""
+    import time
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(n):
+            fn()
+        torch.cuda.synchronize()
+    device_us = sum(e.self_device_time_total for e in prof.key_averages())
+    t0 = time.perf_counter()
+    for _ in range(n):
+        fn()
+    host_s = time.perf_counter() - t0
+    torch.cuda.synchronize()
+    return device_us / n / 1000, host_s / n * 1000
+
+
 def median_of(result) -> float:
     """do_bench's result as one number: the first quantile asked for (Liger-style callers ask
     (0.5, 0.2, 0.8)), else the figure itself."""
@@ -50,8 +79,9 @@ def median_of(result) -> float:
 class Recorder:
     """Wraps the server and `triton.testing.do_bench`; collects one row per timed call."""
 
-    def __init__(self, server, labels: list[str], repeats: int, out: str | None):
+    def __init__(self, server, labels: list[str], repeats: int, out: str | None, profile: bool = False):
         self.server, self.labels, self.repeats, self.rows = server, labels, repeats, []
+        self.profile = profile
         self.out = open(out, "a", encoding="utf-8") if out else None
         self.launched: set = set()
         self.missed = False
@@ -62,9 +92,9 @@ class Recorder:
                 self.launched.add(jit_self.fn.__name__)
             return run_jit(jit_self, *args, **kwargs)
 
-        def flag_miss(spec):
+        def flag_miss(spec, **kw):
             self.missed = True
-            return log_miss(spec)
+            return log_miss(spec, **kw)
 
         server.run_jit, server.log_miss = counting_run, flag_miss
 
@@ -85,10 +115,17 @@ class Recorder:
                 self.server.paused = False
                 if i + 1 < self.repeats:
                     served.append(median_of(original(fn, *args, **kwargs)))
+            if self.profile:
+                triton_dev_host = device_and_host_ms(fn)
+                self.server.paused = False
+                served_dev_host = device_and_host_ms(fn)
         finally:
             self.server.paused = False
         row = {"kernels": kernels, "labels": {e: label_value(e, sys._getframe(1)) for e in self.labels},
                "served_ms": min(served), "triton_ms": min(triton_ms), "miss": self.missed}
+        if self.profile:
+            row.update(zip(("triton_device_ms", "triton_host_ms"), triton_dev_host))
+            row.update(zip(("served_device_ms", "served_host_ms"), served_dev_host))
         self.rows.append(row)
         if self.out:
             self.out.write(json.dumps(row) + "\n")
@@ -105,8 +142,12 @@ def table(rows: list[dict]) -> str:
         if not r["miss"]:
             ratios.append(x)
         labels = " ".join(f"{k}={v}" for k, v in r["labels"].items())
+        prof = ""
+        if "served_device_ms" in r:
+            prof = (f" device {r['served_device_ms']:.4f}/{r['triton_device_ms']:.4f},"
+                    f" host {r['served_host_ms']:.4f}/{r['triton_host_ms']:.4f} (served/Triton ms)")
         lines.append(f"| {' '.join(r['kernels'])} | {labels} | {r['served_ms']:.4f} | {r['triton_ms']:.4f} | "
-                     + ("miss" if r["miss"] else f"{x:.3f}") + " |")
+                     + ("miss" if r["miss"] else f"{x:.3f}") + prof + " |")
     if ratios:
         lines.append(f"\n{len(ratios)} measurements: lowest x Triton {min(ratios):.3f}")
     return "\n".join(lines)
@@ -123,6 +164,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", default=None, help="append one JSON line per measurement here")
     ap.add_argument("--label", action="append", default=[], help="caller local to record (name or name.attr)")
     ap.add_argument("--repeats", type=int, default=2, help="timed runs per side (default 2)")
+    ap.add_argument("--profile", action="store_true",
+                    help="also record each side's kernel (device) and launch (host) ms per call (torch.profiler)")
     args = ap.parse_args(argv[:i])
     script, script_args = argv[i + 1], argv[i + 2:]
 
@@ -130,7 +173,7 @@ def main(argv=None) -> int:
 
     from ttbuild.runtime.serve import serve
 
-    rec = Recorder(serve(args.library, miss="warn"), args.label, args.repeats, args.out)
+    rec = Recorder(serve(args.library, miss="warn"), args.label, args.repeats, args.out, args.profile)
     original = triton.testing.do_bench
     triton.testing.do_bench = lambda fn, *a, **k: rec.do_bench(original, fn, *a, **k)
     sys.argv = [script] + script_args

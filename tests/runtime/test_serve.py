@@ -173,8 +173,11 @@ def test_miss_error_names_the_row_and_logs_it(project, tmp_path):
 
 
 def test_miss_warn_falls_back_once_per_key(project, tmp_path):
+    """Every miss falls back and is counted; the warning and the miss log's line come once per
+    specialization, so a call site that misses on every call does not grow the log."""
     root, torch = project
-    server, drv = _serve(tmp_path, [_scale("aligned", 16, False)], miss="warn")
+    log = tmp_path / "miss.jsonl"
+    server, drv = _serve(tmp_path, [_scale("aligned", 16, False)], miss="warn", miss_log=str(log))
     ops = importlib.import_module("pkg.ops")
     calls = []
     sk = server.served(ops.scale_kernel.fn)
@@ -183,6 +186,10 @@ def test_miss_warn_falls_back_once_per_key(project, tmp_path):
         for _ in range(3):
             sk.launch(args, {}, (1,), False, fallback=lambda jit, *a, **k: calls.append(a), jit_self=None)
     assert len(calls) == 3 and len(record) == 1
+    assert server.misses == 3 and len(read_records(str(log))) == 1
+    sk.launch((torch.Tensor(0x1004), torch.Tensor(0x2000), 100, 16), {}, (1,), False,
+              fallback=lambda jit, *a, **k: calls.append(a), jit_self=None)  # another key: a second line
+    assert server.misses == 4 and len(read_records(str(log))) == 2
 
 
 def test_device_not_covered_before_the_first_launch(project, tmp_path):

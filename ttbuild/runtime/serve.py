@@ -240,25 +240,31 @@ class ServedKernel:
         return self.miss(bound, options, args, given, grid=grid, warmup=warmup, fallback=fallback, jit_self=jit_self)
 
     def miss(self, bound, options, args, given, grid, warmup, fallback, jit_self):
-        """Log the miss; raise ServeMiss, or with `warn` run `fallback` (Triton's run) on the
-        call as it was given."""
+        """Count the miss and log its specialization once per process; raise ServeMiss, or with
+        `warn` run `fallback` (Triton's run) on the call as it was given, warning once per key.
+        The row text is built only when it is shown: a call site that misses on every call
+        under `warn` pays for the selection, not for a log line and a row each time."""
         spec = specialization(self.fn, bound, self.annotated, options, self.server.capability)
-        self.server.log_miss(spec)
+        key = (tuple(spec["signature"].items()), tuple(spec["div16"]), repr(sorted(spec["constants"].items())),
+               tuple(sorted(options.items())))
+        new = key not in self.missed
+        self.missed.add(key)
+        self.server.log_miss(spec, append=new)
+        if self.server.policy == "warn" and fallback is not None:
+            if new:
+                warnings.warn(self.miss_text(spec) + "\nfalling back to Triton's JIT for it", stacklevel=4)
+            return fallback(jit_self, *args, grid=grid, warmup=warmup, **given)
+        raise ServeMiss(self.miss_text(spec))
+
+    def miss_text(self, spec: dict) -> str:
+        """What a miss says: the kernel, the call's specialization and the row that would cover it."""
         row = self.server.row_for(spec, self.root)
         shown = ", ".join(f"{n}: {spec['signature'][n]}" + (":16" if n in spec["div16"] else "")
                           + (f"={spec['constants'][n]!r}" if n in spec["constants"] else "") for n in spec["params"])
         where = f"{self.fn.__module__}.{self.fn.__qualname__}"
-        text = (f"ttbuild serve: no prebuilt variant of {where} ({spec['path']}) covers "
+        return (f"ttbuild serve: no prebuilt variant of {where} ({spec['path']}) covers "
                 f"({shown}) num_warps={spec['num_warps']} num_stages={spec['num_stages']} num_ctas={spec['num_ctas']}"
                 f"; the row that would cover it:\n{row}")
-        if self.server.policy == "warn" and fallback is not None:
-            key = (tuple(spec["signature"].items()), tuple(spec["div16"]), repr(sorted(spec["constants"].items())),
-                   tuple(sorted(options.items())))
-            if key not in self.missed:
-                self.missed.add(key)
-                warnings.warn(text + "\nfalling back to Triton's JIT for it", stacklevel=4)
-            return fallback(jit_self, *args, grid=grid, warmup=warmup, **given)
-        raise ServeMiss(text)
 
 
 class Server:
@@ -302,9 +308,11 @@ class Server:
         self.capability = tuple(self.capability)
         check_coverage(self.library, self.capability)
 
-    def log_miss(self, spec: dict) -> None:
+    def log_miss(self, spec: dict, append: bool = True) -> None:
+        """Count a miss; append its specialization to the miss log when `append` (the first
+        time this process sees it: `ttbuild record` dedups the log into rows anyway)."""
         self.misses += 1
-        if self.miss_log:
+        if self.miss_log and append:
             from ..record.store import append
 
             append(self.miss_log, spec)

@@ -12,8 +12,8 @@ from the caller's frames (`--label mode --label input.x`: a local, then attribut
 times in ms, and `miss` when a launch fell back to Triton (then both sides ran Triton's code:
 leave it out). At exit a table gives x Triton = Triton's ms / served ms (above 1: faster).
 
-`--profile` adds, per measurement, each side's summed kernel time and host time per call
-(`device_and_host_ms`): when served and Triton's kernels take the same GPU time but do_bench
+`--profile` adds, per measurement, each side's summed kernel time (`device_ms`) and host time
+per call (`host_ms`, round-robin): when served and Triton's kernels take the same GPU time but do_bench
 differs, the launch path is what is slower.
 
 Usage (GPU; Triton and torch installed):
@@ -45,13 +45,9 @@ def label_value(expr: str, frame):
     return None
 
 
-def device_and_host_ms(fn, n: int = 20) -> tuple[float, float]:
-    """Per call of `fn`, in ms: the GPU time of every kernel it ran (CUDA activity of
-    torch.profiler, which sees our cuLaunchKernel launches as well as Triton's and torch's) and
-    the host wall time of the call without a synchronize (what the launching thread spends).
-    Tells a slower kernel from a slower launch path when do_bench's figure differs."""
-    import time
-
+def device_ms(fn, n: int = 10) -> float:
+    """GPU time per call of `fn`, ms: every kernel it ran, summed (CUDA activity of torch.profiler,
+    which sees our cuLaunchKernel launches as well as Triton's and torch's)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
@@ -61,13 +57,35 @@ def device_and_host_ms(fn, n: int = 20) -> tuple[float, float]:
         for _ in range(n):
             fn()
         torch.cuda.synchronize()
-    device_us = sum(e.self_device_time_total for e in prof.key_averages())
-    t0 = time.perf_counter()
-    for _ in range(n):
-        fn()
-    host_s = time.perf_counter() - t0
+    return sum(e.self_device_time_total for e in prof.key_averages()) / n / 1000
+
+
+def host_ms(server, fn, reps: int = 15) -> tuple[float, float]:
+    """(served, Triton) host wall time per call of `fn`, ms: the median over `reps` round-robin
+    repetitions of k back-to-back calls / k without a synchronize inside (what the launching
+    thread spends; k sized to about 5 ms of work, at most 50), a synchronize between them, the
+    two sides alternated so drift falls on both alike."""
+    import statistics
+    import time
+
+    import torch
+
     torch.cuda.synchronize()
-    return device_us / n / 1000, host_s / n * 1000
+    t0 = time.perf_counter()
+    fn()
+    torch.cuda.synchronize()
+    k = max(1, min(50, int(0.005 / max(time.perf_counter() - t0, 1e-6))))
+    times: dict = {False: [], True: []}
+    for _ in range(reps):
+        for paused in (False, True):
+            server.paused = paused
+            t0 = time.perf_counter()
+            for _ in range(k):
+                fn()
+            times[paused].append((time.perf_counter() - t0) / k * 1000)
+            torch.cuda.synchronize()
+    server.paused = False
+    return statistics.median(times[False]), statistics.median(times[True])
 
 
 def median_of(result) -> float:
@@ -116,16 +134,17 @@ class Recorder:
                 if i + 1 < self.repeats:
                     served.append(median_of(original(fn, *args, **kwargs)))
             if self.profile:
-                triton_dev_host = device_and_host_ms(fn)
+                triton_dev = device_ms(fn)
                 self.server.paused = False
-                served_dev_host = device_and_host_ms(fn)
+                served_dev = device_ms(fn)
+                served_host, triton_host = host_ms(self.server, fn)
         finally:
             self.server.paused = False
         row = {"kernels": kernels, "labels": {e: label_value(e, sys._getframe(1)) for e in self.labels},
                "served_ms": min(served), "triton_ms": min(triton_ms), "miss": self.missed}
         if self.profile:
-            row.update(zip(("triton_device_ms", "triton_host_ms"), triton_dev_host))
-            row.update(zip(("served_device_ms", "served_host_ms"), served_dev_host))
+            row.update(triton_device_ms=triton_dev, served_device_ms=served_dev, triton_host_ms=triton_host,
+                       served_host_ms=served_host)
         self.rows.append(row)
         if self.out:
             self.out.write(json.dumps(row) + "\n")

@@ -53,6 +53,8 @@ def call_sites():
          lambda: rowscale.rowscale_kernel[(8,)](rows, rows_out, 100, 100, tl.float32, 128, w)),
         ("rowscale_kernel[(8,)] (w_ptr=None default, keywords)",
          lambda: rowscale.rowscale_kernel[(8,)](rows, rows_out, 100, 100, OUT_DTYPE=tl.float32, BLOCK=128)),
+        ("rowscale_kernel[(8,)] (keywords, num_warps=4 launch option)",
+         lambda: rowscale.rowscale_kernel[(8,)](rows, rows_out, 100, 100, OUT_DTYPE=tl.float32, BLOCK=128, num_warps=4)),
         ("rowsum_kernel[(64,)] (autotuned)", lambda: ops.rowsum_kernel[(64,)](wide, sums, 2048, 2048)),
     ]
 

@@ -174,18 +174,21 @@ def test_miss_error_names_the_row_and_logs_it(project, tmp_path):
 
 def test_miss_warn_falls_back_once_per_key(project, tmp_path):
     """Every miss falls back and is counted; the warning and the miss log's line come once per
-    specialization, so a call site that misses on every call does not grow the log."""
+    specialization, so a call site that misses on every call does not grow the log; a repeated
+    specialization goes to the fallback without trying the variants again."""
     root, torch = project
     log = tmp_path / "miss.jsonl"
     server, drv = _serve(tmp_path, [_scale("aligned", 16, False)], miss="warn", miss_log=str(log))
     ops = importlib.import_module("pkg.ops")
-    calls = []
+    calls, tried = [], []
     sk = server.served(ops.scale_kernel.fn)
+    for _, launcher in sk.groups:
+        launcher.run = (lambda run: lambda *a, **k: tried.append(1) or run(*a, **k))(launcher.run)
     args = (torch.Tensor(0x1004), torch.Tensor(0x2000), 100, 2)
     with pytest.warns(UserWarning, match="falling back to Triton's JIT") as record:
         for _ in range(3):
             sk.launch(args, {}, (1,), False, fallback=lambda jit, *a, **k: calls.append(a), jit_self=None)
-    assert len(calls) == 3 and len(record) == 1
+    assert len(calls) == 3 and len(record) == 1 and len(tried) == len(sk.groups)  # tried on the first call only
     assert server.misses == 3 and len(read_records(str(log))) == 1
     sk.launch((torch.Tensor(0x1004), torch.Tensor(0x2000), 100, 16), {}, (1,), False,
               fallback=lambda jit, *a, **k: calls.append(a), jit_self=None)  # another key: a second line

@@ -225,6 +225,13 @@ class ServedKernel:
         bound, options = self.bind(args, kwargs)
         chosen = self.launcher_options(options)
         self.server.check_device()
+        if self.missed and self.server.policy == "warn" and fallback is not None and not warmup:
+            # a specialization that missed before misses again (selection reads nothing else):
+            # straight to Triton, without trying every variant of every group again
+            spec = specialization(self.fn, bound, self.annotated, options, self.server.capability)
+            if miss_key(spec, options) in self.missed:
+                self.server.log_miss(spec, append=False)
+                return fallback(jit_self, *args, grid=grid, warmup=warmup, **given)
         values = list(bound.values())
         for fixed, launcher in self.groups:
             if any(bound[n] is not None if none else (type(bound[n]) is not int or bound[n] != 1) for n, none in fixed):
@@ -245,8 +252,7 @@ class ServedKernel:
         The row text is built only when it is shown: a call site that misses on every call
         under `warn` pays for the selection, not for a log line and a row each time."""
         spec = specialization(self.fn, bound, self.annotated, options, self.server.capability)
-        key = (tuple(spec["signature"].items()), tuple(spec["div16"]), repr(sorted(spec["constants"].items())),
-               tuple(sorted(options.items())))
+        key = miss_key(spec, options)
         new = key not in self.missed
         self.missed.add(key)
         self.server.log_miss(spec, append=new)
@@ -265,6 +271,13 @@ class ServedKernel:
         return (f"ttbuild serve: no prebuilt variant of {where} ({spec['path']}) covers "
                 f"({shown}) num_warps={spec['num_warps']} num_stages={spec['num_stages']} num_ctas={spec['num_ctas']}"
                 f"; the row that would cover it:\n{row}")
+
+
+def miss_key(spec: dict, options: dict) -> tuple:
+    """What decides a call's selection, from its specialization (ttbuild.record.events): dtypes,
+    `:16` and `== 1` facts, constexpr values and launch options; equal keys select alike."""
+    return (tuple(spec["signature"].items()), tuple(spec["div16"]), repr(sorted(spec["constants"].items())),
+            tuple(sorted(options.items())))
 
 
 class Server:

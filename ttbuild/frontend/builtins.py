@@ -18,8 +18,12 @@ RULES = BuiltinRules()  # this module's rules; ttbuild.frontend.builtin_table bu
 builtin = RULES.builtin
 
 
-_CACHE = {"": 1, ".ca": 2, ".cg": 3, ".wb": 4, ".cs": 5, ".wt": 6, ".cv": 7}  # triton::CacheModifier
-_EVICT = {"": 1, "evict_normal": 1, "evict_first": 2, "evict_last": 3}    # triton::EvictionPolicy
+# triton::CacheModifier values of the modifiers each access accepts, and triton::EvictionPolicy's;
+# anything else is refused with Triton 3.6's message (semantic._str_to_load_cache_modifier,
+# _str_to_store_cache_modifier, _str_to_eviction_policy)
+_LOAD_CACHE = {"": 1, ".ca": 2, ".cg": 3, ".cv": 7}
+_STORE_CACHE = {"": 1, ".wb": 4, ".cg": 3, ".cs": 5, ".wt": 6}
+_EVICT = {"": 1, "evict_first": 2, "evict_last": 3}
 
 
 @builtin("program_id")
@@ -68,7 +72,7 @@ def load(cx, pointer, mask=None, other=None, boundary_check=(), padding_option="
                                    cache_modifier=cache_modifier, eviction_policy=eviction_policy, volatile=volatile)
     ptr = _bool_as_i8(cx, pointer_arg(cx, pointer, "tl.load"))
     mask, other = mask_other(cx, ptr, mask, other)
-    cache, evict = _modifiers(cx, cache_modifier, eviction_policy)
+    cache, evict = _modifiers(cx, cache_modifier, eviction_policy, _LOAD_CACHE)
     operands = [ptr] + ([mask] if mask else []) + ([other] if other else [])
     rt = S.with_shape(ptr.type.scalar.element, ptr.type.shape)
     loaded = cx.b.op1("tt.load", operands, rt, {
@@ -78,14 +82,17 @@ def load(cx, pointer, mask=None, other=None, boundary_check=(), padding_option="
     return S.cast(cx, loaded, T.int1) if pointer.type.scalar.element.is_bool() else loaded
 
 
-def _modifiers(cx, cache_modifier, eviction_policy) -> tuple[int, int]:
-    """(triton::CacheModifier, triton::EvictionPolicy) values of a load/store's options; a falsy
-    value (None, "") means none, as Triton 3.6's _str_to_load_cache_modifier reads it."""
+def _modifiers(cx, cache_modifier, eviction_policy, accepted: dict) -> tuple[int, int]:
+    """(triton::CacheModifier, triton::EvictionPolicy) values of a load's or store's options
+    (`accepted`: its cache modifiers); a falsy value (None, "") means none, as Triton 3.6's
+    semantic reads it, and anything else fails with its message."""
     cm = cval(cx, cache_modifier, "cache_modifier") or ""
     ep = cval(cx, eviction_policy, "eviction_policy") or ""
-    if cm not in _CACHE or ep not in _EVICT:
-        fail(cx, f"unknown cache modifier or eviction policy: {cm!r}, {ep!r}")
-    return _CACHE[cm], _EVICT[ep]
+    if cm not in accepted:
+        fail(cx, f"Cache modifier {cm} not supported")
+    if ep not in _EVICT:
+        fail(cx, f"Eviction policy {ep} not supported")
+    return accepted[cm], _EVICT[ep]
 
 
 def _bool_as_i8(cx, ptr: Value) -> Value:
@@ -109,7 +116,7 @@ def store(cx, pointer, value, mask=None, boundary_check=(), cache_modifier="", e
     val = S.broadcast_to(cx, S.cast(cx, value, elt) if isinstance(value, Value) else
                          S.to_value(cx, value, elt), ptr.type.shape)
     mask, _ = mask_other(cx, ptr, mask, None)
-    cache, evict = _modifiers(cx, cache_modifier, eviction_policy)
+    cache, evict = _modifiers(cx, cache_modifier, eviction_policy, _STORE_CACHE)
     cx.b.op("tt.store", [ptr, val] + ([mask] if mask else []), [], {
         "boundaryCheck": "array<i32>", "cache": f"{cache} : i32", "evict": f"{evict} : i32"})
     return Constexpr(None)

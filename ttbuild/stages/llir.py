@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 30  # predicated scalar form for non-uniform masks past 16 chunks per thread
+VERSION = 31  # cache modifiers, eviction policies and volatile on global loads and stores
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

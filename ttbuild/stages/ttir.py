@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-VERSION = 9  # an unsigned pointer offset is zero-extended to int64 before tt.addptr
+VERSION = 10  # cache modifiers and eviction policies refused as Triton 3.6 refuses them
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:
     """`inputs["json"]`: the parse stage's output; `options`: `signature` (list of str, one per

@@ -8,6 +8,8 @@ When the axis analysis cannot prove the mask is uniform over a chunk (e.g. `offs
 of unknown divisibility), the chunk branches: all lanes in bounds -> one vector access,
 otherwise one predicated scalar access per element; past MAX_BRANCHED_CHUNKS chunks per thread
 the access is scalar and predicated throughout, as Triton's. Masked-off loads yield `other` (or 0).
+Each access carries its op's cache modifier, eviction policy (an L2 policy from `createpolicy`)
+and volatile qualifier as Triton 3.6 writes them (`Access`).
 """
 
 from __future__ import annotations
@@ -71,7 +73,49 @@ def _suffix(word, nwords):
     return (f".v{nwords}" if nwords > 1 else "") + f".b{word}"
 
 
-def _asm_load(ctx, ptr, pred, word, nwords, other_words):
+# triton::CacheModifier / EvictionPolicy values (the `cache` and `evict` attributes of tt.load and
+# tt.store) -> PTX qualifiers, as Triton 3.6's LoadStoreOpToLLVM emits them (checked against its
+# PTX: a load's `.cv` and a store's default write-back add nothing; PTX ISA 9.7.9.8 ld, 9.7.9.10 st).
+_LOAD_CACHE = {2: ".ca", 3: ".cg"}
+_STORE_CACHE = {3: ".cg", 4: ".wb", 5: ".cs", 6: ".wt"}
+_EVICT = {2: "evict_first", 3: "evict_last"}
+
+
+class Access:
+    """The qualifiers of one tt.load / tt.store: `ld[.volatile].global<cache>[.L1::<evict>
+    .L2::cache_hint]`, the L2 policy register that `.L2::cache_hint` reads (one
+    `createpolicy.fractional.L2::<evict>.b64 policy, 1.0` per op, as Triton's), or none."""
+
+    def __init__(self, ctx, op, load: bool):
+        p = mu.props(op)
+        cache, evict = _int_attr(p, "cache"), _int_attr(p, "evict")
+        volatile = load and "isVolatile" in p and str(p["isVolatile"]) == "true"
+        self.head = ("ld" + (".volatile" if volatile else "") if load else "st") + ".global"
+        self.head += (_LOAD_CACHE if load else _STORE_CACHE).get(cache, "")
+        self.policy = None
+        if evict in _EVICT:
+            self.head += f".L1::{_EVICT[evict]}.L2::cache_hint"
+            fn = ir.FunctionType(ir.IntType(64), [])
+            self.policy = ctx.builder.asm(fn, f"createpolicy.fractional.L2::{_EVICT[evict]}.b64 $0, 1.0;", "=l", [],
+                                          side_effect=False)
+
+
+def _int_attr(props: dict, name: str) -> int:
+    """An integer attribute of `props` (1, the enums' none, when absent)."""
+    return mu.int_attr(props[name]) if name in props else 1
+
+
+class _Plain:
+    """The qualifiers of an access with no cache modifier, eviction policy or volatile."""
+
+    def __init__(self, head):
+        self.head, self.policy = head, None
+
+
+PLAIN_LOAD, PLAIN_STORE = _Plain("ld.global"), _Plain("st.global")
+
+
+def _asm_load(ctx, ptr, pred, word, nwords, other_words, acc=PLAIN_LOAD):
     """`mov` the fallback into the registers, then `@pred ld.global[.vN].bW` over them."""
     wt = _word_type(word)
     r = _REG[wt.width]
@@ -86,15 +130,20 @@ def _asm_load(ctx, ptr, pred, word, nwords, other_words):
     p = len(cons)
     args.append(ptr)
     cons.append("l")
+    hint = ""
+    if acc.policy is not None:
+        hint = f", ${len(cons)}"
+        args.append(acc.policy)
+        cons.append("l")
     guard = ""
     if pred is not None:
+        guard = f"@${len(cons)} "
         args.append(pred)
         cons.append("b")
-        guard = f"@${p + 1} "
         text = "\n\t".join(movs) + "\n\t"
     else:
         text = ""
-    text += f"{guard}ld.global{_suffix(word, nwords)} {{ {outs} }}, [ ${p} + 0 ];"
+    text += f"{guard}{acc.head}{_suffix(word, nwords)} {{ {outs} }}, [ ${p} + 0 ]{hint};"
     ret = wt if nwords == 1 else ir.LiteralStructType([wt] * nwords)
     ftype = ir.FunctionType(ret, [a.type for a in args])
     res = ctx.builder.asm(ftype, text, ",".join(cons), args, side_effect=True)
@@ -103,18 +152,24 @@ def _asm_load(ctx, ptr, pred, word, nwords, other_words):
     return [ctx.builder.extract_value(res, i) for i in range(nwords)]
 
 
-def _asm_store(ctx, ptr, pred, word, nwords, words):
+def _asm_store(ctx, ptr, pred, word, nwords, words, acc=PLAIN_STORE):
+    """`@pred st.global[.vN].bW` of `words` at `ptr`, with `acc`'s qualifiers."""
     wt = _word_type(word)
     r = _REG[wt.width]
     args = list(words) + [ptr]
     cons = [r] * nwords + ["l"]
+    hint = ""
+    if acc.policy is not None:
+        hint = f", ${len(cons)}"
+        args.append(acc.policy)
+        cons.append("l")
     guard = ""
     if pred is not None:
+        guard = f"@${len(cons)} "
         args.append(pred)
         cons.append("b")
-        guard = f"@${nwords + 1} "
     vals = ", ".join(f"${i}" for i in range(nwords))
-    text = f"{guard}st.global{_suffix(word, nwords)} [ ${nwords} + 0 ], {{ {vals} }};"
+    text = f"{guard}{acc.head}{_suffix(word, nwords)} [ ${nwords} + 0 ], {{ {vals} }}{hint};"
     ftype = ir.FunctionType(ir.VoidType(), [a.type for a in args])
     ctx.builder.asm(ftype, text, ",".join(cons), args, side_effect=True)
 
@@ -158,12 +213,13 @@ def _elem_word(elem: str, ety) -> int:
     return mu.elem_bits(elem) if ety != I1 else 8
 
 
-def load_words(ctx, ptr, pred, ety, word, nwords, others, idx):
-    """The elements `idx` of a vector load of `nwords` words of `word` bits at `ptr` under `pred`, masked-off lanes taking `others`; returns the unpacked elements of type `ety`."""
+def load_words(ctx, ptr, pred, ety, word, nwords, others, idx, acc=PLAIN_LOAD):
+    """The elements `idx` of a vector load of `nwords` words of `word` bits at `ptr` under `pred`, masked-off lanes
+    taking `others`, with `acc`'s qualifiers; returns the unpacked elements of type `ety`."""
     b = ctx.builder
     k = len(idx) // nwords
     ow = [_pack(b, [others[i] for i in idx[w * k:(w + 1) * k]], ety, word) for w in range(nwords)] if others else []
-    words = _asm_load(ctx, ptr, pred, word, nwords, ow)
+    words = _asm_load(ctx, ptr, pred, word, nwords, ow, acc)
     return [e for w in words for e in _unpack(b, w, ety, k)]
 
 
@@ -192,24 +248,25 @@ def load(ctx, op, ptr, *rest):
             others = [b.zext(o, mem_ety) for o in others]
     layout = None if scalar else ptr.layout
     vec, word, nwords = _plan(ctx, op, op.operands[0], elem, layout, len(ptrs))
+    acc = Access(ctx, op, load=True)
     out = []
     if _scalar_form(ctx, mask_v, layout, vec, len(ptrs)):
         vec, word, nwords = 1, _elem_word(elem, ety), 1
     for idx in _chunks(len(ptrs), vec):
         if masks is None or _mask_uniform(ctx, mask_v, layout, vec):
             pred = None if masks is None else masks[idx[0]]
-            out += load_words(ctx, ptrs[idx[0]], pred, mem_ety, word, nwords, others, idx)
+            out += load_words(ctx, ptrs[idx[0]], pred, mem_ety, word, nwords, others, idx, acc)
             continue
         # Mask not provably uniform over the chunk: vector path when every lane is in bounds.
         with b.if_else(_all(b, [masks[i] for i in idx])) as (whole, part):
             with whole:
-                fast = load_words(ctx, ptrs[idx[0]], None, mem_ety, word, nwords, others, idx)
+                fast = load_words(ctx, ptrs[idx[0]], None, mem_ety, word, nwords, others, idx, acc)
                 fast_bb = b.block
             with part:
                 sw = _elem_word(elem, ety)
                 slow = []
                 for i in idx:
-                    slow += load_words(ctx, ptrs[i], masks[i], mem_ety, sw, 1, others, [i])
+                    slow += load_words(ctx, ptrs[i], masks[i], mem_ety, sw, 1, others, [i], acc)
                 slow_bb = b.block
         for f, s in zip(fast, slow):
             phi = b.phi(f.type)
@@ -268,6 +325,7 @@ def store(ctx, op, ptr, value, mask=None):
     if not uniform or _scalar_form(ctx, mask_v, layout, vec, len(ptrs)):
         vec, word, nwords = 1, _elem_word(elem, ety), 1
     k = vec // nwords
+    acc = Access(ctx, op, load=False)
 
     def words(ix, w):
         """The values at indices `ix` packed into `w`-bit words, k elements each."""
@@ -279,14 +337,13 @@ def store(ctx, op, ptr, value, mask=None):
         # the owner test is uniform over a chunk (see _store_owners): the user's mask decides
         if mask is None or _mask_uniform(ctx, mask_v, layout, vec):
             pred = None if masks is None else masks[idx[0]]
-            _asm_store(ctx, ptrs[idx[0]], pred, word, nwords, words(idx, word))
+            _asm_store(ctx, ptrs[idx[0]], pred, word, nwords, words(idx, word), acc)
             continue
         with b.if_else(_all(b, [masks[i] for i in idx])) as (whole, part):
             with whole:
-                _asm_store(ctx, ptrs[idx[0]], None, word, nwords, words(idx, word))
+                _asm_store(ctx, ptrs[idx[0]], None, word, nwords, words(idx, word), acc)
             with part:
                 sw = _elem_word(elem, ety)
                 for i in idx:
-                    _asm_store(ctx, ptrs[i], masks[i], sw, 1,
-                               [_pack(b, [vals[i]], mem_ety, sw)])
+                    _asm_store(ctx, ptrs[i], masks[i], sw, 1, [_pack(b, [vals[i]], mem_ety, sw)], acc)
     return None

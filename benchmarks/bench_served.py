@@ -12,8 +12,8 @@ from the caller's frames (`--label mode --label input.x`: a local, then attribut
 times in ms, and `miss` when a launch fell back to Triton (then both sides ran Triton's code:
 leave it out). At exit a table gives x Triton = Triton's ms / served ms (above 1: faster).
 
-`--profile` adds, per measurement, each side's summed kernel time (`device_ms`) and host time
-per call (`host_ms`, round-robin): when served and Triton's kernels take the same GPU time but do_bench
+`--profile` adds, per measurement, each side's summed kernel time with L2 flushed as do_bench
+flushes it (`device_ms`) and host time per call (`host_ms`, round-robin): when served and Triton's kernels take the same GPU time but do_bench
 differs, the launch path is what is slower.
 
 Usage (GPU; Triton and torch installed):
@@ -46,18 +46,25 @@ def label_value(expr: str, frame):
 
 
 def device_ms(fn, n: int = 10) -> float:
-    """GPU time per call of `fn`, ms: every kernel it ran, summed (CUDA activity of torch.profiler,
-    which sees our cuLaunchKernel launches as well as Triton's and torch's)."""
+    """GPU time per call of `fn`, ms, with L2 flushed before each call as do_bench flushes it:
+    every kernel it ran, summed (CUDA activity of torch.profiler, which sees our cuLaunchKernel
+    launches as well as Triton's and torch's), less the flushes' own time (profiled alone)."""
     import torch
     from torch.profiler import ProfilerActivity, profile
 
+    flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")  # triton.testing's buffer
     fn()
     torch.cuda.synchronize()
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(n):
-            fn()
-        torch.cuda.synchronize()
-    return sum(e.self_device_time_total for e in prof.key_averages()) / n / 1000
+    totals = []
+    for with_fn in (True, False):
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(n):
+                flush.zero_()
+                if with_fn:
+                    fn()
+            torch.cuda.synchronize()
+        totals.append(sum(e.self_device_time_total for e in prof.key_averages()))
+    return (totals[0] - totals[1]) / n / 1000
 
 
 def host_ms(server, fn, reps: int = 15) -> tuple[float, float]:

@@ -8,7 +8,7 @@ from ttbuild.signature import parse_entry
 
 from .lowering import lower
 
-VERSION = 2
+VERSION = 1
 
 
 def run(inputs, options):

@@ -106,6 +106,9 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
             fail(self.cx, f"signature has {len(self.signature)} entries but {kernel} has {len(runtime)} "
                           f"non-constexpr parameters ({names})")
         args, types, attrs, locs, descriptors = self._kernel_args(runtime)
+        # the kernel ABI: what these block arguments (and the constexprs bound above) are, in parameter order
+        self.abi = abi.record([e for p in params for e in self._abi[p["name"]]],
+                              [abi.descriptor(name, sig, tmap is not None) for name, sig, _, _, tmap in descriptors])
         self.b.open_block()
         for name, sig, vals, node, tmap in descriptors:  # its shape widened to i64 inside the body
             self.b.loc = node._id
@@ -122,8 +125,6 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
         # per descriptor parameter: null (pointer form) or its TMA record, filled in by the ttgir stage
         records = [None if tmap is None else {"swizzle": 0, "box": list(sig.block_shape)}
                    for _, sig, _, _, tmap in descriptors]
-        self.abi = abi.record([e for p in params for e in self._abi[p["name"]]],
-                              [abi.descriptor(name, sig, tmap is not None) for name, sig, _, _, tmap in descriptors])
         mattrs = ""
         if any(records):
             mattrs = " {" + tma.MODULE_ATTR + ' = "' + tma.encode_attr(records) + '"}'

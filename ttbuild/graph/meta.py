@@ -120,12 +120,13 @@ def global_scratch(variant: dict, ttgir: bytes | str) -> dict | None:
 def build_metadata(variant: dict, blobs: dict[str, bytes], cubin_name: str, images: list[dict] | None = None) -> dict:
     """The `lib/<variant>.json` document for `variant` (a dict of Variant fields plus `arch`)
     from its stage outputs `blobs` (stage -> bytes: parse = its `json` output, and "abi": the
-    ttir stage's record of the kernel ABI, whose `params` the document copies). `num_warps`, `num_ctas`, `shared` come from the TTGIR
-    module attributes, falling back to the variant when an attribute is absent (shared: 0).
-    `images` (multi-target variants): image_entry() of every cubin and the JIT PTX. A
-    descriptor parameter that the TTGIR stage chose to load through TMA (tma_entries()) has a
-    `<name>.tensormap` parameter and a "tma" record in `descriptors`; without that choice the
-    document is as it was before TMA. A kernel with global scratch (global_scratch()) has a
+    ttir stage's record of the kernel ABI, whose `params` the document copies, abi_of()).
+    `num_warps`, `num_ctas`, `shared` come from the TTGIR module attributes, falling back to
+    the variant when an attribute is absent (shared: 0). `images` (multi-target variants):
+    image_entry() of every cubin and the JIT PTX. A descriptor parameter that the TTGIR stage
+    chose to load through TMA (tma_entries()) has a "tma" record in `descriptors` (its
+    `<name>.tensormap` parameter is the ABI's); without that choice the document is as it was
+    before TMA. A kernel with global scratch (global_scratch()) has a
     "global_scratch" record: its cubin takes one more parameter after those `params` lists, the
     u64 address of the buffer the runtime provides (no entry of `params`: no user argument)."""
     abi = abi_of(variant, blobs)

@@ -164,7 +164,7 @@ def kernel_doc(name, n_ptrs, scalars):
     params = ([{"name": f"p{i}", "kind": "pointer", "dtype": "fp32", "divisibility": 16} for i in range(n_ptrs)]
               + [{"name": f"s{i}", "kind": "scalar", "dtype": "i32", "divisibility": 1} for i in range(scalars)]
               + [{"name": "BLOCK_SIZE", "kind": "constexpr", "value": 1024}])
-    return {"schema": "ttbuild.kernel/1", "variant": f"{name}_fp32", "kernel": name, "entry": name,
+    return {"schema": rt.metadata.SCHEMA, "variant": f"{name}_fp32", "kernel": name, "entry": name,
             "cubin": f"{name}_fp32.cubin", "params": params,
             "signature": ",".join(["*fp32:16"] * n_ptrs + ["i32"] * scalars), "constexprs": {"BLOCK_SIZE": 1024},
             "num_warps": 4, "shared": 0, "target": "cuda:90", "arch": "sm_90a"}
@@ -175,14 +175,16 @@ def desc_docs():
     blocks = {"a": [128, 64], "b": [64, 128], "c": [128, 128]}
     params, descs = [], []
     for n, blk in blocks.items():
-        params += [{"name": f"{n}.tensormap", "kind": "scalar", "dtype": "u64", "divisibility": 1},
-                   {"name": n, "kind": "pointer", "dtype": "fp16", "divisibility": 16},
-                   {"name": f"{n}.shape0", "kind": "scalar", "dtype": "i32", "divisibility": 16},
-                   {"name": f"{n}.shape1", "kind": "scalar", "dtype": "i32", "divisibility": 16},
-                   {"name": f"{n}.stride0", "kind": "scalar", "dtype": "i64", "divisibility": 1}]
+        params += [{"name": f"{n}.tensormap", "kind": "scalar", "dtype": "u64", "divisibility": 1, "origin": n,
+                    "part": "tensormap"},
+                   {"name": n, "kind": "pointer", "dtype": "fp16", "divisibility": 16, "origin": n, "part": "base"},
+                   {"name": f"{n}.shape0", "kind": "scalar", "dtype": "i32", "divisibility": 16, "origin": n, "part": "shape"},
+                   {"name": f"{n}.shape1", "kind": "scalar", "dtype": "i32", "divisibility": 16, "origin": n, "part": "shape"},
+                   {"name": f"{n}.stride0", "kind": "scalar", "dtype": "i64", "divisibility": 1, "origin": n,
+                    "part": "stride"}]
         descs.append({"name": n, "dtype": "fp16", "block_shape": blk, "tma": {"swizzle": 128, "box": [blk[0], 64]}})
     ints = [{"name": x, "kind": "scalar", "dtype": "i32", "divisibility": 1} for x in "MNK"]
-    common = {"schema": "ttbuild.kernel/1", "num_warps": 4, "shared": 0, "target": "cuda:90", "arch": "sm_90a",
+    common = {"schema": rt.metadata.SCHEMA, "num_warps": 4, "shared": 0, "target": "cuda:90", "arch": "sm_90a",
               "constexprs": {"GROUP_SIZE_M": 8}}
     gm = [{"name": "GROUP_SIZE_M", "kind": "constexpr", "value": 8}]
     desc = dict(common, variant="mm_desc_v", kernel="mm_desc", entry="mm_desc", cubin="mm_desc_v.cubin",

@@ -26,17 +26,18 @@ def add_w8():
 
 
 def test_source_to_cubin_gives_the_bytes_the_build_writes(add_w8, built_project_factory):
-    assert set(add_w8) == {"json", "loc", "ttir", "ttgir", "llir", "ptx", "cubin"}
+    assert set(add_w8) == {"json", "loc", "ttir", "abi", "ttgir", "llir", "ptx", "cubin"}
     assert add_w8["cubin"][:4] == b"\x7fELF"
     # The build's metadata records the hash of every stage's output: the driver's must match.
     proj = built_project_factory("real")
     meta = json.loads((proj.artifacts / "lib" / "add_kernel_fp32_w8.json").read_text())
     assert {stage: xxh3_hex(add_w8[role]) for stage, role in HASHED.items()} == meta["hashes"]
+    assert json.loads(add_w8["abi"])["params"] == meta["params"]  # the kernel ABI the ttir stage recorded
 
 
 def test_until_stops_early_and_options_reach_their_stage(add_w8):
     out = ttbuild.compile(REPO_KERNELS / "vector_add.py", until="ttgir", **ADD)
-    assert set(out) == {"json", "loc", "ttir", "ttgir"}
+    assert set(out) == {"json", "loc", "ttir", "abi", "ttgir"}
     assert out["ttir"] == add_w8["ttir"]  # num_warps keys ttgir, not ttir
     assert b'"ttg.num-warps" = 4 : i32' in out["ttgir"] and b'"ttg.num-warps" = 8 : i32' in add_w8["ttgir"]
     # the kernel name is found when the file has one @jit function

@@ -118,8 +118,8 @@ def compile(source: str | bytes | os.PathLike, *, kernel: str | None = None,
     `ttbuild.cache.Cache` to read and fill (default none); limits: a `ttbuild.limits.StageLimits`
     each stage runs under, in the stage runner (default none: in this process).
 
-    Keys of the result: parse gives "json" and "loc", every later stage its own name
-    ("ttir", "ttgir", "llir", "ptx", "cubin"). Raises CompilationError (a bad kernel, at
+    Keys of the result: parse gives "json" and "loc", ttir "ttir" and "abi" (the kernel ABI,
+    ttbuild.frontend.abi), every later stage its own name ("ttgir", "llir", "ptx", "cubin"). Raises CompilationError (a bad kernel, at
     file:line:col when the parse table can place it; a bad signature or option), ToolError
     (ptxas), ValueError for a bad `until` / `start` or a missing kernel/signature,
     FileNotFoundError for a path that does not exist.

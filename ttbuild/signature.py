@@ -68,30 +68,9 @@ class SigEntry:
 
     @property
     def is_descriptor(self) -> bool:
-        """A tensor descriptor parameter (`tensordesc<fp16[64, 64]>`), passed expanded."""
+        """A tensor descriptor parameter (`tensordesc<fp16[64, 64]>`), passed expanded
+        (ttbuild.frontend.abi.runtime_params: the kernel ABI)."""
         return self.kind == "tensordesc"
-
-    def expanded(self) -> list["SigEntry"]:
-        """The kernel parameters a descriptor passes as (ttbuild's ABI, the pointer form of
-        Triton's descriptors without TMA): its base (`*dtype:16`: a TMA base is 16-byte aligned),
-        one i32 per dimension of its shape (`:16` after the entry, ttbuild's extension: every
-        extent a multiple of 16, so bounds masks keep whole vectors; the runtime checks it as it
-        checks `i32:16`), one i64 per stride but the last (which is 1).
-        [self] for a pointer or scalar."""
-        if not self.is_descriptor:
-            return [self]
-        rank = len(self.block_shape)
-        return ([SigEntry("pointer", self.dtype, 16)] + [SigEntry("scalar", "i32", self.divisibility)] * rank
-                + [SigEntry("scalar", "i64")] * (rank - 1))
-
-    def expanded_names(self, name: str) -> list[str]:
-        """The names the metadata gives the expanded() parameters of parameter `name`, in the same
-        order: `name` (the base), `name.shape<i>` per dimension, `name.stride<i>` per stride but the
-        last; [name] for a pointer or scalar."""
-        if not self.is_descriptor:
-            return [name]
-        rank = len(self.block_shape)
-        return [name] + [f"{name}.shape{i}" for i in range(rank)] + [f"{name}.stride{i}" for i in range(rank - 1)]
 
     @property
     def language_dtype(self) -> str:

@@ -7,7 +7,7 @@ CUtensorMap written by the program itself into a per-program global scratch slot
 `ttng.tensormap_create`, lowered by the ttgir stage). A `tensordesc<...>` kernel parameter compiled for a TMA target (sm_90 and newer: Triton's
 `supports_tma`, third_party/nvidia/backend/compiler.py) is passed as the address of a
 `CUtensorMap` in global memory (`<name>.tensormap`, a u64) in front of its pointer-form
-parameters (base, shape, strides but the last: ttbuild.signature.SigEntry.expanded), so the
+parameters (base, shape, strides but the last: ttbuild.frontend.abi.runtime_params), so the
 kernel loads tiles with `cp.async.bulk.tensor` while stores, gathers and atomics keep the pointer
 form. The runtime encodes the map with `cuTensorMapEncodeTiled` (CUDA driver API, "Tensor Map
 Object Management") from the box and swizzle the TTGIR stage recorded.

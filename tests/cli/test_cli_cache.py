@@ -249,7 +249,7 @@ def test_cache_verify_recompute_catches_an_entry_pointed_at_other_outputs(stages
     assert plain.returncode == 0, plain.stdout + plain.stderr  # every blob still matches its hash
     run = proj.run(proj.ttbuild_argv("cache", "verify", "--recompute", "0"))
     assert run.returncode == 1, run.stdout + run.stderr
-    assert f"{victim}: cache entry " in run.stdout and "does not reproduce: ttir differ; dropped" in run.stdout
+    assert f"{victim}: cache entry " in run.stdout and "does not reproduce: abi, ttir differ; dropped" in run.stdout
     assert "1 entry did not reproduce" in run.stdout
     again = proj.run(proj.ttbuild_argv("cache", "verify", "--recompute", "0"))
     assert again.returncode == 0 and "0 entries did not reproduce" in again.stdout, again.stdout

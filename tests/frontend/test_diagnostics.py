@@ -310,14 +310,15 @@ def test_a_tensor_descriptor_signature_entry_is_parsed_whole():
     """Issue 12: `tensordesc<fp16[64, 64]>` used to split at its comma into two bad entries; it
     is one entry (a descriptor parameter, expanded to base, shape and strides), printed back the
     same; a bad one is refused by what is wrong with it."""
+    from ttbuild.frontend.abi import part_signature, runtime_params
     from ttbuild.signature import SigEntry, SignatureError, parse_signature, split_entries
 
     assert split_entries("*fp16:16,tensordesc<fp16[64, 64]>,i32") == ["*fp16:16", "tensordesc<fp16[64, 64]>", "i32"]
     sig = parse_signature("*fp16:16,tensordesc<fp16[64, 64]>,i32")
     assert sig[1] == SigEntry("tensordesc", "fp16", 1, (64, 64)) and str(sig[1]) == "tensordesc<fp16[64, 64]>"
-    assert [str(e) for e in sig[1].expanded()] == ["*fp16:16", "i32", "i32", "i64"]
-    assert [str(e) for e in parse_signature("tensordesc<fp32[8, 4, 32]>:16")[0].expanded()] == \
-        ["*fp32:16", "i32:16", "i32:16", "i32:16", "i64", "i64"]
+    assert [str(part_signature(e)) for e in runtime_params("d", sig[1])] == ["*fp16:16", "i32", "i32", "i64"]
+    assert [str(part_signature(e)) for e in runtime_params("d", parse_signature("tensordesc<fp32[8, 4, 32]>:16")[0])] \
+        == ["*fp32:16", "i32:16", "i32:16", "i32:16", "i64", "i64"]
     for bad, why in (("tensordesc<fp17[64]>", "unknown dtype 'fp17'"), ("tensordesc<fp16[48, 64]>", "power of two"),
                      ("tensordesc<fp16[64, 4]>", "at least 16 bytes in the last dimension"),
                      ("tensordesc<fp16[64, 64]>:8", "divisibility must be 16"), ("tensordesc<fp16>", "not a tensor descriptor")):

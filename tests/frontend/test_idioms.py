@@ -11,7 +11,6 @@ from oracle import ROW_SOURCE, row_jobs, run_triton
 
 import ttbuild
 from ttbuild.errors import CompilationError
-from ttbuild.graph.meta import build_params
 from ttbuild.stages import parse, ttir
 
 KERNELS = Path(__file__).resolve().parent / "kernels"
@@ -104,13 +103,14 @@ def test_annotation_errors(body, message):
 
 
 def test_a_dtype_default_is_a_constexpr_in_the_metadata():
+    """The ttir stage records a dtype default as the metadata carries a dtype ({"dtype": name},
+    ttbuild.cxvalue)."""
     p = parse.run({"source": FILE.read_bytes()}, {"kernel": "tile_sum_kernel", "file": "idioms.py"})
-    variant = {"kernel": "tile_sum_kernel", "signature": "*fp16:16,*fp32:16", "constexprs": {"TILES": 4, "N": 128},
-               "params": [["pointer", "fp16", 16], ["pointer", "fp32", 16]]}
-    params = build_params(variant, json.loads(p["json"]))
+    out = ttir.run({"json": p["json"]}, {"signature": ["*fp16:16", "*fp32:16"], "constexprs": {"TILES": 4, "N": 128}})
+    params = json.loads(out["abi"])["params"]
     assert {q["name"]: q.get("value") for q in params if q["kind"] == "constexpr"} == {
-        "TILES": 4, "N": 128, "acc_dtype": "fp32", "FLAT": True}
-    text = _ttir("tile_sum_kernel", "*fp16:16,*fp32:16", {"TILES": 4, "N": 128})
+        "TILES": 4, "N": 128, "acc_dtype": {"dtype": "fp32"}, "FLAT": True}
+    text = out["ttir"].decode()
     assert "tt.flatten" not in text and '"scf.for"' in text  # the builtin range ignored `flatten=`
 
 

@@ -2,7 +2,7 @@
 
 Usage: python tests/gpu/make_ptx_artifacts.py OUT_DIR [PTXAS]
 The kernels and variants mirror kernels/variants.toml (add_kernel fp32 / fp32 w8 / fp16, axpy
-fp32 / fp16) and the metadata follows docs/CONTRACTS.md ("ttbuild.kernel/1"). Each program
+fp32 / fp16) and the metadata follows docs/CONTRACTS.md ("ttbuild.kernel/2"). Each program
 handles BLOCK_SIZE elements with a strided per-thread loop: simple, not fast.
 """
 
@@ -111,7 +111,7 @@ def build(out_dir: str, ptxas: str) -> list[str]:
         params += [{"name": "n_elements", "kind": "scalar", "dtype": "i32", "divisibility": 1},
                    {"name": "BLOCK_SIZE", "kind": "constexpr", "value": block}]
         sig = ",".join([f"*{dt}:16"] * 3 + (["fp32"] if axpy else []) + ["i32"])
-        doc = {"schema": "ttbuild.kernel/1", "variant": variant, "kernel": kernel, "entry": kernel,
+        doc = {"schema": "ttbuild.kernel/2", "variant": variant, "kernel": kernel, "entry": kernel,
                "cubin": f"{variant}.cubin", "params": params, "signature": sig,
                "constexprs": {"BLOCK_SIZE": block}, "num_warps": warps, "num_ctas": 1,
                "num_stages": 3, "shared": 0, "target": "cuda:90", "arch": "sm_90a",

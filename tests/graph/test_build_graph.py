@@ -14,7 +14,6 @@ from hypothesis import strategies as st
 
 from ttbuild.fileio import atomic_write, file_digest
 from ttbuild.graph import chain, doit_config, generate_tasks, load_variants, stage_key
-from ttbuild.graph.meta import MetaError, build_params
 from ttbuild.graph.state import XXHashChecker
 from ttbuild.irattrs import module_attrs, module_int
 
@@ -174,55 +173,6 @@ def test_module_attributes_ignore_an_op_attribute_of_the_same_name():
     custom = 'module attributes {"ttg.num-warps" = 2 : i32, ttg.target = "cuda:80"} {\n}\n'
     assert module_attrs(custom) == {"ttg.num-warps": 2, "ttg.target": "cuda:80"}
     assert module_attrs('"builtin.module"() ({\n}) : () -> ()') == {}
-
-
-def _variant(sig, constexprs):
-    return {"kernel": "k", "signature": sig, "constexprs": constexprs,
-            "params": [["pointer", "fp32", 16], ["scalar", "i32", 1]][: len(sig.split(","))]}
-
-
-def _parse_doc(*params):
-    return {"functions": {"k": {"params": [
-        {"name": n, "annotation": {"_t": "Attribute", "attr": "constexpr"} if c else None,
-         "default": {"_t": "Constant", "value": d} if d is not None else None} for n, c, d in params]}}}
-
-
-def test_params_follow_python_order():
-    doc = _parse_doc(("x", False, None), ("BLOCK", True, None), ("n", False, None), ("G", True, 8))
-    params = build_params(_variant("*fp32:16,i32", {"BLOCK": 64}), doc)
-    assert params == [
-        {"name": "x", "kind": "pointer", "dtype": "fp32", "divisibility": 16},
-        {"name": "BLOCK", "kind": "constexpr", "value": 64},
-        {"name": "n", "kind": "scalar", "dtype": "i32", "divisibility": 1},
-        {"name": "G", "kind": "constexpr", "value": 8},
-    ]
-
-
-def test_constexpr_defaulting_to_none_takes_it():
-    """`IMP: tl.constexpr = None` (Triton takes None as the value): the parse stage records that
-    the parameter has a literal default, and the metadata gives it None instead of refusing."""
-    from ttbuild.frontend.canon import canonicalize
-
-    src = ("import triton\nimport triton.language as tl\n@triton.jit\n"
-           "def k(x, n, IMP: tl.constexpr = None, B: tl.constexpr = 2 * 8):\n    pass\n")
-    doc, _ = canonicalize(src, "k", "k.py")
-    fn_params = {p["name"]: p for p in doc["functions"]["k"]["params"]}
-    assert fn_params["IMP"].get("has_default") is True and "has_default" not in fn_params["B"]
-    params = build_params(_variant("*fp32:16,i32", {"B": 16}), doc)
-    assert params[2] == {"name": "IMP", "kind": "constexpr", "value": None}
-    with pytest.raises(MetaError, match="'B' of k has no value"):  # not a literal: only the compiler evaluates it
-        build_params(_variant("*fp32:16,i32", {}), doc)
-
-
-@pytest.mark.parametrize("sig, constexprs, why", [
-    ("*fp32:16", {"BLOCK": 64}, "has 1 entries but k has more"),
-    ("*fp32:16,i32", {}, "constexpr parameter 'BLOCK' of k has no value"),
-    ("*fp32:16,i32", {"BLOCK": 64, "NOPE": 1}, "not parameters of k"),
-])
-def test_params_mismatch_is_an_error(sig, constexprs, why):
-    doc = _parse_doc(("x", False, None), ("BLOCK", True, None), ("n", False, None))
-    with pytest.raises(MetaError, match=why):
-        build_params(_variant(sig, constexprs), doc)
 
 
 def test_python_m_ttbuild_lists_the_same_tasks(fresh_project):

@@ -8,6 +8,7 @@ import pytest
 import xxhash
 
 from ttbuild.graph import chain, load_variants
+from ttbuild.graph.meta import SCHEMA
 from ttbuild.graph.tasks import output_paths
 
 STAGES = ("parse", "ttir", "ttgir", "llir", "ptx", "cubin")
@@ -49,7 +50,7 @@ def test_every_variant_has_metadata_and_cubin(built):
     names = {p.stem for p in (built.artifacts / "lib").glob("*.json")}
     assert names == set(docs)
     for name, (v, doc) in docs.items():
-        assert doc["schema"] == "ttbuild.kernel/1"
+        assert doc["schema"] == SCHEMA
         assert (doc["variant"], doc["kernel"], doc["entry"], doc["file"]) == (name, v.kernel, v.kernel, v.file)
         assert doc["cubin"] == f"{name}.cubin"
         assert doc["signature"] == v.signature and doc["constexprs"] == v.constexprs
@@ -71,6 +72,8 @@ def test_hashes_are_the_stage_outputs(built):
             path = outs["json"] if node.stage == "parse" else outs[node.stage]
             data = open(path, "rb").read()
             assert doc["hashes"][node.stage] == xxhash.xxh3_64_hexdigest(data), (name, node.stage)
+            if node.stage == "ttir":  # the params are the ABI the ttir stage recorded, copied
+                assert json.loads(open(outs["abi"], "rb").read())["params"] == doc["params"], name
             if node.stage == "cubin":
                 assert (built.artifacts / "lib" / doc["cubin"]).read_bytes() == data
             if node.stage == "ttgir":

@@ -1,30 +1,30 @@
-"""The metadata of descriptor parameters that the TTGIR stage chose to load through TMA (module attribute `ttb.tma`): a `<name>.tensormap` u64 parameter before the base and a "tma" record in `descriptors`; without the attribute the document is unchanged."""
+"""The metadata of descriptor parameters: the params the ttir stage recorded (a `<name>.tensormap` u64 before the base where it takes one), and a "tma" record in `descriptors` where the TTGIR stage chose TMA (module attribute `ttb.tma`), which must agree with the params."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from ttbuild.graph.meta import MetaError, build_metadata, build_params
+from ttbuild.frontend import abi
+from ttbuild.graph.meta import SCHEMA, MetaError, build_metadata
 from ttbuild.runtime.metadata import parse_variant
+from ttbuild.signature import parse_entry
 from ttbuild.tma import MODULE_ATTR, encode_attr
 
-SIG = [["pointer", "fp32", 16], ["tensordesc", "fp16", 16, [128, 64]], ["scalar", "i32", 1],
-       ["tensordesc", "bf16", 1, [64, 64]]]
+SIG = {"out": "*fp32:16", "a_desc": "tensordesc<fp16[128, 64]>:16", "n": "i32", "b_desc": "tensordesc<bf16[64, 64]>"}
 
 
 def _variant():
     return {"name": "k_v", "kernel": "k", "file": "k.py", "constexprs": {"BLOCK": 64},
-            "signature": "*fp32:16,tensordesc<fp16[128, 64]>:16,i32,tensordesc<bf16[64, 64]>",
-            "params": SIG, "num_warps": 4, "num_ctas": 1, "num_stages": 3, "target": "cuda:90", "arch": "sm_90a"}
+            "signature": ",".join(SIG.values()), "num_warps": 4, "num_ctas": 1, "num_stages": 3,
+            "target": "cuda:90", "arch": "sm_90a"}
 
 
-def _parse():
-    names = ["out", "a_desc", "n", "b_desc", "BLOCK"]
-    return json.dumps({"functions": {"k": {"params": [
-        {"name": n, "annotation": {"_t": "Attribute", "attr": "constexpr"} if n == "BLOCK" else None,
-         "default": None} for n in names]}}}).encode()
+def _abi(tensormaps=()):
+    """The ttir stage's ABI record of k(out, a_desc, n, b_desc, BLOCK), the descriptors named in
+    `tensormaps` taking one."""
+    params = [e for n, t in SIG.items() for e in abi.runtime_params(n, parse_entry(t), n in tensormaps)]
+    descs = [abi.descriptor(n, parse_entry(t), n in tensormaps) for n, t in SIG.items() if t.startswith("tensordesc")]
+    return abi.record(params + [abi.constexpr_param("BLOCK", 64, True)], descs)
 
 
 def _ttgir(tma=None):
@@ -34,24 +34,31 @@ def _ttgir(tma=None):
     return f"module attributes {{{attrs}}} {{\n  tt.func public @k() {{\n    tt.return\n  }}\n}}\n".encode()
 
 
-def _doc(tma=None):
-    blobs = {s: f"{s} output".encode() for s in ("ttir", "llir", "ptx", "cubin")}
-    blobs.update(parse=_parse(), ttgir=_ttgir(tma))
+def _doc(tma=None, tensormaps=None):
+    blobs = {s: f"{s} output".encode() for s in ("parse", "ttir", "llir", "ptx", "cubin")}
+    if tensormaps is None:  # the ABI the TTGIR's choice was made for
+        tensormaps = [d for d, e in zip(("a_desc", "b_desc"), tma or ()) if e is not None]
+    blobs.update(abi=_abi(tensormaps), ttgir=_ttgir(tma))
     return build_metadata(_variant(), blobs, "k_v.cubin")
 
 
+def _entry(name, kind, dtype, div, origin=None, part=None):
+    return {"name": name, "kind": kind, "dtype": dtype, "divisibility": div, "origin": origin or name,
+            **({"part": part} if part else {})}
+
+
 POINTER_FORM = [
-    {"name": "out", "kind": "pointer", "dtype": "fp32", "divisibility": 16},
-    {"name": "a_desc", "kind": "pointer", "dtype": "fp16", "divisibility": 16},
-    {"name": "a_desc.shape0", "kind": "scalar", "dtype": "i32", "divisibility": 16},
-    {"name": "a_desc.shape1", "kind": "scalar", "dtype": "i32", "divisibility": 16},
-    {"name": "a_desc.stride0", "kind": "scalar", "dtype": "i64", "divisibility": 1},
-    {"name": "n", "kind": "scalar", "dtype": "i32", "divisibility": 1},
-    {"name": "b_desc", "kind": "pointer", "dtype": "bf16", "divisibility": 16},
-    {"name": "b_desc.shape0", "kind": "scalar", "dtype": "i32", "divisibility": 1},
-    {"name": "b_desc.shape1", "kind": "scalar", "dtype": "i32", "divisibility": 1},
-    {"name": "b_desc.stride0", "kind": "scalar", "dtype": "i64", "divisibility": 1},
-    {"name": "BLOCK", "kind": "constexpr", "value": 64},
+    _entry("out", "pointer", "fp32", 16),
+    _entry("a_desc", "pointer", "fp16", 16, "a_desc", "base"),
+    _entry("a_desc.shape0", "scalar", "i32", 16, "a_desc", "shape"),
+    _entry("a_desc.shape1", "scalar", "i32", 16, "a_desc", "shape"),
+    _entry("a_desc.stride0", "scalar", "i64", 1, "a_desc", "stride"),
+    _entry("n", "scalar", "i32", 1),
+    _entry("b_desc", "pointer", "bf16", 16, "b_desc", "base"),
+    _entry("b_desc.shape0", "scalar", "i32", 1, "b_desc", "shape"),
+    _entry("b_desc.shape1", "scalar", "i32", 1, "b_desc", "shape"),
+    _entry("b_desc.stride0", "scalar", "i64", 1, "b_desc", "stride"),
+    {"name": "BLOCK", "kind": "constexpr", "value": 64, "origin": "BLOCK"},
 ]
 DESCRIPTORS = [{"name": "a_desc", "dtype": "fp16", "block_shape": [128, 64]},
                {"name": "b_desc", "dtype": "bf16", "block_shape": [64, 64]}]
@@ -60,14 +67,14 @@ DESCRIPTORS = [{"name": "a_desc", "dtype": "fp16", "block_shape": [128, 64]},
 def test_without_the_attribute_the_metadata_is_the_pointer_form():
     doc = _doc()
     assert doc["params"] == POINTER_FORM and doc["descriptors"] == DESCRIPTORS
-    assert doc["shared"] == 1024 and doc["schema"] == "ttbuild.kernel/1"
+    assert doc["shared"] == 1024 and doc["schema"] == SCHEMA
     same = _doc([None, None])  # every descriptor in pointer form: the same document (but the TTGIR's hash)
     assert same.pop("hashes")["ttgir"] != doc.pop("hashes")["ttgir"] and same == doc
 
 
 def test_a_tma_descriptor_gets_its_tensormap_parameter_and_record():
     doc = _doc([None, {"swizzle": 128, "box": [64, 64]}])
-    tensormap = {"name": "b_desc.tensormap", "kind": "scalar", "dtype": "u64", "divisibility": 1}
+    tensormap = _entry("b_desc.tensormap", "scalar", "u64", 1, "b_desc", "tensormap")
     assert doc["params"] == POINTER_FORM[:6] + [tensormap] + POINTER_FORM[6:]
     assert doc["descriptors"] == [DESCRIPTORS[0], {**DESCRIPTORS[1], "tma": {"swizzle": 128, "box": [64, 64]}}]
     both = _doc([{"swizzle": 0, "box": [128, 64]}, {"swizzle": 64, "box": [64, 32]}])
@@ -100,13 +107,32 @@ def test_an_attribute_that_does_not_fit_the_signature_is_an_error(tma, why):
 
 
 def test_a_malformed_attribute_is_an_error():
-    blobs = {s: b"x" for s in ("ttir", "llir", "ptx", "cubin")}
+    blobs = {s: b"x" for s in ("parse", "ttir", "llir", "ptx", "cubin")}
     text = f'module attributes {{"{MODULE_ATTR}" = "bogus"}} {{\n}}\n'.encode()
-    blobs.update(parse=_parse(), ttgir=text)
+    blobs.update(abi=_abi(), ttgir=text)
     with pytest.raises(MetaError, match=f"TTGIR module attribute {MODULE_ATTR} of k_v"):
         build_metadata(_variant(), blobs, "k_v.cubin")
 
 
-def test_build_params_checks_the_entry_count():
-    with pytest.raises(MetaError, match="3 TMA entries"):
-        build_params(_variant(), json.loads(_parse()), [None, None, None])
+@pytest.mark.parametrize("tma, tensormaps, why", [
+    ([None, {"swizzle": 128, "box": [64, 64]}], [], "'b_desc': the TTGIR loads it through TMA but its kernel "
+                                                    "parameters lack a tensormap"),
+    ([None, None], ["a_desc"], "'a_desc': the TTGIR does not load it through TMA but its kernel parameters have"),
+])
+def test_a_tma_choice_the_abi_does_not_take_is_an_error(tma, tensormaps, why):
+    with pytest.raises(MetaError, match=why):
+        _doc(tma, tensormaps)
+
+
+@pytest.mark.parametrize("record, why", [
+    (None, "ABI record of k_v is missing"),
+    (b"{", "ABI record of k_v is not JSON"),
+    (b'{"params": {}}', "ABI record of k_v is not"),
+])
+def test_a_missing_or_malformed_abi_record_is_an_error(record, why):
+    blobs = {s: b"x" for s in ("parse", "ttir", "llir", "ptx", "cubin")}
+    blobs["ttgir"] = _ttgir()
+    if record is not None:
+        blobs["abi"] = record
+    with pytest.raises(MetaError, match=why):
+        build_metadata(_variant(), blobs, "k_v.cubin")

@@ -10,6 +10,7 @@ import types
 from pathlib import Path
 
 from ttbuild.runtime.driver import CudaError
+from ttbuild.runtime.metadata import SCHEMA
 
 
 class RecordingDriver:
@@ -172,11 +173,22 @@ def add_params(dt, div=16):
                {"name": "BLOCK_SIZE", "kind": "constexpr", "value": 1024}])
 
 
+def desc_entries(name, dtype, block, div=1, tensormap=False):
+    """The metadata `params` entries of a tensordesc<dtype[block]> parameter (the kernel ABI,
+    docs/CONTRACTS.md "Kernel ABI"): its map's address first with `tensormap`, base, shapes, strides."""
+    def entry(n, kind, dt, d, part):
+        return {"name": n, "kind": kind, "dtype": dt, "divisibility": d, "origin": name, "part": part}
+    return ([entry(f"{name}.tensormap", "scalar", "u64", 1, "tensormap")] if tensormap else []) + \
+        [entry(name, "pointer", dtype, 16, "base")] + \
+        [entry(f"{name}.shape{i}", "scalar", "i32", div, "shape") for i in range(len(block))] + \
+        [entry(f"{name}.stride{i}", "scalar", "i64", 1, "stride") for i in range(len(block) - 1)]
+
+
 def meta(variant, kernel, params, num_warps=4, shared=0, target="cuda:90", arch="sm_90a", **extra):
     sig = ",".join(f"*{p['dtype']}:{p['divisibility']}" if p["kind"] == "pointer" else p["dtype"]
                    for p in params if p["kind"] != "constexpr")
     doc = {
-        "schema": "ttbuild.kernel/1", "variant": variant, "kernel": kernel, "entry": kernel,
+        "schema": SCHEMA, "variant": variant, "kernel": kernel, "entry": kernel,
         "cubin": f"{variant}.cubin", "params": params, "signature": sig,
         "constexprs": {p["name"]: p["value"] for p in params if p["kind"] == "constexpr"},
         "num_warps": num_warps, "num_ctas": 1, "num_stages": 3, "shared": shared,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import struct
 import sys
 import threading
@@ -16,6 +15,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from runtime_fakes import FakeTorch, RecordingDriver, meta, write_lib
 
 import ttbuild.runtime as rt
+from ttbuild.frontend import abi
 from ttbuild.graph.meta import MetaError, build_metadata
 from ttbuild.runtime import cext, fastpath, scratch
 from ttbuild.runtime.driver import CudaDriver, CudaError
@@ -116,13 +116,11 @@ def _ttgir(extra=""):
 
 def _build(ttgir):
     variant = {"name": "k_v", "kernel": "k", "file": "k.py", "constexprs": {"BLOCK": 64}, "signature": "*fp32:16,i32",
-               "params": [["pointer", "fp32", 16], ["scalar", "i32", 1]], "num_warps": 4, "num_ctas": 1,
-               "num_stages": 3, "target": "cuda:90", "arch": "sm_90a"}
-    parse = json.dumps({"functions": {"k": {"params": [
-        {"name": "x", "annotation": None, "default": None}, {"name": "n", "annotation": None, "default": None},
-        {"name": "BLOCK", "annotation": {"_t": "Attribute", "attr": "constexpr"}, "default": None}]}}}).encode()
-    blobs = {s: b"out" for s in ("ttir", "llir", "ptx", "cubin")}
-    blobs.update(parse=parse, ttgir=ttgir)
+               "num_warps": 4, "num_ctas": 1, "num_stages": 3, "target": "cuda:90", "arch": "sm_90a"}
+    # the ttir stage's ABI record of k(x, n, BLOCK: tl.constexpr)
+    params = [abi.entry("x", "pointer", "fp32", 16), abi.entry("n", "scalar", "i32"), abi.constexpr_param("BLOCK", 64, True)]
+    blobs = {s: b"out" for s in ("parse", "ttir", "llir", "ptx", "cubin")}
+    blobs.update(abi=abi.record(params, []), ttgir=ttgir)
     return build_metadata(variant, blobs, "k_v.cubin")
 
 

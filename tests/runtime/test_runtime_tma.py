@@ -14,7 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from runtime_fakes import FakeTorch, RecordingDriver, attach, meta, write_lib
+from runtime_fakes import FakeTorch, RecordingDriver, attach, desc_entries, meta, write_lib
 
 import ttbuild.runtime as rt
 from ttbuild.runtime import cext, tensormap
@@ -72,17 +72,9 @@ class TMADriver(RecordingDriver):
 
 def tma_params(swizzle=128, box=(64, 64)):
     """k(a_desc: tensordesc<fp16[64, 64]> through TMA, b_desc: tensordesc<fp32[8, 16]> pointer form, n)."""
-    params = [{"name": "a_desc.tensormap", "kind": "scalar", "dtype": "u64", "divisibility": 1},
-              {"name": "a_desc", "kind": "pointer", "dtype": "fp16", "divisibility": 16},
-              {"name": "a_desc.shape0", "kind": "scalar", "dtype": "i32", "divisibility": 1},
-              {"name": "a_desc.shape1", "kind": "scalar", "dtype": "i32", "divisibility": 1},
-              {"name": "a_desc.stride0", "kind": "scalar", "dtype": "i64", "divisibility": 1},
-              {"name": "b_desc", "kind": "pointer", "dtype": "fp32", "divisibility": 16},
-              {"name": "b_desc.shape0", "kind": "scalar", "dtype": "i32", "divisibility": 1},
-              {"name": "b_desc.shape1", "kind": "scalar", "dtype": "i32", "divisibility": 1},
-              {"name": "b_desc.stride0", "kind": "scalar", "dtype": "i64", "divisibility": 1},
-              {"name": "n", "kind": "scalar", "dtype": "i32", "divisibility": 1},
-              {"name": "BLOCK", "kind": "constexpr", "value": 64}]
+    params = desc_entries("a_desc", "fp16", (64, 64), tensormap=True) + desc_entries("b_desc", "fp32", (8, 16)) + \
+        [{"name": "n", "kind": "scalar", "dtype": "i32", "divisibility": 1},
+         {"name": "BLOCK", "kind": "constexpr", "value": 64}]
     descriptors = [{"name": "a_desc", "dtype": "fp16", "block_shape": [64, 64],
                     "tma": {"swizzle": swizzle, "box": list(box)}},
                    {"name": "b_desc", "dtype": "fp32", "block_shape": [8, 16]}]
@@ -311,7 +303,8 @@ def test_a_tma_record_without_its_tensormap_parameter_is_a_metadata_error(tmp_pa
     doc = tma_doc()
     doc["params"] = doc["params"][1:]
     write_lib(tmp_path, [doc])
-    with pytest.raises(rt.MetadataError, match="a_desc' loads through TMA but its parameters do not start with"):
+    with pytest.raises(rt.MetadataError, match=r"descriptor 'a_desc' passes as \['base', 'shape', 'shape', 'stride'\] "
+                                               r"in the metadata's params, not as the contiguous \['tensormap', 'base'"):
         _ = rt.load(str(tmp_path), driver=TMADriver()).k
 
 

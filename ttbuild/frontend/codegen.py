@@ -14,8 +14,8 @@ from ttbuild import cxvalue, tma
 from ttbuild.errors import CompilationError
 from ttbuild.signature import DTYPE_BYTES, SignatureError, parse_entry
 
+from . import abi, tensordesc
 from . import semantic as S
-from . import tensordesc
 from . import types as T
 from .astjson import decode
 from .controlflow import ControlFlow
@@ -78,14 +78,18 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
         self.scope: dict[str, Any] = {}
         self.depth = 0
         self.loops = 0  # enclosing runtime loops: an early return there stays an error
+        # the kernel ABI as generate() emits it (ttbuild.frontend.abi): parameter name -> its entries
+        self._abi: dict[str, list[dict]] = {}
+        self.abi = b""  # abi.record() of the kernel, set by generate()
 
     # -- driver ---------------------------------------------------------------------------
 
     def generate(self) -> str:
         """The kernel's TTIR module as MLIR generic text: its runtime parameters as block arguments (tt.divisibility
         from the signature), constexprs bound, the body lowered statement by statement, a tt.return, and the TMA
-        records of descriptor parameters as a module attribute. Fails (CompileError at the node) for *args /
-        **kwargs, unknown constexprs or a signature that does not match the parameters."""
+        records of descriptor parameters as a module attribute; `self.abi` is set to the ABI those arguments
+        make (ttbuild.frontend.abi.record). Fails (CompileError at the node) for *args / **kwargs, unknown
+        constexprs or a signature that does not match the parameters."""
         kernel = self.desc["kernel"]
         params, fn = self.functions[kernel]
         self.b.loc = fn._id
@@ -102,6 +106,9 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
             fail(self.cx, f"signature has {len(self.signature)} entries but {kernel} has {len(runtime)} "
                           f"non-constexpr parameters ({names})")
         args, types, attrs, locs, descriptors = self._kernel_args(runtime)
+        # the kernel ABI: what these block arguments (and the constexprs bound above) are, in parameter order
+        self.abi = abi.record([e for p in params for e in self._abi[p["name"]]],
+                              [abi.descriptor(name, sig, tmap is not None) for name, sig, _, _, tmap in descriptors])
         self.b.open_block()
         for name, sig, vals, node, tmap in descriptors:  # its shape widened to i64 inside the body
             self.b.loc = node._id
@@ -130,62 +137,63 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
         CompileError at the parameter) for a constexpr with neither."""
         runtime = []
         for p, node in zip(params, args_nodes):
-            if self._param_is_constexpr(p):
-                if p["name"] in self.constexprs:
-                    self.scope[p["name"]] = Constexpr(self._constexpr_value(self.constexprs[p["name"]]))
-                elif p["name"] in defaults:
-                    self.b.loc = defaults[p["name"]]._id
-                    self.in_default = True  # Triton reads any global in a default (code_generator.py)
-                    try:
-                        self.scope[p["name"]] = self.visit(defaults[p["name"]])
-                    finally:
-                        self.in_default = False
-                else:
-                    self.b.loc = node._id
-                    fail(self.cx, f"constexpr parameter {p['name']!r} has no value: give it in the variant's constexprs")
-            else:
+            name = p["name"]
+            if not self._param_is_constexpr(p):
                 runtime.append((p, node))
+                continue
+            if name in self.constexprs:
+                self.scope[name] = Constexpr(self._constexpr_value(self.constexprs[name]))
+                value = self.constexprs[name]  # recorded as the variant gives it
+            elif name in defaults:
+                self.b.loc = defaults[name]._id
+                self.in_default = True  # Triton reads any global in a default (code_generator.py)
+                try:
+                    self.scope[name] = self.visit(defaults[name])
+                finally:
+                    self.in_default = False
+                value = _abi_value(self.scope[name])
+            else:
+                self.b.loc = node._id
+                fail(self.cx, f"constexpr parameter {name!r} has no value: give it in the variant's constexprs")
+            self._abi[name] = [abi.constexpr_param(name, value, self._param_is_constexpr(p, kernel=False))]
         return runtime
 
     def _kernel_args(self, runtime) -> tuple:
         """The kernel's block arguments for its runtime parameters, by the variant's signature:
-        (values, MLIR types, arg_attrs (tt.divisibility), locs, descriptors), a descriptor expanded
-        to base, shape and strides (signature.expanded), after its TMA map when it takes one.
-        Descriptors are (name, SigEntry, values, node, TMA value or None). Fails at the parameter
-        for a bad signature entry."""
+        (values, MLIR types, arg_attrs (tt.divisibility), locs, descriptors), one per entry of the
+        parameter's ABI (abi.runtime_params: a descriptor's TMA map when it takes one, base,
+        shape and strides), which is recorded. Descriptors are (name, SigEntry, values, node, TMA
+        value or None). Fails at the parameter for a bad signature entry."""
         args, types, attrs, locs, descriptors = [], [], [], [], []
-        for (p, node), entry in zip(runtime, self.signature):
-            try:
-                sig = parse_entry(entry)
-            except SignatureError as e:
-                self.b.loc = node._id
-                what = "unknown signature type" if e.field == "dtype" else "bad signature entry"
-                fail(self.cx, f"{what} {entry!r}: {e}")
-            vals = []
-            tmap = None
-            if sig.is_descriptor and self.tma and tma.eligible(sig.block_shape, 8 * DTYPE_BYTES[sig.dtype]):
-                tmap = self.b.fresh(T.TensorDescType(T.DTYPES[sig.language_dtype], tuple(sig.block_shape)))
-                args.append(tmap)
-                types.append(tmap.type.mlir)
-                attrs.append("{}")
-                locs.append(self.b.loc_of(node._id))
-            for i, part in enumerate(sig.expanded()):
-                ty = T.signature_type(part)
-                v = self.b.fresh(ty)
-                vals.append(v)
+        for (p, node), text in zip(runtime, self.signature):
+            sig = self._signature_entry(text, node)
+            tensormap = sig.is_descriptor and self.tma and tma.eligible(sig.block_shape, 8 * DTYPE_BYTES[sig.dtype])
+            self._abi[p["name"]] = entries = abi.runtime_params(p["name"], sig, tensormap)
+            vals, tmap = [], None
+            for e in entries:
+                if e.get("part") == "tensormap":  # the IR takes the descriptor; the cubin its map's address
+                    v = tmap = self.b.fresh(T.TensorDescType(T.DTYPES[sig.language_dtype], tuple(sig.block_shape)))
+                else:
+                    v = self.b.fresh(T.signature_type(abi.part_signature(e)))
+                    vals.append(v)
                 args.append(v)
-                types.append(ty.mlir)
-                div = part.divisibility
-                if sig.is_descriptor and i > len(sig.block_shape):
-                    # a descriptor's row strides: 16-byte multiples (the TMA contract; the runtime checks)
-                    div = max(1, 16 // DTYPE_BYTES[sig.dtype])
-                attrs.append(f"{{tt.divisibility = {div} : i32}}" if div > 1 else "{}")
+                types.append(v.type.mlir)
+                attrs.append(_divisibility_attr(e, sig))
                 locs.append(self.b.loc_of(node._id))
             if sig.is_descriptor:
                 descriptors.append((p["name"], sig, vals, node, tmap))
             else:
                 self.scope[p["name"]] = vals[0]
         return args, types, attrs, locs, descriptors
+
+    def _signature_entry(self, text: str, node):
+        """The parsed signature entry `text` of the parameter at `node`; fails there when it is bad."""
+        try:
+            return parse_entry(text)
+        except SignatureError as e:
+            self.b.loc = node._id
+            what = "unknown signature type" if e.field == "dtype" else "bad signature entry"
+            fail(self.cx, f"{what} {text!r}: {e}")
 
     def _call_value(self, fn, args: list):
         """Call a function value from a builtin (tl.reduce's combine_fn): only @jit functions."""
@@ -355,6 +363,23 @@ class CodeGen(ControlFlow, Expressions, ast.NodeVisitor):
 
     # control flow lives in controlflow.py (mixin below)
 
+def _divisibility_attr(entry: dict, sig) -> str:
+    """The arg_attrs of one ABI entry: `tt.divisibility` of its recorded divisibility, but for a
+    descriptor's row strides, whose elements are 16-byte multiples (the TMA contract; the
+    runtime checks it): 16 / element bytes."""
+    div = entry.get("divisibility", 1)
+    if entry.get("part") == "stride":
+        div = max(1, 16 // DTYPE_BYTES[sig.dtype])
+    return f"{{tt.divisibility = {div} : i32}}" if div > 1 else "{}"
+
+
+def _abi_value(v):
+    """The recorded value of a constexpr the frontend evaluated (a default): its JSON form
+    (abi.value_json), a dtype by its Triton name."""
+    value = v.value if isinstance(v, Constexpr) else None
+    return abi.value_json(value, value.name if isinstance(value, T.DType) else None)
+
+
 def _contains_return(node) -> bool:
     """Whether an `if` holds a `return` outside any loop (Triton's ContainsReturnChecker; a
     return inside a loop is rejected where the loop is lowered)."""
@@ -372,10 +397,12 @@ def _returns_nothing(stmts) -> bool:
 
 
 def generate(desc: dict, signature: list[str], constexprs: dict[str, Any], *, debug: bool = False,
-             loc_table: dict | None = None, tma: bool = False) -> str:
-    """TTIR text (generic MLIR, not yet verified) for `desc["kernel"]`; raises CompilationError
-    carrying the failing AST node's id. `debug` keeps `tl.device_assert` (Triton drops it
+             loc_table: dict | None = None, tma: bool = False) -> tuple[str, bytes]:
+    """(TTIR text (generic MLIR, not yet verified) for `desc["kernel"]`, the kernel ABI its
+    parameters make: ttbuild.frontend.abi.record); raises CompilationError carrying the failing
+    AST node's id. `debug` keeps `tl.device_assert` (Triton drops it
     otherwise); with it, `loc_table` (the parse `loc` output) adds file:line:col to every location.
     `tma`: descriptor parameters eligible for TMA (ttbuild.tma.eligible) take a tensormap and
     their `desc.load`s become `tt.descriptor_load` (the target has TMA)."""
-    return CodeGen(desc, signature, constexprs, debug=debug, loc_table=loc_table, tma=tma).generate()
+    gen = CodeGen(desc, signature, constexprs, debug=debug, loc_table=loc_table, tma=tma)
+    return gen.generate(), gen.abi

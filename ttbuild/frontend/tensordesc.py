@@ -119,7 +119,7 @@ def make_tensor_descriptor(cx, base, shape, strides, block_shape, padding_option
 
 def from_parameter(cx, sig, vals: list, tmap: Value | None = None) -> TensorDescriptor:
     """The descriptor a `tensordesc<...>` kernel parameter stands for, from its expanded
-    arguments (ttbuild.signature.SigEntry.expanded: base, shape as i32, strides but the last)
+    arguments (ttbuild.frontend.abi.runtime_params: base, shape as i32, strides but the last)
     and, compiled for TMA, its tensormap argument (ttbuild.tma)."""
     rank = len(sig.block_shape)
     base, shape, strides = vals[0], vals[1:1 + rank], vals[1 + rank:]

@@ -93,7 +93,8 @@ def write_meta(variant_doc: dict, paths: Mapping[str, str], json_path: str, cubi
     variant's other images: `images` of {kind, target, arch, file, source, ttgir}), then
     lib/<variant>.json.
 
-    paths: stage -> the output file whose hash the metadata records (parse: its `json`).
+    paths: stage -> the output file whose hash the metadata records (parse: its `json`), and
+    "abi" -> the ttir stage's record of the kernel ABI.
     The images go first so a reader that finds the JSON always finds its files.
     """
     from .meta import MetaError, build_metadata, image_entry

@@ -89,7 +89,8 @@ def _rel(path: str | Path) -> Path:
 
 # A variant's own fields but its options, and its options' fields, listed once (dataclasses.fields
 # per variant was a tenth of generating a 3000-variant graph).
-_VARIANT_FIELDS = tuple(f.name for f in fields(Variant) if f.name != "options")
+# (`params`, the parsed signature, is not metadata: the document's params are the ABI the ttir stage records)
+_VARIANT_FIELDS = tuple(f.name for f in fields(Variant) if f.name not in ("options", "params"))
 _OPTION_FIELDS = tuple(f.name for f in fields(Options))
 
 
@@ -103,8 +104,6 @@ def variant_doc(v: Variant) -> dict:
     # A row's place in variants.toml is no input of its build: moving or deleting rows must not
     # rerun the others' meta tasks (the index only places diagnostics).
     del doc["index"]
-    doc["params"] = [[p.kind, p.dtype, p.divisibility] + ([list(p.block_shape)] if p.is_descriptor else [])
-                     for p in v.params]
     doc["ptxas_options"] = list(v.ptxas_options)
     doc["arch"] = v.arch
     # only autotune / heuristics variants carry these (the others keep their documents)
@@ -277,6 +276,7 @@ def _meta_task(v: Variant, artifacts: Path, per_target: dict, jit, shared: dict,
     json_path, cubin_path = os.path.join(lib, f"{v.name}.json"), os.path.join(lib, f"{v.name}.cubin")
     outs_of = per_target[v.target][0]
     paths = {s.name: outs_of[s.name][s.product] for s in stages}
+    paths["abi"] = outs_of["ttir"]["abi"]  # the kernel ABI the ttir stage recorded: the metadata's params
     images = []
     for target in v.targets:
         t_outs = per_target[target][0]

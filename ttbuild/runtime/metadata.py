@@ -1,4 +1,4 @@
-"""Reads `lib/<variant>.json` (schema "ttbuild.kernel/1", docs/CONTRACTS.md) into frozen records; stdlib only."""
+"""Reads `lib/<variant>.json` (schema "ttbuild.kernel/2", docs/CONTRACTS.md) into frozen records; stdlib only."""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ from ..options import DEFAULTS, MAX_NUM_WARPS
 from ..signature import DIVISIBILITIES, DTYPE_BYTES
 from ..target import PTX_VERSION, Target, TargetError, cuda_version_text, min_cuda_driver
 
-SCHEMA = "ttbuild.kernel/1"
+SCHEMA = "ttbuild.kernel/2"
+# A tensor descriptor parameter's entries in `params` (docs/CONTRACTS.md, "Kernel ABI")
+PARTS = ("tensormap", "base", "shape", "stride")
 
 
 class MetadataError(TTBuildError, ValueError):
@@ -21,10 +23,13 @@ class MetadataError(TTBuildError, ValueError):
 
 @dataclass(frozen=True)
 class Param:
-    """One Python parameter of a kernel.
+    """One entry of the kernel ABI (docs/CONTRACTS.md, "Kernel ABI"): a kernel parameter of the
+    cubin, or a constexpr the variant was built with.
 
     kind: "pointer" (dtype = pointee), "scalar" (dtype), or "constexpr" (value).
     divisibility: 16 means the address (pointer) or the value (scalar) is a multiple of 16; else 1.
+    origin: the Python parameter it comes from (its own name but for a tensor descriptor's
+    entries); part: which of a descriptor's entries it is (PARTS), None for the others.
     """
 
     name: str
@@ -32,6 +37,12 @@ class Param:
     dtype: str | None = None
     divisibility: int = 1
     value: Any = None
+    origin: str = ""  # "" reads as `name`
+    part: str | None = None
+
+    def __post_init__(self):
+        if not self.origin:
+            object.__setattr__(self, "origin", self.name)
 
 
 @dataclass(frozen=True)
@@ -168,10 +179,11 @@ def _param(raw: Any, where: str) -> Param:
         raise MetadataError(f"{where}: each entry of 'params' must be an object, got {raw!r}")
     name = _need(raw, "name", str, where)
     kind = _need(raw, "kind", str, where)
+    origin, part = _origin(raw, name, where)
     if kind == "constexpr":
         if "value" not in raw:
             raise MetadataError(f"{where}: constexpr param {name!r} has no 'value'")
-        return Param(name, kind, value=raw["value"])
+        return Param(name, kind, value=raw["value"], origin=origin)
     if kind not in ("pointer", "scalar"):
         raise MetadataError(f"{where}: param {name!r} has unknown kind {kind!r}")
     dtype = _need(raw, "dtype", str, where)
@@ -180,7 +192,18 @@ def _param(raw: Any, where: str) -> Param:
     div = raw.get("divisibility", 1)
     if div not in DIVISIBILITIES:
         raise MetadataError(f"{where}: param {name!r} divisibility must be 1 or 16, got {div!r}")
-    return Param(name, kind, dtype=dtype, divisibility=div)
+    return Param(name, kind, dtype=dtype, divisibility=div, origin=origin, part=part)
+
+
+def _origin(raw: dict, name: str, where: str) -> tuple[str, str | None]:
+    """(origin, part) of a `params` entry: a descriptor's entries name it as their origin and
+    their part (PARTS; its base keeps its name), the others themselves and no part; an absent
+    origin is the entry's own name."""
+    origin, part = raw.get("origin", name), raw.get("part")
+    if not (isinstance(origin, str) and part in (None, *PARTS) and (origin == name) == (part in (None, "base"))):
+        raise MetadataError(f"{where}: param {name!r} has origin {origin!r} and part {part!r}: a descriptor's "
+                            f"entries name it as origin and a part ({', '.join(PARTS)}), other params themselves")
+    return origin, part
 
 
 def parse_variant(doc: Any, json_path: str) -> Variant:
@@ -190,6 +213,9 @@ def parse_variant(doc: Any, json_path: str) -> Variant:
         raise MetadataError(f"{where}: top level must be a JSON object")
     schema = doc.get("schema")
     if schema != SCHEMA:
+        if isinstance(schema, str) and schema.startswith("ttbuild.kernel/"):
+            raise MetadataError(f"{where}: written by another ttbuild (metadata schema {schema!r}; this runtime reads "
+                                f"{SCHEMA!r}): rebuild the library (`ttbuild build`)")
         raise MetadataError(f"{where}: schema {schema!r} is not {SCHEMA!r}")
     _check_fields(doc, where)
     params = tuple(_param(p, where) for p in _need(doc, "params", list, where))

@@ -1,7 +1,8 @@
 """Tensor-descriptor arguments: a host descriptor becomes the base, shape and strides of a `tensordesc<...>` parameter; stdlib only.
 
-The parameter's compiled form is ttbuild.signature.SigEntry.expanded; where it loads through TMA, the address of its
-CUtensorMap comes first.
+The parameter's compiled form is its entries of the metadata's `params` (the kernel ABI the ttir stage recorded,
+ttbuild.frontend.abi: `"origin"` the parameter, `"part"` tensormap / base / shape / stride); where it loads through
+TMA, the address of its CUtensorMap comes first.
 
 A descriptor argument may be Triton's host `TensorDescriptor`
 (python/triton/tools/tensor_descriptor.py: `base`, `shape`, `strides`, `block_shape`, `padding`),
@@ -241,14 +242,10 @@ class DescriptorLauncher:
         self.descriptors = {d["name"]: d for d in descriptors}
         self.kernel = inner.kernel
         tma = {n for n, d in self.descriptors.items() if tma_record(d, self.kernel) is not None}
-        parts = {f"{n}.{kind}{i}" for n, d in self.descriptors.items() for kind in ("shape", "stride")
-                 for i in range(len(d["block_shape"]))} | {f"{n}.tensormap" for n in tma}
+        # each descriptor's kernel parameters, as the metadata's ABI records them
+        self._entries = descriptor_entries(inner.variants[0].params, self.descriptors, tma, self.kernel)
+        parts = {e for n, names in self._entries.items() for e in names if e != n}
         names = getattr(inner, "call_names", inner.param_names)
-        params = list(inner.param_names)
-        for n in tma:
-            if f"{n}.tensormap" not in params or params.index(f"{n}.tensormap") + 1 != params.index(n):
-                raise MetadataError(f"{self.kernel}: descriptor {n!r} loads through TMA but its parameters do not "
-                                    f"start with {n}.tensormap: rebuild the library")
         if tma:
             _same_tma_everywhere(self.kernel, getattr(inner, "variants", ()), tma)
         self.call_names = tuple(n for n in names if n not in parts)
@@ -297,10 +294,7 @@ class DescriptorLauncher:
             if ex is None:
                 kw[k] = v
                 continue
-            rank = len(self.descriptors[k]["block_shape"])
-            names = ([f"{k}.tensormap"] if k in self._tensormaps else []) + [k] + \
-                [f"{k}.shape{i}" for i in range(rank)] + [f"{k}.stride{i}" for i in range(rank - 1)]
-            kw.update(zip(names, ex(v)))
+            kw.update(zip(self._entries[k], ex(v)))
         return out, kw
 
     def __getitem__(self, grid):
@@ -357,6 +351,25 @@ class DescriptorLauncher:
 
     def __repr__(self):
         return f"<ttbuild kernel {self.kernel} with descriptor parameters {', '.join(self.descriptors)}>"
+
+
+def descriptor_entries(params, descriptors: dict, tma, kernel: str) -> dict[str, tuple[str, ...]]:
+    """Per descriptor name, the names of its kernel parameters in order: the `params` (metadata
+    Param records, the kernel ABI) whose origin it is. Raises MetadataError ("rebuild the
+    library") unless they are contiguous and their parts are what `expander` gives: tensormap
+    (for a name in `tma`), base, one shape per block dimension, one stride per dimension but
+    the last."""
+    out = {}
+    for n, d in descriptors.items():
+        at = [i for i, p in enumerate(params) if p.origin == n]
+        rank = len(d["block_shape"])
+        want = ["tensormap"] * (n in tma) + ["base"] + ["shape"] * rank + ["stride"] * (rank - 1)
+        got = [params[i].part for i in at]
+        if got != want or at != list(range(at[0], at[0] + len(at))):
+            raise MetadataError(f"{kernel}: descriptor {n!r} passes as {got or 'nothing'} in the metadata's params, "
+                                f"not as the contiguous {want} this runtime expands it to: rebuild the library")
+        out[n] = tuple(params[i].name for i in at)
+    return out
 
 
 def _driver_of(inner):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-VERSION = 10  # cache modifiers and eviction policies refused as Triton 3.6 refuses them
+VERSION = 11  # records the kernel ABI it emitted (output abi); modifiers refused as Triton refuses them
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:
     """`inputs["json"]`: the parse stage's output; `options`: `signature` (list of str, one per
@@ -15,7 +15,9 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     `tma` (bool, absent = false: the target loads descriptor parameters through TMA, ttbuild.tma;
     Triton's make_ttir rewrites descriptors to pointers only below sm_90). With debug, `inputs["loc"]` (the parse `loc` table,
     optional) puts file:line:col into every location: `loc("n17"("vector_add.py":12:5))`.
-    Returns `{"ttir": bytes}`.
+    Returns `{"ttir": bytes, "abi": bytes}`: `abi` is the parameter list the TTIR's kernel takes
+    (ttbuild.frontend.abi: per parameter its pointer / scalar entries, a descriptor's expansion,
+    or its constexpr value), which the metadata copies and the runtime packs from.
 
     Raises CompilationError carrying `node_id` (resolve it with `ttbuild.locs.locate`
     and the parse stage's `loc` output) for kernels Triton would reject.
@@ -31,7 +33,7 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
         signature = [s for s in split_entries(signature) if s]
     debug = bool(options.get("debug", False))
     loc_table = json.loads(inputs["loc"]) if debug and inputs.get("loc") else None
-    text = generate(desc, list(signature), dict(options.get("constexprs", {})), debug=debug, loc_table=loc_table,
+    text, abi = generate(desc, list(signature), dict(options.get("constexprs", {})), debug=debug, loc_table=loc_table,
                     tma=bool(options.get("tma", False)))
     from mlir import ir
 
@@ -46,4 +48,4 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     if not module.operation.verify():
         raise CompilationError("internal error: TTIR does not verify after the cleanup passes", stage="ttir")
     asm = module.operation.get_asm(print_generic_op_form=True, use_local_scope=True, enable_debug_info=True)
-    return {"ttir": asm.encode()}
+    return {"ttir": asm.encode(), "abi": abi}

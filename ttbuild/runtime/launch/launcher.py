@@ -34,8 +34,8 @@ class Launcher(FastPaths, GenericPath):
         self.variants = list(variants)
         first = self.variants[0]
         for v in self.variants[1:]:
-            if [(p.name, p.kind == "constexpr") for p in v.params] != \
-                    [(p.name, p.kind == "constexpr") for p in first.params]:
+            if [(p.name, p.kind == "constexpr", p.origin, p.part) for p in v.params] != \
+                    [(p.name, p.kind == "constexpr", p.origin, p.part) for p in first.params]:
                 raise MetadataError(f"{v.json_path}: parameters differ from {first.json_path} "
                                     f"for the same kernel {kernel}")
         self.param_names = tuple(p.name for p in first.params)

@@ -66,7 +66,9 @@ def _record_hash(data: bytes) -> str:
 
 
 def library_files(lib_dir: str) -> tuple[list, dict[str, bytes]]:
-    """(variants, {file name in lib/: bytes}) of every metadata JSON and the images it names."""
+    """(variants, {file name in lib/: bytes}) of every metadata JSON and the images it names, and
+    the library index (ttbuild.runtime.libindex) of those files."""
+    from ttbuild.runtime.libindex import INDEX, index_bytes, variant_row
     from ttbuild.runtime.metadata import MetadataError, read_library
 
     try:
@@ -81,6 +83,11 @@ def library_files(lib_dir: str) -> tuple[list, dict[str, bytes]]:
         for path in paths:
             with open(path, "rb") as f:
                 files[os.path.basename(path)] = f.read()
+    # the library index of exactly these files: an installed package reads a kernel's metadata on its first use
+    rows = [(v.file, v.kernel, variant_row(os.path.basename(v.json_path),
+                                           hashlib.sha256(files[os.path.basename(v.json_path)]).hexdigest(), v))
+            for v in variants]
+    files[INDEX] = index_bytes(rows)
     return variants, files
 
 

@@ -35,7 +35,7 @@ def test_wheel_layout_record_and_metadata(tmp_path):
         names = zf.namelist()
         assert names[-1] == "tinylib-1.2.dist-info/RECORD"
         assert {"tinylib/__init__.py", "tinylib/ttbuild_library.json", "tinylib/lib/add_fp32.cubin",
-                "tinylib/lib/add_80.json", "tinylib-1.2.dist-info/METADATA",
+                "tinylib/lib/add_80.json", "tinylib/lib/ttbuild.index", "tinylib-1.2.dist-info/METADATA",
                 "tinylib-1.2.dist-info/WHEEL"} <= set(names)
         record = zf.read("tinylib-1.2.dist-info/RECORD").decode().splitlines()
         for line in record:

@@ -6,6 +6,7 @@ Package layout (docs/CONTRACTS.md, "Kernel wheels"):
     <name>/ttbuild_library.json   manifest, schema "ttbuild.library/1": name, version, kernels,
                                   targets, archs, ptx, min_cuda_driver, files {path: sha256 hex}
     <name>/lib/<variant>.json, .cubin (.ptx)   the artifacts/lib files, unchanged
+    <name>/lib/ttbuild.index      the library index of those files (ttbuild.runtime.libindex)
     <name>/tuning/<kernel>.json   the tuning tables of autotuned kernels (ttbuild tune), if any
     <name>/launcher/ttbuild_claunch-<digest><EXT_SUFFIX>   the C launcher compiled in (ttbuild.runtime.cext), if any
 """
@@ -80,8 +81,7 @@ def verify_package(root: str) -> dict:
 
 def load_package(init_file: str, driver=None):
     """The Library of the package whose `__init__.py` is `init_file`, after verify_package."""
-    from . import Library
-    from .metadata import read_library
+    from . import open_library
 
     root = os.path.dirname(os.path.abspath(init_file))
     doc = verify_package(root)
@@ -90,6 +90,6 @@ def load_package(init_file: str, driver=None):
 
         cext.add_prebuilt(os.path.join(root, "launcher"))  # the C launcher compiled into the wheel
     lib_dir = os.path.join(root, "lib")
-    library = Library(read_library(lib_dir), lib_dir, driver)
+    library = open_library(lib_dir, driver)  # through the wheel's index: a kernel's metadata on first use
     library.manifest = doc
     return library

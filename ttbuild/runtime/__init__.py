@@ -7,6 +7,7 @@ launch (through `ttbuild.runtime.driver.default_driver`). Never imports the comp
 from __future__ import annotations
 
 import os
+import threading
 
 from .driver import CtypesCudaDriver, CudaDriver, CudaError, Driver, default_driver
 from .interop import InteropError
@@ -36,6 +37,10 @@ class Library:
     qualified names. `lib.variant(name)` is a Launcher over one variant. A kernel built from
     `@triton.autotune` / `@triton.heuristics` rows is a TunedLauncher reading
     `<artifacts>/tuning/<kernel>.json` (ttbuild.runtime.tuned).
+
+    `variants`: the Variants, read; or None with `groups` ({(file, kernel): libindex.KernelGroup}
+    from the library index), whose metadata is read when the kernel is first asked for. Either
+    way a kernel's launcher is made on its first use.
     """
 
     def __init__(self, variants: list[Variant] | None, lib_dir: str, driver=None, *, groups: dict | None = None):
@@ -56,6 +61,7 @@ class Library:
         self._by_name = {f"{f}:{k}" if f else k: g for (f, k), g in self._groups.items()}
         self._launchers: dict = {}  # qualified name -> Launcher (or the MetadataError it raised), made on first use
         self._single: dict = {}
+        self._making = threading.Lock()
 
     @property
     def variants(self) -> list[Variant]:
@@ -102,7 +108,10 @@ class Library:
     def _launcher(self, qualified: str) -> Launcher:
         found = self._launchers.get(qualified)
         if found is None:
-            found = self._launchers[qualified] = self._make(self._by_name[qualified])
+            with self._making:  # one launcher per kernel, whichever thread asks first
+                found = self._launchers.get(qualified)
+                if found is None:
+                    found = self._launchers[qualified] = self._make(self._by_name[qualified])
         if isinstance(found, MetadataError):
             raise found
         return found
@@ -187,11 +196,14 @@ def _widest(variants: list) -> list:
 
 
 def load(path: str = "artifacts", driver=None) -> Library:
-    """Read `<path>/lib/*.json` (or `<path>/*.json` when path is the lib folder itself).
+    """The library of `<path>/lib` (or of `path` when it is the lib folder itself).
 
-    Nothing touches the GPU here: cubins load on the first launch of each variant, per CUDA
-    context. `driver`: a Driver (see ttbuild.runtime.driver) to launch through; default CUDA.
-    Raises MetadataError for a missing folder or a bad metadata file.
+    With the library index the build writes (lib/ttbuild.index, ttbuild.runtime.libindex), a
+    kernel's `*.json` are read when that kernel is first asked for; without one that fits lib/,
+    every `*.json` is read now. Nothing touches the GPU here: cubins load on the first launch of
+    each variant, per CUDA context. `driver`: a Driver (see ttbuild.runtime.driver) to launch
+    through; default CUDA. Raises MetadataError for a missing folder or a bad metadata file
+    (through the index: when its kernel is first asked for).
     """
     lib_dir = os.path.join(path, "lib")
     if not os.path.isdir(lib_dir) and os.path.isdir(path) and any(

@@ -367,20 +367,25 @@ def test_a_grid_callable_gets_dtype_constexprs_as_tl_dtypes(project, tmp_path):
     assert [launch["function"][3] for launch in drv.launches] == ["none_fp16", "none_fp32", "none_fp16"]
 
 
-def test_a_library_kernel_grid_gets_ttbuild_dtypes_without_triton(tmp_path, monkeypatch):
+@pytest.mark.parametrize("raw", [False, True])
+def test_a_library_kernel_grid_gets_ttbuild_dtypes_without_triton(tmp_path, monkeypatch, raw):
     """Without any `triton.language` loaded, a library kernel's grid callable gets ttbuild.language's
-    dtype for a dtype constexpr (the dtype kernels written against ttbuild.language use)."""
+    dtype for a dtype constexpr (the dtype kernels written against ttbuild.language use), on the
+    generic path and on the generated one (raw: the driver offers cuLaunchKernel's seam)."""
     import ttbuild.language as ttl
 
     monkeypatch.delitem(sys.modules, "triton.language", raising=False)
     write_lib(tmp_path / "art", [_norm("none_bf16", "bf16", True)])
-    drv = VariantDriver(raw=False)
+    drv = VariantDriver(raw=raw)
     drv.params_of = {"norm_kernel": 3}
     torch = FakeTorch(monkeypatch)
     seen = []
     kernel = rt.load(str(tmp_path / "art"), driver=drv).norm_kernel
-    kernel[lambda meta: seen.append(meta) or (1,)](torch.Tensor(0x1000), torch.Tensor(0x2000), 100)
-    assert seen[0]["OUT_DTYPE"] is ttl.bfloat16 and seen[0]["w_ptr"] is None and seen[0]["n"] == 100
+    for _ in range(2):  # the second launch takes the bound (generated, with raw) launch function
+        kernel[lambda args: seen.append(args) or (1,)](torch.Tensor(0x1000), torch.Tensor(0x2000), 100)
+    assert [launch["path"] for launch in drv.launches] == ["launch", "cu_launch" if raw else "launch"]
+    for args in seen:
+        assert args["OUT_DTYPE"] is ttl.bfloat16 and args["w_ptr"] is None and args["n"] == 100
 
 
 def _warps(variant, warps):

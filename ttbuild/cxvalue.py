@@ -8,10 +8,13 @@ string constexpr "bf16": both take an inline table in a row's `constexprs`. The 
 stage keys and the metadata carry None as JSON null and a dtype as {"dtype": name} (Triton's
 `dtype.name`, which `str(tl.int32)` prints: int32, uint8, fp16, bf16, fp32, ...; a row may also
 write the signature's i32, u8, ...), so a string constexpr stays a string. Standard library only:
-the runtime (no compiler) matches a call's values with `matches`.
+the runtime (no compiler) matches a call's values with `matches`, and gives a grid callable the
+live object (`to_live`) that Triton would pass it.
 """
 
 from __future__ import annotations
+
+import sys
 
 # Triton's dtype names (triton.language.core.dtype SINT_TYPES, UINT_TYPES, FP_TYPES, OTHER_TYPES).
 DTYPE_NAMES = frozenset(("int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "fp8e4b15",
@@ -73,6 +76,39 @@ def to_json(value):
         return {"dtype": name}
     if type(value).__name__ == "constexpr" and hasattr(value, "value"):
         return value.value
+    return value
+
+
+# Triton's dtype name -> the `triton.language` attribute holding that dtype (triton/language/core.py)
+_ATTRS = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64", "fp8e4nv": "float8e4nv",
+          "fp8e5": "float8e5", "fp8e4b15": "float8e4b15", "fp8e4b8": "float8e4b8", "fp8e5b16": "float8e5b16"}
+
+
+def live_dtype(name: str):
+    """The dtype object named `name` (Triton's name: "fp16", "int32") as kernel code sees it: the
+    `triton.language` module's own (`tl.float16`), real Triton's or ttbuild's façade, when that
+    module is imported; else ttbuild.language's (`ttbuild.language.float16`). Never imports triton."""
+    for module in (sys.modules.get("triton.language"), sys.modules.get("ttbuild.language")):
+        if module is None:
+            continue
+        found = getattr(module, _ATTRS.get(name, name), None)
+        if dtype_of(found) == name:
+            return found
+        make = getattr(module, "dtype", None)
+        if isinstance(make, type):
+            return make(name)
+    from . import language
+
+    return language.dtype(name)
+
+
+def to_live(value):
+    """A build/metadata constexpr as a call passes it: {"dtype": name} -> live_dtype(name); any
+    other value as it is (None, ints, floats, bools and strings are the same in both forms)."""
+    if type(value) is dict:
+        name = dtype_of(value)
+        if name is not None:
+            return live_dtype(name)
     return value
 
 

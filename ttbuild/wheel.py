@@ -1,11 +1,13 @@
-"""`ttbuild package`: artifacts/lib as a wheel that needs only the runtime (`import mykernels; mykernels.add_kernel[grid](...)`); stdlib only, runs in a runtime-only install.
+"""`ttbuild package`: artifacts/lib as a wheel that needs only the runtime (`import mykernels`); stdlib and `packaging`, so it runs in a runtime-only install.
 
 The wheel follows the binary distribution format (packaging.python.org, "Binary distribution
 format"; PEP 427): `<name>/` (generated `__init__.py`, `ttbuild_library.json`, `lib/`, and
 `tuning/` when `ttbuild tune` wrote tables) and
 `<name>-<version>.dist-info/` with METADATA (core metadata 2.1), WHEEL and RECORD (sha256 in
-urlsafe base64 without padding, size). Entries are sorted with fixed timestamps, so one library
-gives the same wheel bytes on any machine.
+urlsafe base64 without padding, size; the installed package checks its files against it,
+ttbuild.runtime.package). Entries are sorted with fixed timestamps, so one library gives the
+same wheel bytes on any machine. Names, versions and tags go through `packaging` (utils,
+version, tags).
 
 Tags: `py3-none-any` for the library alone: cubins and PTX are loaded by the CUDA driver,
 whatever the host OS or CPU, and Python wheel tags cannot name GPU architectures or driver
@@ -14,7 +16,7 @@ runtime at load and launch. `--platform manylinux2014_x86_64` (or any platform t
 where pip installs it. `ttbuild package` also compiles the C launch path into the wheel where it
 has a C compiler (`launcher/`, ttbuild.runtime.cext; `--no-launcher` leaves it out): the wheel
 is then for this interpreter and platform (`cp311-cp311-manylinux_2_36_x86_64`, from
-`packaging.tags` where installed), and only that file differs between machines.
+`packaging.tags`), and only that file differs between machines.
 """
 
 from __future__ import annotations
@@ -27,13 +29,15 @@ import json
 import os
 import re
 import sys
-import sysconfig
 import zipfile
+
+from packaging import tags
+from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.version import InvalidVersion, Version
 
 from ttbuild.errors import TTBuildError
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
-_VERSION = re.compile(r"\d+(\.\d+)*((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?(\+[A-Za-z0-9.]+)?\Z")
 _PLATFORM = re.compile(r"[a-z0-9_]+\Z")
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
@@ -66,7 +70,9 @@ def _record_hash(data: bytes) -> str:
 
 
 def library_files(lib_dir: str) -> tuple[list, dict[str, bytes]]:
-    """(variants, {file name in lib/: bytes}) of every metadata JSON and the images it names."""
+    """(variants, {file name in lib/: bytes}) of every metadata JSON and the images it names, and
+    the library index (ttbuild.runtime.libindex) of those files."""
+    from ttbuild.runtime.libindex import INDEX, index_bytes, variant_row
     from ttbuild.runtime.metadata import MetadataError, read_library
 
     try:
@@ -81,6 +87,11 @@ def library_files(lib_dir: str) -> tuple[list, dict[str, bytes]]:
         for path in paths:
             with open(path, "rb") as f:
                 files[os.path.basename(path)] = f.read()
+    # the library index of exactly these files: an installed package reads a kernel's metadata on its first use
+    rows = [(v.file, v.kernel, variant_row(os.path.basename(v.json_path),
+                                           hashlib.sha256(files[os.path.basename(v.json_path)]).hexdigest(), v))
+            for v in variants]
+    files[INDEX] = index_bytes(rows)
     return variants, files
 
 
@@ -98,10 +109,10 @@ def tuning_files(lib_dir: str) -> dict[str, bytes]:
     return out
 
 
-def manifest(name: str, version: str, variants, files: dict[str, bytes], tuning: dict[str, bytes] | None = None,
-             build: dict | None = None) -> dict:
-    """The package manifest (schema ttbuild.library/1, ttbuild.runtime.package); `build`: the
-    variant list's state (ttbuild.buildrecord.state) when the library was packaged."""
+def manifest(name: str, version: str, variants, build: dict | None = None) -> dict:
+    """The package manifest (schema ttbuild.library/2, ttbuild.runtime.package): what the library
+    holds and needs; `build`: the variant list's state (ttbuild.buildrecord.state) when the
+    library was packaged. The files' hashes are the wheel's RECORD."""
     from ttbuild.runtime.package import SCHEMA
 
     kernels: dict[str, list[str]] = {}
@@ -116,8 +127,6 @@ def manifest(name: str, version: str, variants, files: dict[str, bytes], tuning:
         "kernels": {k: sorted(vs) for k, vs in sorted(kernels.items())},
         "targets": sorted({t for v in variants for t in (v.targets or (v.target,))}, key=lambda t: int(t.split(":")[1])),
         "archs": archs, "ptx": ptx, "min_cuda_driver": max(drivers),
-        "files": {**{f"lib/{n}": hashlib.sha256(data).hexdigest() for n, data in sorted(files.items())},
-                  **{f"tuning/{n}": hashlib.sha256(data).hexdigest() for n, data in sorted((tuning or {}).items())}},
         **({"build": build} if build is not None else {}),
     }
 
@@ -149,16 +158,9 @@ def launcher_tag(platform: str = "any") -> str:
     `cp311-cp311-manylinux_2_36_x86_64` (packaging.tags: this interpreter's tag, on Linux the
     manylinux tag of the host's glibc, which the module was linked against); `platform`, when
     not "any", replaces the platform part."""
-    try:
-        from packaging import tags
-
-        found = list(tags.sys_tags())
-        best = next((t for t in found if t.platform.startswith("manylinux")), found[0])
-        interpreter, abi, plat = best.interpreter, best.abi, best.platform
-    except ImportError:  # packaging is not a runtime dependency: this interpreter and platform, plainly
-        interpreter = abi = f"cp{sys.version_info[0]}{sys.version_info[1]}"
-        plat = sysconfig.get_platform().replace("-", "_").replace(".", "_")
-    return f"{interpreter}-{abi}-{plat if platform == 'any' else platform}"
+    found = list(tags.sys_tags())
+    best = next((t for t in found if t.platform.startswith("manylinux")), found[0])
+    return f"{best.interpreter}-{best.abi}-{best.platform if platform == 'any' else platform}"
 
 
 def _launcher_files(name: str) -> dict[str, bytes]:
@@ -185,22 +187,25 @@ def build_wheel(lib_dir: str, name: str, version: str, out_dir: str, platform: s
 
     if not isinstance(name, str) or not _NAME.match(name):
         raise PackageError(f"package name {name!r} must be a Python identifier (letters, digits, '_')")
-    if not isinstance(version, str) or not _VERSION.match(version):
-        raise PackageError(f"version {version!r} is not a PEP 440 version like 1.0 or 2.1.3rc1")
+    try:
+        version = str(Version(version))  # normalized, as wheel file names and METADATA want it
+    except (InvalidVersion, TypeError):
+        raise PackageError(f"version {version!r} is not a PEP 440 version like 1.0 or 2.1.3rc1") from None
     if not _PLATFORM.match(platform):
         raise PackageError(f"platform tag {platform!r} must look like any, linux_x86_64 or manylinux2014_x86_64")
     variants, files = library_files(lib_dir)
     tuning = tuning_files(lib_dir)
-    doc = manifest(name, version, variants, files, tuning, build)
+    doc = manifest(name, version, variants, build)
     native = _launcher_files(name) if launcher else {}
-    doc["files"].update({rel: hashlib.sha256(data).hexdigest() for rel, data in native.items()})
     tag = launcher_tag(platform) if native else f"py3-none-{platform}"
     driver = cuda_version_text(doc["min_cuda_driver"])
     served = ", ".join(doc["archs"]) + (f"; PTX {', '.join(doc['ptx'])} for newer GPUs" if doc["ptx"] else "")
     kernels = ", ".join(doc["kernels"])
     init = INIT.format(name=name, version=version, kernels=kernels, archs=served, driver=driver,
                        first=next((k for k in doc["kernels"] if not k.startswith("_")), next(iter(doc["kernels"]))))
-    dist_info = f"{name}-{version}.dist-info"
+    # the distribution name as file names spell it (binary distribution format, "Escaping and Unicode")
+    dist = canonicalize_name(name).replace("-", "_")
+    dist_info = f"{dist}-{version}.dist-info"
     metadata = "".join([
         "Metadata-Version: 2.1\n", f"Name: {name}\n", f"Version: {version}\n",
         f"Summary: ttbuild kernel library: {kernels} ({served}; CUDA driver >= {driver})\n",
@@ -221,7 +226,8 @@ def build_wheel(lib_dir: str, name: str, version: str, out_dir: str, platform: s
     entries[f"{dist_info}/RECORD"] = (record + f"{dist_info}/RECORD,,\n").encode()
 
     os.makedirs(out_dir, exist_ok=True)
-    path = os.path.join(out_dir, f"{name}-{version}-{tag}.whl")
+    path = os.path.join(out_dir, f"{dist}-{version}-{tag}.whl")
+    parse_wheel_filename(os.path.basename(path))  # InvalidWheelFilename: a tag or name we spelled wrong
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
         # RECORD last, as the spec recommends; everything else sorted.

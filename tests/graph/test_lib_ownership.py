@@ -209,3 +209,27 @@ def test_a_build_that_never_ends_leaves_no_record(proj):
         reporter._drop_lock()
     rc, err = _package(proj)
     assert rc == 2 and "records no build" in err, err
+
+
+def test_the_build_indexes_lib_as_it_leaves_it(proj):
+    """lib/ttbuild.index (ttbuild.runtime.libindex) lists exactly lib/'s metadata after a build,
+    a build that removed a variant and a failed --continue build; load then goes through it."""
+    from ttbuild.runtime import libindex, load
+
+    def indexed() -> set[str]:
+        groups = libindex.read_index(str(proj.artifacts / "lib"))
+        assert groups is not None, "no index that fits lib/"
+        return {row[0] for g in groups.values() for row in g._rows}
+
+    assert proj.ttbuild("build").rc == 0
+    assert indexed() == {p.name for p in (proj.artifacts / "lib").glob("*.json")} != set()
+    assert not load(str(proj.artifacts)).kernel_groups()[0].loaded
+    vt = proj.kernels / "variants.toml"
+    header, rows = _split(vt.read_text())
+    gone = re.search(r'name = "([^"]+)"', rows[0]).group(1)
+    vt.write_text(header + "".join(rows[1:]))
+    assert proj.ttbuild("build").rc == 0
+    assert f"{gone}.json" not in indexed() and indexed() == {p.name for p in (proj.artifacts / "lib").glob("*.json")}
+    _break(proj, "vector_add.py")
+    assert proj.ttbuild("build", "--continue").rc != 0
+    assert indexed() == {p.name for p in (proj.artifacts / "lib").glob("*.json")}

@@ -15,6 +15,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+from packaging.utils import parse_wheel_filename
+from packaging.version import Version
 from runtime_fakes import add_params, meta, write_lib
 
 from ttbuild.wheel import PackageError, build_wheel
@@ -35,7 +37,7 @@ def test_wheel_layout_record_and_metadata(tmp_path):
         names = zf.namelist()
         assert names[-1] == "tinylib-1.2.dist-info/RECORD"
         assert {"tinylib/__init__.py", "tinylib/ttbuild_library.json", "tinylib/lib/add_fp32.cubin",
-                "tinylib/lib/add_80.json", "tinylib-1.2.dist-info/METADATA",
+                "tinylib/lib/add_80.json", "tinylib/lib/ttbuild.index", "tinylib-1.2.dist-info/METADATA",
                 "tinylib-1.2.dist-info/WHEEL"} <= set(names)
         record = zf.read("tinylib-1.2.dist-info/RECORD").decode().splitlines()
         for line in record:
@@ -120,7 +122,7 @@ def test_the_c_launcher_ships_compiled_and_loads_without_a_compiler(tmp_path):
     assert os.path.basename(path) == f"clib-1.0-{launcher_tag()}.whl" and launcher_tag().startswith("cp3")
     with zipfile.ZipFile(path) as zf:
         assert f"clib/launcher/{cext.prebuilt_name()}" in zf.namelist()
-        assert f"launcher/{cext.prebuilt_name()}" in json.loads(zf.read("clib/ttbuild_library.json"))["files"]
+        assert f"clib/launcher/{cext.prebuilt_name()}," in zf.read("clib-1.0.dist-info/RECORD").decode()  # hash-checked
         assert "Root-Is-Purelib: false" in zf.read("clib-1.0.dist-info/WHEEL").decode()
     py = install(path, tmp_path / "venv")
     (tmp_path / "bin").mkdir()
@@ -181,6 +183,42 @@ def test_round_trip_of_a_real_build_in_a_clean_venv(tmp_path, built_project_fact
     assert out.returncode != 0 and "add_kernel_fp32.cubin: sha256" in out.stderr and "reinstall mykernels" in out.stderr
 
 
+def test_an_installed_wheel_checks_its_files_against_its_record(tmp_path):
+    """pip installs the wheel; importing it checks each file against the sha256 of the
+    distribution's RECORD (importlib.metadata), with no second list in the manifest: a changed
+    file, a file the RECORD does not list and a missing RECORD each stop the import, naming it."""
+    path = build_wheel(str(small_lib(tmp_path)), "Rec_Lib", "1.0.0", str(tmp_path / "dist"))
+    assert parse_wheel_filename(os.path.basename(path))[:2] == ("rec-lib", Version("1.0.0"))
+    with zipfile.ZipFile(path) as zf:
+        assert "files" not in json.loads(zf.read("Rec_Lib/ttbuild_library.json"))
+    py = install(path, tmp_path / "venv")
+    env = {"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"}
+
+    def imported():
+        return subprocess.run([str(py), "-c", "import Rec_Lib; print(Rec_Lib.kernels)"], capture_output=True,
+                              text=True, env=env, cwd=tmp_path)
+
+    out = imported()
+    assert out.returncode == 0 and "add_kernel" in out.stdout, out.stderr
+    site = Path(subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, env=env).stdout.strip())
+    victim = site / "Rec_Lib" / "lib" / "add_fp16.json"
+    good = victim.read_bytes()
+    victim.write_bytes(good.replace(b'"num_warps": 4', b'"num_warps": 8'))
+    out = imported()
+    assert out.returncode != 0 and "add_fp16.json: sha256" in out.stderr and "RECORD" in out.stderr, out.stderr
+    assert "reinstall Rec_Lib" in out.stderr
+    victim.write_bytes(good)
+    (site / "Rec_Lib" / "lib" / "extra.json").write_text("{}")
+    out = imported()
+    assert out.returncode != 0 and "lib/extra.json not part of the Rec_Lib package" in out.stderr, out.stderr
+    (site / "Rec_Lib" / "lib" / "extra.json").unlink()
+    assert imported().returncode == 0
+    (site / "rec_lib-1.0.0.dist-info" / "RECORD").unlink()
+    out = imported()
+    assert out.returncode != 0 and "no installed distribution" in out.stderr, out.stderr
+
+
 def test_tuning_tables_ship_in_the_wheel_and_load_from_the_package(tmp_path):
     """artifacts/tuning/<kernel>.json (ttbuild tune) travels in the wheel, is hash-checked with the
     rest, and the installed package's tuned kernel reads it."""
@@ -203,7 +241,7 @@ def test_tuning_tables_ship_in_the_wheel_and_load_from_the_package(tmp_path):
     path = build_wheel(str(lib), "tuned", "1.0", str(tmp_path / "dist"))
     with zipfile.ZipFile(path) as zf:
         assert json.loads(zf.read("tuned/tuning/add_kernel.json")) == table
-        assert "tuning/add_kernel.json" in json.loads(zf.read("tuned/ttbuild_library.json"))["files"]
+        assert "\ntuned/tuning/add_kernel.json,sha256=" in zf.read("tuned-1.0.dist-info/RECORD").decode()
         zf.extractall(tmp_path / "site")
     library = load_package(str(tmp_path / "site" / "tuned" / "__init__.py"), driver=RecordingDriver())
     kernel = library.add_kernel

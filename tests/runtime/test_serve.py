@@ -351,6 +351,53 @@ def test_none_arguments_and_dtype_constexprs_pick_their_variant(project, tmp_pat
     assert events[2]["constants"]["w_ptr"] is None and events[0]["signature"]["w_ptr"] == "*fp32"
 
 
+def test_a_grid_callable_gets_dtype_constexprs_as_tl_dtypes(project, tmp_path):
+    """META holds what Triton's JITFunction.run gives a grid callable (its bound arguments): a
+    dtype constexpr as the `tl.dtype` object, not the metadata's {"dtype": name}; the same
+    through the launch hooks' path (ttbuild.runtime.servehooks)."""
+    root, torch = project
+    server, drv = _serve(tmp_path, [_norm("none_fp16", "fp16", True), _norm("none_fp32", "fp32", True)])
+    ops = importlib.import_module("pkg.ops")
+    tl = importlib.import_module("triton.language")
+    seen = []
+
+    def grid(meta):
+        seen.append(meta["OUT_DTYPE"])
+        return (1,)
+
+    x, out = torch.Tensor(0x1000), torch.Tensor(0x2000)
+    ops.norm_kernel[grid](x, out, 100, tl.float16)
+    ops.norm_kernel[grid](x, out, 100, OUT_DTYPE=tl.float32)
+    from triton import knobs
+
+    knobs.runtime.launch_enter_hook.add(lambda md: None)
+    ops.norm_kernel[grid](x, out, 100, tl.float16)
+    assert seen == [tl.float16, tl.float32, tl.float16]
+    assert all(isinstance(d, tl.dtype) for d in seen) and seen[0] is tl.float16
+    assert [launch["function"][3] for launch in drv.launches] == ["none_fp16", "none_fp32", "none_fp16"]
+
+
+@pytest.mark.parametrize("raw", [False, True])
+def test_a_library_kernel_grid_gets_ttbuild_dtypes_without_triton(tmp_path, monkeypatch, raw):
+    """Without any `triton.language` loaded, a library kernel's grid callable gets ttbuild.language's
+    dtype for a dtype constexpr (the dtype kernels written against ttbuild.language use), on the
+    generic path and on the generated one (raw: the driver offers cuLaunchKernel's seam)."""
+    import ttbuild.language as ttl
+
+    monkeypatch.delitem(sys.modules, "triton.language", raising=False)
+    write_lib(tmp_path / "art", [_norm("none_bf16", "bf16", True)])
+    drv = VariantDriver(raw=raw)
+    drv.params_of = {"norm_kernel": 3}
+    torch = FakeTorch(monkeypatch)
+    seen = []
+    kernel = rt.load(str(tmp_path / "art"), driver=drv).norm_kernel
+    for _ in range(2):  # the second launch takes the bound (generated, with raw) launch function
+        kernel[lambda args: seen.append(args) or (1,)](torch.Tensor(0x1000), torch.Tensor(0x2000), 100)
+    assert [launch["path"] for launch in drv.launches] == ["launch", "cu_launch" if raw else "launch"]
+    for args in seen:
+        assert args["OUT_DTYPE"] is ttl.bfloat16 and args["w_ptr"] is None and args["n"] == 100
+
+
 def _warps(variant, warps):
     params = [_p("x_ptr", "pointer", "fp32", 16), _p("n", "scalar", "i32"), _p("BLOCK", "constexpr", value=128),
               _p("num_warps", "constexpr", value=warps)]

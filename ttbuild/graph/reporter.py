@@ -145,6 +145,13 @@ class BuildReporter(ConsoleReporter):
         from ttbuild.buildrecord import forget_record
 
         forget_record(self.lock_dir)
+        # lib/ is about to change: until the build ends there is no index (the runtime then reads
+        # every file); its rows are kept to reuse for the files the build leaves as they are
+        from ttbuild.runtime import libindex
+
+        lib = os.path.join(self.lock_dir, "lib")
+        self._index_rows = libindex.previous_rows(lib)
+        libindex.remove_index(lib)
         self.stats.start = time.monotonic()  # time the build, not the wait
 
     def _drop_lock(self):
@@ -231,9 +238,22 @@ class BuildReporter(ConsoleReporter):
             self.write("#" * 40 + "\nExecution aborted.\n" + "\n".join(self.runtime_errors) + "\n")
 
     def finish_lib(self) -> None:
-        """What a build does to lib/ when it ends, under the lock: prune_lib, then record_build."""
+        """What a build does to lib/ when it ends, under the lock: prune_lib, write_index, then record_build."""
         self.prune_lib()
+        self.write_index()
         self.record_build()
+
+    def write_index(self) -> None:
+        """Write lib/ttbuild.index for lib/ as the build leaves it (ttbuild.runtime.libindex): the
+        runtime reads a kernel's metadata only when that kernel is first used."""
+        from ttbuild.runtime import libindex
+
+        if self.lock_dir is None:
+            return
+        try:
+            libindex.write_index(os.path.join(self.lock_dir, "lib"), getattr(self, "_index_rows", None))
+        except OSError as exc:  # the library still loads, reading every file
+            self.write(f"ttbuild: warning: cannot write lib/{libindex.INDEX}: {exc}\n")
 
     def prune_lib(self) -> list[str]:
         """The build owns `<artifacts>/lib`: under the lock, after the run, delete what the

@@ -7,6 +7,7 @@ launch (through `ttbuild.runtime.driver.default_driver`). Never imports the comp
 from __future__ import annotations
 
 import os
+import threading
 
 from .driver import CtypesCudaDriver, CudaDriver, CudaError, Driver, default_driver
 from .interop import InteropError
@@ -23,7 +24,7 @@ from .tuningtable import TuningError, load_table, table_path
 __all__ = ["load", "Library", "Launcher", "Variant", "Param", "Driver", "CudaDriver", "CtypesCudaDriver",
            "CudaError", "MetadataError", "NoMatchingVariant", "LaunchError", "InteropError", "TorchOpError",
            "default_driver", "torch_op", "TunedLauncher", "TuningError", "TensorDescriptor", "DescriptorError",
-           "serve", "ServeMiss", "DeviceNotCovered"]
+           "serve", "ServeMiss", "DeviceNotCovered", "open_library"]
 
 
 class Library:
@@ -36,40 +37,53 @@ class Library:
     qualified names. `lib.variant(name)` is a Launcher over one variant. A kernel built from
     `@triton.autotune` / `@triton.heuristics` rows is a TunedLauncher reading
     `<artifacts>/tuning/<kernel>.json` (ttbuild.runtime.tuned).
+
+    `variants`: the Variants, read; or None with `groups` ({(file, kernel): libindex.KernelGroup}
+    from the library index), whose metadata is read when the kernel is first asked for. Either
+    way a kernel's launcher is made on its first use.
     """
 
-    def __init__(self, variants: list[Variant], lib_dir: str, driver=None):
+    def __init__(self, variants: list[Variant] | None, lib_dir: str, driver=None, *, groups: dict | None = None):
         self.lib_dir = lib_dir
-        self.variants = list(variants)
         self._driver = driver
-        groups: dict = {}
-        for v in self.variants:
-            groups.setdefault((v.file, v.kernel), []).append(v)
+        # (file, kernel) -> libindex.KernelGroup: given Variants, or index rows read on first use
+        self._all = list(variants) if variants is not None else None
+        if groups is None:
+            # imported when used: `python -m ttbuild.runtime.libindex` runs that module as __main__
+            from .libindex import groups_of
+
+            groups = groups_of(self._all)
+        self._groups = groups
         names: dict[str, list[str]] = {}
-        for file, kernel in groups:
+        for file, kernel in self._groups:
             names.setdefault(kernel, []).append(f"{file}:{kernel}" if file else kernel)
         self._qualified = {kernel: sorted(qs) for kernel, qs in names.items()}
-        tuning_dir = os.path.join(os.path.dirname(os.path.abspath(lib_dir)), "tuning")
-        self._launchers = {}
-        for (file, kernel), vs in groups.items():
-            vs = _widest(vs)
-            unique = len(self._qualified[kernel]) == 1
-            q = f"{file}:{kernel}" if file else kernel
-            try:
-                if any(v.autotune or v.heuristics for v in vs):
-                    # artifacts/tuning/<kernel>.json (<file stem>.<kernel>.json when two files define it)
-                    name = kernel if unique else f"{file.removesuffix('.py')}.{kernel}"
-                    self._launchers[q] = TunedLauncher(kernel if unique else q, vs, driver, load_table(tuning_dir, name),
-                                                       table_file=table_path(tuning_dir, name))
-                elif len({none_params(v) for v in vs}) > 1:  # variants for None and for a value
-                    self._launchers[q] = NoneDispatch(kernel if unique else q, vs, driver)
-                else:
-                    self._launchers[q] = Launcher(kernel if unique else q, vs, driver)
-                if vs[0].descriptors:
-                    self._launchers[q] = DescriptorLauncher(self._launchers[q], vs[0].descriptors)
-            except MetadataError as exc:  # raised when that kernel is asked for: the rest loads
-                self._launchers[q] = exc
+        self._by_name = {f"{f}:{k}" if f else k: g for (f, k), g in self._groups.items()}
+        self._launchers: dict = {}  # qualified name -> Launcher (or the MetadataError it raised), made on first use
         self._single: dict = {}
+        self._making = threading.Lock()
+
+    @property
+    def variants(self) -> list[Variant]:
+        """Every variant in library order; reads every kernel's metadata that was not read yet."""
+        if self._all is None:
+            order = sorted((o, i, n) for i, g in enumerate(self._groups.values()) for n, o in enumerate(g.order))
+            groups = list(self._groups.values())
+            self._all = [groups[i].load()[n] for _, i, n in order]
+        return self._all
+
+    def kernel_groups(self) -> list:
+        """The library's kernels as libindex.KernelGroup (file, kernel, names, images(), load()), in no
+        particular order: what serve and its device check read before any metadata file."""
+        return list(self._groups.values())
+
+    def variants_of(self, kernel: str, accept) -> list[Variant]:
+        """The variants of the kernels named `kernel` whose source file `accept(file)` takes, in library
+        order; reads only those kernels' metadata."""
+        picked = [g for (f, k), g in self._groups.items() if k == kernel and accept(f)]
+        if len(picked) == 1:
+            return list(picked[0].load())
+        return [v for _, v in sorted((o, v) for g in picked for o, v in zip(g.order, g.load()))]
 
     @property
     def kernels(self) -> list[str]:
@@ -80,7 +94,7 @@ class Library:
         if ":" in name:
             file, _, kernel = name.rpartition(":")
             for q in (name, f"{file}.py:{kernel}"):
-                if q in self._launchers:
+                if q in self._by_name:
                     return self._launcher(q)
         else:
             qs = self._qualified.get(name)
@@ -92,13 +106,42 @@ class Library:
         raise LookupError(f"no kernel {name!r} in {self.lib_dir}; kernels: {', '.join(self.kernels) or 'none'}")
 
     def _launcher(self, qualified: str) -> Launcher:
-        found = self._launchers[qualified]
+        found = self._launchers.get(qualified)
+        if found is None:
+            with self._making:  # one launcher per kernel, whichever thread asks first
+                found = self._launchers.get(qualified)
+                if found is None:
+                    found = self._launchers[qualified] = self._make(self._by_name[qualified])
         if isinstance(found, MetadataError):
             raise found
         return found
 
+    def _make(self, group):
+        """The launcher of one kernel, or the MetadataError its metadata raised (raised again at each ask)."""
+        file, kernel = group.file, group.kernel
+        unique = len(self._qualified[kernel]) == 1
+        q = f"{file}:{kernel}" if file else kernel
+        name = kernel if unique else q
+        try:
+            vs = _widest(group.load())
+            if any(v.autotune or v.heuristics for v in vs):
+                tuning_dir = os.path.join(os.path.dirname(os.path.abspath(self.lib_dir)), "tuning")
+                # artifacts/tuning/<kernel>.json (<file stem>.<kernel>.json when two files define it)
+                table = kernel if unique else f"{file.removesuffix('.py')}.{kernel}"
+                launcher = TunedLauncher(name, vs, self._driver, load_table(tuning_dir, table),
+                                         table_file=table_path(tuning_dir, table))
+            elif len({none_params(v) for v in vs}) > 1:  # variants for None and for a value
+                launcher = NoneDispatch(name, vs, self._driver)
+            else:
+                launcher = Launcher(name, vs, self._driver)
+            if vs[0].descriptors:
+                launcher = DescriptorLauncher(launcher, vs[0].descriptors)
+            return launcher
+        except MetadataError as exc:  # raised when that kernel is asked for: the rest loads
+            return exc
+
     def __getattr__(self, name):
-        if self.__dict__.get("_launchers") is None or name.startswith("__"):
+        if self.__dict__.get("_by_name") is None or name.startswith("__"):
             raise AttributeError(name)
         try:
             return self._find(name)
@@ -124,16 +167,18 @@ class Library:
     def variant(self, name: str) -> Launcher:
         """A Launcher restricted to the variant named `name` (its JSON's "variant")."""
         if name not in self._single:
-            match = [v for v in self.variants if v.variant == name]
+            group = next((g for g in self._groups.values() if name in g.names), None)
+            match = [v for v in group.load() if v.variant == name] if group is not None else []
             if not match:
-                raise KeyError(f"no variant {name!r} in {self.lib_dir}; variants: "
-                               f"{', '.join(v.variant for v in self.variants)}")
+                every = sorted((o, n) for g in self._groups.values() for o, n in zip(g.order, g.names))
+                raise KeyError(f"no variant {name!r} in {self.lib_dir}; variants: {', '.join(n for _, n in every)}")
             single = Launcher(match[0].kernel, match, self._driver)
             self._single[name] = DescriptorLauncher(single, match[0].descriptors) if match[0].descriptors else single
         return self._single[name]
 
     def __repr__(self):
-        return f"<ttbuild Library {self.lib_dir}: {len(self.variants)} variants of {self.kernels}>"
+        count = sum(len(g.names) for g in self._groups.values())
+        return f"<ttbuild Library {self.lib_dir}: {count} variants of {self.kernels}>"
 
 
 def _widest(variants: list) -> list:
@@ -151,14 +196,29 @@ def _widest(variants: list) -> list:
 
 
 def load(path: str = "artifacts", driver=None) -> Library:
-    """Read `<path>/lib/*.json` (or `<path>/*.json` when path is the lib folder itself).
+    """The library of `<path>/lib` (or of `path` when it is the lib folder itself).
 
-    Nothing touches the GPU here: cubins load on the first launch of each variant, per CUDA
-    context. `driver`: a Driver (see ttbuild.runtime.driver) to launch through; default CUDA.
-    Raises MetadataError for a missing folder or a bad metadata file.
+    With the library index the build writes (lib/ttbuild.index, ttbuild.runtime.libindex), a
+    kernel's `*.json` are read when that kernel is first asked for; without one that fits lib/,
+    every `*.json` is read now. Nothing touches the GPU here: cubins load on the first launch of
+    each variant, per CUDA context. `driver`: a Driver (see ttbuild.runtime.driver) to launch
+    through; default CUDA. Raises MetadataError for a missing folder or a bad metadata file
+    (through the index: when its kernel is first asked for).
     """
     lib_dir = os.path.join(path, "lib")
     if not os.path.isdir(lib_dir) and os.path.isdir(path) and any(
             n.endswith(".json") for n in os.listdir(path)):
         lib_dir = path
-    return Library(read_library(lib_dir), lib_dir, driver)
+    return open_library(lib_dir, driver)
+
+
+def open_library(lib_dir: str, driver=None) -> Library:
+    """The Library of the folder `lib_dir`: through its index (ttbuild.runtime.libindex), which
+    reads a kernel's metadata on that kernel's first use, else by reading every `*.json` now
+    (a library built before the index, or changed since). Raises MetadataError as `load`."""
+    from .libindex import read_index
+
+    groups = read_index(lib_dir) if os.path.isdir(lib_dir) else None
+    if groups is None:
+        return Library(read_library(lib_dir), lib_dir, driver)
+    return Library(None, lib_dir, driver, groups=groups)

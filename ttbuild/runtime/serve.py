@@ -301,8 +301,7 @@ class Server:
         sk = self.kernels.get(key)
         if sk is None:
             path = os.path.abspath(fn.__code__.co_filename).replace(os.sep, "/")
-            vs = [v for v in self.library.variants if v.kernel == fn.__name__ and v.file
-                  and (path == v.file or path.endswith("/" + v.file))]
+            vs = self.library.variants_of(fn.__name__, lambda file: file and (path == file or path.endswith("/" + file)))
             sk = self.kernels[key] = ServedKernel(self, fn, vs)
         return sk
 
@@ -358,20 +357,20 @@ class Server:
 
 def check_coverage(library, capability) -> None:
     """DeviceNotCovered when no variant of `library` runs on `capability`; a warning listing the
-    kernels without one when only some lack it."""
-    from .select import arch_ok
+    kernels without one when only some lack it. Reads the library's index, not its metadata files."""
+    from .metadata import best_image
 
-    if not library.variants:
+    groups = library.kernel_groups()
+    if not groups:
         return
-    ok = {(v.file, v.kernel) for v in library.variants if not arch_ok(v, capability)}
-    every = {(v.file, v.kernel) for v in library.variants}
+    missing = sorted((g.file, g.kernel) for g in groups if best_image(g.images(), capability) is None)
     cc = f"{capability[0]}.{capability[1]}"
-    if not ok:
-        targets = sorted({v.target for v in library.variants})
+    if len(missing) == len(groups):
+        targets = sorted({t for g in groups for t in g.targets()})
         raise DeviceNotCovered(f"ttbuild serve: {library.lib_dir} holds kernels for {', '.join(targets)}; "
                                f"this GPU is compute capability {cc}: build the rows for it (target = \"cuda:{capability[0]}{capability[1]}\")")
-    if ok != every:
-        names = ", ".join(f"{f}:{k}" for f, k in sorted(every - ok))
+    if missing:
+        names = ", ".join(f"{f}:{k}" for f, k in missing)
         warnings.warn(f"ttbuild serve: no variant of {names} runs on compute capability {cc}", stacklevel=3)
 
 

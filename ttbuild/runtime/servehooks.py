@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import sys
 
+from ..cxvalue import to_live
 from .metadata import Variant
 
 
@@ -102,7 +103,7 @@ def hooked_launch(server, sk, jit_self, args, kwargs, grid, hooks):
     bound, options = sk.bind(args, kwargs)
     launcher = next(lch for _, lch in sk.groups if variant in lch.variants)
     if callable(grid):  # what the launcher passes a grid callable: the arguments, constexprs and options
-        grid = grid({**bound, **variant.constexprs, "num_warps": variant.num_warps,
+        grid = grid({**{n: to_live(x) for n, x in variant.constexprs.items()}, **bound, "num_warps": variant.num_warps,
                      "num_stages": variant.num_stages, "num_ctas": variant.num_ctas})
     metadata = None
     if enter is not None:  # Triton 3.6 builds it only then (CompiledKernel.launch_metadata)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+from ...cxvalue import to_live
 from ..metadata import Variant
 from . import pack
 from .image import check_driver, image_for, read_image
@@ -36,9 +37,10 @@ class Compiled:
                                               for c, p in zip(self.convert, params)))
         self.functions: dict = {}
         self.lock = threading.Lock()
-        # What a grid callable sees besides the arguments (Triton passes constexprs and options).
-        self.meta = dict(variant.constexprs, num_warps=variant.num_warps,
-                         num_stages=variant.num_stages, num_ctas=variant.num_ctas)
+        # What a grid callable sees besides the arguments (Triton passes constexprs and options),
+        # a dtype constexpr as the tl.dtype a call passes, not its metadata form {"dtype": name}
+        self.meta = {name: to_live(value) for name, value in variant.constexprs.items()}
+        self.meta.update(num_warps=variant.num_warps, num_stages=variant.num_stages, num_ctas=variant.num_ctas)
         self._images: dict = {}
         self.shared_of: dict = {}
 

@@ -211,11 +211,9 @@ class Expressions:
         fail(self.cx, f"unsupported attribute access .{node.attr} on {S.describe(base)}")
 
     def _dtype_attr(self, dt: T.DType, attr: str):
-        probes = {"is_floating": dt.is_float(), "is_int": dt.is_int(), "is_int_signed": dt.is_signed(),
-                  "is_int_unsigned": dt.is_unsigned(), "is_fp16": dt == T.fp16, "is_bf16": dt == T.bf16,
-                  "is_fp32": dt == T.fp32, "is_fp64": dt == T.fp64, "is_bool": dt == T.int1,
-                  "is_fp8": "fp8" in dt.name, "is_standard_floating": dt in (T.fp16, T.bf16, T.fp32, T.fp64)}
-        probes.update({f"is_{n}": dt.name == n for n in T.DTYPES})  # is_int64, is_uint8, is_fp8e5... (tl.dtype)
+        from .constexprfn import dtype_probes
+
+        probes = dtype_probes(dt)
         if attr == "primitive_bitwidth" or (attr == "int_bitwidth" and dt.is_int()):
             return Constexpr(dt.bits)
         if attr in probes:
@@ -390,21 +388,18 @@ class Expressions:
         import ast as _ast
 
         from ttbuild.errors import CompilationError
-        from ttbuild.pyeval.evaluator import Evaluator
-        from ttbuild.pyeval.values import Function, Source
+        from ttbuild.pyeval.values import Function
+
+        from .constexprfn import HelperEvaluator
 
         if kwargs or not all(isinstance(a, Constexpr) for a in args):
             fail(self.cx, f"{name}() is a @triton.constexpr_function: call it with constexpr positional arguments")
         text = self.desc["constexpr_functions"][name]
-        fn = _ast.parse(text).body[0]
-
-        class _Helpers:
-            bindings = {n: ("def", _ast.parse(t).body[0]) for n, t in self.desc["constexpr_functions"].items()}
-            imports: dict = {}
-
+        constants = {n: g["value"] if not isinstance(g["value"], list) else tuple(g["value"])
+                     for n, g in self.globals.items()}
+        ev = HelperEvaluator(name, text, self.desc["constexpr_functions"], self.imports, constants)
         try:
-            return Constexpr(Evaluator(Source(f"<constexpr_function {name}>", text), _Helpers).apply(
-                Function(fn), [a.value for a in args], node))
+            return Constexpr(ev.apply(Function(_ast.parse(text).body[0]), [a.value for a in args], node))
         except CompilationError as e:
             fail(self.cx, f"{name}(...) at compile time: {e.message}")
 

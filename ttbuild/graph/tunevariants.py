@@ -63,7 +63,18 @@ def _project_decorators(kernels_dir: str, rel: str, kernel: str, module: str, mo
 
     parse = {"module": module, "modules": dict(modules), "env": dict(env)}
     data = (Path(kernels_dir) / rel).read_bytes()
-    return read_decorators(data, kernel, rel, _imported(Path(kernels_dir), parse, target))
+    imported = _imported(Path(kernels_dir), parse, target)
+    return read_decorators(data, kernel, rel, imported, lambda: _tuning(imported.module, kernel))
+
+
+def _tuning(module, kernel: str):
+    """The Tuning the kernel's module constructed around `kernel` (a decorator factory of the project's), or
+    None; the located error of a kernel binding the module read refused."""
+    from ttbuild.pyeval.modules import lookup
+    from ttbuild.pyeval.objects import Kernel
+
+    value = lookup(module, kernel)
+    return value.tuning if isinstance(value, Kernel) else None
 
 
 _PROJECTS: dict = {}  # (kernels dir, target) -> (file mtimes, Project): one reading per variant list
@@ -113,6 +124,7 @@ def _imported(kernels_dir: Path, parse: dict, target: str | None):
             return ("import", value.path)
         return ("value", value) if _literal(value) else None
 
+    answer.module = module
     return answer
 
 

@@ -13,10 +13,12 @@ them (docs/CONTRACTS.md, "Project modules").
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from typing import Callable, Mapping
 
 from ttbuild.errors import CompilationError, Loc
 
+from . import autotuner, torchfacts
 from .evaluator import Evaluator
 from .modnames import (
     _CACHES,
@@ -54,7 +56,7 @@ from .objects import (
     Wrapper,
 )
 from .tritonnames import TRITON_ATTRIBUTES
-from .values import Function, Source, short
+from .values import Function, Source, UnknownValue, short
 
 
 class _ImportFailed(Exception):
@@ -200,6 +202,9 @@ class _Executor(Evaluator):
                 if isinstance(dec_value, External) and dec_value.path in _CACHES:
                     continue  # a memoized function returns what the function returns
                 value = self.apply(dec_value, [value], dec) if not isinstance(value, Opaque) else value
+                if isinstance(value, Kernel) and value.tuning is not None and value.tuning.at is None:
+                    value = replace(value, tuning=replace(value.tuning, loc=self.src.loc(dec),
+                                                          at=(dec.lineno, dec.col_offset)))
             ns[stmt.name] = value
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
@@ -216,11 +221,29 @@ class _Executor(Evaluator):
             self.run(stmt.body if test else stmt.orelse)
         elif isinstance(stmt, ast.Try):
             self.run_try(stmt)
+        elif isinstance(stmt, ast.ClassDef) and self.autotuner_class(stmt) is not None:
+            ns[stmt.name] = self.autotuner_class(stmt)
         elif isinstance(stmt, (ast.Expr, ast.Pass, ast.Assert)):
             return  # a docstring, a call for its effect (registering an op...): binds nothing
         else:
             for name in _bound_names(stmt):  # a class, a loop, a with...: its names are opaque
                 ns[name] = Opaque(f"{name} (bound by a `{type(stmt).__name__.lower()}` statement)")
+
+    def autotuner_class(self, stmt: ast.ClassDef):
+        """A class deriving from Triton's Autotuner (directly or through another such class of the project), as an
+        autotuner.ClassValue; None for any other class (opaque, as before). Its methods read this module's globals."""
+        if len(stmt.bases) != 1 or stmt.keywords or stmt.decorator_list:
+            return None
+        try:
+            base = self.eval(stmt.bases[0], None)
+        except CompilationError:
+            return None
+        if not (isinstance(base, External) and base.path in autotuner.AUTOTUNER or isinstance(base, autotuner.ClassValue)):
+            return None
+        for method in stmt.body:
+            if isinstance(method, ast.FunctionDef):
+                self.project.home[method] = self.mod
+        return autotuner.ClassValue(stmt, self.mod, base, self.src.loc(stmt))
 
     def run_try(self, stmt: ast.Try) -> None:
         """`try: <imports> except ImportError:` takes the first branch whose imports resolve, as Python."""
@@ -357,8 +380,8 @@ class _Executor(Evaluator):
         try:
             return super().eval(node, scope)
         except NeedsValue as e:
-            raise self.src.error(node, f"cannot evaluate `{short(node)}` without running the file: it needs the "
-                                       f"value of {e.what}") from None
+            raise UnknownValue(f"cannot evaluate `{short(node)}` without running the file: it needs the value of "
+                               f"{e.what}", self.src.loc(node)) from None
 
     def module_name(self, name: str, node: ast.AST):
         """A name read at module level: the namespace's binding (an Unreadable one raises its error), True / False /
@@ -400,6 +423,13 @@ class _Executor(Evaluator):
             return External(f"{value.path}.{attr}")
         if isinstance(value, Constexpr) and attr == "value":
             return value.value
+        if isinstance(value, (torchfacts.FloatInfo, torchfacts.IntInfo)) and attr in (
+                "bits", "min", "max", "eps", "tiny", "resolution", "smallest_normal"):
+            return getattr(value, attr)
+        if isinstance(value, autotuner.ConfigValue) and attr in value.args:
+            return value.field(attr)
+        if isinstance(value, Kernel) and attr == "arg_names":
+            return value.arg_names
         if isinstance(value, (GPUTarget, Signature)) and attr in ("backend", "arch", "warp_size", "parameters"):
             return getattr(value, attr)
         if isinstance(value, DeviceProperties):
@@ -430,14 +460,17 @@ class _Executor(Evaluator):
         """Call `value` at module level: decorators (jit, autotune, heuristics) become Wrapper values for the
         decorator reader; known externals and Python callables are applied to evaluated arguments. Raises a
         located error for *args / **kwargs."""
-        if isinstance(value, (Wrapper, External, Opaque)) or callable(value):
-            if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
-                raise self.cannot(node, "*args and **kwargs are not unpacked")
+        if isinstance(value, (Wrapper, External, Opaque, autotuner.ClassValue)) or callable(value):
             path = value.path if isinstance(value, (External, Wrapper)) else None
+            if path in autotuner.AUTOTUNE and self.depth:  # a decorator factory of the project returns it
+                args, kwargs = self.call_args(node, scope)
+                try:
+                    return autotuner.AutotuneFactory(autotuner.bind(autotuner.AUTOTUNE_PARAMS, args, kwargs, path))
+                except autotuner.SignatureError as e:
+                    raise self.src.error(node, str(e)) from None
             if isinstance(value, External) and (path in _WRAPPERS or (path in _JIT and not node.args)):
                 return Wrapper(path)  # the arguments are the decorator reader's (ttbuild.frontend.autotune)
-            args = [self.eval(a, scope) for a in node.args]
-            kwargs = {k.arg: self.eval(k.value, scope) for k in node.keywords}
+            args, kwargs = self.call_args(node, scope)
             return self.apply(value, args, node, kwargs)
         return super().call_value(value, node, scope)
 
@@ -451,34 +484,42 @@ class _Executor(Evaluator):
         ex.depth, ex.deadline = self.depth, self.deadline
         return ex
 
-    def call(self, fn: ast.FunctionDef, node: ast.Call, scope):
+    def call(self, fn: Function, node: ast.Call, scope):
         """Call a function defined in Python source: in this module through the base Evaluator, in another module by
-        that module's executor (positional arguments only; keywords raise a located error)."""
-        ex = self.elsewhere(fn)
-        if ex is None:
-            return super().call(fn, node, scope)
-        if node.keywords:
-            raise self.cannot(node, "keyword arguments to a function of another module")
-        return ex.apply(Function(fn), [self.eval(a, scope) for a in node.args], node)
+        that module's executor (its body reads that module's globals)."""
+        values, kwargs = self.call_args(node, scope)
+        return self.apply(fn, values, node, kwargs)
+
+    def nested_function(self, stmt: ast.FunctionDef, frame):
+        """A closure defined in this module: its body reads this module's globals wherever it is called."""
+        self.project.home[stmt] = self.mod
+        return super().nested_function(stmt, frame)
 
     def apply(self, callee, values, node, kwargs=None):  # noqa: C901 - one case per known callee
         """Apply a known callee to evaluated `values` (and `kwargs`): functions of other modules, Wrapper decorators,
         device facts and the stdlib / builtin callables the reader allows. Raises a located error for other
         callees."""
         kwargs = kwargs or {}
-        if isinstance(callee, Function) and not kwargs:
+        if isinstance(callee, Function):
             ex = self.elsewhere(callee.fn)
             if ex is not None:
-                return ex.apply(callee, values, node)
+                return ex.apply(callee, values, node, kwargs)
         if isinstance(callee, Wrapper):
             (fn,) = values
             return self.wrap(callee.path, fn, node)
+        if isinstance(callee, (autotuner.ClassValue, autotuner.AutotuneFactory)) or (
+                isinstance(callee, External) and callee.path in autotuner.AUTOTUNER):
+            return autotuner.construct(self, callee, values, kwargs, node)
+        if isinstance(callee, External) and callee.path in autotuner.CONFIG:
+            try:
+                return autotuner.ConfigValue(autotuner.bind(autotuner.CONFIG_PARAMS, values, kwargs, "triton.Config"),
+                                             self.src.loc(node))
+            except autotuner.SignatureError as e:
+                raise self.src.error(node, str(e)) from None
         if not isinstance(callee, External):
             if isinstance(callee, Opaque):
                 return Opaque(f"{callee.what}(...)")
-            if kwargs:
-                raise self.cannot(node, "keyword arguments to a function of the project")
-            return super().apply(callee, values, node)
+            return super().apply(callee, values, node, kwargs)
         path = callee.path
         if path in _JIT or path in _CONSTEXPR_FUNCTION:
             if len(values) != 1:
@@ -506,6 +547,8 @@ class _Executor(Evaluator):
             return self.module_value(values[0], node)
         if path in _VERSION or (path.rpartition(".")[2] in _VERSION_NAMES and len(values) == 1
                                 and isinstance(values[0], str)):
+            if values and isinstance(values[0], (External, Opaque)):  # torch.__version__: the running program's
+                return Opaque(f"{path}({values[0]})")
             try:
                 return Version.parse(values[0])
             except (ValueError, IndexError) as e:
@@ -525,6 +568,9 @@ class _Executor(Evaluator):
         if path in ("torch.cuda.get_device_capability", "torch.cuda.get_device_properties",
                     "triton.runtime.driver.active.get_current_target") or path in _DEVICE_PROBES:
             return self.device_fact(path, node)
+        if path in ("torch.finfo", "torch.iinfo") and len(values) == 1 and isinstance(values[0], External) \
+                and torchfacts.type_info(path, values[0].path) is not None:
+            return torchfacts.type_info(path, values[0].path)
         if path.startswith("builtins.") and path[9:] in ("int", "float", "str", "bool") and len(values) == 1:
             return {"int": int, "float": float, "str": str, "bool": bool}[path[9:]](values[0])
         return Opaque(f"{path}(...)")

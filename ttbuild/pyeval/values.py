@@ -47,6 +47,11 @@ class Source:
         return CompilationError(message, self.loc(node))
 
 
+class UnknownValue(CompilationError):
+    """A located error for a value only the running program knows (a third-party call's result): an `or` / `and`
+    whose other operand decides the outcome alone may still be read (Evaluator._BoolOp)."""
+
+
 def short(node: ast.AST) -> str:
     """`node` as source text (ast.unparse), cut to 80 characters with "..." for messages."""
     text = ast.unparse(node)
@@ -59,9 +64,10 @@ class Target:
 
 
 class Function:
-    """A function defined in the source being read (its FunctionDef), a value the evaluator can call."""
-    def __init__(self, fn: ast.FunctionDef):
-        self.fn = fn
+    """A function defined in the source being read (its FunctionDef), a value the evaluator can call;
+    `scope` is the frame of the enclosing function for a nested `def` (a closure), else None."""
+    def __init__(self, fn: ast.FunctionDef, scope: Scope | None = None):
+        self.fn, self.scope = fn, scope
 
 
 class Closure:

@@ -16,9 +16,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from ttbuild.errors import Loc
+from ttbuild.errors import CompilationError, Loc
 
-from .objects import Kernel
+from .objects import External, Kernel
 from .values import Function
 
 AUTOTUNER = frozenset({"triton.runtime.autotuner.Autotuner", "triton.runtime.Autotuner"})
@@ -111,6 +111,24 @@ class ClassValue:
 
     def __post_init__(self):
         self.methods = {s.name: s for s in self.node.body if isinstance(s, ast.FunctionDef)}
+
+
+def class_value(ex, stmt: ast.ClassDef) -> ClassValue | None:
+    """A class deriving from Triton's Autotuner (directly or through another such class of the project), as a
+    ClassValue; None for any other class (opaque to the reader). Its methods read the module of `ex` (the
+    executor running the class statement)."""
+    if len(stmt.bases) != 1 or stmt.keywords or stmt.decorator_list:
+        return None
+    try:
+        base = ex.eval(stmt.bases[0], None)
+    except CompilationError:
+        return None
+    if not (isinstance(base, External) and base.path in AUTOTUNER or isinstance(base, ClassValue)):
+        return None
+    for method in stmt.body:
+        if isinstance(method, ast.FunctionDef):
+            ex.project.home[method] = ex.mod
+    return ClassValue(stmt, ex.mod, base, ex.src.loc(stmt))
 
 
 def assigned_fields(cls: ClassValue) -> list[ast.Attribute]:

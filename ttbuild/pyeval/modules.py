@@ -18,13 +18,12 @@ from typing import Callable, Mapping
 
 from ttbuild.errors import CompilationError, Loc
 
-from . import autotuner, torchfacts
+from . import autotuner, branches, device, torchfacts
 from .evaluator import Evaluator
 from .modnames import (
     _CACHES,
     _CONSTEXPR,
     _CONSTEXPR_FUNCTION,
-    _DEVICE_PROBES,
     _ENV_GET,
     _IMPORT_ERRORS,
     _JIT,
@@ -40,7 +39,6 @@ from .objects import (
     SIGNATURES,
     TRITON_MODULES,
     TRITON_VERSION,
-    WARP_SIZE,
     Constexpr,
     ConstexprFunction,
     DeviceProperties,
@@ -71,14 +69,17 @@ class Project:
     """The modules of a project, read on demand from `files` (dotted module name -> (file as
     diagnostics name it, source bytes), packages under their own name with is_package from a
     trailing `__init__.py`); `env` answers os.environ reads (a missing name: None);
-    `capability` is the target's compute capability (90), or None when the target is unknown.
+    `capability` is the target's compute capability (90), or None when the target is unknown;
+    `sm_count` and `device_name` those of the row's GPU model, None when it names none.
     `is_external(name)` says whether a non-project, non-triton module resolves (default: yes,
     a third-party import is an opaque value)."""
 
     def __init__(self, files: Mapping[str, tuple[str, bytes]], env: Mapping[str, str | None] | None = None,
                  capability: int | None = None, is_external: Callable[[str], bool] | None = None,
-                 strict_env: bool = False):
+                 strict_env: bool = False, sm_count: int | None = None, device_name: str | None = None):
         self.files, self.env, self.capability = files, dict(env or {}), capability
+        # the GPU model's facts when the row names one (ttbuild.target.GPU_MODELS), else None
+        self.sm_count, self.device_name = sm_count, device_name
         self.strict_env = strict_env  # a name outside `env` is an error (the build keyed only those)
         self.is_external = is_external or (lambda name: True)
         self.modules: dict[str, ModuleValue] = {}
@@ -214,36 +215,19 @@ class _Executor(Evaluator):
         elif isinstance(stmt, ast.If):
             try:
                 test = self.truth(stmt.test)
-            except CompilationError as e:  # neither branch is known: what they bind is unreadable
-                for name in _bound_names(stmt):
-                    ns[name] = Unreadable(e)
+            except CompilationError as e:  # neither branch is known: what they bind alike is known
+                branches.join(self.run, ns, stmt, e)
                 return
             self.run(stmt.body if test else stmt.orelse)
         elif isinstance(stmt, ast.Try):
             self.run_try(stmt)
-        elif isinstance(stmt, ast.ClassDef) and self.autotuner_class(stmt) is not None:
-            ns[stmt.name] = self.autotuner_class(stmt)
+        elif isinstance(stmt, ast.ClassDef) and (cls := autotuner.class_value(self, stmt)) is not None:
+            ns[stmt.name] = cls
         elif isinstance(stmt, (ast.Expr, ast.Pass, ast.Assert)):
             return  # a docstring, a call for its effect (registering an op...): binds nothing
         else:
             for name in _bound_names(stmt):  # a class, a loop, a with...: its names are opaque
                 ns[name] = Opaque(f"{name} (bound by a `{type(stmt).__name__.lower()}` statement)")
-
-    def autotuner_class(self, stmt: ast.ClassDef):
-        """A class deriving from Triton's Autotuner (directly or through another such class of the project), as an
-        autotuner.ClassValue; None for any other class (opaque, as before). Its methods read this module's globals."""
-        if len(stmt.bases) != 1 or stmt.keywords or stmt.decorator_list:
-            return None
-        try:
-            base = self.eval(stmt.bases[0], None)
-        except CompilationError:
-            return None
-        if not (isinstance(base, External) and base.path in autotuner.AUTOTUNER or isinstance(base, autotuner.ClassValue)):
-            return None
-        for method in stmt.body:
-            if isinstance(method, ast.FunctionDef):
-                self.project.home[method] = self.mod
-        return autotuner.ClassValue(stmt, self.mod, base, self.src.loc(stmt))
 
     def run_try(self, stmt: ast.Try) -> None:
         """`try: <imports> except ImportError:` takes the first branch whose imports resolve, as Python."""
@@ -433,12 +417,7 @@ class _Executor(Evaluator):
         if isinstance(value, (GPUTarget, Signature)) and attr in ("backend", "arch", "warp_size", "parameters"):
             return getattr(value, attr)
         if isinstance(value, DeviceProperties):
-            if attr == "warp_size":
-                return WARP_SIZE
-            if attr in ("major", "minor", "shared_memory_per_block", "shared_memory_per_block_optin"):
-                return getattr(value, attr)
-            raise self.cannot(node, f"`{attr}` of a GPU depends on the GPU model, not only on the target; known: "
-                                    "warp_size, major, minor, shared_memory_per_block(_optin)")
+            return device.attribute(value, attr, node, self.cannot)
         if isinstance(value, Opaque):
             return Opaque(f"{value.what}.{attr}")
         return super().attribute(value, node)
@@ -446,8 +425,10 @@ class _Executor(Evaluator):
     def _Call(self, node, scope):
         """`hasattr(triton.language, "name")` as Triton 3.6 answers it (tritonnames), and on project modules."""
         fn = node.func.id if isinstance(node.func, ast.Name) else None
-        if fn == "getattr" and len(node.args) in (2, 3) and isinstance(self.eval(node.args[0], scope), DeviceProperties):
-            return self.attribute(self.eval(node.args[0], scope), ast.Attribute(node.args[0], self.eval(node.args[1], scope)))
+        if fn == "getattr" and fn not in self.mod.namespace and len(node.args) in (2, 3) and not node.keywords:
+            obj, name = (self.eval(a, scope) for a in node.args[:2])
+            if isinstance(obj, (DeviceProperties, External, ModuleValue)) and isinstance(name, str):
+                return self.attribute(obj, ast.copy_location(ast.Attribute(node.args[0], name, ast.Load()), node))
         if fn == "hasattr" and fn not in self.mod.namespace and len(node.args) == 2 and not node.keywords:
             obj, name = (self.eval(a, scope) for a in node.args)
             if isinstance(name, str) and isinstance(obj, External) and obj.path in TRITON_ATTRIBUTES:
@@ -548,7 +529,7 @@ class _Executor(Evaluator):
         if path in _VERSION or (path.rpartition(".")[2] in _VERSION_NAMES and len(values) == 1
                                 and isinstance(values[0], str)):
             if values and isinstance(values[0], (External, Opaque)):  # torch.__version__: the running program's
-                return Opaque(f"{path}({values[0]})")
+                return Opaque(f"{path}({getattr(values[0], 'path', None) or values[0].what})")
             try:
                 return Version.parse(values[0])
             except (ValueError, IndexError) as e:
@@ -565,8 +546,7 @@ class _Executor(Evaluator):
         if path == "triton.next_power_of_2" and len(values) == 1:
             n = int(values[0])
             return 1 if n <= 1 else 1 << (n - 1).bit_length()
-        if path in ("torch.cuda.get_device_capability", "torch.cuda.get_device_properties",
-                    "triton.runtime.driver.active.get_current_target") or path in _DEVICE_PROBES:
+        if path in device.CALLS:
             return self.device_fact(path, node)
         if path in ("torch.finfo", "torch.iinfo") and len(values) == 1 and isinstance(values[0], External) \
                 and torchfacts.type_info(path, values[0].path) is not None:
@@ -576,22 +556,8 @@ class _Executor(Evaluator):
         return Opaque(f"{path}(...)")
 
     def device_fact(self, path: str, node: ast.AST):
-        """The value of a device probe (torch.cuda.get_device_capability, is_available, torch.version.hip...) for the
-        variant's target, recorded as read (the parse key then holds the target). Raises a located error when the
-        read has no target."""
-        if self.project.capability is None:
-            raise self.src.error(node, f"`{short(node)}` needs the variant's target, which this read was not given")
-        self.project.read_target = True
-        cap = self.project.capability
-        if path == "torch.version.hip":
-            return None
-        if path in _DEVICE_PROBES:  # a CUDA target runs on a CUDA device, and on no other backend's
-            return _DEVICE_PROBES[path]
-        if path.endswith("get_device_capability"):
-            return (cap // 10, cap % 10)
-        if path.endswith("get_current_target"):
-            return GPUTarget(cap)
-        return DeviceProperties(cap)
+        """The value of a device probe for the variant's target, recorded as read (ttbuild.pyeval.device.fact)."""
+        return device.fact(self.project, path, node, self.src)
 
     def wrap(self, path: str, fn, node: ast.AST):
         """A decorator applied to `fn`: jit makes a Kernel, heuristics/autotune wrap one."""
@@ -600,7 +566,7 @@ class _Executor(Evaluator):
                 raise self.src.error(node, "triton.constexpr_function applies to a function definition")
             return ConstexprFunction(fn.fn, self.mod)
         if isinstance(fn, Kernel):
-            return Kernel(fn.fn, fn.module, fn.wrappers + (path,))
+            return replace(fn, wrappers=fn.wrappers + (path,))
         if isinstance(fn, Function) and (path in _JIT):
             return Kernel(fn.fn, self.mod, (path,))
         if isinstance(fn, Function):  # heuristics/autotune under a jit applied later: Triton needs jit first

@@ -163,9 +163,12 @@ class Version:
 
 @dataclass(frozen=True)
 class DeviceProperties:
-    """`torch.cuda.get_device_properties(...)` of the variant's target: the facts one target fixes."""
+    """`torch.cuda.get_device_properties(...)` of the variant's target: the facts one target fixes, and the
+    SM count and name of the row's GPU model (None when it names none)."""
 
     capability: int
+    sm_count: int | None = None
+    name: str | None = None
 
     @property
     def major(self) -> int:

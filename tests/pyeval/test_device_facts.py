@@ -114,3 +114,54 @@ def test_an_undecidable_if_keeps_what_both_branches_bind_alike():
     assert lookup(mod, "device") == "cuda" and lookup(mod, "lib") == objects.External("torch.cuda")
     with pytest.raises(CompilationError, match=r"torch.__version__"):
         lookup(mod, "fwd")
+
+
+SHARED = '''
+import torch
+import triton
+from enum import Enum
+from functools import cache
+
+
+class Tier(Enum):
+    SMALL = 101376
+    LARGE = 232448
+    OTHER = 102400
+
+    @classmethod
+    def limit(cls, name: str) -> int:
+        try:
+            return cls[name.upper()].value
+        except KeyError:
+            return cls.OTHER.value
+
+
+def every_gpus_shared_memory():
+    try:
+        return [triton.runtime.driver.active.utils.get_device_properties(i)["max_shared_mem"]
+                for i in range(torch.cuda.device_count())]
+    except Exception:
+        return [-1]
+
+
+@cache
+def fits(tier: str = "none", index: int = 0) -> bool:
+    try:
+        return every_gpus_shared_memory()[index] >= Tier.limit(tier)
+    except Exception:
+        return False
+
+
+LARGE = fits("large")
+ANY = fits()
+SECOND = fits("large", 1)
+BY_VALUE = Tier(232448).name
+'''
+
+
+def test_per_gpu_lists_enum_lookups_and_caught_key_errors():
+    mod = _read(SHARED)
+    assert lookup(mod, "LARGE") is True and lookup(mod, "ANY") is True and lookup(mod, "BY_VALUE") == "LARGE"
+    assert lookup(_read(SHARED, target="cuda:86"), "LARGE") is False  # 99 KB opt-in on 8.6
+    with pytest.raises(CompilationError, match="GPU of index 1"):  # no handler takes what the reader refuses
+        lookup(mod, "SECOND")

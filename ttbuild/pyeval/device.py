@@ -5,23 +5,45 @@ Which facts: `torch.cuda.get_device_capability()`, `.get_device_properties(i)` (
 `name`), `torch.cuda.get_device_name(i)` (with a GPU model), `is_available()` probes, Triton's
 `driver.active.get_current_target()` and `driver.active.utils.get_device_properties(i)`
 (`max_shared_mem`, `warpSize`, `max_num_regs`, and with a GPU model `multiprocessor_count`).
+A list over `range(torch.cuda.device_count())` is one value per GPU, each the target's (Uniform).
 """
 
 from __future__ import annotations
 
 import ast
+from dataclasses import dataclass
 
 from .modnames import _DEVICE_PROBES
 from .objects import WARP_SIZE, DeviceProperties, GPUTarget, NeedsValue, Opaque
 from .values import short
 
-CALLS = frozenset({"torch.cuda.get_device_capability", "torch.cuda.get_device_properties", "torch.cuda.get_device_name",
+CALLS = frozenset({"torch.cuda.device_count", "torch.cuda.get_device_capability", "torch.cuda.get_device_properties", "torch.cuda.get_device_name",
                    "triton.runtime.driver.active.get_current_target",
                    "triton.runtime.driver.active.utils.get_device_properties"}) | frozenset(_DEVICE_PROBES)
 _NAMED = "name the GPU model in the variant's row (gpu = \"h100-sxm\"; ttbuild.target.GPU_MODELS)"
 # 64K 32-bit registers per block on every capability ttbuild targets (CUDA C++ Programming Guide,
 # "Technical Specifications per Compute Capability"): Triton's `max_num_regs`.
 _REGS_PER_BLOCK = 65536
+
+
+class DeviceCount:
+    """`torch.cuda.device_count()`: how many GPUs the machine has is no fact of the target (at least one, each
+    the target GPU: a build is for the GPU it runs on). `range(DeviceCount)` is a DeviceRange."""
+
+
+class DeviceRange:
+    """`range(torch.cuda.device_count())`: one index per GPU; a list comprehension over it is Uniform."""
+
+
+@dataclass(frozen=True)
+class Uniform:
+    """`[f(i) for i in range(torch.cuda.device_count())]` where every GPU is the target: `value` per GPU, the
+    same for each; index 0 (and -1) is `value`, any other index needs the machine's GPU count."""
+
+    value: object
+
+
+DEVICE_INDEX = Opaque("the index of one of the machine's GPUs")
 
 
 class DriverProperties(dict):
@@ -49,6 +71,8 @@ def fact(project, path: str, node: ast.AST, src):
         return (cap // 10, cap % 10)
     if path.endswith("get_current_target"):
         return GPUTarget(cap)
+    if path == "torch.cuda.device_count":
+        return DeviceCount()
     if path == "torch.cuda.get_device_name":
         return project.device_name if project.device_name is not None else Opaque(f"{path}(...)")
     props = DeviceProperties(cap, project.sm_count, project.device_name)

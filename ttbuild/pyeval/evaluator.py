@@ -18,6 +18,7 @@ from .values import (
     UNBOUND,
     Closure,
     Function,
+    PythonError,
     Scope,
     Source,
     Target,
@@ -321,7 +322,8 @@ class Evaluator:
         try:
             return value[index]
         except (LookupError, TypeError, ValueError) as e:
-            raise self.src.error(node, f"`{short(node)}` fails: {type(e).__name__}: {e}") from None
+            raise PythonError(f"`{short(node)}` fails: {type(e).__name__}: {e}", self.src.loc(node),
+                              type(e).__name__) from None
 
     def _ListComp(self, node, scope):
         out: list = []

@@ -18,8 +18,9 @@ from typing import Callable, Mapping
 
 from ttbuild.errors import CompilationError, Loc
 
-from . import autotuner, branches, device, torchfacts
+from . import autotuner, branches, device, enums
 from .evaluator import Evaluator
+from .extensions import _NOT, Extensions
 from .modnames import (
     _CACHES,
     _CONSTEXPR,
@@ -43,7 +44,6 @@ from .objects import (
     ConstexprFunction,
     DeviceProperties,
     External,
-    GPUTarget,
     Kernel,
     ModuleValue,
     NeedsValue,
@@ -54,7 +54,7 @@ from .objects import (
     Wrapper,
 )
 from .tritonnames import TRITON_ATTRIBUTES
-from .values import Function, Source, UnknownValue, short
+from .values import Function, PythonError, Source, UnknownValue, catches, short
 
 
 class _ImportFailed(Exception):
@@ -141,7 +141,7 @@ class Project:
         return self.is_external(name)
 
 
-class _Executor(Evaluator):
+class _Executor(Extensions, Evaluator):
     """Executes one module's top-level statements over its namespace."""
 
     why = ("imports, if/try on version checks and environment variables, literals, names, calls of "
@@ -221,7 +221,8 @@ class _Executor(Evaluator):
             self.run(stmt.body if test else stmt.orelse)
         elif isinstance(stmt, ast.Try):
             self.run_try(stmt)
-        elif isinstance(stmt, ast.ClassDef) and (cls := autotuner.class_value(self, stmt)) is not None:
+        elif isinstance(stmt, ast.ClassDef) and (
+                cls := autotuner.class_value(self, stmt) or enums.enum_class(self, stmt)) is not None:
             ns[stmt.name] = cls
         elif isinstance(stmt, (ast.Expr, ast.Pass, ast.Assert)):
             return  # a docstring, a call for its effect (registering an op...): binds nothing
@@ -262,13 +263,16 @@ class _Executor(Evaluator):
             raise self.cannot(target, "module-level assignments to names and tuples of names")
 
     def other_statement(self, stmt: ast.stmt, frame):
-        """In a function body: `try`/`except ImportError` and imports (Liger-style version helpers)."""
+        """In a function body: `try`/`except` of an ImportError or of an error Python raises where the evaluator
+        does (PythonError: a missing key...), and imports (Liger-style version helpers). A construct the reader
+        refuses is no Python exception: no handler takes it."""
         if isinstance(stmt, ast.Try):
             try:
                 returned, value = super().run(stmt.body, frame)
-            except _ImportFailed:
-                handler = next((h for h in stmt.handlers if _handler_names(h) is None
-                                or _handler_names(h) & _IMPORT_ERRORS), None)
+            except (_ImportFailed, PythonError) as e:
+                kind = e.kind if isinstance(e, PythonError) else "ImportError"
+                handler = next((h for h in stmt.handlers if catches(_handler_names(h), kind)
+                                or kind == "ImportError" and _handler_names(h) & _IMPORT_ERRORS), None)
                 if handler is None:
                     raise
                 returned, value = super().run(handler.body, frame)
@@ -282,12 +286,6 @@ class _Executor(Evaluator):
             frame.vars.update(ns)
             return False, None
         return super().other_statement(stmt, frame)
-
-    def _Subscript(self, node, scope):
-        value = self.eval(node.value, scope)
-        if isinstance(value, External) and value.path == "os.environ":
-            return self.apply(External("os.environ.__getitem__"), [self.eval(node.slice, scope)], node)
-        return super()._Subscript(node, scope)
 
     # ------------------------------------------------------------- imports
 
@@ -405,21 +403,9 @@ class _Executor(Evaluator):
                 self.device_fact("torch.version.hip", node)
                 return None
             return External(f"{value.path}.{attr}")
-        if isinstance(value, Constexpr) and attr == "value":
-            return value.value
-        if isinstance(value, (torchfacts.FloatInfo, torchfacts.IntInfo)) and attr in (
-                "bits", "min", "max", "eps", "tiny", "resolution", "smallest_normal"):
-            return getattr(value, attr)
-        if isinstance(value, autotuner.ConfigValue) and attr in value.args:
-            return value.field(attr)
-        if isinstance(value, Kernel) and attr == "arg_names":
-            return value.arg_names
-        if isinstance(value, (GPUTarget, Signature)) and attr in ("backend", "arch", "warp_size", "parameters"):
-            return getattr(value, attr)
-        if isinstance(value, DeviceProperties):
-            return device.attribute(value, attr, node, self.cannot)
-        if isinstance(value, Opaque):
-            return Opaque(f"{value.what}.{attr}")
+        found = self.value_attribute(value, attr, node)
+        if found is not _NOT:
+            return found
         return super().attribute(value, node)
 
     def _Call(self, node, scope):
@@ -441,7 +427,8 @@ class _Executor(Evaluator):
         """Call `value` at module level: decorators (jit, autotune, heuristics) become Wrapper values for the
         decorator reader; known externals and Python callables are applied to evaluated arguments. Raises a
         located error for *args / **kwargs."""
-        if isinstance(value, (Wrapper, External, Opaque, autotuner.ClassValue)) or callable(value):
+        if isinstance(value, (Wrapper, External, Opaque, autotuner.ClassValue, enums.EnumClass, enums.BoundMethod)) \
+                or callable(value):
             path = value.path if isinstance(value, (External, Wrapper)) else None
             if path in autotuner.AUTOTUNE and self.depth:  # a decorator factory of the project returns it
                 args, kwargs = self.call_args(node, scope)
@@ -488,15 +475,9 @@ class _Executor(Evaluator):
         if isinstance(callee, Wrapper):
             (fn,) = values
             return self.wrap(callee.path, fn, node)
-        if isinstance(callee, (autotuner.ClassValue, autotuner.AutotuneFactory)) or (
-                isinstance(callee, External) and callee.path in autotuner.AUTOTUNER):
-            return autotuner.construct(self, callee, values, kwargs, node)
-        if isinstance(callee, External) and callee.path in autotuner.CONFIG:
-            try:
-                return autotuner.ConfigValue(autotuner.bind(autotuner.CONFIG_PARAMS, values, kwargs, "triton.Config"),
-                                             self.src.loc(node))
-            except autotuner.SignatureError as e:
-                raise self.src.error(node, str(e)) from None
+        found = self.value_call(callee, values, kwargs, node)
+        if found is not _NOT:
+            return found
         if not isinstance(callee, External):
             if isinstance(callee, Opaque):
                 return Opaque(f"{callee.what}(...)")
@@ -548,9 +529,6 @@ class _Executor(Evaluator):
             return 1 if n <= 1 else 1 << (n - 1).bit_length()
         if path in device.CALLS:
             return self.device_fact(path, node)
-        if path in ("torch.finfo", "torch.iinfo") and len(values) == 1 and isinstance(values[0], External) \
-                and torchfacts.type_info(path, values[0].path) is not None:
-            return torchfacts.type_info(path, values[0].path)
         if path.startswith("builtins.") and path[9:] in ("int", "float", "str", "bool") and len(values) == 1:
             return {"int": int, "float": float, "str": str, "bool": bool}[path[9:]](values[0])
         return Opaque(f"{path}(...)")

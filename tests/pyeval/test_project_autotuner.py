@@ -152,3 +152,39 @@ def test_string_building_and_format_at_module_level():
     assert lookup(mod, "C") == "=r,=r,r,r"
     with pytest.raises(CompilationError, match="is not evaluated"):
         lookup(mod, "WIDE")
+
+
+FITS = TUNE + '''
+import torch
+
+
+def fits_large(index=0):
+    try:
+        return torch.cuda.get_device_properties(index).shared_memory_per_block_optin >= 200 * 1024
+    except Exception:
+        return False
+'''
+
+DIRECT = '''
+import triton
+import triton.language as tl
+
+from pkg.tune import fits_large
+
+
+@triton.autotune(configs=[triton.Config({"BLOCK": 64}, num_warps=w) for w in [2, 4] + ([8] if fits_large() else [])],
+                 key=["n"])
+@triton.jit
+def scale(x_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs) * 2)
+'''
+
+
+@pytest.mark.parametrize("target, warps", [("cuda:90", [2, 4, 8]), ("cuda:86", [2, 4])])
+def test_a_decorator_argument_calls_a_function_of_another_module(tmp_path, target, warps):
+    root = _project(tmp_path, kernel=DIRECT, tune=FITS)
+    (root / "variants.toml").write_text((root / "variants.toml").read_text().replace(
+        "autotune = true\nconstexprs = { EVEN = [true] }\n", f'autotune = true\nconstexprs = {{ EVEN = true }}\n'
+                                                          f'target = "{target}"\n'))
+    assert [v.options.num_warps for v in load_variants(root)] == warps

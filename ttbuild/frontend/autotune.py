@@ -22,6 +22,7 @@ from ttbuild.pyeval import bounds
 from ttbuild.pyeval.autotuner import ConfigValue
 from ttbuild.pyeval.evaluator import Evaluator
 from ttbuild.pyeval.heuristics import HeuristicError, check_expression, check_node, is_boolean
+from ttbuild.pyeval.modules import ProjectFunction
 from ttbuild.pyeval.values import Source, Target, dotted_name, is_none, resolve_name
 
 __all__ = ["Config", "Autotune", "Heuristic", "Decorators", "read_decorators", "dotted_name", "resolve_name",
@@ -151,6 +152,17 @@ class _Evaluator(Evaluator):
             return Target()
         raise self.cannot(node)
 
+    def call_value(self, value, node, scope):
+        """A function of the project's modules (`check_shared_mem()` of a helper module, ttbuild.pyeval's
+        ProjectFunction) on evaluated arguments: its result when it is plain data; else the base evaluator's."""
+        if isinstance(value, ProjectFunction):
+            values, kwargs = self.call_args(node, scope)
+            result = value.call(values, kwargs)
+            if not _plain(result):
+                raise self.cannot(node, f"`{value.fn.fn.name}` returns {type(result).__name__}, not plain data")
+            return result
+        return super().call_value(value, node, scope)
+
     def attribute(self, value, node):
         """`config.<field>` of a triton.Config (kwargs as a dict; pre_hook and ir_override None), else the base
         evaluator's attribute."""
@@ -210,6 +222,15 @@ def checked_config(kwargs, options: dict, constexprs: tuple[str, ...], where: Ca
             raise CompilationError(f"triton.Config(num_warps={value}): must be a power of 2", where(name, True))
         values[name] = value
     return Config(dict(kwargs), loc=loc, **values)
+
+
+def _plain(value) -> bool:
+    """Whether `value` is plain data: numbers, strings, None, lists / tuples / dicts of them."""
+    if isinstance(value, (int, float, bool, str, type(None))):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v) for v in value)
+    return isinstance(value, dict) and all(_plain(k) and _plain(v) for k, v in value.items())
 
 
 def _dict_key(node: ast.AST, name: str) -> ast.AST | None:

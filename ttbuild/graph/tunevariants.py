@@ -83,7 +83,7 @@ _PROJECTS: dict = {}  # (kernels dir, (target, gpu)) -> (file mtimes, Project): 
 
 
 def _executed(kernels_dir: str, module: str, modules: tuple, env: tuple, target: tuple, stamp: tuple):
-    """The kernel's module as ttbuild.pyeval executed it. The project's rows share one reading (a
+    """The kernel's module as ttbuild.pyeval executed it, and the Project that read it. The project's rows share one reading (a
     module runs once for all the kernels that import it): a row's further modules and environment
     names join it (what ran before could import none of them: each row's closure is complete);
     a file or an environment value that changed starts a new reading."""
@@ -101,19 +101,20 @@ def _executed(kernels_dir: str, module: str, modules: tuple, env: tuple, target:
     for name, file in modules:
         if name not in project.files:
             project.files[name] = (file, (Path(kernels_dir) / file).read_bytes())
-    return read_module(project, module)
+    return read_module(project, module), project
 
 
 def _imported(kernels_dir: Path, parse: dict, target: tuple):
     """What a name of the kernel's module is bound to once the module ran (ttbuild.pyeval), in the
     autotune reader's terms: ("value", literal data), ("import", dotted path), or None."""
-    from ttbuild.pyeval.modules import lookup
+    from ttbuild.pyeval.modules import ProjectFunction, lookup
     from ttbuild.pyeval.objects import Constexpr, External
+    from ttbuild.pyeval.values import Function
 
     modules = tuple(sorted(parse["modules"].items()))
     stamp = tuple((f, (kernels_dir / f).stat().st_mtime_ns) for _, f in modules)
-    module = _executed(str(kernels_dir), parse["module"], modules, tuple(sorted(parse.get("env", {}).items())),
-                       target, stamp)
+    module, module_project = _executed(str(kernels_dir), parse["module"], modules,
+                                       tuple(sorted(parse.get("env", {}).items())), target, stamp)
 
     def answer(name: str):
         try:
@@ -124,6 +125,8 @@ def _imported(kernels_dir: Path, parse: dict, target: tuple):
             value = value.value
         if isinstance(value, External):
             return ("import", value.path)
+        if isinstance(value, Function) and value.fn in module_project.home:  # `check_shared_mem()` in the configs
+            return ("value", ProjectFunction(module_project, value))
         return ("value", value) if _literal(value) else None
 
     answer.module = module

@@ -552,6 +552,19 @@ class _Executor(Extensions, Evaluator):
         raise self.src.error(node, f"`{path}` is applied to {type(fn).__name__}, not a function")
 
 
+class ProjectFunction:
+    """A function of the project's modules handed to another evaluator (the decorator reader): called, it runs in
+    the module executor of the module that defines it, on evaluated arguments."""
+
+    def __init__(self, project: Project, fn: Function):
+        self.project, self.fn = project, fn
+
+    def call(self, values: list, kwargs: dict):
+        """`fn(*values, **kwargs)` as the module's executor runs it; errors are located in the function's file."""
+        home = self.project.home[self.fn.fn]
+        return _Executor(self.project, home).apply(self.fn, values, self.fn.fn, kwargs)
+
+
 def read_module(project: Project, name: str) -> ModuleValue:
     """Project.module(name), an import that fails (Python's ImportError) raised as a located
     CompilationError naming the import."""

@@ -139,6 +139,8 @@ class Expressions:
 
     def _lang_attr(self, attr: str, node):
         """`tl.<attr>`: a dtype, a builtin, a submodule (`tl.math`), or an error naming the attr."""
+        if attr == "core" or attr.startswith("core."):  # triton.language.core: where tl's names are defined
+            return ModuleRef("triton.language") if attr == "core" else self._lang_attr(attr[5:], node)
         dt = _DTYPE_ATTRS.get(attr)
         if dt is not None:
             return Constexpr(T.DTYPES[dt])

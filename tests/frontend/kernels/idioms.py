@@ -2,6 +2,7 @@
 
 import triton
 import triton.language as tl
+from triton.language import core
 
 
 @triton.jit
@@ -122,3 +123,12 @@ def strided_sum_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     for i in tl.range(2, step=1):
         acc = acc * 0.5
     tl.store(out_ptr + offs, acc)
+
+
+@triton.jit
+def core_names_kernel(x_ptr, out_ptr, N: core.constexpr):
+    # tl's names read through triton.language.core, where they are defined
+    acc = tl.zeros((N,), dtype=core.float32)
+    for i in core.static_range(2):
+        acc += tl.load(x_ptr + i * N + tl.arange(0, N))
+    tl.store(out_ptr + tl.arange(0, N), acc)

@@ -15,6 +15,10 @@ from .irtext import Value
 from .semantic import Constexpr, fail
 
 LANG = ("triton.language", "ttbuild.language")
+# Triton 3.6's own @constexpr_function helpers a kernel may call: triton/__init__.py next_power_of_2,
+# language/standard.py _log2 (the floor of log2, 0 below 2).
+_TRITON_CONSTEXPR_FUNCTIONS = {"triton.next_power_of_2": lambda n: 1 if n <= 1 else 1 << (n - 1).bit_length(),
+                               "triton.language.standard._log2": lambda n: n.bit_length() - 1 if n > 1 else 0}
 BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
            ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
 _CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
@@ -139,6 +143,8 @@ class Expressions:
 
     def _lang_attr(self, attr: str, node):
         """`tl.<attr>`: a dtype, a builtin, a submodule (`tl.math`), or an error naming the attr."""
+        if attr == "standard._log2":
+            return ModuleRef("triton.language.standard._log2")
         if attr == "core" or attr.startswith("core."):  # triton.language.core: where tl's names are defined
             return ModuleRef("triton.language") if attr == "core" else self._lang_attr(attr[5:], node)
         dt = _DTYPE_ATTRS.get(attr)
@@ -372,11 +378,10 @@ class Expressions:
                 return self.call_constexpr_function(fn.name, args, kwargs, node)
             return self.py_builtin(fn.name, args, kwargs)
         if isinstance(fn, ModuleRef):
-            if fn.name == "triton.next_power_of_2":  # a @constexpr_function of Triton 3.6 (triton/__init__.py)
+            if fn.name in _TRITON_CONSTEXPR_FUNCTIONS:  # @constexpr_function helpers of Triton 3.6 itself
                 if len(args) != 1 or kwargs or not isinstance(args[0], Constexpr) or not isinstance(args[0].value, int):
-                    fail(self.cx, "triton.next_power_of_2 takes one constexpr int")
-                n = args[0].value
-                return Constexpr(1 if n <= 1 else 1 << (n - 1).bit_length())
+                    fail(self.cx, f"{fn.name} takes one constexpr int")
+                return Constexpr(_TRITON_CONSTEXPR_FUNCTIONS[fn.name](args[0].value))
             if not fn.name.startswith(LANG):
                 fail(self.cx, f"cannot call {fn.name}: only tl builtins and @jit functions defined in "
                               f"the kernel's own file can be called (the compiler never imports modules)")

@@ -3,6 +3,7 @@
 import triton
 import triton.language as tl
 from triton.language import core
+from triton.language.standard import _log2
 
 
 @triton.jit
@@ -129,6 +130,6 @@ def strided_sum_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
 def core_names_kernel(x_ptr, out_ptr, N: core.constexpr):
     # tl's names read through triton.language.core, where they are defined
     acc = tl.zeros((N,), dtype=core.float32)
-    for i in core.static_range(2):
+    for i in core.static_range(_log2(N) - 4):  # Triton's own constexpr helper: log2(64) - 4 = 2
         acc += tl.load(x_ptr + i * N + tl.arange(0, N))
     tl.store(out_ptr + tl.arange(0, N), acc)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import math
 
 from ttbuild.errors import CompilationError
 
@@ -198,6 +199,8 @@ class Expressions:
                 return Constexpr(st)
             if node.attr == "shape":
                 return Constexpr(tuple(base.type.shape))
+            if node.attr == "numel":  # Triton's tensor.numel: the block's element count (1 for a scalar)
+                return Constexpr(math.prod(getattr(base.type, "shape", ())))
             if node.attr == "type":  # Triton's tensor.type: the block type, or the scalar type
                 return Constexpr(base.type)
             if node.attr == "T":  # Triton's tensor.T: the 2-D transpose (tl.trans)

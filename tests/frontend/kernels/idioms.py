@@ -132,4 +132,4 @@ def core_names_kernel(x_ptr, out_ptr, N: core.constexpr):
     acc = tl.zeros((N,), dtype=core.float32)
     for i in core.static_range(_log2(N) - 4):  # Triton's own constexpr helper: log2(64) - 4 = 2
         acc += tl.load(x_ptr + i * N + tl.arange(0, N))
-    tl.store(out_ptr + tl.arange(0, N), acc)
+    tl.store(out_ptr + tl.arange(0, N), acc / (acc.numel >> 5))  # tensor.numel: a constexpr, 64

@@ -146,8 +146,11 @@ class Expressions:
         """`tl.<attr>`: a dtype, a builtin, a submodule (`tl.math`), or an error naming the attr."""
         if attr == "standard._log2":
             return ModuleRef("triton.language.standard._log2")
-        if attr == "core" or attr.startswith("core."):  # triton.language.core: where tl's names are defined
-            return ModuleRef("triton.language") if attr == "core" else self._lang_attr(attr[5:], node)
+        for sub in ("core", "standard"):  # triton.language.core / .standard: where tl's names are defined
+            if attr == sub:
+                return ModuleRef("triton.language")
+            if attr.startswith(sub + "."):
+                return self._lang_attr(attr[len(sub) + 1:], node)
         dt = _DTYPE_ATTRS.get(attr)
         if dt is not None:
             return Constexpr(T.DTYPES[dt])

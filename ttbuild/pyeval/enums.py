@@ -1,4 +1,7 @@
-"""Enum classes of a project module (`class Backend(Enum): HOPPER = 232448`) as a static read sees them: members with their name and value, `Cls[name]`, `Cls(value)`, class and static methods run in the bounded evaluator; standard library only."""
+"""Enum classes of a project module (`class Tier(Enum): LARGE = 232448`) as a static read sees them; standard library only.
+
+Members with their name and value, `Cls[name]`, `Cls(value)`, class and static methods run in
+the bounded evaluator."""
 
 from __future__ import annotations
 

@@ -165,3 +165,19 @@ def test_per_gpu_lists_enum_lookups_and_caught_key_errors():
     assert lookup(_read(SHARED, target="cuda:86"), "LARGE") is False  # 99 KB opt-in on 8.6
     with pytest.raises(CompilationError, match="GPU of index 1"):  # no handler takes what the reader refuses
         lookup(mod, "SECOND")
+
+
+def test_an_undecidable_if_whose_branch_imports_a_missing_module_is_not_fatal():
+    text = textwrap.dedent('''
+        import torch
+        WIDTH = 4
+        if torch.version.cuda >= "12.4":
+            from p.missing import helper
+            WIDTH = 8
+        DEPTH = 2
+    ''')
+    proj = Project({"p": ("p/__init__.py", b""), "p.m": ("p/m.py", text.encode())}, **device_facts("cuda:90"))
+    mod = read_module(proj, "p.m")
+    assert lookup(mod, "DEPTH") == 2  # the module is read past the `if`
+    with pytest.raises(CompilationError, match="torch.version.cuda"):
+        lookup(mod, "WIDTH")

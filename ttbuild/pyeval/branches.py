@@ -31,11 +31,15 @@ def join(run, ns: dict, stmt: ast.If, error: Exception) -> None:
     before = dict(ns)
     after = []
     for body in (stmt.body, stmt.orelse):
-        run(body)
-        after.append(dict(ns))
+        try:
+            run(body)
+        except Exception:  # an import that fails in one branch (Python may never run it): nothing is known
+            after.append({})
+        else:
+            after.append(dict(ns))
         ns.clear()
         ns.update(before)
     missing = object()
     for name in _bound_names(stmt):
         a, b = (branch.get(name, missing) for branch in after)
-        ns[name] = a if a is not missing and same(a, b) else Unreadable(error)
+        ns[name] = a if a is not missing and b is not missing and same(a, b) else Unreadable(error)

@@ -88,7 +88,7 @@ class Extensions:
 
     def builtin(self, node: ast.Call, scope):
         """`range(torch.cuda.device_count())`: one index per GPU (device.DeviceRange); else the base evaluator's."""
-        if node.func.id == "range" and len(node.args) == 1 and not node.keywords:
+        if node.func.id == "range" and _counts_devices(node):
             if isinstance(self.eval(node.args[0], scope), device.DeviceCount):
                 return device.DeviceRange()
         return super().builtin(node, scope)
@@ -96,9 +96,17 @@ class Extensions:
     def _ListComp(self, node, scope):
         """`[f(i) for i in range(torch.cuda.device_count())]`: f of one GPU, the same for each (device.Uniform)."""
         (gen, *more) = node.generators
-        if not more and not gen.ifs and isinstance(gen.target, ast.Name) and isinstance(gen.iter, ast.Call) \
+        if not more and not gen.ifs and isinstance(gen.target, ast.Name) and _counts_devices(gen.iter) \
                 and isinstance(self.eval(gen.iter, scope), device.DeviceRange):
             inner = Scope(scope)
             inner.vars[gen.target.id] = device.DEVICE_INDEX
             return device.Uniform(self.eval(node.elt, inner))
         return super()._ListComp(node, scope)
+
+
+def _counts_devices(node: ast.AST) -> bool:
+    """Whether `node` is written `range(<...>.device_count())` (then evaluating it twice costs nothing)."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range"
+            and len(node.args) == 1 and not node.keywords and isinstance(node.args[0], ast.Call)
+            and isinstance(node.args[0].func, ast.Attribute) and node.args[0].func.attr == "device_count"
+            and not node.args[0].args and not node.args[0].keywords)

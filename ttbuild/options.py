@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Mapping
 
 from ttbuild.errors import TTBuildError
-from ttbuild.target import DEFAULT_TARGET, Target, TargetError, compilable
+from ttbuild.target import DEFAULT_TARGET, Target, TargetError, compilable, gpu_model
 
 # Triton's limit: a CTA holds at most 1024 threads = 32 warps of 32 threads.
 MAX_NUM_WARPS = 32
@@ -63,7 +63,9 @@ class Options:
     where wgmma would apply (sm_90), as Triton's DISABLE_MMA_V3=1 does; the PTX it gives runs
     on later GPUs too. disable_tma: compile `tensordesc<...>` parameters to their pointer
     form even on a TMA target (sm_90+), as below sm_90 (ttbuild.tma; a multi-target variant
-    sets it so that every image takes the same parameters).
+    sets it so that every image takes the same parameters). gpu: the GPU model
+    (`ttbuild.target.GPU_MODELS`, "h100-sxm"), only for a project kernel whose modules read a
+    fact the capability does not fix (the SM count, the device name); "" when none is named.
 
     Raises OptionError (a ValueError) from `__post_init__` for a value of the wrong type or
     range; the messages are the ones the variant list reports at the field's line.
@@ -78,6 +80,7 @@ class Options:
     ptxas_options: tuple[str, ...] = ()
     disable_mma_v3: bool = False
     disable_tma: bool = False
+    gpu: str = ""
 
     def __post_init__(self):
         # Each field checked by its declared type (dataclasses.fields), then the rules of its own.
@@ -89,6 +92,11 @@ class Options:
             compilable(Target.parse(self.target))
         except TargetError as exc:
             raise OptionError("target", str(exc)) from None
+        if self.gpu:
+            try:
+                gpu_model(self.gpu, Target.parse(self.target))
+            except TargetError as exc:
+                raise OptionError("gpu", str(exc)) from None
         if self.num_ctas != 1:  # ttgir lowers one CTA per program; refused here, at the row
             raise OptionError("num_ctas", f"only 1 CTA per program is compiled (Triton's thread-block clusters, "
                                           f"num_ctas > 1, are not lowered yet), got {self.num_ctas}")

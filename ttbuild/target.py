@@ -111,3 +111,50 @@ class Target:
 
 
 DEFAULT_TARGET = Target("cuda", 90)
+
+
+@dataclass(frozen=True)
+class GPUModel:
+    """One GPU model a variant may name (`gpu = "h100-sxm"`): the facts its compute capability
+    does not fix. `sm_count` is what `torch.cuda.get_device_properties(i).multi_processor_count`
+    and Triton's `driver.active.utils.get_device_properties(i)["multiprocessor_count"]` answer
+    there, `device_name` what `torch.cuda.get_device_name(i)` answers (NVIDIA's product
+    specifications and the names the driver reports)."""
+
+    name: str
+    capability: int
+    sm_count: int
+    device_name: str
+
+
+GPU_MODELS = {m.name: m for m in (
+    GPUModel("a100", 80, 108, "NVIDIA A100-SXM4-80GB"),
+    GPUModel("l4", 89, 58, "NVIDIA L4"),
+    GPUModel("h100-sxm", 90, 132, "NVIDIA H100 80GB HBM3"),
+    GPUModel("h100-pcie", 90, 114, "NVIDIA H100 PCIe"),
+    GPUModel("h200", 90, 132, "NVIDIA H200"),
+    GPUModel("h20", 90, 78, "NVIDIA H20"),
+    GPUModel("b200", 100, 148, "NVIDIA B200"),
+)}
+
+
+def gpu_model(name: str, target: Target) -> GPUModel:
+    """The GPUModel `name` names, checked against the variant's `target` (its capability must be
+    the model's). Raises TargetError for an unknown name or another capability."""
+    model = GPU_MODELS.get(name)
+    if model is None:
+        raise TargetError(f"unknown GPU model {name!r}; known: {', '.join(sorted(GPU_MODELS))}")
+    if model.capability != target.capability:
+        raise TargetError(f"{name} is a GPU of compute capability {model.capability}, not of the target {target}")
+    return model
+
+
+def device_facts(target: str | None, gpu: str = "") -> dict:
+    """What a static module read is told of the device (ttbuild.pyeval.modules.Project's keywords): the target's
+    capability, and the named GPU model's SM count and device name; all None without a target."""
+    if not target:
+        return {"capability": None, "sm_count": None, "device_name": None}
+    t = Target.parse(target)
+    model = gpu_model(gpu, t) if gpu else None
+    return {"capability": t.capability, "sm_count": model.sm_count if model else None,
+            "device_name": model.device_name if model else None}

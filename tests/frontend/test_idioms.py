@@ -30,6 +30,7 @@ CASES = [
     ("dtype_value_f32", "masked_peak_kernel", "*fp32:16,*fp32:16,i32", {"N": 128}),
     ("dtype_value_i64", "masked_peak_kernel", "*i64:16,*i64:16,i32", {"N": 128}),
     ("range_step_kw", "strided_sum_kernel", "*fp32:16,*fp32:16,i32", {"BLOCK": 128}),
+    ("core_names", "core_names_kernel", "*fp32:16,*fp32:16", {"N": 64}),
 ]
 
 

@@ -19,8 +19,10 @@ from typing import Callable
 
 from ttbuild.errors import CompilationError, CompilerWarning, Loc
 from ttbuild.pyeval import bounds
+from ttbuild.pyeval.autotuner import ConfigValue
 from ttbuild.pyeval.evaluator import Evaluator
 from ttbuild.pyeval.heuristics import HeuristicError, check_expression, check_node, is_boolean
+from ttbuild.pyeval.modules import ProjectFunction
 from ttbuild.pyeval.values import Source, Target, dotted_name, is_none, resolve_name
 
 __all__ = ["Config", "Autotune", "Heuristic", "Decorators", "read_decorators", "dotted_name", "resolve_name",
@@ -30,6 +32,7 @@ MAX_STEPS = bounds.MAX_STEPS
 
 _AUTOTUNE = {"triton.autotune", "triton.runtime.autotune", "triton.runtime.autotuner.autotune"}
 _HEURISTICS = {"triton.heuristics", "triton.runtime.heuristics", "triton.runtime.autotuner.heuristics"}
+_JIT = {"triton.jit", "triton.runtime.jit", "triton.runtime.jit.jit"}
 _CONFIG = {"triton.Config", "triton.runtime.Config", "triton.runtime.autotuner.Config"}
 _TARGET = {"triton.runtime.driver.active.get_current_target"}
 _ENV_GET = {"os.environ.get", "os.getenv"}
@@ -149,6 +152,17 @@ class _Evaluator(Evaluator):
             return Target()
         raise self.cannot(node)
 
+    def call_value(self, value, node, scope):
+        """A function of the project's modules (`check_shared_mem()` of a helper module, ttbuild.pyeval's
+        ProjectFunction) on evaluated arguments: its result when it is plain data; else the base evaluator's."""
+        if isinstance(value, ProjectFunction):
+            values, kwargs = self.call_args(node, scope)
+            result = value.call(values, kwargs)
+            if not _plain(result):
+                raise self.cannot(node, f"`{value.fn.fn.name}` returns {type(result).__name__}, not plain data")
+            return result
+        return super().call_value(value, node, scope)
+
     def attribute(self, value, node):
         """`config.<field>` of a triton.Config (kwargs as a dict; pre_hook and ir_override None), else the base
         evaluator's attribute."""
@@ -170,30 +184,53 @@ class _Evaluator(Evaluator):
         if "kwargs" not in args:
             raise self.src.error(node, "triton.Config needs its kwargs dict (the first argument)")
         kwargs = self.eval(args["kwargs"], scope)
-        if not isinstance(kwargs, dict):
-            raise self.src.error(args["kwargs"], f"triton.Config's kwargs must be a dict, not {kwargs!r}")
-        for name, value in kwargs.items():
-            where = _dict_key(args["kwargs"], name) or args["kwargs"]
-            if not isinstance(name, str):
-                raise self.src.error(where, f"triton.Config kwargs names must be strings, not {name!r}")
-            if name not in self.constexprs:
-                raise self.src.error(where, f"triton.Config sets `{name}`, which is not a tl.constexpr parameter of "
-                                            f"the kernel (constexpr parameters: {', '.join(self.constexprs) or 'none'})")
-            if not isinstance(value, (int, float, bool, str)):
-                raise self.src.error(where, f"triton.Config sets `{name}` to {value!r}: a constexpr value must be an "
-                                            "int, float, bool or str")
-        values = {}
-        for name, default in (("num_warps", 4), ("num_stages", 3), ("num_ctas", 1), ("maxnreg", None)):
-            value = self.eval(args[name], scope) if name in args else default
-            least = 0 if name == "num_stages" else 1
-            if not (value is None and name == "maxnreg") and (
-                    not isinstance(value, int) or isinstance(value, bool) or value < least):
-                raise self.src.error(args[name], f"triton.Config({name}={value!r}): must be an int >= {least}")
-            if name == "num_warps" and value & (value - 1):  # the CUDA backend's options assert it
-                raise self.src.error(args[name], f"triton.Config(num_warps={value}): must be a power of 2")
-            values[name] = value
-        return Config(dict(kwargs), loc=self.src.loc(node), **values)
+        options = {name: self.eval(args[name], scope) for name in ("num_warps", "num_stages", "num_ctas", "maxnreg")
+                   if name in args}
 
+        def where(name: str, is_option: bool) -> Loc:
+            if is_option:
+                return self.src.loc(args[name])
+            return self.src.loc(_dict_key(args["kwargs"], name) or args["kwargs"])
+
+        return checked_config(kwargs, options, self.constexprs, where, self.src.loc(node))
+
+
+def checked_config(kwargs, options: dict, constexprs: tuple[str, ...], where: Callable[[str, bool], Loc],
+                   loc: Loc | None) -> Config:
+    """A Config of evaluated `kwargs` and `options` (num_warps, num_stages, num_ctas, maxnreg; Triton's defaults
+    for those absent), checked as Triton's launch would need them: kwargs name constexpr parameters with int,
+    float, bool or str values, num_warps a power of 2. `where(name, is_option)` places an error."""
+    if not isinstance(kwargs, dict):
+        raise CompilationError(f"triton.Config's kwargs must be a dict, not {kwargs!r}", where("kwargs", True))
+    for name, value in kwargs.items():
+        if not isinstance(name, str):
+            raise CompilationError(f"triton.Config kwargs names must be strings, not {name!r}", where(name, False))
+        if name not in constexprs:
+            raise CompilationError(f"triton.Config sets `{name}`, which is not a tl.constexpr parameter of the kernel "
+                                   f"(constexpr parameters: {', '.join(constexprs) or 'none'})", where(name, False))
+        if not isinstance(value, (int, float, bool, str)):
+            raise CompilationError(f"triton.Config sets `{name}` to {value!r}: a constexpr value must be an int, "
+                                   "float, bool or str", where(name, False))
+    values = {}
+    for name, default in (("num_warps", 4), ("num_stages", 3), ("num_ctas", 1), ("maxnreg", None)):
+        value = options.get(name, default)
+        least = 0 if name == "num_stages" else 1
+        if not (value is None and name == "maxnreg") and (
+                not isinstance(value, int) or isinstance(value, bool) or value < least):
+            raise CompilationError(f"triton.Config({name}={value!r}): must be an int >= {least}", where(name, True))
+        if name == "num_warps" and value & (value - 1):  # the CUDA backend's options assert it
+            raise CompilationError(f"triton.Config(num_warps={value}): must be a power of 2", where(name, True))
+        values[name] = value
+    return Config(dict(kwargs), loc=loc, **values)
+
+
+def _plain(value) -> bool:
+    """Whether `value` is plain data: numbers, strings, None, lists / tuples / dicts of them."""
+    if isinstance(value, (int, float, bool, str, type(None))):
+        return True
+    if isinstance(value, (list, tuple)):
+        return all(_plain(v) for v in value)
+    return isinstance(value, dict) and all(_plain(k) and _plain(v) for k, v in value.items())
 
 
 def _dict_key(node: ast.AST, name: str) -> ast.AST | None:
@@ -251,7 +288,8 @@ class _Normalizer(ast.NodeTransformer):
 
 
 class _Reader:
-    def __init__(self, src: Source, module: _Module, fn: ast.FunctionDef):
+    def __init__(self, src: Source, module: _Module, fn: ast.FunctionDef, tuning: Callable[[], object] | None = None):
+        self.tuning = tuning
         a = fn.args
         params = a.posonlyargs + a.args + a.kwonlyargs
         self.src, self.module, self.fn = src, module, fn
@@ -265,9 +303,12 @@ class _Reader:
         A `key` name that is no parameter is dropped with a warning: Triton's Autotuner.run builds
         the key from `self.keys` that are among the arguments and skips the others. A reset/restore
         name that is no parameter stays an error (Triton's pre_hook would fail on `kwargs[name]`)."""
-        value = self.ev.eval(node, None)
+        return self.names_of(self.ev.eval(node, None), what, lambda i: self.src.loc(_element(node, i)))
+
+    def names_of(self, value, what: str, where: Callable[[int | None], Loc]) -> tuple[str, ...]:
+        """names() of an evaluated `value`; `where(i)` places an error about element i (None: the whole)."""
         if not isinstance(value, (list, tuple)):
-            raise self.src.error(node, f"autotune {what} must be a list of argument names, not {value!r}")
+            raise CompilationError(f"autotune {what} must be a list of argument names, not {value!r}", where(None))
         kept = []
         for i, name in enumerate(value):
             if name in self.params:
@@ -276,10 +317,41 @@ class _Reader:
             message = (f"autotune {what} names {name!r}, which is not a parameter of {self.fn.name} "
                        f"(parameters: {', '.join(self.params)})")
             if what != "key" or not isinstance(name, str):
-                raise self.src.error(_element(node, i), message)
+                raise CompilationError(message, where(i))
             warnings.warn(CompilerWarning(f"{message}: ignored, as Triton's autotuner ignores it too",
-                                          loc=self.src.loc(_element(node, i))), stacklevel=5)
+                                          loc=where(i)), stacklevel=6)
         return tuple(kept)
+
+    def tuned(self, t) -> Autotune:
+        """The Autotune of an Autotuner the project's code constructed (ttbuild.pyeval.autotuner.Tuning: a
+        decorator factory of its own, a subclass of Autotuner), with the checks autotune() applies to a literal
+        decorator; errors about a config are placed at its triton.Config call, others at the decorator."""
+        a, loc = t.args, t.loc
+        for name, why in (("pre_hook", "cannot run a pre_hook"), ("post_hook", "cannot run a post_hook"),
+                          ("do_bench", "times configs with `ttbuild tune`, not a do_bench function")):
+            if a[name] is not None:
+                raise CompilationError(f"{t.cls}({name}=...): ttbuild builds configs ahead of time and {why}", loc)
+        if a["prune_configs_by"] is not None:
+            warnings.warn(CompilerWarning("prune_configs_by is not evaluated: ttbuild tunes every config", loc=loc),
+                          stacklevel=5)
+        configs = a["configs"]
+        if not isinstance(configs, (list, tuple)) or not all(isinstance(c, ConfigValue) for c in configs):
+            raise CompilationError(f"{t.cls}'s configs must be a list of triton.Config, not {configs!r}", loc)
+        if len(configs) > bounds.MAX_CONFIGS:
+            raise CompilationError(f"autotune configs list {len(configs)} configs, more than the "
+                                   f"{bounds.MAX_CONFIGS} ttbuild expands into variants: prune the list", loc)
+        out = []
+        for c in configs:
+            for hook in ("pre_hook", "ir_override"):
+                if c.args[hook] is not None:
+                    raise CompilationError(f"triton.Config({hook}=...): ttbuild builds configs ahead of time and "
+                                           f"cannot run it", c.loc)
+            options = {k: c.args[k] for k in ("num_warps", "num_stages", "num_ctas", "maxnreg")}
+            out.append(checked_config(c.args["kwargs"], options, self.constexprs, lambda *_, c=c: c.loc, c.loc))
+        reset, restore = (self.names_of(a[n], n, lambda i: loc) if a[n] is not None else ()
+                          for n in ("reset_to_zero", "restore_value"))
+        return Autotune(tuple(out) or (Config({}, loc=loc),), self.names_of(a["key"], "key", lambda i: loc),
+                        reset, restore, loc=loc)
 
     def unpack(self, dec: ast.Call) -> ast.Call:
         """`**mapping` among a decorator's keywords, the mapping a dict of names to literals the
@@ -378,6 +450,12 @@ class _Reader:
         tune, tune_index, found = None, None, []  # found: (decorator index, name node, function node)
         for i, dec in enumerate(self.fn.decorator_list):
             full = resolve_name(dotted_name(dec.func if isinstance(dec, ast.Call) else dec), self.module.imports)
+            if full not in _AUTOTUNE | _HEURISTICS | _JIT and self.tuning is not None:
+                made = self.tuning()  # a decorator of the project's that constructs an Autotuner
+                if made is not None and made.at == (dec.lineno, dec.col_offset):
+                    if tune is not None:
+                        raise self.src.error(dec, "a kernel may carry one @triton.autotune")
+                    tune, tune_index = self.tuned(made), i
             if full not in _AUTOTUNE | _HEURISTICS:
                 continue
             if not isinstance(dec, ast.Call):
@@ -423,7 +501,8 @@ def _reading(tree: ast.AST, name: str) -> ast.AST | None:
 
 
 def read_decorators(source: str | bytes, kernel: str, file: str,
-                    imported: Callable[[str], tuple[str, object] | None] | None = None) -> Decorators:
+                    imported: Callable[[str], tuple[str, object] | None] | None = None,
+                    tuning: Callable[[], object] | None = None) -> Decorators:
     """The `@triton.autotune` and `@triton.heuristics` of the function `kernel` in `source` (read as
     `file`), evaluated from the ast without importing or running anything; Decorators(None, ()) when
     it has neither.
@@ -436,6 +515,9 @@ def read_decorators(source: str | bytes, kernel: str, file: str,
     name defined in terms of itself) and a heuristic outside the ttbuild.pyeval.heuristics grammar.
     `imported(name)`, for a project's kernel, answers what an imported name is bound to once the
     module ran (("value", v) or ("import", dotted path)), or None to keep the file's own reading.
+    `tuning()`, for a project's kernel, answers the ttbuild.pyeval.autotuner.Tuning its module
+    constructed around it (None if none; raising the located error of a decorator the module read
+    refused): a decorator that is not triton's own is read through it.
     Warns (CompilerWarning) that prune_configs_by is not evaluated, and of a `key` name that is not
     a parameter, which is left out of the key as Triton's Autotuner leaves it out.
     """
@@ -456,7 +538,7 @@ def read_decorators(source: str | bytes, kernel: str, file: str,
         raise CompilationError(f"kernel {kernel!r} is not a function of {file} (functions there: "
                                f"{', '.join(defs) or 'none'})")
     try:
-        return _Reader(src, _Module(tree.body[:index], imported), fn).read()
+        return _Reader(src, _Module(tree.body[:index], imported), fn, tuning).read()
     except RecursionError:
         raise src.error(fn.decorator_list[0] if fn.decorator_list else fn,
                         "decorator arguments nested too deeply to evaluate") from None

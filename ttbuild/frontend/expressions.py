@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import math
 
 from ttbuild.errors import CompilationError
 
@@ -15,6 +16,10 @@ from .irtext import Value
 from .semantic import Constexpr, fail
 
 LANG = ("triton.language", "ttbuild.language")
+# Triton 3.6's own @constexpr_function helpers a kernel may call: triton/__init__.py next_power_of_2,
+# language/standard.py _log2 (the floor of log2, 0 below 2).
+_TRITON_CONSTEXPR_FUNCTIONS = {"triton.next_power_of_2": lambda n: 1 if n <= 1 else 1 << (n - 1).bit_length(),
+                               "triton.language.standard._log2": lambda n: n.bit_length() - 1 if n > 1 else 0}
 BINOPS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//", ast.Mod: "%",
            ast.Pow: "**", ast.BitAnd: "&", ast.BitOr: "|", ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
 _CMPOPS = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=", ast.Eq: "==", ast.NotEq: "!="}
@@ -139,6 +144,13 @@ class Expressions:
 
     def _lang_attr(self, attr: str, node):
         """`tl.<attr>`: a dtype, a builtin, a submodule (`tl.math`), or an error naming the attr."""
+        if attr == "standard._log2":
+            return ModuleRef("triton.language.standard._log2")
+        for sub in ("core", "standard"):  # triton.language.core / .standard: where tl's names are defined
+            if attr == sub:
+                return ModuleRef("triton.language")
+            if attr.startswith(sub + "."):
+                return self._lang_attr(attr[len(sub) + 1:], node)
         dt = _DTYPE_ATTRS.get(attr)
         if dt is not None:
             return Constexpr(T.DTYPES[dt])
@@ -190,6 +202,8 @@ class Expressions:
                 return Constexpr(st)
             if node.attr == "shape":
                 return Constexpr(tuple(base.type.shape))
+            if node.attr == "numel":  # Triton's tensor.numel: the block's element count (1 for a scalar)
+                return Constexpr(math.prod(getattr(base.type, "shape", ())))
             if node.attr == "type":  # Triton's tensor.type: the block type, or the scalar type
                 return Constexpr(base.type)
             if node.attr == "T":  # Triton's tensor.T: the 2-D transpose (tl.trans)
@@ -211,11 +225,9 @@ class Expressions:
         fail(self.cx, f"unsupported attribute access .{node.attr} on {S.describe(base)}")
 
     def _dtype_attr(self, dt: T.DType, attr: str):
-        probes = {"is_floating": dt.is_float(), "is_int": dt.is_int(), "is_int_signed": dt.is_signed(),
-                  "is_int_unsigned": dt.is_unsigned(), "is_fp16": dt == T.fp16, "is_bf16": dt == T.bf16,
-                  "is_fp32": dt == T.fp32, "is_fp64": dt == T.fp64, "is_bool": dt == T.int1,
-                  "is_fp8": "fp8" in dt.name, "is_standard_floating": dt in (T.fp16, T.bf16, T.fp32, T.fp64)}
-        probes.update({f"is_{n}": dt.name == n for n in T.DTYPES})  # is_int64, is_uint8, is_fp8e5... (tl.dtype)
+        from .constexprfn import dtype_probes
+
+        probes = dtype_probes(dt)
         if attr == "primitive_bitwidth" or (attr == "int_bitwidth" and dt.is_int()):
             return Constexpr(dt.bits)
         if attr in probes:
@@ -372,11 +384,10 @@ class Expressions:
                 return self.call_constexpr_function(fn.name, args, kwargs, node)
             return self.py_builtin(fn.name, args, kwargs)
         if isinstance(fn, ModuleRef):
-            if fn.name == "triton.next_power_of_2":  # a @constexpr_function of Triton 3.6 (triton/__init__.py)
+            if fn.name in _TRITON_CONSTEXPR_FUNCTIONS:  # @constexpr_function helpers of Triton 3.6 itself
                 if len(args) != 1 or kwargs or not isinstance(args[0], Constexpr) or not isinstance(args[0].value, int):
-                    fail(self.cx, "triton.next_power_of_2 takes one constexpr int")
-                n = args[0].value
-                return Constexpr(1 if n <= 1 else 1 << (n - 1).bit_length())
+                    fail(self.cx, f"{fn.name} takes one constexpr int")
+                return Constexpr(_TRITON_CONSTEXPR_FUNCTIONS[fn.name](args[0].value))
             if not fn.name.startswith(LANG):
                 fail(self.cx, f"cannot call {fn.name}: only tl builtins and @jit functions defined in "
                               f"the kernel's own file can be called (the compiler never imports modules)")
@@ -390,21 +401,18 @@ class Expressions:
         import ast as _ast
 
         from ttbuild.errors import CompilationError
-        from ttbuild.pyeval.evaluator import Evaluator
-        from ttbuild.pyeval.values import Function, Source
+        from ttbuild.pyeval.values import Function
+
+        from .constexprfn import HelperEvaluator
 
         if kwargs or not all(isinstance(a, Constexpr) for a in args):
             fail(self.cx, f"{name}() is a @triton.constexpr_function: call it with constexpr positional arguments")
         text = self.desc["constexpr_functions"][name]
-        fn = _ast.parse(text).body[0]
-
-        class _Helpers:
-            bindings = {n: ("def", _ast.parse(t).body[0]) for n, t in self.desc["constexpr_functions"].items()}
-            imports: dict = {}
-
+        constants = {n: g["value"] if not isinstance(g["value"], list) else tuple(g["value"])
+                     for n, g in self.globals.items()}
+        ev = HelperEvaluator(name, text, self.desc["constexpr_functions"], self.imports, constants)
         try:
-            return Constexpr(Evaluator(Source(f"<constexpr_function {name}>", text), _Helpers).apply(
-                Function(fn), [a.value for a in args], node))
+            return Constexpr(ev.apply(Function(_ast.parse(text).body[0]), [a.value for a in args], node))
         except CompilationError as e:
             fail(self.cx, f"{name}(...) at compile time: {e.message}")
 

@@ -42,7 +42,7 @@ def stage_options(variant: Variant, stages: StageSet = DEFAULT) -> dict[str, dic
     """The options each stage of `variant` runs with (`ttbuild.stages` derives them), JSON-serialisable."""
     opts = stages.options(request(variant))
     if variant.parse:  # a project kernel: what its parse reads beyond its own file (ttbuild.graph.project)
-        opts["parse"].update(parse_project_options(variant.parse, variant.target))
+        opts["parse"].update(parse_project_options(variant.parse, variant.target, variant.options.gpu))
     return opts
 
 
@@ -56,13 +56,16 @@ def _key_json(options: dict, options_json: str) -> str:
     return canonical_json({k: v for k, v in options.items() if k != "env"})
 
 
-def parse_project_options(facts: dict, target: str) -> dict:
+def parse_project_options(facts: dict, target: str, gpu: str = "") -> dict:
     """The parse options of a project kernel: its module, the project modules it may import
     (name -> file), the environment variables they read (with this build's values) and the
-    target when a device fact is read. Kernels outside a project keep the options they had."""
+    target (and the GPU model, when the row names one) when a device fact is read. Kernels
+    outside a project keep the options they had."""
     out = {"module": facts["module"], "modules": facts["modules"], "env": facts["env"]}
     if facts.get("device"):
         out["target"] = target
+        if gpu:
+            out["gpu"] = gpu
     return out
 
 

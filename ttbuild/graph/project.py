@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 # Attribute names whose reads ask the device (ttbuild.pyeval.modules answers them from the target).
-_DEVICE_FACTS = {"get_device_properties", "get_device_capability", "get_current_target", "is_available",
+_DEVICE_FACTS = {"get_device_properties", "get_device_capability", "get_current_target", "is_available", "get_device_name",
                  "is_torch_npu_available", "is_torch_xpu_available", "hip"}
 
 

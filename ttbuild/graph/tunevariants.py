@@ -35,7 +35,8 @@ def _decorators(path: str, mtime_ns: int, size: int, kernel: str, shown: str):
     return read_decorators(Path(path).read_bytes(), kernel, shown)
 
 
-def decorators_of(kernels_dir: Path, rel: str, kernel: str, parse: dict | None = None, target: str | None = None):
+def decorators_of(kernels_dir: Path, rel: str, kernel: str, parse: dict | None = None, target: str | None = None,
+                  gpu: str = ""):
     """The kernel's Decorators (ttbuild.frontend.autotune), or None when its file mentions
     neither decorator (most files: no parse). `parse`: a project kernel's parse facts
     (ttbuild.graph.project.parse_facts), whose modules answer the names the file imports from the
@@ -49,7 +50,7 @@ def decorators_of(kernels_dir: Path, rel: str, kernel: str, parse: dict | None =
     if parse and parse.get("module"):
         stamp = tuple((f, (kernels_dir / f).stat().st_mtime_ns) for f in sorted(parse["modules"].values()))
         found = _project_decorators(str(kernels_dir), rel, kernel, parse["module"], tuple(sorted(parse["modules"].items())),
-                                    tuple(sorted(parse.get("env", {}).items())), target, stamp)
+                                    tuple(sorted(parse.get("env", {}).items())), (target, gpu), stamp)
         return None if found.autotune is None and not found.heuristics else found
     found = _decorators(str(path), st.st_mtime_ns, st.st_size, kernel, rel)
     return None if found.autotune is None and not found.heuristics else found
@@ -57,50 +58,63 @@ def decorators_of(kernels_dir: Path, rel: str, kernel: str, parse: dict | None =
 
 @functools.lru_cache(maxsize=256)
 def _project_decorators(kernels_dir: str, rel: str, kernel: str, module: str, modules: tuple, env: tuple,
-                        target: str | None, stamp: tuple):
-    """read_decorators of a project kernel, once per version of the modules it may import."""
+                        target: tuple, stamp: tuple):
+    """read_decorators of a project kernel, once per version of the modules it may import; `target` is
+    (the row's target or None, its GPU model or "")."""
     from ttbuild.frontend.autotune import read_decorators
 
     parse = {"module": module, "modules": dict(modules), "env": dict(env)}
     data = (Path(kernels_dir) / rel).read_bytes()
-    return read_decorators(data, kernel, rel, _imported(Path(kernels_dir), parse, target))
+    imported = _imported(Path(kernels_dir), parse, target)
+    return read_decorators(data, kernel, rel, imported, lambda: _tuning(imported.module, kernel))
 
 
-_PROJECTS: dict = {}  # (kernels dir, target) -> (file mtimes, Project): one reading per variant list
+def _tuning(module, kernel: str):
+    """The Tuning the kernel's module constructed around `kernel` (a decorator factory of the project's), or
+    None; the located error of a kernel binding the module read refused."""
+    from ttbuild.pyeval.modules import lookup
+    from ttbuild.pyeval.objects import Kernel
+
+    value = lookup(module, kernel)
+    return value.tuning if isinstance(value, Kernel) else None
 
 
-def _executed(kernels_dir: str, module: str, modules: tuple, env: tuple, target: str | None, stamp: tuple):
-    """The kernel's module as ttbuild.pyeval executed it. The project's rows share one reading (a
+_PROJECTS: dict = {}  # (kernels dir, (target, gpu)) -> (file mtimes, Project): one reading per variant list
+
+
+def _executed(kernels_dir: str, module: str, modules: tuple, env: tuple, target: tuple, stamp: tuple):
+    """The kernel's module as ttbuild.pyeval executed it, and the Project that read it. The project's rows share one reading (a
     module runs once for all the kernels that import it): a row's further modules and environment
     names join it (what ran before could import none of them: each row's closure is complete);
     a file or an environment value that changed starts a new reading."""
     from ttbuild.pyeval.modules import Project, read_module
-    from ttbuild.target import Target
+    from ttbuild.target import device_facts
 
     mtimes, project = _PROJECTS.get((kernels_dir, target), ({}, None))
     if project is None or any(mtimes.get(f, m) != m for f, m in stamp) or any(
             project.env.get(k, v) != v for k, v in env):  # a changed file or environment value
         mtimes, project = {}, Project({}, env={}, strict_env=True,
-                                      capability=Target.parse(target).capability if target else None)
+                                      **device_facts(*target))
         _PROJECTS[(kernels_dir, target)] = (mtimes, project)
     mtimes.update(stamp)
     project.env.update(env)
     for name, file in modules:
         if name not in project.files:
             project.files[name] = (file, (Path(kernels_dir) / file).read_bytes())
-    return read_module(project, module)
+    return read_module(project, module), project
 
 
-def _imported(kernels_dir: Path, parse: dict, target: str | None):
+def _imported(kernels_dir: Path, parse: dict, target: tuple):
     """What a name of the kernel's module is bound to once the module ran (ttbuild.pyeval), in the
     autotune reader's terms: ("value", literal data), ("import", dotted path), or None."""
-    from ttbuild.pyeval.modules import lookup
+    from ttbuild.pyeval.modules import ProjectFunction, lookup
     from ttbuild.pyeval.objects import Constexpr, External
+    from ttbuild.pyeval.values import Function
 
     modules = tuple(sorted(parse["modules"].items()))
     stamp = tuple((f, (kernels_dir / f).stat().st_mtime_ns) for _, f in modules)
-    module = _executed(str(kernels_dir), parse["module"], modules, tuple(sorted(parse.get("env", {}).items())),
-                       target, stamp)
+    module, module_project = _executed(str(kernels_dir), parse["module"], modules,
+                                       tuple(sorted(parse.get("env", {}).items())), target, stamp)
 
     def answer(name: str):
         try:
@@ -111,8 +125,11 @@ def _imported(kernels_dir: Path, parse: dict, target: str | None):
             value = value.value
         if isinstance(value, External):
             return ("import", value.path)
+        if isinstance(value, Function) and value.fn in module_project.home:  # `check_shared_mem()` in the configs
+            return ("value", ProjectFunction(module_project, value))
         return ("value", value) if _literal(value) else None
 
+    answer.module = module
     return answer
 
 
@@ -177,7 +194,8 @@ def expand(variant, row: dict, kernels_dir: Path, fail: Callable[[str, str], Com
             and all(isinstance(i, int) and not isinstance(i, bool) for i in configs_field))):
         raise fail("configs", 'must be "all" or a list of config indices like [0, 2]')
     wants = wants or configs_field is not None
-    deco = decorators_of(kernels_dir, variant.file, variant.kernel, variant.parse, variant.options.target)
+    deco = decorators_of(kernels_dir, variant.file, variant.kernel, variant.parse, variant.options.target,
+                         variant.options.gpu)
     listed = sorted(k for k, v in variant.constexprs.items() if isinstance(v, list))
     computed = {h.name for h in deco.heuristics} if deco is not None else set()
     if set(listed) - computed:

@@ -8,7 +8,7 @@ import time
 
 from ttbuild.errors import CompilationError
 
-from . import bounds
+from . import bounds, strings
 from .values import (
     BINOPS,
     BUILTINS,
@@ -18,9 +18,11 @@ from .values import (
     UNBOUND,
     Closure,
     Function,
+    PythonError,
     Scope,
     Source,
     Target,
+    UnknownValue,
     assigned,
     dotted_name,
     is_append,
@@ -29,10 +31,6 @@ from .values import (
     resolve_name,
     short,
 )
-
-# A string's methods that are pure and cost at most its length (`os.environ.get(...).lower()`).
-_STR_METHODS = frozenset({"lower", "upper", "strip", "lstrip", "rstrip", "startswith", "endswith", "split", "isdigit",
-                          "casefold"})
 
 
 class _StrMethod:
@@ -92,7 +90,7 @@ class Evaluator:
 
     def attribute(self, value, node: ast.Attribute):
         """`value.attr` for a value the base evaluator does not know; a string's pure methods."""
-        if isinstance(value, str) and node.attr in _STR_METHODS:
+        if isinstance(value, str) and node.attr in strings.METHODS:
             return _StrMethod(value, node.attr)
         raise self.cannot(node)
 
@@ -228,11 +226,24 @@ class Evaluator:
         return -value if isinstance(node.op, ast.USub) else +value
 
     def _BoolOp(self, node, scope):
-        value = None
+        is_or = isinstance(node.op, ast.Or)
+        value, unknown = None, None
         for part in node.values:  # short-circuit, as Python: the other branch may not evaluate
-            value = self.eval(part, scope)
-            if bool(value) == isinstance(node.op, ast.Or):
-                return value
+            try:
+                value = self.eval(part, scope)
+            except UnknownValue as e:
+                # A comparison is a bool whose value only the running program knows (`"H" in
+                # torch.cuda.get_device_name()`): `unknown or True` is True, `unknown and False` False.
+                if not (isinstance(part, ast.Compare) or isinstance(part, ast.UnaryOp) and isinstance(part.op, ast.Not)):
+                    raise
+                unknown = unknown or e
+                continue
+            if bool(value) == is_or:
+                if unknown is None or type(value) is bool:
+                    return value
+                raise unknown
+        if unknown is not None:
+            raise unknown
         return value
 
     def _Compare(self, node, scope):
@@ -311,7 +322,8 @@ class Evaluator:
         try:
             return value[index]
         except (LookupError, TypeError, ValueError) as e:
-            raise self.src.error(node, f"`{short(node)}` fails: {type(e).__name__}: {e}") from None
+            raise PythonError(f"`{short(node)}` fails: {type(e).__name__}: {e}", self.src.loc(node),
+                              type(e).__name__) from None
 
     def _ListComp(self, node, scope):
         out: list = []
@@ -321,6 +333,8 @@ class Evaluator:
         finally:
             self.loops.pop()
         return out
+
+    _GeneratorExp = _ListComp  # eager: the consumers the evaluator runs (join, list, tuple, len...) read it once
 
     def _generate(self, gens, i, elt, scope, out):
         if i == len(gens):
@@ -347,28 +361,41 @@ class Evaluator:
                     raise self.cannot(node)
         value = self.eval(func, scope)
         if isinstance(value, Function):
-            return self.call(value.fn, node, scope)
+            return self.call(value, node, scope)
         if isinstance(value, Closure):
             if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
                 raise self.cannot(node, "a lambda is called with positional arguments only")
             return self.apply(value, [self.eval(a, scope) for a in node.args], node)
         return self.call_value(value, node, scope)
 
+    def call_args(self, node: ast.Call, scope: Scope | None) -> tuple[list, dict]:
+        """The call's positional and keyword argument values, `*seq` and `**mapping` unpacked as Python does.
+        Raises a located error for a `**` value that is not a dict of str keys, or a keyword given twice."""
+        values = self._elements(node.args, scope)
+        kwargs: dict = {}
+        for kw in node.keywords:
+            if kw.arg is None:
+                more = self.eval(kw.value, scope)
+                if not isinstance(more, dict) or not all(isinstance(k, str) for k in more):
+                    raise self.src.error(kw.value, f"`**{short(kw.value)}` is not a dict of names")
+            else:
+                more = {kw.arg: self.eval(kw.value, scope)}
+            for k, v in more.items():
+                if k in kwargs:
+                    raise self.src.error(kw, f"`{short(node.func)}()` got the keyword argument `{k}` twice")
+                kwargs[k] = v
+        return values, kwargs
+
     def call_value(self, value, node: ast.Call, scope: Scope | None):
         """A call of a value the base evaluator cannot call (a subclass may know it); a string method."""
-        if isinstance(value, _StrMethod) and not node.keywords:
-            args = self._elements(node.args, scope)
-            if not all(isinstance(a, (str, int)) and not isinstance(a, bool) for a in args):
-                raise self.cannot(node, "a string method takes strings and ints")
+        if isinstance(value, _StrMethod):
+            args, kwargs = self.call_args(node, scope)
             try:
-                result = getattr(value.text, value.name)(*args)
-            except (TypeError, ValueError) as e:
-                raise self.src.error(node, f"`{short(node)}` fails: {e}") from None
-            try:
-                bounds.check_items(len(result) if isinstance(result, (str, list)) else 0, "the string method's result")
+                return strings.call(value.text, value.name, args, kwargs)
+            except strings.StringError as e:
+                raise self.cannot(node, str(e)) from None
             except bounds.BoundError as e:
                 raise self.src.error(node, f"`{short(node)}` is not evaluated: {e}") from None
-            return result
         raise self.cannot(node)
 
     # ------------------------------------------------------------- calls
@@ -437,27 +464,44 @@ class Evaluator:
         return bound
 
 
-    def call(self, fn: ast.FunctionDef, node: ast.Call, scope):
-        """Run a module-level function with a body of assignments, if/for, `.append` and return."""
-        a = fn.args
-        if a.vararg or a.kwarg:
-            raise self.cannot(node, f"`{fn.name}` takes *args or **kwargs")
+    def call(self, fn: Function, node: ast.Call, scope):
+        """Call a function of the source (or a closure) on the call's evaluated arguments (call_args, apply)."""
+        values, kwargs = self.call_args(node, scope)
+        return self.apply(fn, values, node, kwargs)
+
+    def bind_call(self, callee: Function, values: list, kwargs: dict, node: ast.AST) -> Scope:
+        """The frame of a call of `callee` with positional `values` and `kwargs`, bound as Python binds them
+        (positional, *args, keywords, **kwargs, then defaults, evaluated where the function was defined). Raises a
+        located error for a missing, repeated or unexpected argument."""
+        fn, a = callee.fn, callee.fn.args
         params = a.posonlyargs + a.args
-        names = tuple(p.arg for p in params + a.kwonlyargs)
-        bound = self.bind_arguments(node, names, f"{fn.name}()")
+        frame = Scope(callee.scope, assigned(fn))
+        if len(values) > len(params) and not a.vararg:
+            raise self.src.error(node, f"{fn.name}() takes at most {len(params)} positional arguments")
+        frame.vars.update(zip((p.arg for p in params), values))
+        if a.vararg:
+            frame.vars[a.vararg.arg] = tuple(values[len(params):])
+        by_name = {p.arg for p in a.args + a.kwonlyargs}
+        extra = {}
+        for k, v in kwargs.items():
+            if k in frame.vars:
+                raise self.src.error(node, f"{fn.name}() got multiple values for argument `{k}`")
+            if k in by_name:
+                frame.vars[k] = v
+            elif a.kwarg:
+                extra[k] = v
+            else:
+                raise self.src.error(node, f"{fn.name}() got an unexpected keyword argument `{k}`")
+        if a.kwarg:
+            frame.vars[a.kwarg.arg] = extra
         defaults = dict(zip((p.arg for p in params[len(params) - len(a.defaults):]), a.defaults))
         defaults.update((p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
-        if self.depth >= bounds.MAX_CALL_DEPTH:
-            raise self.src.error(node, f"calls nested deeper than {bounds.MAX_CALL_DEPTH} (a recursion?)")
-        frame = Scope(None, assigned(fn))
-        for name in names:
-            if name in bound:
-                frame.vars[name] = self.eval(bound[name], scope)
-            elif name in defaults:
-                frame.vars[name] = self.eval(defaults[name], None)
-            else:
-                raise self.src.error(node, f"{fn.name}() is missing the argument `{name}`")
-        return self.enter(fn.body, frame)
+        for p in params + a.kwonlyargs:
+            if p.arg not in frame.vars:
+                if p.arg not in defaults:
+                    raise self.src.error(node, f"{fn.name}() is missing the argument `{p.arg}`")
+                frame.vars[p.arg] = self.eval(defaults[p.arg], callee.scope)
+        return frame
 
     def enter(self, body: list[ast.stmt] | ast.expr, frame: Scope):
         """A function's body (or a lambda's expression) in its frame, one call deeper."""
@@ -470,36 +514,22 @@ class Evaluator:
             self.depth -= 1
         return value if returned else None
 
-    def apply(self, callee, values: list, node: ast.AST):
-        """Call a function value (a function of the file or a lambda) with positional values, as
-        filter() and map() do; `node` is the call to blame."""
+    def apply(self, callee, values: list, node: ast.AST, kwargs: dict | None = None):
+        """Call a function value (a function of the file, a closure or a lambda) with positional `values` and
+        `kwargs`, as filter() and map() do; `node` is the call to blame."""
         if self.depth >= bounds.MAX_CALL_DEPTH:
             raise self.src.error(node, f"calls nested deeper than {bounds.MAX_CALL_DEPTH} (a recursion?)")
         if isinstance(callee, Closure):
             params = [p.arg for p in callee.node.args.posonlyargs + callee.node.args.args]
-            if len(values) != len(params):
+            if kwargs or len(values) != len(params):
                 raise self.src.error(node, f"`{short(callee.node)}` takes {len(params)} arguments, "
-                                           f"not {len(values)}")
+                                           f"not {len(values)}{' and keywords' if kwargs else ''}")
             frame = Scope(callee.scope)
             frame.vars.update(zip(params, values))
             return self.enter(callee.node.body, frame)
         if not isinstance(callee, Function):
             raise self.cannot(node, f"only a function of the file or a lambda is called, not {callee!r}")
-        fn, a = callee.fn, callee.fn.args
-        if a.vararg or a.kwarg:
-            raise self.cannot(node, f"`{fn.name}` takes *args or **kwargs")
-        params = a.posonlyargs + a.args
-        if len(values) > len(params):
-            raise self.src.error(node, f"{fn.name}() takes at most {len(params)} positional arguments")
-        defaults = dict(zip((p.arg for p in params[len(params) - len(a.defaults):]), a.defaults))
-        defaults.update((p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
-        frame = Scope(None, assigned(fn))
-        frame.vars.update(zip((p.arg for p in params), values))
-        for p in params[len(values):] + a.kwonlyargs:
-            if p.arg not in defaults:
-                raise self.src.error(node, f"{fn.name}() is missing the argument `{p.arg}`")
-            frame.vars[p.arg] = self.eval(defaults[p.arg], None)
-        return self.enter(fn.body, frame)
+        return self.enter(callee.fn.body, self.bind_call(callee, values, kwargs or {}, node))
 
     def run(self, body: list[ast.stmt], frame: Scope) -> tuple[bool, object]:
         """Run a function body in `frame`: (True, value) at a `return`, (False, None) when it falls off the end.
@@ -524,6 +554,8 @@ class Evaluator:
                 if not isinstance(target, list):
                     raise self.cannot(stmt.value, f"`.append` only on a list, not a {type(target).__name__}")
                 target.append(self.eval(stmt.value.args[0], frame))
+            elif isinstance(stmt, ast.FunctionDef) and not stmt.decorator_list:
+                frame.vars[stmt.name] = self.nested_function(stmt, frame)
             elif isinstance(stmt, ast.If):
                 returned, value = self.run(stmt.body if self.eval(stmt.test, frame) else stmt.orelse, frame)
                 if returned:
@@ -547,9 +579,13 @@ class Evaluator:
                     return True, value
         return False, None
 
+    def nested_function(self, stmt: ast.FunctionDef, frame: Scope) -> Function:
+        """A `def` inside a function body: a closure over `frame`, as Python makes it."""
+        return Function(stmt, frame)
+
     def other_statement(self, stmt: ast.stmt, frame: Scope) -> tuple[bool, object]:
         """A statement of a function body the base evaluator does not run: (returned, value)."""
         raise self.cannot(stmt, "a function body may hold a docstring, assignments to local names, if/else, "
-                                "for loops, `<list>.append(x)` and return")
+                                "for loops, `<list>.append(x)`, nested defs and return")
 
 

@@ -13,16 +13,18 @@ them (docs/CONTRACTS.md, "Project modules").
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from typing import Callable, Mapping
 
 from ttbuild.errors import CompilationError, Loc
 
+from . import autotuner, branches, device, enums
 from .evaluator import Evaluator
+from .extensions import _NOT, Extensions
 from .modnames import (
     _CACHES,
     _CONSTEXPR,
     _CONSTEXPR_FUNCTION,
-    _DEVICE_PROBES,
     _ENV_GET,
     _IMPORT_ERRORS,
     _JIT,
@@ -38,12 +40,10 @@ from .objects import (
     SIGNATURES,
     TRITON_MODULES,
     TRITON_VERSION,
-    WARP_SIZE,
     Constexpr,
     ConstexprFunction,
     DeviceProperties,
     External,
-    GPUTarget,
     Kernel,
     ModuleValue,
     NeedsValue,
@@ -54,7 +54,7 @@ from .objects import (
     Wrapper,
 )
 from .tritonnames import TRITON_ATTRIBUTES
-from .values import Function, Source, short
+from .values import Function, PythonError, Source, UnknownValue, catches, short
 
 
 class _ImportFailed(Exception):
@@ -69,14 +69,17 @@ class Project:
     """The modules of a project, read on demand from `files` (dotted module name -> (file as
     diagnostics name it, source bytes), packages under their own name with is_package from a
     trailing `__init__.py`); `env` answers os.environ reads (a missing name: None);
-    `capability` is the target's compute capability (90), or None when the target is unknown.
+    `capability` is the target's compute capability (90), or None when the target is unknown;
+    `sm_count` and `device_name` those of the row's GPU model, None when it names none.
     `is_external(name)` says whether a non-project, non-triton module resolves (default: yes,
     a third-party import is an opaque value)."""
 
     def __init__(self, files: Mapping[str, tuple[str, bytes]], env: Mapping[str, str | None] | None = None,
                  capability: int | None = None, is_external: Callable[[str], bool] | None = None,
-                 strict_env: bool = False):
+                 strict_env: bool = False, sm_count: int | None = None, device_name: str | None = None):
         self.files, self.env, self.capability = files, dict(env or {}), capability
+        # the GPU model's facts when the row names one (ttbuild.target.GPU_MODELS), else None
+        self.sm_count, self.device_name = sm_count, device_name
         self.strict_env = strict_env  # a name outside `env` is an error (the build keyed only those)
         self.is_external = is_external or (lambda name: True)
         self.modules: dict[str, ModuleValue] = {}
@@ -138,7 +141,7 @@ class Project:
         return self.is_external(name)
 
 
-class _Executor(Evaluator):
+class _Executor(Extensions, Evaluator):
     """Executes one module's top-level statements over its namespace."""
 
     why = ("imports, if/try on version checks and environment variables, literals, names, calls of "
@@ -200,6 +203,9 @@ class _Executor(Evaluator):
                 if isinstance(dec_value, External) and dec_value.path in _CACHES:
                     continue  # a memoized function returns what the function returns
                 value = self.apply(dec_value, [value], dec) if not isinstance(value, Opaque) else value
+                if isinstance(value, Kernel) and value.tuning is not None and value.tuning.at is None:
+                    value = replace(value, tuning=replace(value.tuning, loc=self.src.loc(dec),
+                                                          at=(dec.lineno, dec.col_offset)))
             ns[stmt.name] = value
         elif isinstance(stmt, (ast.Assign, ast.AnnAssign)) and stmt.value is not None:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
@@ -209,13 +215,15 @@ class _Executor(Evaluator):
         elif isinstance(stmt, ast.If):
             try:
                 test = self.truth(stmt.test)
-            except CompilationError as e:  # neither branch is known: what they bind is unreadable
-                for name in _bound_names(stmt):
-                    ns[name] = Unreadable(e)
+            except CompilationError as e:  # neither branch is known: what they bind alike is known
+                branches.join(self.run, ns, stmt, e)
                 return
             self.run(stmt.body if test else stmt.orelse)
         elif isinstance(stmt, ast.Try):
             self.run_try(stmt)
+        elif isinstance(stmt, ast.ClassDef) and (
+                cls := autotuner.class_value(self, stmt) or enums.enum_class(self, stmt)) is not None:
+            ns[stmt.name] = cls
         elif isinstance(stmt, (ast.Expr, ast.Pass, ast.Assert)):
             return  # a docstring, a call for its effect (registering an op...): binds nothing
         else:
@@ -255,13 +263,16 @@ class _Executor(Evaluator):
             raise self.cannot(target, "module-level assignments to names and tuples of names")
 
     def other_statement(self, stmt: ast.stmt, frame):
-        """In a function body: `try`/`except ImportError` and imports (Liger-style version helpers)."""
+        """In a function body: `try`/`except` of an ImportError or of an error Python raises where the evaluator
+        does (PythonError: a missing key...), and imports (Liger-style version helpers). A construct the reader
+        refuses is no Python exception: no handler takes it."""
         if isinstance(stmt, ast.Try):
             try:
                 returned, value = super().run(stmt.body, frame)
-            except _ImportFailed:
-                handler = next((h for h in stmt.handlers if _handler_names(h) is None
-                                or _handler_names(h) & _IMPORT_ERRORS), None)
+            except (_ImportFailed, PythonError) as e:
+                kind = e.kind if isinstance(e, PythonError) else "ImportError"
+                handler = next((h for h in stmt.handlers if catches(_handler_names(h), kind)
+                                or kind == "ImportError" and _handler_names(h) & _IMPORT_ERRORS), None)
                 if handler is None:
                     raise
                 returned, value = super().run(handler.body, frame)
@@ -275,12 +286,6 @@ class _Executor(Evaluator):
             frame.vars.update(ns)
             return False, None
         return super().other_statement(stmt, frame)
-
-    def _Subscript(self, node, scope):
-        value = self.eval(node.value, scope)
-        if isinstance(value, External) and value.path == "os.environ":
-            return self.apply(External("os.environ.__getitem__"), [self.eval(node.slice, scope)], node)
-        return super()._Subscript(node, scope)
 
     # ------------------------------------------------------------- imports
 
@@ -357,8 +362,8 @@ class _Executor(Evaluator):
         try:
             return super().eval(node, scope)
         except NeedsValue as e:
-            raise self.src.error(node, f"cannot evaluate `{short(node)}` without running the file: it needs the "
-                                       f"value of {e.what}") from None
+            raise UnknownValue(f"cannot evaluate `{short(node)}` without running the file: it needs the value of "
+                               f"{e.what}", self.src.loc(node)) from None
 
     def module_name(self, name: str, node: ast.AST):
         """A name read at module level: the namespace's binding (an Unreadable one raises its error), True / False /
@@ -398,26 +403,18 @@ class _Executor(Evaluator):
                 self.device_fact("torch.version.hip", node)
                 return None
             return External(f"{value.path}.{attr}")
-        if isinstance(value, Constexpr) and attr == "value":
-            return value.value
-        if isinstance(value, (GPUTarget, Signature)) and attr in ("backend", "arch", "warp_size", "parameters"):
-            return getattr(value, attr)
-        if isinstance(value, DeviceProperties):
-            if attr == "warp_size":
-                return WARP_SIZE
-            if attr in ("major", "minor", "shared_memory_per_block", "shared_memory_per_block_optin"):
-                return getattr(value, attr)
-            raise self.cannot(node, f"`{attr}` of a GPU depends on the GPU model, not only on the target; known: "
-                                    "warp_size, major, minor, shared_memory_per_block(_optin)")
-        if isinstance(value, Opaque):
-            return Opaque(f"{value.what}.{attr}")
+        found = self.value_attribute(value, attr, node)
+        if found is not _NOT:
+            return found
         return super().attribute(value, node)
 
     def _Call(self, node, scope):
         """`hasattr(triton.language, "name")` as Triton 3.6 answers it (tritonnames), and on project modules."""
         fn = node.func.id if isinstance(node.func, ast.Name) else None
-        if fn == "getattr" and len(node.args) in (2, 3) and isinstance(self.eval(node.args[0], scope), DeviceProperties):
-            return self.attribute(self.eval(node.args[0], scope), ast.Attribute(node.args[0], self.eval(node.args[1], scope)))
+        if fn == "getattr" and fn not in self.mod.namespace and len(node.args) in (2, 3) and not node.keywords:
+            obj, name = (self.eval(a, scope) for a in node.args[:2])
+            if isinstance(obj, (DeviceProperties, External, ModuleValue)) and isinstance(name, str):
+                return self.attribute(obj, ast.copy_location(ast.Attribute(node.args[0], name, ast.Load()), node))
         if fn == "hasattr" and fn not in self.mod.namespace and len(node.args) == 2 and not node.keywords:
             obj, name = (self.eval(a, scope) for a in node.args)
             if isinstance(name, str) and isinstance(obj, External) and obj.path in TRITON_ATTRIBUTES:
@@ -430,14 +427,18 @@ class _Executor(Evaluator):
         """Call `value` at module level: decorators (jit, autotune, heuristics) become Wrapper values for the
         decorator reader; known externals and Python callables are applied to evaluated arguments. Raises a
         located error for *args / **kwargs."""
-        if isinstance(value, (Wrapper, External, Opaque)) or callable(value):
-            if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
-                raise self.cannot(node, "*args and **kwargs are not unpacked")
+        if isinstance(value, (Wrapper, External, Opaque, autotuner.ClassValue, enums.EnumClass, enums.BoundMethod)) \
+                or callable(value):
             path = value.path if isinstance(value, (External, Wrapper)) else None
+            if path in autotuner.AUTOTUNE and self.depth:  # a decorator factory of the project returns it
+                args, kwargs = self.call_args(node, scope)
+                try:
+                    return autotuner.AutotuneFactory(autotuner.bind(autotuner.AUTOTUNE_PARAMS, args, kwargs, path))
+                except autotuner.SignatureError as e:
+                    raise self.src.error(node, str(e)) from None
             if isinstance(value, External) and (path in _WRAPPERS or (path in _JIT and not node.args)):
                 return Wrapper(path)  # the arguments are the decorator reader's (ttbuild.frontend.autotune)
-            args = [self.eval(a, scope) for a in node.args]
-            kwargs = {k.arg: self.eval(k.value, scope) for k in node.keywords}
+            args, kwargs = self.call_args(node, scope)
             return self.apply(value, args, node, kwargs)
         return super().call_value(value, node, scope)
 
@@ -451,34 +452,36 @@ class _Executor(Evaluator):
         ex.depth, ex.deadline = self.depth, self.deadline
         return ex
 
-    def call(self, fn: ast.FunctionDef, node: ast.Call, scope):
+    def call(self, fn: Function, node: ast.Call, scope):
         """Call a function defined in Python source: in this module through the base Evaluator, in another module by
-        that module's executor (positional arguments only; keywords raise a located error)."""
-        ex = self.elsewhere(fn)
-        if ex is None:
-            return super().call(fn, node, scope)
-        if node.keywords:
-            raise self.cannot(node, "keyword arguments to a function of another module")
-        return ex.apply(Function(fn), [self.eval(a, scope) for a in node.args], node)
+        that module's executor (its body reads that module's globals)."""
+        values, kwargs = self.call_args(node, scope)
+        return self.apply(fn, values, node, kwargs)
+
+    def nested_function(self, stmt: ast.FunctionDef, frame):
+        """A closure defined in this module: its body reads this module's globals wherever it is called."""
+        self.project.home[stmt] = self.mod
+        return super().nested_function(stmt, frame)
 
     def apply(self, callee, values, node, kwargs=None):  # noqa: C901 - one case per known callee
         """Apply a known callee to evaluated `values` (and `kwargs`): functions of other modules, Wrapper decorators,
         device facts and the stdlib / builtin callables the reader allows. Raises a located error for other
         callees."""
         kwargs = kwargs or {}
-        if isinstance(callee, Function) and not kwargs:
+        if isinstance(callee, Function):
             ex = self.elsewhere(callee.fn)
             if ex is not None:
-                return ex.apply(callee, values, node)
+                return ex.apply(callee, values, node, kwargs)
         if isinstance(callee, Wrapper):
             (fn,) = values
             return self.wrap(callee.path, fn, node)
+        found = self.value_call(callee, values, kwargs, node)
+        if found is not _NOT:
+            return found
         if not isinstance(callee, External):
             if isinstance(callee, Opaque):
                 return Opaque(f"{callee.what}(...)")
-            if kwargs:
-                raise self.cannot(node, "keyword arguments to a function of the project")
-            return super().apply(callee, values, node)
+            return super().apply(callee, values, node, kwargs)
         path = callee.path
         if path in _JIT or path in _CONSTEXPR_FUNCTION:
             if len(values) != 1:
@@ -506,6 +509,8 @@ class _Executor(Evaluator):
             return self.module_value(values[0], node)
         if path in _VERSION or (path.rpartition(".")[2] in _VERSION_NAMES and len(values) == 1
                                 and isinstance(values[0], str)):
+            if values and isinstance(values[0], (External, Opaque)):  # torch.__version__: the running program's
+                return Opaque(f"{path}({getattr(values[0], 'path', None) or values[0].what})")
             try:
                 return Version.parse(values[0])
             except (ValueError, IndexError) as e:
@@ -522,30 +527,15 @@ class _Executor(Evaluator):
         if path == "triton.next_power_of_2" and len(values) == 1:
             n = int(values[0])
             return 1 if n <= 1 else 1 << (n - 1).bit_length()
-        if path in ("torch.cuda.get_device_capability", "torch.cuda.get_device_properties",
-                    "triton.runtime.driver.active.get_current_target") or path in _DEVICE_PROBES:
+        if path in device.CALLS:
             return self.device_fact(path, node)
         if path.startswith("builtins.") and path[9:] in ("int", "float", "str", "bool") and len(values) == 1:
             return {"int": int, "float": float, "str": str, "bool": bool}[path[9:]](values[0])
         return Opaque(f"{path}(...)")
 
     def device_fact(self, path: str, node: ast.AST):
-        """The value of a device probe (torch.cuda.get_device_capability, is_available, torch.version.hip...) for the
-        variant's target, recorded as read (the parse key then holds the target). Raises a located error when the
-        read has no target."""
-        if self.project.capability is None:
-            raise self.src.error(node, f"`{short(node)}` needs the variant's target, which this read was not given")
-        self.project.read_target = True
-        cap = self.project.capability
-        if path == "torch.version.hip":
-            return None
-        if path in _DEVICE_PROBES:  # a CUDA target runs on a CUDA device, and on no other backend's
-            return _DEVICE_PROBES[path]
-        if path.endswith("get_device_capability"):
-            return (cap // 10, cap % 10)
-        if path.endswith("get_current_target"):
-            return GPUTarget(cap)
-        return DeviceProperties(cap)
+        """The value of a device probe for the variant's target, recorded as read (ttbuild.pyeval.device.fact)."""
+        return device.fact(self.project, path, node, self.src)
 
     def wrap(self, path: str, fn, node: ast.AST):
         """A decorator applied to `fn`: jit makes a Kernel, heuristics/autotune wrap one."""
@@ -554,12 +544,25 @@ class _Executor(Evaluator):
                 raise self.src.error(node, "triton.constexpr_function applies to a function definition")
             return ConstexprFunction(fn.fn, self.mod)
         if isinstance(fn, Kernel):
-            return Kernel(fn.fn, fn.module, fn.wrappers + (path,))
+            return replace(fn, wrappers=fn.wrappers + (path,))
         if isinstance(fn, Function) and (path in _JIT):
             return Kernel(fn.fn, self.mod, (path,))
         if isinstance(fn, Function):  # heuristics/autotune under a jit applied later: Triton needs jit first
             raise self.src.error(node, f"`{path}` wraps a @triton.jit function; apply triton.jit first")
         raise self.src.error(node, f"`{path}` is applied to {type(fn).__name__}, not a function")
+
+
+class ProjectFunction:
+    """A function of the project's modules handed to another evaluator (the decorator reader): called, it runs in
+    the module executor of the module that defines it, on evaluated arguments."""
+
+    def __init__(self, project: Project, fn: Function):
+        self.project, self.fn = project, fn
+
+    def call(self, values: list, kwargs: dict):
+        """`fn(*values, **kwargs)` as the module's executor runs it; errors are located in the function's file."""
+        home = self.project.home[self.fn.fn]
+        return _Executor(self.project, home).apply(self.fn, values, self.fn.fn, kwargs)
 
 
 def read_module(project: Project, name: str) -> ModuleValue:

@@ -47,6 +47,11 @@ class External:
             return self.path == other.path
         raise NeedsValue(f"`{self.path}`")
 
+    def _unknown(self, *_):
+        raise NeedsValue(f"`{self.path}`")
+
+    __lt__ = __le__ = __gt__ = __ge__ = __contains__ = __iter__ = _unknown
+
     def __hash__(self):
         return hash(self.path)
 
@@ -63,6 +68,11 @@ class Opaque:
 
     def __eq__(self, other):
         raise NeedsValue(f"`{self.what}`")
+
+    def _unknown(self, *_):
+        raise NeedsValue(f"`{self.what}`")
+
+    __lt__ = __le__ = __gt__ = __ge__ = __contains__ = __iter__ = _unknown
 
     def __hash__(self):
         return id(self)
@@ -99,11 +109,20 @@ class Constexpr:
 @dataclass(frozen=True, eq=False)
 class Kernel:
     """A `@jit` function: its def, the module whose globals it sees, and the wrappers applied
-    (dotted paths, innermost first: `triton.jit`, `triton.heuristics`, `triton.autotune`)."""
+    (dotted paths, innermost first: `triton.jit`, `triton.heuristics`, `triton.autotune`); `tuning`
+    is the autotuner.Tuning of an Autotuner constructed by the project's code (a decorator factory
+    of its own), which the decorator reader takes where it sees no `@triton.autotune`."""
 
     fn: ast.FunctionDef
     module: ModuleValue
     wrappers: tuple[str, ...] = ("triton.jit",)
+    tuning: object = None
+
+    @property
+    def arg_names(self) -> list[str]:
+        """JITFunction.arg_names: the parameter names, in order."""
+        a = self.fn.args
+        return [p.arg for p in a.posonlyargs + a.args + a.kwonlyargs]
 
 
 @dataclass(frozen=True, eq=False)
@@ -144,9 +163,12 @@ class Version:
 
 @dataclass(frozen=True)
 class DeviceProperties:
-    """`torch.cuda.get_device_properties(...)` of the variant's target: the facts one target fixes."""
+    """`torch.cuda.get_device_properties(...)` of the variant's target: the facts one target fixes, and the
+    SM count and name of the row's GPU model (None when it names none)."""
 
     capability: int
+    sm_count: int | None = None
+    name: str | None = None
 
     @property
     def major(self) -> int:

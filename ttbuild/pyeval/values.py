@@ -47,6 +47,30 @@ class Source:
         return CompilationError(message, self.loc(node))
 
 
+class UnknownValue(CompilationError):
+    """A located error for a value only the running program knows (a third-party call's result): an `or` / `and`
+    whose other operand decides the outcome alone may still be read (Evaluator._BoolOp)."""
+
+
+class PythonError(CompilationError):
+    """A located error that Python itself raises there (the KeyError of a missing key...): `kind` names its class,
+    and a function body's `try` / `except` that names it (or a base class) takes its handler, as Python would."""
+
+    def __init__(self, message: str, loc: Loc, kind: str):
+        super().__init__(message, loc)
+        self.kind = kind
+
+
+# The exception classes a handler may name for each error the evaluator raises as Python would.
+EXCEPTION_BASES = {"KeyError": {"LookupError"}, "IndexError": {"LookupError"}, "ZeroDivisionError": {"ArithmeticError"},
+                   "OverflowError": {"ArithmeticError"}, "TypeError": set(), "ValueError": set()}
+
+
+def catches(names: set[str] | None, kind: str) -> bool:
+    """Whether an `except` naming `names` (None: a bare except) catches Python's `kind` error."""
+    return names is None or bool(names & ({kind, "Exception", "BaseException"} | EXCEPTION_BASES.get(kind, set())))
+
+
 def short(node: ast.AST) -> str:
     """`node` as source text (ast.unparse), cut to 80 characters with "..." for messages."""
     text = ast.unparse(node)
@@ -59,9 +83,10 @@ class Target:
 
 
 class Function:
-    """A function defined in the source being read (its FunctionDef), a value the evaluator can call."""
-    def __init__(self, fn: ast.FunctionDef):
-        self.fn = fn
+    """A function defined in the source being read (its FunctionDef), a value the evaluator can call;
+    `scope` is the frame of the enclosing function for a nested `def` (a closure), else None."""
+    def __init__(self, fn: ast.FunctionDef, scope: Scope | None = None):
+        self.fn, self.scope = fn, scope
 
 
 class Closure:

@@ -121,8 +121,8 @@ def _ttir_extra(options: Mapping[str, Any]) -> dict:
 
 TABLE: tuple[Stage, ...] = (
     Stage("parse", "source", None, ("json", "loc"), {"json": ".json", "loc": ".loc.json"},
-          # module, modules, env, target: a project kernel's (ttbuild.graph.keys.parse_project_options)
-          ("kernel", "file", "module", "modules", "env", "target"), ("ttbuild", "python"), _parse_options,
+          # module, modules, env, target, gpu: a project kernel's (ttbuild.graph.keys.parse_project_options)
+          ("kernel", "file", "module", "modules", "env", "target", "gpu"), ("ttbuild", "python"), _parse_options,
           extra_files=True,
           doc="kernel source -> canonical kernel description (JSON) + location table"),
     Stage("ttir", "json", "parse", ("ttir", "abi"), {"ttir": ".ttir", "abi": ".abi.json"},

@@ -12,7 +12,8 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     kernel library root). A project kernel (docs/CONTRACTS.md, "Project modules") also has the
     options `module` (its dotted name), `modules` (name -> file of each project module it may
     import, each given as the input `module:<name>`), `env` (environment variable -> value or None,
-    the only ones its modules may read) and `target` when they read device facts. Returns `json`
+    the only ones its modules may read) and `target` (and `gpu`, a GPU model's name, when the row
+    names one) when they read device facts. Returns `json`
     (no positions: comment/blank-line edits leave it byte-identical) and `loc` (node id → line,
     col). Raises CompilationError on a syntax error, a kernel name the file does not define as
     @jit, and a module-level construct a kernel needs that cannot be read (file:line:col)."""
@@ -21,12 +22,12 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     project, module = None, options.get("module")
     if module is not None:
         from ttbuild.pyeval.modules import Project
-        from ttbuild.target import Target
+        from ttbuild.target import device_facts
 
         files = {name: (file, inputs["source"] if name == module else inputs[f"module:{name}"])
                  for name, file in options["modules"].items()}
         target = options.get("target")
         project = Project(files, env=options.get("env", {}), strict_env=True,
-                          capability=Target.parse(target).capability if target else None)
+                          **device_facts(target, options.get("gpu") or ""))
     desc, loc = canonicalize(inputs["source"], options["kernel"], options["file"], project, module)
     return {"json": dumps(desc), "loc": dumps(loc)}

@@ -2,6 +2,8 @@
 
 import triton
 import triton.language as tl
+from triton.language import core
+from triton.language.standard import _log2, zeros_like
 
 
 @triton.jit
@@ -122,3 +124,13 @@ def strided_sum_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     for i in tl.range(2, step=1):
         acc = acc * 0.5
     tl.store(out_ptr + offs, acc)
+
+
+@triton.jit
+def core_names_kernel(x_ptr, out_ptr, N: core.constexpr):
+    # tl's names read through triton.language.core, where they are defined
+    acc = tl.zeros((N,), dtype=core.float32)
+    for i in core.static_range(_log2(N) - 4):  # Triton's own constexpr helper: log2(64) - 4 = 2
+        acc += tl.load(x_ptr + i * N + tl.arange(0, N))
+    acc = tl.maximum(acc, zeros_like(acc))
+    tl.store(out_ptr + tl.arange(0, N), acc / (acc.numel >> 5))  # tensor.numel: a constexpr, 64

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 31  # single-trip dot loops unpipelined; operand tiles sink past an earlier dot
+VERSION = 32  # loads with tied contiguity take order [0, 1, ...] (Triton 3.6)
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

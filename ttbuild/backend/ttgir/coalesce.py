@@ -68,10 +68,12 @@ def _terminator(region):
 
 
 def order_of(ptr_value, axis: AxisAnalysis) -> tuple[int, ...]:
-    """Dimensions by decreasing contiguity, ties to the later dimension (Triton's argSort)."""
+    """Dimensions by decreasing contiguity, ties to the earlier dimension (Triton 3.6's argSort: a
+    stable sort of 0..rank-1, so a pointer tile with no contiguous dimension, as with runtime
+    strides, gets order [0, 1, ...])."""
     info = axis.info(ptr_value)
     rank = len(mu.shape_of(ptr_value.type))
-    return tuple(sorted(reversed(range(rank)), key=lambda d: -info.contiguity[d]))
+    return tuple(sorted(range(rank), key=lambda d: -info.contiguity[d]))
 
 
 class _Assigner:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 30  # predicated scalar form for non-uniform masks past 16 chunks per thread
+VERSION = 31  # a 16-bit mma tile converted to one-element-per-thread rows goes through reader-ordered 16-byte slots
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

@@ -119,9 +119,9 @@ def _from_dot(v) -> bool:
     return bool(_dots_defining(v))
 
 
-def warps_per_tile(op, shape, num_warps: int, decided: dict | None = None) -> tuple[int, ...]:
+def warps_per_tile(op, shape, num_warps: int, decided: list | None = None) -> tuple[int, ...]:
     """Triton's warpsPerTileV2: rank 3 -> [numWarps, 1, 1]; a dot chained with another that
-    already has its mma layout (`decided`: dot op -> warpsPerCTA) -> that layout's warps (Triton
+    already has its mma layout (`decided`: [(dot operation, warpsPerCTA)]) -> that layout's warps (Triton
     rewrites the last dot first, so attention's two dots share P.V's warps); a dot chained with
     another -> all warps along the larger of M, N; otherwise double M or N alternately, the one
     with more 16x8 tiles left per warp, until the warps are used up."""
@@ -129,9 +129,9 @@ def warps_per_tile(op, shape, num_warps: int, decided: dict | None = None) -> tu
         return (num_warps, 1, 1)
     chained = _chained_dots(op)
     for other in chained:
-        warps = (decided or {}).get(other.operation)
-        if warps is not None and len(warps) == len(shape):
-            return warps
+        for done, warps in decided or ():
+            if done == other.operation and len(warps) == len(shape):
+                return warps
     if chained:
         return (num_warps, 1) if shape[0] >= shape[1] else (1, num_warps)
     ret = [1, 1]
@@ -471,23 +471,24 @@ def _accelerate_v3(dot, num_warps: int, warps) -> None:
     _to_warp_group_dot(dot, a, bm)
 
 
-def _plan(dots, num_warps: int, cc: int, wgmma: bool) -> dict:
-    """dot op -> ("v3", warps) / ("v2", warps) / ("fma", None), decided from the last dot to the
-    first as Triton's greedy AccelerateMatmul rewrites them (a chained mma.sync dot takes the
-    warps of one decided before it: warps_per_tile)."""
-    plan, decided = {}, {}
-    for dot in reversed(dots):
+def _plan(dots, num_warps: int, cc: int, wgmma: bool) -> list:
+    """Per dot of `dots`: ("v3", warps) / ("v2", warps) / ("fma", None), decided from the last
+    dot to the first as Triton's greedy AccelerateMatmul rewrites them (a chained mma.sync dot
+    takes the warps of one decided before it: warps_per_tile)."""
+    plan, decided = [None] * len(dots), []
+    for i in reversed(range(len(dots))):
+        dot = dots[i]
         shape = mu.shape_of(dot.results[0].type)
         if wgmma and wgmma_supported(dot, cc, num_warps):
             warps = (num_warps, 1) if _slice_has_other_dot(dot) else warps_per_tile_v3(shape, num_warps)
-            plan[dot.operation] = ("v3", warps)
+            plan[i] = ("v3", warps)
         elif mma_supported(dot, cc):
             warps = tuple(warps_per_tile(dot, shape, num_warps, decided))
-            plan[dot.operation] = ("v2", warps)
+            plan[i] = ("v2", warps)
         else:
-            plan[dot.operation] = ("fma", None)
+            plan[i] = ("fma", None)
             continue
-        decided[dot.operation] = warps
+        decided.append((dot.operation, warps))
     return plan
 
 
@@ -497,8 +498,7 @@ def accelerate(module, num_warps: int, cc: int = 90, wgmma: bool = True) -> int:
     dots = [op.opview for func in module.body.operations for op in walk(func) if op.name == TT.DOT]
     plan = _plan(dots, num_warps, cc, wgmma)
     n = 0
-    for dot in dots:
-        kind, warps = plan[dot.operation]
+    for dot, (kind, warps) in zip(dots, plan):
         if kind == "v3":
             _accelerate_v3(dot, num_warps, warps)
             n += 1

@@ -160,33 +160,38 @@ def llir_helpers(monkeypatch):
     sys.path.remove(str(Path(__file__).parents[1] / "llir"))
 
 
-@pytest.mark.parametrize("mma_v3,warps", [(False, 4), (True, 4), (False, 2)])
-def test_reader_slot_conversion_moves_every_element(mma_v3, warps, tmp_path, monkeypatch, llir_helpers):
-    """Every thread's stores put each accumulator element in the slot of the thread and position
-    the blocked layout gives it, and each thread's 16-byte loads read back its own elements in
-    order (addresses evaluated on every thread from the LLIR)."""
+@pytest.mark.parametrize("mma_v3,warps,bm,bn", [(False, 4, 128, 64), (True, 4, 128, 64), (False, 2, 64, 64),
+                                                (True, 8, 128, 128)])
+def test_reader_slot_conversion_moves_every_element(mma_v3, warps, bm, bn, tmp_path, monkeypatch, llir_helpers):
+    """64 halves per thread leave the accumulator for rows of one element per thread: every
+    thread's stores put each element in the slot of the thread and position the blocked layout
+    gives it, each thread's 16-byte loads read back its own elements in order, and no store
+    instruction of a warp meets more than a 2-way bank conflict (addresses evaluated on every
+    thread from the LLIR)."""
     from llir_eval import Eval
+
+    from ttbuild.backend.ir.encodings import NvidiaMma
 
     src = tmp_path / "tile.py"
     src.write_text(_TILE_SRC)
     ttgir = ttbuild.compile(src, kernel="tile_product", signature="*fp16:16,*fp16:16,*fp16:16,i32",
-                            constexprs={"BM": 64, "BN": 64, "BK": 32}, num_warps=warps, until="ttgir",
+                            constexprs={"BM": bm, "BN": bn, "BK": 32}, num_warps=warps, until="ttgir",
                             disable_mma_v3=not mma_v3)["ttgir"]
-    from ttbuild.backend.ir.encodings import NvidiaMma
-
     convs = _lower_capturing(ttgir, "ttg.convert_layout", monkeypatch)
     (fn, (srcv,), out), = [c for c in convs if isinstance(c[1][0].layout, NvidiaMma)]
     assert sum(1 for blk in fn.blocks for i in blk.instructions if i.opname == "load" and str(i.type) == "<8 x half>") \
-        == out.layout.elems_per_thread(out.shape) // 8
+        == out.layout.elems_per_thread(out.shape) // 8 == 8
     stores = {id(i.operands[0]): i for blk in fn.blocks for i in blk.instructions
               if i.opname == "store" and i.operands[1].type.addrspace == 3}
-    where = {}
+    where, words = {}, {}
     for tid in range(32 * warps):
         t = Eval({"tid.x": tid, "ctaid.x": 0, "ctaid.y": 0, "ctaid.z": 0}, {})
-        for ix, v in zip(srcv.layout.thread_indices(tid, srcv.shape), srcv.elems):
+        for j, (ix, v) in enumerate(zip(srcv.layout.thread_indices(tid, srcv.shape), srcv.elems)):
             addr = t(stores[id(v)].operands[1])
             assert where.setdefault(addr, ix) == ix, (tid, ix)
-    assert len(where) == 64 * 64
+            words.setdefault((tid // 32, j, addr // 4 % 32), set()).add(addr // 4)
+    assert len(where) == bm * bn
+    assert max(len(w) for w in words.values()) <= 2
     for tid in range(32 * warps):
         t = Eval({"tid.x": tid, "ctaid.x": 0, "ctaid.y": 0, "ctaid.z": 0}, {})
         for ix, v in zip(out.layout.thread_indices(tid, out.shape), out.elems):

@@ -4,9 +4,9 @@ The round trip through shared memory is sized by ttbuild.backend.analysis.alloca
 packed rows for the 16-bit mma accumulator, one word per element otherwise. A 16-bit tile leaving
 the mma accumulator for a blocked layout with one element per thread along its fastest dimension
 (a store with no vector alignment) is laid out by destination instead (`reader_packed`): each
-thread's elements 8 at a time in one 16-byte slot, so the reads are `ld.shared.v4` and the tile
-stays packed two to a register (128 halves in 64 registers, not 128) until it is stored, as
-Triton's conversion reads it.
+thread's elements 8 at a time in one 16-byte slot (slots XOR-swizzled, `_slot_of`), so the reads
+are `ld.shared.v4` and the tile stays packed two to a register (128 halves in 64 registers, not
+128) until it is stored, as Triton's conversion reads it.
 """
 
 from __future__ import annotations
@@ -81,6 +81,7 @@ def _pair(b, ety, lo, hi):
 
 
 _SLOT = 8  # 16-bit elements per 16-byte slot
+_MIN_ELEMS = 64  # elements per thread from which reader_packed applies
 
 
 def _pow2(n: int) -> bool:
@@ -91,8 +92,9 @@ def reader_packed(src_layout, dst_layout, shape, elem: str, threads: int) -> boo
     """Whether a conversion goes through destination-ordered slots (module doc): a 16-bit tile
     from `#ttg.nvidia_mma` to a blocked layout that covers `shape` exactly once (powers of two,
     no wrapping or replication), one element per thread along its fastest dimension, a multiple
-    of 8 elements per thread. Needs 2 bytes per element of scratch (allocation.convert_bytes
-    gives at least that)."""
+    of 8 and at least 64 elements per thread (where the 16-bit tile's registers count: below,
+    the scalar reads of the packed-row plan cost fewer shared-memory wavefronts). Needs 2 bytes
+    per element of scratch (allocation.convert_bytes gives at least that)."""
     if not (isinstance(src_layout, NvidiaMma) and isinstance(dst_layout, Blocked)) or mu.elem_bits(elem) != 16:
         return False
     lay = dst_layout
@@ -102,7 +104,8 @@ def reader_packed(src_layout, dst_layout, shape, elem: str, threads: int) -> boo
         return False
     if 32 * prod(lay.warps_per_cta) != threads or prod(lay.threads_per_warp) != 32:
         return False
-    return lay.elems_per_thread(shape) % _SLOT == 0
+    n = lay.elems_per_thread(shape)
+    return n % _SLOT == 0 and n >= _MIN_ELEMS
 
 
 def _dst_slot(b, lay: Blocked, shape, idx):
@@ -141,24 +144,67 @@ def _dst_slot(b, lay: Blocked, shape, idx):
     return tid, (j if j is not None else c(0))
 
 
+def _slot_of(j: int, t: int, threads: int) -> int:
+    """Byte offset of element j of thread t: slot (j / 8) * threads + (t ^ (j / 8) % 8), 16 bytes
+    each, (j % 8) * 2 inside it. The XOR permutes the slots of each 8-thread phase of a read
+    (still 8 distinct 16-byte bank groups) and spreads over them the writers of one column whose
+    rows land in successive slots of one thread (2-way bank conflicts become none at 2 warps;
+    with the warps along the columns, as the epilogues of kernels/ have them, there are none)."""
+    k = j // _SLOT
+    return (k * threads + (t ^ (k % _SLOT))) * 16 + (j % _SLOT) * 2
+
+
+def _slot_constants(src_layout, dst: Blocked, shape, threads: int):
+    """Byte offsets C_j such that every thread's element j lands at S(its element 0) ^ C_j, S
+    the slot address of an index (one XOR per store from one address per thread, as Triton's
+    linear-layout stores), checked on every thread; None where the layouts do not split so."""
+    where = {}
+    for t in range(threads):
+        for j, ix in enumerate(dst.thread_indices(t, shape)):
+            where[ix] = _slot_of(j, t, threads)
+    consts = [where.get(tuple(o)) for o in src_layout.local_offsets(shape)]
+    if None in consts:
+        return None
+    for t in range(threads):
+        first = where.get(tuple(src_layout.thread_base(t % 32, t // 32)))
+        if first is None:
+            return None
+        if any(where[ix] != first ^ cj for ix, cj in zip(src_layout.thread_indices(t, shape), consts)):
+            return None
+    return consts
+
+
+def _slot_address(b, lay, shape, threads, ix):
+    """LLIR of _slot_of for index `ix` (i32 per dimension)."""
+    c = lambda n: ir.Constant(I32, n)  # noqa: E731
+    tid, j = _dst_slot(b, lay, shape, ix)
+    k = b.lshr(j, c(3))
+    slot = b.add(b.mul(k, c(threads)), b.xor(tid, b.and_(k, c(_SLOT - 1))))
+    return b.add(b.mul(slot, c(16)), b.mul(b.and_(j, c(_SLOT - 1)), c(2)))
+
+
 def _through_reader_slots(ctx, src, lay, shape, ety):
-    """Element j of thread t at byte ((j / 8) * threads + t) * 16 + (j % 8) * 2: the writers
-    scatter halves, each reader loads its 8-element slots as 16-byte vectors."""
+    """Element j of thread t at _slot_of(j, t): the writers scatter halves, each reader loads
+    its 8-element slots as 16-byte vectors."""
     b = ctx.builder
     threads = 32 * ctx.num_warps
     c = lambda n: ir.Constant(I32, n)  # noqa: E731
+    consts = ctx.memo(("reader_slots", src.layout, lay, shape),
+                      lambda: _slot_constants(src.layout, lay, shape, threads))
     ctx.before_smem_write()
-    for ix, v in zip(ctx.indices(src.layout, shape), src.elems):
-        tid, j = _dst_slot(b, lay, shape, ix)
-        slot = b.add(b.mul(b.lshr(j, c(3)), c(threads)), tid)
-        at = b.add(b.mul(slot, c(16)), b.mul(b.and_(j, c(_SLOT - 1)), c(2)))
+    if consts is not None:
+        first = _slot_address(b, lay, shape, threads, ctx.thread_base(src.layout))
+        addrs = [b.xor(first, c(k)) if k else first for k in consts]
+    else:
+        addrs = [_slot_address(b, lay, shape, threads, ix) for ix in ctx.indices(src.layout, shape)]
+    for at, v in zip(addrs, src.elems):
         b.store(v, b.bitcast(ctx.smem(at), ir.PointerType(ety, addrspace=3)))
     ctx.barrier()
     tid = ctx.sreg("tid.x")
     vt = ir.VectorType(ety, _SLOT)
     out = []
     for k in range(lay.elems_per_thread(shape) // _SLOT):
-        at = b.mul(b.add(c(k * threads), tid), c(16))
+        at = b.mul(b.add(c(k * threads), b.xor(tid, c(k % _SLOT))), c(16))
         vec = b.load(b.bitcast(ctx.smem(at), ir.PointerType(vt, addrspace=3)), align=16)
         out.extend(b.extract_element(vec, c(e)) for e in range(_SLOT))
     ctx.after_smem_read()

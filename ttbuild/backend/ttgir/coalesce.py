@@ -68,12 +68,65 @@ def _terminator(region):
 
 
 def order_of(ptr_value, axis: AxisAnalysis) -> tuple[int, ...]:
-    """Dimensions by decreasing contiguity, ties to the earlier dimension (Triton 3.6's argSort: a
-    stable sort of 0..rank-1, so a pointer tile with no contiguous dimension, as with runtime
-    strides, gets order [0, 1, ...])."""
+    """Dimensions by decreasing contiguity; among dimensions that tie, first those along which
+    the pointer steps by one element where it is not provably contiguous (`unit_dims`: a range
+    wrapped `% n`, as a matmul's `cols % N`), then in increasing order, as Triton 3.6's argSort
+    (a stable sort of 0..rank-1): a tile with no unit step, as with runtime strides on every
+    dimension, gets order [0, 1, ...] like Triton's."""
     info = axis.info(ptr_value)
     rank = len(mu.shape_of(ptr_value.type))
-    return tuple(sorted(range(rank), key=lambda d: -info.contiguity[d]))
+    unit = unit_dims(ptr_value)
+    return tuple(sorted(range(rank), key=lambda d: (-info.contiguity[d], d not in unit)))
+
+
+# Ops whose result steps by one along the dimensions its (first) operand does.
+_UNIT_KEEPERS = (ARITH.REMSI, ARITH.REMUI, TT.BROADCAST)
+
+
+def unit_dims(v, depth: int = 0) -> frozenset:
+    """The dimensions along which integer or pointer tensor `v` advances by exactly one element
+    per index where it advances at all: a `tt.make_range` reached through adds, `tt.addptr`,
+    broadcasts, expand_dims, a remainder (`% n`: wrapped, still unit steps within its runs),
+    multiplications by a splat 1, and loop-carried values (their initial value). Empty past 16
+    ops or anything else (a runtime stride)."""
+    if depth > 16:
+        return frozenset()
+    if isinstance(v, mu.ir.BlockArgument):
+        loop = v.owner.owner
+        if loop.name == SCF.FOR and v.arg_number > 0:
+            return unit_dims(loop.operands[3 + v.arg_number - 1], depth + 1)
+        return frozenset()
+    op = v.owner
+    name = op.name
+    if name == TT.MAKE_RANGE:
+        return frozenset({0})
+    if name in (ARITH.ADDI, TT.ADDPTR):
+        return unit_dims(op.operands[0], depth + 1) | unit_dims(op.operands[1], depth + 1)
+    if name in _UNIT_KEEPERS:
+        return unit_dims(op.operands[0], depth + 1)
+    if name == TT.EXPAND_DIMS:
+        ax = mu.int_attr(mu.props(op)["axis"])
+        return frozenset(d + (d >= ax) for d in unit_dims(op.operands[0], depth + 1))
+    if name == ARITH.MULI:
+        for k in (0, 1):
+            if _splat_one(op.operands[1 - k]):
+                return unit_dims(op.operands[k], depth + 1)
+    return frozenset()
+
+
+def _splat_one(v) -> bool:
+    """Whether v is the constant 1 (a scalar or a splat tensor)."""
+    if isinstance(v, mu.ir.BlockArgument):
+        return False
+    op = v.owner
+    if op.name == TT.SPLAT:
+        return _splat_one(op.operands[0])
+    if op.name != ARITH.CONSTANT:
+        return False
+    attr = op.attributes["value"]
+    if isinstance(attr, mu.ir.DenseElementsAttr):
+        return attr.is_splat and str(attr.get_splat_value()).split(":")[0].strip() == "1"
+    return isinstance(attr, mu.ir.IntegerAttr) and attr.value == 1
 
 
 class _Assigner:

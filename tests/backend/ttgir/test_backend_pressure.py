@@ -3,7 +3,8 @@
 Kernels: tests/data/gpu_kernels/pressure.py (ours, in the idioms of the rows). What is checked:
 - a pointer tile with no contiguous dimension (runtime strides) takes order [0, 1] as Triton 3.6's
   Coalesce does (a stable sort of 0..rank-1 by contiguity), so a token-index vector sliced from it
-  holds one element per thread, not 64 (oracle: the load layouts are Triton's);
+  holds one element per thread, not 64 (oracle: the load layouts are Triton's), unless the other
+  order keeps a loop-carried sum of the tile spread over the lanes;
 - chained mma.sync dots share the warps of the last one (Triton rewrites it first), and a
   conversion needed inside a loop it is invariant in is made before the loop;
 - an mma -> blocked conversion of 16-bit elements to one element per thread along the fastest
@@ -31,6 +32,8 @@ PREFILL = ("paged_prefill", "*fp16:16,*fp16:16,*fp16:16,fp32,*fp16:16,*i32:16,*i
            + ",i32" * 15 + ",*i32:16", {"HEADS": 32, "D": 128, "BM": 128, "BN": 128}, 8, 1)
 DECODE = ("grouped_decode_partial", "*fp16:16,*fp16:16,*fp16:16,fp32,*i32:16,*i32:16,*i32:16,*fp16:16,*fp16:16"
           + ",i32" * 11, {"HEADS": 64, "PART": 256, "D": 128, "TILE": 16}, 2, 2)
+GATHER = ("gathered_weighted_sum", "*fp32:16,*fp32:16,*fp32:16,*i32:16,*i32:16,*i32:16" + ",i32" * 11,
+          {"D": 64, "BN": 64}, 4, 3)
 WGRAD = ("expert_weight_grad", "*fp32:16,*fp32:16,*fp32:16,*fp32:16",
          {"EXPERTS": 8, "N": 256, "K": 256, "BN": 64, "BK": 64, "BT": 64, "PROGRAMS": 132}, 4, 3)
 _BUILT: dict = {}
@@ -56,6 +59,16 @@ def test_runtime_stride_tiles_take_order_0_1():
     layouts = set(_LOAD.findall(g))
     assert layouts == {"#ttg.blocked<{sizePerThread = [1, 1], threadsPerWarp = [32, 1], warpsPerCTA = [4, 2], "
                        "order = [0, 1]}>"}, layouts
+
+
+def test_tied_tile_spreads_its_carried_sum_over_the_lanes(tmp_path):
+    """A runtime-stride tile summed over its rows into a loop-carried vector: of the two orders
+    that tie, the one with threads along the columns ([1, 0]; Triton's [0, 1] replicates the 64
+    sums in every thread: 254 registers, and ours spilled 152 bytes with it)."""
+    g = build(GATHER, "ttgir")["ttgir"].decode()
+    assert set(_LOAD.findall(g)) == {"#ttg.blocked<{sizePerThread = [1, 1], threadsPerWarp = [1, 32], "
+                                     "warpsPerCTA = [2, 2], order = [1, 0]}>"}
+    assert _ptxas_stack(build(GATHER)["ptx"], tmp_path) == 0
 
 
 # Triton's TTGIR of a row: its load layouts, aliases resolved.

@@ -129,3 +129,27 @@ def expert_weight_grad(x_ptr, dy_ptr, dw_ptr, tokens_per_expert, EXPERTS: tl.con
                 tl.store(dw_ptr + (e * N + n0 + rn)[:, None] * K + (k0 + rk)[None, :], dw,
                          mask=n_ok[:, None] & k_ok[None, :])
             first += count
+
+
+@triton.jit
+def gathered_weighted_sum(w_ptr, v_ptr, out_ptr, slot_table, first_of, length_of, table_row, table_col, w_head,
+                          w_tok, v_tok, v_head, v_col, o_seq, o_head, o_col, heads_per_kv,
+                          D: tl.constexpr, BN: tl.constexpr):
+    seq = tl.program_id(0)
+    head = tl.program_id(1)
+    kv_head = head // heads_per_kv
+    cols = tl.arange(0, BN)
+    dims = tl.arange(0, D)
+    length = tl.load(length_of + seq)
+    first = tl.load(first_of + seq)
+    slot_off = seq * table_row + cols * table_col
+    w_off = head * w_head + (first + cols) * w_tok
+    v_off = kv_head * v_head + dims[None, :] * v_col
+    acc = tl.zeros([D], dtype=tl.float32)
+    for lo in range(0, length, BN):
+        lo = tl.multiple_of(lo, BN)
+        w = tl.load(w_ptr + w_off + lo * w_tok, mask=lo + cols < length, other=0.0)
+        slots = tl.load(slot_table + slot_off + lo * table_col, mask=lo + cols < length, other=0)
+        v = tl.load(v_ptr + v_off + slots[:, None] * v_tok, mask=lo + cols[:, None] < length, other=0.0)
+        acc += tl.sum(w[:, None] * v, 0)
+    tl.store(out_ptr + seq * o_seq + head * o_head + dims * o_col, acc.to(out_ptr.dtype.element_ty))

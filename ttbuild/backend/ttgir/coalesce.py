@@ -277,7 +277,7 @@ class _Assigner:
             shape = max((tuple(mu.shape_of(v.type)) for v in vals), key=prod)
             small = prod(shape) <= self.tpw * self.num_warps
             if root in mem and not (small and root in demand) and root not in forced:
-                layout[root] = self._coalesced(shape, mem[root])
+                layout[root] = self._coalesced(shape, mem[root], self._carried_slices(root, demand, groups))
             elif root in demand:
                 d, parent = demand[root]
                 if d == "same":  # a split broadcast's operand: its first result's layout
@@ -295,9 +295,27 @@ class _Assigner:
             solve(root)
         return {v: layout[self.uf.find(v)] for v in self.values}
 
-    def _coalesced(self, shape, ptrs) -> Blocked:
+    def _carried_slices(self, root, demand, groups) -> list:
+        """(dim, shape) of each slice of group `root` (a reduction's result, an expand_dims
+        operand) whose group holds a loop-carried value: those live across the whole loop."""
+        out = []
+        for child, (d, parent) in demand.items():
+            if parent != root or not isinstance(d, int):
+                continue
+            vals = groups.get(child, ())
+            if any(isinstance(v, mu.ir.BlockArgument) and v.owner.owner.name == SCF.FOR for v in vals):
+                out.append((d, tuple(mu.shape_of(vals[0].type))))
+        return out
+
+    def _coalesced(self, shape, ptrs, carried=()) -> Blocked:
+        """The coalesced layout of a group with memory ops `ptrs` (see resolve). A rank-2 tile
+        whose dimensions tie in contiguity and unit steps (order_of) takes, of the two orders,
+        the one that gives its loop-carried slices (`carried`, _carried_slices) fewer elements
+        per thread (a sum over the rows of a runtime-stride tile, carried as the accumulator,
+        is then spread over the lanes instead of replicated in every thread); Triton's order
+        where they cost the same."""
         threads = self.tpw * self.num_warps
-        best, order = 1, None
+        best, order, tied = 1, None, False
         for p in ptrs:
             o = order_of(p, self.axis)
             pshape = mu.shape_of(p.type)
@@ -306,7 +324,20 @@ class _Assigner:
             v = min(vec, cap, pshape[o[0]])
             if order is None or v > best:
                 best, order = max(best, v), o
+                tied = len(o) == 2 and _tied(p, self.axis)
+        if tied and carried:
+            def cost(o):
+                lay = default_blocked(shape, self.num_warps, best, self.tpw, o)
+                return sum(Slice(d, lay).elems_per_thread(s) for d, s in carried)
+            order = min((order, order[::-1]), key=cost)
         return default_blocked(shape, self.num_warps, best, self.tpw, order)
+
+
+def _tied(ptr_value, axis: AxisAnalysis) -> bool:
+    """Whether a rank-2 pointer tile's two dimensions tie in contiguity and in unit steps."""
+    info = axis.info(ptr_value)
+    unit = unit_dims(ptr_value)
+    return info.contiguity[0] == info.contiguity[1] and (0 in unit) == (1 in unit)
 
 
 def _split_constants(func) -> None:

@@ -34,6 +34,7 @@ DECODE = ("grouped_decode_partial", "*fp16:16,*fp16:16,*fp16:16,fp32,*i32:16,*i3
           + ",i32" * 11, {"HEADS": 64, "PART": 256, "D": 128, "TILE": 16}, 2, 2)
 GATHER = ("gathered_weighted_sum", "*fp32:16,*fp32:16,*fp32:16,*i32:16,*i32:16,*i32:16" + ",i32" * 11,
           {"D": 64, "BN": 64}, 4, 3)
+SCALE = ("scale_columns", "*i32:16,*fp32:16,*fp32:16" + ",i32" * 6, {"BR": 128, "BC": 128}, 4, 3)
 WGRAD = ("expert_weight_grad", "*fp32:16,*fp32:16,*fp32:16,*fp32:16",
          {"EXPERTS": 8, "N": 256, "K": 256, "BN": 64, "BK": 64, "BT": 64, "PROGRAMS": 132}, 4, 3)
 _BUILT: dict = {}
@@ -69,6 +70,16 @@ def test_tied_tile_spreads_its_carried_sum_over_the_lanes(tmp_path):
     assert set(_LOAD.findall(g)) == {"#ttg.blocked<{sizePerThread = [1, 1], threadsPerWarp = [1, 32], "
                                      "warpsPerCTA = [2, 2], order = [1, 0]}>"}
     assert _ptxas_stack(build(GATHER)["ptx"], tmp_path) == 0
+
+
+def test_row_of_scales_orders_a_runtime_stride_tile(tmp_path):
+    """A runtime-stride tile times a broadcast row of scales (contiguous along the columns): the
+    row's order decides the group's, not the tile's tie-break ([0, 1] put all 128 scales in every
+    thread: 560 bytes of stack; Triton converts between per-access layouts: 182 registers)."""
+    g = build(SCALE, "ttgir")["ttgir"].decode()
+    assert set(_LOAD.findall(g)) == {"#ttg.blocked<{sizePerThread = [1, 1], threadsPerWarp = [1, 32], "
+                                     "warpsPerCTA = [1, 4], order = [1, 0]}>"}
+    assert _ptxas_stack(build(SCALE)["ptx"], tmp_path) == 0
 
 
 # Triton's TTGIR of a row: its load layouts, aliases resolved.

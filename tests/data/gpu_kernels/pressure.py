@@ -153,3 +153,18 @@ def gathered_weighted_sum(w_ptr, v_ptr, out_ptr, slot_table, first_of, length_of
         v = tl.load(v_ptr + v_off + slots[:, None] * v_tok, mask=lo + cols[:, None] < length, other=0.0)
         acc += tl.sum(w[:, None] * v, 0)
     tl.store(out_ptr + seq * o_seq + head * o_head + dims * o_col, acc.to(out_ptr.dtype.element_ty))
+
+
+@triton.jit
+def scale_columns(q_ptr, scale_ptr, out_ptr, rows, cols, q_row, q_col, o_row, o_col,
+                  BR: tl.constexpr, BC: tl.constexpr):
+    r = tl.arange(0, BR)
+    c = tl.arange(0, BC)
+    q_off = (tl.program_id(0) * BR + r[:, None]) * q_row + (tl.program_id(1) * BC + c[None, :]) * q_col
+    o_off = (tl.program_id(0) * BR + r[:, None]) * o_row + (tl.program_id(1) * BC + c[None, :]) * o_col
+    s_off = tl.program_id(1) * BC + c[None, :]
+    col_ok = tl.program_id(1) * BC + c[None, :] < cols
+    ok = (tl.program_id(0) * BR + r[:, None] < rows) & col_ok
+    q = tl.load(q_ptr + q_off, mask=ok, other=0)
+    s = tl.load(scale_ptr + s_off, mask=col_ok, other=0.0)
+    tl.store(out_ptr + o_off, q * s, mask=ok)

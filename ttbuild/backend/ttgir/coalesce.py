@@ -315,16 +315,20 @@ class _Assigner:
         is then spread over the lanes instead of replicated in every thread); Triton's order
         where they cost the same."""
         threads = self.tpw * self.num_warps
-        best, order, tied = 1, None, False
+        best, order, tied, key = 1, None, False, None
         for p in ptrs:
             o = order_of(p, self.axis)
             pshape = mu.shape_of(p.type)
             vec = vector_elems(p, self.axis, o[0])
             cap = max(1, prod(pshape) // threads)
             v = min(vec, cap, pshape[o[0]])
-            if order is None or v > best:
-                best, order = max(best, v), o
-                tied = len(o) == 2 and _tied(p, self.axis)
+            t = _tied(p, self.axis)
+            best = max(best, v)
+            # the widest access decides; among equals, a pointer whose dimensions do not tie (a
+            # broadcast row of scales next to a runtime-stride tile) over one whose order is a
+            # tie-break
+            if order is None or (v, not t) > key:
+                key, order, tied = (v, not t), o, t and len(o) == 2
         if tied and carried:
             def cost(o):
                 lay = default_blocked(shape, self.num_warps, best, self.tpw, o)
@@ -334,10 +338,14 @@ class _Assigner:
 
 
 def _tied(ptr_value, axis: AxisAnalysis) -> bool:
-    """Whether a rank-2 pointer tile's two dimensions tie in contiguity and in unit steps."""
+    """Whether a pointer tile's two fastest dimensions (order_of) tie in contiguity and in unit
+    steps: its order is a tie-break."""
+    if len(mu.shape_of(ptr_value.type)) < 2:
+        return False
     info = axis.info(ptr_value)
     unit = unit_dims(ptr_value)
-    return info.contiguity[0] == info.contiguity[1] and (0 in unit) == (1 in unit)
+    a, b = order_of(ptr_value, axis)[:2]
+    return info.contiguity[a] == info.contiguity[b] and (a in unit) == (b in unit)
 
 
 def _split_constants(func) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 31  # cache modifiers, eviction policies and volatile on global loads and stores
+VERSION = 32  # load/store cache qualifiers; reader-slot epilogue conversions; K-contiguous wgmma staging
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

@@ -69,11 +69,11 @@ def mma_supported(op, cc: int = 90) -> bool:
     return shape_c[-2] >= 16 and shape_c[-1] >= 8 and shape_a[-1] % (8 * k_width) == 0
 
 
-def _slice_has_other_dot(op) -> bool:
-    """Whether another dot (`tt.dot`, or one already turned into a `ttng.warp_group_dot`) is
-    reachable from `op` through uses (forward) or definitions (backward) within the function: the
-    chained-dot test of Triton's warpsPerTileV2 / V3."""
-    seen, stack = set(), [op]
+def _chained_dots(op) -> list:
+    """The other dots (`tt.dot`, or ones already turned into `ttng.warp_group_dot`) reachable from
+    `op` through uses (forward) within the function, then those a definition of an operand comes
+    from (backward): the chained dots of Triton's warpsPerTileV2 / V3, nearest first."""
+    seen, stack, found = set(), [op], []
     while stack:
         cur = stack.pop()
         key = cur.operation if hasattr(cur, "operation") else cur
@@ -81,18 +81,23 @@ def _slice_has_other_dot(op) -> bool:
             continue
         seen.add(key)
         if cur.operation.name in DOT_OPS and cur.operation != op.operation:
-            return True
+            found.append(cur)
         for r in cur.results:
             for use in r.uses:
                 stack.append(use.owner)
-    return any(_from_dot(v) for v in op.operands)
+    for v in op.operands:
+        found.extend(d for d in _dots_defining(v) if d.operation not in seen)
+    return found
 
 
-def _from_dot(v) -> bool:
-    """Whether a dot's result reaches v through the ops that define it: attention's P, which
-    stays in registers as wgmma's A operand (Triton's AccelerateMatmul takes A from registers
-    unless it comes from a load)."""
-    seen, stack = set(), [v]
+def _slice_has_other_dot(op) -> bool:
+    """Whether another dot is chained to `op` (_chained_dots)."""
+    return bool(_chained_dots(op))
+
+
+def _dots_defining(v) -> list:
+    """The dots a value's definitions reach back to (ops defining v, their operands' definitions, ...)."""
+    seen, stack, found = set(), [v], []
     while stack:
         x = stack.pop()
         if not isinstance(x, ir.OpResult):
@@ -102,18 +107,32 @@ def _from_dot(v) -> bool:
             continue
         seen.add(op.operation)
         if op.name in DOT_OPS:
-            return True
+            found.append(op)
         stack.extend(op.operands)
-    return False
+    return found
 
 
-def warps_per_tile(op, shape, num_warps: int) -> tuple[int, ...]:
-    """Triton's warpsPerTileV2: rank 3 -> [numWarps, 1, 1]; a dot chained with another ->
-    all warps along the larger of M, N; otherwise double M or N alternately, the one with more
-    16x8 tiles left per warp, until the warps are used up."""
+def _from_dot(v) -> bool:
+    """Whether a dot's result reaches v through the ops that define it: attention's P, which
+    stays in registers as wgmma's A operand (Triton's AccelerateMatmul takes A from registers
+    unless it comes from a load)."""
+    return bool(_dots_defining(v))
+
+
+def warps_per_tile(op, shape, num_warps: int, decided: list | None = None) -> tuple[int, ...]:
+    """Triton's warpsPerTileV2: rank 3 -> [numWarps, 1, 1]; a dot chained with another that
+    already has its mma layout (`decided`: [(dot operation, warpsPerCTA)]) -> that layout's warps (Triton
+    rewrites the last dot first, so attention's two dots share P.V's warps); a dot chained with
+    another -> all warps along the larger of M, N; otherwise double M or N alternately, the one
+    with more 16x8 tiles left per warp, until the warps are used up."""
     if len(shape) == 3:
         return (num_warps, 1, 1)
-    if _slice_has_other_dot(op):
+    chained = _chained_dots(op)
+    for other in chained:
+        for done, warps in decided or ():
+            if done == other.operation and len(warps) == len(shape):
+                return warps
+    if chained:
         return (num_warps, 1) if shape[0] >= shape[1] else (1, num_warps)
     ret = [1, 1]
     while ret[0] * ret[1] < num_warps:
@@ -325,9 +344,9 @@ def wgmma_supported(op, cc: int, num_warps: int) -> bool:
     """Whether this tt.dot runs on wgmma (Triton's supportMMA(op, 3) and the MMAv3 branch of
     AccelerateMatmul): sm_90, num_warps a multiple of 4, rank 2, M a multiple of 64, N of 8,
     K of one wgmma k step (256 / element bits), fp16/bf16/tf32/fp8 -> fp32, fp16 -> fp16 or
-    int8 -> int32,
-    8- and 32-bit operands K-contiguous (fp8 with a maxNumImpreciseAcc at or below K too: the
-    LLIR adds partial sums into fp32, ttbuild.backend.llir.wgmma), each shared operand tile's contiguous extent at least 32 bytes (an nvmma_shared swizzle); a dot
+    int8 -> int32 (fp8 with a maxNumImpreciseAcc at or below K too: the LLIR adds partial sums
+    into fp32, ttbuild.backend.llir.wgmma); 8- and 32-bit operands are stored K-contiguous
+    (_shared_order), each shared operand tile's contiguous extent at least 32 bytes (an nvmma_shared swizzle); a dot
     chained to another (attention) needs M to be a multiple of 16 x num_warps (all warps along
     M) and, when A comes from a dot (P), 16-bit A (it stays in registers: RS wgmma)."""
     if cc != 90 or num_warps % 4:
@@ -342,17 +361,15 @@ def wgmma_supported(op, cc: int, num_warps: int) -> bool:
     shape_c, shape_a = mu.shape_of(c.type), mu.shape_of(a.type)
     if len(shape_c) != 2 or shape_c[0] % 64 or shape_c[1] % 8 or shape_a[1] % (256 // bits):
         return False
-    if bits != 16 and (_operand_order(a)[0] != 1 or _operand_order(bm)[0] != 0):
-        return False  # wgmma transposes 16-bit operands only: others must be K-contiguous
     chained = _slice_has_other_dot(op)
     if chained and (shape_c[0] % (16 * num_warps) or (bits != 16 and _from_dot(a))):
         return False  # all warps along M must tile it; A from registers is built for 16 bits
     # Along a contiguous M or N, one wgmma's sub-tile (64 rows of A, instrShape n columns of B)
     # must not straddle two swizzle blocks: it spans whole blocks or lies inside one.
-    for v, k_dim, step in ((a, 1, 64), (bm, 0, instr_n_v3(shape_c, num_warps, ea))):
+    for idx, v, k_dim, step in ((0, a, 1, 64), (1, bm, 0, instr_n_v3(shape_c, num_warps, ea))):
         if v is a and _from_dot(a):
             continue  # A from registers
-        order = _operand_order(v)
+        order = _shared_order(v, idx)
         sw = nvmma_for_operand(mu.shape_of(v.type), order, mu.elem_bits(mu.elem_str(v.type)))
         if sw is None or (order[0] != k_dim and step % sw.block_elems and sw.block_elems % step):
             return False
@@ -387,14 +404,24 @@ def warps_per_tile_v3(shape, num_warps: int) -> tuple[int, int]:
     return tuple(ret)
 
 
+def _shared_order(v, idx: int) -> tuple[int, ...]:
+    """The order (fastest first) operand idx (0 = A, 1 = B) of a wgmma is stored in: its
+    registers' order for 16-bit elements (wgmma reads either majorness), else K-contiguous (A
+    (1, 0), B (0, 1)), written transposed when the registers run along M or N (Triton's
+    getSharedMemoryMMAOperand: no transpose allowed but for fp16 / bf16)."""
+    if mu.elem_bits(mu.elem_str(v.type)) == 16:
+        return _operand_order(v)
+    return (1, 0) if idx == 0 else (0, 1)
+
+
 def _stage_operand_v3(dot, idx: int):
-    """Operand idx of `dot`: `ttg.local_alloc` into `#ttg.nvmma_shared` right after its
-    definition (so a loop-invariant operand is written once, before the loop), then
-    `ttng.fence_async_shared`: the tile, written by st.shared (the generic proxy), is read by
-    wgmma through the async proxy (PTX ISA 9.7.13.4.4; Triton's FenceInsertion puts one there,
-    the pipeliner drops it with the alloc). Returns the memdesc."""
+    """Operand idx of `dot`: `ttg.local_alloc` into `#ttg.nvmma_shared` (in _shared_order)
+    right after its definition (so a loop-invariant operand is written once, before the loop),
+    then `ttng.fence_async_shared`: the tile, written by st.shared (the generic proxy), is read
+    by wgmma through the async proxy (PTX ISA 9.7.13.4.4; Triton's FenceInsertion puts one
+    there, the pipeliner drops it with the alloc). Returns the memdesc."""
     v = dot.operands[idx]
-    alloc = _alloc_after_definition(dot, idx, nvmma_for_operand(mu.shape_of(v.type), _operand_order(v),
+    alloc = _alloc_after_definition(dot, idx, nvmma_for_operand(mu.shape_of(v.type), _shared_order(v, idx),
                                                                 mu.elem_bits(mu.elem_str(v.type))))
     with ir.InsertionPoint.after(alloc):
         create(TTNG.FENCE_ASYNC_SHARED, results=[], operands=[],
@@ -428,12 +455,12 @@ def _to_warp_group_dot(dot, a, bm) -> None:
     dot.operation.erase()
 
 
-def _accelerate_v3(dot, num_warps: int) -> None:
+def _accelerate_v3(dot, num_warps: int, warps) -> None:
+    """`dot` on wgmma with warpsPerCTA `warps` (chained dots, as attention's, put every warp
+    along M, as warpsPerTileV3 does: _plan)."""
     shape = mu.shape_of(dot.results[0].type)
     elem = mu.elem_str(dot.operands[0].type)
     bits = mu.elem_bits(elem)
-    # chained dots (attention) put every warp along M, as warpsPerTileV3 does
-    warps = (num_warps, 1) if _slice_has_other_dot(dot) else warps_per_tile_v3(shape, num_warps)
     mma = NvidiaMma(warps, (16, instr_n_v3(shape, num_warps, elem), 256 // bits), (3, 0))
     if _from_dot(dot.operands[0]):  # RS wgmma: A as mma.sync's m16k16 fragments
         a = _convert(dot.operands[0], DotOperand(0, mma, 32 // bits), before=dot, loc=dot.location)
@@ -444,21 +471,42 @@ def _accelerate_v3(dot, num_warps: int) -> None:
     _to_warp_group_dot(dot, a, bm)
 
 
+def _plan(dots, num_warps: int, cc: int, wgmma: bool) -> list:
+    """Per dot of `dots`: ("v3", warps) / ("v2", warps) / ("fma", None), decided from the last
+    dot to the first as Triton's greedy AccelerateMatmul rewrites them (a chained mma.sync dot
+    takes the warps of one decided before it: warps_per_tile)."""
+    plan, decided = [None] * len(dots), []
+    for i in reversed(range(len(dots))):
+        dot = dots[i]
+        shape = mu.shape_of(dot.results[0].type)
+        if wgmma and wgmma_supported(dot, cc, num_warps):
+            warps = (num_warps, 1) if _slice_has_other_dot(dot) else warps_per_tile_v3(shape, num_warps)
+            plan[i] = ("v3", warps)
+        elif mma_supported(dot, cc):
+            warps = tuple(warps_per_tile(dot, shape, num_warps, decided))
+            plan[i] = ("v2", warps)
+        else:
+            plan[i] = ("fma", None)
+            continue
+        decided.append((dot.operation, warps))
+    return plan
+
+
 def accelerate(module, num_warps: int, cc: int = 90, wgmma: bool = True) -> int:
     """Rewrite every mma-able tt.dot of the module (see the module docstring); returns how many.
     wgmma=False keeps every dot on mma.sync (the `disable_mma_v3` option)."""
     dots = [op.opview for func in module.body.operations for op in walk(func) if op.name == TT.DOT]
+    plan = _plan(dots, num_warps, cc, wgmma)
     n = 0
-    for dot in dots:
-        if wgmma and wgmma_supported(dot, cc, num_warps):
-            _accelerate_v3(dot, num_warps)
+    for dot, (kind, warps) in zip(dots, plan):
+        if kind == "v3":
+            _accelerate_v3(dot, num_warps, warps)
             n += 1
             continue
-        if not mma_supported(dot, cc):
+        if kind == "fma":
             _fma(dot)
             continue
         shape = mu.shape_of(dot.results[0].type)
-        warps = warps_per_tile(dot, shape, num_warps)
         instr = (16, 8) if len(shape) == 2 else (1, 16, 8)
         mma = NvidiaMma(tuple(warps), instr)
         _stage_operand(dot, 0, mma)

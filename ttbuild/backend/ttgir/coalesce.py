@@ -68,10 +68,65 @@ def _terminator(region):
 
 
 def order_of(ptr_value, axis: AxisAnalysis) -> tuple[int, ...]:
-    """Dimensions by decreasing contiguity, ties to the later dimension (Triton's argSort)."""
+    """Dimensions by decreasing contiguity; among dimensions that tie, first those along which
+    the pointer steps by one element where it is not provably contiguous (`unit_dims`: a range
+    wrapped `% n`, as a matmul's `cols % N`), then in increasing order, as Triton 3.6's argSort
+    (a stable sort of 0..rank-1): a tile with no unit step, as with runtime strides on every
+    dimension, gets order [0, 1, ...] like Triton's."""
     info = axis.info(ptr_value)
     rank = len(mu.shape_of(ptr_value.type))
-    return tuple(sorted(reversed(range(rank)), key=lambda d: -info.contiguity[d]))
+    unit = unit_dims(ptr_value)
+    return tuple(sorted(range(rank), key=lambda d: (-info.contiguity[d], d not in unit)))
+
+
+# Ops whose result steps by one along the dimensions its (first) operand does.
+_UNIT_KEEPERS = (ARITH.REMSI, ARITH.REMUI, TT.BROADCAST)
+
+
+def unit_dims(v, depth: int = 0) -> frozenset:
+    """The dimensions along which integer or pointer tensor `v` advances by exactly one element
+    per index where it advances at all: a `tt.make_range` reached through adds, `tt.addptr`,
+    broadcasts, expand_dims, a remainder (`% n`: wrapped, still unit steps within its runs),
+    multiplications by a splat 1, and loop-carried values (their initial value). Empty past 16
+    ops or anything else (a runtime stride)."""
+    if depth > 16:
+        return frozenset()
+    if isinstance(v, mu.ir.BlockArgument):
+        loop = v.owner.owner
+        if loop.name == SCF.FOR and v.arg_number > 0:
+            return unit_dims(loop.operands[3 + v.arg_number - 1], depth + 1)
+        return frozenset()
+    op = v.owner
+    name = op.name
+    if name == TT.MAKE_RANGE:
+        return frozenset({0})
+    if name in (ARITH.ADDI, TT.ADDPTR):
+        return unit_dims(op.operands[0], depth + 1) | unit_dims(op.operands[1], depth + 1)
+    if name in _UNIT_KEEPERS:
+        return unit_dims(op.operands[0], depth + 1)
+    if name == TT.EXPAND_DIMS:
+        ax = mu.int_attr(mu.props(op)["axis"])
+        return frozenset(d + (d >= ax) for d in unit_dims(op.operands[0], depth + 1))
+    if name == ARITH.MULI:
+        for k in (0, 1):
+            if _splat_one(op.operands[1 - k]):
+                return unit_dims(op.operands[k], depth + 1)
+    return frozenset()
+
+
+def _splat_one(v) -> bool:
+    """Whether v is the constant 1 (a scalar or a splat tensor)."""
+    if isinstance(v, mu.ir.BlockArgument):
+        return False
+    op = v.owner
+    if op.name == TT.SPLAT:
+        return _splat_one(op.operands[0])
+    if op.name != ARITH.CONSTANT:
+        return False
+    attr = op.attributes["value"]
+    if isinstance(attr, mu.ir.DenseElementsAttr):
+        return attr.is_splat and str(attr.get_splat_value()).split(":")[0].strip() == "1"
+    return isinstance(attr, mu.ir.IntegerAttr) and attr.value == 1
 
 
 class _Assigner:
@@ -222,7 +277,7 @@ class _Assigner:
             shape = max((tuple(mu.shape_of(v.type)) for v in vals), key=prod)
             small = prod(shape) <= self.tpw * self.num_warps
             if root in mem and not (small and root in demand) and root not in forced:
-                layout[root] = self._coalesced(shape, mem[root])
+                layout[root] = self._coalesced(shape, mem[root], self._carried_slices(root, demand, groups))
             elif root in demand:
                 d, parent = demand[root]
                 if d == "same":  # a split broadcast's operand: its first result's layout
@@ -240,18 +295,57 @@ class _Assigner:
             solve(root)
         return {v: layout[self.uf.find(v)] for v in self.values}
 
-    def _coalesced(self, shape, ptrs) -> Blocked:
+    def _carried_slices(self, root, demand, groups) -> list:
+        """(dim, shape) of each slice of group `root` (a reduction's result, an expand_dims
+        operand) whose group holds a loop-carried value: those live across the whole loop."""
+        out = []
+        for child, (d, parent) in demand.items():
+            if parent != root or not isinstance(d, int):
+                continue
+            vals = groups.get(child, ())
+            if any(isinstance(v, mu.ir.BlockArgument) and v.owner.owner.name == SCF.FOR for v in vals):
+                out.append((d, tuple(mu.shape_of(vals[0].type))))
+        return out
+
+    def _coalesced(self, shape, ptrs, carried=()) -> Blocked:
+        """The coalesced layout of a group with memory ops `ptrs` (see resolve). A rank-2 tile
+        whose dimensions tie in contiguity and unit steps (order_of) takes, of the two orders,
+        the one that gives its loop-carried slices (`carried`, _carried_slices) fewer elements
+        per thread (a sum over the rows of a runtime-stride tile, carried as the accumulator,
+        is then spread over the lanes instead of replicated in every thread); Triton's order
+        where they cost the same."""
         threads = self.tpw * self.num_warps
-        best, order = 1, None
+        best, order, tied, key = 1, None, False, None
         for p in ptrs:
             o = order_of(p, self.axis)
             pshape = mu.shape_of(p.type)
             vec = vector_elems(p, self.axis, o[0])
             cap = max(1, prod(pshape) // threads)
             v = min(vec, cap, pshape[o[0]])
-            if order is None or v > best:
-                best, order = max(best, v), o
+            t = _tied(p, self.axis)
+            best = max(best, v)
+            # the widest access decides; among equals, a pointer whose dimensions do not tie (a
+            # broadcast row of scales next to a runtime-stride tile) over one whose order is a
+            # tie-break
+            if order is None or (v, not t) > key:
+                key, order, tied = (v, not t), o, t and len(o) == 2
+        if tied and carried:
+            def cost(o):
+                lay = default_blocked(shape, self.num_warps, best, self.tpw, o)
+                return sum(Slice(d, lay).elems_per_thread(s) for d, s in carried)
+            order = min((order, order[::-1]), key=cost)
         return default_blocked(shape, self.num_warps, best, self.tpw, order)
+
+
+def _tied(ptr_value, axis: AxisAnalysis) -> bool:
+    """Whether a pointer tile's two fastest dimensions (order_of) tie in contiguity and in unit
+    steps: its order is a tie-break."""
+    if len(mu.shape_of(ptr_value.type)) < 2:
+        return False
+    info = axis.info(ptr_value)
+    unit = unit_dims(ptr_value)
+    a, b = order_of(ptr_value, axis)[:2]
+    return info.contiguity[a] == info.contiguity[b] and (a in unit) == (b in unit)
 
 
 def _split_constants(func) -> None:

@@ -208,6 +208,29 @@ def _convert(v, t, ip, loc):
         return convert_layout(v, t, loc)
 
 
+def _encloses(op, block) -> bool:
+    """Whether `block` lies in a region of `op` (at any depth)."""
+    owner = block.owner
+    while owner is not None:
+        if owner.operation == op.operation:
+            return True
+        owner = owner.operation.parent
+    return False
+
+
+def _invariant_point(v, op) -> ir.InsertionPoint:
+    """Where a conversion of `v` for its use by `op` goes: before `op`, or before the outermost
+    loop around `op` that `v` is defined outside of (Triton's loop-invariant code motion leaves
+    such a conversion there: a stored epilogue tile converts once, not in a store loop)."""
+    home = v.owner if isinstance(v, ir.BlockArgument) else v.owner.operation.block
+    at, parent = op, op.operation.parent
+    while parent is not None and parent.name != TT.FUNC:
+        if parent.name in (SCF.FOR, SCF.WHILE) and not _encloses(parent, home):
+            at = parent
+        parent = parent.operation.parent
+    return ir.InsertionPoint(at)
+
+
 def _cheap_twice(v) -> bool:
     """Whether recomputing `v` costs little: a vector-like tensor (at most one dimension above
     1), or a value with a single use (the original then dies: nothing is computed twice)."""
@@ -360,7 +383,7 @@ def _rewrite(sl: _Slice, remat: _Remat) -> None:
         v = op.operands[i]
         if op.name == TTG.CONVERT_LAYOUT:
             continue  # it now converts from the new layout (fold_conversions may remove it)
-        op.operands[i] = _convert(v, old_types[v], ir.InsertionPoint(op), op.location)
+        op.operands[i] = _convert(v, old_types[v], _invariant_point(v, op), op.location)
     root = sl.root
     root.results[0].replace_all_uses_with(root.operands[0])
     root.erase()
@@ -439,7 +462,7 @@ def relayout_replicated_stores(func, remat: _Remat, num_warps: int, threads_per_
             src = _converted_from(w)
             at_src = remat.rebuild(w, src) if src is not None else None
             if at_src is not None:  # computed where its inputs are, then converted once (Triton's form)
-                op.operands[i] = _convert(at_src, with_encoding(w.type, want), ir.InsertionPoint(op), op.location)
+                op.operands[i] = _convert(at_src, with_encoding(w.type, want), _invariant_point(at_src, op), op.location)
             else:
                 op.operands[i] = remat.get(w, want)
         n += 1

@@ -467,10 +467,11 @@ def _check_kernel(values: dict, row: dict, params, kernels_dir: Path, fail) -> N
 
 
 def _default_name(values: dict) -> str:
-    # `targets` joins the hash only when given (disable_mma_v3 / disable_tma only when true), so other names
-    # stay as they were.
+    # `targets` joins the hash only when given (disable_mma_v3 / disable_tma only when true, gpu only when
+    # named), so other names stay as they were.
     opts = {k: v for k, v in values.items() if k not in ("name", "until") and not (k == "targets" and v is None)
-            and not (k in ("autotune", "configs", "tune", "disable_mma_v3", "disable_tma", "module") and v in (None, False))
+            and not (k in ("autotune", "configs", "tune", "disable_mma_v3", "disable_tma", "module", "gpu")
+                     and v in (None, False, ""))
             and not (k == "file" and values.get("module") is not None)}
     return f"{values['kernel']}_{xxhash.xxh3_64_hexdigest(canonical_json(opts).encode())[:8]}"
 

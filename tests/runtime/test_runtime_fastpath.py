@@ -440,3 +440,23 @@ def test_parameters_take_a_fast_path_as_tensors_do(lib_dir, torch, load):
     paths = [c["path"] for c in drv.launches]
     assert paths[0] == "launch" and "launch" not in paths[1:]
     assert all(c["raw"] == drv.launches[0]["raw"] for c in drv.launches)
+
+
+@pytest.mark.parametrize("kinds", ["TTP", "PPP"])
+def test_a_parameter_read_last_still_enables_the_fast_path(lib_dir, torch, load, kinds):
+    """The generic path enables the generated one from the type of the tensors it read, which
+    is the last tensor's: a layer's weight passed last (a norm's bias, every argument a
+    Parameter) must enable it as torch.Tensor would, not leave every launch on the generic path."""
+    import types
+
+    class Parameter(torch.Tensor):
+        pass
+
+    Parameter.__module__ = "torch.nn.parameter"  # as torch's
+    sys.modules["torch"].nn = types.SimpleNamespace(Parameter=Parameter)
+    lib, drv = load(lib_dir)
+    t = [(torch.Tensor if k == "T" else Parameter)(0x1000 * (i + 1)) for i, k in enumerate(kinds)]
+    for _ in range(3):
+        lib.add_kernel[(2,)](*t, 77)
+    paths = [c["path"] for c in drv.launches]
+    assert paths[0] == "launch" and "launch" not in paths[1:], paths

@@ -105,6 +105,8 @@ class FastPaths:
     def _enable_torch(self, tp):
         """Let the generated path take `tp` (torch.Tensor) now that torch is known to be loaded."""
         ns = self._ns
+        if tp.__name__ != "Tensor":  # a subclass (nn.Parameter, read last among the arguments): its torch.Tensor
+            tp = next((c for c in tp.__mro__ if c.__name__ == "Tensor" and c.__module__.startswith("torch")), tp)
         if ns is None or ns["TT"] is tp or tp.__name__ != "Tensor" or not hasattr(tp, "get_device"):
             return
         C = getattr(sys.modules.get("torch"), "_C", None)

@@ -63,10 +63,10 @@ def fill(tuner, server, args, kwargs) -> None:
     """Put the table's config for this call's key into tuner.cache (when the key is new)."""
     if len(tuner.configs) <= 1:
         return
-    key = autotune_key(tuner.arg_names, tuner.keys, args, kwargs)
     raw = _triton_key(tuner, args, kwargs)
-    if raw in tuner.cache:
+    if raw in tuner.cache:  # every call after a key's first: Triton's own key, nothing more
         return
+    key = autotune_key(tuner.arg_names, tuner.keys, args, kwargs)
     tables = getattr(server, "tables", None)
     if tables is None:
         tables = server.tables = Tables(server.library.lib_dir)

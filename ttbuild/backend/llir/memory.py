@@ -115,6 +115,22 @@ class _Plain:
 PLAIN_LOAD, PLAIN_STORE = _Plain("ld.global"), _Plain("st.global")
 
 
+def _operands_after_address(acc, pred, args: list, cons: list) -> tuple[str, str]:
+    """Append the access's L2 policy and its predicate to the inline asm operands `args` /
+    `cons`; returns the `, $policy` text after the address and the `@$pred ` guard ("" when
+    there is none)."""
+    hint = guard = ""
+    if acc.policy is not None:
+        hint = f", ${len(cons)}"
+        args.append(acc.policy)
+        cons.append("l")
+    if pred is not None:
+        guard = f"@${len(cons)} "
+        args.append(pred)
+        cons.append("b")
+    return hint, guard
+
+
 def _asm_load(ctx, ptr, pred, word, nwords, other_words, acc=PLAIN_LOAD):
     """`mov` the fallback into the registers, then `@pred ld.global[.vN].bW` over them."""
     wt = _word_type(word)
@@ -130,19 +146,8 @@ def _asm_load(ctx, ptr, pred, word, nwords, other_words, acc=PLAIN_LOAD):
     p = len(cons)
     args.append(ptr)
     cons.append("l")
-    hint = ""
-    if acc.policy is not None:
-        hint = f", ${len(cons)}"
-        args.append(acc.policy)
-        cons.append("l")
-    guard = ""
-    if pred is not None:
-        guard = f"@${len(cons)} "
-        args.append(pred)
-        cons.append("b")
-        text = "\n\t".join(movs) + "\n\t"
-    else:
-        text = ""
+    hint, guard = _operands_after_address(acc, pred, args, cons)
+    text = "\n\t".join(movs) + "\n\t" if pred is not None else ""
     text += f"{guard}{acc.head}{_suffix(word, nwords)} {{ {outs} }}, [ ${p} + 0 ]{hint};"
     ret = wt if nwords == 1 else ir.LiteralStructType([wt] * nwords)
     ftype = ir.FunctionType(ret, [a.type for a in args])
@@ -158,16 +163,7 @@ def _asm_store(ctx, ptr, pred, word, nwords, words, acc=PLAIN_STORE):
     r = _REG[wt.width]
     args = list(words) + [ptr]
     cons = [r] * nwords + ["l"]
-    hint = ""
-    if acc.policy is not None:
-        hint = f", ${len(cons)}"
-        args.append(acc.policy)
-        cons.append("l")
-    guard = ""
-    if pred is not None:
-        guard = f"@${len(cons)} "
-        args.append(pred)
-        cons.append("b")
+    hint, guard = _operands_after_address(acc, pred, args, cons)
     vals = ", ".join(f"${i}" for i in range(nwords))
     text = f"{guard}{acc.head}{_suffix(word, nwords)} [ ${nwords} + 0 ], {{ {vals} }}{hint};"
     ftype = ir.FunctionType(ir.VoidType(), [a.type for a in args])

@@ -141,6 +141,7 @@ class Recorder:
                 if i + 1 < self.repeats:
                     served.append(median_of(original(fn, *args, **kwargs)))
             if self.profile:
+                self.server.paused = True  # the loop above ends with serving on
                 triton_dev = device_ms(fn)
                 self.server.paused = False
                 served_dev = device_ms(fn)

@@ -115,6 +115,26 @@ def test_scans_forward_reverse_and_masked(torch, lib, n):
     assert torch.isnan(c1[n:]).all()
 
 
+@pytest.mark.parametrize("variant,n", [("scan_long_4096", 4096), ("scan_long_256", 256)])
+def test_long_scans_keep_their_order(torch, lib, variant, n):
+    """A line of 4096 (256 segments on 8 warps, their totals scanned in groups of 16) and of 256
+    (64 segments on 2 warps): forward and reverse cumsum, and an order-sensitive affine scan."""
+    gen = torch.Generator(device="cuda").manual_seed(n)
+    x = torch.randn(n, device="cuda", generator=gen)
+    y = 1 + 0.01 * torch.randn(n, device="cuda", generator=gen)
+    cs, rev, aff = (torch.full((n,), float("nan"), device="cuda") for _ in range(3))
+    lib.variant(variant)[(1,)](x, y, cs, rev, aff)
+    torch.cuda.synchronize()
+    xd, yd = x.double().cpu(), y.double().cpu()
+    torch.testing.assert_close(cs.double().cpu(), xd.cumsum(0), rtol=1e-4, atol=1e-3)
+    torch.testing.assert_close(rev.double().cpu(), xd.flip(0).cumsum(0).flip(0), rtol=1e-4, atol=1e-3)
+    ref, acc = torch.empty(n, dtype=torch.float64), 0.0
+    for i in range(n):  # b_i = b_{i-1} * y_i + x_i
+        acc = acc * yd[i].item() + xd[i].item() if i else xd[0].item()
+        ref[i] = acc
+    torch.testing.assert_close(aff.double().cpu(), ref, rtol=1e-4, atol=1e-3)
+
+
 @pytest.mark.parametrize("variant,B,n", [("shapes_16", 16, 0), ("shapes_16", 16, 3), ("shapes_16", 16, -2),
                                          ("shapes_128", 128, 2)])  # 128: 64 KB of dynamic shared memory
 def test_trans_reshape_while_and_ternary(torch, lib, variant, B, n):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 32  # load/store cache qualifiers; reader-slot epilogue conversions; K-contiguous wgmma staging
+VERSION = 33  # long scans: segment totals scanned in groups before the prefix
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

@@ -26,6 +26,25 @@ def scan_kernel(out_ptr, rs_ptr, c1_ptr, in_ptr, n, M: tl.constexpr, N: tl.const
 
 
 @triton.jit
+def affine_combine(a1, b1, a2, b2):
+    """(a1, b1) then (a2, b2) of maps x -> a * x + b: not commutative, so the scan's order shows."""
+    return a1 * a2, b1 * a2 + b2
+
+
+@triton.jit
+def scan_long_kernel(x_ptr, y_ptr, cs_ptr, rev_ptr, aff_ptr, BLOCK: tl.constexpr):
+    """Scans of one long line (more segments than a warp has lanes): cumsum forward and reverse,
+    and an affine-map scan of (y, x) pairs whose result depends on the order of combination."""
+    r = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + r)
+    y = tl.load(y_ptr + r)
+    tl.store(cs_ptr + r, tl.cumsum(x, axis=0))
+    tl.store(rev_ptr + r, tl.cumsum(x, axis=0, reverse=True))
+    _, b = tl.associative_scan((y, x), 0, affine_combine)
+    tl.store(aff_ptr + r, b)
+
+
+@triton.jit
 def shapes_kernel(p, q, n, B: tl.constexpr):
     r = tl.arange(0, B)
     x = tl.load(p + r[:, None] * B + r[None, :])

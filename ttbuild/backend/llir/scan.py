@@ -5,7 +5,8 @@ Through shared memory, in three phases separated by barriers (ttbuild.backend.an
 2. each line along the axis is cut into P segments of S elements; the thread of a segment scans
    it in place, in order (reverse: from the end), and stores the segment's total;
 3. it combines the totals of the segments before its own (in order) into a prefix and applies
-   it to its segment; then every thread loads its elements back.
+   it to its segment (past 16 segments, through groups of totals scanned in place first); then
+   every thread loads its elements back.
 The user's combine region is inlined with the earlier value first, so associative but
 non-commutative combiners keep Triton's order.
 """
@@ -144,21 +145,67 @@ class _Scan:
         ctx.barrier()
 
     def add_prefixes(self, items) -> None:
-        """3. The combined totals of the earlier segments of the line, applied to this one."""
+        """3. The combined totals of the earlier segments of the line, applied to this one. Past
+        16 segments a line's totals are first scanned in place in groups of T (one thread per
+        group), so a segment's prefix takes at most P / T + 1 combines instead of P - 1 (a
+        4096-element cumsum on 8 warps: 256 segments, 255 serial combines per thread before)."""
         ctx, b, P = self.ctx, self.b, self.P
+        T = 1 << (P.bit_length() - 1) // 2 if P >= 16 else 1
+        if T > 1:
+            self.scan_groups(items, T)
         for line, seg, outer, inn, active in items:
             with b.if_then(b.and_(active, b.icmp_unsigned(">", seg, _c(0)))):
                 base = b.mul(line, _c(P))
-                pre = self.load(lambda k, base=base: self.b_off(k, base))
-                for j in range(1, P - 1):
-                    x = self.load(lambda k, j=j, base=base: self.b_off(k, b.add(base, _c(j))))
-                    nxt = self.combine(pre, x)
-                    take = b.icmp_unsigned("<", _c(j), seg)
-                    pre = [b.select(take, n, o) for n, o in zip(nxt, pre)]
+                pre = self.prefix(base, seg, T)
                 for ad in [self.addr(outer, inn, pos) for pos in self.positions(seg)]:
                     x = self.load(lambda k, ad=ad: self.a_off(k, ad))
                     for k, v in enumerate(self.combine(pre, x)):
                         smem_store(ctx, self.a_off(k, ad), v)
+        ctx.barrier()
+
+    def total(self, base, j):
+        """The totals at segment `j` (an i32 value or an int) of the line starting at `base`."""
+        b = self.b
+        at = j if isinstance(j, ir.Value) else _c(j)
+        return self.load(lambda k: self.b_off(k, b.add(base, at)))
+
+    def running(self, base, idx, count, upto):
+        """The combine, in order, of the totals at `idx(0..count-1)` whose index is below `upto`
+        (`upto` >= 1: the first always counts)."""
+        b = self.b
+        pre = self.total(base, idx(0))
+        for j in range(1, count):
+            nxt = self.combine(pre, self.total(base, idx(j)))
+            take = b.icmp_unsigned("<", _c(j), upto)
+            pre = [b.select(take, n, o) for n, o in zip(nxt, pre)]
+        return pre
+
+    def prefix(self, base, seg, T):
+        """The combined totals of segments 0..seg-1 (seg > 0) of the line at `base`: with groups
+        (T > 1), the group totals before seg's group, then seg's group's scanned totals to seg - 1."""
+        b, P = self.b, self.P
+        if T == 1:
+            return self.running(base, lambda j: j, P - 1, seg)
+        group, within = b.udiv(seg, _c(T)), b.urem(seg, _c(T))
+        before = self.running(base, lambda j: j * T + T - 1, P // T - 1, group)  # valid when group > 0
+        inner = self.total(base, b.sub(seg, _c(1)))  # seg's group scanned to seg - 1: valid when within > 0
+        both = self.combine(before, inner)
+        has_group, has_inner = b.icmp_unsigned(">", group, _c(0)), b.icmp_unsigned(">", within, _c(0))
+        return [b.select(has_group, b.select(has_inner, x, g), i) for x, g, i in zip(both, before, inner)]
+
+    def scan_groups(self, items, T) -> None:
+        """3a. Each group of T segment totals of a line scanned in place (inclusive, in order) by
+        its first segment's thread."""
+        ctx, b = self.ctx, self.b
+        for line, seg, _outer, _inn, active in items:
+            first = b.icmp_unsigned("==", b.urem(seg, _c(T)), _c(0))
+            with b.if_then(b.and_(active, first)):
+                base = b.add(b.mul(line, _c(self.P)), seg)
+                acc = self.total(base, 0)
+                for t in range(1, T):
+                    acc = self.combine(acc, self.total(base, t))
+                    for k, v in enumerate(acc):
+                        smem_store(ctx, self.b_off(k, b.add(base, _c(t))), v)
         ctx.barrier()
 
     def load_back(self, lins):

@@ -85,6 +85,20 @@ def ops(text):
 """
 
 
+# For each job of row_jobs: Triton compiles the kernel from its source (row_source) and compiles
+# our TTIR; prints the op counts of both TTGIRs per case (a TTIR file enters Triton's pipeline
+# after its TTIR passes; its TTGIR passes canonicalize both alike).
+COMPARE_OPS = ROW_SOURCE + r"""
+out = {}
+for job in json.loads(sys.argv[2]):
+    src = row_source(getattr(mod, job["kernel"]), job["signature"], job["constexprs"])
+    theirs = triton.compile(src, target=target).asm["ttgir"]
+    ours = triton.compile(job["ttir"], target=target).asm["ttgir"]
+    out[job["case"]] = [ops(theirs), ops(ours)]
+print(json.dumps(out))
+"""
+
+
 def row_jobs(cases, ttir_of, tmp_path) -> list[dict]:
     """The jobs a ROW_SOURCE script reads (argv[2], JSON): per (case, kernel, signature,
     constexprs) of `cases`, our TTIR `ttir_of(kernel, signature, constexprs)` written under

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 
 import pytest
-from oracle import ROW_SOURCE, row_jobs, run_triton
+from oracle import COMPARE_OPS, row_jobs, run_triton
 
 import ttbuild
 from ttbuild.errors import CompilationError
@@ -122,22 +122,8 @@ def test_idiom_builds_to_ptx(case):
     assert b".entry " + kernel.encode() in out["ptx"]
 
 
-# For each job: Triton compiles the kernel from the source (ASTSource, `constexpr` signature entries
-# for constexprs and None arguments) and compiles our TTIR; prints the op counts of both TTGIRs (a
-# TTIR file enters Triton's pipeline after its TTIR passes; its TTGIR passes canonicalize both alike).
-COMPARE = ROW_SOURCE + r"""
-out = {}
-for job in json.loads(sys.argv[2]):
-    src = row_source(getattr(mod, job["kernel"]), job["signature"], job["constexprs"])
-    theirs = triton.compile(src, target=target).asm["ttgir"]
-    ours = triton.compile(job["ttir"], target=target).asm["ttgir"]
-    out[job["case"]] = [ops(theirs), ops(ours)]
-print(json.dumps(out))
-"""
-
-
 def test_triton_builds_the_same_ttir(tmp_path):
     jobs = row_jobs(CASES, _ttir, tmp_path)
-    out = json.loads(run_triton(COMPARE, str(FILE), json.dumps(jobs)).splitlines()[-1])
+    out = json.loads(run_triton(COMPARE_OPS, str(FILE), json.dumps(jobs)).splitlines()[-1])
     differ = {case: (theirs, ours) for case, (theirs, ours) in out.items() if theirs != ours}
     assert len(out) == len(CASES) and not differ, json.dumps(differ, indent=1)

@@ -14,7 +14,7 @@ from ttbuild.pyeval.modules import Project
 from ttbuild.stages import ttir
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from oracle import ROW_SOURCE, row_jobs, run_triton
+from oracle import COMPARE_OPS, row_jobs, run_triton
 
 MODULE = '''
 import torch
@@ -90,23 +90,12 @@ def test_a_helper_that_calls_a_runtime_function_is_refused_with_its_name():
         ttir.run({"json": json.dumps(desc).encode()}, {"signature": CASES[0][2].split(","), "constexprs": {}})
 
 
-COMPARE = ROW_SOURCE + r"""
-out = {}
-for job in json.loads(sys.argv[2]):
-    src = row_source(getattr(mod, job["kernel"]), job["signature"], job["constexprs"])
-    theirs = triton.compile(src, target=target).asm["ttgir"]
-    ours = triton.compile(job["ttir"], target=target).asm["ttgir"]
-    out[job["case"]] = [ops(theirs), ops(ours)]
-print(json.dumps(out))
-"""
-
-
 def test_triton_builds_the_same_kernels(tmp_path):
     (tmp_path / "stubs").mkdir()
     (tmp_path / "stubs" / "torch.py").write_text(TORCH_STUB)
     (tmp_path / "helpers.py").write_text(MODULE)
     jobs = row_jobs(CASES, _ttir, tmp_path)
-    script = f"import sys\nsys.path.insert(0, {str(tmp_path / 'stubs')!r})\n" + COMPARE
+    script = f"import sys\nsys.path.insert(0, {str(tmp_path / 'stubs')!r})\n" + COMPARE_OPS
     out = json.loads(run_triton(script, str(tmp_path / "helpers.py"), json.dumps(jobs)).splitlines()[-1])
     differ = {case: (theirs, ours) for case, (theirs, ours) in out.items() if theirs != ours}
     assert len(out) == len(CASES) and not differ, json.dumps(differ, indent=1)

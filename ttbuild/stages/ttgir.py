@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 32  # tie-break load order, chained mma.sync warps, loop-invariant conversions hoisted, K-contiguous 8/32-bit wgmma operands
+VERSION = 32  # load order on contiguity ties; chained mma.sync warps
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

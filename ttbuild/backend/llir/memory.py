@@ -9,7 +9,7 @@ of unknown divisibility), the chunk branches: all lanes in bounds -> one vector 
 otherwise one predicated scalar access per element; past MAX_BRANCHED_CHUNKS chunks per thread
 the access is scalar and predicated throughout, as Triton's. Masked-off loads yield `other` (or 0).
 Each access carries its op's cache modifier, eviction policy (an L2 policy from `createpolicy`)
-and volatile qualifier as Triton 3.6 writes them (`Access`).
+and volatile qualifier as Triton 3.6 writes them (`Access.of`).
 """
 
 from __future__ import annotations
@@ -82,22 +82,29 @@ _EVICT = {2: "evict_first", 3: "evict_last"}
 
 
 class Access:
-    """The qualifiers of one tt.load / tt.store: `ld[.volatile].global<cache>[.L1::<evict>
-    .L2::cache_hint]`, the L2 policy register that `.L2::cache_hint` reads (one
-    `createpolicy.fractional.L2::<evict>.b64 policy, 1.0` per op, as Triton's), or none."""
+    """The qualifiers of one global access: `head` (`ld[.volatile].global<cache>[.L1::<evict>
+    .L2::cache_hint]` or `st.global...`) and the L2 policy register that `.L2::cache_hint` reads
+    (None without one)."""
 
-    def __init__(self, ctx, op, load: bool):
+    def __init__(self, head: str, policy=None):
+        self.head, self.policy = head, policy
+
+    @classmethod
+    def of(cls, ctx, op, load: bool) -> "Access":
+        """A tt.load's or tt.store's qualifiers from its `cache`, `evict` and `isVolatile`
+        attributes; an eviction policy makes one `createpolicy.fractional.L2::<evict>.b64
+        policy, 1.0` per op, as Triton's."""
         p = mu.props(op)
         cache, evict = _int_attr(p, "cache"), _int_attr(p, "evict")
         volatile = load and "isVolatile" in p and str(p["isVolatile"]) == "true"
-        self.head = ("ld" + (".volatile" if volatile else "") if load else "st") + ".global"
-        self.head += (_LOAD_CACHE if load else _STORE_CACHE).get(cache, "")
-        self.policy = None
-        if evict in _EVICT:
-            self.head += f".L1::{_EVICT[evict]}.L2::cache_hint"
-            fn = ir.FunctionType(ir.IntType(64), [])
-            self.policy = ctx.builder.asm(fn, f"createpolicy.fractional.L2::{_EVICT[evict]}.b64 $0, 1.0;", "=l", [],
-                                          side_effect=False)
+        head = ("ld" + (".volatile" if volatile else "") if load else "st") + ".global"
+        head += (_LOAD_CACHE if load else _STORE_CACHE).get(cache, "")
+        if evict not in _EVICT:
+            return cls(head)
+        fn = ir.FunctionType(ir.IntType(64), [])
+        policy = ctx.builder.asm(fn, f"createpolicy.fractional.L2::{_EVICT[evict]}.b64 $0, 1.0;", "=l", [],
+                                 side_effect=False)
+        return cls(head + f".L1::{_EVICT[evict]}.L2::cache_hint", policy)
 
 
 def _int_attr(props: dict, name: str) -> int:
@@ -105,14 +112,7 @@ def _int_attr(props: dict, name: str) -> int:
     return mu.int_attr(props[name]) if name in props else 1
 
 
-class _Plain:
-    """The qualifiers of an access with no cache modifier, eviction policy or volatile."""
-
-    def __init__(self, head):
-        self.head, self.policy = head, None
-
-
-PLAIN_LOAD, PLAIN_STORE = _Plain("ld.global"), _Plain("st.global")
+PLAIN_LOAD, PLAIN_STORE = Access("ld.global"), Access("st.global")
 
 
 def _operands_after_address(acc, pred, args: list, cons: list) -> tuple[str, str]:
@@ -244,7 +244,7 @@ def load(ctx, op, ptr, *rest):
             others = [b.zext(o, mem_ety) for o in others]
     layout = None if scalar else ptr.layout
     vec, word, nwords = _plan(ctx, op, op.operands[0], elem, layout, len(ptrs))
-    acc = Access(ctx, op, load=True)
+    acc = Access.of(ctx, op, load=True)
     out = []
     if _scalar_form(ctx, mask_v, layout, vec, len(ptrs)):
         vec, word, nwords = 1, _elem_word(elem, ety), 1
@@ -321,7 +321,7 @@ def store(ctx, op, ptr, value, mask=None):
     if not uniform or _scalar_form(ctx, mask_v, layout, vec, len(ptrs)):
         vec, word, nwords = 1, _elem_word(elem, ety), 1
     k = vec // nwords
-    acc = Access(ctx, op, load=False)
+    acc = Access.of(ctx, op, load=False)
 
     def words(ix, w):
         """The values at indices `ix` packed into `w`-bit words, k elements each."""

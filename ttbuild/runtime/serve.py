@@ -230,8 +230,8 @@ class ServedKernel:
             # straight to Triton, without trying every variant of every group again
             spec = specialization(self.fn, bound, self.annotated, options, self.server.capability)
             if miss_key(spec, options) in self.missed:
-                self.server.log_miss(spec, append=False)
-                return fallback(jit_self, *args, grid=grid, warmup=warmup, **given)
+                return self.miss(bound, options, args, given, grid=grid, warmup=warmup, fallback=fallback,
+                                 jit_self=jit_self, spec=spec)
         values = list(bound.values())
         for fixed, launcher in self.groups:
             if any(bound[n] is not None if none else (type(bound[n]) is not int or bound[n] != 1) for n, none in fixed):
@@ -246,12 +246,13 @@ class ServedKernel:
                 continue
         return self.miss(bound, options, args, given, grid=grid, warmup=warmup, fallback=fallback, jit_self=jit_self)
 
-    def miss(self, bound, options, args, given, grid, warmup, fallback, jit_self):
+    def miss(self, bound, options, args, given, grid, warmup, fallback, jit_self, spec=None):
         """Count the miss and log its specialization once per process; raise ServeMiss, or with
         `warn` run `fallback` (Triton's run) on the call as it was given, warning once per key.
         The row text is built only when it is shown: a call site that misses on every call
         under `warn` pays for the selection, not for a log line and a row each time."""
-        spec = specialization(self.fn, bound, self.annotated, options, self.server.capability)
+        if spec is None:
+            spec = specialization(self.fn, bound, self.annotated, options, self.server.capability)
         key = miss_key(spec, options)
         new = key not in self.missed
         self.missed.add(key)

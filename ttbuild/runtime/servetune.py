@@ -12,13 +12,18 @@ from .args import dtype_name
 from .tuned import TuningError, TuningTable
 
 
-def autotune_key(arg_names, keys, args: tuple, kwargs: dict) -> tuple:
+def _table_dtype(dt) -> str:
+    return dtype_name(dt) or str(dt)
+
+
+def autotune_key(arg_names, keys, args: tuple, kwargs: dict, dtype=_table_dtype) -> tuple:
     """Triton 3.6's Autotuner key (autotuner.py `run`): the values of the key arguments, then
-    each tensor argument's dtype, here by Triton's name ("fp16") as the table stores it."""
+    each tensor argument's dtype, by default by Triton's name ("fp16") as the table stores it
+    (`dtype=str`: as Triton's cache holds it, "torch.float16")."""
     all_args = {**dict(zip(arg_names, args)), **kwargs}
     named = {k: v for k, v in all_args.items() if k in arg_names}
     key = [named[k] for k in keys if k in named]
-    key += [dtype_name(v.dtype) or str(v.dtype) for v in named.values() if hasattr(v, "dtype")]
+    key += [dtype(v.dtype) for v in named.values() if hasattr(v, "dtype")]
     return tuple(key)
 
 
@@ -83,11 +88,7 @@ def fill(tuner, server, args, kwargs) -> None:
 
 def _triton_key(tuner, args, kwargs) -> tuple:
     """The key exactly as Triton's Autotuner.run computes it (str(dtype) for tensors)."""
-    all_args = {**dict(zip(tuner.arg_names, args)), **kwargs}
-    named = {k: v for k, v in all_args.items() if k in tuner.arg_names}
-    key = [named[k] for k in tuner.keys if k in named]
-    key += [str(v.dtype) for v in named.values() if hasattr(v, "dtype")]
-    return tuple(key)
+    return autotune_key(tuner.arg_names, tuner.keys, args, kwargs, dtype=str)
 
 
 def patch_autotuner(cls, active) -> None:

@@ -31,6 +31,9 @@ CASES = [
     ("dtype_value_i64", "masked_peak_kernel", "*i64:16,*i64:16,i32", {"N": 128}),
     ("range_step_kw", "strided_sum_kernel", "*fp32:16,*fp32:16,i32", {"BLOCK": 128}),
     ("core_names", "core_names_kernel", "*fp32:16,*fp32:16", {"N": 64}),
+    ("int_dtype_f32", "sign_flip_kernel", "*fp32:16,*fp32:16", {"N": 128}),
+    ("int_dtype_f16", "sign_flip_kernel", "*fp16:16,*fp16:16", {"N": 128}),
+    ("compare_numbers", "compare_numbers_kernel", "*fp16:16,*i16:16,*fp16:16", {"N": 128}),
 ]
 
 
@@ -48,6 +51,26 @@ def test_a_0d_full_mixes_with_the_0d_sum_as_a_scalar():
 def test_a_0d_value_expands_to_a_block_of_one():
     text = _ttir("center_kernel", CASES[6][2], CASES[6][3])
     assert text.count("-> tensor<1xf32>") == 2 and "tensor<f32>" not in text
+
+
+def test_get_int_dtype_is_tl_core_s():
+    text = _ttir("sign_flip_kernel", "*fp16:16,*fp16:16", {"N": 128})
+    assert text.count("tensor<128xf16>) -> tensor<128xi16>") == 1 and '"arith.shrui"' in text
+    src = FILE.read_text().replace("tl.core.get_int_dtype(bitwidth", "tl.get_int_dtype(bitwidth")
+    p = parse.run({"source": src.encode()}, {"kernel": "sign_flip_kernel", "file": "idioms.py"})
+    with pytest.raises(CompilationError, match=r"tl.get_int_dtype; Triton 3.6 defines it as tl.core.get_int_dtype"):
+        ttir.run({"json": p["json"]}, {"signature": ["*fp32", "*fp32"], "constexprs": {"N": 128}})
+    src = FILE.read_text().replace("bitwidth=x.dtype.primitive_bitwidth, signed", "bitwidth=12, signed")
+    p = parse.run({"source": src.encode()}, {"kernel": "sign_flip_kernel", "file": "idioms.py"})
+    with pytest.raises(CompilationError, match="Unsupported bitwidth 12 and signedness True"):
+        ttir.run({"json": p["json"]}, {"signature": ["*fp32", "*fp32"], "constexprs": {"N": 128}})
+
+
+def test_a_comparison_with_a_number_promotes_as_a_tensor():
+    text = _ttir("compare_numbers_kernel", "*fp16:16,*i16:16,*fp16:16", {"N": 128})
+    assert '"arith.extf"' in text and "dense<5.000000e-01> : tensor<128xf32>" in text
+    assert '"arith.extsi"' in text and "dense<0> : tensor<128xi32>" in text
+    assert "dense<1.000000e+00> : tensor<128xf16>" in text  # an int number against fp16 stays fp16
 
 
 @pytest.mark.parametrize("case", CASES[1:4], ids=lambda c: c[0])

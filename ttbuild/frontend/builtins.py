@@ -128,6 +128,20 @@ def cdiv(cx, x, div):
     return S.binary(cx, "//", S.binary(cx, "-", S.binary(cx, "+", x, div), Constexpr(1)), div)
 
 
+@builtin("core.get_int_dtype")
+def get_int_dtype(cx, bitwidth, signed):
+    """`tl.core.get_int_dtype(bitwidth, signed)`: the integer dtype of that width and signedness (int1 for a width
+    of 1, whatever `signed`), a constexpr. Triton 3.6 language/core.py get_int_dtype, a plain function its code
+    generator runs at compile time; any other width fails with its message. Triton's `tl` does not re-export it,
+    so `tl.get_int_dtype` stays unknown."""
+    bits, sign = cval(cx, bitwidth, "bitwidth"), cval(cx, signed, "signed")
+    if bits == 1:
+        return Constexpr(T.int1)
+    if bits in (8, 16, 32, 64):
+        return Constexpr(T.DTYPES[("int" if sign else "uint") + str(bits)])
+    fail(cx, f"Unsupported bitwidth {bits} and signedness {sign}")
+
+
 @builtin("full")
 def full(cx, shape, value, dtype):
     """`tl.full(shape, value, dtype)`: a block of `shape` filled with `value` as `dtype` (an arith.constant when

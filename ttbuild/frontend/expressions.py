@@ -146,9 +146,11 @@ class Expressions:
         """`tl.<attr>`: a dtype, a builtin, a submodule (`tl.math`), or an error naming the attr."""
         if attr == "standard._log2":
             return ModuleRef("triton.language.standard._log2")
+        if attr in B.BUILTINS:  # a rule filed under its submodule (core.get_int_dtype), or a plain tl builtin
+            return FuncRef("builtin", attr)
         for sub in ("core", "standard"):  # triton.language.core / .standard: where tl's names are defined
-            if attr == sub:
-                return ModuleRef("triton.language")
+            if attr == sub:  # kept apart from tl: tl.core.get_int_dtype is a name tl does not re-export
+                return ModuleRef("triton.language." + sub)
             if attr.startswith(sub + "."):
                 return self._lang_attr(attr[len(sub) + 1:], node)
         dt = _DTYPE_ATTRS.get(attr)
@@ -184,6 +186,8 @@ class Expressions:
         import difflib
         close = difflib.get_close_matches(attr, sorted(known | set(B.BUILTINS) | set(_DTYPE_ATTRS) | set(_LANG_CLASSES)), n=1)
         hint = f"; did you mean tl.{close[0]}?" if close else ""
+        if "core." + attr in B.BUILTINS:  # defined in triton.language.core, not re-exported by triton.language
+            hint = f"; Triton 3.6 defines it as tl.core.{attr} (triton.language does not re-export it)"
         fail(self.cx, f"unknown function or attribute tl.{attr}{hint}")
 
     def visit_Name(self, node):

@@ -228,8 +228,10 @@ def fold(cx: Ctx, op: str, a: Constexpr, b: Constexpr) -> Constexpr:
         fail(cx, f"cannot evaluate constexpr {a.value!r} {op} {b.value!r}: {e}")
 
 
-def binary_operands(cx: Ctx, a, b, div_or_mod=False, allow_ptr=False) -> tuple[Value, Value, T.DType]:
-    """Promote and broadcast two operands (Triton `binary_op_type_checking_impl`)."""
+def binary_operands(cx: Ctx, a, b, div_or_mod=False, allow_ptr=False, weak=True) -> tuple[Value, Value, T.DType]:
+    """Promote and broadcast two operands (Triton `binary_op_type_checking_impl`). A Python number is weakly typed
+    (it takes the tensor's type when its kind is no higher) unless `weak` is False: then it counts as the tensor
+    Triton's `to_tensor` makes of it (int32, fp32...), as tensor.__lt__ & co. do before comparing."""
     for v in (a, b):
         if not isinstance(v, Value) and not is_number(v):
             fail(cx, f"unsupported operand: {describe(v)}")
@@ -240,7 +242,7 @@ def binary_operands(cx: Ctx, a, b, div_or_mod=False, allow_ptr=False) -> tuple[V
             fail(cx, f"unsupported operand types {at} and {bt}")
         return _bcast(cx, to_value(cx, a), to_value(cx, b)) + (None,)
     try:
-        ct = T.computation_type(at, not isinstance(a, Value), bt, not isinstance(b, Value), div_or_mod)
+        ct = T.computation_type(at, weak and not isinstance(a, Value), bt, weak and not isinstance(b, Value), div_or_mod)
     except TypeError as e:
         fail(cx, str(e))
     if ct.is_fp8() and (is_number(a) or is_number(b)):
@@ -348,7 +350,9 @@ def compare(cx: Ctx, op: str, a, b) -> Value:
     constexprs fold."""
     if isinstance(a, Constexpr) and isinstance(b, Constexpr):
         return fold(cx, op, a, b)
-    va, vb, ct = binary_operands(cx, a, b, allow_ptr=True)
+    # Triton 3.6's tensor comparison methods turn a Python number into a tensor first (core.py tensor.__lt__:
+    # `_semantic.to_tensor(other)`), so `x_fp16 > 0.5` compares in fp32 and `y_int16 != 0` in int32.
+    va, vb, ct = binary_operands(cx, a, b, allow_ptr=True, weak=False)
     rt = with_shape(T.int1, va.type.shape)
     if ct is None or ct.is_int():
         pred = _CMPI[op]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any, Mapping
 
-VERSION = 11  # records the kernel ABI it emitted (output abi); modifiers refused as Triton refuses them
+VERSION = 12  # comparisons make a tensor of a Python number first; tl.core.get_int_dtype
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:
     """`inputs["json"]`: the parse stage's output; `options`: `signature` (list of str, one per

@@ -134,3 +134,28 @@ def core_names_kernel(x_ptr, out_ptr, N: core.constexpr):
         acc += tl.load(x_ptr + i * N + tl.arange(0, N))
     acc = tl.maximum(acc, zeros_like(acc))
     tl.store(out_ptr + tl.arange(0, N), acc / (acc.numel >> 5))  # tensor.numel: a constexpr, 64
+
+
+@triton.jit
+def sign_flip_kernel(x_ptr, out_ptr, N: tl.constexpr):
+    # bit-level work on floats through the integer type of their width, as bitonic sorters do
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    ity = tl.core.get_int_dtype(bitwidth=x.dtype.primitive_bitwidth, signed=True)
+    uty = triton.language.core.get_int_dtype(x.dtype.primitive_bitwidth, False)
+    bits = x.to(ity, bitcast=True)
+    top = (bits.to(uty, bitcast=True) >> (x.dtype.primitive_bitwidth - 1)).to(ity)
+    sign = tl.full((N,), 1, ity) << (x.dtype.primitive_bitwidth - 1)
+    flipped = tl.where(top != 0, ~bits, bits ^ sign)  # the order-preserving integer key of a float
+    tl.static_assert(tl.core.get_int_dtype(1, True) == tl.int1)
+    tl.store(out_ptr + offs, flipped.to(x.dtype, bitcast=True))
+
+
+@triton.jit
+def compare_numbers_kernel(x_ptr, y_ptr, out_ptr, N: tl.constexpr):
+    # a comparison makes a tensor of the Python number first: fp16 > 0.5 compares in fp32, int16 != 0 in int32
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs)
+    y = tl.load(y_ptr + offs)
+    keep = (x > 0.5) & (y != 0) & (x == 1) & (0 < y)
+    tl.store(out_ptr + offs, tl.where(keep, x, x * 2))

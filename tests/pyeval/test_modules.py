@@ -332,3 +332,44 @@ def test_the_opt_in_shared_memory_agrees_with_the_targets(cap):
     from ttbuild.target import Target  # noqa: PLC0415 - the rule pyeval restates
 
     assert objects.DeviceProperties(cap).shared_memory_per_block_optin == Target("cuda", cap).max_shared_bytes
+
+
+def test_a_device_probe_through_a_third_party_package_is_refused_at_its_branch():
+    """A third-party package's answer (an accelerator probe of a package outside the roots) is no device fact of the
+    target: the reader refuses it at the test that needs it, inside the function, naming the package."""
+    proj = project(pkg__init="", pkg__device='''
+        import torch
+
+        def probe_other():
+            try:
+                from othervendor.rt import available
+            except ImportError:
+                return False
+            return available()
+
+        OTHER = probe_other()
+
+        def device_type():
+            if OTHER:
+                return "other"
+            return "cuda" if torch.cuda.is_available() else "cpu"
+
+        DEVICE = device_type()
+    ''', pkg__k='''
+        import triton
+        import triton.language as tl
+        from .device import DEVICE
+        if DEVICE == "other":
+            from othervendor.lang import tanh as fast_tanh
+        else:
+            from triton.language.extra.libdevice import tanh as fast_tanh
+
+        @triton.jit
+        def k(x):
+            tl.store(x, fast_tanh(tl.load(x)))
+    ''')
+    with pytest.raises(CompilationError, match=r"cannot decide `OTHER` without running the file: it needs the value of "
+                                               r"`othervendor.rt.available\(...\)`, the result of a call into `othervendor`, "
+                                               r"which is not under the project's source roots") as e:
+        canonicalize(proj.files["pkg.k"][1], "k", "pkg/k.py", proj, "pkg.k")
+    assert (e.value.loc.file, e.value.loc.line, e.value.loc.col) == ("pkg/device.py", 14, 7)

@@ -9,6 +9,7 @@ import time
 from ttbuild.errors import CompilationError
 
 from . import bounds, strings
+from .objects import NeedsValue
 from .values import (
     BINOPS,
     BUILTINS,
@@ -271,7 +272,15 @@ class Evaluator:
         return Closure(node, scope)
 
     def _IfExp(self, node, scope):
-        return self.eval(node.body if self.eval(node.test, scope) else node.orelse, scope)
+        return self.eval(node.body if self.decide(node.test, scope) else node.orelse, scope)
+
+    def decide(self, test: ast.AST, scope) -> bool:
+        """bool() of a branch's test; a value only the running program knows is refused at the test, not the caller."""
+        try:
+            return bool(self.eval(test, scope))
+        except NeedsValue as e:
+            raise UnknownValue(f"cannot decide `{short(test)}` without running the file: it needs the value of {e.what}",
+                               self.src.loc(test)) from None
 
     def _elements(self, elts, scope) -> list:
         out = []
@@ -557,7 +566,7 @@ class Evaluator:
             elif isinstance(stmt, ast.FunctionDef) and not stmt.decorator_list:
                 frame.vars[stmt.name] = self.nested_function(stmt, frame)
             elif isinstance(stmt, ast.If):
-                returned, value = self.run(stmt.body if self.eval(stmt.test, frame) else stmt.orelse, frame)
+                returned, value = self.run(stmt.body if self.decide(stmt.test, frame) else stmt.orelse, frame)
                 if returned:
                     return True, value
             elif isinstance(stmt, ast.For):

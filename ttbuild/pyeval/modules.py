@@ -531,7 +531,8 @@ class _Executor(Extensions, Evaluator):
             return self.device_fact(path, node)
         if path.startswith("builtins.") and path[9:] in ("int", "float", "str", "bool") and len(values) == 1:
             return {"int": int, "float": float, "str": str, "bool": bool}[path[9:]](values[0])
-        return Opaque(f"{path}(...)")
+        return Opaque(f"{path}(...)", f", the result of a call into `{path.split('.')[0]}`, which is not under the project's "
+                                      "source roots: ttbuild reads the project's modules and never runs other code")
 
     def device_fact(self, path: str, node: ast.AST):
         """The value of a device probe for the variant's target, recorded as read (ttbuild.pyeval.device.fact)."""

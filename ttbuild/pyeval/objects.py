@@ -62,15 +62,16 @@ class Opaque:
     usable as long as nobody needs its value."""
 
     what: str
+    why: str = ""  # how it came to be unknown, said after its name (a call into a package outside the roots)
 
     def __bool__(self):
-        raise NeedsValue(f"`{self.what}`")
+        raise NeedsValue(f"`{self.what}`{self.why}")
 
     def __eq__(self, other):
-        raise NeedsValue(f"`{self.what}`")
+        raise NeedsValue(f"`{self.what}`{self.why}")
 
     def _unknown(self, *_):
-        raise NeedsValue(f"`{self.what}`")
+        raise NeedsValue(f"`{self.what}`{self.why}")
 
     __lt__ = __le__ = __gt__ = __ge__ = __contains__ = __iter__ = _unknown
 

@@ -13,13 +13,12 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     Returns {"llir": LLVM IR text after the O3 pipeline}. Raises CompilationError (a bad option,
     TTGIR without `ttg.num-warps`) / NotSupportedYet.
     """
-    from ttbuild.backend.ir.optraits import DOT_OPS
     from ttbuild.backend.llir.emit import lower
     from ttbuild.backend.nvptx import llvm
     from ttbuild.stages import declared_options
 
     opts = declared_options("llir", options)
     text = lower(inputs["ttgir"], fp_fusion=opts.enable_fp_fusion)
-    # kernels with tensor cores use 32-bit shared pointers (nvptx.llvm.target_machine), as Triton
-    short = any(f'"{name}"'.encode() in inputs["ttgir"] for name in DOT_OPS)
-    return {"llir": llvm.optimize(text, opts.arch, opts.enable_fp_fusion, short_ptr=short).encode()}
+    # 32-bit shared pointers (nvptx.llvm.target_machine), as Triton in every kernel: a reduction whose
+    # threads hold many rows keeps one hoisted shared address per row live across its loop
+    return {"llir": llvm.optimize(text, opts.arch, opts.enable_fp_fusion, short_ptr=True).encode()}

@@ -28,6 +28,8 @@ from ttbuild.backend.ir.encodings import Blocked, Slice, parse_encoding
 from ttbuild.backend.ir.ops import ARITH, SCF, TT, TTG
 from ttbuild.backend.ir.optraits import SCALAR_REGIONS, erase_dead, walk
 from ttbuild.backend.ir.types import tensor_in
+from ttbuild.backend.ttgir.remove_layout_conversions import _Remat
+from ttbuild.backend.ttgir.shared_cheap import Loose
 
 MEMORY_OPS = (TT.LOAD, TT.STORE, TT.ATOMIC_RMW, TT.ATOMIC_CAS)
 # Ops whose tensor operands and results need no common layout (handled as constraints or free).
@@ -143,6 +145,7 @@ class _Assigner:
         self.broadcasts: dict = {}   # operand value -> its tt.broadcast users
         self.split_bcasts: list = [] # tt.broadcast ops whose operand keeps its own layout
         self.joins: list = []        # tt.join and tt.split ops (layouts fitted last, _fit_join)
+        self.loose = Loose()         # cheap operands that do not tie their users (shared_cheap)
 
     def collect(self):
         """Walk the function: every tensor value joins the union-find, ops that keep layouts (elementwise, loop
@@ -169,6 +172,7 @@ class _Assigner:
                     self.uf.union(x, o.results[0])
             else:
                 self.split_bcasts.extend(o for _, o in pairs)
+        self.loose.settle(self.uf, {v: i for i, v in enumerate(self.values)})
 
     def _op(self, op):
         name = op.operation.name
@@ -232,6 +236,7 @@ class _Assigner:
         elif name not in NO_UNION and tens:
             ranks = {len(mu.shape_of(v.type)) for v in tens}
             if len(ranks) == 1:
+                tens = self.loose.defer(op, tens)
                 for v in tens[1:]:
                     u(tens[0], v)
         if name in MEMORY_OPS and _is_tensor(op.operands[0]):
@@ -428,6 +433,7 @@ def assign(module, num_warps: int, threads_per_warp: int = 32) -> dict[tuple[int
             convert_operand(op, 0, tensor_in(x, need))
         for op in a.joins:
             _fit_join(op, num_warps, threads_per_warp)
+        a.loose.rebuild(func, chosen.get, _Remat(func.location))  # last: it erases the copies it leaves unused
         _fold_chains(func)
     return out
 

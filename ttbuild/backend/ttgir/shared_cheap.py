@@ -1,0 +1,98 @@
+"""Layout assignment helper: a value that costs nothing to recompute (a range, a splat, a mask computed from them) does not tie the layouts of the unrelated ops that share it; each takes it rebuilt in its own layout.
+
+Triton's Coalesce gives every memory op its own layout, and RemoveLayoutConversions then rebuilds such
+values in each layout their users need (backward rematerialization). ttbuild's layout assignment
+(ttbuild.backend.ttgir.coalesce) ties every operand of an elementwise or memory op into one group, so
+one mask `offs < n` shared by loads used along different dimensions (a recurrence that reads q and k
+along a state's columns and v along its rows) put every one of those loads, their loop-carried pointers
+included, in the layout the first one needed: pointers replicated 32 times per thread, and a
+conversion through shared memory per load and iteration. Here such an operand is left out of its
+user's group while the groups form (`Loose.defer`); afterwards a value whose users all landed in one
+group joins it as before (no change for the usual kernel), and one shared by several groups is rebuilt
+in each user's layout (`Loose.rebuild`, through ttbuild.backend.ttgir.remove_layout_conversions._Remat).
+"""
+
+from __future__ import annotations
+
+from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.ir.ops import ARITH, TT
+from ttbuild.backend.ir.optraits import erase_dead, is_elementwise, is_pure
+
+_DEPTH = 8  # as _Remat's rebuild depth: what is cheap here is what it rebuilds
+_MEMORY_OPS = (TT.LOAD, TT.STORE, TT.ATOMIC_RMW, TT.ATOMIC_CAS)
+
+
+def _is_tensor(v) -> bool:
+    return isinstance(v.type, mu.ir.RankedTensorType)
+
+
+def _vector(v) -> bool:
+    return sum(1 for d in mu.shape_of(v.type) if d > 1) <= 1
+
+
+class Loose:
+    """The cheap operands of one function's union ops, deferred until the groups are known."""
+
+    def __init__(self):
+        self.memo: dict = {}
+        self.edges: list = []   # (op, operand index, anchor value: the op's own group)
+        self.split: list = []   # the edges whose operand is shared by several groups
+
+    def cheap(self, v, depth: int = 0) -> bool:
+        """Whether `v` is recomputed for nothing: a splat constant, tt.splat, tt.make_range, or a view or
+        elementwise op (a vector's, or used once) over such values; never a loop-carried value or a load."""
+        if v in self.memo:
+            return self.memo[v]
+        ok = False
+        if not isinstance(v, mu.ir.BlockArgument) and depth <= _DEPTH:
+            op = v.owner
+            name = op.name
+            if name == ARITH.CONSTANT:
+                attr = op.attributes["value"]
+                ok = isinstance(attr, mu.ir.DenseElementsAttr) and attr.is_splat
+            elif name in (TT.SPLAT, TT.MAKE_RANGE):
+                ok = True
+            elif name in (TT.EXPAND_DIMS, TT.BROADCAST) or (
+                    is_elementwise(name) and len(op.results) == 1 and (_vector(v) or len(list(v.uses)) == 1)):
+                ok = all(not _is_tensor(w) or self.cheap(w, depth + 1) for w in op.operands)
+        self.memo[v] = ok
+        return ok
+
+    def defer(self, op, tens: list) -> list:
+        """The values of union op `op` (its tensors `tens`) that form its group; its cheap operands are
+        recorded instead (a memory op's pointer always stays: its group is coalesced on it)."""
+        operands = list(op.operands)
+        loose = [i for i, w in enumerate(operands) if _is_tensor(w) and self.cheap(w)
+                 and not (i == 0 and op.name in _MEMORY_OPS)]
+        anchors = [v for v in tens if not any(v == operands[i] for i in loose)]
+        if not anchors or not loose:
+            return tens
+        self.edges.extend((op, i, anchors[0]) for i in loose)
+        return anchors
+
+    def settle(self, uf, order: dict) -> None:
+        """Join each deferred value to its users' group when they all share one (later values first, so a
+        mask's decision is made before the range it compares); keep the others split."""
+        by_value: dict = {}
+        for op, i, anchor in self.edges:
+            by_value.setdefault(op.operands[i], []).append((op, i, anchor))
+        for w in sorted(by_value, key=lambda v: order.get(v, -1), reverse=True):
+            edges = by_value[w]
+            roots = {uf.find(a) for _, _, a in edges}
+            if len(roots) == 1:
+                uf.union(edges[0][2], w)
+            else:
+                self.split.extend(edges)
+
+    def rebuild(self, func, layout_of, remat) -> None:
+        """Give each split operand its user's layout (`layout_of(anchor)`), rebuilt where it is defined; the
+        copies nobody uses any more are erased."""
+        from ttbuild.backend.ir.types import with_encoding
+
+        for op, i, anchor in self.split:
+            w = op.operands[i]
+            need = layout_of(anchor)
+            if need is not None and with_encoding(w.type, need) != w.type:
+                op.operands[i] = remat.get(w, need)
+        if self.split:
+            erase_dead(func, removable=lambda o: is_pure(o.name) and any(r in self.memo for r in o.results))

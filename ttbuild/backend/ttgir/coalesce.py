@@ -281,7 +281,7 @@ class _Assigner:
             vals = groups[root]
             shape = max((tuple(mu.shape_of(v.type)) for v in vals), key=prod)
             small = prod(shape) <= self.tpw * self.num_warps
-            if root in mem and not (small and root in demand) and root not in forced:
+            if root in mem and not (small and root in demand and not self._stored_carry(vals)) and root not in forced:
                 layout[root] = self._coalesced(shape, mem[root], self._carried_slices(root, demand, groups))
             elif root in demand:
                 d, parent = demand[root]
@@ -299,6 +299,16 @@ class _Assigner:
         for root in sorted(groups, key=lambda r: -rank_of(r)):
             solve(root)
         return {v: layout[self.uf.find(v)] for v in self.values}
+
+    @staticmethod
+    def _stored_carry(vals) -> bool:
+        """Whether a group only stores (no load reads through it) and carries a pointer around a loop: its
+        pointers, advanced every iteration, would each be registers in every thread that holds a copy of
+        the demanded slice, so it keeps its coalesced layout and the stored value converts (Triton's
+        Coalesce gives a store its pointer's layout; a reduction's result converts before it)."""
+        ptrs = [v for v in vals if mu.pointee(mu.elem_str(v.type)) is not None]
+        carried = any(isinstance(v, mu.ir.BlockArgument) and v.owner.owner.name == SCF.FOR for v in ptrs)
+        return carried and all(u.owner.name != TT.LOAD for v in ptrs for u in v.uses)
 
     def _carried_slices(self, root, demand, groups) -> list:
         """(dim, shape) of each slice of group `root` (a reduction's result, an expand_dims

@@ -240,7 +240,13 @@ class _Assigner:
                 for v in tens[1:]:
                     u(tens[0], v)
         if name in MEMORY_OPS and _is_tensor(op.operands[0]):
-            self.mem.setdefault(self.uf.find(op.operands[0]), []).append(op.operands[0])
+            ptr = op.operands[0]
+            self.mem.setdefault(self.uf.find(ptr), []).append(ptr)
+            if isinstance(ptr, mu.ir.OpResult) and ptr.owner.name == TT.TRANS:
+                # pointers transposed for the load (transpose_loads): the tile before the tt.trans is
+                # coalesced on its own pointers, so the load reads it transposed (not through ties to others)
+                src = ptr.owner.operands[0]
+                self.mem.setdefault(self.uf.find(src), []).append(src)
 
     def resolve(self) -> dict:
         """Layout per union-find root: the coalesced blocked layout of a group that touches memory (Triton's

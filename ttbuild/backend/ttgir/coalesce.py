@@ -172,7 +172,11 @@ class _Assigner:
                     self.uf.union(x, o.results[0])
             else:
                 self.split_bcasts.extend(o for _, o in pairs)
-        self.loose.settle(self.uf, {v: i for i, v in enumerate(self.values)})
+        demanded = [r for op, _ in self.reduces for r in op.results if _is_tensor(r)]
+        demanded += [op.operands[0] for op, _ in self.expands] + [op.results[0] for op, _ in self.transes]
+        demanded += [op.operands[0] for op in self.split_bcasts]
+        demanded += [p for ptrs in self.mem.values() for p in ptrs]
+        self.loose.settle(self.uf, {v: i for i, v in enumerate(self.values)}, demanded)
 
     def _op(self, op):
         name = op.operation.name

@@ -8,8 +8,10 @@ along a state's columns and v along its rows) put every one of those loads, thei
 included, in the layout the first one needed: pointers replicated 32 times per thread, and a
 conversion through shared memory per load and iteration. Here such an operand is left out of its
 user's group while the groups form (`Loose.defer`); afterwards a value whose users all landed in one
-group joins it as before (no change for the usual kernel), and one shared by several groups is rebuilt
-in each user's layout (`Loose.rebuild`, through ttbuild.backend.ttgir.remove_layout_conversions._Remat).
+group joins it as before (no change for the usual kernel), and one shared by several groups joins those
+whose layout nothing decides, and is rebuilt in the layout of each group that its own memory ops or a
+use (a reduction's result, an expand_dims operand) decide (`Loose.rebuild`, through
+remove_layout_conversions._Remat).
 """
 
 from __future__ import annotations
@@ -30,6 +32,24 @@ def _vector(v) -> bool:
     return sum(1 for d in mu.shape_of(v.type) if d > 1) <= 1
 
 
+def _height(v, budget: int) -> int:
+    """Ops between `v` and the constants, splats and ranges it is computed from, looked at `budget` ops
+    deep at most (budget + 1: farther, or not computed from those)."""
+    if isinstance(v, mu.ir.BlockArgument) or budget < 0:
+        return budget + 1 if budget >= 0 else 1
+    op = v.owner
+    name = op.name
+    if name == ARITH.CONSTANT:
+        attr = op.attributes["value"]
+        return 0 if isinstance(attr, mu.ir.DenseElementsAttr) and attr.is_splat else budget + 1
+    if name in (TT.SPLAT, TT.MAKE_RANGE):
+        return 0
+    if name in (TT.EXPAND_DIMS, TT.BROADCAST) or (
+            is_elementwise(name) and len(op.results) == 1 and (_vector(v) or len(list(v.uses)) == 1)):
+        return 1 + max((_height(w, budget - 1) for w in op.operands if _is_tensor(w)), default=0)
+    return budget + 1
+
+
 class Loose:
     """The cheap operands of one function's union ops, deferred until the groups are known."""
 
@@ -38,25 +58,13 @@ class Loose:
         self.edges: list = []   # (op, operand index, anchor value: the op's own group)
         self.split: list = []   # the edges whose operand is shared by several groups
 
-    def cheap(self, v, depth: int = 0) -> bool:
+    def cheap(self, v) -> bool:
         """Whether `v` is recomputed for nothing: a splat constant, tt.splat, tt.make_range, or a view or
-        elementwise op (a vector's, or used once) over such values; never a loop-carried value or a load."""
-        if v in self.memo:
-            return self.memo[v]
-        ok = False
-        if not isinstance(v, mu.ir.BlockArgument) and depth <= _DEPTH:
-            op = v.owner
-            name = op.name
-            if name == ARITH.CONSTANT:
-                attr = op.attributes["value"]
-                ok = isinstance(attr, mu.ir.DenseElementsAttr) and attr.is_splat
-            elif name in (TT.SPLAT, TT.MAKE_RANGE):
-                ok = True
-            elif name in (TT.EXPAND_DIMS, TT.BROADCAST) or (
-                    is_elementwise(name) and len(op.results) == 1 and (_vector(v) or len(list(v.uses)) == 1)):
-                ok = all(not _is_tensor(w) or self.cheap(w, depth + 1) for w in op.operands)
-        self.memo[v] = ok
-        return ok
+        elementwise op (a vector's, or used once) over such values, at most _DEPTH ops above them (what
+        _Remat rebuilds); never a loop-carried value or a load."""
+        if v not in self.memo:
+            self.memo[v] = _height(v, _DEPTH) <= _DEPTH
+        return self.memo[v]
 
     def defer(self, op, tens: list) -> list:
         """The values of union op `op` (its tensors `tens`) that form its group; its cheap operands are
@@ -70,19 +78,26 @@ class Loose:
         self.edges.extend((op, i, anchors[0]) for i in loose)
         return anchors
 
-    def settle(self, uf, order: dict) -> None:
+    def settle(self, uf, order: dict, sources: list) -> None:
         """Join each deferred value to its users' group when they all share one (later values first, so a
-        mask's decision is made before the range it compares); keep the others split."""
+        mask's decision is made before the range it compares). Otherwise it joins the users' groups whose
+        layout nothing decides (arithmetic between the value and a store: it follows the value), and stays
+        split from those whose layout their own memory ops or a use decide (`sources`: pointers of memory ops,
+        reductions' results, expand_dims operands...), where it is rebuilt in their layout."""
         by_value: dict = {}
         for op, i, anchor in self.edges:
             by_value.setdefault(op.operands[i], []).append((op, i, anchor))
         for w in sorted(by_value, key=lambda v: order.get(v, -1), reverse=True):
             edges = by_value[w]
-            roots = {uf.find(a) for _, _, a in edges}
-            if len(roots) == 1:
+            if len({uf.find(a) for _, _, a in edges}) == 1:
                 uf.union(edges[0][2], w)
-            else:
-                self.split.extend(edges)
+                continue
+            held = {uf.find(v) for v in sources}
+            for edge in edges:
+                if uf.find(edge[2]) in held:
+                    self.split.append(edge)
+                else:
+                    uf.union(edge[2], w)
 
     def rebuild(self, func, layout_of, remat) -> None:
         """Give each split operand its user's layout (`layout_of(anchor)`), rebuilt where it is defined; the

@@ -17,7 +17,7 @@ remove_layout_conversions._Remat).
 from __future__ import annotations
 
 from ttbuild.backend import mlir_util as mu
-from ttbuild.backend.ir.ops import ARITH, TT
+from ttbuild.backend.ir.ops import ARITH, SCF, TT
 from ttbuild.backend.ir.optraits import erase_dead, is_elementwise, is_pure
 
 _DEPTH = 8  # as _Remat's rebuild depth: what is cheap here is what it rebuilds
@@ -30,6 +30,17 @@ def _is_tensor(v) -> bool:
 
 def _vector(v) -> bool:
     return sum(1 for d in mu.shape_of(v.type) if d > 1) <= 1
+
+
+def _in_loop(v) -> bool:
+    """Whether `v` is computed inside a loop (a copy per layout there would be recomputed, and live, every
+    iteration)."""
+    op = v.owner.owner if isinstance(v, mu.ir.BlockArgument) else v.owner.operation.parent
+    while op is not None and op.name != TT.FUNC:
+        if op.name in (SCF.FOR, SCF.WHILE):
+            return True
+        op = op.operation.parent
+    return False
 
 
 def _height(v, budget: int) -> int:
@@ -70,7 +81,7 @@ class Loose:
         """The values of union op `op` (its tensors `tens`) that form its group; its cheap operands are
         recorded instead (a memory op's pointer always stays: its group is coalesced on it)."""
         operands = list(op.operands)
-        loose = [i for i, w in enumerate(operands) if _is_tensor(w) and self.cheap(w)
+        loose = [i for i, w in enumerate(operands) if _is_tensor(w) and self.cheap(w) and not _in_loop(w)
                  and not (i == 0 and op.name in _MEMORY_OPS)]
         anchors = [v for v in tens if not any(v == operands[i] for i in loose)]
         if not anchors or not loose:

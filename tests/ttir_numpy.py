@@ -19,7 +19,8 @@ _SHIFT = 36
 _CMP = {0: np.equal, 1: np.not_equal, 2: np.less, 3: np.less_equal, 4: np.greater, 5: np.greater_equal}
 _BIN = {"arith.addi": np.add, "arith.subi": np.subtract, "arith.muli": np.multiply, "arith.addf": np.add,
         "arith.subf": np.subtract, "arith.mulf": np.multiply, "arith.divf": np.divide, "arith.andi": np.logical_and,
-        "arith.ori": np.logical_or, "arith.maxnumf": np.fmax, "arith.minnumf": np.fmin}
+        "arith.ori": np.logical_or, "arith.maxnumf": np.fmax, "arith.minnumf": np.fmin, "arith.minsi": np.minimum,
+        "arith.maxsi": np.maximum}
 
 
 def _dtype(t):

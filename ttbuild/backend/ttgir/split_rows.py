@@ -144,6 +144,7 @@ class _Plan:
         self.region = sorted({self._top_of(u.owner) for v in self.F for u in v.uses} | {loop},
                              key=self.pos.__getitem__)
         self._check_region()
+        self.full = self._need_full()
 
     # ---- analysis
     def _tag(self, v, dep=False):
@@ -245,6 +246,40 @@ class _Plan:
                 if not (is_pure(name) or name in _MEM or name in (SCF.FOR, SCF.YIELD)):
                     raise _Refuse(f"{name} in the region")
 
+    def _tagged_op(self, op) -> bool:
+        """Whether `op` is made per block of rows (a result of it, or a store of them)."""
+        return any(r in self.S for r in op.results) or (not len(op.results) and any(x in self.S for x in op.operands))
+
+    def _need_full(self) -> set:
+        """Values of the region that must also exist whole (an untagged op, a dot's B operand, an
+        untagged iter_arg reads them). Raises _Refuse when such a value is carried by rows."""
+        inside = {o for op in self.region for o in [op, *_walk_op(op)]}
+        todo = []
+        for op in inside:
+            if op.name == SCF.YIELD:
+                todo += [g[2] for g in _loop_groups(op.parent) if g[1] not in self.S]
+            elif op.name == SCF.FOR:
+                todo += [g[0] for g in _loop_groups(op) if g[1] not in self.S] + list(op.operands)[:3]
+            elif op.name == TT.DOT and op.results[0] in self.S:
+                todo.append(op.operands[1])
+            elif not self._tagged_op(op):
+                todo += list(op.operands)
+        need = set()
+        while todo:
+            v = todo.pop()
+            if v in need or v not in self.S:
+                continue
+            need.add(v)
+            if isinstance(v, ir.BlockArgument) or v.owner.name == SCF.FOR:
+                if isinstance(v, ir.BlockArgument) and v.owner.owner.operation not in inside:
+                    continue
+                raise _Refuse("a value carried by rows is also read whole")
+            if v in self.F:
+                raise _Refuse("what the accumulators flow into is read whole")
+            if v.owner.operation in inside:
+                todo += list(v.owner.operands)
+        return need
+
     # ---- rewrite
     def apply(self):
         anchor = self.top[self.pos[self.region[-1]] + 1]
@@ -294,10 +329,10 @@ class _Plan:
             ops = [self._get(g[2], g[1] in self.S, sl, full) for g in groups]
             create(SCF.YIELD, [], ops, loc=op.location)
             return None
-        tagged = any(r in self.S for r in op.results) or (not len(op.results) and any(x in self.S for x in op.operands))
+        tagged = self._tagged_op(op)
         if tagged:
             self._clone_sliced(op, start, n, sl, full)
-        if not tagged or any(r not in self.F for r in op.results if r in self.S):
+        if not tagged or any(r in self.full for r in op.results):
             _clone_full(op, full)
         return None
 

@@ -64,16 +64,33 @@ def two_acc(A, B, C, Out, n):
         x += tl.dot(a, b)
         y += tl.dot(a, tl.trans(b))
     tl.store(Out + r, tl.sum(x + y, axis=0))
+
+
+@triton.jit
+def two_acc_rows(A, B, C, Out, n):
+    r = tl.arange(0, 128)
+    a = tl.load(A + r[:, None] * 128 + r[None, :])
+    x = tl.zeros((128, 128), tl.float32)
+    y = tl.zeros((128, 128), tl.float32)
+    for i in range(n):
+        b = tl.load(B + i * 16384 + r[:, None] * 128 + r[None, :])
+        x += tl.dot(a, b)
+        y += tl.dot(a, tl.trans(b))
+    tl.store(Out + r[:, None] * 128 + r[None, :], (x + y).to(tl.float16))
 '''
 
 
-def test_a_reduction_over_rows_keeps_the_loop(tmp_path):
-    """The rows of the accumulators meet in tl.sum(axis=0) after the loop: no split."""
+@pytest.mark.parametrize("kernel,out,splits", [("two_acc", "*fp32:16", 0), ("two_acc_rows", "*fp16:16", 1)])
+@pytest.mark.parametrize("into_b", [False, True])
+def test_what_keeps_the_loop(kernel, out, splits, into_b, tmp_path):
+    """Split when the rows stay apart up to the store; not when they meet in tl.sum(axis=0)
+    after the loop, nor when the store goes to B, which the loop reads (block 0's store would run
+    before block 1's loads)."""
     src = tmp_path / "two_acc.py"
-    src.write_text(REDUCED)
-    ttir = ttbuild.compile(src, kernel="two_acc", signature="*fp16:16,*fp16:16,*fp16:16,*fp32:16,i32",
+    src.write_text(REDUCED.replace("tl.store(Out", "tl.store(B") if into_b else REDUCED)
+    ttir = ttbuild.compile(src, kernel=kernel, signature=f"*fp16:16,*fp16:16,*fp16:16,{out},i32",
                            num_warps=4, until="ttir")["ttir"]
-    assert _splits(ttir, 4) == 0
+    assert _splits(ttir, 4) == (0 if into_b else splits)
 
 
 @pytest.mark.parametrize("name,kv,dq", [("attn_bwd_d128", 2, 1), ("attn_bwd_d128_causal", 4, 2)])

@@ -18,7 +18,8 @@ keep rows apart: elementwise ops, loads and stores, `tt.dot`'s A operand and acc
 `tt.broadcast` / `tt.expand_dims` that keep dim 0, `scf.for` iter_args; leaves (`tt.make_range`,
 `tt.splat`, splat constants) are made per block. Anything else touching the rows (a reduction or
 transpose over them, a dot contracting them, a side effect between the region's ops) leaves the
-loop as it is.
+loop as it is, and so do stores through a pointer argument that a moved load also reads (a
+block's stores run before the next block's loads).
 """
 
 from __future__ import annotations
@@ -238,6 +239,7 @@ class _Plan:
         for v in self.S - self.F:
             if isinstance(v, ir.OpResult) and self._top_of(v.owner) not in rset and v.owner.operation not in self.pos:
                 raise _Refuse("rows from a nested op outside the region")
+        self._check_aliasing()
         for op in self.region:
             for inner in [op, *_walk_op(op)]:
                 name = inner.name
@@ -245,6 +247,19 @@ class _Plan:
                     raise _Refuse("a store of the region without rows would run once per block")
                 if not (is_pure(name) or name in _MEM or name in (SCF.FOR, SCF.YIELD)):
                     raise _Refuse(f"{name} in the region")
+
+    def _check_aliasing(self):
+        """A block's stores run before the next block's loads: the stores must go through other
+        pointer arguments of the kernel than the loads moved (Triton's pipeliner, which issues
+        the next iteration's loads before this one's stores, assumes as much)."""
+        loads, stores = set(), set()
+        moved = [o for op in self.region for o in [op, *_walk_op(op)]]
+        moved += [v.owner.operation for v in self.S - self.F if isinstance(v, ir.OpResult)]
+        for op in moved:
+            if op.name in _MEM:
+                (stores if op.name == TT.STORE else loads).add(_base_arg(op.operands[0]))
+        if None in stores or stores & loads:
+            raise _Refuse("a store may write what a moved load reads")
 
     def _tagged_op(self, op) -> bool:
         """Whether `op` is made per block of rows (a result of it, or a store of them)."""
@@ -378,6 +393,24 @@ class _Plan:
                 self._clone(inner.operation, start, n, sl, full)
         for g, t, r in zip(groups, tag, new.results):
             (sl if t else full)[g[3]] = r
+
+
+def _base_arg(ptr, depth: int = 0):
+    """The kernel argument a pointer (tensor) is computed from, else None."""
+    while depth < 64:
+        depth += 1
+        if isinstance(ptr, ir.BlockArgument):
+            owner = ptr.owner.owner
+            if owner.name == TT.FUNC:
+                return ptr.arg_number
+            if owner.name != SCF.FOR or ptr.arg_number == 0:
+                return None
+            ptr = owner.operands[3 + ptr.arg_number - 1]
+        elif ptr.owner.name in (TT.ADDPTR, TT.SPLAT, TT.BROADCAST, TT.EXPAND_DIMS):
+            ptr = ptr.owner.operands[0]
+        else:
+            return None
+    return None
 
 
 def _clone_full(op, full) -> None:

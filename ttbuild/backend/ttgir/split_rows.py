@@ -472,9 +472,14 @@ def _dce(block) -> None:
         for op in reversed(list(_walk(block))):
             if len(op.regions) or any(True for r in op.results for _ in r.uses) or not len(op.results):
                 continue
-            if is_pure(op.name) or op.name == TT.LOAD:
+            if is_pure(op.name) or (op.name == TT.LOAD and not _volatile(op)):
                 op.erase()
                 changed = True
+
+
+def _volatile(load) -> bool:
+    v = mu.props(load).get("isVolatile")
+    return v is not None and ir.BoolAttr(v).value
 
 
 def _walk_op(op):

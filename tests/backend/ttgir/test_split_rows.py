@@ -101,9 +101,34 @@ def test_split_ttgir(name, kv, dq):
     assert text.count('"scf.for"') == kv + dq
     acc = re.findall(r'"ttng.warp_group_dot"\([^)]*\) \{[^}]*\} : \([^)]*, (tensor<\d+x\d+xf32)', text)
     assert acc.count("tensor<64x128xf32") == 2 * kv and acc.count("tensor<128x128xf32") == dq, acc
+    assert _tiles_across_loops(text) == [], "mask / offset / pointer tiles kept across a loop"
     stores = [m.start() for m in re.finditer(r'"tt.store"\(', text)]
     fors = [m.start() for m in re.finditer(r'"scf.for"', text)]
     assert len(stores) == 5 and stores[1] < fors[kv // 2]  # block 0's dV, dK before block 1's loop
+
+
+def _tiles_across_loops(ttgir: bytes | str) -> list[str]:
+    """Names of the 2-D tensors a top-level op defines before a top-level loop and something
+    after that loop reads."""
+    ctx = mu.context()
+    with ctx, mu.ir.Location.unknown(ctx):
+        module = mu.parse_module(ttgir, ctx, "ttgir")
+        func = next(op for op in module.body.operations if op.operation.name == "tt.func")
+        ops = [op.operation for op in func.regions[0].blocks[0].operations]
+        pos = {op: k for k, op in enumerate(ops)}
+
+        def top(op):
+            op = op.operation
+            while op not in pos:
+                op = op.parent.operation
+            return op
+
+        out = []
+        for k, loop in enumerate(ops):
+            if loop.name == "scf.for":
+                out += [r.get_name() for op in ops[:k] for r in op.results if len(mu.shape_of(r.type)) == 2
+                        and any(pos[top(u.owner)] > k for u in r.uses)]
+        return out
 
 
 def _ptxas_v(ptx: bytes, tmp_path) -> str:

@@ -1,6 +1,6 @@
 """Loops split by rows (ttbuild.backend.ttgir.split_rows): attention backward at d128 in tutorial 06's 4-warp config.
 
-What is checked: which loops are split (accumulators over 128 fp32 registers per thread) and which
+What is checked: which loops are split (accumulators over 192 fp32 registers per thread) and which
 are left alone (8 warps, d64, a reduction over the rows); the split TTGIR (each dK/dV loop once
 per 64 keys, accumulators 64x128, nothing 2-D live across a loop); ptxas -v on it (no wgmma
 serialization, spills bounded, down from 1192 / 1840 bytes); Triton 3.6 compiling our TTGIR to

@@ -10,7 +10,7 @@ unchanged), half the accumulator registers live at once; the query-side tiles ar
 per block of rows.
 
 What is split: a top-level `scf.for` of the kernel whose accumulators (iter_args fed back by the
-`tt.dot` that accumulates into them) need more than ACC_REGS fp32 registers per thread, into the
+`tt.dot` that accumulates into them) need more than ACC_REGS (192) fp32 registers per thread, into the
 fewest power-of-two row blocks that fit, each of at least 16 rows per warp (one wgmma m64 per
 warpgroup). The region moved is every top-level op that reads what the accumulators flow into
 (later loops chained on them, their epilogue, their stores); rows reach it only through ops that
@@ -31,10 +31,12 @@ from ttbuild.backend.ir.optraits import is_elementwise, is_pure
 
 ir = mu.ir
 
-# fp32 accumulator registers per thread a loop may carry unsplit: half of the 255 a thread can
-# address, so that the loop's other tiles (scores, probabilities, their fp16 copies) fit beside
-# them. Attention backward at d64 (two 128x64 tiles, 4 warps) and on 8 warps carry 128.
-ACC_REGS = 128
+# fp32 accumulator registers per thread a loop may carry unsplit: three quarters of the 255 a
+# thread can address, the rest for addresses, wgmma descriptors and a few tiles. Past it the loop
+# spills on either compiler (a 128x256 tile on 4 warps: 256, 1312 bytes and C7511); below it a
+# split would only load the other operand twice. Attention backward at d64 (two 128x64 tiles, 4
+# warps) and on 8 warps carry 128; at d128 on 4 warps 256.
+ACC_REGS = 192
 _ROWS_PER_WARP = 16
 _MEM = (TT.LOAD, TT.STORE)
 

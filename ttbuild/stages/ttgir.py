@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 32  # load order on contiguity ties; chained mma.sync warps
+VERSION = 33  # tt.scan scratch: one total per line, chunk and warp, none within a warp
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

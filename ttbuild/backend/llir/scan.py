@@ -113,7 +113,8 @@ class _Scan:
     def run(self, lines):
         """Steps 1-4 over `lines` (from _chunks); returns every element's operand values."""
         elems = [list(v) for v in zip(*(s.elems for s in self.srcs))]
-        totals = [[self.warp_scan(self.in_thread(elems, ch)) for ch in chunks] for chunks in lines]
+        totals = [[self.in_thread(elems, ch) for ch in chunks] for chunks in lines]
+        totals = [[self.warp_scan(t) for t in tots] for tots in totals]
         if self.plan.red.warps > 1:
             self.across_warps(elems, lines, totals)
         else:

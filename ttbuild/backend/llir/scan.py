@@ -186,29 +186,32 @@ class _Scan:
                     for k, v in enumerate(t):
                         smem_store(ctx, self.slot(k, line, r, self.wi), v)
         ctx.barrier()
-        for line, chunks, tots in zip(ids, lines, totals):
-            self.add_warp_totals(elems, line, chunks, tots)
+        accs = [None] * len(lines)
+        for r in range(plan.reps):  # chunk by chunk, as Triton (every line's chunk r, then r + 1)
+            for i, (line, chunks, tots) in enumerate(zip(ids, lines, totals)):
+                accs[i] = self.add_warp_totals(elems, line, r, chunks[r], tots[r], accs[i])
         ctx.after_smem_read()
 
     def slot(self, k, line, r: int, w):
         """Byte offset of operand k's total of warp `w` (scan order; an int or an i32) in chunk r
-        of `line` (i32): totals of a line, chunk by chunk, warp by warp, operand after operand."""
-        b, n = self.b, self.plan.red.warps
-        w = _c(w) if isinstance(w, int) else w
-        i = b.add(b.mul(b.add(b.mul(line, _c(self.plan.reps)), _c(r)), _c(n)), w)
+        of `line` (i32): chunk by chunk, warp by warp, the lines side by side (as Triton's
+        storeWarpAccumulator: the lanes of a warp holding consecutive lines hit distinct banks)."""
+        b, n, lines = self.b, self.plan.red.warps, self.nslots // (self.plan.reps * self.plan.red.warps)
+        at = _c(r * n + w) if isinstance(w, int) else b.add(_c(r * n), w)
+        i = b.add(b.mul(at, _c(lines)), line) if lines > 1 else at
         return b.add(b.mul(i, _c(self.slots[k])), _c(sum(self.nslots * s for s in self.slots[:k])))
 
-    def add_warp_totals(self, elems, line, chunks, tots):
-        """3-4 for one line: `acc` combines every warp's totals of the chunks so far, `mine` those
-        before this thread's warp (valid past chunk 0 or warp 0)."""
+    def add_warp_totals(self, elems, line, r: int, chunk, t, acc):
+        """3-4 for chunk r of one line: `acc` (None for chunk 0) combines every warp's totals of
+        the chunks before, `mine` also those of chunk r before this thread's warp (valid past
+        chunk 0 or warp 0). Returns acc with every warp's total of chunk r but the last chunk's."""
         b, n = self.b, self.plan.red.warps
-        acc = None
-        for r, (chunk, t) in enumerate(zip(chunks, tots)):
-            mine = acc
-            for w in range(n if r + 1 < len(chunks) else n - 1):
-                part = [smem_load(self.ctx, self.slot(k, line, r, w), v.type) for k, v in enumerate(t)]
-                acc = part if acc is None else self.combine(acc, part)
-                later = b.icmp_unsigned(">", self.wi, _c(w))
-                mine = acc if mine is None else [b.select(later, a, m) for a, m in zip(acc, mine)]
-            before = b.icmp_unsigned("!=", self.wi, _c(0)) if r == 0 else None
-            self.finish(elems, chunk, self.after(mine, t, before), mine, before)
+        mine = acc
+        for w in range(n if r + 1 < self.plan.reps else n - 1):
+            part = [smem_load(self.ctx, self.slot(k, line, r, w), v.type) for k, v in enumerate(t)]
+            acc = part if acc is None else self.combine(acc, part)
+            later = b.icmp_unsigned(">", self.wi, _c(w))
+            mine = acc if mine is None else [b.select(later, a, m) for a, m in zip(acc, mine)]
+        before = b.icmp_unsigned("!=", self.wi, _c(0)) if r == 0 else None
+        self.finish(elems, chunk, self.after(mine, t, before), mine, before)
+        return acc

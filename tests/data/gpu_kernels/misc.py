@@ -45,9 +45,9 @@ def scan_long_kernel(x_ptr, y_ptr, cs_ptr, rev_ptr, aff_ptr, BLOCK: tl.constexpr
 
 
 @triton.jit
-def scan_block_kernel(x_ptr, y_ptr, fwd_ptr, rev_ptr, aff_ptr, raff_ptr, sl_ptr, M: tl.constexpr, N: tl.constexpr):
-    """Scans of an (M, N) block along both axes (cumsum forward along rows, reverse along columns;
-    affine maps forward along columns, reverse along rows) and of its row sums (a slice layout)."""
+def scan_block_kernel(x_ptr, y_ptr, fwd_ptr, rev_ptr, aff_ptr, raff_ptr, M: tl.constexpr, N: tl.constexpr):
+    """Scans of an (M, N) block along both axes: cumsum forward along rows, reverse along columns;
+    affine maps forward along columns, reverse along rows."""
     rm = tl.arange(0, M)
     rn = tl.arange(0, N)
     offs = rm[:, None] * N + rn[None, :]
@@ -59,7 +59,13 @@ def scan_block_kernel(x_ptr, y_ptr, fwd_ptr, rev_ptr, aff_ptr, raff_ptr, sl_ptr,
     tl.store(aff_ptr + offs, b)
     _, rb = tl.associative_scan((y, x), 1, affine_combine, reverse=True)
     tl.store(raff_ptr + offs, rb)
-    tl.store(sl_ptr + rm, tl.cumsum(tl.sum(x, axis=1), axis=0))
+
+
+@triton.jit
+def scan_slice_kernel(x_ptr, sl_ptr, M: tl.constexpr, N: tl.constexpr):
+    """A cumsum of an (M, N) block's row sums: a scan of a slice layout."""
+    offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    tl.store(sl_ptr + tl.arange(0, M), tl.cumsum(tl.sum(tl.load(x_ptr + offs), axis=1), axis=0))
 
 
 @triton.jit

@@ -21,6 +21,8 @@ memory (llir.scan_smem).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from math import prod
 
 from llvmlite import ir
@@ -42,24 +44,36 @@ def _c(v):
     return ir.Constant(I32, v)
 
 
+@dataclass(frozen=True)
+class Spec:
+    """What a lowering needs of a tt.scan: its axis, direction, operand element types (TTGIR
+    spelling) and combine (operand values of the earlier, then the later -> combined values)."""
+    axis: int
+    reverse: bool
+    elems: tuple
+    combine: Callable
+
+
 @rule(TT.SCAN)
 def scan(ctx, op, *srcs):
     """`tt.scan` of `srcs` (one TensorVal per operand, same layout and shape) along its "axis",
     in registers (see the module docstring) or, for layouts scan_plan does not cover, through
     shared memory. Returns a TensorVal per operand (one: itself)."""
-    axis = mu.int_attr(mu.props(op)["axis"])
-    plan = scan_plan(srcs[0].layout, tuple(srcs[0].shape), axis)
-    chunks = _chunks(srcs[0], axis, plan, _reverse(op)) if plan else None
-    if chunks is None:
-        return scan_through_smem(ctx, op, srcs)
-    outs = _Scan(ctx, op, srcs, plan, _reverse(op)).run(chunks)
-    res = [TensorVal([o[k] for o in outs], srcs[0].layout, srcs[0].shape) for k in range(len(srcs))]
-    return res[0] if len(res) == 1 else res
+    p, block = mu.props(op), op.regions[0].blocks[0]
+    spec = Spec(mu.int_attr(p["axis"]), "reverse" in p and str(p["reverse"]) == "true",
+                tuple(mu.elem_str(v.type) for v in op.operands), lambda x, y: ctx.run_block(block, list(x) + list(y)))
+    outs = lower_scan(ctx, spec, srcs)
+    return outs[0] if len(outs) == 1 else outs
 
 
-def _reverse(op) -> bool:
-    p = mu.props(op)
-    return "reverse" in p and str(p["reverse"]) == "true"
+def lower_scan(ctx, spec: Spec, srcs) -> list:
+    """The scan of `srcs` per `spec`: a TensorVal per operand."""
+    plan = scan_plan(srcs[0].layout, tuple(srcs[0].shape), spec.axis)
+    lines = _chunks(srcs[0], spec.axis, plan, spec.reverse) if plan else None
+    if lines is None:
+        return scan_through_smem(ctx, spec, srcs)
+    outs = _Scan(ctx, spec, srcs, plan).run(lines)
+    return [TensorVal([o[k] for o in outs], srcs[0].layout, srcs[0].shape) for k in range(len(srcs))]
 
 
 def _chunks(src, axis, plan, reverse):
@@ -81,12 +95,10 @@ class _Scan:
     """One tt.scan in registers: its plan, combine and this thread's lane and warp index along
     the axis in scan order (`li` < lanes, `wi` < warps; reflected for a reverse scan)."""
 
-    def __init__(self, ctx, op, srcs, plan, reverse):
-        self.ctx, self.b, self.srcs, self.plan, self.reverse = ctx, ctx.builder, srcs, plan, reverse
-        self.axis = mu.int_attr(mu.props(op)["axis"])
-        block = op.regions[0].blocks[0]
-        self.combine = lambda x, y: ctx.run_block(block, list(x) + list(y))
-        self.slots = [round4(elem_bytes(mu.elem_str(v.type))) for v in op.operands]
+    def __init__(self, ctx, spec, srcs, plan):
+        self.ctx, self.b, self.srcs, self.plan = ctx, ctx.builder, srcs, plan
+        self.axis, self.reverse, self.combine = spec.axis, spec.reverse, spec.combine
+        self.slots = [round4(elem_bytes(e)) for e in spec.elems]
         red = plan.red
         lane, warp = ctx.lane_warp()
         self.li = self._coord(lane, red.lane_stride, red.lanes)

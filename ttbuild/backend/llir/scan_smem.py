@@ -17,7 +17,6 @@ from math import prod
 
 from llvmlite import ir
 
-from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.allocation import elem_bytes, round4, segment_plan
 from ttbuild.backend.llir.context import I32, TensorVal, llvm_type
 from ttbuild.backend.llir.smem import linear, smem_load, smem_store
@@ -27,11 +26,11 @@ def _c(v):
     return ir.Constant(I32, v)
 
 
-def scan_through_smem(ctx, op, srcs):
-    """`tt.scan` of `srcs` (TensorVals of one layout and shape) through shared memory (see the
-    module docstring): store the operands, scan each segment in place, apply the prefix of the
-    earlier segments, load back in the layout. Returns a TensorVal per operand (one: itself)."""
-    sc = _Scan(ctx, op, srcs)
+def scan_through_smem(ctx, spec, srcs) -> list:
+    """The scan (llir.scan.Spec) of `srcs` (TensorVals of one layout and shape) through shared
+    memory (see the module docstring): store the operands, scan each segment in place, apply the
+    prefix of the earlier segments, load back in the layout. Returns a TensorVal per operand."""
+    sc = _Scan(ctx, spec, srcs)
     lins = sc.store()
     items = sc.work_items()
     sc.scan_segments(items)
@@ -45,26 +44,21 @@ class _Scan:
     elements, one thread per segment) and its scratch: the operands' elements at a_off, one
     total per segment at b_off, each element in round4 bytes."""
 
-    def __init__(self, ctx, op, srcs):
+    def __init__(self, ctx, spec, srcs):
         self.ctx, self.b, self.srcs = ctx, ctx.builder, srcs
-        p = mu.props(op)
-        self.axis = mu.int_attr(p["axis"])
-        self.reverse = "reverse" in p and str(p["reverse"]) == "true"
+        self.axis, self.reverse, self.combine = spec.axis, spec.reverse, spec.combine
         self.layout, self.shape = srcs[0].layout, tuple(srcs[0].shape)
         self.threads = 32 * ctx.num_warps
         self.lines, self.P, self.S = segment_plan(self.shape, self.axis, self.threads)
         self.L = self.shape[self.axis]
         self.inner = prod(self.shape[self.axis + 1:])
         numel = prod(self.shape)
-        elems = [mu.elem_str(v.type) for v in op.operands]
-        self.tys = [llvm_type(e) for e in elems]
-        slots = [round4(elem_bytes(e)) for e in elems]
+        self.tys = [llvm_type(e) for e in spec.elems]
+        slots = [round4(elem_bytes(e)) for e in spec.elems]
         self.slots = slots
         self.a_base = [sum(numel * s for s in slots[:k]) for k in range(len(slots))]
         self.b_base = [sum(numel * s for s in slots) + sum(self.lines * self.P * s for s in slots[:k])
                        for k in range(len(slots))]
-        block = op.regions[0].blocks[0]
-        self.combine = lambda x, y: ctx.run_block(block, list(x) + list(y))
 
     def a_off(self, k, lin):
         """Byte offset of operand k's element at linear index `lin`."""
@@ -208,9 +202,9 @@ class _Scan:
                 self.scan_run(lambda k, t, base=base: self.b_off(k, b.add(base, _c(t))), T)
         ctx.barrier()
 
-    def load_back(self, lins):
+    def load_back(self, lins) -> list:
         """4. Every thread loads its elements back, in the operands' layout."""
         outs = [TensorVal([smem_load(self.ctx, self.a_off(k, lin), self.tys[k]) for lin in lins], self.layout, self.shape)
                 for k in range(len(self.srcs))]
         self.ctx.after_smem_read()
-        return outs[0] if len(outs) == 1 else outs
+        return outs

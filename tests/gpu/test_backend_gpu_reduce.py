@@ -176,16 +176,19 @@ def test_scan_of_a_slice_layout(torch, lib, variant, M, N):
     assert torch.isnan(sl[M:]).all()
 
 
-@pytest.mark.parametrize("variant,n", [("scan_int_2048_w4", 2048), ("scan_int_64_w2", 64)])
-def test_integer_scans_are_exact(torch, lib, variant, n):
-    """An int32 cumsum forward and a running maximum from the end, bit for bit."""
+@pytest.mark.parametrize("variant,n,dtype", [("scan_int_2048_w4", 2048, "int32"), ("scan_int_64_w2", 64, "int32"),
+                                             ("scan_i64_1024_w4", 1024, "int64")])
+def test_integer_scans_are_exact(torch, lib, variant, n, dtype):
+    """An integer cumsum forward and a running maximum from the end, bit for bit (64-bit values
+    cross lanes as two shuffled halves)."""
     gen = torch.Generator(device="cuda").manual_seed(n)
-    x = torch.randint(-1000, 1000, (n,), device="cuda", dtype=torch.int32, generator=gen)
-    fwd, rev = (torch.full((n,), -7, device="cuda", dtype=torch.int32) for _ in range(2))
+    dt = getattr(torch, dtype)
+    x = torch.randint(-1000, 1000, (n,), device="cuda", dtype=dt, generator=gen) * (1 << 33 if dtype == "int64" else 1)
+    fwd, rev = (torch.full((n,), -7, device="cuda", dtype=dt) for _ in range(2))
     lib.variant(variant)[(1,)](x, fwd, rev)
     torch.cuda.synchronize()
     xc = x.cpu()
-    assert torch.equal(fwd.cpu(), xc.cumsum(0).int())
+    assert torch.equal(fwd.cpu(), xc.cumsum(0).to(dt))
     assert torch.equal(rev.cpu(), xc.flip(0).cummax(0).values.flip(0))
 
 

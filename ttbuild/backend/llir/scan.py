@@ -99,6 +99,9 @@ class _Scan:
         self.ctx, self.b, self.srcs, self.plan = ctx, ctx.builder, srcs, plan
         self.axis, self.reverse, self.combine = spec.axis, spec.reverse, spec.combine
         self.slots = [round4(elem_bytes(e)) for e in spec.elems]
+        shape = tuple(srcs[0].shape)
+        self.lines = prod(shape) // shape[spec.axis]  # of the tensor (a thread holds a few)
+        self.nslots = self.lines * plan.reps * plan.red.warps  # totals per operand across warps
         red = plan.red
         lane, warp = ctx.lane_warp()
         self.li = self._coord(lane, red.lane_stride, red.lanes)
@@ -188,7 +191,6 @@ class _Scan:
         ctx, b, plan = self.ctx, self.b, self.plan
         shape, ax = tuple(self.srcs[0].shape), self.axis
         rest = shape[:ax] + shape[ax + 1:]
-        self.nslots = prod(rest) * plan.reps * plan.red.warps
         idx = ctx.indices(self.srcs[0].layout, shape)
         ids = [linear(b, idx[ch[0][0]][:ax] + idx[ch[0][0]][ax + 1:], rest) for ch in lines]
         ctx.before_smem_write()
@@ -208,9 +210,9 @@ class _Scan:
         """Byte offset of operand k's total of warp `w` (scan order; an int or an i32) in chunk r
         of `line` (i32): chunk by chunk, warp by warp, the lines side by side (as Triton's
         storeWarpAccumulator: the lanes of a warp holding consecutive lines hit distinct banks)."""
-        b, n, lines = self.b, self.plan.red.warps, self.nslots // (self.plan.reps * self.plan.red.warps)
+        b, n = self.b, self.plan.red.warps
         at = _c(r * n + w) if isinstance(w, int) else b.add(_c(r * n), w)
-        i = b.add(b.mul(at, _c(lines)), line) if lines > 1 else at
+        i = b.add(b.mul(at, _c(self.lines)), line) if self.lines > 1 else at
         return b.add(b.mul(i, _c(self.slots[k])), _c(sum(self.nslots * s for s in self.slots[:k])))
 
     def add_warp_totals(self, elems, line, r: int, chunk, t, acc):

@@ -142,7 +142,8 @@ class ScanPlan:
 
 def scan_plan(layout, shape, axis: int) -> ScanPlan | None:
     """The register plan of a scan of `shape` along `axis` in `layout`; None when the layout is
-    not blocked below its slices (the scan then goes through shared memory: segment_plan)."""
+    not blocked below its slices or does not split the axis so (the scan then goes through
+    shared memory: segment_plan)."""
     base, pshape, pa = layout, tuple(shape), axis
     while isinstance(base, Slice):
         pa += pa >= base.dim
@@ -151,7 +152,8 @@ def scan_plan(layout, shape, axis: int) -> ScanPlan | None:
         return None
     red = reduce_plan(layout, shape, axis)
     spt = min(base.size_per_thread[pa], pshape[pa])
-    return ScanPlan(spt, max(1, shape[axis] // (spt * red.lanes * red.warps)), red)
+    reps = max(1, shape[axis] // (spt * red.lanes * red.warps))
+    return ScanPlan(spt, reps, red) if spt * red.lanes * red.warps * reps == shape[axis] else None
 
 
 def segment_plan(shape, axis: int, threads: int) -> tuple[int, int, int]:
@@ -228,7 +230,7 @@ def ops_bytes(ops, num_warps: int) -> int:
             if name == TT.SCAN:
                 src = op.operands[0]
                 ax = mu.int_attr(mu.props(op)["axis"])
-                lay = parse_encoding(mu.encoding_str(src.type))
+                lay = _layout_or_none(mu.encoding_str(src.type))  # None: through shared memory
                 best = max(best, scan_bytes(lay, mu.shape_of(src.type), ax, 32 * num_warps,
                                             [mu.elem_str(v.type) for v in op.operands]))
             if name == TTG.CONVERT_LAYOUT and not _in_registers(op, num_warps):

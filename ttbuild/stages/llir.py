@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 33  # long scans: segment totals scanned in groups before the prefix
+VERSION = 34  # tt.scan in registers and warp shuffles, shared memory only across warps
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

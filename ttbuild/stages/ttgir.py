@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 33  # loops over-full of accumulators split by rows (split_rows)
+VERSION = 34  # scan scratch per line, chunk and warp; loops over-full of accumulators split by rows
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

@@ -21,17 +21,15 @@ _MAXNREG = re.compile(rb"^\.maxnreg (\d+)[ \t]*\r?\n", re.M)
 def assemble(ptx: bytes, arch: str = DEFAULT_TARGET.arch, options: list[str] | tuple[str, ...] = ()) -> bytes:
     """PTX -> cubin (ELF) with `ptxas -arch=<arch> <options> -o out.cubin in.ptx` in a temp dir.
 
-    A `.maxntid` kernel under the llir stage's `.maxnreg` cap (emit.max_registers) is assembled
-    first without it, as Triton's PTX has none, and again under a cap lowered to what keeps that
-    cubin's CTAs per SM (occupancy_cap) when that leaves ptxas registers to spend; see
-    _within_occupancy. A kernel that states `.reqntid` and no register directive (ours with
-    tensor cores, as Triton's) and that ptxas made spill while leaving registers unused is
-    assembled again with `.maxnreg` = its threads' share of the 64K register file (at most
-    255), and the cubin with the smaller stack frame is kept: under `.reqntid` alone ptxas
-    (12.8, 13.0) may aim at full occupancy once a kernel must spill (an fp8 64x128x128 GEMM on
-    mma.sync, 4 warps: 32 registers and a 2984-byte frame, Triton's PTX alike; 255 and 1400
-    bytes with the cap). Other kernels are assembled once, so their cubin is what ptxas gives
-    their PTX.
+    A `.maxntid` kernel under the llir stage's `.maxnreg` cap (emit.max_registers) keeps that
+    cap only where it costs no CTA per SM against the PTX without it (_within_occupancy). A
+    kernel that states `.reqntid` and no register directive (ours with tensor cores, as
+    Triton's) and that ptxas made spill while leaving registers unused is assembled again with
+    `.maxnreg` = its threads' share of the 64K register file (at most 255), and the cubin with
+    the smaller stack frame is kept: under `.reqntid` alone ptxas (12.8, 13.0) may aim at full
+    occupancy once a kernel must spill (an fp8 64x128x128 GEMM on mma.sync, 4 warps: 32
+    registers and a 2984-byte frame, Triton's PTX alike; 255 and 1400 bytes with the cap).
+    Other kernels are assembled once, so their cubin is what ptxas gives their PTX.
 
     Raises ToolError with ptxas's stderr and a command line that reproduces the failure (the
     PTX is kept next to it, in a directory the error names).
@@ -49,30 +47,36 @@ def assemble(ptx: bytes, arch: str = DEFAULT_TARGET.arch, options: list[str] | t
 
 
 def _within_occupancy(ptx: bytes, arch: str, options) -> bytes:
-    """A `.maxntid` kernel with a `.maxnreg` cap: assembled without the cap (Triton's form), then,
-    when occupancy_cap leaves registers to spend, again under that lower cap, kept unless it
-    spills more; a kernel that spilled without the cap is tried under its threads' whole share.
+    """A `.maxntid` kernel under the llir stage's `.maxnreg` cap: its cubin as given unless that
+    fits fewer CTAs per SM, or spills more, than the PTX without the cap (Triton's form, which
+    states no register directive); then the cubin under the cap that keeps the directive-less
+    CTAs per SM (occupancy_cap), when that cap leaves ptxas registers to spend and spills no
+    more, else the directive-less cubin. A kernel whose capped cubin already fits the most CTAs
+    an SM holds is assembled once.
 
-    Why both: without a register directive ptxas 13.0 keeps few loads in flight in some of our
+    Why: without a register directive ptxas 13.0 keeps few loads in flight in some of our
     kernels (layer norm w4: 4 of 8 16-byte loads a pass, 0.82x Triton; under `.maxnreg` all 8,
-    1.04x, benchmarks/RESULTS_backend.md), but a cap above the directive-less count lets ptxas
-    spend registers that cost CTAs per SM, so that a project's kernels ran slower than Triton's
-    build of the same source: a one-row layer norm forward (w8) 47 -> 56 registers, 5 -> 4 CTAs,
-    0.89x; a group norm forward (w4) 48 -> 80, 10 -> 6, 0.93x; a DyT backward (w16, 4 x 132
-    CTAs) 30 -> 38, 4 -> 3 CTAs per SM, two waves, 0.82x (H200). Triton's PTX of each gives the
-    directive-less count."""
-    plain = _MAXNREG.sub(b"", ptx, count=1)
-    cubin = _ptxas(plain, arch, options)
-    regs, frame = kernel_resources(cubin)
+    1.04x, benchmarks/RESULTS_backend.md), but the cap lets ptxas spend registers that cost
+    CTAs per SM, so that a project's kernels ran slower than Triton's build of the same source:
+    a one-row layer norm forward (w8) 47 -> 56 registers, 5 -> 4 CTAs, 0.89x; a group norm
+    forward (w4) 48 -> 80, 10 -> 6, 0.93x; a DyT backward (w16, 4 x 132 CTAs) 30 -> 38, 4 -> 3
+    CTAs per SM, two waves, 0.82x (H200). Triton's PTX of each gives the directive-less count."""
     threads = int(_MAXNTID.search(ptx).group(1))
-    if frame:  # spilled with no cap: the threads' whole share, as a `.maxnreg` (ptxas then uses it)
-        cap = min(255, 65536 // threads)
-    else:
-        cap = occupancy_cap(regs, threads, int(_MAXNREG.search(ptx).group(1)), arch)
+    capped = _ptxas(ptx, arch, options)
+    regs_c, frame_c = kernel_resources(capped)
+    if not frame_c and ctas_per_sm(regs_c, threads, arch) == ctas_per_sm(1, threads, arch):
+        return capped
+    plain = _ptxas(_MAXNREG.sub(b"", ptx, count=1), arch, options)
+    regs, frame = kernel_resources(plain)
+    if frame_c <= frame and ctas_per_sm(regs_c, threads, arch) >= ctas_per_sm(regs, threads, arch):
+        return capped
+    if frame:
+        return plain if frame < frame_c else capped
+    cap = occupancy_cap(regs, threads, int(_MAXNREG.search(ptx).group(1)), arch)
     if cap <= _granule(regs):  # no register left to spend without losing a CTA per SM
-        return cubin
+        return plain
     other = _ptxas(_MAXNREG.sub(b".maxnreg " + str(cap).encode() + b"\n", ptx, count=1), arch, options)
-    return other if kernel_resources(other)[1] <= frame else cubin
+    return other if not kernel_resources(other)[1] else plain
 
 
 # Per SM, by compute capability: (resident warps, resident CTAs) (CUDA C++ Programming Guide,

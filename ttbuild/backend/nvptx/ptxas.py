@@ -1,4 +1,4 @@
-"""PTX -> cubin with ptxas (`ttbuild.toolchain.ptxas_path`): ToolError with a repro command on failure; a register cap only where it costs no CTA per SM; a `.reqntid` kernel starved of registers retried with `.maxnreg`."""
+"""PTX -> cubin with ptxas (`ttbuild.toolchain.ptxas_path`): ToolError with a repro on failure; a register cap only where it costs no CTA per SM; a starved `.reqntid` kernel retried with a cap."""
 
 from __future__ import annotations
 

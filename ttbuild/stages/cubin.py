@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 5  # a .maxnreg cap only up to the registers that keep the directive-less CTAs per SM
+VERSION = 5  # a .maxntid kernel keeps its .maxnreg cap only where that costs no CTA per SM
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

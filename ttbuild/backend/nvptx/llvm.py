@@ -228,7 +228,8 @@ def optimize(text: str, arch: str = _ARCH, fp_fusion: bool = True, short_ptr: bo
     With fp_fusion, libdevice's float adds/multiplies become `contract` too: Triton compiles with
     AllowFPOpFusion=Fast, so its libdevice code may form FMAs (and ptxas may fuse its plain
     mul.f32) where ours would pin mul.rn.f32 — tl.randn's log/cos then round differently.
-    The linked module is pruned to what the kernel calls first, so that round trip is small."""
+    The linked module is pruned to what the kernel calls first, so that round trip is small.
+    libdevice's `__nvvm_reflect` calls stay in the result for codegen to answer (hide_reflect)."""
     tm = target_machine(arch, short_ptr=short_ptr)
     mod = llvm.parse_assembly(text)
     mod.triple = TRIPLE

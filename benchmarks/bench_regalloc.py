@@ -74,7 +74,8 @@ def ptxas_stats(ptx_path: str, retry: bool = False) -> dict:
     """{"regs", "stack", "spill"} (registers, stack frame bytes, spill store bytes) of one PTX
     file through the build's ptxas, or {"error": text}. `retry`: as the cubin stage assembles
     it (ttbuild.backend.nvptx.ptxas.register_retry: a starved .reqntid kernel again with
-    .maxnreg, the smaller stack frame kept)."""
+    .maxnreg, the smaller stack frame kept; a .maxntid kernel's cap is taken as given, not
+    checked against its CTAs per SM as ptxas._within_occupancy does)."""
     from ttbuild.backend.nvptx.ptxas import register_retry
 
     got = _ptxas_v(ptx_path)

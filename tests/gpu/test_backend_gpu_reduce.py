@@ -1,4 +1,4 @@
-"""Test-only GPU kernels (tests/data/gpu_kernels: 2-D row/column reductions, argmax, scans, shapes, atomics, libdevice math) against torch, poisoned outputs.
+"""Test-only GPU kernels (tests/data/gpu_kernels: 2-D row/column reductions, argmax, shapes, atomics, libdevice math) against torch, poisoned outputs (scans: test_gpu_scan.py).
 
 Artifacts: `$TTBUILD_TEST_ARTIFACTS`, else ./build/test-artifacts when present (both written on a
 CPU machine by `python tests/gpu/build_test_artifacts.py DIR`: the GPU machine has no MLIR), else
@@ -95,44 +95,6 @@ def test_argmax_rows(torch, lib, M, N, stride):
     torch.cuda.synchronize()
     assert torch.equal(idx[:M].long(), x[:, :N].argmax(dim=1))
     assert idx[M].item() == -7
-
-
-@pytest.mark.parametrize("n", [1, 300, 512])
-def test_scans_forward_reverse_and_masked(torch, lib, n):
-    gen = torch.Generator(device="cuda").manual_seed(n)
-    x = torch.randn(16 * 32 + 512, device="cuda", generator=gen)
-    out = torch.full((16, 32), float("nan"), device="cuda")
-    rs = torch.full((16, 32), float("nan"), device="cuda")
-    c1 = torch.full((520,), float("nan"), device="cuda")
-    lib.variant("scan_16x32")[(1,)](out, rs, c1, x, n)
-    torch.cuda.synchronize()
-    x2 = x[:512].view(16, 32).double()
-    cs = x2.cumsum(dim=1)
-    torch.testing.assert_close(out.double(), cs, rtol=1e-5, atol=1e-5)
-    rev = cs.flip(0).cummax(dim=0).values.flip(0)
-    torch.testing.assert_close(rs.double(), rev, rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(c1[:n].double(), x[:n].double().cumsum(0), rtol=1e-5, atol=1e-4)
-    assert torch.isnan(c1[n:]).all()
-
-
-@pytest.mark.parametrize("variant,n", [("scan_long_4096", 4096), ("scan_long_256", 256)])
-def test_long_scans_keep_their_order(torch, lib, variant, n):
-    """A line of 4096 (256 segments on 8 warps, their totals scanned in groups of 16) and of 256
-    (64 segments on 2 warps): forward and reverse cumsum, and an order-sensitive affine scan."""
-    gen = torch.Generator(device="cuda").manual_seed(n)
-    x = torch.randn(n, device="cuda", generator=gen)
-    y = 1 + 0.01 * torch.randn(n, device="cuda", generator=gen)
-    cs, rev, aff = (torch.full((n,), float("nan"), device="cuda") for _ in range(3))
-    lib.variant(variant)[(1,)](x, y, cs, rev, aff)
-    torch.cuda.synchronize()
-    xd, yd = x.double().cpu(), y.double().cpu()
-    torch.testing.assert_close(cs.double().cpu(), xd.cumsum(0), rtol=1e-4, atol=1e-3)
-    torch.testing.assert_close(rev.double().cpu(), xd.flip(0).cumsum(0).flip(0), rtol=1e-4, atol=1e-3)
-    ref, acc = torch.empty(n, dtype=torch.float64), 0.0
-    for i in range(n):  # b_i = b_{i-1} * y_i + x_i
-        acc = acc * yd[i].item() + xd[i].item() if i else xd[0].item()
-        ref[i] = acc
-    torch.testing.assert_close(aff.double().cpu(), ref, rtol=1e-4, atol=1e-3)
 
 
 @pytest.mark.parametrize("variant,B,n", [("shapes_16", 16, 0), ("shapes_16", 16, 3), ("shapes_16", 16, -2),

@@ -61,3 +61,12 @@ def test_a_cubin_for_another_major_is_refused_by_name(multi, torch):
         pytest.skip("an sm_80 cubin runs here")
     with pytest.raises(rt.NoMatchingVariant, match=r"compiled for cuda:80 \(sm_80\), device is compute capability"):
         check(torch, only(multi, "cubin", "sm_80"))
+
+
+def test_the_drivers_capability_carries_the_devices_sm_count(torch):
+    """The SM count a variant built for a GPU model is checked against (Variant.model_ok) is the device's."""
+    from ttbuild.runtime.driver import default_driver
+
+    _, cap = default_driver().context(None)
+    props = torch.cuda.get_device_properties(0)
+    assert tuple(cap) == (props.major, props.minor) and cap.sm_count == props.multi_processor_count

@@ -8,6 +8,7 @@ import pytest
 
 from ttbuild.errors import CompilationError
 from ttbuild.graph.keys import stage_options
+from ttbuild.graph.tasks import variant_doc
 from ttbuild.graph.variants import VariantError, load_variants
 from ttbuild.options import OptionError, Options
 from ttbuild.pyeval import objects
@@ -62,7 +63,7 @@ def test_a_gpu_model_is_checked_against_the_target():
 
 
 def _rows(tmp_path, gpus: list[str]):
-    (tmp_path / "src" / "pkg").mkdir(parents=True)
+    (tmp_path / "src" / "pkg").mkdir(parents=True, exist_ok=True)
     (tmp_path / "src" / "pkg" / "__init__.py").write_text("")
     (tmp_path / "src" / "pkg" / "sms.py").write_text(SMS + textwrap.dedent('''
         @triton.jit
@@ -81,6 +82,19 @@ def test_the_gpu_model_is_in_the_parse_key_of_a_module_that_reads_device_facts(t
     assert parse[0]["gpu"] == "h100-sxm" and parse[1]["gpu"] == "h20" and "gpu" not in parse[2]
     assert {p["target"] for p in parse} == {"cuda:90"}
     assert stage_options(a)["ttgir"] == stage_options(b)["ttgir"]  # nothing past the parse depends on it
+
+
+def test_the_metadata_names_the_gpu_model_only_where_a_module_read_device_facts(tmp_path):
+    assert [variant_doc(v)["gpu"] for v in _rows(tmp_path / "reads", ["h100-sxm", "h20", ""])] == ["h100-sxm", "h20", ""]
+    plain = tmp_path / "plain"
+    (plain / "src" / "pkg").mkdir(parents=True)
+    (plain / "src" / "pkg" / "__init__.py").write_text("")
+    (plain / "src" / "pkg" / "k.py").write_text("import triton\nimport triton.language as tl\n\n@triton.jit\n"
+                                               "def k(x_ptr):\n    tl.store(x_ptr, 1)\n")
+    (plain / "variants.toml").write_text('[project]\nsource_roots = ["src"]\n\n[[variant]]\nname = "k"\n'
+                                         'module = "pkg.k"\nkernel = "k"\nsignature = "*i32:16"\ngpu = "h20"\n')
+    (v,) = load_variants(plain)
+    assert variant_doc(v)["gpu"] == "" and "gpu" not in stage_options(v)["parse"]  # the build's output is any H-class GPU's
 
 
 def test_a_wrong_gpu_model_is_refused_at_its_row(tmp_path):

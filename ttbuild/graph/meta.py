@@ -9,7 +9,7 @@ import ttbuild
 from ttbuild.errors import TTBuildError
 from ttbuild.irattrs import module_attrs
 from ttbuild.stages import STAGES
-from ttbuild.target import Target, min_cuda_driver
+from ttbuild.target import Target, gpu_model, min_cuda_driver
 from ttbuild.tma import MODULE_ATTR, decode_attr
 
 from .keys import xxh3_hex
@@ -175,4 +175,14 @@ def build_metadata(variant: dict, blobs: dict[str, bytes], cubin_name: str, imag
         # expressions: the runtime picks a config and evaluates these at launch (runtime.tuned)
         **({"autotune": variant["tuning"]} if variant.get("tuning") else {}),
         **({"heuristics": dict(variant["heuristics"])} if variant.get("heuristics") else {}),
+        # the GPU model whose facts the kernel's modules read (a row's `gpu`): the runtime runs it
+        # only on a device with that model's SM count
+        **({"gpu": gpu_entry(variant["gpu"], target)} if variant.get("gpu") else {}),
     }
+
+
+def gpu_entry(name: str, target: Target) -> dict:
+    """The metadata's `gpu` record of GPU model `name` (ttbuild.target.GPU_MODELS): model, sm_count
+    (CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT there) and device_name."""
+    model = gpu_model(name, target)
+    return {"model": model.name, "sm_count": model.sm_count, "device_name": model.device_name}

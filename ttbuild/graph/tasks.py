@@ -115,6 +115,10 @@ def variant_doc(v: Variant) -> dict:
         doc.pop("disable_mma_v3", None)
     if not v.disable_tma:
         doc.pop("disable_tma", None)
+    # A GPU model reaches the metadata only where the parse read device facts under it (its key holds
+    # the model): the runtime then refuses another model (ttbuild.runtime.select.arch_ok).
+    if opts.gpu and not v.parse.get("device"):
+        doc["gpu"] = ""
     # a project kernel's parse facts are the parse task's inputs, not metadata; its module stays
     doc.pop("parse", None)
     if not v.module:

@@ -30,6 +30,19 @@ class CudaError(TTBuildError, RuntimeError):
         super().__init__(msg + (f" ({detail})" if detail else ""))
 
 
+class Capability(tuple):
+    """A device's compute capability, (major, minor) to every reader of a tuple, with the one fact of its GPU
+    model a variant may also depend on: `sm_count` (CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT; None when the
+    driver does not say). A variant built for a GPU model runs only where it matches (Variant.model_ok)."""
+
+    sm_count: int | None
+
+    def __new__(cls, major: int, minor: int, sm_count: int | None = None):
+        self = super().__new__(cls, (major, minor))
+        self.sm_count = sm_count
+        return self
+
+
 class Driver(Protocol):
     """What the runtime needs of a CUDA driver (CudaDriver through cuda.bindings, CtypesCudaDriver through libcuda,
     the tests' fakes): contexts, module loading and launching. Optional methods (on_device, stream_wait,
@@ -167,7 +180,9 @@ class CudaDriver:
                 attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev))
             minor = self.check("cuDeviceGetAttribute", self.cu.cuDeviceGetAttribute(
                 attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev))
-            cap = self._capability[key] = (major, minor)
+            sms = self.check("cuDeviceGetAttribute", self.cu.cuDeviceGetAttribute(
+                attr.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev))
+            cap = self._capability[key] = Capability(major, minor, sms)
         return key, cap
 
     @contextlib.contextmanager

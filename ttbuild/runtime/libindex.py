@@ -14,7 +14,7 @@ A library without a usable index loads every JSON up front, as before (ttbuild.r
                                 "cuda:90", [["cubin", "cuda:90", "sm_90a"], ...]], ...]}, ...]}
 
 A variant row is [metadata file, variant name, sha256 hex of the file, target, images as
-[kind, target, arch]]: what `load` and `serve` need before a launch (kernel names, the files
+[kind, target, arch]] and, for a variant built for a GPU model, [model, sm_count]: what `load` and `serve` need before a launch (kernel names, the files
 they come from, whether the GPU is covered; docs/CONTRACTS.md "Library index").
 """
 
@@ -24,15 +24,17 @@ import hashlib
 import json
 import os
 
-from .metadata import Image, MetadataError, Variant, parse_variant
+from .metadata import Image, MetadataError, Variant, best_image, parse_variant
 
 INDEX = "ttbuild.index"  # not "*.json": older runtimes and the JSON listings of lib/ never take it for a variant
 SCHEMA = "ttbuild.index/1"
 
 
 def variant_row(json_name: str, digest: str, v: Variant) -> list:
-    """The index row of variant `v`, read from `json_name` whose bytes have sha256 `digest`."""
-    return [json_name, v.variant, digest, v.target, [[i.kind, i.target, i.arch] for i in v.images]]
+    """The index row of variant `v`, read from `json_name` whose bytes have sha256 `digest`; a variant built for
+    a GPU model has a sixth item, [model, sm_count]."""
+    row = [json_name, v.variant, digest, v.target, [[i.kind, i.target, i.arch] for i in v.images]]
+    return row + [[v.gpu["model"], v.gpu["sm_count"]]] if v.gpu else row
 
 
 def index_bytes(rows: list) -> bytes:
@@ -122,7 +124,11 @@ def _read(lib_dir: str) -> dict | None:
 
 
 def _row_ok(row) -> bool:
-    return (isinstance(row, list) and len(row) == 5 and all(isinstance(x, str) for x in row[:4])
+    if not isinstance(row, list):
+        return False
+    model_ok = len(row) == 5 or (len(row) == 6 and isinstance(row[5], list) and len(row[5]) == 2
+                                 and isinstance(row[5][0], str) and type(row[5][1]) is int)
+    return (model_ok and all(isinstance(x, str) for x in row[:4])
             and os.path.basename(row[0]) == row[0] and row[0].endswith(".json") and isinstance(row[4], list)
             and all(isinstance(i, list) and len(i) == 3 and all(isinstance(x, str) for x in i) for i in row[4]))
 
@@ -178,6 +184,21 @@ class KernelGroup:
         if self._variants is not None:
             return [i for v in self._variants for i in v.images]
         return [Image(kind, target, arch, "") for r in self._rows for kind, target, arch in r[4]]
+
+    def runs_on(self, capability) -> bool:
+        """Whether a variant of the group runs on `capability` (an image for it, and the SM count of the GPU model
+        a variant was built for, when the driver's Capability carries one: Variant.model_ok)."""
+        sms = getattr(capability, "sm_count", None)
+        if self._variants is not None:
+            return any(best_image(v.images, capability) is not None and not v.model_ok(sms) for v in self._variants)
+        return any(best_image([Image(k, t, a, "") for k, t, a in r[4]], capability) is not None
+                   and (sms is None or len(r) < 6 or r[5][1] == sms) for r in self._rows)
+
+    def models(self) -> set[str]:
+        """The GPU models the group's variants were built for (none: only compute capabilities)."""
+        if self._variants is not None:
+            return {v.gpu["model"] for v in self._variants if v.gpu}
+        return {r[5][0] for r in self._rows if len(r) > 5}
 
     def targets(self) -> set[str]:
         """The variants' (primary) targets, "cuda:90"."""

@@ -124,6 +124,18 @@ class Variant:
     # (bytes per program, alignment) of the global scratch the kernel takes after its parameters
     # (metadata "global_scratch", ttbuild.runtime.scratch); None: no such parameter
     global_scratch: tuple[int, int] | None = None
+    # {"model", "sm_count", "device_name"}: the GPU model whose facts the kernel's modules read at build
+    # time (metadata "gpu"); None: nothing beyond the compute capability
+    gpu: dict | None = field(default=None, hash=False, compare=False)
+
+    def model_ok(self, sm_count: int | None) -> str:
+        """'' when the variant may run on a device with `sm_count` SMs (None: not known), else the reason: a
+        variant built for a GPU model (its modules read the SM count or name) runs only on that model's SM
+        count; the device's name is not compared (one model's boards report several)."""
+        if self.gpu is None or sm_count is None or sm_count == self.gpu["sm_count"]:
+            return ""
+        return (f"built for the GPU model {self.gpu['model']} ({self.gpu['sm_count']} SMs), whose facts its modules "
+                f"read; this device has {sm_count} SMs: build its row with that GPU's gpu = ... (ttbuild.target.GPU_MODELS)")
 
     @property
     def launch_params(self) -> tuple[Param, ...]:
@@ -259,6 +271,7 @@ def parse_variant(doc: Any, json_path: str) -> Variant:
         heuristics=_heuristics(doc.get("heuristics"), where),
         descriptors=_descriptor_specs(doc.get("descriptors"), where),
         global_scratch=_global_scratch(doc.get("global_scratch"), where),
+        gpu=dict(doc["gpu"]) if doc.get("gpu") is not None else None,
     )
     _ = v.capability  # validate the target string now, not at the first launch
     _check_launch(v, where)
@@ -284,6 +297,8 @@ _OPTIONAL = {
     "ptx_version": (lambda x: _is_int(x) and x > 0, "a positive integer"),
     "min_cuda_driver": (lambda x: _is_int(x) and x > 0, "a positive integer"),
     "cubin_sha256": (lambda x: isinstance(x, str), "a string"),
+    "gpu": (lambda x: isinstance(x, dict) and isinstance(x.get("model"), str) and _is_int(x.get("sm_count"))
+            and x["sm_count"] > 0, "an object with model (string) and sm_count (positive integer)"),
 }
 _REQUIRED_TEXT = ("variant", "kernel", "entry")
 

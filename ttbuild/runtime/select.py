@@ -76,9 +76,11 @@ def check_arg(param, key: tuple) -> tuple[bool, bool, str]:
 
 def arch_ok(variant: Variant, capability: tuple[int, int] | None) -> str:
     """'' if one of the variant's images runs on this compute capability (best_image: exact
-    SASS, else PTX to JIT), else the reason naming what the variant holds."""
+    SASS, else PTX to JIT) and, for a variant built for a GPU model, the device's SM count is the
+    model's (a driver's Capability carries it; Variant.model_ok), else the reason naming what the
+    variant holds."""
     if capability is None or best_image(variant.images, capability) is not None:
-        return ""
+        return variant.model_ok(getattr(capability, "sm_count", None))
     if len(variant.images) == 1 and variant.images[0].kind == "cubin":
         img = variant.images[0]
         return (f"compiled for {img.target} ({img.arch}), device is "

@@ -318,7 +318,6 @@ class Server:
 
             drv = self.library._driver = default_driver()
         _, self.capability = drv.context(None)
-        self.capability = tuple(self.capability)
         check_coverage(self.library, self.capability)
 
     def log_miss(self, spec: dict, append: bool = True) -> None:
@@ -357,18 +356,19 @@ class Server:
 
 
 def check_coverage(library, capability) -> None:
-    """DeviceNotCovered when no variant of `library` runs on `capability`; a warning listing the
-    kernels without one when only some lack it. Reads the library's index, not its metadata files."""
-    from .metadata import best_image
-
+    """DeviceNotCovered when no variant of `library` runs on `capability` (and, for variants built for a GPU
+    model, its SM count: a driver's Capability); a warning listing the kernels without one when only some lack it. Reads the library's index, not its metadata files."""
     groups = library.kernel_groups()
     if not groups:
         return
-    missing = sorted((g.file, g.kernel) for g in groups if best_image(g.images(), capability) is None)
-    cc = f"{capability[0]}.{capability[1]}"
+    missing = sorted((g.file, g.kernel) for g in groups if not g.runs_on(capability))
+    sms = getattr(capability, "sm_count", None)
+    cc = f"{capability[0]}.{capability[1]}" + (f" with {sms} SMs" if sms else "")
     if len(missing) == len(groups):
         targets = sorted({t for g in groups for t in g.targets()})
-        raise DeviceNotCovered(f"ttbuild serve: {library.lib_dir} holds kernels for {', '.join(targets)}; "
+        models = sorted({m for g in groups for m in g.models()})
+        held = ", ".join(targets) + (f" (GPU models {', '.join(models)})" if models else "")
+        raise DeviceNotCovered(f"ttbuild serve: {library.lib_dir} holds kernels for {held}; "
                                f"this GPU is compute capability {cc}: build the rows for it (target = \"cuda:{capability[0]}{capability[1]}\")")
     if missing:
         names = ", ".join(f"{f}:{k}" for f, k in missing)

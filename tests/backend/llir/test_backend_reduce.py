@@ -144,6 +144,9 @@ def test_triton_accepts_our_ttgir_and_agrees_on_shared_memory(name, tmp_path):
     except NotSupportedYet as e:
         assert "tt.dot" in str(e), f"{name}: {e}"
         pytest.skip(f"{name}: tt.dot is not lowered yet")
+    if re.search(rb'"tt.scan"\(.*?\}\) : \(tensor<[^,]*, #ttg\.slice', g, re.S):
+        pytest.skip("a tt.scan of a slice layout: ours scans it in registers (llir.scan); Triton 3.6's "
+                    "ScanOpToLLVM takes blocked layouts only ('unsupported scan layout'), its layout passes convert first")
     f = tmp_path / "k.ttgir"
     f.write_bytes(g)
     code = ("import sys, triton\nfrom triton.backends.compiler import GPUTarget\n"
@@ -151,7 +154,7 @@ def test_triton_accepts_our_ttgir_and_agrees_on_shared_memory(name, tmp_path):
             "print(k.metadata.shared)\n")
     out = run_triton(code, str(f))
     ours = int(re.search(rb"ttg.shared\"? = (\d+)", g).group(1))
-    # ours go through shared memory more for scans (cumsum too)/shapes/atomics, and keep 16-bit
+    # ours go through shared memory more for shapes/atomics, and keep 16-bit
     # reduce operands in 4-byte slots (argmax over fp16: 64 bytes to Triton's 48); tt.dot kernels
     # convert the whole accumulator tile at once (Triton converts in rounds) and keep operand
     # tiles apart from that scratch (Triton's allocation reuses them): every kernel with a tt.dot
@@ -160,7 +163,7 @@ def test_triton_accepts_our_ttgir_and_agrees_on_shared_memory(name, tmp_path):
     # layout group (coalesce), so the join result converts before its reshape (Triton: no scratch)
     # sort/flip/topk: the block converts into and out of its 2x..x2 hypercube (Triton's reshape
     # keeps the loaded layout, as a linear layout; ours are blocked only: docs/STATUS.md)
-    exempt = name.startswith(("scan", "cumsum", "shapes", "atomics", "argmax_fp16", "join_split", "sort_", "flip_",
+    exempt = name.startswith(("shapes", "atomics", "argmax_fp16", "join_split", "sort_", "flip_",
                               "topk_")) or b'"tt.dot"' in g or b'"ttng.warp_group_dot"' in g
     if not exempt:
         assert ours <= int(out.split()[-1]) or ours == 0, "we should never need more than Triton"

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+
+import pytest
 from llvmlite import binding as llvm
 
 from ttbuild.backend.nvptx.llvm import (
@@ -72,7 +75,7 @@ def test_libdevice_is_read_once_per_process_and_linked_only_as_needed(monkeypatc
     assert nvllvm.optimize(_LIBDEVICE_KERNEL) == first
     assert nvllvm.optimize(_LIBDEVICE_KERNEL, fp_fusion=False) != first
     assert reads == []
-    assert "__nv_" not in first  # inlined, the rest of libdevice dropped
+    assert "@__nv_" not in first  # inlined, the rest of libdevice dropped (`__nvvm_reflect` stays)
 
     tm = target_machine()
     mod = llvm.parse_assembly(_LIBDEVICE_KERNEL)
@@ -81,6 +84,45 @@ def test_libdevice_is_read_once_per_process_and_linked_only_as_needed(monkeypatc
     defined = {f.name for f in mod.functions if not f.is_declaration}
     assert {"k", "__nv_exp2f", "__nv_log2f"} <= defined
     assert not any(n.startswith("__nv_") and n not in ("__nv_exp2f", "__nv_log2f") for n in defined)
+
+
+# A loop of libdevice logs, the flag NVVMReflect reads (`nvvm-reflect-ftz`) set to FTZ.
+_LOG_LOOP = """target triple = "nvptx64-nvidia-cuda"
+declare float @__nv_logf(float)
+define ptx_kernel void @k(ptr addrspace(1) %p, i32 %n) {
+entry:
+  br label %loop
+loop:
+  %i = phi i32 [ 0, %entry ], [ %i1, %loop ]
+  %q = getelementptr float, ptr addrspace(1) %p, i32 %i
+  %x = load float, ptr addrspace(1) %q
+  %l = call float @__nv_logf(float %x)
+  store float %l, ptr addrspace(1) %q
+  %i1 = add i32 %i, 1
+  %c = icmp slt i32 %i1, %n
+  br i1 %c, label %loop, label %exit
+exit:
+  ret void
+}
+!llvm.module.flags = !{!0}
+!0 = !{i32 4, !"nvvm-reflect-ftz", i32 FTZ}
+"""
+
+
+@pytest.mark.parametrize("ftz", [0, 1])
+def test_libdevice_reflect_is_answered_in_codegen_so_rare_paths_stay_branches(ftz):
+    """optimize() leaves libdevice's `__nvvm_reflect` calls unanswered, as Triton 3.6's LLIR does;
+    codegen answers them from the module flag (no call left, only the flag's fma). An fma under
+    every reflect keeps LLVM from speculating logf's `x >= inf` case (fma(x, inf, inf)): it stays
+    a branch in the loop (answered before O3 it was a select, one conditional branch in all)."""
+    from ttbuild.backend.nvptx import llvm as nvllvm
+
+    llir = nvllvm.optimize(_LOG_LOOP.replace("FTZ", str(ftz)))
+    assert "@__nvvm_reflect(" in llir and "ttbuild" not in llir
+    ptx = emit_ptx(llir)
+    assert "reflect" not in ptx and "call" not in ptx
+    assert set(re.findall(r"fma\.rn(?:\.ftz)?\.f32", ptx)) == {"fma.rn.ftz.f32" if ftz else "fma.rn.f32"}
+    assert len(re.findall(r"@%p\d+ bra", ptx)) == 2  # the loop's back edge and logf's rare case
 
 
 def _calls(names_types: list[tuple[str, str]], intrinsics: tuple[str, ...] = ()) -> str:

@@ -45,6 +45,39 @@ def scan_long_kernel(x_ptr, y_ptr, cs_ptr, rev_ptr, aff_ptr, BLOCK: tl.constexpr
 
 
 @triton.jit
+def scan_block_kernel(x_ptr, y_ptr, fwd_ptr, rev_ptr, aff_ptr, raff_ptr, M: tl.constexpr, N: tl.constexpr):
+    """Scans of an (M, N) block along both axes: cumsum forward along rows, reverse along columns;
+    affine maps forward along columns, reverse along rows."""
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    offs = rm[:, None] * N + rn[None, :]
+    x = tl.load(x_ptr + offs)
+    y = tl.load(y_ptr + offs)
+    tl.store(fwd_ptr + offs, tl.cumsum(x, axis=1))
+    tl.store(rev_ptr + offs, tl.cumsum(x, axis=0, reverse=True))
+    _, b = tl.associative_scan((y, x), 0, affine_combine)
+    tl.store(aff_ptr + offs, b)
+    _, rb = tl.associative_scan((y, x), 1, affine_combine, reverse=True)
+    tl.store(raff_ptr + offs, rb)
+
+
+@triton.jit
+def scan_slice_kernel(x_ptr, sl_ptr, M: tl.constexpr, N: tl.constexpr):
+    """A cumsum of an (M, N) block's row sums: a scan of a slice layout."""
+    offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    tl.store(sl_ptr + tl.arange(0, M), tl.cumsum(tl.sum(tl.load(x_ptr + offs), axis=1), axis=0))
+
+
+@triton.jit
+def scan_int_kernel(x_ptr, fwd_ptr, rev_ptr, BLOCK: tl.constexpr):
+    """Integer scans (exact): a cumsum forward and a running maximum from the end."""
+    r = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + r)
+    tl.store(fwd_ptr + r, tl.cumsum(x, axis=0))
+    tl.store(rev_ptr + r, tl.associative_scan(x, 0, max_combine, reverse=True))
+
+
+@triton.jit
 def shapes_kernel(p, q, n, B: tl.constexpr):
     r = tl.arange(0, B)
     x = tl.load(p + r[:, None] * B + r[None, :])

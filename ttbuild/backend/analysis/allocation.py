@@ -1,6 +1,6 @@
 """Shared-memory plans shared by the ttgir stage (sizes -> `ttg.shared`) and LLIR (offsets, who writes).
 
-A reduction along `axis` of a blocked layout needs shared memory only when more than one warp
+A reduction or a scan along `axis` of a blocked layout needs shared memory only when more than one warp
 holds distinct data along the axis; a layout conversion always goes through shared memory
 (one slot per tensor element). Every user starts at offset 0: users run one after another,
 separated by barriers, so the kernel needs the maximum, not the sum (Triton's allocation
@@ -128,10 +128,38 @@ def round4(n: int) -> int:
     return max(4, n)  # narrow elements move as 32-bit words (no sub-word bank conflicts)
 
 
-def scan_plan(shape, axis: int, threads: int) -> tuple[int, int, int]:
-    """(lines, P, S): a scan along `axis` runs over `lines` independent lines, each cut into P
-    segments of S elements, one thread per segment (P a power of two, lines * P <= threads when
-    the lines allow it)."""
+@dataclass(frozen=True)
+class ScanPlan:
+    """How a tt.scan along an axis of a blocked layout (or a slice of one) splits each line
+    (Triton ScanOpToLLVM): a thread holds `reps` chunks of `spt` consecutive elements; in line
+    order chunk r of every lane and warp comes before chunk r + 1, and within a chunk the
+    `red.lanes` lanes, then the `red.warps` warps, follow one another (`red`: the lane and warp
+    coordinates along the axis, as reduce_plan gives them)."""
+    spt: int
+    reps: int
+    red: ReducePlan
+
+
+def scan_plan(layout, shape, axis: int) -> ScanPlan | None:
+    """The register plan of a scan of `shape` along `axis` in `layout`; None when the layout is
+    not blocked below its slices or does not split the axis so (the scan then goes through
+    shared memory: segment_plan)."""
+    base, pshape, pa = layout, tuple(shape), axis
+    while isinstance(base, Slice):
+        pa += pa >= base.dim
+        pshape, base = base.parent_shape(pshape), base.parent
+    if not isinstance(base, Blocked):
+        return None
+    red = reduce_plan(layout, shape, axis)
+    spt = min(base.size_per_thread[pa], pshape[pa])
+    reps = max(1, shape[axis] // (spt * red.lanes * red.warps))
+    return ScanPlan(spt, reps, red) if spt * red.lanes * red.warps * reps == shape[axis] else None
+
+
+def segment_plan(shape, axis: int, threads: int) -> tuple[int, int, int]:
+    """(lines, P, S) of a scan through shared memory (llir.scan_smem): `lines` independent lines
+    along `axis`, each cut into P segments of S elements, one thread per segment (P a power of
+    two, lines * P <= threads when the lines allow it)."""
     L = shape[axis]
     lines = prod(shape) // L
     P = 1
@@ -140,10 +168,20 @@ def scan_plan(shape, axis: int, threads: int) -> tuple[int, int, int]:
     return lines, P, L // P
 
 
-def scan_bytes(shape, axis: int, threads: int, elems: list[str]) -> int:
-    """Scratch bytes of a tt.scan of `shape` along `axis` over operands of element types `elems`: every element plus one carry per segment (scan_plan), each in round4 bytes."""
-    lines, P, _ = scan_plan(shape, axis, threads)
-    return sum((prod(shape) + lines * P) * round4(elem_bytes(e)) for e in elems)
+def scan_bytes(layout, shape, axis: int, threads: int, elems: list[str]) -> int:
+    """Scratch bytes of a tt.scan of `shape` along `axis` in `layout` over operands of element
+    types `elems`, each in round4 bytes: in registers (scan_plan), one total per line, chunk and
+    warp when several warps hold the line (Triton's getScratchSizeInElems, less the warps and
+    lanes holding copies), else none; through shared memory, every element plus one carry per
+    segment (segment_plan)."""
+    plan = scan_plan(layout, shape, axis)
+    lines = prod(shape) // shape[axis]
+    if plan is None:
+        _, P, _ = segment_plan(shape, axis, threads)
+        return sum((prod(shape) + lines * P) * round4(elem_bytes(e)) for e in elems)
+    if plan.red.warps == 1:
+        return 0
+    return lines * plan.reps * plan.red.warps * sum(round4(elem_bytes(e)) for e in elems)
 
 
 # Scratch of a ttng.tensormap_create: the 128-byte CUtensorMap it builds in shared memory before
@@ -192,7 +230,8 @@ def ops_bytes(ops, num_warps: int) -> int:
             if name == TT.SCAN:
                 src = op.operands[0]
                 ax = mu.int_attr(mu.props(op)["axis"])
-                best = max(best, scan_bytes(mu.shape_of(src.type), ax, 32 * num_warps,
+                lay = _layout_or_none(mu.encoding_str(src.type))  # None: through shared memory
+                best = max(best, scan_bytes(lay, mu.shape_of(src.type), ax, 32 * num_warps,
                                             [mu.elem_str(v.type) for v in op.operands]))
             if name == TTG.CONVERT_LAYOUT and not _in_registers(op, num_warps):
                 src = op.operands[0]

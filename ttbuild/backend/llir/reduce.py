@@ -55,12 +55,23 @@ def shfl_idx(ctx, v, src_lane):
     return _shfl(ctx, "idx", v, src_lane if isinstance(src_lane, ir.Value) else ir.Constant(I32, src_lane))
 
 
-def _shfl(ctx, mode: str, v, b_op):
-    """`shfl.sync.<mode>.b32` over the whole warp, clamp 0x1F (PTX ISA 9.7.9.6); 16-bit values
-    widened to 32 bits, 64-bit ones shuffled as two halves."""
+def shfl_up(ctx, v, delta: int):
+    """Value of lane (lane - delta), or this lane's own below lane delta (Triton's shuffleUp)."""
+    return _shfl(ctx, "up", v, ir.Constant(I32, delta), clamp=0)
+
+
+def shfl_down(ctx, v, delta: int):
+    """Value of lane (lane + delta), or this lane's own from lane 32 - delta up."""
+    return _shfl(ctx, "down", v, ir.Constant(I32, delta))
+
+
+def _shfl(ctx, mode: str, v, b_op, clamp: int = 0x1F):
+    """`shfl.sync.<mode>.b32` over the whole warp (PTX ISA 9.7.9.6; `clamp`: 0x1F, the last lane,
+    except for `up`, whose bound is lane 0); 16-bit values widened to 32 bits, 64-bit ones
+    shuffled as two halves."""
     b = ctx.builder
     fn = ctx.intrinsic(f"llvm.nvvm.shfl.sync.{mode}.i32", I32, [I32, I32, I32, I32])
-    call = lambda w: b.call(fn, [ir.Constant(I32, -1), w, b_op, ir.Constant(I32, 0x1F)])
+    call = lambda w: b.call(fn, [ir.Constant(I32, -1), w, b_op, ir.Constant(I32, clamp)])
     t = v.type
     bits = t.width if isinstance(t, ir.IntType) else {"half": 16, "bfloat": 16, "float": 32, "double": 64}[str(t)]
     it = ir.IntType(bits)

@@ -1,18 +1,28 @@
-"""LLIR rule for tt.scan (cumsum, cumprod, associative_scan; forward or reverse, any axis).
+"""LLIR rule for tt.scan (cumsum, cumprod, associative_scan; forward or reverse, any axis): registers and warp shuffles, shared memory only across warps.
 
-Through shared memory, in three phases separated by barriers (ttbuild.backend.analysis.allocation.scan_plan):
-1. every thread stores its elements (row-major slots);
-2. each line along the axis is cut into P segments of S elements; the thread of a segment scans
-   it in place, in order (reverse: from the end), and stores the segment's total;
-3. it combines the totals of the segments before its own (in order) into a prefix and applies
-   it to its segment (past 16 segments, through groups of totals scanned in place first); then
-   every thread loads its elements back.
-The user's combine region is inlined with the earlier value first, so associative but
-non-commutative combiners keep Triton's order.
+Triton's ScanOpToLLVM, for a blocked layout or a slice of one (ttbuild.backend.analysis.allocation.
+scan_plan: each thread holds `reps` chunks of `spt` consecutive elements of a line; lanes, then
+warps, hold consecutive chunks; chunk r of the whole CTA comes before chunk r + 1):
+1. each thread scans each of its chunks in registers;
+2. the chunk totals are scanned across the lanes along the axis with `shfl.sync.up` (PTX ISA
+   9.7.9.6) at distances 1, 2, 4, ... (Triton's warpScan), so every lane holds the combined totals
+   of its chunk and those of the lanes before it;
+3. when one warp holds the line, the carry of the earlier chunks passes from the last lane
+   (`shfl.sync.idx`, Triton's AddPartialReduceOneWarp); when several do, the last lane of each warp
+   stores its chunk totals to shared memory and, after one barrier, every thread combines those of
+   the warps (and chunks) before its own (Triton's storeWarpAccumulator and AddPartialReduce);
+4. the rest of a chunk takes the total of the lane before (`shfl.sync.up` by one lane) or the carry.
+A reverse scan runs the same steps from the end of the line: chunks and their elements from the
+last, lanes and warps reflected, `shfl.sync.down` for up (Triton flips every element with five
+butterflies before and after). The user's combine region is inlined with the earlier value first,
+so associative but non-commutative combiners keep Triton's order. Other layouts go through shared
+memory (llir.scan_smem).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from math import prod
 
 from llvmlite import ir
@@ -20,7 +30,9 @@ from llvmlite import ir
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.allocation import elem_bytes, round4, scan_plan
 from ttbuild.backend.ir.ops import TT
-from ttbuild.backend.llir.context import I32, TensorVal, llvm_type
+from ttbuild.backend.llir.context import I32, TensorVal
+from ttbuild.backend.llir.reduce import shfl_down, shfl_idx, shfl_up
+from ttbuild.backend.llir.scan_smem import scan_through_smem
 from ttbuild.backend.llir.smem import linear, smem_load, smem_store
 from ttbuild.registry import RuleSet
 
@@ -32,185 +44,188 @@ def _c(v):
     return ir.Constant(I32, v)
 
 
+@dataclass(frozen=True)
+class Spec:
+    """What a lowering needs of a tt.scan: its axis, direction, operand element types (TTGIR
+    spelling) and combine (operand values of the earlier, then the later -> combined values)."""
+    axis: int
+    reverse: bool
+    elems: tuple
+    combine: Callable
+
+
 @rule(TT.SCAN)
 def scan(ctx, op, *srcs):
-    """`tt.scan` through shared memory (see the module docstring): store the operands, scan each
-    segment in place, apply the prefix of the earlier segments, load back in the layout."""
-    sc = _Scan(ctx, op, srcs)
-    lins = sc.store()
-    items = sc.work_items()
-    sc.scan_segments(items)
-    if sc.P > 1:
-        sc.add_prefixes(items)
-    return sc.load_back(lins)
+    """`tt.scan` of `srcs` (one TensorVal per operand, same layout and shape) along its "axis",
+    in registers (see the module docstring) or, for layouts scan_plan does not cover, through
+    shared memory. Returns a TensorVal per operand (one: itself)."""
+    p, block = mu.props(op), op.regions[0].blocks[0]
+    spec = Spec(mu.int_attr(p["axis"]), "reverse" in p and str(p["reverse"]) == "true",
+                tuple(mu.elem_str(v.type) for v in op.operands), lambda x, y: ctx.run_block(block, list(x) + list(y)))
+    outs = lower_scan(ctx, spec, srcs)
+    return outs[0] if len(outs) == 1 else outs
+
+
+def lower_scan(ctx, spec: Spec, srcs) -> list:
+    """The scan of `srcs` per `spec`: a TensorVal per operand."""
+    plan = scan_plan(srcs[0].layout, tuple(srcs[0].shape), spec.axis)
+    lines = _chunks(srcs[0], spec.axis, plan, spec.reverse) if plan else None
+    if lines is None:
+        return scan_through_smem(ctx, spec, srcs)
+    outs = _Scan(ctx, spec, srcs, plan).run(lines)
+    return [TensorVal([o[k] for o in outs], srcs[0].layout, srcs[0].shape) for k in range(len(srcs))]
+
+
+def _chunks(src, axis, plan, reverse):
+    """Per line a thread holds (its elements sharing the offsets off the axis), its element
+    indices in scan order cut into plan.reps chunks of plan.spt; None if a line does not split so."""
+    lines: dict = {}
+    for j, off in enumerate(src.layout.local_offsets(src.shape)):
+        lines.setdefault(off[:axis] + off[axis + 1:], []).append((off[axis], j))
+    out = []
+    for held in lines.values():
+        js = [j for _, j in sorted(held, reverse=reverse)]
+        if len(js) != plan.spt * plan.reps:
+            return None
+        out.append([js[r * plan.spt:(r + 1) * plan.spt] for r in range(plan.reps)])
+    return out
 
 
 class _Scan:
-    """One tt.scan's plan (analysis.allocation.scan_plan: `lines` lines of P segments of S
-    elements, one thread per segment) and its scratch: the operands' elements at a_off, one
-    total per segment at b_off, each element in round4 bytes."""
+    """One tt.scan in registers: its plan, combine and this thread's lane and warp index along
+    the axis in scan order (`li` < lanes, `wi` < warps; reflected for a reverse scan)."""
 
-    def __init__(self, ctx, op, srcs):
-        self.ctx, self.b, self.srcs = ctx, ctx.builder, srcs
-        p = mu.props(op)
-        self.axis = mu.int_attr(p["axis"])
-        self.reverse = "reverse" in p and str(p["reverse"]) == "true"
-        self.layout, self.shape = srcs[0].layout, tuple(srcs[0].shape)
-        self.threads = 32 * ctx.num_warps
-        self.lines, self.P, self.S = scan_plan(self.shape, self.axis, self.threads)
-        self.L = self.shape[self.axis]
-        self.inner = prod(self.shape[self.axis + 1:])
-        numel = prod(self.shape)
-        elems = [mu.elem_str(v.type) for v in op.operands]
-        self.tys = [llvm_type(e) for e in elems]
-        slots = [round4(elem_bytes(e)) for e in elems]
-        self.slots = slots
-        self.a_base = [sum(numel * s for s in slots[:k]) for k in range(len(slots))]
-        self.b_base = [sum(numel * s for s in slots) + sum(self.lines * self.P * s for s in slots[:k])
-                       for k in range(len(slots))]
-        block = op.regions[0].blocks[0]
-        self.combine = lambda x, y: ctx.run_block(block, list(x) + list(y))
+    def __init__(self, ctx, spec, srcs, plan):
+        self.ctx, self.b, self.srcs, self.plan = ctx, ctx.builder, srcs, plan
+        self.axis, self.reverse, self.combine = spec.axis, spec.reverse, spec.combine
+        self.slots = [round4(elem_bytes(e)) for e in spec.elems]
+        shape = tuple(srcs[0].shape)
+        self.lines = prod(shape) // shape[spec.axis]  # of the tensor (a thread holds a few)
+        self.nslots = self.lines * plan.reps * plan.red.warps  # totals per operand across warps
+        red = plan.red
+        lane, warp = ctx.lane_warp()
+        self.li = self._coord(lane, red.lane_stride, red.lanes)
+        self.wi = self._coord(warp, red.warp_stride, red.warps)
 
-    def a_off(self, k, lin):
-        """Byte offset of operand k's element at linear index `lin`."""
+    def _coord(self, v, stride: int, n: int):
+        """(v / stride) mod n, reflected (n - 1 - it) for a reverse scan; n and stride powers of two."""
+        if n == 1:
+            return _c(0)
         b = self.b
-        return b.add(b.mul(lin, _c(self.slots[k])), _c(self.a_base[k]))
+        x = b.and_(b.lshr(v, _c(stride.bit_length() - 1)) if stride > 1 else v, _c(n - 1))
+        return b.xor(x, _c(n - 1)) if self.reverse else x
 
-    def b_off(self, k, lin):
-        """Byte offset of operand k's total of segment `lin` (line * P + segment)."""
+    def step(self, vals, delta: int):
+        """Every operand's value of the lane `delta` lanes before this one in scan order."""
+        d = delta * self.plan.red.lane_stride
+        return [(shfl_down if self.reverse else shfl_up)(self.ctx, v, d) for v in vals]
+
+    def after(self, pre, vals, has=None):
+        """combine(pre, vals), or vals where the i1 `has` is false (nothing comes before)."""
+        out = self.combine(pre, vals)
+        return out if has is None else [self.b.select(has, n, o) for n, o in zip(out, vals)]
+
+    def run(self, lines):
+        """Steps 1-4 over `lines` (from _chunks); returns every element's operand values."""
+        elems = [list(v) for v in zip(*(s.elems for s in self.srcs))]
+        totals = [[self.in_thread(elems, ch) for ch in chunks] for chunks in lines]
+        totals = [[self.warp_scan(t) for t in tots] for tots in totals]
+        if self.plan.red.warps > 1:
+            self.across_warps(elems, lines, totals)
+        else:
+            self.one_warp(elems, lines, totals)
+        return elems
+
+    def in_thread(self, elems, chunk):
+        """1. Scan the chunk in place; returns its total."""
+        acc = None
+        for j in chunk:
+            acc = elems[j] = elems[j] if acc is None else self.combine(acc, elems[j])
+        return acc
+
+    def warp_scan(self, acc):
+        """2. The combined totals of this lane's chunk and the lanes before it (Triton's warpScan)."""
+        b, d = self.b, 1
+        while d < self.plan.red.lanes:
+            acc = self.after(self.step(acc, d), acc, b.icmp_unsigned(">=", self.li, _c(d)))
+            d *= 2
+        return acc
+
+    def finish(self, elems, chunk, total, carry, before=None):
+        """4. The chunk's last element is `total` (the carry included); the others take the
+        total of the lane before, or `carry` on the first lane (None: nothing comes before chunk
+        0 of the first lane). `before`: an i1 saying whether earlier warps hold chunk 0, or None."""
         b = self.b
-        return b.add(b.mul(lin, _c(self.slots[k])), _c(self.b_base[k]))
+        elems[chunk[-1]] = total
+        if len(chunk) == 1:
+            return
+        lanes, pre, has = self.plan.red.lanes, carry, before
+        if lanes > 1:
+            prev, later = self.step(total, 1), b.icmp_unsigned("!=", self.li, _c(0))
+            pre = prev if carry is None else [b.select(later, p, c) for p, c in zip(prev, carry)]
+            has = later if carry is None else (b.or_(before, later) if before is not None else None)
+        if pre is not None:
+            for j in chunk[:-1]:
+                elems[j] = self.after(pre, elems[j], has)
 
-    def addr(self, outer, inn, pos):
-        """Linear index of element `pos` along the axis of the line (outer, inn)."""
-        b = self.b
-        return b.add(b.mul(b.add(b.mul(outer, _c(self.L)), pos), _c(self.inner)), inn)
+    def one_warp(self, elems, lines, totals):
+        """3. One warp holds each line: chunk r's carry is the total of chunk r - 1's last lane."""
+        lanes, stride = self.plan.red.lanes, self.plan.red.lane_stride
+        lane, _ = self.ctx.lane_warp()
+        span = (lanes - 1) * stride
+        last = self.b.and_(lane, _c(~span & 31))
+        if not self.reverse:
+            last = self.b.or_(last, _c(span))
+        for chunks, tots in zip(lines, totals):
+            carry = None
+            for r, (chunk, t) in enumerate(zip(chunks, tots)):
+                t = t if carry is None else self.combine(carry, t)
+                self.finish(elems, chunk, t, carry)
+                if r + 1 < len(chunks):
+                    carry = [shfl_idx(self.ctx, v, last) for v in t] if lanes > 1 else t
 
-    def positions(self, seg):
-        """The S positions along the axis of segment `seg`, in scan order (reversed for reverse)."""
-        b = self.b
-        first = b.mul(seg, _c(self.S))
-        out = []
-        for q in range(self.S):
-            pos = b.add(first, _c(q)) if q else first
-            out.append(b.sub(_c(self.L - 1), pos) if self.reverse else pos)
-        return out
-
-    def load(self, off):
-        """Every operand's element at byte offsets off(k)."""
-        return [smem_load(self.ctx, off(k), self.tys[k]) for k in range(len(self.srcs))]
-
-    def store(self) -> list:
-        """1. Every thread stores its elements; returns their linear indices."""
-        ctx, b = self.ctx, self.b
-        idx = ctx.indices(self.layout, self.shape)
-        lins = [linear(b, ix, self.shape) for ix in idx]
+    def across_warps(self, elems, lines, totals):
+        """3. Several warps hold each line: the last lane of each warp stores its chunk totals;
+        after one barrier each thread combines, in order, those of the chunks and warps before
+        its own (Triton's storeWarpAccumulator, AddPartialReduce)."""
+        ctx, b, plan = self.ctx, self.b, self.plan
+        shape, ax = tuple(self.srcs[0].shape), self.axis
+        rest = shape[:ax] + shape[ax + 1:]
+        idx = ctx.indices(self.srcs[0].layout, shape)
+        ids = [linear(b, idx[ch[0][0]][:ax] + idx[ch[0][0]][ax + 1:], rest) for ch in lines]
         ctx.before_smem_write()
-        for k, s in enumerate(self.srcs):
-            for lin, v in zip(lins, s.elems):
-                smem_store(ctx, self.a_off(k, lin), v)
+        with b.if_then(b.icmp_unsigned("==", self.li, _c(plan.red.lanes - 1))):
+            for line, tots in zip(ids, totals):
+                for r, t in enumerate(tots):
+                    for k, v in enumerate(t):
+                        smem_store(ctx, self.slot(k, line, r, self.wi), v)
         ctx.barrier()
-        return lins
+        accs = [None] * len(lines)
+        for r in range(plan.reps):  # chunk by chunk, as Triton (every line's chunk r, then r + 1)
+            for i, (line, chunks, tots) in enumerate(zip(ids, lines, totals)):
+                accs[i] = self.add_warp_totals(elems, line, r, chunks[r], tots[r], accs[i])
+        ctx.after_smem_read()
 
-    def work_items(self) -> list:
-        """The segments this thread scans: (line, seg, outer, inner index, active) per round."""
-        b, P, inner, threads = self.b, self.P, self.inner, self.threads
-        tid = self.ctx.sreg("tid.x")
-        items = []
-        for r in range(-(-self.lines * P // threads)):
-            w = b.add(tid, _c(r * threads)) if r else tid
-            line = b.udiv(w, _c(P)) if P > 1 else w
-            seg = b.urem(w, _c(P)) if P > 1 else _c(0)
-            outer = b.udiv(line, _c(inner)) if inner > 1 else line
-            inn = b.urem(line, _c(inner)) if inner > 1 else _c(0)
-            active = b.icmp_unsigned("<", w, _c(self.lines * P))
-            items.append((line, seg, outer, inn, active))
-        return items
+    def slot(self, k, line, r: int, w):
+        """Byte offset of operand k's total of warp `w` (scan order; an int or an i32) in chunk r
+        of `line` (i32): chunk by chunk, warp by warp, the lines side by side (as Triton's
+        storeWarpAccumulator: the lanes of a warp holding consecutive lines hit distinct banks)."""
+        b, n = self.b, self.plan.red.warps
+        at = _c(r * n + w) if isinstance(w, int) else b.add(_c(r * n), w)
+        i = b.add(b.mul(at, _c(self.lines)), line) if self.lines > 1 else at
+        return b.add(b.mul(i, _c(self.slots[k])), _c(sum(self.nslots * s for s in self.slots[:k])))
 
-    def scan_segments(self, items) -> None:
-        """2. Scan each segment in place and store its total."""
-        ctx, b = self.ctx, self.b
-        for line, seg, outer, inn, active in items:
-            with b.if_then(active):
-                ads = [self.addr(outer, inn, pos) for pos in self.positions(seg)]
-                acc = None
-                for ad in ads:
-                    x = self.load(lambda k, ad=ad: self.a_off(k, ad))
-                    acc = x if acc is None else self.combine(acc, x)
-                    for k, v in enumerate(acc):
-                        smem_store(ctx, self.a_off(k, ad), v)
-                tot = b.add(b.mul(line, _c(self.P)), seg)
-                for k, v in enumerate(acc):
-                    smem_store(ctx, self.b_off(k, tot), v)
-        ctx.barrier()
-
-    def add_prefixes(self, items) -> None:
-        """3. The combined totals of the earlier segments of the line, applied to this one. Past
-        16 segments a line's totals are first scanned in place in groups of T (one thread per
-        group), so a segment's prefix takes at most P / T + 1 combines instead of P - 1 (a
-        4096-element cumsum on 8 warps: 256 segments, 255 serial combines per thread before)."""
-        ctx, b, P = self.ctx, self.b, self.P
-        T = 1 << (P.bit_length() - 1) // 2 if P >= 16 else 1
-        if T > 1:
-            self.scan_groups(items, T)
-        for line, seg, outer, inn, active in items:
-            with b.if_then(b.and_(active, b.icmp_unsigned(">", seg, _c(0)))):
-                base = b.mul(line, _c(P))
-                pre = self.prefix(base, seg, T)
-                for ad in [self.addr(outer, inn, pos) for pos in self.positions(seg)]:
-                    x = self.load(lambda k, ad=ad: self.a_off(k, ad))
-                    for k, v in enumerate(self.combine(pre, x)):
-                        smem_store(ctx, self.a_off(k, ad), v)
-        ctx.barrier()
-
-    def total(self, base, j):
-        """The totals at segment `j` (an i32 value or an int) of the line starting at `base`."""
-        b = self.b
-        at = j if isinstance(j, ir.Value) else _c(j)
-        return self.load(lambda k: self.b_off(k, b.add(base, at)))
-
-    def running(self, base, idx, count, upto):
-        """The combine, in order, of the totals at `idx(0..count-1)` whose index is below `upto`
-        (`upto` >= 1: the first always counts)."""
-        b = self.b
-        pre = self.total(base, idx(0))
-        for j in range(1, count):
-            nxt = self.combine(pre, self.total(base, idx(j)))
-            take = b.icmp_unsigned("<", _c(j), upto)
-            pre = [b.select(take, n, o) for n, o in zip(nxt, pre)]
-        return pre
-
-    def prefix(self, base, seg, T):
-        """The combined totals of segments 0..seg-1 (seg > 0) of the line at `base`: with groups
-        (T > 1), the group totals before seg's group, then seg's group's scanned totals to seg - 1."""
-        b, P = self.b, self.P
-        if T == 1:
-            return self.running(base, lambda j: j, P - 1, seg)
-        group, within = b.udiv(seg, _c(T)), b.urem(seg, _c(T))
-        before = self.running(base, lambda j: j * T + T - 1, P // T - 1, group)  # valid when group > 0
-        inner = self.total(base, b.sub(seg, _c(1)))  # seg's group scanned to seg - 1: valid when within > 0
-        both = self.combine(before, inner)
-        has_group, has_inner = b.icmp_unsigned(">", group, _c(0)), b.icmp_unsigned(">", within, _c(0))
-        return [b.select(has_group, b.select(has_inner, x, g), i) for x, g, i in zip(both, before, inner)]
-
-    def scan_groups(self, items, T) -> None:
-        """3a. Each group of T segment totals of a line scanned in place (inclusive, in order) by
-        its first segment's thread."""
-        ctx, b = self.ctx, self.b
-        for line, seg, _outer, _inn, active in items:
-            first = b.icmp_unsigned("==", b.urem(seg, _c(T)), _c(0))
-            with b.if_then(b.and_(active, first)):
-                base = b.add(b.mul(line, _c(self.P)), seg)
-                acc = self.total(base, 0)
-                for t in range(1, T):
-                    acc = self.combine(acc, self.total(base, t))
-                    for k, v in enumerate(acc):
-                        smem_store(ctx, self.b_off(k, b.add(base, _c(t))), v)
-        ctx.barrier()
-
-    def load_back(self, lins):
-        """4. Every thread loads its elements back, in the operands' layout."""
-        outs = [TensorVal([smem_load(self.ctx, self.a_off(k, lin), self.tys[k]) for lin in lins], self.layout, self.shape)
-                for k in range(len(self.srcs))]
-        self.ctx.after_smem_read()
-        return outs[0] if len(outs) == 1 else outs
+    def add_warp_totals(self, elems, line, r: int, chunk, t, acc):
+        """3-4 for chunk r of one line: `acc` (None for chunk 0) combines every warp's totals of
+        the chunks before, `mine` also those of chunk r before this thread's warp (valid past
+        chunk 0 or warp 0). Returns acc with every warp's total of chunk r but the last chunk's."""
+        b, n = self.b, self.plan.red.warps
+        mine = acc
+        for w in range(n if r + 1 < self.plan.reps else n - 1):
+            part = [smem_load(self.ctx, self.slot(k, line, r, w), v.type) for k, v in enumerate(t)]
+            acc = part if acc is None else self.combine(acc, part)
+            later = b.icmp_unsigned(">", self.wi, _c(w))
+            mine = acc if mine is None else [b.select(later, a, m) for a, m in zip(acc, mine)]
+        before = b.icmp_unsigned("!=", self.wi, _c(0)) if r == 0 else None
+        self.finish(elems, chunk, self.after(mine, t, before), mine, before)
+        return acc

@@ -194,6 +194,32 @@ def _linked_text(mod, tm) -> str | None:
     return "\n".join(head) + "\n" + "\n\n".join(c for _, c in chunks) + "\n\n" + "\n".join(lines[i:])
 
 
+# libdevice asks `__nvvm_reflect("__CUDA_FTZ")` which arithmetic to use; NVPTX's NVVMReflect pass
+# answers from the module flag `nvvm-reflect-ftz`. It runs at the start of LLVM 22's O3 pipeline
+# (the target machine registers it) and again in codegen.
+_REFLECT = "@__nvvm_reflect("
+_REFLECT_HIDDEN = "@ttbuild.nvvm_reflect("
+
+
+def hide_reflect(text: str) -> str:
+    """`text` (LLVM IR) with libdevice's `__nvvm_reflect` renamed, so the O3 pipeline cannot answer
+    it and keeps its calls as opaque calls; show_reflect undoes it, and codegen's NVVMReflect
+    then folds them (the ptx stage). Triton 3.6 optimizes so: its LLIR still has the calls.
+
+    Why: every fma of libdevice is an `if (reflect) fma.rn.ftz else fma.rn` diamond; a call that
+    may touch memory keeps LLVM from speculating a rare path that holds one, so libdevice's rare
+    cases stay branches (logf's `x >= inf`: fma(x, inf, inf); tanhf's two ranges). Answered
+    first, each is one speculatable fma, SimplifyCFG makes selects of them and a loop of logs is
+    one basic block; ptxas 13.0 then issues all of a chunk's loads up front: a KL-divergence row
+    loop at 16 warps took 66 registers (1 CTA per SM), Triton's build of the same source 32."""
+    return text.replace(_REFLECT, _REFLECT_HIDDEN)
+
+
+def show_reflect(text: str) -> str:
+    """hide_reflect undone."""
+    return text.replace(_REFLECT_HIDDEN, _REFLECT)
+
+
 def optimize(text: str, arch: str = _ARCH, fp_fusion: bool = True, short_ptr: bool = False) -> str:
     """Parse LLVM IR text, run the new-pass-manager O3 pipeline with the NVPTX target machine
     (so the data layout and TTI are NVPTX's) and the SLP vectorizer on (as Triton), verify, and
@@ -202,22 +228,24 @@ def optimize(text: str, arch: str = _ARCH, fp_fusion: bool = True, short_ptr: bo
     With fp_fusion, libdevice's float adds/multiplies become `contract` too: Triton compiles with
     AllowFPOpFusion=Fast, so its libdevice code may form FMAs (and ptxas may fuse its plain
     mul.f32) where ours would pin mul.rn.f32 — tl.randn's log/cos then round differently.
-    The linked module is pruned to what the kernel calls first, so that round trip is small."""
+    The linked module is pruned to what the kernel calls first, so that round trip is small.
+    libdevice's `__nvvm_reflect` calls stay in the result for codegen to answer (hide_reflect)."""
     tm = target_machine(arch, short_ptr=short_ptr)
     mod = llvm.parse_assembly(text)
     mod.triple = TRIPLE
     mod.data_layout = str(tm.target_data)
     mod.verify()
+    reflects = False
     if any(f.is_declaration and f.name.startswith("__nv_") for f in mod.functions):
-        # With fp_fusion the module is printed and parsed again anyway, so a pruned link put in
-        # the whole link's order (_linked_text) gives the same module; without, the linked
-        # module itself goes on (a round trip may reorder use lists, which passes can see).
-        text = _linked_text(mod, tm) if fp_fusion else None
+        # The linked module is printed and parsed again (hide_reflect; with fp_fusion, _contract),
+        # so a pruned link put in the whole link's order (_linked_text) gives the same module.
+        text = _linked_text(mod, tm)
         if text is None:
             link_libdevice(mod, tm)
-        if fp_fusion:
-            mod = llvm.parse_assembly(_contract(str(mod) if text is None else text))
-            mod.verify()
+            text = str(mod)
+        reflects = _REFLECT in text
+        mod = llvm.parse_assembly(hide_reflect(_contract(text) if fp_fusion else text))
+        mod.verify()
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     # Triton's optimize_module (python/src/llvm.cpp) turns the SLP vectorizer on; llvmlite's O3
     # leaves it off. It keeps fp16 tensors in <2 x half> pairs (one 32-bit register each)
@@ -228,7 +256,7 @@ def optimize(text: str, arch: str = _ARCH, fp_fusion: bool = True, short_ptr: bo
     pm = pb.getModulePassManager()
     pm.run(mod, pb)
     mod.verify()
-    return str(mod)
+    return show_reflect(str(mod)) if reflects else str(mod)
 
 
 # `or disjoint iN %b, C` / `or disjoint iN %x, %y` (the literal first, so `re` searches for it fast).

@@ -1,4 +1,4 @@
-"""PTX -> cubin with ptxas (`ttbuild.toolchain.ptxas_path`): ToolError with a repro command on failure; a `.reqntid` kernel starved of registers retried with `.maxnreg`."""
+"""PTX -> cubin with ptxas (`ttbuild.toolchain.ptxas_path`): ToolError with a repro on failure; a register cap only where it costs no CTA per SM; a starved `.reqntid` kernel retried with a cap."""
 
 from __future__ import annotations
 
@@ -15,52 +15,113 @@ from ttbuild.toolchain import ptxas_path
 
 _REQNTID = re.compile(rb"^\.reqntid (\d+)(?:, 1, 1)?\s*$", re.M)
 _MAXNTID = re.compile(rb"^\.maxntid (\d+)(?:, 1, 1)?\s*$", re.M)
-_MAXNREG = re.compile(rb"^\.maxnreg (\d+)\s*$", re.M)
+_MAXNREG = re.compile(rb"^\.maxnreg (\d+)[ \t]*\r?\n", re.M)
 
 
 def assemble(ptx: bytes, arch: str = DEFAULT_TARGET.arch, options: list[str] | tuple[str, ...] = ()) -> bytes:
     """PTX -> cubin (ELF) with `ptxas -arch=<arch> <options> -o out.cubin in.ptx` in a temp dir.
 
-    A kernel that states `.reqntid` and no register directive (ours with tensor cores, as
+    A `.maxntid` kernel under the llir stage's `.maxnreg` cap (emit.max_registers) keeps that
+    cap only where it costs no CTA per SM against the PTX without it (_within_occupancy). A
+    kernel that states `.reqntid` and no register directive (ours with tensor cores, as
     Triton's) and that ptxas made spill while leaving registers unused is assembled again with
-    `.maxnreg` = its threads' share of the 64K register file (at most 255), and the cubin with the
-    smaller stack frame is kept: under `.reqntid` alone ptxas (12.8, 13.0) may aim at full
+    `.maxnreg` = its threads' share of the 64K register file (at most 255), and the cubin with
+    the smaller stack frame is kept: under `.reqntid` alone ptxas (12.8, 13.0) may aim at full
     occupancy once a kernel must spill (an fp8 64x128x128 GEMM on mma.sync, 4 warps: 32
-    registers and a 2984-byte frame, Triton's PTX alike; 255 and 1400 bytes with the cap). A
-    kernel that does not spill is assembled once, so its cubin is what ptxas gives its PTX.
+    registers and a 2984-byte frame, Triton's PTX alike; 255 and 1400 bytes with the cap).
+    Other kernels are assembled once, so their cubin is what ptxas gives their PTX.
 
     Raises ToolError with ptxas's stderr and a command line that reproduces the failure (the
     PTX is kept next to it, in a directory the error names).
     """
+    capped = _MAXNTID.search(ptx) is not None and _MAXNREG.search(ptx) is not None
+    if capped and not any("maxrregcount" in o for o in options):
+        return _within_occupancy(ptx, arch, options)
     cubin = _ptxas(ptx, arch, options)
     regs, frame = kernel_resources(cubin)
-    capped = register_retry(ptx, regs, frame, options)
-    if capped is None:
+    retry = register_retry(ptx, regs, frame, options)
+    if retry is None:
         return cubin
-    other = _ptxas(capped, arch, options)
+    other = _ptxas(retry, arch, options)
     return other if kernel_resources(other)[1] < frame else cubin
+
+
+def _within_occupancy(ptx: bytes, arch: str, options) -> bytes:
+    """A `.maxntid` kernel under the llir stage's `.maxnreg` cap: its cubin as given unless that
+    fits fewer CTAs per SM, or spills more, than the PTX without the cap (Triton's form, which
+    states no register directive); then the cubin under the cap that keeps the directive-less
+    CTAs per SM (occupancy_cap), when that cap leaves ptxas registers to spend and spills no
+    more, else the directive-less cubin. A kernel whose capped cubin already fits the most CTAs
+    an SM holds is assembled once.
+
+    Why: without a register directive ptxas 13.0 keeps few loads in flight in some of our
+    kernels (layer norm w4: 4 of 8 16-byte loads a pass, 0.82x Triton; under `.maxnreg` all 8,
+    1.04x, benchmarks/RESULTS_backend.md), but the cap lets ptxas spend registers that cost
+    CTAs per SM, so that a project's kernels ran slower than Triton's build of the same source:
+    a one-row layer norm forward (w8) 47 -> 56 registers, 5 -> 4 CTAs, 0.89x; a group norm
+    forward (w4) 48 -> 80, 10 -> 6, 0.93x; a DyT backward (w16, 4 x 132 CTAs) 30 -> 38, 4 -> 3
+    CTAs per SM, two waves, 0.82x (H200). Triton's PTX of each gives the directive-less count."""
+    threads = int(_MAXNTID.search(ptx).group(1))
+    capped = _ptxas(ptx, arch, options)
+    regs_c, frame_c = kernel_resources(capped)
+    if not frame_c and ctas_per_sm(regs_c, threads, arch) == ctas_per_sm(1, threads, arch):
+        return capped
+    plain = _ptxas(_MAXNREG.sub(b"", ptx, count=1), arch, options)
+    regs, frame = kernel_resources(plain)
+    if frame_c <= frame and ctas_per_sm(regs_c, threads, arch) >= ctas_per_sm(regs, threads, arch):
+        return capped
+    if frame:
+        return plain if frame < frame_c else capped
+    cap = occupancy_cap(regs, threads, int(_MAXNREG.search(ptx).group(1)), arch)
+    if cap <= _granule(regs):  # no register left to spend without losing a CTA per SM
+        return plain
+    other = _ptxas(_MAXNREG.sub(b".maxnreg " + str(cap).encode() + b"\n", ptx, count=1), arch, options)
+    return other if not kernel_resources(other)[1] else plain
+
+
+# Per SM, by compute capability: (resident warps, resident CTAs) (CUDA C++ Programming Guide,
+# "Compute Capabilities", technical specifications); every one has 64K 32-bit registers,
+# allocated per warp in units of 256 (8 a thread).
+_SM_LIMITS = {75: (32, 16), 86: (48, 16), 87: (48, 16), 89: (48, 24), 120: (48, 32), 121: (48, 32)}
+_DEFAULT_LIMITS = (64, 32)  # 7.0, 8.0, 9.0, 10.x
+
+
+def _granule(regs: int) -> int:
+    return -(-max(regs, 1) // 8) * 8
+
+
+def ctas_per_sm(regs: int, threads: int, arch: str = DEFAULT_TARGET.arch) -> int:
+    """CTAs of `threads` threads that fit on one SM of `arch` (`sm_90a`) at `regs` registers a
+    thread, by registers, resident warps and resident CTAs (shared memory not counted)."""
+    max_warps, max_ctas = _SM_LIMITS.get(_capability(arch), _DEFAULT_LIMITS)
+    warps = -(-threads // 32)
+    by_regs = 65536 // (_granule(regs) * 32) // warps
+    return min(by_regs, max_warps // warps, max_ctas)
+
+
+def occupancy_cap(regs: int, threads: int, given: int, arch: str = DEFAULT_TARGET.arch) -> int:
+    """The `.maxnreg` for a kernel of `threads` threads that ptxas gave `regs` registers without a
+    directive: the most registers (a multiple of 8, at most `given`, the llir stage's cap) at
+    which as many CTAs per SM fit as at `regs`."""
+    ctas = max(1, ctas_per_sm(regs, threads, arch))
+    warps = -(-threads // 32)
+    return min(given, 255, 65536 // (ctas * warps * 32) // 8 * 8)
+
+
+def _capability(arch: str) -> int:
+    digits = "".join(c for c in arch if c.isdigit())
+    return int(digits) if digits else 0
 
 
 def register_retry(ptx: bytes, regs: int, frame: int, options=()) -> bytes | None:
     """The PTX to assemble again when ptxas gave it `regs` registers and a `frame`-byte stack
-    frame: `.maxnreg` after its `.reqntid` when that alone left registers to spare, or, for a
-    `.maxntid` kernel that spilled at its `.maxnreg` cap, the cap raised to its threads' share;
-    None otherwise (no stack, -maxrregcount, registers to spare under the cap, no directive)."""
+    frame: `.maxnreg` after its `.reqntid` when that alone left registers to spare; None
+    otherwise (no stack, -maxrregcount, registers all used, a register directive already, no
+    `.reqntid`). `.maxntid` kernels under a cap take _within_occupancy instead."""
     if frame == 0 or any("maxrregcount" in o for o in options):
         return None
     m, given = _REQNTID.search(ptx), _MAXNREG.search(ptx)
-    if m is None:
-        # A `.maxntid` kernel under the llir stage's occupancy cap (emit.max_registers: 128 at 8
-        # warps) that spilled at the cap: the threads' whole share instead, as Triton sets no cap
-        # (a library's int8 row quantizer, 8 warps: 128 registers and a 96-byte frame; Triton 111, 0).
-        n = _MAXNTID.search(ptx)
-        if n is None or given is None:
-            return None
-        cap = min(255, 65536 // int(n.group(1)))
-        if regs < int(given.group(1)) or int(given.group(1)) >= cap:
-            return None
-        return _MAXNREG.sub(b".maxnreg " + str(cap).encode(), ptx, count=1)
-    if given is not None:
+    if m is None or given is not None:
         return None
     cap = min(255, 65536 // int(m.group(1)))
     if regs >= cap:

@@ -1,6 +1,6 @@
 """The TTGIR pass driver: runs PASSES in order, then the shared-memory allocation; the stage's one choke point for error locations.
 
-PASSES: dot-operand loads transposed, layout assignment, tensor-core layouts, conversions removed,
+PASSES: loops over-full of accumulators split by rows, dot-operand loads transposed, layout assignment, tensor-core layouts, conversions removed,
 pipelining, TMA lowering.
 
 A CompilationError a pass raises without a location gets the node id of the kernel function
@@ -20,14 +20,16 @@ from ttbuild.backend.ttgir.coalesce import assign
 from ttbuild.backend.ttgir.pipeline import pipeline
 from ttbuild.backend.ttgir.remove_layout_conversions import remove_layout_conversions
 from ttbuild.backend.ttgir.sink_operand_tiles import sink_operand_tiles
+from ttbuild.backend.ttgir.split_rows import split_rows
 from ttbuild.backend.ttgir.tma_lowering import lower_tma
 from ttbuild.backend.ttgir.transpose_loads import transpose_loads
 from ttbuild.errors import CompilationError, TTBuildError
 from ttbuild.options import Options
 
 # (name, fn(module, options)): in the order the ttgir stage runs them (Triton's make_ttgir:
-# coalesce, accelerate_matmul, remove_layout_conversions, ..., pipeline, tma_lowering; transpose_loads is ours).
+# coalesce, accelerate_matmul, remove_layout_conversions, ..., pipeline, tma_lowering; split_rows and transpose_loads are ours).
 PASSES = (
+    ("split_rows", lambda module, o: split_rows(module, o.num_warps)),
     ("transpose_loads", lambda module, o: transpose_loads(module)),
     ("coalesce", lambda module, o: assign(module, o.num_warps)),
     ("accelerate_matmul", lambda module, o: accelerate(module, o.num_warps, o.target_info.capability,

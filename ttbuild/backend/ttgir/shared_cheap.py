@@ -1,4 +1,4 @@
-"""Layout assignment helper: a value that costs nothing to recompute (a range, a splat, a mask computed from them) does not tie the layouts of the unrelated ops that share it; each takes it rebuilt in its own layout.
+"""Layout assignment helper: a value computed for nothing (a range, a splat, a mask of them) shared by unrelated ops does not tie their layouts; each gets it rebuilt in its own.
 
 Triton's Coalesce gives every memory op its own layout, and RemoveLayoutConversions then rebuilds such
 values in each layout their users need (backward rematerialization). ttbuild's layout assignment

@@ -30,3 +30,14 @@ def assert_ptxas_accepts(ptx_text: str, tmp_path) -> None:
     proc = subprocess.run([str(exe), "-arch=sm_90a", str(src), "-o", str(tmp_path / "k.cubin")],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def ptxas_verbose(ptx: bytes, tmp_path) -> str:
+    """ptxas -v's report (stderr) for sm_90a: registers, stack frame, spill stores/loads, C75xx warnings."""
+    from ttbuild.toolchain import ptxas_path
+
+    src = tmp_path / "k.ptx"
+    src.write_bytes(ptx)
+    proc = subprocess.run([str(ptxas_path()), "-arch=sm_90a", "-v", str(src), "-o", str(tmp_path / "k.cubin")],
+                          capture_output=True, text=True, check=True)
+    return proc.stderr

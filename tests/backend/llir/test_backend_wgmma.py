@@ -9,12 +9,12 @@ spills, and Triton (optional oracle) accepting our TTGIR.
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 from filecheck_util import filecheck
 from oracle import run_triton
+from ptx_util import ptxas_verbose
 
 import ttbuild
 from ttbuild.backend.analysis.mma_layout import nvmma_for_operand
@@ -219,20 +219,10 @@ def test_64b_swizzle_descriptor_as_triton():
     assert {0x8000002000000000, 0x4000004001000000} <= consts
 
 
-def _ptxas_v(ptx: bytes, tmp_path) -> str:
-    from ttbuild.toolchain import ptxas_path
-
-    src = tmp_path / "k.ptx"
-    src.write_bytes(ptx)
-    proc = subprocess.run([str(ptxas_path()), "-arch=sm_90a", "-v", str(src), "-o", str(tmp_path / "k.cubin")],
-                          capture_output=True, text=True, check=True)
-    return proc.stderr
-
-
 @pytest.mark.parametrize("cfg", [(128, 256, 64, 8, 3), (128, 128, 64, 4, 4)])
 def test_ptxas_no_spills(cfg, tmp_path):
     """The 128 (w8) and 128 (w4) fp32 accumulators per thread stay in registers."""
-    info = _ptxas_v(matmul(*cfg)["ptx"], tmp_path)
+    info = ptxas_verbose(matmul(*cfg)["ptx"], tmp_path)
     assert "0 bytes spill stores" in info and "0 bytes spill loads" in info, info
 
 
@@ -289,7 +279,7 @@ def test_attention_forward_fits_as_triton(name, regs, tmp_path):
     v = {x["name"]: x for x in tomllib.loads((kdir / "variants.toml").read_text())["variant"]}[name]
     ptx = ttbuild.compile(kdir / v["file"], kernel=v["kernel"], signature=v["signature"], constexprs=v["constexprs"],
                           num_warps=v["num_warps"], num_stages=v["num_stages"], until="ptx")["ptx"]
-    info = _ptxas_v(ptx, tmp_path)
+    info = ptxas_verbose(ptx, tmp_path)
     assert "0 bytes spill stores" in info and "0 bytes spill loads" in info, info
     assert int(re.search(r"Used (\d+) registers", info).group(1)) <= regs + 4, info
 
@@ -360,7 +350,7 @@ CHECK: "scf.yield"
     # the rows of M and Delta feed the dots through the softmax and dS: pipelined as well (plain rings)
     assert len(loops) == 2 and all('"tt.load"' not in body for body in loops), [b.count('"tt.load"') for b in loops]
     assert text.count("!ttg.memdesc<5x32xf32") >= 2, "M and Delta rings (the loop's S slots; Triton: S - 1)"
-    info = _ptxas_v(ttbuild.compile(kdir / v["file"], kernel=v["kernel"], signature=v["signature"],
+    info = ptxas_verbose(ttbuild.compile(kdir / v["file"], kernel=v["kernel"], signature=v["signature"],
                                     constexprs=v["constexprs"], num_warps=v["num_warps"],
                                     num_stages=v["num_stages"], until="ptx")["ptx"], tmp_path)
     spill = int(re.search(r"(\d+) bytes spill stores", info).group(1))
@@ -385,7 +375,7 @@ def test_no_wgmma_serialization(name, tmp_path):
         ptx = ttbuild.compile(kdir / v["file"], kernel=v["kernel"], signature=v["signature"],
                               constexprs=v["constexprs"], num_warps=v["num_warps"], num_stages=v["num_stages"],
                               until="ptx")["ptx"]
-    info = _ptxas_v(ptx, tmp_path)
+    info = ptxas_verbose(ptx, tmp_path)
     assert "C7515" not in info, info
 
 
@@ -427,7 +417,7 @@ def test_fp8_partial_accumulation(name, chunks, adds, tmp_path):
     assert sum(p in zero for p in scale_d) == chunks  # scale-d false: a partial sum starts
     assert len(re.findall(r"\badd\.(?:rn\.)?f32\b", loop)) == adds
     assert loop.count("wgmma.wait_group.sync.aligned 0") == chunks
-    info = _ptxas_v(out["ptx"], tmp_path)
+    info = ptxas_verbose(out["ptx"], tmp_path)
     assert "0 bytes spill stores" in info and "C75" not in info, info
     if chunks:
         p = tmp_path / f"{name}.ttgir"

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import tomllib
+from ptx_util import ptxas_verbose
 
 import ttbuild
 from ttbuild.backend import mlir_util as mu
@@ -131,22 +132,12 @@ def _tiles_across_loops(ttgir: bytes | str) -> list[str]:
         return out
 
 
-def _ptxas_v(ptx: bytes, tmp_path) -> str:
-    from ttbuild.toolchain import ptxas_path
-
-    src = tmp_path / "k.ptx"
-    src.write_bytes(ptx)
-    proc = subprocess.run([str(ptxas_path()), "-arch=sm_90a", "-v", str(src), "-o", str(tmp_path / "k.cubin")],
-                          capture_output=True, text=True, check=True)
-    return proc.stderr
-
-
 @pytest.mark.parametrize("name,bound", [("attn_bwd_d128", 256), ("attn_bwd_d128_causal", 1024)])
 def test_ptxas_keeps_the_wgmmas_in_flight(name, bound, tmp_path):
     """ptxas -v: no C7512 (wgmma serialized for registers) and spills bounded: 168 / 940 bytes
     today, all outside the loops (scalars kept across them, the causal form's seam between its
     two pipelined loops); 1192 / 1840 unsplit, Triton 3.6's build of the same config 2692 / 2404."""
-    info = _ptxas_v(_compile(name, "ptx"), tmp_path)
+    info = ptxas_verbose(_compile(name, "ptx"), tmp_path)
     assert "C75" not in info, info
     spill = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", info)
     assert int(spill.group(1)) <= bound and int(spill.group(2)) <= bound + bound // 2, info
@@ -213,7 +204,7 @@ def test_no_spill_and_wgmmas_in_flight_in_the_loops(name, loops, tmp_path):
     """In the SASS, no loop spills or reloads (unsplit: 86 STL / 93 LDL in the dK/dV loop) and each
     waits for its wgmmas twice per iteration, the waits the TTGIR places (unsplit: a
     WARPGROUP.DEPBAR after each of the 40 HGMMAs, ptxas's serialization)."""
-    _ptxas_v(_compile(name, "ptx"), tmp_path)
+    ptxas_verbose(_compile(name, "ptx"), tmp_path)
     bodies = [b for b in _loops(tmp_path / "k.cubin") if "HGMMA" in b]
     assert len(bodies) == loops
     for b in bodies:
@@ -263,5 +254,5 @@ def test_matmul_128x256_on_4_warps_computes_the_same():
 def test_matmul_128x256_on_4_warps_fits(tmp_path):
     """The same config through ptxas: no spill and no C75xx (unsplit: 1312 bytes of spills and
     C7511, wgmma serialized)."""
-    info = _ptxas_v(_matmul_w4("ptx"), tmp_path)
+    info = ptxas_verbose(_matmul_w4("ptx"), tmp_path)
     assert "C75" not in info and "0 bytes spill stores" in info, info

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 35  # a cheap value computed outside loops and shared by unrelated ops is rebuilt per layout; stored carried pointers stay coalesced
+VERSION = 35  # shared cheap values rebuilt per layout
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

@@ -195,6 +195,11 @@ def tensordesc_block(t, stage: str = "ttgir", signed: bool = False) -> tuple[tup
     return tuple(int(s) for s in m.group(1).split("x")), elem
 
 
+def is_tensor(v: ir.Value) -> bool:
+    """Whether `v` is a ranked tensor (not a scalar, pointer or memdesc)."""
+    return isinstance(v.type, ir.RankedTensorType)
+
+
 def shape_of(t: ir.Type) -> tuple[int, ...]:
     """The shape of a ranked tensor type; () for a scalar type."""
     return tuple(ir.RankedTensorType(t).shape) if isinstance(t, ir.RankedTensorType) else ()

@@ -59,10 +59,6 @@ class _UF:
             self.parent[rb] = ra
 
 
-def _is_tensor(v) -> bool:
-    return isinstance(v.type, mu.ir.RankedTensorType)
-
-
 def _terminator(region):
     blk = region.blocks[0]
     ops = list(blk.operations)
@@ -153,7 +149,7 @@ class _Assigner:
         _split_constants(self.func)
         body = self.func.regions[0].blocks[0]
         for a in body.arguments:
-            if _is_tensor(a):
+            if mu.is_tensor(a):
                 self.values.append(a)
         for op in walk(self.func, skip_regions_of=SCALAR_REGIONS):  # combiners hold scalars
             self._op(op)
@@ -172,7 +168,7 @@ class _Assigner:
                     self.uf.union(x, o.results[0])
             else:
                 self.split_bcasts.extend(o for _, o in pairs)
-        demanded = [r for op, _ in self.reduces for r in op.results if _is_tensor(r)]
+        demanded = [r for op, _ in self.reduces for r in op.results if mu.is_tensor(r)]
         demanded += [op.operands[0] for op, _ in self.expands] + [op.results[0] for op, _ in self.transes]
         demanded += [op.operands[0] for op in self.split_bcasts]
         demanded += [p for ptrs in self.mem.values() for p in ptrs]
@@ -181,7 +177,7 @@ class _Assigner:
     def _op(self, op):
         name = op.operation.name
         for r in op.results:
-            if _is_tensor(r):
+            if mu.is_tensor(r):
                 self.values.append(r)
                 self.uf.find(r)
         for region in op.regions:
@@ -189,13 +185,13 @@ class _Assigner:
                 break
             for blk in region.blocks:
                 for a in blk.arguments:
-                    if _is_tensor(a):
+                    if mu.is_tensor(a):
                         self.values.append(a)
                         self.uf.find(a)
         u = self.uf.union
-        tens = [v for v in list(op.operands) + list(op.results) if _is_tensor(v)]
+        tens = [v for v in list(op.operands) + list(op.results) if mu.is_tensor(v)]
         if name == TT.REDUCE:
-            ins, outs = list(op.operands), [r for r in op.results if _is_tensor(r)]
+            ins, outs = list(op.operands), [r for r in op.results if mu.is_tensor(r)]
             for v in ins[1:]:
                 u(ins[0], v)
             for v in outs[1:]:
@@ -215,7 +211,7 @@ class _Assigner:
             args = op.regions[0].blocks[0].arguments
             y = _terminator(op.regions[0])
             for i, r in enumerate(op.results):
-                if _is_tensor(r):
+                if mu.is_tensor(r):
                     u(r, op.operands[3 + i])
                     u(r, args[1 + i])
                     u(r, y.operands[i])
@@ -224,17 +220,17 @@ class _Assigner:
                 if len(region.blocks):
                     y = _terminator(region)
                     for i, r in enumerate(op.results):
-                        if _is_tensor(r):
+                        if mu.is_tensor(r):
                             u(r, y.operands[i])
         elif name == SCF.WHILE:
             before, after = op.regions[0].blocks[0], op.regions[1].blocks[0]
             cond, yld = _terminator(op.regions[0]), _terminator(op.regions[1])
             for i, a in enumerate(before.arguments):
-                if _is_tensor(a):
+                if mu.is_tensor(a):
                     u(a, op.operands[i])
                     u(a, yld.operands[i])
             for i, r in enumerate(op.results):
-                if _is_tensor(r):
+                if mu.is_tensor(r):
                     u(r, cond.operands[1 + i])
                     u(r, after.arguments[i])
         elif name not in NO_UNION and tens:
@@ -243,7 +239,7 @@ class _Assigner:
                 tens = self.loose.defer(op, tens)
                 for v in tens[1:]:
                     u(tens[0], v)
-        if name in MEMORY_OPS and _is_tensor(op.operands[0]):
+        if name in MEMORY_OPS and mu.is_tensor(op.operands[0]):
             ptr = op.operands[0]
             self.mem.setdefault(self.uf.find(ptr), []).append(ptr)
             if isinstance(ptr, mu.ir.OpResult) and ptr.owner.name == TT.TRANS:
@@ -266,7 +262,7 @@ class _Assigner:
         demand: dict = {}  # root -> (dim, parent root)
         for op, ax in self.reduces:
             for r in op.results:
-                if _is_tensor(r):
+                if mu.is_tensor(r):
                     demand.setdefault(self.uf.find(r), (ax, self.uf.find(op.operands[0])))
         for op, d in self.expands:
             demand.setdefault(self.uf.find(op.operands[0]), (d, self.uf.find(op.results[0])))
@@ -378,7 +374,7 @@ def _split_constants(func) -> None:
     K^T and V loads one `other = 0.0`) would tie their layout groups together; a splat costs
     nothing to have in several layouts (Triton rematerializes constants the same way)."""
     for op in walk(func, skip_regions_of=SCALAR_REGIONS):
-        if op.name != ARITH.CONSTANT or not _is_tensor(op.results[0]):
+        if op.name != ARITH.CONSTANT or not mu.is_tensor(op.results[0]):
             continue
         attr = op.attributes["value"]
         if not isinstance(attr, mu.ir.DenseElementsAttr) or not attr.is_splat:
@@ -421,7 +417,7 @@ def assign(module, num_warps: int, threads_per_warp: int = 32) -> dict[tuple[int
         for op, ax in a.reduces:
             src = chosen.get(op.operands[0])
             for r in op.results:
-                if not _is_tensor(r):
+                if not mu.is_tensor(r):
                     continue
                 need = Slice(ax, src)
                 have = chosen[r]

@@ -63,10 +63,6 @@ def _remap_layout(layout, old, new):
     return None
 
 
-def _is_tensor(v) -> bool:
-    return isinstance(v.type, ir.RankedTensorType)
-
-
 def _layout(v):
     enc = mu.encoding_str(v.type)
     try:
@@ -106,7 +102,7 @@ class _Slice:
             if op.name == TT.REDUCE:
                 self.reduces += 1
             for r in op.results:
-                if _is_tensor(r):
+                if mu.is_tensor(r):
                     self.add(r)
 
     def add_loop(self, loop, i: int) -> None:
@@ -149,7 +145,7 @@ class _Slice:
         seen = {op.operands[i] for op, i in self.boundary}
         if sum(mu.nbytes(v.type) for v in seen) >= mu.nbytes(self.root.results[0].type):
             return False
-        return all(w in self.keys or not _is_tensor(w) or _cheap_in(w)
+        return all(w in self.keys or not mu.is_tensor(w) or _cheap_in(w)
                    for op in self.ops for w in op.operands)
 
     def feasible(self) -> bool:
@@ -183,7 +179,7 @@ def _cheap_in(v, depth: int = 0) -> bool:
         attr = op.attributes["value"] if op.name == ARITH.CONSTANT else None
         return attr is None or (isinstance(attr, ir.DenseElementsAttr) and attr.is_splat)
     if op.name in _VIEWS or op.name == TTG.CONVERT_LAYOUT or (is_elementwise(op.name) and _cheap_twice(v)):
-        return all(not _is_tensor(w) or _cheap_in(w, depth + 1) for w in op.operands)
+        return all(not mu.is_tensor(w) or _cheap_in(w, depth + 1) for w in op.operands)
     return False
 
 
@@ -301,7 +297,7 @@ class _Remat:
         if name == TT.BROADCAST or (is_elementwise(name) and len(op.results) == 1 and _cheap_twice(v)):
             new = {}
             for i, w in enumerate(op.operands):
-                if _is_tensor(w):
+                if mu.is_tensor(w):
                     new[i] = self.rebuild(w, layout, depth + 1)
                     if new[i] is None:
                         return None
@@ -368,7 +364,7 @@ def _rewrite(sl: _Slice, remat: _Remat) -> None:
         v.set_type(new_types[v])
     for op in sl.ops:
         for i, w in enumerate(op.operands):
-            if _is_tensor(w) and w not in sl.keys:
+            if mu.is_tensor(w) and w not in sl.keys:
                 op.operands[i] = remat.get(w, _required(op, i))
     for loop, i in sl.loops:
         want = _layout(loop.results[i])
@@ -445,7 +441,7 @@ def relayout_replicated_stores(func, remat: _Remat, num_warps: int, threads_per_
     n = 0
     threads = threads_per_warp * num_warps
     for op in walk(func):
-        if op.name != TT.STORE or not _is_tensor(op.operands[0]) or not _is_vector(op.operands[0].type):
+        if op.name != TT.STORE or not mu.is_tensor(op.operands[0]) or not _is_vector(op.operands[0].type):
             continue
         shape = tuple(mu.shape_of(op.operands[0].type))
         lay = _layout(op.operands[0])
@@ -457,7 +453,7 @@ def relayout_replicated_stores(func, remat: _Remat, num_warps: int, threads_per_
         want = default_blocked(shape, num_warps, 1, threads_per_warp,
                                (fast,) + tuple(d for d in reversed(range(len(shape))) if d != fast))
         for i, w in enumerate(op.operands):
-            if not _is_tensor(w):
+            if not mu.is_tensor(w):
                 continue
             src = _converted_from(w)
             at_src = remat.rebuild(w, src) if src is not None else None
@@ -487,7 +483,7 @@ def _converted_from(v):
             return True
         if not (is_elementwise(op.name) and len(op.results) == 1):
             return False
-        return all(not _is_tensor(x) or visit(x, d + 1) for x in op.operands)
+        return all(not mu.is_tensor(x) or visit(x, d + 1) for x in op.operands)
 
     if not visit(v, 0) or len(found) != 1:
         return None

@@ -24,10 +24,6 @@ _DEPTH = 8  # as _Remat's rebuild depth: what is cheap here is what it rebuilds
 _MEMORY_OPS = (TT.LOAD, TT.STORE, TT.ATOMIC_RMW, TT.ATOMIC_CAS)
 
 
-def _is_tensor(v) -> bool:
-    return isinstance(v.type, mu.ir.RankedTensorType)
-
-
 def _vector(v) -> bool:
     return sum(1 for d in mu.shape_of(v.type) if d > 1) <= 1
 
@@ -57,7 +53,7 @@ def _height(v, budget: int) -> int:
         return 0
     if name in (TT.EXPAND_DIMS, TT.BROADCAST) or (
             is_elementwise(name) and len(op.results) == 1 and (_vector(v) or len(list(v.uses)) == 1)):
-        return 1 + max((_height(w, budget - 1) for w in op.operands if _is_tensor(w)), default=0)
+        return 1 + max((_height(w, budget - 1) for w in op.operands if mu.is_tensor(w)), default=0)
     return budget + 1
 
 
@@ -81,7 +77,7 @@ class Loose:
         """The values of union op `op` (its tensors `tens`) that form its group; its cheap operands are
         recorded instead (a memory op's pointer always stays: its group is coalesced on it)."""
         operands = list(op.operands)
-        loose = [i for i, w in enumerate(operands) if _is_tensor(w) and self.cheap(w) and not _in_loop(w)
+        loose = [i for i, w in enumerate(operands) if mu.is_tensor(w) and self.cheap(w) and not _in_loop(w)
                  and not (i == 0 and op.name in _MEMORY_OPS)]
         anchors = [v for v in tens if not any(v == operands[i] for i in loose)]
         if not anchors or not loose:

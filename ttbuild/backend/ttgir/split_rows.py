@@ -27,7 +27,7 @@ from __future__ import annotations
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.ir.builders import create
 from ttbuild.backend.ir.ops import ARITH, SCF, TT
-from ttbuild.backend.ir.optraits import is_elementwise, is_pure
+from ttbuild.backend.ir.optraits import erase_dead, is_elementwise, is_pure, walk
 
 ir = mu.ir
 
@@ -68,7 +68,7 @@ def split_rows(module, num_warps: int) -> int:
             except _Refuse:
                 continue
             plan.apply()
-            _dce(block)
+            erase_dead(func, removable=_unused_leaf)
             _sink_past_loops(block)
             done += 1
     return done
@@ -243,7 +243,7 @@ class _Plan:
                 raise _Refuse("rows from a nested op outside the region")
         self._check_aliasing()
         for op in self.region:
-            for inner in [op, *_walk_op(op)]:
+            for inner in [op, *walk(op)]:
                 name = inner.name
                 if name == TT.STORE and not any(x in self.S for x in inner.operands):
                     raise _Refuse("a store of the region without rows would run once per block")
@@ -255,7 +255,7 @@ class _Plan:
         pointer arguments of the kernel than the loads moved (Triton's pipeliner, which issues
         the next iteration's loads before this one's stores, assumes as much)."""
         loads, stores = set(), set()
-        moved = [o for op in self.region for o in [op, *_walk_op(op)]]
+        moved = [o for op in self.region for o in [op, *walk(op)]]
         moved += [v.owner.operation for v in self.S - self.F if isinstance(v, ir.OpResult)]
         for op in moved:
             if op.name in _MEM:
@@ -270,7 +270,7 @@ class _Plan:
     def _need_full(self) -> set:
         """Values of the region that must also exist whole (an untagged op, a dot's B operand, an
         untagged iter_arg reads them). Raises _Refuse when such a value is carried by rows."""
-        inside = {o for op in self.region for o in [op, *_walk_op(op)]}
+        inside = {o for op in self.region for o in [op, *walk(op)]}
         todo = []
         for op in inside:
             if op.name == SCF.YIELD:
@@ -321,7 +321,7 @@ class _Plan:
         """Top-level pure ops outside the region whose tensors the region reads (pointer tiles,
         masks): made again before each block, so that none is live across another block's loop."""
         rset, out = set(self.region), set()
-        todo = [x for op in self.region for inner in [op, *_walk_op(op)] for x in inner.operands]
+        todo = [x for op in self.region for inner in [op, *walk(op)] for x in inner.operands]
         while todo:
             x = todo.pop()
             if not (isinstance(x, ir.OpResult) and _shape(x)):
@@ -465,35 +465,13 @@ def _top(op, pos):
     return op
 
 
-def _dce(block) -> None:
-    """Erase ops of `block` (and nested) left without users: pure ones and non-volatile loads
-    (the unsplit originals of the leaves)."""
-    changed = True
-    while changed:
-        changed = False
-        for op in reversed(list(_walk(block))):
-            if len(op.regions) or any(True for r in op.results for _ in r.uses) or not len(op.results):
-                continue
-            if is_pure(op.name) or (op.name == TT.LOAD and not _volatile(op)):
-                op.erase()
-                changed = True
+def _unused_leaf(op) -> bool:
+    """What erase_dead may take after a split: a pure op or a non-volatile load (the unsplit
+    originals of the leaves), one with results and no regions."""
+    return bool(len(op.results)) and not len(op.regions) and (
+        is_pure(op.name) or (op.name == TT.LOAD and not _volatile(op)))
 
 
 def _volatile(load) -> bool:
     v = mu.props(load).get("isVolatile")
     return v is not None and ir.BoolAttr(v).value
-
-
-def _walk_op(op):
-    for region in op.regions:
-        for b in region.blocks:
-            yield from _walk(b)
-
-
-def _walk(block):
-    for op in block.operations:
-        op = op.operation
-        yield op
-        for region in op.regions:
-            for b in region.blocks:
-                yield from _walk(b)

@@ -28,7 +28,7 @@ from ttbuild.backend.ir.encodings import Blocked, Slice, parse_encoding
 from ttbuild.backend.ir.ops import ARITH, SCF, TT, TTG
 from ttbuild.backend.ir.optraits import SCALAR_REGIONS, erase_dead, walk
 from ttbuild.backend.ir.types import tensor_in
-from ttbuild.backend.ttgir.remove_layout_conversions import _Remat
+from ttbuild.backend.ttgir.remove_layout_conversions import Remat
 from ttbuild.backend.ttgir.shared_cheap import Loose
 
 MEMORY_OPS = (TT.LOAD, TT.STORE, TT.ATOMIC_RMW, TT.ATOMIC_CAS)
@@ -449,7 +449,7 @@ def assign(module, num_warps: int, threads_per_warp: int = 32) -> dict[tuple[int
             convert_operand(op, 0, tensor_in(x, need))
         for op in a.joins:
             _fit_join(op, num_warps, threads_per_warp)
-        a.loose.rebuild(func, chosen.get, _Remat(func.location))  # last: it erases the copies it leaves unused
+        a.loose.rebuild(func, chosen.get, Remat(func.location))  # last: it erases the copies it leaves unused
         _fold_chains(func)
     return out
 

@@ -168,7 +168,7 @@ def _is_vector(t) -> bool:
 
 def _cheap_in(v, depth: int = 0) -> bool:
     """Whether `v`, an operand from outside a slice, reaches the slice's layout without a tile
-    conversion: a vector (converting it moves little), or what _Remat rebuilds (constants,
+    conversion: a vector (converting it moves little), or what Remat rebuilds (constants,
     splats, ranges, views, conversions, elementwise ops on those)."""
     if _is_vector(v.type):
         return True
@@ -233,7 +233,7 @@ def _cheap_twice(v) -> bool:
     return _is_vector(v.type) or len(list(v.uses)) == 1
 
 
-class _Remat:
+class Remat:
     """Values in a wanted encoding, rebuilt where they were defined when that is cheap
     (constants, splats, ranges, views, conversions, elementwise ops that are cheap to compute twice, recursively),
     else converted right after their definition."""
@@ -357,7 +357,7 @@ def _required(op, i: int):
     return res
 
 
-def _rewrite(sl: _Slice, remat: _Remat) -> None:
+def _rewrite(sl: _Slice, remat: Remat) -> None:
     old_types = {v: v.type for v in sl.values}
     new_types = {v: sl.new_type(v) for v in sl.values}
     for v in sl.values:
@@ -392,14 +392,14 @@ def _mma_derived(layout) -> bool:
 
 
 def _unit_reshape_of(conv) -> bool:
-    """Whether `conv` converts a tt.reshape result that _Remat._unit_reshape may rebuild."""
+    """Whether `conv` converts a tt.reshape result that Remat._unit_reshape may rebuild."""
     v = conv.operands[0]
     return not isinstance(v, ir.BlockArgument) and v.owner.name == TT.RESHAPE and _is_vector(v.type)
 
 
-def fold_conversions(func, remat: _Remat, only_reshapes: bool = False) -> int:
+def fold_conversions(func, remat: Remat, only_reshapes: bool = False) -> int:
     """Conversions that convert nothing are dropped, and those whose operand is cheap to
-    recompute (see _Remat) are replaced by the recomputation in the result's layout: the ones
+    recompute (see Remat) are replaced by the recomputation in the result's layout: the ones
     from or to a tensor-core layout (or a slice of one) and, since they sit in the dot loop of a
     tensor-core kernel, those of vectors (a mask row needed along another dimension would
     otherwise cross shared memory with two barriers every iteration; Triton's backward
@@ -417,7 +417,7 @@ def fold_conversions(func, remat: _Remat, only_reshapes: bool = False) -> int:
         if not (_mma_derived(src) or _mma_derived(dst) or vector) or (only_reshapes and not _unit_reshape_of(op)):
             continue
         new = op.operands[0] if op.operands[0].type == op.results[0].type else remat.rebuild(op.operands[0], dst)
-        if new is None or new == op.results[0]:  # (a conversion _Remat made: it is the rebuild)
+        if new is None or new == op.results[0]:  # (a conversion Remat made: it is the rebuild)
             continue
         op.results[0].replace_all_uses_with(new)
         op.erase()
@@ -429,10 +429,10 @@ def fold_conversions(func, remat: _Remat, only_reshapes: bool = False) -> int:
 _REPLICATION_LIMIT = 4
 
 
-def relayout_replicated_stores(func, remat: _Remat, num_warps: int, threads_per_warp: int = 32) -> int:
+def relayout_replicated_stores(func, remat: Remat, num_warps: int, threads_per_warp: int = 32) -> int:
     """A `tt.store` of a vector whose layout gives every thread many copies of each element is
     re-laid in the default 1-D blocked layout: its pointers, mask and value are rebuilt there
-    (see _Remat; what is not cheap is converted where it is defined). Attention's row statistics
+    (see Remat; what is not cheap is converted where it is defined). Attention's row statistics
     M (`m_i + log2(l_i)`, 128 rows) took the slice of the score tile's layout, which puts 64 rows
     in every thread: each thread computed 64 logarithms and issued 64 stores. Triton's Coalesce
     gives every memory op its own coalesced layout and converts the operands to it
@@ -538,7 +538,7 @@ def remove_layout_conversions(module, num_warps: int) -> int:
     rewritten plus shortcuts taken."""
     n = 0
     for func in [op for op in module.body.operations if op.operation.name == TT.FUNC]:
-        remat = _Remat(func.location)
+        remat = Remat(func.location)
         for conv, dst, src in _candidates(func):
             sl = _Slice(conv, dst, src)
             sl.collect()

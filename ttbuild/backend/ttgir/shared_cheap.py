@@ -11,7 +11,7 @@ user's group while the groups form (`Loose.defer`); afterwards a value whose use
 group joins it as before (no change for the usual kernel), and one shared by several groups joins those
 whose layout nothing decides, and is rebuilt in the layout of each group that its own memory ops or a
 use (a reduction's result, an expand_dims operand) decide (`Loose.rebuild`, through
-remove_layout_conversions._Remat).
+remove_layout_conversions.Remat).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.ir.ops import ARITH, SCF, TT
 from ttbuild.backend.ir.optraits import erase_dead, is_elementwise, is_pure
 
-_DEPTH = 8  # as _Remat's rebuild depth: what is cheap here is what it rebuilds
+_DEPTH = 8  # as Remat's rebuild depth: what is cheap here is what it rebuilds
 _MEMORY_OPS = (TT.LOAD, TT.STORE, TT.ATOMIC_RMW, TT.ATOMIC_CAS)
 
 
@@ -68,7 +68,7 @@ class Loose:
     def cheap(self, v) -> bool:
         """Whether `v` is recomputed for nothing: a splat constant, tt.splat, tt.make_range, or a view or
         elementwise op (a vector's, or used once) over such values, at most _DEPTH ops above them (what
-        _Remat rebuilds); never a loop-carried value or a load."""
+        Remat rebuilds); never a loop-carried value or a load."""
         if v not in self.memo:
             self.memo[v] = _height(v, _DEPTH) <= _DEPTH
         return self.memo[v]

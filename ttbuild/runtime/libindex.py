@@ -188,9 +188,9 @@ class KernelGroup:
     def runs_on(self, capability) -> bool:
         """Whether a variant of the group runs on `capability` (an image for it, and the SM count of the GPU model
         a variant was built for, when the driver's Capability carries one: Variant.model_ok)."""
-        sms = getattr(capability, "sm_count", None)
         if self._variants is not None:
-            return any(best_image(v.images, capability) is not None and not v.model_ok(sms) for v in self._variants)
+            return any(v.runs_on(capability) for v in self._variants)
+        sms = getattr(capability, "sm_count", None)
         return any(best_image([Image(k, t, a, "") for k, t, a in r[4]], capability) is not None
                    and (sms is None or len(r) < 6 or r[5][1] == sms) for r in self._rows)
 

@@ -128,6 +128,11 @@ class Variant:
     # time (metadata "gpu"); None: nothing beyond the compute capability
     gpu: dict | None = field(default=None, hash=False, compare=False)
 
+    def runs_on(self, capability) -> bool:
+        """Whether an image of the variant runs on `capability` (best_image) and, where the driver's
+        Capability carries the device's SM count, the GPU model it was built for is that device's."""
+        return best_image(self.images, capability) is not None and not self.model_ok(getattr(capability, "sm_count", None))
+
     def model_ok(self, sm_count: int | None) -> str:
         """'' when the variant may run on a device with `sm_count` SMs (None: not known), else the reason: a
         variant built for a GPU model (its modules read the SM count or name) runs only on that model's SM

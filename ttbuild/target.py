@@ -106,8 +106,28 @@ class Target:
             return 101376
         return 98304
 
+    @property
+    def sm_residency(self) -> tuple[int, int]:
+        """(resident warps, resident CTAs) one SM holds (CUDA C++ Programming Guide, "Technical
+        Specifications per Compute Capability"): 64 / 32 on 7.0, 8.0, 9.0, 10.x; 32 / 16 on 7.5;
+        48 / 16 on 8.6 / 8.7; 48 / 24 on 8.9; 48 / 32 on 12.x. Every one has 64K 32-bit registers."""
+        return _SM_RESIDENCY.get(self.capability, (64, 32))
+
+    @classmethod
+    def from_arch(cls, arch: str) -> "Target":
+        """The CUDA target of a ptxas/LLVM arch: `sm_90a` -> cuda:90, `sm_86` -> cuda:86. Raises
+        TargetError for a name without a capability."""
+        match = re.fullmatch(r"sm_(\d{2,3})a?", arch)
+        if not match:
+            raise TargetError(f"must look like 'sm_90a' (a ptxas arch), got {arch!r}")
+        return cls("cuda", int(match.group(1)))
+
     def __str__(self) -> str:
         return f"{self.backend}:{self.capability}"
+
+
+# Capabilities whose SM holds other than 64 warps and 32 CTAs (Target.sm_residency).
+_SM_RESIDENCY = {75: (32, 16), 86: (48, 16), 87: (48, 16), 89: (48, 24), 120: (48, 32), 121: (48, 32)}
 
 
 DEFAULT_TARGET = Target("cuda", 90)

@@ -140,3 +140,19 @@ def test_norm_kernels_fit_as_many_ctas_per_sm_as_tritons_ptx(tmp_path):
         theirs, _ = kernel_resources(ptxas.assemble(Path(job["out"]).read_bytes()))
         threads = 32 * warps
         assert ptxas.ctas_per_sm(ours, threads) >= ptxas.ctas_per_sm(theirs, threads), (case, ours, theirs)
+
+
+@pytest.mark.parametrize("arch,residency", [
+    ("sm_90a", (64, 32)), ("sm_80", (64, 32)), ("sm_100a", (64, 32)), ("sm_75", (32, 16)),
+    ("sm_86", (48, 16)), ("sm_89", (48, 24)), ("sm_120a", (48, 32)),
+])
+def test_sm_residency_is_the_targets(arch, residency):
+    from ttbuild.target import Target
+    assert Target.from_arch(arch).sm_residency == residency
+
+
+@pytest.mark.parametrize("arch", ["90", "sm90", "compute_90", "sm_9"])
+def test_from_arch_refuses_other_spellings(arch):
+    from ttbuild.target import Target, TargetError
+    with pytest.raises(TargetError, match="sm_90a"):
+        Target.from_arch(arch)

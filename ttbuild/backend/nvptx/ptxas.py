@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ttbuild.backend.nvptx.cubin_info import kernel_resources
 from ttbuild.errors import ToolError
-from ttbuild.target import DEFAULT_TARGET
+from ttbuild.target import DEFAULT_TARGET, Target
 from ttbuild.toolchain import ptxas_path
 
 _REQNTID = re.compile(rb"^\.reqntid (\d+)(?:, 1, 1)?\s*$", re.M)
@@ -79,13 +79,7 @@ def _within_occupancy(ptx: bytes, arch: str, options) -> bytes:
     return other if not kernel_resources(other)[1] else plain
 
 
-# Per SM, by compute capability: (resident warps, resident CTAs) (CUDA C++ Programming Guide,
-# "Compute Capabilities", technical specifications); every one has 64K 32-bit registers,
-# allocated per warp in units of 256 (8 a thread).
-_SM_LIMITS = {75: (32, 16), 86: (48, 16), 87: (48, 16), 89: (48, 24), 120: (48, 32), 121: (48, 32)}
-_DEFAULT_LIMITS = (64, 32)  # 7.0, 8.0, 9.0, 10.x
-
-
+# Registers are allocated per warp in units of 256 (8 a thread); every capability has 64K a SM.
 def _granule(regs: int) -> int:
     return -(-max(regs, 1) // 8) * 8
 
@@ -93,7 +87,7 @@ def _granule(regs: int) -> int:
 def ctas_per_sm(regs: int, threads: int, arch: str = DEFAULT_TARGET.arch) -> int:
     """CTAs of `threads` threads that fit on one SM of `arch` (`sm_90a`) at `regs` registers a
     thread, by registers, resident warps and resident CTAs (shared memory not counted)."""
-    max_warps, max_ctas = _SM_LIMITS.get(_capability(arch), _DEFAULT_LIMITS)
+    max_warps, max_ctas = Target.from_arch(arch).sm_residency
     warps = -(-threads // 32)
     by_regs = 65536 // (_granule(regs) * 32) // warps
     return min(by_regs, max_warps // warps, max_ctas)
@@ -106,11 +100,6 @@ def occupancy_cap(regs: int, threads: int, given: int, arch: str = DEFAULT_TARGE
     ctas = max(1, ctas_per_sm(regs, threads, arch))
     warps = -(-threads // 32)
     return min(given, 255, 65536 // (ctas * warps * 32) // 8 * 8)
-
-
-def _capability(arch: str) -> int:
-    digits = "".join(c for c in arch if c.isdigit())
-    return int(digits) if digits else 0
 
 
 def register_retry(ptx: bytes, regs: int, frame: int, options=()) -> bytes | None:

@@ -13,8 +13,11 @@ times in ms, and `miss` when a launch fell back to Triton (then both sides ran T
 leave it out). At exit a table gives x Triton = Triton's ms / served ms (above 1: faster).
 
 `--profile` adds, per measurement, each side's summed kernel time with L2 flushed as do_bench
-flushes it (`device_ms`) and host time per call (`host_ms`, round-robin): when served and Triton's kernels take the same GPU time but do_bench
-differs, the launch path is what is slower.
+flushes it (`device_ms`: the median over `--rounds` rounds, the two sides alternated ABBA so that
+clock and thermal drift fall on both alike) and host time per call (`host_ms`, round-robin): when
+served and Triton's kernels take the same GPU time but do_bench differs, the launch path is what
+is slower. `--control` times Triton against itself (serving paused on both sides): the ratios it
+reports are the measurement's own noise and order bias, to read the real table against.
 
 Usage (GPU; Triton and torch installed):
     python benchmarks/bench_served.py --library ARTIFACTS [--out FILE] [--label EXPR ...] [--repeats 2] -- SCRIPT.py [ARGS...]
@@ -67,7 +70,22 @@ def device_ms(fn, n: int = 10) -> float:
     return (totals[0] - totals[1]) / n / 1000
 
 
-def host_ms(server, fn, reps: int = 15) -> tuple[float, float]:
+def device_pair(server, fn, rounds: int = 5, control: bool = False) -> tuple[float, float]:
+    """(served, Triton) GPU ms per call of `fn` (device_ms), each the median over `rounds` rounds;
+    the order alternates ABBA (Triton first in even rounds) so neither side always runs second.
+    With `control`, the "served" side runs with serving paused too (Triton against itself)."""
+    import statistics
+
+    times: dict = {False: [], True: []}
+    for r in range(rounds):
+        for paused in ((True, False) if r % 2 == 0 else (False, True)):
+            server.paused = paused or control
+            times[paused].append(device_ms(fn))
+    server.paused = False
+    return statistics.median(times[False]), statistics.median(times[True])
+
+
+def host_ms(server, fn, reps: int = 15, control: bool = False) -> tuple[float, float]:
     """(served, Triton) host wall time per call of `fn`, ms: the median over `reps` round-robin
     repetitions of k back-to-back calls / k without a synchronize inside (what the launching
     thread spends; k sized to about 5 ms of work, at most 50), a synchronize between them, the
@@ -85,7 +103,7 @@ def host_ms(server, fn, reps: int = 15) -> tuple[float, float]:
     times: dict = {False: [], True: []}
     for _ in range(reps):
         for paused in (False, True):
-            server.paused = paused
+            server.paused = paused or control
             t0 = time.perf_counter()
             for _ in range(k):
                 fn()
@@ -104,9 +122,10 @@ def median_of(result) -> float:
 class Recorder:
     """Wraps the server and `triton.testing.do_bench`; collects one row per timed call."""
 
-    def __init__(self, server, labels: list[str], repeats: int, out: str | None, profile: bool = False):
+    def __init__(self, server, labels: list[str], repeats: int, out: str | None, profile: bool = False,
+                 rounds: int = 5, control: bool = False):
         self.server, self.labels, self.repeats, self.rows = server, labels, repeats, []
-        self.profile = profile
+        self.profile, self.rounds, self.control = profile, rounds, control
         self.out = open(out, "a", encoding="utf-8") if out else None
         self.launched: set = set()
         self.missed = False
@@ -130,22 +149,19 @@ class Recorder:
         if not self.launched:
             return first
         kernels = sorted(self.launched)
-        served, triton_ms = [median_of(first)], []
+        served, triton_ms = ([] if self.control else [median_of(first)]), []
         self.server.paused = True
         try:
             fn()  # Triton's JIT compiles here, outside its timing
             for i in range(self.repeats):
                 self.server.paused = True
                 triton_ms.append(median_of(original(fn, *args, **kwargs)))
-                self.server.paused = False
-                if i + 1 < self.repeats:
+                self.server.paused = self.control
+                if i + 1 < self.repeats or self.control:
                     served.append(median_of(original(fn, *args, **kwargs)))
             if self.profile:
-                self.server.paused = True  # the loop above ends with serving on
-                triton_dev = device_ms(fn)
-                self.server.paused = False
-                served_dev = device_ms(fn)
-                served_host, triton_host = host_ms(self.server, fn)
+                served_dev, triton_dev = device_pair(self.server, fn, self.rounds, self.control)
+                served_host, triton_host = host_ms(self.server, fn, control=self.control)
         finally:
             self.server.paused = False
         row = {"kernels": kernels, "labels": {e: label_value(e, sys._getframe(1)) for e in self.labels},
@@ -193,6 +209,9 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=2, help="timed runs per side (default 2)")
     ap.add_argument("--profile", action="store_true",
                     help="also record each side's kernel (device) and launch (host) ms per call (torch.profiler)")
+    ap.add_argument("--rounds", type=int, default=5, help="alternated device-time rounds per side with --profile")
+    ap.add_argument("--control", action="store_true",
+                    help="time Triton against itself (both sides paused): the noise floor of the ratios")
     args = ap.parse_args(argv[:i])
     script, script_args = argv[i + 1], argv[i + 2:]
 
@@ -200,7 +219,8 @@ def main(argv=None) -> int:
 
     from ttbuild.runtime.serve import serve
 
-    rec = Recorder(serve(args.library, miss="warn"), args.label, args.repeats, args.out, args.profile)
+    rec = Recorder(serve(args.library, miss="warn"), args.label, args.repeats, args.out, args.profile,
+                   args.rounds, args.control)
     original = triton.testing.do_bench
     triton.testing.do_bench = lambda fn, *a, **k: rec.do_bench(original, fn, *a, **k)
     sys.argv = [script] + script_args

@@ -115,3 +115,80 @@ def test_autotune_reads_names_and_keyword_dicts_of_other_project_modules(tmp_pat
     with pytest.raises(CompilationError, match=r"`\*\*CACHE_KWARGS` must be a dict of names to literals") as e:
         load_variants(tmp)
     assert (e.value.loc.file, e.value.loc.line) == ("src/pkg/ops.py", 10)
+
+
+LOADED = '''import triton
+import triton.language as tl
+
+from pkg.loader import table
+
+
+@triton.autotune(configs=table.configs("copy"), key=["n"])
+@triton.jit
+def tuned(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+@triton.heuristics(table.heuristics("copy"))
+@triton.jit
+def heur(x_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr = False):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+'''
+
+# A config table a class reads from a data file at import: only running the module knows its values.
+LOADER = '''import json
+import os
+
+import triton
+
+
+class Table:
+    def __init__(self):
+        with open(os.path.join(os.path.dirname(__file__), "tuning.json")) as f:
+            self.data = json.load(f)
+
+    def configs(self, op):
+        return [triton.Config(c["META"], num_warps=c["num_warps"]) for c in self.data[op]]
+
+    def heuristics(self, op):
+        return {"BLOCK": lambda args: self.data[op][0]["META"]["BLOCK"]}
+
+
+table = Table()
+'''
+
+
+@pytest.mark.parametrize("row, built", [
+    ('kernel = "tuned"\nconstexprs = { BLOCK = 128 }\nnum_warps = 4\n', ["r"]),
+    ('kernel = "heur"\nconstexprs = { BLOCK = 128, EVEN = true }\n', ["r"]),
+    ('kernel = "heur"\nconstexprs = { BLOCK = 128 }\n', ["r"]),  # EVEN has a default
+])
+def test_rows_giving_every_value_need_no_unreadable_config_list(tmp_path, row, built):
+    """Issue 30: a configs list or heuristics dict from a project's loader (a class reading a data file) is
+    not readable statically; a row that gives the values itself, as `ttbuild record` writes them, builds."""
+    tmp = _list(tmp_path, f'[project]\nsource_roots = ["src"]\n\n[[variant]]\nname = "r"\nmodule = "pkg.ops"\n'
+                          f'signature = "*fp32:16,i32"\n{row}')
+    (tmp / "src" / "pkg" / "ops.py").write_text(LOADED)
+    (tmp / "src" / "pkg" / "loader.py").write_text(LOADER)
+    assert [v.name for v in load_variants(tmp)] == built
+
+
+@pytest.mark.parametrize("row, line, col, says", [
+    ('kernel = "tuned"\nconfigs = [0]\n', 7, 25, "cannot evaluate `table.configs('copy')` without running the file: "
+     "ttbuild reads autotune configs statically"),
+    ('kernel = "tuned"\nautotune = true\n', 7, 25, "this row takes its configs from that list (autotune / configs): "
+     "give the config's constexprs, num_warps and num_stages in the row instead"),
+    ('kernel = "heur"\n', 14, 19, "cannot read `triton.heuristics(table.heuristics('copy'))` without running the file"),
+    ('kernel = "heur"\nconstexprs = { EVEN = true }\n', 14, 19, "the row leaves `BLOCK` to it"),
+])
+def test_rows_that_need_an_unreadable_list_get_its_location(tmp_path, row, line, col, says):
+    tmp = _list(tmp_path, f'[project]\nsource_roots = ["src"]\n\n[[variant]]\nname = "r"\nmodule = "pkg.ops"\n'
+                          f'signature = "*fp32:16,i32"\n{row}')
+    (tmp / "src" / "pkg" / "ops.py").write_text(LOADED)
+    (tmp / "src" / "pkg" / "loader.py").write_text(LOADER)
+    with pytest.raises(CompilationError) as e:
+        load_variants(tmp)
+    assert says in e.value.message
+    assert (e.value.loc.file, e.value.loc.line, e.value.loc.col) == ("src/pkg/ops.py", line, col)

@@ -23,7 +23,7 @@ from ttbuild.pyeval.autotuner import ConfigValue
 from ttbuild.pyeval.evaluator import Evaluator
 from ttbuild.pyeval.heuristics import HeuristicError, check_expression, check_node, is_boolean
 from ttbuild.pyeval.modules import ProjectFunction
-from ttbuild.pyeval.values import Source, Target, dotted_name, is_none, resolve_name
+from ttbuild.pyeval.values import Source, Target, dotted_name, is_none, resolve_name, short
 
 __all__ = ["Config", "Autotune", "Heuristic", "Decorators", "read_decorators", "dotted_name", "resolve_name",
            "MAX_STEPS"]
@@ -70,6 +70,10 @@ class Autotune:
     reset_to_zero: tuple[str, ...] = ()
     restore_value: tuple[str, ...] = ()
     loc: Loc | None = field(default=None, compare=False)
+    # The located error of a configs list the static reader could not evaluate (a project's config
+    # loader, say; `configs` is then empty): raised only for a row that takes its values from the
+    # list, never for one that gives the config's constexprs and options itself (a recorded row).
+    unread: CompilationError | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True)
@@ -92,6 +96,12 @@ class Decorators:
 
     autotune: Autotune | None
     heuristics: tuple[Heuristic, ...]
+    # The located error of a `@triton.heuristics(values)` whose dict the reader could not read (no
+    # dict literal: a project's loader), with the kernel's constexpr parameters that have no default:
+    # a row giving each of them builds (Triton's Heuristics wrapper computes them at a served launch);
+    # a row leaving one out gets this error.
+    unread: CompilationError | None = field(default=None, compare=False)
+    required: tuple[str, ...] = ()
 
 
 class _Module:
@@ -385,7 +395,14 @@ class _Reader:
             warnings.warn(CompilerWarning("prune_configs_by is not evaluated: ttbuild tunes every config",
                                           loc=self.src.loc(args["prune_configs_by"])), stacklevel=4)
         node = args["configs"]
-        value = self.ev.eval(node, None)
+        # The names first: a configs list that exhausts the evaluator's steps leaves none for them.
+        key = self.names(args["key"], "key")
+        reset, restore = (self.names(args[n], n) if n in args and not is_none(args[n]) else ()
+                          for n in ("reset_to_zero", "restore_value"))
+        try:
+            value = self.ev.eval(node, None)
+        except CompilationError as e:  # only a row that takes a config from the list needs it (Autotune.unread)
+            return Autotune((), key, reset, restore, loc=self.src.loc(dec), unread=e)
         if not isinstance(value, (list, tuple)):
             raise self.src.error(node, f"autotune configs must be a list of triton.Config, not {type(value).__name__}")
         if len(value) > bounds.MAX_CONFIGS:  # each config is a variant, built and tuned: refuse a runaway list
@@ -396,9 +413,7 @@ class _Reader:
                 raise self.src.error(_element(node, i), f"autotune configs[{i}] is {cfg!r}, not a triton.Config")
         # Triton's Autotuner: no configs means one default Config({}, num_warps=4, num_stages=3, num_ctas=1).
         configs = tuple(value) or (Config({}, loc=self.src.loc(node)),)
-        reset, restore = (self.names(args[n], n) if n in args and not is_none(args[n]) else ()
-                          for n in ("reset_to_zero", "restore_value"))
-        return Autotune(configs, self.names(args["key"], "key"), reset, restore, loc=self.src.loc(dec))
+        return Autotune(configs, key, reset, restore, loc=self.src.loc(dec))
 
     def entries(self, dec: ast.Call) -> list[tuple[ast.Constant, ast.AST]]:
         """The (name node, function node) pairs of `triton.heuristics(values)`."""
@@ -448,6 +463,7 @@ class _Reader:
         reset_to_zero, restore_value and the heuristics' expressions. Raises a located CompilationError for a
         decorator called without arguments, arguments that need the running program, or an unsupported option."""
         tune, tune_index, found = None, None, []  # found: (decorator index, name node, function node)
+        unread = None  # the first heuristics decorator whose values are not a dict literal
         for i, dec in enumerate(self.fn.decorator_list):
             full = resolve_name(dotted_name(dec.func if isinstance(dec, ast.Call) else dec), self.module.imports)
             if full not in _AUTOTUNE | _HEURISTICS | _JIT and self.tuning is not None:
@@ -461,6 +477,13 @@ class _Reader:
             if not isinstance(dec, ast.Call):
                 raise self.src.error(dec, f"@{dotted_name(dec)} must be called with its arguments")
             if full in _HEURISTICS:
+                values = self.ev.bind_arguments(dec, ("values",), "triton.heuristics").get("values")
+                if values is not None and not isinstance(values, ast.Dict):
+                    unread = unread or self.src.error(values, "cannot read `triton.heuristics(" + short(values) + ")`"
+                                                      " without running the file: ttbuild reads a dict literal "
+                                                      "{'NAME': lambda args: ...}; give the row every value it "
+                                                      "computes instead")
+                    continue
                 found.extend((i, k, v) for k, v in self.entries(dec))
             elif tune is not None:
                 raise self.src.error(dec, "a kernel may carry one @triton.autotune")
@@ -489,7 +512,16 @@ class _Reader:
                     continue
                 raise self.src.error(_reading(tree, p) or node, f"heuristic `{h.name}` reads args[{p!r}], {why}")
             heuristics.append(h)
-        return Decorators(tune, tuple(heuristics))
+        required = tuple(p.arg for p, d in _with_defaults(self.fn) if p.arg in self.constexprs and d is None)
+        return Decorators(tune, tuple(heuristics), unread, required if unread else ())
+
+
+def _with_defaults(fn: ast.FunctionDef) -> list[tuple[ast.arg, ast.expr | None]]:
+    """Each parameter of `fn` with its default expression (None when it has none)."""
+    a = fn.args
+    positional = a.posonlyargs + a.args
+    defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
+    return list(zip(positional, defaults)) + list(zip(a.kwonlyargs, a.kw_defaults))
 
 
 def _reading(tree: ast.AST, name: str) -> ast.AST | None:

@@ -51,9 +51,9 @@ def decorators_of(kernels_dir: Path, rel: str, kernel: str, parse: dict | None =
         stamp = tuple((f, (kernels_dir / f).stat().st_mtime_ns) for f in sorted(parse["modules"].values()))
         found = _project_decorators(str(kernels_dir), rel, kernel, parse["module"], tuple(sorted(parse["modules"].items())),
                                     tuple(sorted(parse.get("env", {}).items())), (target, gpu), stamp)
-        return None if found.autotune is None and not found.heuristics else found
+        return None if found.autotune is None and not found.heuristics and found.unread is None else found
     found = _decorators(str(path), st.st_mtime_ns, st.st_size, kernel, rel)
-    return None if found.autotune is None and not found.heuristics else found
+    return None if found.autotune is None and not found.heuristics and found.unread is None else found
 
 
 @functools.lru_cache(maxsize=256)
@@ -210,6 +210,12 @@ def expand(variant, row: dict, kernels_dir: Path, fail: Callable[[str, str], Com
     tune = deco.autotune
     if wants and tune is None:
         raise fail("autotune", f"{variant.kernel} in {variant.file} has no @triton.autotune decorator")
+    if wants and tune.unread is not None:
+        raise _needs(tune.unread, "this row takes its configs from that list (autotune / configs): give the config's "
+                                  "constexprs, num_warps and num_stages in the row instead, as `ttbuild record` writes them")
+    missing = [p for p in deco.required if p not in variant.constexprs]
+    if deco.unread is not None and missing:
+        raise _needs(deco.unread, f"the row leaves `{missing[0]}` to it")
 
     # (suffix, constexprs, options, tuning) per config; one plain entry when not autotuned
     if wants:
@@ -231,6 +237,11 @@ def expand(variant, row: dict, kernels_dir: Path, fail: Callable[[str, str], Com
         for s, c in combos:
             out.append(_make(variant, suffix + s, {**kw, **c}, opts, tuning, exprs))
     return out
+
+
+def _needs(unread: CompilationError, why: str) -> CompilationError:
+    """The decorator's located read error (Autotune.unread, Decorators.unread) for a row that needs its value."""
+    return CompilationError(f"{unread.message}; {why}", unread.loc)
 
 
 def _config_points(variant, row: dict, tune, configs_field, kernels_dir: Path, fail) -> list:

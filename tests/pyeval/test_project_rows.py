@@ -192,3 +192,54 @@ def test_rows_that_need_an_unreadable_list_get_its_location(tmp_path, row, line,
         load_variants(tmp)
     assert says in e.value.message
     assert (e.value.loc.file, e.value.loc.line, e.value.loc.col) == ("src/pkg/ops.py", line, col)
+
+
+# A project's own autotuner decorator whose construction the reader cannot follow (a class registry
+# looked up by name, isinstance/issubclass on classes).
+TUNER = '''import triton
+
+
+class Tuner(triton.runtime.Autotuner):
+    registry = {}
+
+    @classmethod
+    def get(cls, name):
+        return cls.registry[name]
+
+
+def mytuner(configs, key, policy="default"):
+    if isinstance(policy, str):
+        policy = Tuner.get(policy)
+
+    def decorator(fn):
+        return policy(fn, fn.arg_names, configs, key, None, None)
+
+    return decorator
+'''
+
+BY_TUNER = '''import triton
+import triton.language as tl
+
+from pkg.tuner import mytuner
+
+
+@mytuner(configs=[triton.Config({"BLOCK": 64})], key=["n"])
+@triton.jit
+def k(x_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(x_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+'''
+
+
+def test_a_project_tuner_the_reader_cannot_follow_is_needed_only_by_tuned_rows(tmp_path):
+    tmp = _list(tmp_path, '[project]\nsource_roots = ["src"]\n\n[[variant]]\nname = "r"\nmodule = "pkg.ops"\n'
+                          'kernel = "k"\nsignature = "*fp32:16,i32"\nconstexprs = { BLOCK = 64 }\nnum_warps = 4\n')
+    (tmp / "src" / "pkg" / "ops.py").write_text(BY_TUNER)
+    (tmp / "src" / "pkg" / "tuner.py").write_text(TUNER)
+    assert [v.name for v in load_variants(tmp)] == ["r"]
+    (tmp / "variants.toml").write_text('[project]\nsource_roots = ["src"]\n\n[[variant]]\nname = "r"\nmodule = "pkg.ops"\n'
+                                       'kernel = "k"\nsignature = "*fp32:16,i32"\nautotune = true\n')
+    with pytest.raises(CompilationError) as e:
+        load_variants(tmp)
+    assert "this row takes its configs from that list" in e.value.message
+    assert e.value.loc.file == "src/pkg/tuner.py" and e.value.loc.line == 13

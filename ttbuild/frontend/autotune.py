@@ -467,7 +467,12 @@ class _Reader:
         for i, dec in enumerate(self.fn.decorator_list):
             full = resolve_name(dotted_name(dec.func if isinstance(dec, ast.Call) else dec), self.module.imports)
             if full not in _AUTOTUNE | _HEURISTICS | _JIT and self.tuning is not None:
-                made = self.tuning()  # a decorator of the project's that constructs an Autotuner
+                try:
+                    made = self.tuning()  # a decorator of the project's that constructs an Autotuner
+                except CompilationError as e:  # the module read refused it: as an unread configs list
+                    if tune is None:
+                        tune, tune_index = Autotune((), (), loc=self.src.loc(dec), unread=e), i
+                    continue
                 if made is not None and made.at == (dec.lineno, dec.col_offset):
                     if tune is not None:
                         raise self.src.error(dec, "a kernel may carry one @triton.autotune")

@@ -48,26 +48,33 @@ def label_value(expr: str, frame):
     return None
 
 
-def device_ms(fn, n: int = 10) -> float:
+def device_ms(fn, n: int = 20) -> float:
     """GPU time per call of `fn`, ms, with L2 flushed before each call as do_bench flushes it:
-    every kernel it ran, summed (CUDA activity of torch.profiler, which sees our cuLaunchKernel
-    launches as well as Triton's and torch's), less the flushes' own time (profiled alone)."""
+    the CUDA activity of torch.profiler (which sees our cuLaunchKernel launches as well as
+    Triton's and torch's), each call's GPU work after its flush taken apart in launch order, the
+    median over the `n` calls of each position, summed. Subtracting a separately profiled flush
+    total instead (the first form) carried the ~80 us flush's own variance into 5-15 us kernels:
+    a 0.3-0.5 us error that made a kernel look 4-6 % slower or faster at random."""
+    import statistics
+
     import torch
+    from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
 
     flush = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")  # triton.testing's buffer
     fn()
     torch.cuda.synchronize()
-    totals = []
-    for with_fn in (True, False):
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(n):
-                flush.zero_()
-                if with_fn:
-                    fn()
-            torch.cuda.synchronize()
-        totals.append(sum(e.self_device_time_total for e in prof.key_averages()))
-    return (totals[0] - totals[1]) / n / 1000
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(n):
+            flush.zero_()
+            fn()
+        torch.cuda.synchronize()
+    events = sorted((e for e in prof.events() if e.device_type == DeviceType.CUDA), key=lambda e: e.time_range.start)
+    if not events or len(events) % n:
+        raise RuntimeError(f"device_ms: {len(events)} GPU events for {n} calls: not the same work each call")
+    per = len(events) // n  # the flush, then the call's own work
+    calls = [events[i * per:(i + 1) * per] for i in range(n)]
+    return sum(statistics.median(c[j].device_time for c in calls) for j in range(1, per)) / 1000
 
 
 def device_pair(server, fn, rounds: int = 5, control: bool = False) -> tuple[float, float]:

@@ -64,7 +64,7 @@ def fence_loops(module, num_warps: int) -> int:
     (module docstring); returns how many ops it made."""
     made = 0
     for func in module.body.operations:
-        if func.operation.name == TT.FUNC and phases(func, num_warps) >= 2:
+        if func.operation.name == TT.FUNC and len(func.regions[0].blocks) and phases(func, num_warps) >= 2:
             made += sink_past_loops(func.regions[0].blocks[0], cheap)
             made += fence_scalars(func)
     return made

@@ -1,4 +1,4 @@
-"""TTGIR pass (last, after pipelining): in a kernel that runs several accumulation phases one after another, what the code after a top-level loop needs is computed after it, not kept across it: cheap tiles are made again there, and scalars are read through opaque copies.
+"""TTGIR pass (last): in a kernel of several accumulation phases, what the code after a top-level loop needs is computed there, not kept across it (tiles made again, scalars copied).
 
 Why: attention backward runs its dK/dV loops (at d128 on 4 warps once per block of 64 keys,
 split_rows) and then its dQ loop, each with 128 fp32 accumulator registers per thread or more:

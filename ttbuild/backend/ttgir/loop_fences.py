@@ -24,7 +24,9 @@ What it does there:
   constant bank) computed before a top-level loop and read after it is read there through a copy
   made right before its first reader after the loop, and a pointer that offsets a kernel argument
   is offset again from a copy of its offset (only the offset, shared by the head's pointers, lives
-  across the loop). The copy is a `tt.elementwise_inline_asm`, not pure, whose PTX is
+  across the loop). An i32 constant splat into a tile that only top-level ops outside loops read
+  (a pipeline prologue's rows and masks: at d64 the dQ loop's prologue rows `0 + arange(32)` are
+  the dK/dV loop's) is copied as well. The copy is a `tt.elementwise_inline_asm`, not pure, whose PTX is
   `lop3.b32 d, a, 0, 0, 0xf0` (d = a) on each 32-bit half: neither LLVM (an asm with a side
   effect) nor ptxas 13 proves it equal to its operand, so what the code after the loop computes
   from it is computed there. ptxas 13 sees through a `mov`, a `shfl.sync` of a warp-uniform value
@@ -57,6 +59,7 @@ _ASM = {32: (IDENTITY.format(d="$0", a="$1"), "=r,r"),
              + IDENTITY.format(d="hi", a="hi") + " mov.b64 $0, {lo, hi}; }", "=l,l")}
 ASM_STRINGS = frozenset(a for a, _ in _ASM.values())
 _CHEAP = frozenset({TT.SPLAT, TT.MAKE_RANGE, TT.BROADCAST, TT.EXPAND_DIMS, TT.ADDPTR})
+_SEED_USES = 256  # uses followed from a splat of a constant before giving up (a tile's index math is a few dozen)
 
 
 def fence_loops(module, num_warps: int) -> int:
@@ -169,7 +172,7 @@ def fence_scalars(func) -> int:
         for k in range(at + 1, len(here)):
             for inner in [here[k], *walk(here[k])]:
                 for i, x in enumerate(inner.operands):
-                    if _scalar_from(x, before):
+                    if _scalar_from(x, before) or _index_seed(inner, x, before):
                         late.setdefault(x, []).append((inner, i, k))
         copies: dict = {}
         for x, uses in sorted(late.items(), key=lambda item: min(k for _, _, k in item[1])):
@@ -182,6 +185,28 @@ def fence_scalars(func) -> int:
             div.setdefault(c, div.get(x) or axis.info(x).divisibility[0])
         made += len(copies)
         at = next(k for k, op in enumerate(block.operations) if op.operation == here[at]) + 1
+
+
+def _index_seed(inner, x, before) -> bool:
+    """Whether `x` is an i32 constant of `before` that `inner`, a top-level tt.splat after the
+    loop, turns into a tile whose values reach only top-level ops outside loops (index and mask
+    arithmetic of a pipeline prologue or of stores): the same tiles as before the loop, which LLVM
+    and ptxas would otherwise keep live across it. A splat that feeds a loop keeps the constant,
+    so that the loop's code still sees it."""
+    if inner.name != TT.SPLAT or inner.parent.name != TT.FUNC or not isinstance(x, ir.OpResult):
+        return False
+    if x.owner.name != ARITH.CONSTANT or x.owner.operation not in before or mu.elem_str(x.type) != "i32":
+        return False
+    todo, seen = [inner.results[0]], 0
+    while todo:
+        for u in todo.pop().uses:
+            o = u.owner.operation
+            seen += 1
+            if o.parent.name != TT.FUNC or o.name == SCF.FOR or seen > _SEED_USES:
+                return False
+            if is_pure(o.name):
+                todo.extend(o.results)
+    return True
 
 
 def _scalar_from(x, before) -> bool:

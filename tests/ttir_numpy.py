@@ -3,8 +3,10 @@
 Covers the ops of tile kernels such as attention backward: arith / math elementwise ops,
 `tt.make_range`, `tt.splat`, `tt.expand_dims`, `tt.broadcast`, `tt.trans`, `tt.addptr`, masked
 `tt.load` / `tt.store`, `tt.dot` (fp64 products and sums rounded to fp32 once: the same for any
-blocking of the rows), `scf.for`. Pointers are byte addresses: argument i's buffer starts at
-(i + 1) << 36. Anything else raises NotImplementedError.
+blocking of the rows), `scf.for`, `tt.ptr_to_int` / `tt.int_to_ptr`, and the opaque copies of
+ttbuild.backend.ttgir.loop_fences (`tt.elementwise_inline_asm` with one of its ASM_STRINGS:
+d = a). Pointers are byte addresses: argument i's buffer starts at (i + 1) << 36. Anything else
+raises NotImplementedError.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.ttgir.loop_fences import ASM_STRINGS
 
 _DT = {"f16": np.float16, "f32": np.float32, "f64": np.float64, "i1": np.bool_, "i8": np.int8, "i16": np.int16,
        "i32": np.int32, "i64": np.int64}
@@ -108,6 +111,10 @@ class Program:
             return [np.transpose(ins[0], list(mu.ir.DenseI32ArrayAttr(p["order"]))).copy()]
         if name == "tt.addptr":
             return [np.asarray(ins[0] + np.int64(ins[1]) * _itemsize(op.operands[0].type)).astype(np.int64)]
+        if name in ("tt.ptr_to_int", "tt.int_to_ptr"):
+            return [np.int64(ins[0])]
+        if name == "tt.elementwise_inline_asm" and mu.ir.StringAttr(p["asm_string"]).value in ASM_STRINGS:
+            return [ins[0]]
         if name == "tt.dot":
             acc = np.matmul(ins[0].astype(np.float64), ins[1].astype(np.float64)) + ins[2].astype(np.float64)
             return [acc.astype(_dtype(t))]

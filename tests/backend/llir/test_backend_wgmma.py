@@ -354,7 +354,7 @@ CHECK: "scf.yield"
                                     constexprs=v["constexprs"], num_warps=v["num_warps"],
                                     num_stages=v["num_stages"], until="ptx")["ptx"], tmp_path)
     spill = int(re.search(r"(\d+) bytes spill stores", info).group(1))
-    assert spill <= 128, info  # 92 today; Triton 3.6's build of the same source spills 172 bytes
+    assert spill <= 8, info  # 4 today (100 before loop_fences); Triton 3.6's build of the same source spills 172 bytes
     # ptxas serialized every wgmma of the kernel (0.80x Triton -> 0.94x once gone) when the
     # dK/dV loop's zero-trip edge wrote the accumulators' zero inits (control_flow._materialized)
     assert "C7515" not in info, info

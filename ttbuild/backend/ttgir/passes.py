@@ -1,7 +1,7 @@
 """The TTGIR pass driver: runs PASSES in order, then the shared-memory allocation; the stage's one choke point for error locations.
 
 PASSES: loops over-full of accumulators split by rows, dot-operand loads transposed, layout assignment, tensor-core layouts, conversions removed,
-pipelining, TMA lowering.
+pipelining, TMA lowering, loops fenced in kernels of several accumulation phases.
 
 A CompilationError a pass raises without a location gets the node id of the kernel function
 (`tt.func`, whose `loc("n0")` is its `def` line); any other exception becomes a CompilationError
@@ -17,6 +17,7 @@ from ttbuild.backend.diagnostics import at_op, internal_error
 from ttbuild.backend.ir.ops import TT
 from ttbuild.backend.ttgir.accelerate_matmul import accelerate
 from ttbuild.backend.ttgir.coalesce import assign
+from ttbuild.backend.ttgir.loop_fences import fence_loops
 from ttbuild.backend.ttgir.pipeline import pipeline
 from ttbuild.backend.ttgir.remove_layout_conversions import remove_layout_conversions
 from ttbuild.backend.ttgir.sink_operand_tiles import sink_operand_tiles
@@ -38,6 +39,7 @@ PASSES = (
     ("pipeline", lambda module, o: pipeline(module, o.num_stages)),
     ("sink_operand_tiles", lambda module, o: sink_operand_tiles(module)),
     ("tma_lowering", lambda module, o: lower_tma(module)),
+    ("loop_fences", lambda module, o: fence_loops(module, o.num_warps)),
 )
 
 

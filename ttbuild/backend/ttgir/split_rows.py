@@ -28,6 +28,7 @@ from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.ir.builders import create
 from ttbuild.backend.ir.ops import ARITH, SCF, TT
 from ttbuild.backend.ir.optraits import erase_dead, is_elementwise, is_pure, walk
+from ttbuild.backend.ttgir.loop_fences import sink_past_loops
 
 ir = mu.ir
 
@@ -69,7 +70,10 @@ def split_rows(module, num_warps: int) -> int:
                 continue
             plan.apply()
             erase_dead(func, removable=_unused_leaf)
-            _sink_past_loops(block)
+            # Masks, offsets and pointer tiles (the stores' masks of each row block, the later dQ
+            # loop's 128x128 mask and offsets in attention backward) are then not live across the
+            # split loops, where registers are full.
+            sink_past_loops(block)
             done += 1
     return done
 
@@ -422,47 +426,6 @@ def _clone_full(op, full) -> None:
         c.operands[i] = full.get(x, x)
     for r, rc in zip(op.results, c.results):
         full[r] = rc
-
-
-def _sink_past_loops(block) -> None:
-    """Pure regionless tensor ops of `block` are made again right before their first user past
-    a loop (moved there when nothing before the loop reads them): masks, offsets and pointer
-    tiles (the stores' masks of each row block, the later dQ loop's 128x128 mask and offsets in
-    attention backward) are then not live across the split loops, where registers are full."""
-    changed = True
-    while changed:
-        changed = False
-        for op in reversed([o.operation for o in block.operations]):
-            if len(op.regions) or not is_pure(op.name) or not any(_shape(r) for r in op.results):
-                continue
-            changed |= _remat_past_loop(block, op)
-
-
-def _remat_past_loop(block, op) -> bool:
-    here = [o.operation for o in block.operations]
-    pos = {o: k for k, o in enumerate(here)}
-    loop = next((o for o in here[pos[op] + 1:] if o.name == SCF.FOR), None)
-    if loop is None:
-        return False
-    late = [(u.owner, u.operand_number, i) for i, r in enumerate(op.results) for u in r.uses
-            if pos[_top(u.owner, pos)] > pos[loop]]
-    if not late:
-        return False
-    first = min((_top(o, pos) for o, _, _ in late), key=pos.__getitem__)
-    if len(late) == sum(1 for r in op.results for _ in r.uses):
-        op.move_before(first)
-        return True
-    c = op.clone(ir.InsertionPoint(first))
-    for owner, k, i in late:
-        owner.operands[k] = c.results[i]
-    return True
-
-
-def _top(op, pos):
-    op = op.operation
-    while op not in pos:
-        op = op.parent.operation
-    return op
 
 
 def _unused_leaf(op) -> bool:

@@ -1,0 +1,162 @@
+"""Loops fenced in kernels of several accumulation phases (ttbuild.backend.ttgir.loop_fences): attention backward at d128 on 4 and 8 warps.
+
+What is checked: which kernels the pass takes (attention backward: its dK/dV and dQ phases; not a
+forward attention nor a GEMM, whose TTGIR gets no copy); that in its TTGIR no scalar nor cheap tile
+computed before a top-level loop is read after it but through a copy made after the loop; ptxas -v
+on the 8-warp rows (no spill, down from 32 bytes; the 4-warp rows: test_split_rows.py) and their
+loops (no STL / LDL, the same two waits per iteration); on the CPU (numpy), the TTIR with the
+tiles made again and the copies computes the same dQ, dK, dV as without.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+import tomllib
+from ptx_util import ptxas_verbose
+
+import ttbuild
+from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.ttgir.loop_fences import cheap, fence_scalars, phases, sink_past_loops
+
+KDIR = Path(__file__).parents[3] / "kernels"
+ROWS = {x["name"]: x for x in tomllib.loads((KDIR / "variants.toml").read_text())["variant"]}
+_CACHE: dict = {}
+
+
+def _compile(name, until):
+    if (name, until) not in _CACHE:
+        v = ROWS[name]
+        _CACHE[name, until] = ttbuild.compile(KDIR / v["file"], kernel=v["kernel"], signature=v["signature"],
+                                              constexprs=v["constexprs"], num_warps=v["num_warps"],
+                                              num_stages=v["num_stages"], until=until)[until]
+    return _CACHE[name, until]
+
+
+def _func(module):
+    """The module's kernel (its tt.func with a body)."""
+    return next(op for op in module.body.operations if op.operation.name == "tt.func" and len(op.regions[0].blocks))
+
+
+@pytest.mark.parametrize("name,count", [("attn_bwd_d128", 3), ("attn_bwd_d128_causal", 3), ("attn_bwd_d128_w8", 2),
+                                        ("attn_bwd_d128_causal_w8", 2), ("attn_bwd_d64", 2),
+                                        ("attn_fwd_d128_causal", 0), ("matmul_fp16_128x256x64_w8_s3", 1)])
+def test_which_kernels_have_phases(name, count):
+    """Attention backward starts accumulators in each dK/dV block's first loop and in the dQ
+    loop (the causal form's unmasked loops go on with the masked loops' ones): fenced. A forward
+    attention (d128 causal: its second pass goes on with the first's accumulator, 64 registers)
+    and a GEMM (one loop) are left alone; their TTGIR has no copy."""
+    text = _compile(name, "ttgir")
+    ctx = mu.context()
+    with ctx, mu.ir.Location.unknown(ctx):
+        module = mu.parse_module(text, ctx, "ttgir")
+        assert phases(_func(module), ROWS[name]["num_warps"]) == count
+    assert (b"lop3.b32" in text) == (count >= 2)
+
+
+def _kept_across(ttgir: bytes) -> list[str]:
+    """Ops of the TTGIR's kernel defined before a top-level loop whose result something after
+    that loop reads, other than the opaque copies: scalars (i32, i64, pointers; not constants)
+    and cheap tensor ops."""
+    ctx = mu.context()
+    with ctx, mu.ir.Location.unknown(ctx):
+        module = mu.parse_module(ttgir, ctx, "ttgir")
+        ops = [op.operation for op in _func(module).regions[0].blocks[0].operations]
+        pos = {op: k for k, op in enumerate(ops)}
+
+        def top(op):
+            op = op.operation
+            while op not in pos:
+                op = op.parent.operation
+            return op
+
+        out = []
+        for k, loop in enumerate(ops):
+            if loop.name != "scf.for":
+                continue
+            for op in ops[:k]:
+                for r in op.results:
+                    kind = mu.elem_str(r.type)
+                    scalar = not mu.is_tensor(r) and (kind in ("i32", "i64") or mu.pointee(kind)) and op.name != "arith.constant"
+                    if not (scalar or (mu.is_tensor(r) and cheap(op))):
+                        continue
+                    readers = [u.owner for u in r.uses if pos[top(u.owner)] > k]
+                    if any(o.name not in ("tt.ptr_to_int", "tt.elementwise_inline_asm") for o in readers):
+                        out.append(op.name)
+        return out
+
+
+@pytest.mark.parametrize("name", ["attn_bwd_d128", "attn_bwd_d128_causal", "attn_bwd_d128_w8", "attn_bwd_d128_causal_w8"])
+def test_nothing_cheap_kept_across_a_loop(name):
+    """After the pass, a scalar computed before a top-level loop reaches the code after it only
+    through its copy, and a range, splat, offset, mask or pointer tile not at all. Before it, on 8
+    warps, the keys' offsets and masks went from the k, v loads to the dK, dV stores."""
+    assert _kept_across(_compile(name, "ttgir")) == []
+
+
+def _loops(cubin: Path) -> list[str]:
+    """The SASS of each loop of a cubin (label .. backward branch), disassembled with nvdisasm
+    from Triton's wheel (ours ships none): skips without it."""
+    from oracle import triton_python
+
+    found = sorted((Path(triton_python()).parents[1] / "lib").glob("python3*/site-packages/triton/backends/nvidia/bin/nvdisasm"))
+    if not found:
+        pytest.skip("no nvdisasm (it comes with triton's wheel)")
+    lines = subprocess.run([str(found[0]), "-c", str(cubin)], capture_output=True, text=True, check=True).stdout.splitlines()
+    labels = {m.group(1): i for i, line in enumerate(lines) if (m := re.match(r"\s*(\.L_x_\d+):", line))}
+    out = []
+    for i, line in enumerate(lines):
+        m = re.search(r"BRA[^`]*`\((\.L_x_\d+)\)", line)
+        if m and labels.get(m.group(1), i) < i:
+            out.append("\n".join(lines[labels[m.group(1)]:i + 1]))
+    return out
+
+
+@pytest.mark.parametrize("name,loops", [("attn_bwd_d128_w8", 2), ("attn_bwd_d128_causal_w8", 4)])
+def test_8_warps_no_spill(name, loops, tmp_path):
+    """ptxas -v: no stack and no spill (32 bytes of stack before the pass, spilled outside the
+    loops); in the SASS no loop spills or reloads and each waits for its wgmmas twice per
+    iteration, as before."""
+    info = ptxas_verbose(_compile(name, "ptx"), tmp_path)
+    assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in info, info
+    bodies = [b for b in _loops(tmp_path / "k.cubin") if "HGMMA" in b]
+    assert len(bodies) == loops
+    for b in bodies:
+        assert "STL" not in b and "LDL" not in b, b
+        assert b.count("WARPGROUP.DEPBAR") == 2 and b.count("HGMMA") >= 17
+
+
+@pytest.mark.parametrize("name", ["attn_bwd_d128_w8", "attn_bwd_d128_causal_w8"])
+def test_fences_compute_the_same(name):
+    """The kernel's TTIR as compiled and with the pass's rewrites (tiles made again after each
+    loop, scalars read through copies: more than ten of them here), run on the CPU
+    (tests/ttir_numpy.py) over the same inputs, 160 tokens (the second program's keys and queries
+    partly past N_CTX): the same dQ, dK, dV, every element written."""
+    import numpy as np
+    from ttir_numpy import Program
+
+    ttir = _compile(name, "ttir")
+    rng = np.random.default_rng(5)
+    n, d = 160, 128
+    q, k, v, do = ((rng.standard_normal(n * d) * 0.3).astype(np.float16) for _ in range(4))
+    m, delta = (rng.standard_normal(n) * 0.1).astype(np.float32), (rng.standard_normal(n) * 0.1).astype(np.float32)
+    outs = []
+    for fenced in (False, True):
+        ctx = mu.context()
+        with ctx, mu.ir.Location.unknown(ctx):
+            module = mu.parse_module(ttir, ctx, "ttir")
+            if fenced:
+                func = _func(module)
+                sink_past_loops(func.regions[0].blocks[0], cheap)
+                assert fence_scalars(func) > 10
+            grads = [np.full(n * d, np.nan, np.float16) for _ in range(3)]
+            prog = Program(module)
+            for pid in range(2):
+                prog.run([q, k, v, 0.5, do, *grads, m, delta, n * d, n * d, d, 1, n], (pid, 0, 0))
+        assert not any(np.isnan(g).any() for g in grads)
+        outs.append(grads)
+    for before, after in zip(*outs):
+        np.testing.assert_array_equal(after, before)

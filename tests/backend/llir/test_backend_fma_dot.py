@@ -81,6 +81,18 @@ def test_operands_staged_side_by_side_and_loaded_between_the_fmas(row):
     assert len(loads) >= 64 // 4 * 2, len(loads)  # each group of 4 K steps loads its A and B words
 
 
+def test_operands_convert_one_at_a_time_where_both_tiles_would_not_fit():
+    """128x128x64 fp32, 4 stages: three ring slots of A and B (192 KiB) and both 32 KiB tiles
+    exceed sm_90's 227 KiB; the module then stages nothing (fma_staging.OFF) and fits, the dot's
+    operands converted one tile at a time as before."""
+    row = ("ieee_matmul_int_rhs", f"{F32},{F32},{F32}" + ",i32" * 9, {"BM": 128, "BN": 128, "BK": 64}, 4, 4)
+    out = build(row, "ptx")
+    assert b"ttbuild.fma_staging_off" in out["ttgir"]
+    assert int(re.search(rb"ttg.shared = (\d+)", out["ttgir"]).group(1)) == 3 * 2 * 128 * 64 * 4 + 128 * 64 * 4
+    fmas = [m.start() for m in re.finditer(rb"\bfma\.rn\.f32", out["ptx"])]
+    assert not [m for m in re.finditer(rb"\bld\.shared", out["ptx"]) if fmas[0] < m.start() < fmas[-1]]
+
+
 class _FloatThread(_Thread):
     """A `Cta` thread that also evaluates floats: constants, sitofp, fadd/fsub/fmul, fpext and
     llvm.fmuladd (Python floats: exact on the small integers of index_tile_dot)."""

@@ -18,11 +18,33 @@ from math import prod
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.ir.encodings import FmaOperand, parse_encoding
 from ttbuild.backend.ir.ops import TT, TTG
+from ttbuild.backend.ir.optraits import walk
 
 # The two tiles share the scratch with nothing else while the dot runs; above this many bytes
 # the ordinary conversions (one tile at a time) are kept, so no kernel needs more shared
 # memory than 64 KiB for them (the smallest per-block limit of the targets we build for).
 STAGE_LIMIT = 64 * 1024
+# Module attribute: no staging in this module (set by `turn_off` when the kernel would need more
+# shared memory than its target has with it, and the ordinary conversions fit).
+OFF = "ttbuild.fma_staging_off"
+
+
+def _off(op) -> bool:
+    """Whether the module holding `op` has OFF."""
+    o = op.operation
+    while o is not None and o.name != "builtin.module":
+        o = o.parent.operation if o.parent is not None else None
+    return o is not None and OFF in o.attributes
+
+
+def turn_off(module) -> bool:
+    """Set OFF on `module` when any of its dots stages its operands; whether it did (then the
+    caller allocates again)."""
+    dots = [op for func in module.body.operations for op in walk(func) if op.name == TT.DOT]
+    if not any(staged_pair(d) is not None for d in dots):
+        return False
+    module.operation.attributes[OFF] = mu.ir.BoolAttr.get(True)  # valued: irattrs reads `name = value`
+    return True
 
 
 def tile_bytes(v) -> int:
@@ -52,7 +74,7 @@ def staged_pair(dot):
     conversions (_operand_convert), nothing but arith ops runs between the first of them and the
     dot (so no other shared-memory user overwrites the tiles), and the tiles fit STAGE_LIMIT
     together; else None."""
-    if dot.name != TT.DOT:
+    if dot.name != TT.DOT or _off(dot):
         return None
     convs = [_operand_convert(dot.operands[i], dot) for i in (0, 1)]
     if any(c is None for c in convs) or tile_bytes(convs[0].results[0]) + tile_bytes(convs[1].results[0]) > STAGE_LIMIT:

@@ -25,7 +25,9 @@ Per dot, as Triton 3.6 spells it (lib/Dialect/TritonGPU/Transforms/AccelerateMat
   blocked layout after the loop; otherwise `ttg.convert_layout` to `#mma` before the dot and back
   after it.
 Dots that mma.sync cannot compute (fp64, `input_precision = "ieee"` fp32, K below one mma.sync
-k-step) are left on blocked layouts (the FMA path of the LLIR).
+k-step) take the FMA path of the LLIR on the blocked result layout Triton gives every dot
+(layout.fma_dot_blocked), their accumulator carried in it as above, A and B converted to
+`#ttg.dot_op<{opIdx, parent = #blocked}>` right before the dot (analysis.fma_staging).
 """
 
 from __future__ import annotations

@@ -48,3 +48,28 @@ def index_tile_dot(out_ptr, BM: tl.constexpr, BK: tl.constexpr, BN: tl.constexpr
     b = ((k[:, None] * 2 + j[None, :]) % 5).to(tl.float32) - 2.0
     z = tl.dot(a, b, tl.full((BM, BN), 1.0, tl.float32), input_precision="ieee")
     tl.store(out_ptr + i[:, None] * BN + j[None, :], z)
+
+
+@triton.jit
+def index_tile_dot_f64(out_ptr, BM: tl.constexpr, BK: tl.constexpr, BN: tl.constexpr):
+    """index_tile_dot in fp64 (FMA path at every precision)."""
+    i = tl.arange(0, BM)
+    k = tl.arange(0, BK)
+    j = tl.arange(0, BN)
+    a = ((i[:, None] * 3 + k[None, :] * 5) % 7).to(tl.float64) - 3.0
+    b = ((k[:, None] * 2 + j[None, :]) % 5).to(tl.float64) - 2.0
+    z = tl.dot(a, b, tl.full((BM, BN), 1.0, tl.float64))
+    tl.store(out_ptr + i[:, None] * BN + j[None, :], z)
+
+
+@triton.jit
+def index_batched_dot(out_ptr, BB: tl.constexpr, BM: tl.constexpr, BK: tl.constexpr, BN: tl.constexpr):
+    """Per batch p: A_p @ B_p + 1 with A_p[i, k] = (3i + 5k + p) % 7 - 3, B_p[k, j] = (2k + j + p) % 5 - 2."""
+    p = tl.arange(0, BB)[:, None, None]
+    i = tl.arange(0, BM)[None, :, None]
+    k = tl.arange(0, BK)
+    j = tl.arange(0, BN)[None, None, :]
+    a = ((i * 3 + k[None, None, :] * 5 + p) % 7).to(tl.float32) - 3.0
+    b = ((k[None, :, None] * 2 + j + p) % 5).to(tl.float32) - 2.0
+    z = tl.dot(a, b, tl.full((BB, BM, BN), 1.0, tl.float32), input_precision="ieee")
+    tl.store(out_ptr + (p * BM + i) * BN + j, z)

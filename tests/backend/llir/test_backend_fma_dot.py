@@ -143,32 +143,49 @@ def _lower_capturing_dot(ttgir: bytes, monkeypatch):
     return got
 
 
-@pytest.mark.parametrize("staged,shape,warps", [(True, (32, 32, 32), 1), (True, (32, 16, 32), 2),
-                                                (False, (32, 32, 32), 1)])
-def test_every_thread_holds_the_exact_product(staged, shape, warps, monkeypatch):
-    """index_tile_dot lowered and evaluated per thread. Its operands are cheap index arithmetic,
-    which the layout pass remakes in the operand layouts (register operands); without that pass
-    they convert right before the dot (staged operands, loaded by the dot)."""
+def _want(kernel, shape):
+    """index_tile_dot's (index_batched_dot's) exact result: {index tuple: value}."""
+    if kernel == "index_batched_dot":
+        bb, bm, bk, bn = shape
+        return {(p, i, j): 1.0 + sum(((3 * i + 5 * k + p) % 7 - 3) * ((2 * k + j + p) % 5 - 2) for k in range(bk))
+                for p in range(bb) for i in range(bm) for j in range(bn)}
+    bm, bk, bn = shape
+    return {(i, j): 1.0 + sum(((3 * i + 5 * k) % 7 - 3) * ((2 * k + j) % 5 - 2) for k in range(bk))
+            for i in range(bm) for j in range(bn)}
+
+
+@pytest.mark.parametrize("kernel,staged,shape,warps", [
+    ("index_tile_dot", True, (32, 32, 32), 1), ("index_tile_dot", True, (32, 16, 32), 2),
+    ("index_tile_dot", False, (32, 32, 32), 1), ("index_tile_dot_f64", True, (16, 16, 16), 1),
+    ("index_batched_dot", True, (2, 16, 16, 16), 2)])
+def test_every_thread_holds_the_exact_product(kernel, staged, shape, warps, monkeypatch):
+    """The index kernels lowered and evaluated per thread. Their operands are cheap index
+    arithmetic, which the layout pass remakes in the operand layouts (register operands); without
+    that pass they convert right before the dot (staged operands, loaded by the dot)."""
     from ttbuild.backend.ttgir import passes
 
     if staged:
         monkeypatch.setattr(passes, "PASSES", tuple(p for p in passes.PASSES if p[0] != "remove_layout_conversions"))
-    bm, bk, bn = shape
-    g = ttbuild.compile(SOURCE, kernel="index_tile_dot", signature=F32, constexprs={"BM": bm, "BK": bk, "BN": bn},
-                        num_warps=warps, until="ttgir")["ttgir"]
-    assert (int(re.search(rb"ttg.shared = (\d+)", g).group(1)) == (bm * bk + bk * bn) * 4) == staged
+    names = ("BB", "BM", "BK", "BN")[4 - len(shape):]
+    g = ttbuild.compile(SOURCE, kernel=kernel, signature=F32.replace("32", "64") if "f64" in kernel else F32,
+                        constexprs=dict(zip(names, shape)), num_warps=warps, until="ttgir")["ttgir"]
+    *batch, bm, bk, bn = shape
+    word = 8 if "f64" in kernel else 4
+    tiles = (bm * bk + bk * bn) * word * (batch[0] if batch else 1)
+    assert (int(re.search(rb"ttg.shared = (\d+)", g).group(1)) == tiles) == staged
     limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(limit, 20000))  # the evaluator recurses along K-long FMA chains
     try:
         (fn, out), = _lower_capturing_dot(g, monkeypatch)
-        assert isinstance(out.layout, Blocked) and out.layout.size_per_thread == fma_dot_blocked((bm, bn), warps).size_per_thread
-        want = [[1.0 + sum(((3 * i + 5 * k) % 7 - 3) * ((2 * k + j) % 5 - 2) for k in range(bk)) for j in range(bn)]
-                for i in range(bm)]
+        out_shape = (*batch, bm, bn)
+        assert isinstance(out.layout, Blocked)
+        assert out.layout.size_per_thread == fma_dot_blocked(out_shape, warps).size_per_thread
+        want = _want(kernel, shape)
         cta = _FloatCta(fn, 32 * warps)
         for tid in range(32 * warps):
             t = cta.thread(tid)
-            for (i, j), v in zip(out.layout.thread_indices(tid, out.shape), out.elems):
-                assert t(v) == want[i][j], (tid, i, j)
+            for ix, v in zip(out.layout.thread_indices(tid, out.shape), out.elems):
+                assert t(v) == want[tuple(ix)], (tid, ix)
     finally:
         sys.setrecursionlimit(limit)
 

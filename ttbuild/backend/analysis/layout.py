@@ -46,7 +46,6 @@ def default_blocked(shape, num_warps: int, spt_fast: int = 1, threads_per_warp: 
     return Blocked(tuple(spt), tuple(tpw), tuple(wpc), order)
 
 
-
 def fma_dot_blocked(shape, num_warps: int, threads_per_warp: int = 32) -> Blocked:
     """The `#ttg.blocked` result layout Triton gives every `tt.dot` when it converts TTIR to TTGIR
     (TritonToTritonGPUPass.cpp, TritonDotPattern), which an FMA dot keeps: 2x2 elements per thread
@@ -58,6 +57,7 @@ def fma_dot_blocked(shape, num_warps: int, threads_per_warp: int = 32) -> Blocke
     s = 4 if per_thread >= 16 else 2 if per_thread >= 4 else 1
     spt = [1] * (rank - 2) + [s, s]
     return default_blocked(shape, num_warps, 1, threads_per_warp, size_per_thread=spt)
+
 
 def same_thread_map(src_l, dst_l, shape, threads: int, dst_shape=None) -> list[int] | None:
     """Per element of `dst_l` (its local_offsets order), its position among the same thread's

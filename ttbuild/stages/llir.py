@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 36  # 32-bit shared pointers in every kernel
+VERSION = 37  # FMA dot operands staged and loaded K step by K step
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

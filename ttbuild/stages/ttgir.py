@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 36  # loops fenced in kernels of several accumulation phases
+VERSION = 37  # loop fences; FMA dots on Triton's 4x4 result layout
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:
@@ -27,6 +27,8 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
     (`ttbuild.options.Options`) or num_ctas != 1 (not supported yet).
     """
     from ttbuild.backend import mlir_util as mu
+    from ttbuild.backend.analysis.allocation import allocate
+    from ttbuild.backend.analysis.fma_staging import turn_off
     from ttbuild.backend.ttgir.passes import run_passes
     from ttbuild.errors import CompilationError
     from ttbuild.stages import declared_options
@@ -40,6 +42,8 @@ def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, by
         module = mu.parse_module(inputs["ttir"], ctx, "ttir")
         shared = run_passes(module, opts)  # coalesce, accelerate_matmul, pipeline, then allocation
         limit = opts.target_info.max_shared_bytes
+        if shared > limit and turn_off(module):  # FMA operand tiles one at a time (analysis.fma_staging)
+            shared = allocate(module, num_warps)
         if shared > limit:  # Triton's OutOfResources text, at build time rather than at load
             from ttbuild.backend.diagnostics import at_op
             err = CompilationError(f"out of resource: shared memory, Required: {shared}, Hardware limit: {limit} "

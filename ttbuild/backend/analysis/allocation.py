@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from math import prod
 
 from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.analysis.fma_staging import staged_bytes
 from ttbuild.backend.analysis.layout import joined, same_thread_map, trans_order, transposed
 from ttbuild.backend.ir.encodings import Blocked, NvidiaMma, Slice, parse_encoding
 from ttbuild.backend.ir.ops import SCF, TT, TTG, TTNG
@@ -235,8 +236,9 @@ def ops_bytes(ops, num_warps: int) -> int:
                                             [mu.elem_str(v.type) for v in op.operands]))
             if name == TTG.CONVERT_LAYOUT and not _in_registers(op, num_warps):
                 src = op.operands[0]
-                best = max(best, convert_bytes(mu.shape_of(src.type), mu.elem_str(src.type),
-                                               _layout_or_none(mu.encoding_str(src.type))))
+                staged = staged_bytes(op)  # an FMA dot's operand tile, next to the other one
+                best = max(best, staged if staged is not None else convert_bytes(
+                    mu.shape_of(src.type), mu.elem_str(src.type), _layout_or_none(mu.encoding_str(src.type))))
     return best
 
 

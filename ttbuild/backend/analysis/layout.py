@@ -10,6 +10,7 @@ hooks) and ElementwiseOpToLLVM.cpp (maybeDeduplicate), cited per function.
 from __future__ import annotations
 
 from functools import lru_cache
+from math import prod
 from operator import itemgetter
 
 from ttbuild.backend import mlir_util as mu
@@ -17,13 +18,18 @@ from ttbuild.backend.ir.distributed import Blocked
 
 
 def default_blocked(shape, num_warps: int, spt_fast: int = 1, threads_per_warp: int = 32,
-                    order=None) -> Blocked:
+                    order=None, size_per_thread=None) -> Blocked:
     """Triton's `BlockedEncodingAttr::get(shape, sizePerThread, order, numWarps, 32, numCTAs=1)`:
-    lanes then warps fill the dimensions fastest-first, never more than a dimension can hold."""
+    lanes then warps fill the dimensions fastest-first, never more than a dimension can hold.
+    sizePerThread is `spt_fast` along the fastest dimension and 1 elsewhere, or `size_per_thread`
+    (one entry per dimension) when given."""
     rank = len(shape)
     order = tuple(order) if order is not None else tuple(reversed(range(rank)))
-    spt = [1] * rank
-    spt[order[0]] = max(1, min(spt_fast, shape[order[0]]))
+    if size_per_thread is not None:
+        spt = [max(1, min(s, n)) for s, n in zip(size_per_thread, shape)]
+    else:
+        spt = [1] * rank
+        spt[order[0]] = max(1, min(spt_fast, shape[order[0]]))
     tpw, wpc = [1] * rank, [1] * rank
     lanes, warps = threads_per_warp, num_warps
     shape_per_cta = list(shape)
@@ -38,6 +44,19 @@ def default_blocked(shape, num_warps: int, spt_fast: int = 1, threads_per_warp: 
         wpc[d] = warps if last else max(1, min(warps, room))
         warps //= wpc[d]
     return Blocked(tuple(spt), tuple(tpw), tuple(wpc), order)
+
+
+def fma_dot_blocked(shape, num_warps: int, threads_per_warp: int = 32) -> Blocked:
+    """The `#ttg.blocked` result layout Triton gives every `tt.dot` when it converts TTIR to TTGIR
+    (TritonToTritonGPUPass.cpp, TritonDotPattern), which an FMA dot keeps: 2x2 elements per thread
+    in the two minor dimensions from 4 elements per thread, 4x4 from 16 (each at most the
+    dimension), order minor-first. A thread then owns square blocks of the result, so it needs
+    few rows of A and columns of B for its outputs (the operands hold all of K per row/column)."""
+    rank = len(shape)
+    per_thread = prod(shape) // (num_warps * threads_per_warp)
+    s = 4 if per_thread >= 16 else 2 if per_thread >= 4 else 1
+    spt = [1] * (rank - 2) + [s, s]
+    return default_blocked(shape, num_warps, 1, threads_per_warp, size_per_thread=spt)
 
 
 def same_thread_map(src_l, dst_l, shape, threads: int, dst_shape=None) -> list[int] | None:

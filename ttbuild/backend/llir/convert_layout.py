@@ -17,10 +17,12 @@ from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.allocation import elem_bytes, packed_pitch, round4
+from ttbuild.backend.analysis.fma_staging import staged_base
 from ttbuild.backend.analysis.layout import same_thread_map
 from ttbuild.backend.ir.encodings import Blocked, NvidiaMma
 from ttbuild.backend.ir.ops import TTG
 from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
+from ttbuild.backend.llir.fma import StagedOperand
 from ttbuild.backend.llir.smem import linear, smem_load, smem_store
 from ttbuild.registry import RuleSet
 
@@ -45,6 +47,9 @@ def convert_layout(ctx, op, src):
         return TensorVal([src.elems[p] for p in pos], lay, shape)
     elem = mu.elem_str(res.type)
     ety = llvm_type(elem)
+    base = staged_base(op)
+    if base is not None:  # an FMA dot's operand: stored here, loaded by the dot (llir.fma)
+        return _staged(ctx, src, lay, shape, ety, base, round4(elem_bytes(elem)))
     if reader_packed(src.layout, lay, shape, elem, 32 * ctx.num_warps):
         return _through_reader_slots(ctx, src, lay, shape, ety)
     pitch = packed_pitch(src.layout, shape, elem)
@@ -71,6 +76,17 @@ def convert_layout(ctx, op, src):
     out = [smem_load(ctx, at(ix), ety) for ix in ctx.indices(lay, shape)]
     ctx.after_smem_read()
     return TensorVal(out, lay, shape)
+
+
+def _staged(ctx, src, lay, shape, ety, base: int, slot: int) -> StagedOperand:
+    """Every thread stores its elements at scratch byte `base` + slot x row-major index, one
+    barrier; the loads are left to the dot (analysis.fma_staging)."""
+    b = ctx.builder
+    ctx.before_smem_write()
+    for ix, v in zip(ctx.indices(src.layout, shape), src.elems):
+        smem_store(ctx, b.add(ir.Constant(I32, base), b.mul(linear(b, ix, shape), ir.Constant(I32, slot))), v)
+    ctx.barrier()
+    return StagedOperand(ctx, base, slot, ety, lay, shape)
 
 
 def _pair(b, ety, lo, hi):

@@ -25,12 +25,15 @@ Per dot, as Triton 3.6 spells it (lib/Dialect/TritonGPU/Transforms/AccelerateMat
   blocked layout after the loop; otherwise `ttg.convert_layout` to `#mma` before the dot and back
   after it.
 Dots that mma.sync cannot compute (fp64, `input_precision = "ieee"` fp32, K below one mma.sync
-k-step) are left on blocked layouts (the FMA path of the LLIR).
+k-step) take the FMA path of the LLIR on the blocked result layout Triton gives every dot
+(layout.fma_dot_blocked), their accumulator carried in it as above, A and B converted to
+`#ttg.dot_op<{opIdx, parent = #blocked}>` right before the dot (analysis.fma_staging).
 """
 
 from __future__ import annotations
 
 from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.analysis.layout import fma_dot_blocked
 from ttbuild.backend.analysis.mma_layout import for_operand, nvmma_for_operand
 from ttbuild.backend.ir.builders import convert_layout, create, local_alloc, local_load
 from ttbuild.backend.ir.encodings import DotOperand, FmaOperand, NvidiaMma, parse_encoding
@@ -317,17 +320,23 @@ def _sink_past_casts(conv) -> None:
         conv = new.owner
 
 
-def _fma(dot) -> None:
-    """A dot no mma shape covers stays on its result's blocked layout; the operands convert to
-    `#ttg.dot_op<{opIdx, parent = #blocked}>` (Triton's FMA path: each thread holds whole K rows
-    of A and K columns of B for the outputs it owns)."""
+def _fma(dot, num_warps: int) -> None:
+    """A dot no mma shape covers computes on Triton's dot result layout (layout.fma_dot_blocked:
+    square blocks of up to 4x4 outputs per thread), its accumulator carried in it like an mma
+    one (_accumulator); the operands convert to `#ttg.dot_op<{opIdx, parent = #blocked}>`
+    (Triton's FMA path: each thread holds whole K rows of A and K columns of B for the outputs
+    it owns). With the layer's own layout (one output per thread along M in 16 rows, say) a
+    thread would hold 4x more of A: ptxas spills it (issue 30, docs/STATUS.md)."""
     d = dot.results[0]
-    blocked = parse_encoding(mu.encoding_str(d.type))
-    for idx in (0, 1):
-        dot.operands[idx] = _convert(dot.operands[idx], FmaOperand(idx, blocked), before=dot, loc=dot.location)
+    blocked = fma_dot_blocked(mu.shape_of(d.type), num_warps)
+    if parse_encoding(mu.encoding_str(d.type)) != blocked:
+        _accumulator(dot, blocked)
     c = dot.operands[2]
     if parse_encoding(mu.encoding_str(c.type)) != blocked:
         dot.operands[2] = _convert(c, blocked, before=dot, loc=dot.location)
+    # A and B convert last, right before the dot: the dot then loads them (analysis.fma_staging)
+    for idx in (0, 1):
+        dot.operands[idx] = _convert(dot.operands[idx], FmaOperand(idx, blocked), before=dot, loc=dot.location)
 
 
 # (A element, C element) that wgmma computes (PTX ISA 9.7.15.5.2, wgmma.mma_async types; Triton's
@@ -504,7 +513,7 @@ def accelerate(module, num_warps: int, cc: int = 90, wgmma: bool = True) -> int:
             n += 1
             continue
         if kind == "fma":
-            _fma(dot)
+            _fma(dot, num_warps)
             continue
         shape = mu.shape_of(dot.results[0].type)
         instr = (16, 8) if len(shape) == 2 else (1, 16, 8)

@@ -140,7 +140,7 @@ def warp_group_dot(ctx, op, a, bm: MemDesc, c: TensorVal):
     rs = isinstance(a, TensorVal)
     ea = mu.elem_str(op.operands[0].type) if rs else a.elem
     eb, ec = bm.elem, mu.elem_str(op.operands[2].type)
-    if rs and ea not in ("f16", "bf16"):
+    if rs and ea not in ("f16", "bf16", "f32"):
         raise NotSupportedYet(f"ttng.warp_group_dot with {ea} A in registers", None, "llir")
     if not isinstance(lc, NvidiaMma) or ea not in _PTX_TYPE or eb not in _PTX_TYPE or ec not in ("f32", "i32", "f16"):
         raise NotSupportedYet(f"ttng.warp_group_dot for {ea} x {eb} -> {ec}", None, "llir")

@@ -1,4 +1,4 @@
-"""LLIR rule for ttg.convert_layout: a register renaming when every thread already holds its new elements, else shared memory.
+"""LLIR rule for ttg.convert_layout: a register renaming when every thread already holds its new elements, warp shuffles for a 32-bit mma accumulator into its own tf32 A operand (convert_shfl), else shared memory.
 
 The round trip through shared memory is sized by ttbuild.backend.analysis.allocation.convert_bytes:
 packed rows for the 16-bit mma accumulator, one word per element otherwise. A 16-bit tile leaving
@@ -16,10 +16,12 @@ from math import prod
 from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.analysis import shuffle_plan
 from ttbuild.backend.analysis.allocation import elem_bytes, packed_pitch, round4
 from ttbuild.backend.analysis.layout import same_thread_map
 from ttbuild.backend.ir.encodings import Blocked, NvidiaMma
 from ttbuild.backend.ir.ops import TTG
+from ttbuild.backend.llir import convert_shfl
 from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
 from ttbuild.backend.llir.smem import linear, smem_load, smem_store
 from ttbuild.registry import RuleSet
@@ -45,6 +47,10 @@ def convert_layout(ctx, op, src):
         return TensorVal([src.elems[p] for p in pos], lay, shape)
     elem = mu.elem_str(res.type)
     ety = llvm_type(elem)
+    pairs = ctx.memo(("shfl_plan", src.layout, lay, shape),
+                     lambda: shuffle_plan.plan(src.layout, lay, shape, mu.elem_bits(elem), 32 * ctx.num_warps))
+    if pairs is not None:  # tf32 P of attention: two shuffle rounds per register pair
+        return convert_shfl.convert(ctx, src, lay, shape, pairs)
     if reader_packed(src.layout, lay, shape, elem, 32 * ctx.num_warps):
         return _through_reader_slots(ctx, src, lay, shape, ety)
     pitch = packed_pitch(src.layout, shape, elem)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 36  # 32-bit shared pointers in every kernel
+VERSION = 37  # tf32 RS wgmma; an mma accumulator into its tf32 A operand by shuffles
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

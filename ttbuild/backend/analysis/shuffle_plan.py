@@ -58,10 +58,11 @@ def _simulate(src, dst, shape, pairs, threads: int) -> bool:
 
 def plan(src_layout, dst_layout, shape, elem_bits: int, threads: int):
     """The (lo, hi, c0, c1) pairs of a shuffle conversion from `src_layout` to `dst_layout`
-    (see the module docstring), or None where it does not apply."""
+    (see the module docstring), or None where it does not apply. The two mma layouts may differ
+    in instrShape (P of a 64-wide QK feeding a 128-wide P.V): the simulation decides."""
     if not (isinstance(src_layout, NvidiaMma) and isinstance(dst_layout, DotOperand) and elem_bits == 32
-            and dst_layout.op_idx == 0 and dst_layout.k_width == 1 and dst_layout.parent == src_layout
-            and len(shape) == 2 and src_layout.warps_per_cta[-1] == 1):
+            and dst_layout.op_idx == 0 and dst_layout.k_width == 1 and isinstance(dst_layout.parent, NvidiaMma)
+            and len(shape) == 2 and src_layout.warps_per_cta[-1] == 1 and dst_layout.parent.warps_per_cta[-1] == 1):
         return None
     pairs = _pairs(src_layout, dst_layout, shape)
     if pairs is None or not _simulate(src_layout, dst_layout, shape, pairs, threads):

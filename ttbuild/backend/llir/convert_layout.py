@@ -1,4 +1,6 @@
-"""LLIR rule for ttg.convert_layout: a register renaming when every thread already holds its new elements, warp shuffles for a 32-bit mma accumulator into its own tf32 A operand (convert_shfl), else shared memory.
+"""LLIR rule for ttg.convert_layout: a register renaming when every thread already holds its new elements, else shuffles or shared memory.
+
+Warp shuffles take a 32-bit mma accumulator into a tf32 A operand (attention's P, convert_shfl).
 
 The round trip through shared memory is sized by ttbuild.backend.analysis.allocation.convert_bytes:
 packed rows for the 16-bit mma accumulator, one word per element otherwise. A 16-bit tile leaving

@@ -66,9 +66,15 @@ def test_other_conversions_have_no_shuffle_plan(src, dst, shape, bits, why):
     assert plan(src, dst, shape, bits, 128) is None, why
 
 
-def _ours(bm, bn, hd, warps, stages, until="ptx") -> dict:
-    return ttbuild.compile(SRC, kernel="tf32_causal_attn", signature=SIG, constexprs={"BLOCK_M": bm, "BLOCK_N": bn, "HEAD": hd},
-                           num_warps=warps, num_stages=stages, until=until)
+_BUILT: dict = {}
+
+
+def _ours(bm, bn, hd, warps, stages) -> dict:
+    key = (bm, bn, hd, warps, stages)
+    if key not in _BUILT:
+        _BUILT[key] = ttbuild.compile(SRC, kernel="tf32_causal_attn", signature=SIG, num_warps=warps, num_stages=stages,
+                                      constexprs={"BLOCK_M": bm, "BLOCK_N": bn, "HEAD": hd}, until="ptx")
+    return _BUILT[key]
 
 
 def test_pv_is_an_rs_wgmma_fed_by_shuffles():

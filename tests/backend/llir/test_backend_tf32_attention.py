@@ -126,3 +126,18 @@ def test_stack_frame_within_tritons(cfg, tmp_path):
     theirs = ptxas_verbose(Path(job["out"]).read_bytes(), tmp_path)
     ours = ptxas_verbose(_ours(*cfg)["ptx"], tmp_path)
     assert _stack(ours) <= _stack(theirs) + 64, (ours, theirs)
+
+
+def test_triton_accepts_our_ttgir(tmp_path):
+    """Triton 3.6 compiles our TTGIR of the 64x64 row (the RS tf32 wgmma on a kWidth-1 P) to
+    cubin with our shared memory, wgmma count and shuffle count (oracle; skips without Triton)."""
+    out = _ours(64, 64, 64, 4, 3)
+    path = tmp_path / "attn.ttgir"
+    path.write_bytes(out["ttgir"])
+    code = ("import sys, triton\nfrom triton.backends.compiler import GPUTarget\n"
+            "k = triton.compile(sys.argv[1], target=GPUTarget('cuda', 90, 32))\n"
+            "print(k.metadata.shared, k.asm['ptx'].count('wgmma.mma_async'), k.asm['ptx'].count('shfl.sync.idx'))\n")
+    shared, wgmma, shfl = (int(x) for x in run_triton(code, str(path)).split())
+    ptx = out["ptx"].decode()
+    assert shared == int(re.search(r'ttg.shared"? = (\d+)', out["ttgir"].decode()).group(1))
+    assert (wgmma, shfl) == (ptx.count("wgmma.mma_async"), ptx.count("shfl.sync.idx")), (wgmma, shfl)

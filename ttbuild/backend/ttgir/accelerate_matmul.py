@@ -462,7 +462,7 @@ def _accelerate_v3(dot, num_warps: int, warps) -> None:
     elem = mu.elem_str(dot.operands[0].type)
     bits = mu.elem_bits(elem)
     mma = NvidiaMma(warps, (16, instr_n_v3(shape, num_warps, elem), 256 // bits), (3, 0))
-    if _from_dot(dot.operands[0]):  # RS wgmma: A as mma.sync's m16k16 fragments
+    if _from_dot(dot.operands[0]):  # RS wgmma: A as mma.sync's m16k16 (tf32: m16k8) fragments
         a = _convert(dot.operands[0], DotOperand(0, mma, 32 // bits), before=dot, loc=dot.location)
     else:
         a = _stage_operand_v3(dot, 0)

@@ -124,8 +124,8 @@ class _Operand:
 def _a_words(b, a: TensorVal):
     """A in registers (`#ttg.dot_op<{opIdx = 0, parent = #mma v3, kWidth}>`): per (m rep, k
     step) its four 32-bit registers, the m16k16 (16-bit) or m16k8 (tf32: kWidth 1) fragment of
-    mma.sync, which wgmma's RS form
-    reads per warp of the warpgroup (PTX ISA 9.7.15.5.1, "Register fragments: A")."""
+    mma.sync, which wgmma's RS form reads per warp of the warpgroup (PTX ISA 9.7.15.5.1,
+    "Register fragments: A")."""
     regs = a.layout.regs(a.shape)
     return {(mn, k): [pack_register(b, [a.elems[p] for p in reg]) for reg in positions]
             for (_, mn, k), positions in regs.items()}

@@ -129,7 +129,7 @@ def test_dot_one_hot(torch, lib, v):
 
 def _run_fixed(torch, lib, name, *tensors):
     v = next((x for x in _variants(("dot_single_kernel", "dot_trans_kernel", "dot_batched_kernel", "dot_fma_kernel",
-                                    "dot_chain_kernel", "dot_batched_fma_kernel"))
+                                    "dot_chain_kernel", "dot_batched_fma_kernel", "dot_chain_tf32_kernel"))
               if x["variant"] == name), None)
     if v is None:
         pytest.skip(f"no {name} in {ART}")
@@ -221,6 +221,25 @@ def test_chained_dots(torch, lib, name, scale):
         if scale == 2:
             want = want * torch.where(p.max(dim=1).values > 0, 0.5, 0.25)[:, None]
         want = want + p @ v[s:s + 32].double()
+    _check(torch, o, want, name)
+
+
+@pytest.mark.parametrize("name,bm,bn", [("dot_chain_tf32_64x32x64_w4", 64, 32), ("dot_chain_tf32_128x64x64_w8", 128, 64)])
+def test_chained_tf32_dots(torch, lib, name, bm, bn):
+    """Attention's two dots on fp32 tiles: P (fp32) stays in registers as the tf32 A of an RS
+    wgmma, moved there by warp shuffles. Integers in -2..2: S (|S| <= 256) is exact in tf32 and
+    every sum in fp32, alpha a power of two, so the result is bit-exact."""
+    g = torch.Generator(device="cuda").manual_seed(11)
+    n_ctx = 4 * bn
+    q = torch.randint(-2, 3, (bm, 64), generator=g, device="cuda").float()
+    k = torch.randint(-2, 3, (n_ctx, 64), generator=g, device="cuda").float()
+    v = torch.randint(-2, 3, (n_ctx, 64), generator=g, device="cuda").float()
+    o = torch.full((bm, 64), float("nan"), device="cuda")
+    _run_fixed(torch, lib, name, q, k, v, o, n_ctx)
+    want = torch.zeros((bm, 64), dtype=torch.float64, device="cuda")
+    for s in range(0, n_ctx, bn):
+        p = q.double() @ k[s:s + bn].double().t()
+        want = want * torch.where(p.max(dim=1).values > 0, 0.5, 0.25)[:, None] + p @ v[s:s + bn].double()
     _check(torch, o, want, name)
 
 

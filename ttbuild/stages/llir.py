@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 37  # FMA dot operands staged and loaded K step by K step
+VERSION = 38  # FMA operands staged K step by K step; tf32 A from registers by shuffles
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 37  # loop fences; FMA dots on Triton's 4x4 result layout
+VERSION = 38  # loop fences; FMA dots on Triton's 4x4 result layout; tf32 chained dots on wgmma
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

@@ -173,3 +173,23 @@ def dot_chain_kernel(q_ptr, k_ptr, v_ptr, o_ptr, N_CTX, BM: tl.constexpr, BN: tl
             acc = acc * alpha[:, None]
         acc = tl.dot(p, v, acc)
     tl.store(o_ptr + offs_m[:, None] * D + offs_d[None, :], acc)
+
+
+@triton.jit
+def dot_chain_tf32_kernel(q_ptr, k_ptr, v_ptr, o_ptr, N_CTX, BM: tl.constexpr, BN: tl.constexpr, D: tl.constexpr):
+    """dot_chain_kernel on fp32 tiles (both dots tf32): P = S stays fp32, so P V takes P from
+    registers (an RS tf32 wgmma, P moved into its A fragments by warp shuffles); O = O * alpha
+    + P V with alpha per row as SCALE_ACC 2."""
+    offs_m = tl.arange(0, BM)
+    offs_n = tl.arange(0, BN)
+    offs_d = tl.arange(0, D)
+    q = tl.load(q_ptr + offs_m[:, None] * D + offs_d[None, :])
+    acc = tl.zeros((BM, D), dtype=tl.float32)
+    for start in range(0, N_CTX, BN):
+        rows = start + offs_n
+        k = tl.load(k_ptr + rows[:, None] * D + offs_d[None, :])
+        v = tl.load(v_ptr + rows[:, None] * D + offs_d[None, :])
+        s = tl.dot(q, tl.trans(k))
+        alpha = tl.where(tl.max(s, 1) > 0, 0.5, 0.25)
+        acc = tl.dot(s, v, acc * alpha[:, None])
+    tl.store(o_ptr + offs_m[:, None] * D + offs_d[None, :], acc)

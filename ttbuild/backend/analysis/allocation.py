@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from math import prod
 
 from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.analysis import shuffle_plan
 from ttbuild.backend.analysis.fma_staging import staged_bytes
 from ttbuild.backend.analysis.layout import joined, same_thread_map, trans_order, transposed
 from ttbuild.backend.ir.encodings import Blocked, NvidiaMma, Slice, parse_encoding
@@ -269,12 +270,14 @@ def _atomic_shares(op) -> bool:
 def _in_registers(op, num_warps: int) -> bool:
     """Whether a ttg.convert_layout to or from a tensor-core layout is a register renaming
     (layout.same_thread_map; checked for those only, where it is cheap and common: the
-    accumulator -> dot operand shortcut)."""
+    accumulator -> dot operand shortcut) or warp shuffles (shuffle_plan: tf32 P)."""
     src, dst = (mu.encoding_str(v.type) or "" for v in (op.operands[0], op.results[0]))
     if not any(k in e for e in (src, dst) for k in ("#ttg.nvidia_mma<", "#ttg.dot_op<")):
         return False
     shape = tuple(mu.shape_of(op.results[0].type))
-    return same_thread_map(parse_encoding(src), parse_encoding(dst), shape, 32 * num_warps) is not None
+    s, d, threads = parse_encoding(src), parse_encoding(dst), 32 * num_warps
+    return (same_thread_map(s, d, shape, threads) is not None
+            or shuffle_plan.plan(s, d, shape, mu.elem_bits(mu.elem_str(op.results[0].type)), threads) is not None)
 
 
 def _permutes_through_shared(op, num_warps: int) -> bool:

@@ -1,4 +1,6 @@
-"""LLIR rule for ttg.convert_layout: a register renaming when every thread already holds its new elements, else shared memory.
+"""LLIR rule for ttg.convert_layout: a register renaming when every thread already holds its new elements, else shuffles or shared memory.
+
+Warp shuffles take a 32-bit mma accumulator into a tf32 A operand (attention's P, convert_shfl).
 
 The round trip through shared memory is sized by ttbuild.backend.analysis.allocation.convert_bytes:
 packed rows for the 16-bit mma accumulator, one word per element otherwise. A 16-bit tile leaving
@@ -16,11 +18,13 @@ from math import prod
 from llvmlite import ir
 
 from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.analysis import shuffle_plan
 from ttbuild.backend.analysis.allocation import elem_bytes, packed_pitch, round4
 from ttbuild.backend.analysis.fma_staging import staged_base
 from ttbuild.backend.analysis.layout import same_thread_map
 from ttbuild.backend.ir.encodings import Blocked, NvidiaMma
 from ttbuild.backend.ir.ops import TTG
+from ttbuild.backend.llir import convert_shfl
 from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
 from ttbuild.backend.llir.fma import StagedOperand
 from ttbuild.backend.llir.smem import linear, smem_load, smem_store
@@ -50,6 +54,10 @@ def convert_layout(ctx, op, src):
     base = staged_base(op)
     if base is not None:  # an FMA dot's operand: stored here, loaded by the dot (llir.fma)
         return _staged(ctx, src, lay, shape, ety, base, round4(elem_bytes(elem)))
+    pairs = ctx.memo(("shfl_plan", src.layout, lay, shape),
+                     lambda: shuffle_plan.plan(src.layout, lay, shape, mu.elem_bits(elem), 32 * ctx.num_warps))
+    if pairs is not None:  # tf32 P of attention: two shuffle rounds per register pair
+        return convert_shfl.convert(ctx, src, lay, shape, pairs)
     if reader_packed(src.layout, lay, shape, elem, 32 * ctx.num_warps):
         return _through_reader_slots(ctx, src, lay, shape, ety)
     pitch = packed_pitch(src.layout, shape, elem)

@@ -123,8 +123,9 @@ class _Operand:
 
 def _a_words(b, a: TensorVal):
     """A in registers (`#ttg.dot_op<{opIdx = 0, parent = #mma v3, kWidth}>`): per (m rep, k
-    step) its four 32-bit registers, the m16k16 fragment of mma.sync, which wgmma's RS form
-    reads per warp of the warpgroup (PTX ISA 9.7.15.5.1, "Register fragments: A")."""
+    step) its four 32-bit registers, the m16k16 (16-bit) or m16k8 (tf32: kWidth 1) fragment of
+    mma.sync, which wgmma's RS form reads per warp of the warpgroup (PTX ISA 9.7.15.5.1,
+    "Register fragments: A")."""
     regs = a.layout.regs(a.shape)
     return {(mn, k): [pack_register(b, [a.elems[p] for p in reg]) for reg in positions]
             for (_, mn, k), positions in regs.items()}
@@ -140,7 +141,7 @@ def warp_group_dot(ctx, op, a, bm: MemDesc, c: TensorVal):
     rs = isinstance(a, TensorVal)
     ea = mu.elem_str(op.operands[0].type) if rs else a.elem
     eb, ec = bm.elem, mu.elem_str(op.operands[2].type)
-    if rs and ea not in ("f16", "bf16"):
+    if rs and ea not in ("f16", "bf16", "f32"):
         raise NotSupportedYet(f"ttng.warp_group_dot with {ea} A in registers", None, "llir")
     if not isinstance(lc, NvidiaMma) or ea not in _PTX_TYPE or eb not in _PTX_TYPE or ec not in ("f32", "i32", "f16"):
         raise NotSupportedYet(f"ttng.warp_group_dot for {ea} x {eb} -> {ec}", None, "llir")

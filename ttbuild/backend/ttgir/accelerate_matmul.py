@@ -357,7 +357,7 @@ def wgmma_supported(op, cc: int, num_warps: int) -> bool:
     into fp32, ttbuild.backend.llir.wgmma); 8- and 32-bit operands are stored K-contiguous
     (_shared_order), each shared operand tile's contiguous extent at least 32 bytes (an nvmma_shared swizzle); a dot
     chained to another (attention) needs M to be a multiple of 16 x num_warps (all warps along
-    M) and, when A comes from a dot (P), 16-bit A (it stays in registers: RS wgmma)."""
+    M) and, when A comes from a dot (P), 16-bit or tf32 A (it stays in registers: RS wgmma)."""
     if cc != 90 or num_warps % 4:
         return False
     a, bm, c = op.operands[0], op.operands[1], op.operands[2]
@@ -371,8 +371,8 @@ def wgmma_supported(op, cc: int, num_warps: int) -> bool:
     if len(shape_c) != 2 or shape_c[0] % 64 or shape_c[1] % 8 or shape_a[1] % (256 // bits):
         return False
     chained = _slice_has_other_dot(op)
-    if chained and (shape_c[0] % (16 * num_warps) or (bits != 16 and _from_dot(a))):
-        return False  # all warps along M must tile it; A from registers is built for 16 bits
+    if chained and (shape_c[0] % (16 * num_warps) or (bits == 8 and _from_dot(a))):
+        return False  # all warps along M must tile it; A from registers is built for 16 and 32 bits
     # Along a contiguous M or N, one wgmma's sub-tile (64 rows of A, instrShape n columns of B)
     # must not straddle two swizzle blocks: it spans whole blocks or lies inside one.
     for idx, v, k_dim, step in ((0, a, 1, 64), (1, bm, 0, instr_n_v3(shape_c, num_warps, ea))):
@@ -471,7 +471,7 @@ def _accelerate_v3(dot, num_warps: int, warps) -> None:
     elem = mu.elem_str(dot.operands[0].type)
     bits = mu.elem_bits(elem)
     mma = NvidiaMma(warps, (16, instr_n_v3(shape, num_warps, elem), 256 // bits), (3, 0))
-    if _from_dot(dot.operands[0]):  # RS wgmma: A as mma.sync's m16k16 fragments
+    if _from_dot(dot.operands[0]):  # RS wgmma: A as mma.sync's m16k16 (tf32: m16k8) fragments
         a = _convert(dot.operands[0], DotOperand(0, mma, 32 // bits), before=dot, loc=dot.location)
     else:
         a = _stage_operand_v3(dot, 0)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -41,3 +43,21 @@ def ptxas_verbose(ptx: bytes, tmp_path) -> str:
     proc = subprocess.run([str(ptxas_path()), "-arch=sm_90a", "-v", str(src), "-o", str(tmp_path / "k.cubin")],
                           capture_output=True, text=True, check=True)
     return proc.stderr
+
+
+def sass_loops(cubin: Path) -> list[str]:
+    """The SASS of each loop of a cubin (label .. backward branch), disassembled with nvdisasm
+    from Triton's wheel (ours ships none): skips without it."""
+    from oracle import triton_python
+
+    found = sorted((Path(triton_python()).parents[1] / "lib").glob("python3*/site-packages/triton/backends/nvidia/bin/nvdisasm"))
+    if not found:
+        pytest.skip("no nvdisasm (it comes with triton's wheel)")
+    lines = subprocess.run([str(found[0]), "-c", str(cubin)], capture_output=True, text=True, check=True).stdout.splitlines()
+    labels = {m.group(1): i for i, line in enumerate(lines) if (m := re.match(r"\s*(\.L_x_\d+):", line))}
+    out = []
+    for i, line in enumerate(lines):
+        m = re.search(r"BRA[^`]*`\((\.L_x_\d+)\)", line)
+        if m and labels.get(m.group(1), i) < i:
+            out.append("\n".join(lines[labels[m.group(1)]:i + 1]))
+    return out

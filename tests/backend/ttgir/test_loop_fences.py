@@ -10,13 +10,11 @@ tiles made again and the copies computes the same dQ, dK, dV as without.
 
 from __future__ import annotations
 
-import re
-import subprocess
 from pathlib import Path
 
 import pytest
 import tomllib
-from ptx_util import ptxas_verbose
+from ptx_util import ptxas_verbose, sass_loops
 
 import ttbuild
 from ttbuild.backend import mlir_util as mu
@@ -97,24 +95,6 @@ def test_nothing_cheap_kept_across_a_loop(name):
     assert _kept_across(_compile(name, "ttgir")) == []
 
 
-def _loops(cubin: Path) -> list[str]:
-    """The SASS of each loop of a cubin (label .. backward branch), disassembled with nvdisasm
-    from Triton's wheel (ours ships none): skips without it."""
-    from oracle import triton_python
-
-    found = sorted((Path(triton_python()).parents[1] / "lib").glob("python3*/site-packages/triton/backends/nvidia/bin/nvdisasm"))
-    if not found:
-        pytest.skip("no nvdisasm (it comes with triton's wheel)")
-    lines = subprocess.run([str(found[0]), "-c", str(cubin)], capture_output=True, text=True, check=True).stdout.splitlines()
-    labels = {m.group(1): i for i, line in enumerate(lines) if (m := re.match(r"\s*(\.L_x_\d+):", line))}
-    out = []
-    for i, line in enumerate(lines):
-        m = re.search(r"BRA[^`]*`\((\.L_x_\d+)\)", line)
-        if m and labels.get(m.group(1), i) < i:
-            out.append("\n".join(lines[labels[m.group(1)]:i + 1]))
-    return out
-
-
 @pytest.mark.parametrize("name,loops", [("attn_bwd_d128_w8", 2), ("attn_bwd_d128_causal_w8", 4)])
 def test_8_warps_no_spill(name, loops, tmp_path):
     """ptxas -v: no stack and no spill (32 bytes of stack before the pass, spilled outside the
@@ -122,7 +102,7 @@ def test_8_warps_no_spill(name, loops, tmp_path):
     iteration, as before."""
     info = ptxas_verbose(_compile(name, "ptx"), tmp_path)
     assert "0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads" in info, info
-    bodies = [b for b in _loops(tmp_path / "k.cubin") if "HGMMA" in b]
+    bodies = [b for b in sass_loops(tmp_path / "k.cubin") if "HGMMA" in b]
     assert len(bodies) == loops
     for b in bodies:
         assert "STL" not in b and "LDL" not in b, b

@@ -10,12 +10,11 @@ cubin (oracle). Results on the GPU: tests/gpu/test_gpu_tensorcore.py, every `_at
 from __future__ import annotations
 
 import re
-import subprocess
 from pathlib import Path
 
 import pytest
 import tomllib
-from ptx_util import ptxas_verbose
+from ptx_util import ptxas_verbose, sass_loops
 
 import ttbuild
 from ttbuild.backend import mlir_util as mu
@@ -182,31 +181,13 @@ def test_split_computes_the_same(name):
         np.testing.assert_allclose(after.astype(np.float32), before.astype(np.float32), rtol=1e-3, atol=1e-4)
 
 
-def _loops(cubin: Path) -> list[str]:
-    """The SASS of each loop of a cubin (label .. backward branch), disassembled with nvdisasm
-    from Triton's wheel (ours ships none): skips without it."""
-    from oracle import triton_python
-
-    found = sorted((Path(triton_python()).parents[1] / "lib").glob("python3*/site-packages/triton/backends/nvidia/bin/nvdisasm"))
-    if not found:
-        pytest.skip("no nvdisasm (it comes with triton's wheel)")
-    lines = subprocess.run([str(found[0]), "-c", str(cubin)], capture_output=True, text=True, check=True).stdout.splitlines()
-    labels = {m.group(1): i for i, line in enumerate(lines) if (m := re.match(r"\s*(\.L_x_\d+):", line))}
-    out = []
-    for i, line in enumerate(lines):
-        m = re.search(r"BRA[^`]*`\((\.L_x_\d+)\)", line)
-        if m and labels.get(m.group(1), i) < i:
-            out.append("\n".join(lines[labels[m.group(1)]:i + 1]))
-    return out
-
-
 @pytest.mark.parametrize("name,loops", [("attn_bwd_d128", 3), ("attn_bwd_d128_causal", 6)])
 def test_no_spill_and_wgmmas_in_flight_in_the_loops(name, loops, tmp_path):
     """In the SASS, no loop spills or reloads (unsplit: 86 STL / 93 LDL in the dK/dV loop) and each
     waits for its wgmmas twice per iteration, the waits the TTGIR places (unsplit: a
     WARPGROUP.DEPBAR after each of the 40 HGMMAs, ptxas's serialization)."""
     ptxas_verbose(_compile(name, "ptx"), tmp_path)
-    bodies = [b for b in _loops(tmp_path / "k.cubin") if "HGMMA" in b]
+    bodies = [b for b in sass_loops(tmp_path / "k.cubin") if "HGMMA" in b]
     assert len(bodies) == loops
     for b in bodies:
         assert "STL" not in b and "LDL" not in b, b

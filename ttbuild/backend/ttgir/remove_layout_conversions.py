@@ -238,8 +238,9 @@ class Remat:
     (constants, splats, ranges, views, conversions, elementwise ops that are cheap to compute twice, recursively),
     else converted right after their definition."""
 
-    def __init__(self, loc):
+    def __init__(self, loc, threads: int | None = None):
         self.loc = loc
+        self.threads = threads  # of the CTA: a load of fewer elements is cheap to repeat (_small_load)
         self.cache: dict = {}
 
     def get(self, v, layout):
@@ -287,6 +288,14 @@ class Remat:
                                            loc=op.location).results[0]
         if name in (TT.SPLAT, TT.MAKE_RANGE):
             return _clone(op, t, {})
+        if name == TT.LOAD and self._small_load(op):
+            new = {}
+            for i, w in enumerate(op.operands):
+                if mu.is_tensor(w):
+                    new[i] = self.rebuild(w, layout, depth + 1)
+                    if new[i] is None:
+                        return None
+            return _clone(op, t, new)
         if name == TTG.CONVERT_LAYOUT:
             return self.rebuild(op.operands[0], layout, depth + 1)
         if name == TT.EXPAND_DIMS:
@@ -330,13 +339,23 @@ class Remat:
                            loc=op.location).results[0]
         return v
 
-    @staticmethod
-    def _rebuildable(v) -> bool:
+    def _rebuildable(self, v) -> bool:
         if isinstance(v, ir.BlockArgument):
             return False
         name = v.owner.name
         return name in (ARITH.CONSTANT, TT.SPLAT, TT.MAKE_RANGE, TTG.CONVERT_LAYOUT) or name in _VIEWS \
-            or is_elementwise(name)
+            or is_elementwise(name) or (name == TT.LOAD and self._small_load(v.owner))
+
+    def _small_load(self, op) -> bool:
+        """A non-volatile tt.load of fewer elements than the CTA has threads: loaded again in the
+        wanted layout, right after the original (the same memory state), rather than converted
+        through shared memory. Triton 3.6's rule (lib/Dialect/TritonGPU/Transforms/Utility.cpp
+        isExpensiveLoadOrStore: "Tensor of pointers has more threads than elements, we can presume
+        a high hit-rate that makes it cheap to load")."""
+        volatile = mu.props(op).get("isVolatile")
+        if self.threads is None or (volatile is not None and ir.BoolAttr(volatile).value):
+            return False
+        return prod(mu.shape_of(op.results[0].type)) < self.threads
 
 
 def _clone(op, t, operands: dict):
@@ -391,21 +410,16 @@ def _mma_derived(layout) -> bool:
     return isinstance(layout, NvidiaMma) or hasattr(layout, "op_idx")
 
 
-def _unit_reshape_of(conv) -> bool:
-    """Whether `conv` converts a tt.reshape result that Remat._unit_reshape may rebuild."""
-    v = conv.operands[0]
-    return not isinstance(v, ir.BlockArgument) and v.owner.name == TT.RESHAPE and _is_vector(v.type)
-
-
-def fold_conversions(func, remat: Remat, only_reshapes: bool = False) -> int:
+def fold_conversions(func, remat: Remat, vectors_only: bool = False) -> int:
     """Conversions that convert nothing are dropped, and those whose operand is cheap to
     recompute (see Remat) are replaced by the recomputation in the result's layout: the ones
     from or to a tensor-core layout (or a slice of one) and, since they sit in the dot loop of a
     tensor-core kernel, those of vectors (a mask row needed along another dimension would
     otherwise cross shared memory with two barriers every iteration; Triton's backward
-    rematerialization rebuilds it). `only_reshapes`: just the conversions of a vector reshaped
-    with size-1 dims (any kernel: tl.sort makes one per compare-and-swap). Returns how many
-    were removed."""
+    rematerialization rebuilds it). `vectors_only` (a kernel without dots): just the conversions
+    of vectors (tl.sort's reshaped ranges, one per compare-and-swap; a row of offsets, a mask
+    or a small loaded row broadcast into two tiles of different layouts). Returns how many were
+    removed."""
     n = 0
     for op in walk(func):
         if op.name != TTG.CONVERT_LAYOUT:
@@ -414,7 +428,7 @@ def fold_conversions(func, remat: Remat, only_reshapes: bool = False) -> int:
         if src is None or dst is None:
             continue
         vector = _is_vector(op.results[0].type)
-        if not (_mma_derived(src) or _mma_derived(dst) or vector) or (only_reshapes and not _unit_reshape_of(op)):
+        if not (_mma_derived(src) or _mma_derived(dst) or vector) or (vectors_only and not vector):
             continue
         new = op.operands[0] if op.operands[0].type == op.results[0].type else remat.rebuild(op.operands[0], dst)
         if new is None or new == op.results[0]:  # (a conversion Remat made: it is the rebuild)
@@ -538,7 +552,9 @@ def remove_layout_conversions(module, num_warps: int) -> int:
     rewritten plus shortcuts taken."""
     n = 0
     for func in [op for op in module.body.operations if op.operation.name == TT.FUNC]:
-        remat = Remat(func.location)
+        dots = any(op.name in DOT_OPS for op in walk(func))
+        # small loads repeated only without dots: in a dot loop the registers they take are the accumulators'
+        remat = Remat(func.location, None if dots else 32 * num_warps)
         for conv, dst, src in _candidates(func):
             sl = _Slice(conv, dst, src)
             sl.collect()
@@ -546,7 +562,7 @@ def remove_layout_conversions(module, num_warps: int) -> int:
                 continue
             _rewrite(sl, remat)
             n += 1
-        if any(op.name in DOT_OPS for op in walk(func)):
+        if dots:
             folded = fold_conversions(func, remat)
             # after the folding, which would push the one conversion of a stored value back
             # onto each of its inputs
@@ -554,8 +570,8 @@ def remove_layout_conversions(module, num_warps: int) -> int:
             if n or folded:
                 erase_dead(func)
             n += folded
-        else:
-            folded = fold_conversions(func, remat, only_reshapes=True)
+        else:  # vectors only (Triton's backward rematerialization of a mask, offset or small load row)
+            folded = fold_conversions(func, remat, vectors_only=True)
             if folded:
                 erase_dead(func)
             n += folded

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 38  # FMA operands staged K step by K step; tf32 A from registers by shuffles
+VERSION = 39  # axis info of select as Triton's (vector width of a row picked by tl.where on a constexpr)
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 39  # vectors and small loads rematerialized in kernels without dots (Triton's rule)
+VERSION = 40  # axis info of select as Triton's (a constant condition keeps the chosen operand's)
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

@@ -299,7 +299,26 @@ def _cmp(op, shape, ins):
     return AxisInfo((1,) * rank, (1,) * rank, tuple(const))
 
 
-@_rule(ARITH.ANDI, ARITH.ORI, ARITH.XORI, ARITH.SELECT, ARITH.ADDF, ARITH.SUBF,
+@_rule(ARITH.SELECT)
+def _select(op, shape, ins):
+    """Triton 3.6's SelectOpAxisInfoVisitor (lib/Analysis/AxisInfo.cpp): a constant condition
+    (`tl.where(CONSTEXPR == 1, a, b)`) gives the chosen operand's info; a scalar i1 condition
+    picks a whole operand, so the minimum of both; a tensor condition mixes them elementwise."""
+    cond, a, b = ins
+    if cond.value is not None:
+        return a if cond.value else b
+    rank = len(shape)
+    if not mu.shape_of(op.operands[0].type):
+        return AxisInfo(tuple(min(a.contiguity[d], b.contiguity[d]) for d in range(rank)),
+                        tuple(min(a.divisibility[d], b.divisibility[d]) for d in range(rank)),
+                        tuple(min(a.constancy[d], b.constancy[d]) for d in range(rank)))
+    return AxisInfo(tuple(gcd(gcd(a.contiguity[d], cond.constancy[d]), gcd(b.contiguity[d], cond.constancy[d]))
+                          for d in range(rank)),
+                    tuple(gcd(a.divisibility[d], b.divisibility[d]) for d in range(rank)),
+                    tuple(gcd(gcd(a.constancy[d], b.constancy[d]), cond.constancy[d]) for d in range(rank)))
+
+
+@_rule(ARITH.ANDI, ARITH.ORI, ARITH.XORI, ARITH.ADDF, ARITH.SUBF,
        ARITH.MULF, ARITH.DIVF, ARITH.EXTF, ARITH.TRUNCF, ARITH.SITOFP, ARITH.FPTOSI,
        ARITH.UITOFP, ARITH.FPTOUI, ARITH.NEGF, ARITH.MAXIMUMF, ARITH.MINIMUMF,
        ARITH.MAXNUMF, ARITH.MINNUMF,

@@ -10,28 +10,16 @@ cubin (oracle). Results on the GPU: tests/gpu/test_gpu_tensorcore.py, every `_at
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
-import tomllib
+from kernel_rows import KDIR, ROWS, compile_row
 from ptx_util import ptxas_verbose, sass_loops
 
 import ttbuild
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.ttgir.split_rows import split_rows
 
-KDIR = Path(__file__).parents[3] / "kernels"
-ROWS = {x["name"]: x for x in tomllib.loads((KDIR / "variants.toml").read_text())["variant"]}
-_CACHE: dict = {}
-
-
-def _compile(name, until):
-    if (name, until) not in _CACHE:
-        v = ROWS[name]
-        _CACHE[name, until] = ttbuild.compile(KDIR / v["file"], kernel=v["kernel"], signature=v["signature"],
-                                              constexprs=v["constexprs"], num_warps=v["num_warps"],
-                                              num_stages=v["num_stages"], until=until)[until]
-    return _CACHE[name, until]
+_compile = compile_row
 
 
 def _splits(ttir: bytes, num_warps: int) -> int:

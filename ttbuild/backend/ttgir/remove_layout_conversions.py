@@ -289,13 +289,7 @@ class Remat:
         if name in (TT.SPLAT, TT.MAKE_RANGE):
             return _clone(op, t, {})
         if name == TT.LOAD and self._small_load(op):
-            new = {}
-            for i, w in enumerate(op.operands):
-                if mu.is_tensor(w):
-                    new[i] = self.rebuild(w, layout, depth + 1)
-                    if new[i] is None:
-                        return None
-            return _clone(op, t, new)
+            return self._clone_rebuilt(op, layout, t, depth)
         if name == TTG.CONVERT_LAYOUT:
             return self.rebuild(op.operands[0], layout, depth + 1)
         if name == TT.EXPAND_DIMS:
@@ -304,14 +298,18 @@ class Remat:
         if name == TT.RESHAPE:
             return self._unit_reshape(op, layout, t, depth)
         if name == TT.BROADCAST or (is_elementwise(name) and len(op.results) == 1 and _cheap_twice(v)):
-            new = {}
-            for i, w in enumerate(op.operands):
-                if mu.is_tensor(w):
-                    new[i] = self.rebuild(w, layout, depth + 1)
-                    if new[i] is None:
-                        return None
-            return _clone(op, t, new)
+            return self._clone_rebuilt(op, layout, t, depth)
         return None
+
+    def _clone_rebuilt(self, op, layout, t, depth):
+        """`op` cloned with result type `t`, each tensor operand rebuilt in `layout`; None if one cannot be."""
+        new = {}
+        for i, w in enumerate(op.operands):
+            if mu.is_tensor(w):
+                new[i] = self.rebuild(w, layout, depth + 1)
+                if new[i] is None:
+                    return None
+        return _clone(op, t, new)
 
 
     def _unit_reshape(self, op, layout, t, depth):

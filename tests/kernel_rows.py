@@ -21,3 +21,35 @@ def compile_row(name: str, until: str) -> bytes:
                                               constexprs=v["constexprs"], num_warps=v["num_warps"],
                                               num_stages=v["num_stages"], until=until)[until]
     return _CACHE[name, until]
+
+
+def past_loops(ttgir: bytes | str, pick) -> list:
+    """`pick(op, result, readers)` for each result of an op of the kernel's body defined before one of its
+    top-level `scf.for`s and read after that loop (`readers`: the reading ops, at any depth, that lie after
+    it), with None answers left out; run inside the parsed module's context."""
+    from ttbuild.backend import mlir_util as mu
+
+    ctx = mu.context()
+    with ctx, mu.ir.Location.unknown(ctx):
+        module = mu.parse_module(ttgir, ctx, "ttgir")
+        func = next(op for op in module.body.operations if op.operation.name == "tt.func" and len(op.regions[0].blocks))
+        ops = [op.operation for op in func.regions[0].blocks[0].operations]
+        pos = {op: k for k, op in enumerate(ops)}
+
+        def top(op):
+            op = op.operation
+            while op not in pos:
+                op = op.parent.operation
+            return op
+
+        out = []
+        for k, loop in enumerate(ops):
+            if loop.name != "scf.for":
+                continue
+            for op in ops[:k]:
+                for r in op.results:
+                    readers = [u.owner for u in r.uses if pos[top(u.owner)] > k]
+                    got = pick(op, r, readers) if readers else None
+                    if got is not None:
+                        out.append(got)
+        return out

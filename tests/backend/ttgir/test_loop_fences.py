@@ -11,7 +11,7 @@ tiles made again and the copies computes the same dQ, dK, dV as without.
 from __future__ import annotations
 
 import pytest
-from kernel_rows import ROWS, compile_row
+from kernel_rows import ROWS, compile_row, past_loops
 from ptx_util import ptxas_verbose, sass_loops
 
 from ttbuild.backend import mlir_util as mu
@@ -45,32 +45,14 @@ def _kept_across(ttgir: bytes) -> list[str]:
     """Ops of the TTGIR's kernel defined before a top-level loop whose result something after
     that loop reads, other than the opaque copies: scalars (i32, i64, pointers; not constants)
     and cheap tensor ops."""
-    ctx = mu.context()
-    with ctx, mu.ir.Location.unknown(ctx):
-        module = mu.parse_module(ttgir, ctx, "ttgir")
-        ops = [op.operation for op in _func(module).regions[0].blocks[0].operations]
-        pos = {op: k for k, op in enumerate(ops)}
+    def pick(op, r, readers):
+        kind = mu.elem_str(r.type)
+        scalar = not mu.is_tensor(r) and (kind in ("i32", "i64") or mu.pointee(kind)) and op.name != "arith.constant"
+        if not (scalar or (mu.is_tensor(r) and cheap(op))):
+            return None
+        return op.name if any(o.name not in ("tt.ptr_to_int", "tt.elementwise_inline_asm") for o in readers) else None
 
-        def top(op):
-            op = op.operation
-            while op not in pos:
-                op = op.parent.operation
-            return op
-
-        out = []
-        for k, loop in enumerate(ops):
-            if loop.name != "scf.for":
-                continue
-            for op in ops[:k]:
-                for r in op.results:
-                    kind = mu.elem_str(r.type)
-                    scalar = not mu.is_tensor(r) and (kind in ("i32", "i64") or mu.pointee(kind)) and op.name != "arith.constant"
-                    if not (scalar or (mu.is_tensor(r) and cheap(op))):
-                        continue
-                    readers = [u.owner for u in r.uses if pos[top(u.owner)] > k]
-                    if any(o.name not in ("tt.ptr_to_int", "tt.elementwise_inline_asm") for o in readers):
-                        out.append(op.name)
-        return out
+    return past_loops(ttgir, pick)
 
 
 @pytest.mark.parametrize("name", ["attn_bwd_d128", "attn_bwd_d128_causal", "attn_bwd_d128_w8", "attn_bwd_d128_causal_w8"])

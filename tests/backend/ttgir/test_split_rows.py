@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from kernel_rows import KDIR, ROWS, compile_row
+from kernel_rows import KDIR, ROWS, compile_row, past_loops
 from ptx_util import ptxas_verbose, sass_loops
 
 import ttbuild
@@ -98,25 +98,7 @@ def test_split_ttgir(name, kv, dq):
 def _tiles_across_loops(ttgir: bytes | str) -> list[str]:
     """Names of the 2-D tensors a top-level op defines before a top-level loop and something
     after that loop reads."""
-    ctx = mu.context()
-    with ctx, mu.ir.Location.unknown(ctx):
-        module = mu.parse_module(ttgir, ctx, "ttgir")
-        func = next(op for op in module.body.operations if op.operation.name == "tt.func")
-        ops = [op.operation for op in func.regions[0].blocks[0].operations]
-        pos = {op: k for k, op in enumerate(ops)}
-
-        def top(op):
-            op = op.operation
-            while op not in pos:
-                op = op.parent.operation
-            return op
-
-        out = []
-        for k, loop in enumerate(ops):
-            if loop.name == "scf.for":
-                out += [r.get_name() for op in ops[:k] for r in op.results if len(mu.shape_of(r.type)) == 2
-                        and any(pos[top(u.owner)] > k for u in r.uses)]
-        return out
+    return past_loops(ttgir, lambda op, r, readers: r.get_name() if len(mu.shape_of(r.type)) == 2 else None)
 
 
 @pytest.mark.parametrize("name,bound", [("attn_bwd_d128", 8), ("attn_bwd_d128_causal", 8)])

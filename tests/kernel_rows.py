@@ -53,3 +53,29 @@ def past_loops(ttgir: bytes | str, pick) -> list:
                     if got is not None:
                         out.append(got)
         return out
+
+
+def attention_backward_grads(ttir: bytes, rewrite, seed: int) -> list:
+    """kernels/attention.py `_attn_bwd` TTIR run on the CPU (tests/ttir_numpy.py) for its first two programs over
+    160 tokens of head dim 128 (the second program's keys and queries partly past N_CTX), after `rewrite(module)`
+    (None: as compiled): [dQ, dK, dV] as fp16 arrays, every element written (asserted)."""
+    import numpy as np
+    from ttir_numpy import Program
+
+    from ttbuild.backend import mlir_util as mu
+
+    rng = np.random.default_rng(seed)
+    n, d = 160, 128
+    q, k, v, do = ((rng.standard_normal(n * d) * 0.3).astype(np.float16) for _ in range(4))
+    m, delta = (rng.standard_normal(n) * 0.1).astype(np.float32), (rng.standard_normal(n) * 0.1).astype(np.float32)
+    ctx = mu.context()
+    with ctx, mu.ir.Location.unknown(ctx):
+        module = mu.parse_module(ttir, ctx, "ttir")
+        if rewrite is not None:
+            rewrite(module)
+        grads = [np.full(n * d, np.nan, np.float16) for _ in range(3)]
+        prog = Program(module)
+        for pid in range(2):
+            prog.run([q, k, v, 0.5, do, *grads, m, delta, n * d, n * d, d, 1, n], (pid, 0, 0))
+    assert not any(np.isnan(g).any() for g in grads)
+    return grads

@@ -6,6 +6,7 @@ Triton runs in a subprocess so its bundled LLVM never shares a process with llvm
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -136,3 +137,28 @@ def assert_triton_compiles(paths) -> None:
     """Triton accepts every IR file in `paths` and finishes its pipeline to cubin."""
     out = run_triton(COMPILE_TO_CUBIN, *paths)
     assert out.count("ok ") == len(paths), out
+
+
+# Triton's TTGIR of one row of a kernel file: argv = file, JSON [kernel, signature, constexprs, num_warps];
+# a `:16` in the signature is Triton's tt.divisibility 16 on that argument.
+TRITON_TTGIR = r"""
+import json, sys, importlib.util
+import triton
+from triton.compiler import ASTSource
+from triton.backends.compiler import GPUTarget
+spec = importlib.util.spec_from_file_location("k", sys.argv[1]); mod = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(mod)
+kernel, sig, cx, num_warps = json.loads(sys.argv[2])
+fn = getattr(mod, kernel)
+parts = sig.split(",")
+types = dict(zip([n for n in fn.arg_names if n not in cx], [s.split(":")[0] for s in parts]))
+types.update({n: "constexpr" for n in cx})
+attrs = {(i,): [["tt.divisibility", 16]] for i, s in enumerate(parts) if s.endswith(":16")}
+print(triton.compile(ASTSource(fn, types, constexprs=cx, attrs=attrs), target=GPUTarget("cuda", 90, 32),
+                     options={"num_warps": num_warps}).asm["ttgir"])
+"""
+
+
+def triton_ttgir(source, kernel: str, signature: str, constexprs: dict, num_warps: int = 4) -> str:
+    """Triton 3.6's TTGIR for a row of the kernel file `source` (sm_90)."""
+    return run_triton(TRITON_TTGIR, source, json.dumps([kernel, signature, constexprs, num_warps]))

@@ -14,13 +14,12 @@ along its columns and its rows under one mask). What is checked:
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
-from oracle import run_triton
+from oracle import triton_ttgir
 
 import ttbuild
 
@@ -59,26 +58,11 @@ def test_a_stored_vector_keeps_its_carried_pointers_coalesced():
     assert store.group(1) == "#ttg.blocked" and loop.count('"ttg.convert_layout"') == 1
 
 
-# Triton's TTGIR: the slice dimension of each 1-D load, in program order.
-TRITON_LOAD_SLICES = r"""
-import json, re, sys, importlib.util
-import triton
-from triton.compiler import ASTSource
-from triton.backends.compiler import GPUTarget
-spec = importlib.util.spec_from_file_location("k", sys.argv[1]); mod = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(mod)
-kernel, sig, cx = json.loads(sys.argv[2])
-fn = getattr(mod, kernel)
-types = dict(zip([n for n in fn.arg_names if n not in cx], [s.split(":")[0] for s in sig.split(",")]))
-types.update({n: "constexpr" for n in cx})
-text = triton.compile(ASTSource(fn, types, constexprs=cx), target=GPUTarget("cuda", 90, 32),
-                      options={"num_warps": 4}).asm["ttgir"]
-print(json.dumps(re.findall(r"tt\.load .*: tensor<64x!tt\.ptr<f32>, #ttg\.slice<\{dim = (\d)", text)))
-"""
 
 
 def test_load_layouts_as_triton():
-    theirs = json.loads(run_triton(TRITON_LOAD_SLICES, SOURCE, json.dumps(list(ROW))).splitlines()[-1])
+    text = triton_ttgir(SOURCE, *ROW)
+    theirs = re.findall(r"tt\.load .*: tensor<64x!tt\.ptr<f32>, #ttg\.slice<\{dim = (\d)", text)
     ours = [m[-1] for m in _LOAD.findall(build("ttgir")["ttgir"].decode())]
     assert ours == theirs
 

@@ -7,11 +7,10 @@ differ at 4 warps (as a rotary kernel's query and key heads)."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
-from oracle import run_triton
+from oracle import triton_ttgir
 
 import ttbuild
 
@@ -39,25 +38,10 @@ def test_a_load_as_big_as_the_cta_is_still_converted():
     assert g.count('"tt.load"') == 3 and g.count('"ttg.convert_layout"') >= 1
 
 
-TRITON_COUNTS = r"""
-import json, sys, importlib.util
-import triton
-from triton.compiler import ASTSource
-from triton.backends.compiler import GPUTarget
-spec = importlib.util.spec_from_file_location("k", sys.argv[1]); mod = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(mod)
-kernel, sig, cx = json.loads(sys.argv[2])
-fn = getattr(mod, kernel)
-types = dict(zip([n for n in fn.arg_names if n not in cx], [s.split(":")[0] for s in sig.split(",")]))
-types.update({n: "constexpr" for n in cx})
-attrs = {(i,): [["tt.divisibility", 16]] for i in range(len(sig.split(",")))}
-text = triton.compile(ASTSource(fn, types, constexprs=cx, attrs=attrs), target=GPUTarget("cuda", 90, 32),
-                      options={"num_warps": 4}).asm["ttgir"]
-print(json.dumps([text.count("ttg.convert_layout"), text.count("tt.load ")]))
-"""
 
 
 def test_triton_loads_and_converts_the_same():
-    theirs = json.loads(run_triton(TRITON_COUNTS, SOURCE, json.dumps(list(ROW))).splitlines()[-1])
+    text = triton_ttgir(SOURCE, *ROW)
+    theirs = [text.count("ttg.convert_layout"), text.count("tt.load ")]
     g = _ours("ttgir")
     assert [g.count('"ttg.convert_layout"'), len(re.findall(r'"tt\.load"', g))] == theirs

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ttbuild.errors import CompilationError, CompilerWarning, Loc
+from ttbuild.frontend.kernel_binding import kernel_def
 from ttbuild.pyeval import bounds
 from ttbuild.pyeval.autotuner import ConfigValue
 from ttbuild.pyeval.evaluator import Evaluator
@@ -569,7 +570,7 @@ def read_decorators(source: str | bytes, kernel: str, file: str,
     except RecursionError:
         raise CompilationError("expression nested too deeply for Python's parser", Loc(file, 1, 0)) from None
     # The last binding of `kernel` wins, as when the module runs; decorators see what is bound before it.
-    index, fn = _kernel_def(tree.body, kernel)
+    index, fn = kernel_def(tree.body, kernel)
     if index is None:
         defs = sorted(s.name for s in tree.body if isinstance(s, ast.FunctionDef))
         raise CompilationError(f"kernel {kernel!r} is not a function of {file} (functions there: "
@@ -579,40 +580,3 @@ def read_decorators(source: str | bytes, kernel: str, file: str,
     except RecursionError:
         raise src.error(fn.decorator_list[0] if fn.decorator_list else fn,
                         "decorator arguments nested too deeply to evaluate") from None
-
-
-def _kernel_def(body: list[ast.stmt], kernel: str) -> tuple[int | None, ast.FunctionDef | None]:
-    """The statement index where `kernel`'s decorators are evaluated and its def, the decorators
-    listed outermost first: `@`-decorators of a `def kernel`, or wrappers applied by call
-    (`kernel = triton.heuristics({...})(triton.jit(_impl))`, `f = triton.jit(f)` then
-    `f = triton.autotune(...)(f)`), as Python binds them (the last binding wins)."""
-    wrappers: list[ast.expr] = []
-    name, end, where = kernel, len(body), None
-    while True:
-        found = next((i for i in range(end - 1, -1, -1) if _binds(body[i], name)), None)
-        if found is None:
-            return None, None
-        where = found if where is None else where
-        stmt = body[found]
-        if isinstance(stmt, ast.FunctionDef):
-            if not wrappers:
-                return found, stmt
-            fn = copy.copy(stmt)
-            fn.decorator_list = wrappers + list(stmt.decorator_list)
-            return where, fn
-        expr, outer = stmt.value, []
-        while isinstance(expr, ast.Call) and len(expr.args) == 1 and not expr.keywords:
-            outer.append(expr.func)
-            expr = expr.args[0]
-        if not isinstance(expr, ast.Name) or not outer:
-            return None, None
-        wrappers += outer
-        name, end = expr.id, found
-
-
-def _binds(stmt: ast.stmt, name: str) -> bool:
-    """Whether a module-level statement is `def name` or `name = ...`."""
-    if isinstance(stmt, ast.FunctionDef):
-        return stmt.name == name
-    return (isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name)
-            and stmt.targets[0].id == name)

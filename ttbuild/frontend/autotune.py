@@ -24,7 +24,7 @@ from ttbuild.pyeval.autotuner import ConfigValue
 from ttbuild.pyeval.evaluator import Evaluator
 from ttbuild.pyeval.heuristics import HeuristicError, check_expression, check_node, is_boolean
 from ttbuild.pyeval.modules import ProjectFunction
-from ttbuild.pyeval.values import Source, Target, dotted_name, is_none, resolve_name, short
+from ttbuild.pyeval.values import Source, Target, defaults_of, dotted_name, is_none, resolve_name, short
 
 __all__ = ["Config", "Autotune", "Heuristic", "Decorators", "read_decorators", "dotted_name", "resolve_name",
            "MAX_STEPS"]
@@ -416,12 +416,11 @@ class _Reader:
         configs = tuple(value) or (Config({}, loc=self.src.loc(node)),)
         return Autotune(configs, key, reset, restore, loc=self.src.loc(dec))
 
-    def entries(self, dec: ast.Call) -> list[tuple[ast.Constant, ast.AST]]:
-        """The (name node, function node) pairs of `triton.heuristics(values)`."""
-        args = self.ev.bind_arguments(dec, ("values",), "triton.heuristics")
-        values = args.get("values")
-        if not isinstance(values, ast.Dict):
-            raise self.src.error(values or dec, "triton.heuristics takes a dict literal {'NAME': lambda args: ...}")
+    def entries(self, values: ast.Dict | None, dec: ast.Call) -> list[tuple[ast.Constant, ast.AST]]:
+        """The (name node, function node) pairs of `triton.heuristics(values)` (`values`: its dict literal,
+        None when the call gives none)."""
+        if values is None:
+            raise self.src.error(dec, "triton.heuristics takes a dict literal {'NAME': lambda args: ...}")
         out = []
         for k, v in zip(values.keys, values.values):
             if not (isinstance(k, ast.Constant) and isinstance(k.value, str)):
@@ -490,7 +489,7 @@ class _Reader:
                                                       "{'NAME': lambda args: ...}; give the row every value it "
                                                       "computes instead")
                     continue
-                found.extend((i, k, v) for k, v in self.entries(dec))
+                found.extend((i, k, v) for k, v in self.entries(values, dec))
             elif tune is not None:
                 raise self.src.error(dec, "a kernel may carry one @triton.autotune")
             else:
@@ -518,16 +517,9 @@ class _Reader:
                     continue
                 raise self.src.error(_reading(tree, p) or node, f"heuristic `{h.name}` reads args[{p!r}], {why}")
             heuristics.append(h)
-        required = tuple(p.arg for p, d in _with_defaults(self.fn) if p.arg in self.constexprs and d is None)
+        defaults = defaults_of(self.fn.args)
+        required = tuple(p for p in self.constexprs if p not in defaults)
         return Decorators(tune, tuple(heuristics), unread, required if unread else ())
-
-
-def _with_defaults(fn: ast.FunctionDef) -> list[tuple[ast.arg, ast.expr | None]]:
-    """Each parameter of `fn` with its default expression (None when it has none)."""
-    a = fn.args
-    positional = a.posonlyargs + a.args
-    defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
-    return list(zip(positional, defaults)) + list(zip(a.kwonlyargs, a.kw_defaults))
 
 
 def _reading(tree: ast.AST, name: str) -> ast.AST | None:

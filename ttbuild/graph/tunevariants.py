@@ -43,17 +43,17 @@ def decorators_of(kernels_dir: Path, rel: str, kernel: str, parse: dict | None =
     project (`**cache_kwargs`, `NUM_WARPS` of another module). Raises CompilationError for a
     decorator that cannot be read statically."""
     path = kernels_dir / rel
-    st = path.stat()
-    data = path.read_bytes()
-    # A project kernel may carry a decorator of its project's that builds an Autotuner under another name.
-    if b"autotune" not in data and b"heuristics" not in data and not (parse and parse.get("module")):
-        return None
     if parse and parse.get("module"):
+        # read whatever the file says: a project's own decorator may build an Autotuner under another name
         stamp = tuple((f, (kernels_dir / f).stat().st_mtime_ns) for f in sorted(parse["modules"].values()))
         found = _project_decorators(str(kernels_dir), rel, kernel, parse["module"], tuple(sorted(parse["modules"].items())),
                                     tuple(sorted(parse.get("env", {}).items())), (target, gpu), stamp)
-        return None if found.autotune is None and not found.heuristics and found.unread is None else found
-    found = _decorators(str(path), st.st_mtime_ns, st.st_size, kernel, rel)
+    else:
+        data = path.read_bytes()
+        if b"autotune" not in data and b"heuristics" not in data:
+            return None
+        st = path.stat()
+        found = _decorators(str(path), st.st_mtime_ns, st.st_size, kernel, rel)
     return None if found.autotune is None and not found.heuristics and found.unread is None else found
 
 

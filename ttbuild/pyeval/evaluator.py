@@ -25,6 +25,7 @@ from .values import (
     Target,
     UnknownValue,
     assigned,
+    defaults_of,
     dotted_name,
     is_append,
     is_none,
@@ -503,8 +504,7 @@ class Evaluator:
                 raise self.src.error(node, f"{fn.name}() got an unexpected keyword argument `{k}`")
         if a.kwarg:
             frame.vars[a.kwarg.arg] = extra
-        defaults = dict(zip((p.arg for p in params[len(params) - len(a.defaults):]), a.defaults))
-        defaults.update((p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
+        defaults = defaults_of(a)
         for p in params + a.kwonlyargs:
             if p.arg not in frame.vars:
                 if p.arg not in defaults:

@@ -71,6 +71,15 @@ def catches(names: set[str] | None, kind: str) -> bool:
     return names is None or bool(names & ({kind, "Exception", "BaseException"} | EXCEPTION_BASES.get(kind, set())))
 
 
+def defaults_of(a: ast.arguments) -> dict[str, ast.expr]:
+    """The parameters of a signature that have a default (positional and keyword-only), each with its
+    default expression, as Python pairs them (`defaults` fill the last positional parameters)."""
+    positional = a.posonlyargs + a.args
+    out = dict(zip((p.arg for p in positional[len(positional) - len(a.defaults):]), a.defaults))
+    out.update((p.arg, d) for p, d in zip(a.kwonlyargs, a.kw_defaults) if d is not None)
+    return out
+
+
 def short(node: ast.AST) -> str:
     """`node` as source text (ast.unparse), cut to 80 characters with "..." for messages."""
     text = ast.unparse(node)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from mlir import ir
 
+from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.ir.ops import ARITH, SCF, TT, TTG, TTNG
 
 # Pure `tt`/`ttg` ops (TritonOps.td / TritonGPUOps.td `Pure`).
@@ -53,6 +54,13 @@ def is_elementwise(name: str) -> bool:
 def is_pure(name: str) -> bool:
     """Whether the op named `name` has no memory effects (removable when unused, mergeable)."""
     return name.startswith(PURE_DIALECTS) or name in PURE
+
+
+def is_volatile(op) -> bool:
+    """Whether a tt.load (or store) carries `isVolatile = true` (`tl.load(..., volatile=True)`): it is then
+    read as written, never repeated, merged or moved (Triton's `ld.volatile`)."""
+    v = mu.props(op).get("isVolatile")
+    return v is not None and ir.BoolAttr(v).value
 
 
 def walk(op, *, post_order: bool = False, skip_regions_of=frozenset()) -> list[ir.Operation]:

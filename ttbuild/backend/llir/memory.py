@@ -19,6 +19,7 @@ from llvmlite import ir
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.axis import vector_elems
 from ttbuild.backend.ir.ops import TT
+from ttbuild.backend.ir.optraits import is_volatile
 from ttbuild.backend.llir.context import I1, I32, TensorVal, duplicated_dims, llvm_type
 from ttbuild.registry import RuleSet
 
@@ -96,7 +97,7 @@ class Access:
         policy, 1.0` per op, as Triton's."""
         p = mu.props(op)
         cache, evict = _int_attr(p, "cache"), _int_attr(p, "evict")
-        volatile = load and "isVolatile" in p and str(p["isVolatile"]) == "true"
+        volatile = load and is_volatile(op)
         head = ("ld" + (".volatile" if volatile else "") if load else "st") + ".global"
         head += (_LOAD_CACHE if load else _STORE_CACHE).get(cache, "")
         if evict not in _EVICT:

@@ -44,7 +44,7 @@ from ttbuild.backend.analysis.layout import default_blocked, same_thread_map
 from ttbuild.backend.ir.builders import convert_layout, create
 from ttbuild.backend.ir.encodings import Blocked, NvidiaMma, Slice, parse_encoding
 from ttbuild.backend.ir.ops import ARITH, SCF, TT, TTG
-from ttbuild.backend.ir.optraits import DOT_OPS, erase_dead, is_elementwise, walk
+from ttbuild.backend.ir.optraits import DOT_OPS, erase_dead, is_elementwise, is_volatile, walk
 from ttbuild.backend.ir.types import with_encoding
 
 ir = mu.ir
@@ -311,7 +311,6 @@ class Remat:
                     return None
         return _clone(op, t, new)
 
-
     def _unit_reshape(self, op, layout, t, depth):
         """A reshape that only puts size-1 dims around a 1-D value (tl.sort's `_indicator`:
         arange(0, 2) shaped [1, .., 2, .., 1]) as that value rebuilt in `layout` sliced down to
@@ -350,10 +349,7 @@ class Remat:
         through shared memory. Triton 3.6's rule (lib/Dialect/TritonGPU/Transforms/Utility.cpp
         isExpensiveLoadOrStore: "Tensor of pointers has more threads than elements, we can presume
         a high hit-rate that makes it cheap to load")."""
-        volatile = mu.props(op).get("isVolatile")
-        if self.threads is None or (volatile is not None and ir.BoolAttr(volatile).value):
-            return False
-        return prod(mu.shape_of(op.results[0].type)) < self.threads
+        return self.threads is not None and not is_volatile(op) and prod(mu.shape_of(op.results[0].type)) < self.threads
 
 
 def _clone(op, t, operands: dict):

@@ -27,7 +27,7 @@ from __future__ import annotations
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.ir.builders import create
 from ttbuild.backend.ir.ops import ARITH, SCF, TT
-from ttbuild.backend.ir.optraits import erase_dead, is_elementwise, is_pure, walk
+from ttbuild.backend.ir.optraits import erase_dead, is_elementwise, is_pure, is_volatile, walk
 from ttbuild.backend.ttgir.loop_fences import sink_past_loops
 
 ir = mu.ir
@@ -432,9 +432,4 @@ def _unused_leaf(op) -> bool:
     """What erase_dead may take after a split: a pure op or a non-volatile load (the unsplit
     originals of the leaves), one with results and no regions."""
     return bool(len(op.results)) and not len(op.regions) and (
-        is_pure(op.name) or (op.name == TT.LOAD and not _volatile(op)))
-
-
-def _volatile(load) -> bool:
-    v = mu.props(load).get("isVolatile")
-    return v is not None and ir.BoolAttr(v).value
+        is_pure(op.name) or (op.name == TT.LOAD and not is_volatile(op)))

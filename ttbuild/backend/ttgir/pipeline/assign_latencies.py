@@ -13,7 +13,7 @@ from ttbuild.backend.analysis.axis import AxisAnalysis, vector_elems
 from ttbuild.backend.analysis.mma_layout import nvmma_for_operand
 from ttbuild.backend.ir.encodings import NvmmaShared, SwizzledShared, parse_encoding, shared_encoding
 from ttbuild.backend.ir.ops import ATTR, TT, TTG, TTNG
-from ttbuild.backend.ir.optraits import DOT_OPS, is_pure
+from ttbuild.backend.ir.optraits import DOT_OPS, is_pure, is_volatile
 from ttbuild.backend.ir.types import MemDescType
 
 ir = mu.ir
@@ -279,8 +279,7 @@ def candidates(for_op, axis: AxisAnalysis, plain: bool = True) -> list[Candidate
             continue
         if op.operation.name != TT.LOAD or not isinstance(op.operands[0].type, ir.RankedTensorType):
             continue
-        p = mu.props(op)
-        if "isVolatile" in p and ir.BoolAttr(p["isVolatile"]).value:
+        if is_volatile(op):
             continue
         if mu.elem_str(op.results[0].type) not in SLOTTED_ELEMS:
             continue

@@ -63,6 +63,16 @@ def is_volatile(op) -> bool:
     return v is not None and ir.BoolAttr(v).value
 
 
+def ancestor_in(op, ops):
+    """`op` or its closest enclosing op that is in `ops` (a set or dict of a block's operations:
+    the block-level op a nested use belongs to); None when none is."""
+    op = op.operation
+    while op is not None and op not in ops:
+        op = op.parent
+        op = op.operation if op is not None else None
+    return op
+
+
 def walk(op, *, post_order: bool = False, skip_regions_of=frozenset()) -> list[ir.Operation]:
     """Every op nested in `op` (an Operation or OpView; `op` itself excluded), in program order:
     parents before their children (pre-order), or children first (post-order). The regions of

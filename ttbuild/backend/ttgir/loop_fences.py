@@ -43,7 +43,7 @@ from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.axis import MAX_DIV, AxisAnalysis
 from ttbuild.backend.ir.builders import create
 from ttbuild.backend.ir.ops import ARITH, ATTR, SCF, TT, TTG, TTNG
-from ttbuild.backend.ir.optraits import is_elementwise, is_pure, walk
+from ttbuild.backend.ir.optraits import ancestor_in, is_elementwise, is_pure, walk
 
 ir = mu.ir
 
@@ -135,10 +135,10 @@ def _remat_past_loop(block, op) -> bool:
     if loop is None:
         return False
     late = [(u.owner, u.operand_number, i) for i, r in enumerate(op.results) for u in r.uses
-            if pos[_top(u.owner, pos)] > pos[loop]]
+            if pos[ancestor_in(u.owner, pos)] > pos[loop]]
     if not late:
         return False
-    first = min((_top(o, pos) for o, _, _ in late), key=pos.__getitem__)
+    first = min((ancestor_in(o, pos) for o, _, _ in late), key=pos.__getitem__)
     if len(late) == sum(1 for r in op.results for _ in r.uses):
         op.move_before(first)
         return True
@@ -146,13 +146,6 @@ def _remat_past_loop(block, op) -> bool:
     for owner, k, i in late:
         owner.operands[k] = c.results[i]
     return True
-
-
-def _top(op, pos):
-    op = op.operation
-    while op not in pos:
-        op = op.parent.operation
-    return op
 
 
 def fence_scalars(func) -> int:

@@ -27,7 +27,7 @@ from __future__ import annotations
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.ir.builders import create
 from ttbuild.backend.ir.ops import ARITH, SCF, TT
-from ttbuild.backend.ir.optraits import erase_dead, is_elementwise, is_pure, is_volatile, walk
+from ttbuild.backend.ir.optraits import ancestor_in, erase_dead, is_elementwise, is_pure, is_volatile, walk
 from ttbuild.backend.ttgir.loop_fences import sink_past_loops
 
 ir = mu.ir
@@ -166,12 +166,10 @@ class _Plan:
             self.todo.append((v, dep))
 
     def _top_of(self, op):
-        op = op.operation
-        while op not in self.pos:
-            op = op.parent
-            if op is None:
-                raise _Refuse("op outside the kernel's body")
-        return op
+        top = ancestor_in(op, self.pos)
+        if top is None:
+            raise _Refuse("op outside the kernel's body")
+        return top
 
     def _ties(self, op, v):
         """The values of `op` that must be split with its operand or result `v` (which it splits)."""

@@ -16,8 +16,10 @@ leave it out). At exit a table gives x Triton = Triton's ms / served ms (above 1
 flushes it (`device_ms`: the median over `--rounds` rounds, the two sides alternated ABBA so that
 clock and thermal drift fall on both alike) and host time per call (`host_ms`, round-robin): when
 served and Triton's kernels take the same GPU time but do_bench differs, the launch path is what
-is slower. `--control` times Triton against itself (serving paused on both sides): the ratios it
-reports are the measurement's own noise and order bias, to read the real table against.
+is slower. `kernel_device_ms` gives each Triton kernel's own part of that GPU time, served and
+Triton's, apart from the torch and cuBLAS work the benchmark times with it. `--control` times
+Triton against itself (serving paused on both sides): the ratios it reports are the
+measurement's own noise and order bias, to read the real table against.
 
 Usage (GPU; Triton and torch installed):
     python benchmarks/bench_served.py --library ARTIFACTS [--out FILE] [--label EXPR ...] [--repeats 2] -- SCRIPT.py [ARGS...]
@@ -48,13 +50,17 @@ def label_value(expr: str, frame):
     return None
 
 
-def device_ms(fn, n: int = 20) -> float:
+def device_ms(fn, kernels: frozenset = frozenset(), n: int = 20) -> tuple[float, dict]:
     """GPU time per call of `fn`, ms, with L2 flushed before each call as do_bench flushes it:
     the CUDA activity of torch.profiler (which sees our cuLaunchKernel launches as well as
     Triton's and torch's), each call's GPU work after its flush taken apart in launch order, the
     median over the `n` calls of each position, summed. Subtracting a separately profiled flush
     total instead (the first form) carried the ~80 us flush's own variance into 5-15 us kernels:
-    a 0.3-0.5 us error that made a kernel look 4-6 % slower or faster at random."""
+    a 0.3-0.5 us error that made a kernel look 4-6 % slower or faster at random.
+
+    Also returns, for each name in `kernels` (the Triton kernels the call launched), the summed
+    medians of the positions that ran it: the kernel's own time, without the torch and cuBLAS
+    work a benchmark times along with it."""
     import statistics
 
     import torch
@@ -74,22 +80,34 @@ def device_ms(fn, n: int = 20) -> float:
         raise RuntimeError(f"device_ms: {len(events)} GPU events for {n} calls: not the same work each call")
     per = len(events) // n  # the flush, then the call's own work
     calls = [events[i * per:(i + 1) * per] for i in range(n)]
-    return sum(statistics.median(c[j].device_time for c in calls) for j in range(1, per)) / 1000
+    medians = [(calls[0][j].name, statistics.median(c[j].device_time for c in calls) / 1000) for j in range(1, per)]
+    own: dict = {}
+    for name, ms in medians:
+        if name in kernels:
+            own[name] = own.get(name, 0.0) + ms
+    return sum(ms for _, ms in medians), own
 
 
-def device_pair(server, fn, rounds: int = 5, control: bool = False) -> tuple[float, float]:
-    """(served, Triton) GPU ms per call of `fn` (device_ms), each the median over `rounds` rounds;
-    the order alternates ABBA (Triton first in even rounds) so neither side always runs second.
-    With `control`, the "served" side runs with serving paused too (Triton against itself)."""
+def device_pair(server, fn, kernels: frozenset = frozenset(), rounds: int = 5,
+                control: bool = False) -> tuple[float, float, dict]:
+    """(served, Triton) GPU ms per call of `fn` (device_ms), each the median over `rounds` rounds,
+    and {kernel: [served ms, Triton ms]} for each of `kernels`, medians alike; the order
+    alternates ABBA (Triton first in even rounds) so neither side always runs second. With
+    `control`, the "served" side runs with serving paused too (Triton against itself)."""
     import statistics
 
     times: dict = {False: [], True: []}
+    own: dict = {False: [], True: []}
     for r in range(rounds):
         for paused in ((True, False) if r % 2 == 0 else (False, True)):
             server.paused = paused or control
-            times[paused].append(device_ms(fn))
+            total, per_kernel = device_ms(fn, kernels)
+            times[paused].append(total)
+            own[paused].append(per_kernel)
     server.paused = False
-    return statistics.median(times[False]), statistics.median(times[True])
+    names = set().union(*own[False], *own[True])
+    split = {k: [statistics.median(d.get(k, 0.0) for d in own[side]) for side in (False, True)] for k in sorted(names)}
+    return statistics.median(times[False]), statistics.median(times[True]), split
 
 
 def host_ms(server, fn, reps: int = 15, control: bool = False) -> tuple[float, float]:
@@ -167,7 +185,8 @@ class Recorder:
                 if i + 1 < self.repeats or self.control:
                     served.append(median_of(original(fn, *args, **kwargs)))
             if self.profile:
-                served_dev, triton_dev = device_pair(self.server, fn, self.rounds, self.control)
+                served_dev, triton_dev, split = device_pair(self.server, fn, frozenset(kernels), self.rounds,
+                                                            self.control)
                 served_host, triton_host = host_ms(self.server, fn, control=self.control)
         finally:
             self.server.paused = False
@@ -175,7 +194,7 @@ class Recorder:
                "served_ms": min(served), "triton_ms": min(triton_ms), "miss": self.missed}
         if self.profile:
             row.update(triton_device_ms=triton_dev, served_device_ms=served_dev, triton_host_ms=triton_host,
-                       served_host_ms=served_host)
+                       served_host_ms=served_host, kernel_device_ms=split)
         self.rows.append(row)
         if self.out:
             self.out.write(json.dumps(row) + "\n")
@@ -196,6 +215,7 @@ def table(rows: list[dict]) -> str:
         if "served_device_ms" in r:
             prof = (f" device {r['served_device_ms']:.4f}/{r['triton_device_ms']:.4f},"
                     f" host {r['served_host_ms']:.4f}/{r['triton_host_ms']:.4f} (served/Triton ms)")
+            prof += "".join(f", {k} {s:.4f}/{t:.4f}" for k, (s, t) in r.get("kernel_device_ms", {}).items())
         lines.append(f"| {' '.join(r['kernels'])} | {labels} | {r['served_ms']:.4f} | {r['triton_ms']:.4f} | "
                      + ("miss" if r["miss"] else f"{x:.3f}") + prof + " |")
     if ratios:

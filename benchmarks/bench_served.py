@@ -89,11 +89,12 @@ def device_ms(fn, kernels: frozenset = frozenset(), n: int = 20) -> tuple[float,
 
 
 def device_pair(server, fn, kernels: frozenset = frozenset(), rounds: int = 5,
-                control: bool = False) -> tuple[float, float, dict]:
+                control: bool = False, calls: int = 20) -> tuple[float, float, dict]:
     """(served, Triton) GPU ms per call of `fn` (device_ms), each the median over `rounds` rounds,
     and {kernel: [served ms, Triton ms]} for each of `kernels`, medians alike; the order
     alternates ABBA (Triton first in even rounds) so neither side always runs second. With
-    `control`, the "served" side runs with serving paused too (Triton against itself)."""
+    `control`, the "served" side runs with serving paused too (Triton against itself). `calls`
+    is device_ms's `n`: more of them steady the medians of kernels of a few microseconds."""
     import statistics
 
     times: dict = {False: [], True: []}
@@ -101,7 +102,7 @@ def device_pair(server, fn, kernels: frozenset = frozenset(), rounds: int = 5,
     for r in range(rounds):
         for paused in ((True, False) if r % 2 == 0 else (False, True)):
             server.paused = paused or control
-            total, per_kernel = device_ms(fn, kernels)
+            total, per_kernel = device_ms(fn, kernels, calls)
             times[paused].append(total)
             own[paused].append(per_kernel)
     server.paused = False
@@ -148,9 +149,9 @@ class Recorder:
     """Wraps the server and `triton.testing.do_bench`; collects one row per timed call."""
 
     def __init__(self, server, labels: list[str], repeats: int, out: str | None, profile: bool = False,
-                 rounds: int = 5, control: bool = False):
+                 rounds: int = 5, control: bool = False, calls: int = 20):
         self.server, self.labels, self.repeats, self.rows = server, labels, repeats, []
-        self.profile, self.rounds, self.control = profile, rounds, control
+        self.profile, self.rounds, self.control, self.calls = profile, rounds, control, calls
         self.out = open(out, "a", encoding="utf-8") if out else None
         self.launched: set = set()
         self.missed = False
@@ -186,7 +187,7 @@ class Recorder:
                     served.append(median_of(original(fn, *args, **kwargs)))
             if self.profile:
                 served_dev, triton_dev, split = device_pair(self.server, fn, frozenset(kernels), self.rounds,
-                                                            self.control)
+                                                            self.control, self.calls)
                 served_host, triton_host = host_ms(self.server, fn, control=self.control)
         finally:
             self.server.paused = False
@@ -237,6 +238,7 @@ def main(argv=None) -> int:
     ap.add_argument("--profile", action="store_true",
                     help="also record each side's kernel (device) and launch (host) ms per call (torch.profiler)")
     ap.add_argument("--rounds", type=int, default=5, help="alternated device-time rounds per side with --profile")
+    ap.add_argument("--calls", type=int, default=20, help="profiled calls per device-time round with --profile")
     ap.add_argument("--control", action="store_true",
                     help="time Triton against itself (both sides paused): the noise floor of the ratios")
     args = ap.parse_args(argv[:i])
@@ -247,7 +249,7 @@ def main(argv=None) -> int:
     from ttbuild.runtime.serve import serve
 
     rec = Recorder(serve(args.library, miss="warn"), args.label, args.repeats, args.out, args.profile,
-                   args.rounds, args.control)
+                   args.rounds, args.control, args.calls)
     original = triton.testing.do_bench
     triton.testing.do_bench = lambda fn, *a, **k: rec.do_bench(original, fn, *a, **k)
     sys.argv = [script] + script_args

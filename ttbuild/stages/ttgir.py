@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 40  # axis info of select as Triton's (a constant condition keeps the chosen operand's)
+VERSION = 41  # a load takes the widest access of its shape and order in its data-flow slice (Triton's memAccessesSameOrder)
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

@@ -7,7 +7,9 @@ values tied by elementwise ops, broadcasts and loop-carried edges must share one
 form one group (union-find). Groups resolve from the highest rank down:
 - a group with memory ops takes the coalesced blocked layout of its pointer: order = dimensions by
   decreasing contiguity, sizePerThread along the fastest = min(16 bytes / element, contiguity,
-  alignment, elements / threads) (the widest over its memory ops);
+  alignment, elements / threads) (the widest over its memory ops, and over the loads and stores of
+  the same shape and order that its data flow reaches through reductions, splats and scalars:
+  Triton's memAccessesSameOrder over multiRootGetSlice);
 - otherwise (or when the group is no larger than the CTA's thread count, so coalescing gains
   nothing) a group that a reduction produces, or that feeds a tt.expand_dims, takes
   `#ttg.slice<{dim, parent}>` of the group on the other side;
@@ -134,6 +136,8 @@ class _Assigner:
         self.uf = _UF()
         self.values: list = []
         self.mem: dict = {}          # root -> [pointer values]
+        self.slice = _UF()           # ops and values joined by any data flow (Triton's multiRootGetSlice)
+        self.mem_ptrs: list = []     # the pointer operand of every memory op
         self.reduces: list = []      # (op, axis)
         self.expands: list = []      # (op, dim)
         self.transes: list = []      # (op, order)
@@ -239,14 +243,33 @@ class _Assigner:
                 tens = self.loose.defer(op, tens)
                 for v in tens[1:]:
                     u(tens[0], v)
+        self._join_slice(op.operation)
         if name in MEMORY_OPS and mu.is_tensor(op.operands[0]):
             ptr = op.operands[0]
+            self.mem_ptrs.append(ptr)
             self.mem.setdefault(self.uf.find(ptr), []).append(ptr)
             if isinstance(ptr, mu.ir.OpResult) and ptr.owner.name == TT.TRANS:
                 # pointers transposed for the load (transpose_loads): the tile before the tt.trans is
                 # coalesced on its own pointers, so the load reads it transposed (not through ties to others)
                 src = ptr.owner.operands[0]
                 self.mem.setdefault(self.uf.find(src), []).append(src)
+
+    def _join_slice(self, op) -> None:
+        """Join `op` with its operands, its results and the op whose region holds it: the parts
+        that remain are Triton's multiRootGetSlice (backward and forward slices to a fixed point;
+        forward slices enter regions). The kernel's arguments join nothing, since Triton's backward
+        slices stop at block arguments."""
+        for v in list(op.operands) + list(op.results):
+            if not (isinstance(v, mu.ir.BlockArgument) and v.owner.owner.name == TT.FUNC):
+                self.slice.union(op, v)
+        parent = op.parent
+        if parent is not None and parent.name != TT.FUNC:
+            self.slice.union(op, parent.operation)
+
+    def _slice_peers(self, ptrs) -> list:
+        """The pointers of the memory ops of other groups in the slice of `ptrs`' memory ops."""
+        own = {self.slice.find(p) for p in ptrs}
+        return [p for p in self.mem_ptrs if p not in ptrs and self.slice.find(p) in own]
 
     def resolve(self) -> dict:
         """Layout per union-find root: the coalesced blocked layout of a group that touches memory (Triton's
@@ -288,7 +311,8 @@ class _Assigner:
             shape = max((tuple(mu.shape_of(v.type)) for v in vals), key=prod)
             small = prod(shape) <= self.tpw * self.num_warps
             if root in mem and not (small and root in demand and not self._stored_carry(vals)) and root not in forced:
-                layout[root] = self._coalesced(shape, mem[root], self._carried_slices(root, demand, groups))
+                layout[root] = self._coalesced(shape, mem[root], self._carried_slices(root, demand, groups),
+                                               self._slice_peers(mem[root]))
             elif root in demand:
                 d, parent = demand[root]
                 if d == "same":  # a split broadcast's operand: its first result's layout
@@ -328,13 +352,16 @@ class _Assigner:
                 out.append((d, tuple(mu.shape_of(vals[0].type))))
         return out
 
-    def _coalesced(self, shape, ptrs, carried=()) -> Blocked:
+    def _coalesced(self, shape, ptrs, carried=(), peers=()) -> Blocked:
         """The coalesced layout of a group with memory ops `ptrs` (see resolve). A rank-2 tile
         whose dimensions tie in contiguity and unit steps (order_of) takes, of the two orders,
         the one that gives its loop-carried slices (`carried`, _carried_slices) fewer elements
         per thread (a sum over the rows of a runtime-stride tile, carried as the accumulator,
         is then spread over the lanes instead of replicated in every thread); Triton's order
-        where they cost the same."""
+        where they cost the same. A group that loads takes the widest access of its `peers`
+        (memory ops of other groups in its slice) of its pointers' shape and its order too, as
+        Triton's Coalesce gives a load the widest of its memAccessesSameOrder; a group that only
+        stores keeps its own (Triton caps a store at its own width)."""
         threads = self.tpw * self.num_warps
         best, order, tied, key = 1, None, False, None
         for p in ptrs:
@@ -350,6 +377,12 @@ class _Assigner:
             # tie-break
             if order is None or (v, not t) > key:
                 key, order, tied = (v, not t), o, t and len(o) == 2
+        if any(u.owner.name == TT.LOAD for p in ptrs for u in p.uses):
+            for p in peers:
+                pshape = mu.shape_of(p.type)
+                if tuple(pshape) == tuple(mu.shape_of(ptrs[0].type)) and order_of(p, self.axis) == order:
+                    width = min(vector_elems(p, self.axis, order[0]), max(1, prod(pshape) // threads), pshape[order[0]])
+                    best = max(best, width)
         if tied and carried:
             def cost(o):
                 lay = default_blocked(shape, self.num_warps, best, self.tpw, o)

@@ -53,3 +53,17 @@ def test_a_store_only_group_keeps_its_own_width():
 def test_widths_are_tritons():
     for row in (BUDGET, SPREAD):
         assert _our_widths(_ours(row)) == _triton_widths(triton_ttgir(SOURCE, *row, num_warps=8)), row[0]
+
+
+def test_a_tile_loaded_in_a_loop_keeps_its_width_next_to_a_wider_store_after_it():
+    """kernels/matmul_autotune.py at 32x64x32, 2 warps, N and K of any size: B's tile (N % 64 wraps
+    its columns, so 1 element per access) is loaded in the K loop and C's tile, of the same shape
+    and order, stored 8 wide after it; the loop body is its own slice, so B stays at 1 (Triton
+    3.6 builds this row with B at [1, 1] too)."""
+    cx = {"stride_ak": 1, "stride_bn": 1, "stride_cn": 1, "BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 64,
+          "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 8, "EVEN_K": False}
+    g = ttbuild.compile(Path(__file__).parents[3] / "kernels" / "matmul_autotune.py", kernel="tuned_matmul_kernel",
+                        signature="*fp16:16,*fp16:16,*fp16:16,i32,i32,i32,i32:16,i32:16,i32:16", constexprs=cx,
+                        num_warps=2, num_stages=5, until="ttgir")["ttgir"].decode()
+    widths = re.findall(r'"(tt\.load|tt\.store)"\(.*?sizePerThread = \[1, (\d+)\]', g)
+    assert widths == [("tt.load", "8"), ("tt.load", "1"), ("tt.store", "8")]

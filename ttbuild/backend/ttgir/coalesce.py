@@ -255,16 +255,17 @@ class _Assigner:
                 self.mem.setdefault(self.uf.find(src), []).append(src)
 
     def _join_slice(self, op) -> None:
-        """Join `op` with its operands, its results and the op whose region holds it: the parts
-        that remain are Triton's multiRootGetSlice (backward and forward slices to a fixed point;
-        forward slices enter regions). The kernel's arguments join nothing, since Triton's backward
-        slices stop at block arguments."""
+        """Join `op` with the operands and results it shares a block with: the parts that remain
+        are Triton's multiRootGetSlice (backward and forward slices to a fixed point) kept within
+        one block. The kernel's arguments and loop-carried values join nothing (Triton's backward
+        slices stop at block arguments), and a loop body stays apart from the code around it,
+        where Triton's slices may or may not cross depending on which constants CSE shares: a
+        matmul's B tile, loaded in the loop, keeps its own width next to a wider C store."""
+        block = op.block
         for v in list(op.operands) + list(op.results):
-            if not (isinstance(v, mu.ir.BlockArgument) and v.owner.owner.name == TT.FUNC):
-                self.slice.union(op, v)
-        parent = op.parent
-        if parent is not None and parent.name != TT.FUNC:
-            self.slice.union(op, parent.operation)
+            if isinstance(v, mu.ir.BlockArgument) or v.owner.operation.block != block:
+                continue
+            self.slice.union(op, v)
 
     def _slice_peers(self, ptrs) -> list:
         """The pointers of the memory ops of other groups in the slice of `ptrs`' memory ops."""

@@ -11,7 +11,7 @@ import re
 
 import llvmlite.binding as llvm
 
-from ttbuild.backend.nvptx import TRIPLE, bf16_scalar
+from ttbuild.backend.nvptx import TRIPLE
 from ttbuild.target import DEFAULT_TARGET, PTX_VERSION
 
 _ARCH = DEFAULT_TARGET.arch
@@ -251,17 +251,12 @@ def optimize(text: str, arch: str = _ARCH, fp_fusion: bool = True, short_ptr: bo
     # leaves it off. It keeps fp16 tensors in <2 x half> pairs (one 32-bit register each)
     # through phis and loops: layer norm backward's dx kernel needed 165 registers without it
     # (28 bytes spilled under its 128 cap), 128 with it, as Triton's build.
-    pto.slp_vectorization = True  # bf16 arithmetic it pairs is split again below (bf16_scalar)
+    pto.slp_vectorization = True
     pb = llvm.create_pass_builder(tm, pto)
     pm = pb.getModulePassManager()
     pm.run(mod, pb)
     mod.verify()
-    text = str(mod)
-    scalar = bf16_scalar.scalarize(text)
-    if scalar != text:  # bf16 arithmetic left scalar, as Triton's build leaves it (bf16_scalar)
-        llvm.parse_assembly(scalar).verify()
-        text = scalar
-    return show_reflect(text) if reflects else text
+    return show_reflect(str(mod)) if reflects else str(mod)
 
 
 # `or disjoint iN %b, C` / `or disjoint iN %x, %y` (the literal first, so `re` searches for it fast).

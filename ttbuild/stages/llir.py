@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 40  # SLP pairs only trees saving more than 4 instructions (16-bit float math stays scalar, as Triton)
+VERSION = 41  # SLP pairs only trees saving more than 4 instructions (16-bit float math stays scalar, as Triton)
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

@@ -17,10 +17,22 @@ from ttbuild.target import DEFAULT_TARGET, PTX_VERSION
 _ARCH = DEFAULT_TARGET.arch
 
 
+# The SLP vectorizer keeps a tree only where its cost is below -SLP_THRESHOLD (LLVM's
+# `-slp-threshold`, default 0). Triton's optimize_module runs SLP without a target machine, whose
+# default costs (a 32-bit vector register, 128-bit minimum vector width) pair no 16-bit floats in
+# straight-line code; the NVPTX costs pair every `a * c - b * s` of two bf16/fp16 elements (a tree
+# saving 2-3 instructions), and ptxas then keeps each `neg.bf16x2` as an instruction of its own
+# where it folds a scalar `neg.bf16` into the fma: a bf16 rotary-embedding forward (4 warps) took
+# 34 registers (12 CTAs per SM) where Triton's PTX takes 32 (16 CTAs). The fp16 partial sums that
+# layer norm backward carries through its lock loop save far more and stay paired (no spill).
+SLP_THRESHOLD = 4
+
+
 @functools.cache
 def _init() -> None:
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
+    llvm.set_option("", f"-slp-threshold={SLP_THRESHOLD}")  # process-wide, the same for every module
 
 
 @functools.cache
@@ -220,17 +232,6 @@ def show_reflect(text: str) -> str:
     return text.replace(_REFLECT_HIDDEN, _REFLECT)
 
 
-# The SLP vectorizer keeps a tree only where its cost is below -SLP_THRESHOLD (LLVM's
-# `-slp-threshold`, default 0). Triton's optimize_module runs SLP without a target machine, whose
-# default costs (a 32-bit vector register, 128-bit minimum vector width) pair no 16-bit floats in
-# straight-line code; the NVPTX costs pair every `a * c - b * s` of two bf16/fp16 elements (a tree
-# saving 2-3 instructions), and ptxas then keeps each `neg.bf16x2` as an instruction of its own
-# where it folds a scalar `neg.bf16` into the fma: a bf16 rotary-embedding forward (4 warps) took
-# 34 registers (12 CTAs per SM) where Triton's PTX takes 32 (16 CTAs). The fp16 partial sums that
-# layer norm backward carries through its lock loop save far more and stay paired (no spill).
-SLP_THRESHOLD = 4
-
-
 def optimize(text: str, arch: str = _ARCH, fp_fusion: bool = True, short_ptr: bool = False) -> str:
     """Parse LLVM IR text, run the new-pass-manager O3 pipeline with the NVPTX target machine
     (so the data layout and TTI are NVPTX's) and the SLP vectorizer on (as Triton; SLP_THRESHOLD), verify, and
@@ -262,9 +263,7 @@ def optimize(text: str, arch: str = _ARCH, fp_fusion: bool = True, short_ptr: bo
     # leaves it off. It keeps fp16 tensors in <2 x half> pairs (one 32-bit register each)
     # through phis and loops: layer norm backward's dx kernel needed 165 registers without it
     # (28 bytes spilled under its 128 cap), 128 with it, as Triton's build.
-    pto.slp_vectorization = True
-    # ... but only where a tree saves more than SLP_THRESHOLD instructions (see SLP_THRESHOLD).
-    llvm.set_option("", f"-slp-threshold={SLP_THRESHOLD}")
+    pto.slp_vectorization = True  # keeping only trees that save more than SLP_THRESHOLD (set in _init)
     pb = llvm.create_pass_builder(tm, pto)
     pm = pb.getModulePassManager()
     pm.run(mod, pb)

@@ -353,6 +353,13 @@ class _Assigner:
                 out.append((d, tuple(mu.shape_of(vals[0].type))))
         return out
 
+    def _width(self, ptr, order) -> int:
+        """Elements per thread along `order[0]` that pointer tile `ptr` can access at once: its
+        vector width, at most its elements per thread and its extent there."""
+        pshape = mu.shape_of(ptr.type)
+        cap = max(1, prod(pshape) // (self.tpw * self.num_warps))
+        return min(vector_elems(ptr, self.axis, order[0]), cap, pshape[order[0]])
+
     def _coalesced(self, shape, ptrs, carried=(), peers=()) -> Blocked:
         """The coalesced layout of a group with memory ops `ptrs` (see resolve). A rank-2 tile
         whose dimensions tie in contiguity and unit steps (order_of) takes, of the two orders,
@@ -363,14 +370,10 @@ class _Assigner:
         (memory ops of other groups in its slice) of its pointers' shape and its order too, as
         Triton's Coalesce gives a load the widest of its memAccessesSameOrder; a group that only
         stores keeps its own (Triton caps a store at its own width)."""
-        threads = self.tpw * self.num_warps
         best, order, tied, key = 1, None, False, None
         for p in ptrs:
             o = order_of(p, self.axis)
-            pshape = mu.shape_of(p.type)
-            vec = vector_elems(p, self.axis, o[0])
-            cap = max(1, prod(pshape) // threads)
-            v = min(vec, cap, pshape[o[0]])
+            v = self._width(p, o)
             t = _tied(p, self.axis)
             best = max(best, v)
             # the widest access decides; among equals, a pointer whose dimensions do not tie (a
@@ -380,10 +383,8 @@ class _Assigner:
                 key, order, tied = (v, not t), o, t and len(o) == 2
         if any(u.owner.name == TT.LOAD for p in ptrs for u in p.uses):
             for p in peers:
-                pshape = mu.shape_of(p.type)
-                if tuple(pshape) == tuple(mu.shape_of(ptrs[0].type)) and order_of(p, self.axis) == order:
-                    width = min(vector_elems(p, self.axis, order[0]), max(1, prod(pshape) // threads), pshape[order[0]])
-                    best = max(best, width)
+                if tuple(mu.shape_of(p.type)) == tuple(mu.shape_of(ptrs[0].type)) and order_of(p, self.axis) == order:
+                    best = max(best, self._width(p, order))
         if tied and carried:
             def cost(o):
                 lay = default_blocked(shape, self.num_warps, best, self.tpw, o)

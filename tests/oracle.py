@@ -139,8 +139,8 @@ def assert_triton_compiles(paths) -> None:
     assert out.count("ok ") == len(paths), out
 
 
-# Triton's TTGIR of one row of a kernel file: argv = file, JSON [kernel, signature, constexprs, num_warps];
-# a `:16` in the signature is Triton's tt.divisibility 16 on that argument.
+# Triton's TTGIR (or argv[3]: "ptx", "llir", ...) of one row of a kernel file: argv = file, JSON [kernel,
+# signature, constexprs, num_warps]; a `:16` in the signature is Triton's tt.divisibility 16 on that argument.
 TRITON_TTGIR = r"""
 import json, sys, importlib.util
 import triton
@@ -155,10 +155,11 @@ types = dict(zip([n for n in fn.arg_names if n not in cx], [s.split(":")[0] for 
 types.update({n: "constexpr" for n in cx})
 attrs = {(i,): [["tt.divisibility", 16]] for i, s in enumerate(parts) if s.endswith(":16")}
 print(triton.compile(ASTSource(fn, types, constexprs=cx, attrs=attrs), target=GPUTarget("cuda", 90, 32),
-                     options={"num_warps": num_warps}).asm["ttgir"])
+                     options={"num_warps": num_warps}).asm[sys.argv[3]])
 """
 
 
-def triton_ttgir(source, kernel: str, signature: str, constexprs: dict, num_warps: int = 4) -> str:
-    """Triton 3.6's TTGIR for a row of the kernel file `source` (sm_90)."""
-    return run_triton(TRITON_TTGIR, source, json.dumps([kernel, signature, constexprs, num_warps]))
+def triton_ttgir(source, kernel: str, signature: str, constexprs: dict, num_warps: int = 4, stage: str = "ttgir") -> str:
+    """Triton 3.6's TTGIR (or the `stage` named: "ptx", "llir", ...) for a row of the kernel file
+    `source` (sm_90)."""
+    return run_triton(TRITON_TTGIR, source, json.dumps([kernel, signature, constexprs, num_warps]), stage)

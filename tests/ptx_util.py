@@ -45,15 +45,20 @@ def ptxas_verbose(ptx: bytes, tmp_path) -> str:
     return proc.stderr
 
 
-def sass_loops(cubin: Path) -> list[str]:
-    """The SASS of each loop of a cubin (label .. backward branch), disassembled with nvdisasm
-    from Triton's wheel (ours ships none): skips without it."""
+def sass(cubin: Path) -> str:
+    """The SASS of a cubin file, disassembled with nvdisasm from Triton's wheel (ours ships none):
+    skips without it."""
     from oracle import triton_python
 
     found = sorted((Path(triton_python()).parents[1] / "lib").glob("python3*/site-packages/triton/backends/nvidia/bin/nvdisasm"))
     if not found:
         pytest.skip("no nvdisasm (it comes with triton's wheel)")
-    lines = subprocess.run([str(found[0]), "-c", str(cubin)], capture_output=True, text=True, check=True).stdout.splitlines()
+    return subprocess.run([str(found[0]), "-c", str(cubin)], capture_output=True, text=True, check=True).stdout
+
+
+def sass_loops(cubin: Path) -> list[str]:
+    """The SASS of each loop of a cubin (label .. backward branch), as `sass` disassembles it."""
+    lines = sass(cubin).splitlines()
     labels = {m.group(1): i for i, line in enumerate(lines) if (m := re.match(r"\s*(\.L_x_\d+):", line))}
     out = []
     for i, line in enumerate(lines):

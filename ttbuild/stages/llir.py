@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 41  # SLP pairs only trees saving more than 4 instructions (16-bit float math stays scalar, as Triton)
+VERSION = 42  # bf16 pair subtractions of products split into scalar lanes (nvptx/bf16_sub)
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

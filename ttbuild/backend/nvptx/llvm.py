@@ -11,7 +11,7 @@ import re
 
 import llvmlite.binding as llvm
 
-from ttbuild.backend.nvptx import TRIPLE
+from ttbuild.backend.nvptx import TRIPLE, bf16_sub
 from ttbuild.target import DEFAULT_TARGET, PTX_VERSION
 
 _ARCH = DEFAULT_TARGET.arch
@@ -268,7 +268,12 @@ def optimize(text: str, arch: str = _ARCH, fp_fusion: bool = True, short_ptr: bo
     pm = pb.getModulePassManager()
     pm.run(mod, pb)
     mod.verify()
-    return show_reflect(str(mod)) if reflects else str(mod)
+    text = str(mod)
+    split = bf16_sub.split_subtractions(text)  # neg.bf16x2 avoided, as Triton's scalar bf16 (bf16_sub)
+    if split != text:
+        llvm.parse_assembly(split).verify()
+        text = split
+    return show_reflect(text) if reflects else text
 
 
 # `or disjoint iN %b, C` / `or disjoint iN %x, %y` (the literal first, so `re` searches for it fast).

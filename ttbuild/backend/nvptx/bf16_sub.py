@@ -1,4 +1,6 @@
-"""bf16 pair products that are added or subtracted, as LLVM's SLP vectorizer leaves them in optimized LLVM IR text, split back into scalar lanes when one is subtracted: the form Triton 3.6's build hands to codegen.
+"""bf16 pair products added or subtracted, as LLVM's SLP vectorizer leaves them, split into scalar lanes when one is subtracted (Triton 3.6's form).
+
+Works on optimized LLVM IR text, before codegen.
 
 Why: codegen contracts `a * b - c * d` into `fma(a, b, -(c * d))`. On a `<2 x bfloat>` pair that is
 `mul.bf16x2`, `neg.bf16x2`, `fma.rn.bf16x2`, and ptxas keeps the `neg.bf16x2` as an instruction of

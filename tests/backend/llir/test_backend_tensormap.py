@@ -186,7 +186,7 @@ CHECK-DAG: mov.u32 [[Y:%r[0-9]+]], %ctaid.y;
 CHECK-DAG: mov.u32 [[Z:%r[0-9]+]], %ctaid.z;
 CHECK-DAG: mov.u32 [[GX:%r[0-9]+]], %nctaid.x;
 CHECK-DAG: mov.u32 [[GY:%r[0-9]+]], %nctaid.y;
-CHECK-DAG: mul.wide.u32 [[ZGY:%rd[0-9]+]], [[Z]], [[GY]];
+CHECK-DAG: {{mul|mad}}.wide.u32 [[ZGY:%rd[0-9]+]], [[Z]], [[GY]]{{(, %rd[0-9]+)?}};
 CHECK-DAG: setp.lt.u32 [[WARP0:%p[0-9]+]], [[TID]], 32;
 CHECK-DAG: setp.eq.b32 [[LEAD:%p[0-9]+]], [[TID]], 0;
 CHECK-DAG: mul.wide.s32 [[STRIDE:%rd[0-9]+]], [[K]], 2;

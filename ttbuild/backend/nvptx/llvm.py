@@ -11,7 +11,7 @@ import re
 
 import llvmlite.binding as llvm
 
-from ttbuild.backend.nvptx import TRIPLE, bf16_sub
+from ttbuild.backend.nvptx import TRIPLE, bf16_sub, mad_wide
 from ttbuild.target import DEFAULT_TARGET, PTX_VERSION
 
 _ARCH = DEFAULT_TARGET.arch
@@ -33,14 +33,6 @@ def _init() -> None:
     llvm.initialize_all_targets()
     llvm.initialize_all_asmprinters()
     llvm.set_option("", f"-slp-threshold={SLP_THRESHOLD}")  # process-wide, the same for every module
-    # Triton's make_ptx (third_party/nvidia/backend/compiler.py) passes this flag to codegen:
-    # `a * b + c` of a 32-bit product widened to 64 bits becomes one `mad.wide.s32` / `.u32`
-    # (LLVM leaves it off by default, NVPTXISelDAGToDAG.cpp). With `mul.wide.s32` + `add.s64`
-    # ptxas computed a program's row address (`pid * stride` onto the base pointer) per thread
-    # with IMAD.WIDE after vector constant loads, where Triton's PTX gets UIMAD / ULEA on the
-    # uniform datapath: a one-wave softmax over 1024 bf16 rows of 4096, cold L2, took 6.27 us
-    # against Triton's 6.11 (6.05 with the flag; H200).
-    llvm.set_option("", "-nvptx-mad-wide-opt")
 
 
 @functools.cache
@@ -340,11 +332,12 @@ def number_call_sites(ptx: str) -> str:
 
 def emit_ptx(text: str, arch: str = _ARCH, ptx_version: int = PTX_VERSION) -> str:
     """LLVM IR text -> PTX text, `.target` without `, debug`, call sites numbered from 0
-    (number_call_sites). Long chains of disjoint ors from one base are rewritten as adds first
-    (unchain_disjoint_ors: codegen time, not code)."""
+    (number_call_sites), warp-uniform address products fused into `mad.wide` (mad_wide.fuse).
+    Long chains of disjoint ors from one base are rewritten as adds first (unchain_disjoint_ors:
+    codegen time, not code)."""
     short = re.search(r'^target datalayout = "[^"]*\bp3:32:32', text, re.M) is not None
     tm = target_machine(arch, ptx_version, short)
     mod = llvm.parse_assembly(unchain_disjoint_ors(text))
     mod.verify()
-    ptx = number_call_sites(tm.emit_assembly(mod))
+    ptx = mad_wide.fuse(number_call_sites(tm.emit_assembly(mod)))
     return re.sub(r"^(\.target\s+\S+?)\s*,\s*debug\s*$", r"\1", ptx, flags=re.M)

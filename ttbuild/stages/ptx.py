@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 4  # warp-uniform mul.wide + add.s64 fused into mad.wide (nvptx/mad_wide), as Triton's PTX
+VERSION = 5  # warp-uniform mul.wide + add.s64 fused into mad.wide (nvptx/mad_wide); 4 was the -nvptx-mad-wide-opt build (50cd68a)
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

@@ -338,8 +338,7 @@ class _Assigner:
         the demanded slice, so it keeps its coalesced layout and the stored value converts (Triton's
         Coalesce gives a store its pointer's layout; a reduction's result converts before it)."""
         ptrs = [v for v in vals if mu.pointee(mu.elem_str(v.type)) is not None]
-        carried = any(isinstance(v, mu.ir.BlockArgument) and v.owner.owner.name == SCF.FOR for v in ptrs)
-        return carried and all(u.owner.name != TT.LOAD for v in ptrs for u in v.uses)
+        return any(map(_loop_carried, ptrs)) and not _loads_through(ptrs)
 
     def _carried_slices(self, root, demand, groups) -> list:
         """(dim, shape) of each slice of group `root` (a reduction's result, an expand_dims
@@ -349,7 +348,7 @@ class _Assigner:
             if parent != root or not isinstance(d, int):
                 continue
             vals = groups.get(child, ())
-            if any(isinstance(v, mu.ir.BlockArgument) and v.owner.owner.name == SCF.FOR for v in vals):
+            if any(map(_loop_carried, vals)):
                 out.append((d, tuple(mu.shape_of(vals[0].type))))
         return out
 
@@ -381,7 +380,7 @@ class _Assigner:
             # tie-break
             if order is None or (v, not t) > key:
                 key, order, tied = (v, not t), o, t and len(o) == 2
-        if any(u.owner.name == TT.LOAD for p in ptrs for u in p.uses):
+        if _loads_through(ptrs):
             for p in peers:
                 if tuple(mu.shape_of(p.type)) == tuple(mu.shape_of(ptrs[0].type)) and order_of(p, self.axis) == order:
                     best = max(best, self._width(p, order))
@@ -391,6 +390,16 @@ class _Assigner:
                 return sum(Slice(d, lay).elems_per_thread(s) for d, s in carried)
             order = min((order, order[::-1]), key=cost)
         return default_blocked(shape, self.num_warps, best, self.tpw, order)
+
+
+def _loop_carried(value) -> bool:
+    """Whether `value` is an scf.for region argument (carried from one iteration to the next)."""
+    return isinstance(value, mu.ir.BlockArgument) and value.owner.owner.name == SCF.FOR
+
+
+def _loads_through(ptrs) -> bool:
+    """Whether a tt.load reads through any of the pointer tiles `ptrs`."""
+    return any(u.owner.name == TT.LOAD for p in ptrs for u in p.uses)
 
 
 def _tied(ptr_value, axis: AxisAnalysis) -> bool:

@@ -156,12 +156,13 @@ def _descriptor(text: str) -> SigEntry:
 
 def split_entries(text: str) -> list[str]:
     """The entries of a signature, split at the commas outside brackets: a tensor descriptor
-    entry (`tensordesc<fp16[64, 64]>`) stays whole."""
+    entry (`tensordesc<fp16[64, 64]>`) stays whole. The same split serves IR and PTX operand
+    lists (`<bfloat 0xR3F80, bfloat 0xR4000>`, `{ %r1, %r2 }` stay whole)."""
     out, depth, start = [], 0, 0
     for i, ch in enumerate(text):
-        if ch in "<[(":
+        if ch in "<[({":
             depth += 1
-        elif ch in ">])":
+        elif ch in ">])}":
             depth = max(depth - 1, 0)
         elif ch == "," and depth == 0:
             out.append(text[start:i])

@@ -19,25 +19,16 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from ttbuild.signature import split_entries
+
 PAIR = "<2 x bfloat>"
 _OP = re.compile(r"^(\s*)(%[\w.]+) = (fsub|fadd|fmul)((?: [a-z]+)*) <2 x bfloat> ([^!]*)$")
 _NAME = re.compile(r"%[\w.]+")
 
 
 def _operands(text: str) -> list[str]:
-    """Split `text` at the commas outside brackets: `%a, <bfloat 0xR3F80, bfloat 0xR3F80>` is two
-    operands."""
-    out, depth, start = [], 0, 0
-    for i, c in enumerate(text):
-        if c in "<([{":
-            depth += 1
-        elif c in ">)]}":
-            depth -= 1
-        elif c == "," and depth == 0:
-            out.append(text[start:i].strip())
-            start = i + 1
-    out.append(text[start:].strip())
-    return out
+    """`%a, <bfloat 0xR3F80, bfloat 0xR3F80>` -> its two operands."""
+    return [o.strip() for o in split_entries(text)]
 
 
 def _chosen(lines: list[str]) -> set[str]:

@@ -13,6 +13,9 @@ d128 (kernels/) lost 5 % of its TFLOP/s under ptxas 13.0, so only uniform operan
 from __future__ import annotations
 
 import re
+from collections import Counter
+
+from ttbuild.signature import split_entries
 
 # Instructions whose result is warp-uniform when every source is; `ld.param` reads a kernel parameter.
 _PURE = re.compile(r"(mov|add|sub|mul|mad|shl|shr|and|or|xor|not|neg|cvt|min|max|selp|setp|div|rem|abs|ld\.param)\b")
@@ -22,8 +25,15 @@ _REG = re.compile(r"%[a-z]+\d+")
 _LINE = re.compile(r"^(\s*)(@!?%p\d+\s+)?([a-z][\w.:]*)\s+([^;]*);")
 
 
-def _operands(text: str) -> list[str]:
-    return [o.strip() for o in re.split(r",(?![^{]*})", text) if o.strip()]
+def _parse(lines: list[str]) -> list[tuple[int, str, str | None, str, list[str]]]:
+    """(line index, indent, predicate, opcode, operands) of each instruction line of PTX text;
+    a `{ ... }` vector operand stays one operand."""
+    out = []
+    for i, line in enumerate(lines):
+        if m := _LINE.match(line):
+            ops = [o.strip() for o in split_entries(m.group(4)) if o.strip()]
+            out.append((i, m.group(1), m.group(2), m.group(3), ops))
+    return out
 
 
 def _dests(ops: list[str]) -> list[str]:
@@ -37,24 +47,18 @@ def uniform_registers(lines: list[str]) -> set[str]:
     """Registers of a PTX kernel that hold one value for the whole warp: written once, by an
     unpredicated `_PURE` instruction whose sources are such registers, `%ctaid` / `%nctaid`,
     immediates or parameters. Conservative: anything else is not uniform."""
-    defs: dict[str, int] = {}
-    parsed = []
-    for line in lines:
-        m = _LINE.match(line)
-        if not m:
-            continue
-        ops = _operands(m.group(4))
-        for d in _dests(ops):
-            defs[d] = defs.get(d, 0) + 1
-        parsed.append((m.group(2), m.group(3), ops))
+    return _uniform(_parse(lines))
+
+
+def _uniform(insts) -> set[str]:
+    defs = Counter(d for *_, ops in insts for d in _dests(ops))
     uniform: set[str] = set()
-    for pred, opcode, ops in parsed:
+    for _, _, pred, opcode, ops in insts:
         dests = _dests(ops)
         if pred or len(dests) != 1 or defs[dests[0]] != 1 or not _PURE.match(opcode):
             continue
-        sources = ops[1:]
         if opcode.startswith("ld.param") or all(
-                s in uniform or _UNIFORM_SREG.match(s) or _IMM.match(s) for s in sources):
+                s in uniform or _UNIFORM_SREG.match(s) or _IMM.match(s) for s in ops[1:]):
             uniform.add(dests[0])
     return uniform
 
@@ -66,31 +70,22 @@ def fuse(ptx: str) -> str:
     if "mul.wide." not in ptx:
         return ptx
     lines = ptx.split("\n")
-    uniform = uniform_registers(lines)
-    uses: dict[str, int] = {}
-    for line in lines:
-        if _LINE.match(line):
-            for r in _REG.findall(line.split(";")[0]):
-                uses[r] = uses.get(r, 0) + 1
+    insts = _parse(lines)
+    uniform = _uniform(insts)
+    uses = Counter(r for *_, ops in insts for o in ops for r in _REG.findall(o))
     products = {}
-    for i, line in enumerate(lines):
-        m = _LINE.match(line)
-        if m and not m.group(2) and m.group(3) in ("mul.wide.s32", "mul.wide.u32"):
-            ops = _operands(m.group(4))
-            if len(ops) == 3 and uses.get(ops[0]) == 2 and all(o in uniform or _IMM.match(o) for o in ops[1:]):
-                products[ops[0]] = (i, m.group(3)[-3:], ops[1], ops[2])
+    for i, _, pred, opcode, ops in insts:
+        if (not pred and opcode in ("mul.wide.s32", "mul.wide.u32") and len(ops) == 3 and uses[ops[0]] == 2
+                and all(o in uniform or _IMM.match(o) for o in ops[1:])):
+            products[ops[0]] = (i, opcode[-3:], ops[1], ops[2])
     drop = set()
-    for i, line in enumerate(lines):
-        m = _LINE.match(line)
-        if not m or m.group(2) or m.group(3) != "add.s64":
-            continue
-        ops = _operands(m.group(4))
-        if len(ops) != 3:
+    for i, indent, pred, opcode, ops in insts:
+        if pred or opcode != "add.s64" or len(ops) != 3:
             continue
         for a, c in ((ops[2], ops[1]), (ops[1], ops[2])):
             if a in products and c in uniform and products[a][0] < i:
                 j, kind, x, y = products.pop(a)
-                lines[i] = f"{m.group(1)}mad.wide.{kind} \t{ops[0]}, {x}, {y}, {c};"
+                lines[i] = f"{indent}mad.wide.{kind} \t{ops[0]}, {x}, {y}, {c};"
                 drop.add(j)
                 break
     return "\n".join(line for i, line in enumerate(lines) if i not in drop)

@@ -72,10 +72,12 @@ def test_host_descriptor_matmul_is_exact_on_small_integers(torch, lib, kind, sha
 
 @pytest.mark.parametrize("name", ["matmul_persistent_fp16_128x128x64_w4_s4",
                                   "matmul_persistent_fp16_128x128x64_w4_s4_subtile"])
-@pytest.mark.parametrize("shape", [(500, 384, 208), (2048, 1024, 512)])
+@pytest.mark.parametrize("shape", [(500, 384, 208), (2048, 1024, 512), (4000, 2048, 208)])
 def test_persistent_descriptor_matmul_is_exact_on_small_integers(torch, lib, name, shape):
-    """Tutorial 09's descriptor-persistent form: 132 programs walk every tile (more tiles than
-    programs at 2048 x 1024), B given N x K and used as b.T, C whole or in two halves."""
+    """Tutorial 09's descriptor-persistent form: 132 programs walk every tile (512 tiles at
+    4000 x 2048: each program stores 3 or 4, so a tile's TMA store is still draining while the
+    program writes the next one into the same shared tile, tma_lowering's deferred wait), B given
+    N x K and used as b.T, C whole or in two halves."""
     M, N, K = shape
     gen = torch.Generator(device="cuda").manual_seed(M + 3 * N + K)
     a = torch.randint(-2, 3, (M, K), device="cuda", generator=gen).half()
@@ -88,11 +90,12 @@ def test_persistent_descriptor_matmul_is_exact_on_small_integers(torch, lib, nam
 
 @pytest.mark.parametrize("name, bn", [("matmul_tma_persistent_fp16_128x128x64_w4_s4", 128),
                                       ("matmul_tma_persistent_fp16_128x256x64_w8_s3", 256)])
-@pytest.mark.parametrize("shape", [(500, 376, 200), (2048, 1024, 512), (128, 256, 64)])
+@pytest.mark.parametrize("shape", [(500, 376, 200), (2048, 1024, 512), (128, 256, 64), (4000, 2040, 200)])
 def test_tma_persistent_matmul_is_exact_on_small_integers(torch, lib, name, bn, shape):
     """Tutorial 09's TMA-persistent form: A and B load through TMA on sm_90 (host descriptors
     encoded by the runtime), tiles past M, N and K filled with zeros by the TMA unit, C's
-    out-of-range rows and columns left alone (a guard row after C)."""
+    out-of-range rows and columns left alone (a guard row after C); at 4000 x 2040 every
+    program stores two or more tiles through the one shared tile (the deferred wait)."""
     M, N, K = shape
     gen = torch.Generator(device="cuda").manual_seed(M + 5 * N + K)
     a = torch.randint(-2, 3, (M, K), device="cuda", generator=gen).half()

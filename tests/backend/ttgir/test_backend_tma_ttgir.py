@@ -211,8 +211,9 @@ def test_box_and_copies_follow_the_swizzle_span():
 
 def test_triton_accepts_our_tma_ttgir(tmp_path, bt_file):
     """Triton 3.6 (oracle) parses, verifies and compiles to cubin the TTGIR of a pipelined TMA
-    matmul (both operand orders), of a lone TMA load, of device-made descriptors and of TMA
-    reductions: our ops carry its operand segments and attributes."""
+    matmul (both operand orders), of a lone TMA load, of device-made descriptors, of TMA
+    reductions and of a persistent kernel's deferred stores: our ops carry its operand segments
+    and attributes."""
     paths = []
     for name, out in (("host", host()),
                       ("bt", ttbuild.compile(bt_file, kernel="mm_bt", signature="tensordesc<fp16[128, 64]>,"
@@ -223,7 +224,8 @@ def test_triton_accepts_our_tma_ttgir(tmp_path, bt_file):
                       ("device", device()),
                       ("reduce", reduction(until="ttgir")),
                       ("reduce_made", reduction("max", "*u32:16,*u32:16,i32,i32", kernel="tma_reduce_made_kernel",
-                                                until="ttgir"))):
+                                                until="ttgir")),
+                      ("persistent_subtile", persistent())):
         p = tmp_path / f"{name}.ttgir"
         p.write_bytes(out["ttgir"])
         paths.append(p)
@@ -245,20 +247,107 @@ def test_a_tma_store_writes_the_tile_box_by_box_from_one_thread(tmp_path):
     assert_ptxas_accepts(ptx, tmp_path)
 
 
+def persistent(subtile: bool = True, until: str = "ttgir", num_stages: int = 4):
+    """kernels/matmul_persistent.py's descriptor-persistent kernel (tutorial 09's form)."""
+    return ttbuild.compile(Path(MATMUL).parent / "matmul_persistent.py", kernel="matmul_persistent_kernel",
+                           signature="*fp16:16,*fp16:16,*fp16:16,i32,i32:16,i32:16",
+                           constexprs={**DEVICE_CX, "EPILOGUE_SUBTILE": subtile, "NUM_SMS": 132},
+                           num_stages=num_stages, until=until)
+
+
 def test_a_subtiled_epilogue_stores_the_halves_of_one_tile():
     """Tutorial 09's EPILOGUE_SUBTILE (reshape, permute, split, two desc.store of the halves):
     the accumulator is written once, from its own layout, into a 128 x 128 tile whose 64-column
     swizzle blocks are the halves; each half is TMA-stored from its sub-tile (no reshape,
-    permute, split or layout conversion left), one wait after both."""
-    out = ttbuild.compile(Path(MATMUL).parent / "matmul_persistent.py", kernel="matmul_persistent_kernel",
-                          signature="*fp16:16,*fp16:16,*fp16:16,i32,i32:16,i32:16",
-                          constexprs={**DEVICE_CX, "EPILOGUE_SUBTILE": True, "NUM_SMS": 132}, num_stages=4, until="ttgir")
-    ttgir = out["ttgir"].decode()
+    permute, split or layout conversion left). In the persistent loop the tile is allocated
+    before the loop and the write waits for the previous tile's stores (one wait in the loop,
+    one after it)."""
+    ttgir = persistent()["ttgir"].decode()
     epilogue = ttgir[ttgir.rindex('"ttng.warp_group_dot_wait"'):]
     assert not re.search(r'"(tt\.reshape|tt\.trans|tt\.split|ttg\.convert_layout)"', epilogue)
-    assert epilogue.count('"ttg.local_alloc"(') == 1 and "(tensor<128x128xf16, #ttg.nvidia_mma<" in epilogue
+    assert '"ttg.local_alloc"(' not in epilogue
+    write = re.findall(r'"ttg\.local_store"\(%\w+, (%\w+)\) : \(tensor<128x128xf16, #ttg\.nvidia_mma<', epilogue)
+    assert len(write) == 1
+    assert re.search(rf'{write[0]} = "ttg\.local_alloc"\(\) .*-> !ttg\.memdesc<128x128xf16, #ttg\.nvmma_shared<.*mutable>',
+                     ttgir[:ttgir.index('"scf.for"')])
     assert re.findall(r"offsets = array<i32: 0, (\d+)>", epilogue) == ["0", "64"]
-    assert epilogue.count('"ttng.async_tma_copy_local_to_global"') == 2 and epilogue.count('"ttng.async_tma_store_wait"') == 1
+    assert epilogue.count('"ttng.async_tma_copy_local_to_global"') == 2 and epilogue.count('"ttng.async_tma_store_wait"') == 2
+
+
+# A TMA store in a loop (each program copies every num_programs-th row block, doubled) and once after one.
+LOOP_SRC = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def double_rows(in_desc, out_desc, T, BM: tl.constexpr, BN: tl.constexpr):
+    for t in range(tl.program_id(0), T, tl.num_programs(0)):
+        x = in_desc.load([t * BM, 0])
+        out_desc.store([t * BM, 0], x * 2)
+
+
+@triton.jit
+def double_once(in_desc, out_desc, BM: tl.constexpr, BN: tl.constexpr):
+    x = in_desc.load([tl.program_id(0) * BM, 0])
+    out_desc.store([tl.program_id(0) * BM, 0], x * 2)
+'''
+LOOP_SIG = "tensordesc<fp16[64, 64]>,tensordesc<fp16[64, 64]>"
+
+
+@pytest.fixture(scope="module")
+def loop_file(tmp_path_factory) -> Path:
+    p = tmp_path_factory.mktemp("tma_loop") / "loops.py"
+    p.write_text(LOOP_SRC)
+    return p
+
+
+def _store_ops(ttgir: str) -> list:
+    return re.findall(r'"(scf\.for|scf\.yield|ttg\.local_alloc|ttg\.local_store|ttg\.local_dealloc|ttng\.fence_async_shared|'
+                      r'ttng\.async_tma_copy_local_to_global|ttng\.async_tma_store_wait)"', ttgir)
+
+
+def test_a_store_in_a_pipelined_loop_waits_at_its_next_write(loop_file):
+    """Triton's pipelineTMAStores: in a loop of more than one stage (the kernel's num_stages, 3
+    by default) the store tile is allocated before the loop, each iteration waits for the
+    previous store to have read it, writes it (ttg.local_store), fences it and stores it; one
+    wait after the loop. At num_stages=1, and outside a loop, the store is waited for at once."""
+    ttgir = ttbuild.compile(loop_file, kernel="double_rows", signature=LOOP_SIG + ",i32",
+                            constexprs={"BM": 64, "BN": 64}, until="ttgir")["ttgir"].decode()
+    ops = _store_ops(ttgir)
+    loop = ops.index("scf.for")
+    assert "ttg.local_alloc" in ops[:loop]
+    body = ops[loop + 1:ops.index("scf.yield")]  # the load's buffer and barrier, then the store
+    assert body[-4:] == ["ttng.async_tma_store_wait", "ttg.local_store", "ttng.fence_async_shared",
+                         "ttng.async_tma_copy_local_to_global"]
+    assert ops[ops.index("scf.yield") + 1:][:2] == ["ttng.async_tma_store_wait", "ttg.local_dealloc"]
+    for kernel, sig, stages in (("double_rows", LOOP_SIG + ",i32", 1), ("double_once", LOOP_SIG, 3)):
+        ttgir = ttbuild.compile(loop_file, kernel=kernel, signature=sig, constexprs={"BM": 64, "BN": 64},
+                                num_stages=stages, until="ttgir")["ttgir"].decode()
+        assert '"ttg.local_store"' not in ttgir
+        ops = _store_ops(ttgir)
+        i = ops.index("ttng.async_tma_copy_local_to_global")
+        assert ops[i + 1] == "ttng.async_tma_store_wait", (kernel, stages)
+
+
+def test_a_deferred_store_waits_and_writes_behind_barriers(tmp_path, loop_file):
+    """The PTX of the loop's store, in order: the read wait of the previous iteration's bulk
+    group and a CTA barrier (no thread writes the tile before the TMA unit has read it), the
+    tile's shared stores, every thread's async-proxy fence, a barrier, the leader's bulk tensor
+    store and its commit; after the loop the last read wait. ptxas accepts it."""
+    from ptx_util import assert_ptxas_accepts
+
+    ptx = ttbuild.compile(loop_file, kernel="double_rows", signature=LOOP_SIG + ",i32",
+                          constexprs={"BM": 64, "BN": 64}, until="ptx")["ptx"].decode()
+    waits = [m.start() for m in re.finditer(r"cp\.async\.bulk\.wait_group\.read 0;", ptx)]
+    assert len(waits) == 2
+    loop = ptx[waits[0]:waits[1]]
+    marks = [loop.index(s) for s in ("bar.sync", "st.shared", "fence.proxy.async.shared::cta")]
+    assert marks == sorted(marks)
+    tail = loop[marks[2]:]
+    assert tail.index("bar.sync") < tail.index("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") \
+        < tail.index("cp.async.bulk.commit_group")
+    assert_ptxas_accepts(ptx, tmp_path)
 
 
 def reduction(op="add", sig="tensordesc<fp32[32, 64]>,*fp32:16", kernel="tma_reduce_kernel", until="ptx", **opts):

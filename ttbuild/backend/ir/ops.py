@@ -66,6 +66,7 @@ class TTG:
     LOCAL_ALLOC = "ttg.local_alloc"
     LOCAL_DEALLOC = "ttg.local_dealloc"
     LOCAL_LOAD = "ttg.local_load"
+    LOCAL_STORE = "ttg.local_store"
     MEMDESC_INDEX = "ttg.memdesc_index"
     MEMDESC_SUBSLICE = "ttg.memdesc_subslice"
     MEMDESC_TRANS = "ttg.memdesc_trans"

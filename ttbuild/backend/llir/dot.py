@@ -199,14 +199,23 @@ def _vector_store(b, ptr_i8, vals, eb):
 
 def local_alloc_from(ctx, op, src: TensorVal) -> MemDesc:
     """`ttg.local_alloc %t`: the register tensor into a fresh swizzled tile (see module doc)."""
-    b = ctx.builder
     attrs = op.operation.attributes
     if "allocation.offset" not in attrs:
         raise CompilationError("ttg.local_alloc without allocation.offset (run smem.allocate)", stage="llir")
     shape, elem, order = parse_memdesc(op.results[0].type)
-    sw = shared_layout(op.results[0].type)
     desc = MemDesc(ctx.smem(mu.int_attr(attrs["allocation.offset"])), shape, elem, order)
-    eb = elem_bytes(elem)
+    prev, nxt = _neighbour_allocs(op)
+    return write_tile(ctx, desc, shared_layout(op.results[0].type), src, before=prev is None, after=nxt is None)
+
+
+def write_tile(ctx, desc: MemDesc, sw, src: TensorVal, before: bool = True, after: bool = True) -> MemDesc:
+    """Every thread stores its elements of `src` into the tile `desc` of shared layout `sw`
+    (vectors of up to 16 bytes along the fastest dimension, no wider than a swizzle group),
+    with a bar.sync before (`before`: earlier readers are done) and after (`after`: the tile is
+    complete before any warp reads it)."""
+    b = ctx.builder
+    shape = desc.shape
+    eb = elem_bytes(desc.elem)
     lay = src.layout
     o0 = lay.order[0]
     chunk = 1
@@ -217,14 +226,21 @@ def local_alloc_from(ctx, op, src: TensorVal) -> MemDesc:
     if vals and isinstance(vals[0].type, ir.IntType) and vals[0].type.width == 1:
         vals = [b.zext(v, ir.IntType(8)) for v in vals]
     starts = range(0, len(vals), chunk)
-    prev, nxt = _neighbour_allocs(op)
-    if prev is None:
+    if before:
         ctx.barrier()
     for j, addr in zip(starts, tile_addresses(ctx, desc, sw, lay, shape, starts)):
         _vector_store(b, addr, vals[j:j + chunk], eb)
-    if nxt is None:
+    if after:
         ctx.barrier()
     return desc
+
+
+@rule(TTG.LOCAL_STORE)
+def local_store(ctx, op, src: TensorVal, desc: MemDesc):
+    """`ttg.local_store %t, %buf`: the register tensor into an allocated tile (write_tile, with
+    both barriers: the buffer is reused across loop iterations, tma_lowering's deferred stores)."""
+    write_tile(ctx, desc, shared_layout(op.operands[1].type), src)
+    return None
 
 
 # Ops that touch no shared memory: two local_allocs separated only by these share their

@@ -38,7 +38,7 @@ PASSES = (
     ("remove_layout_conversions", lambda module, o: remove_layout_conversions(module, o.num_warps)),
     ("pipeline", lambda module, o: pipeline(module, o.num_stages)),
     ("sink_operand_tiles", lambda module, o: sink_operand_tiles(module)),
-    ("tma_lowering", lambda module, o: lower_tma(module)),
+    ("tma_lowering", lambda module, o: lower_tma(module, o.num_stages)),
     ("loop_fences", lambda module, o: fence_loops(module, o.num_warps)),
 )
 

@@ -6,6 +6,13 @@ through an mbarrier and read back into its register layout, every `tt.descriptor
 tensormap the program writes into its global scratch, and the module's `ttb.tma` record gets each
 TMA parameter's swizzle and box (lib/Dialect/TritonNvidiaGPU/Transforms/TMALowering.cpp).
 
+A store in the body of an `scf.for` that runs at more than one stage (its `tt.num_stages`, else the
+kernel's) is deferred as Triton's pipelineTMAStores defers it (Pipeliner/TMAStoresPipeline.cpp):
+the tile is allocated once before the loop (one per shape and element type), each iteration
+waits for the previous TMA store to have read it just before writing it again (`ttg.local_store`),
+and one wait follows the loop. The store then drains while the next iteration runs (a
+persistent kernel's next tile) instead of being waited for at once.
+
 A descriptor's CUtensorMap has one swizzle for all its loads: the `#ttg.nvmma_shared` encoding
 Triton gives its block (NVMMASharedEncodingAttr::get, `nvmma_for_operand`; unswizzled when the
 block's rows are under 32 bytes), which is also what a wgmma operand ring of the block gets (the
@@ -21,7 +28,7 @@ from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.mma_layout import nvmma_for_operand
 from ttbuild.backend.ir.builders import create, tma_copy_attrs, tma_copy_operands, wait_barrier_attrs
 from ttbuild.backend.ir.encodings import NvmmaShared
-from ttbuild.backend.ir.ops import ARITH, ATTR, TT, TTG, TTNG
+from ttbuild.backend.ir.ops import ARITH, ATTR, SCF, TT, TTG, TTNG
 from ttbuild.backend.ir.optraits import walk
 from ttbuild.backend.ir.types import barrier_type, memdesc_type
 
@@ -109,7 +116,55 @@ def _column_half(value):
     return x, k, trunc
 
 
-def _store_subtiles(stores) -> list:
+class _Deferred:
+    """The loops whose TMA stores wait at their next write (module docstring): per loop, its
+    shared tiles by type, placed before the loop; `close` puts the wait and the deallocs after
+    each loop."""
+
+    def __init__(self, num_stages: int):
+        self.num_stages = num_stages
+        self.loops: dict = {}  # loop Operation -> (loop, {memdesc type text: tile})
+
+    def loop_of(self, store):
+        """The innermost `scf.for` around `store` (through `scf.if`s), when it runs at more than
+        one stage (Triton's getNumStagesOrDefault > 1); else None."""
+        p = store.operation.parent
+        while p is not None and p.name != TT.FUNC:
+            if p.name == SCF.FOR:
+                attrs = p.attributes
+                stages = mu.int_attr(attrs[ATTR.NUM_STAGES]) if ATTR.NUM_STAGES in attrs else self.num_stages
+                return p if stages > 1 else None
+            if p.name != SCF.IF:
+                return None
+            p = p.parent
+        return None
+
+    def tile(self, loop, tile_type, loc):
+        """The loop's shared tile of `tile_type` (allocated before the loop on first ask)."""
+        _, tiles = self.loops.setdefault(loop, (loop, {}))
+        key = str(tile_type)
+        if key not in tiles:
+            tiles[key] = create(TTG.LOCAL_ALLOC, [tile_type], [], loc=loc, ip=ir.InsertionPoint(loop)).results[0]
+        return tiles[key]
+
+    def write(self, op, value, buf) -> None:
+        """At op's insertion point: wait for the tile's previous TMA store to have read it, write
+        `value` into it, fence it for the async proxy."""
+        i32 = ir.IntegerType.get_signless(32)
+        op(TTNG.ASYNC_TMA_STORE_WAIT, [], [], {"pendings": ir.IntegerAttr.get(i32, 0)})
+        op(TTG.LOCAL_STORE, [], [value, buf])
+        op(TTNG.FENCE_ASYNC_SHARED, [], [], {"bCluster": ir.BoolAttr.get(False)})
+
+    def close(self) -> None:
+        i32 = ir.IntegerType.get_signless(32)
+        for loop, tiles in self.loops.values():
+            with ir.InsertionPoint.after(loop):
+                create(TTNG.ASYNC_TMA_STORE_WAIT, [], [], {"pendings": ir.IntegerAttr.get(i32, 0)}, loc=loop.location)
+                for buf in tiles.values():
+                    create(TTG.LOCAL_DEALLOC, [], [buf], loc=loop.location)
+
+
+def _store_subtiles(stores, deferred: _Deferred) -> list:
     """Stores of the halves of one accumulator (see _column_half) write one shared tile of the
     whole, from the accumulator's own layout, and TMA-store its column halves (sub-tiles of
     whole swizzle blocks): no register shuffle of reshape / permute / split, one tile written
@@ -144,24 +199,31 @@ def _store_subtiles(stores) -> list:
 
         op = partial(_op, loc)
 
+        loop = deferred.loop_of(first)
+        mutable = ", mutable" if loop is not None else ""
         with ir.InsertionPoint(first):
             y = x
             if trunc is not None:
                 t = ir.RankedTensorType(x.type)
                 y = op(ARITH.TRUNCF, [ir.RankedTensorType.get(t.shape, trunc.results[0].type.element_type, t.encoding)],
                        [x], {"fastmath": ir.Attribute.parse("#arith.fastmath<none>")}).results[0]
-            whole = ir.Type.parse(f"!ttg.memdesc<{m}x{n}x{elem}, {enc.attr()}, #ttg.shared_memory>")
-            buf = op(TTG.LOCAL_ALLOC, [whole], [y]).results[0]
-            op(TTNG.FENCE_ASYNC_SHARED, [], [], {"bCluster": ir.BoolAttr.get(False)})
+            whole = ir.Type.parse(f"!ttg.memdesc<{m}x{n}x{elem}, {enc.attr()}, #ttg.shared_memory{mutable}>")
+            if loop is not None:
+                buf = deferred.tile(loop, whole, loc)
+                deferred.write(op, y, buf)
+            else:
+                buf = op(TTG.LOCAL_ALLOC, [whole], [y]).results[0]
+                op(TTNG.FENCE_ASYNC_SHARED, [], [], {"bCluster": ir.BoolAttr.get(False)})
         for st, k in members:
-            half = ir.Type.parse(f"!ttg.memdesc<{m}x{n // 2}x{elem}, {enc.attr()}, #ttg.shared_memory, {m}x{n}>")
+            half = ir.Type.parse(f"!ttg.memdesc<{m}x{n // 2}x{elem}, {enc.attr()}, #ttg.shared_memory{mutable}, {m}x{n}>")
             with ir.InsertionPoint(st):
                 view = op(TTG.MEMDESC_SUBSLICE, [half], [buf],
                           {"offsets": ir.Attribute.parse(f"array<i32: 0, {k * (n // 2)}>")}).results[0]
                 op(TTNG.ASYNC_TMA_COPY_LOCAL_TO_GLOBAL, [], [st.operands[0], *list(st.operands)[2:], view])
             done.add(id(st))
-        with ir.InsertionPoint.after(last):
-            op(TTNG.ASYNC_TMA_STORE_WAIT, [], [], {"pendings": ir.IntegerAttr.get(i32, 0)})
+        if loop is None:
+            with ir.InsertionPoint.after(last):
+                op(TTNG.ASYNC_TMA_STORE_WAIT, [], [], {"pendings": ir.IntegerAttr.get(i32, 0)})
         for st, _ in members:
             st.operation.erase()
     return [st for st in stores if id(st) not in done]
@@ -179,11 +241,12 @@ def _erase_dead(func) -> None:
                 changed = True
 
 
-def _lower_store(store) -> None:
+def _lower_store(store, deferred: _Deferred) -> None:
     """`tt.descriptor_store` / `tt.descriptor_reduce`: the block into a shared tile in the
     descriptor's encoding, the async-proxy fence, one TMA store (ttng.async_tma_copy_local_to_global)
     or reduction (ttng.async_tma_reduce, the op's `kind` kept), and its wait (the tile may be
-    reused after it; Triton's TMALowering, TMAStoreLowering and TMAReduceLowering)."""
+    reused after it; Triton's TMALowering, TMAStoreLowering and TMAReduceLowering). In a
+    pipelined loop the wait moves before the tile's next write (_Deferred)."""
     desc, value, coords = store.operands[0], store.operands[1], list(store.operands)[2:]
     block, elem = mu.tensordesc_block(desc.type)
     enc = encoding(block, elem)
@@ -195,16 +258,23 @@ def _lower_store(store) -> None:
     conv = value.owner if isinstance(value, ir.OpResult) and value.owner.name == TTG.CONVERT_LAYOUT else None
     if conv is not None:  # the tile is written from the value's own layout: no register shuffle first
         value = conv.operands[0]
+    loop = deferred.loop_of(store)
     with ir.InsertionPoint(store):
         dims = "x".join(str(d) for d in block)
-        tile = ir.Type.parse(f"!ttg.memdesc<{dims}x{elem}, {enc.attr()}, #ttg.shared_memory>")
-        buf = op(TTG.LOCAL_ALLOC, [tile], [value]).results[0]
-        op(TTNG.FENCE_ASYNC_SHARED, [], [], {"bCluster": ir.BoolAttr.get(False)})
+        mutable = ", mutable" if loop is not None else ""
+        tile = ir.Type.parse(f"!ttg.memdesc<{dims}x{elem}, {enc.attr()}, #ttg.shared_memory{mutable}>")
+        if loop is not None:
+            buf = deferred.tile(loop, tile, loc)
+            deferred.write(op, value, buf)
+        else:
+            buf = op(TTG.LOCAL_ALLOC, [tile], [value]).results[0]
+            op(TTNG.FENCE_ASYNC_SHARED, [], [], {"bCluster": ir.BoolAttr.get(False)})
         if store.name == TT.DESCRIPTOR_REDUCE:
             op(TTNG.ASYNC_TMA_REDUCE, [], [desc, *coords, buf], {"kind": mu.props(store)["kind"]})
         else:
             op(TTNG.ASYNC_TMA_COPY_LOCAL_TO_GLOBAL, [], [desc, *coords, buf])
-        op(TTNG.ASYNC_TMA_STORE_WAIT, [], [], {"pendings": ir.IntegerAttr.get(i32, 0)})
+        if loop is None:
+            op(TTNG.ASYNC_TMA_STORE_WAIT, [], [], {"pendings": ir.IntegerAttr.get(i32, 0)})
     store.operation.erase()
     if conv is not None and next(iter(conv.results[0].uses), None) is None:
         conv.operation.erase()
@@ -251,9 +321,11 @@ def _make_descriptor(make, offset: int) -> None:
     make.operation.erase()
 
 
-def lower_tma(module) -> int:
+def lower_tma(module, num_stages: int = 1) -> int:
     """Lower the remaining `tt.descriptor_load`s of every tt.func and fill the module's
-    ttbuild.tma.MODULE_ATTR; returns how many loads were lowered here."""
+    ttbuild.tma.MODULE_ATTR; returns how many loads were lowered here. `num_stages` (the
+    variant's) decides, for a loop without its own `tt.num_stages`, whether its stores are
+    deferred (module docstring)."""
     count = 0
     args = []
     for func in module.body.operations:
@@ -264,11 +336,13 @@ def lower_tma(module) -> int:
             _lower(load)
         count += len(loads)
         stores = [op for op in walk(func) if op.name == TT.DESCRIPTOR_STORE]
-        left = _store_subtiles(stores)
+        deferred = _Deferred(num_stages)
+        left = _store_subtiles(stores, deferred)
         if len(left) != len(stores):
             _erase_dead(func)
         for store in left + [op for op in walk(func) if op.name == TT.DESCRIPTOR_REDUCE]:
-            _lower_store(store)
+            _lower_store(store, deferred)
+        deferred.close()
         makes = []
         for op in walk(func):
             if op.name == TT.MAKE_TENSOR_DESCRIPTOR:

@@ -88,13 +88,20 @@ def _shares_elements(ctx, layout, shape) -> bool:
 def local_alloc(ctx, op, src=None):
     """A buffer at its `allocation.offset`; with a register operand (accelerate_matmul's dot
     operand tiles) the tile is stored through its XOR swizzle (llir.dot.local_alloc_from)."""
-    if src is not None:
-        return dot.local_alloc_from(ctx, op, src)
     attrs = op.operation.attributes  # discardable attributes (mu.props reads properties)
     if "allocation.offset" not in attrs:
         raise CompilationError("ttg.local_alloc without allocation.offset (run analysis.allocation.allocate)", stage="llir")
     shape, elem, order = parse_memdesc(op.results[0].type)
-    return MemDesc(ctx.smem(mu.int_attr(attrs["allocation.offset"])), shape, elem, order)
+    desc = MemDesc(ctx.smem(mu.int_attr(attrs["allocation.offset"])), shape, elem, order)
+    return desc if src is None else dot.local_alloc_from(ctx, op, src, desc)
+
+
+@rule(TTG.LOCAL_STORE)
+def local_store(ctx, op, src, desc: MemDesc):
+    """`ttg.local_store %t, %buf`: the register tensor into an allocated tile (llir.dot.write_tile,
+    with both barriers: the buffer is reused across loop iterations, tma_lowering's deferred stores)."""
+    dot.write_tile(ctx, desc, dot.shared_layout(op.operands[1].type), src)
+    return None
 
 
 @rule(TTG.MEMDESC_INDEX)

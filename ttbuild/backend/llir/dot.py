@@ -33,7 +33,7 @@ from ttbuild.backend.ir.types import MemDescType
 from ttbuild.backend.llir.context import I32, TensorVal, layout_of, llvm_type
 from ttbuild.backend.llir.fma import fma_dot
 from ttbuild.backend.llir.mma_index import warp_origin
-from ttbuild.backend.llir.smem import MemDesc, parse_memdesc
+from ttbuild.backend.llir.smem import MemDesc
 from ttbuild.errors import CompilationError, NotSupportedYet
 from ttbuild.registry import RuleSet
 
@@ -197,13 +197,9 @@ def _vector_store(b, ptr_i8, vals, eb):
     b.store(v, b.bitcast(ptr_i8, ir.PointerType(vt, addrspace=3)), align=eb * len(vals))
 
 
-def local_alloc_from(ctx, op, src: TensorVal) -> MemDesc:
-    """`ttg.local_alloc %t`: the register tensor into a fresh swizzled tile (see module doc)."""
-    attrs = op.operation.attributes
-    if "allocation.offset" not in attrs:
-        raise CompilationError("ttg.local_alloc without allocation.offset (run smem.allocate)", stage="llir")
-    shape, elem, order = parse_memdesc(op.results[0].type)
-    desc = MemDesc(ctx.smem(mu.int_attr(attrs["allocation.offset"])), shape, elem, order)
+def local_alloc_from(ctx, op, src: TensorVal, desc: MemDesc) -> MemDesc:
+    """`ttg.local_alloc %t`: the register tensor into its fresh swizzled tile `desc` (see module
+    doc); the barriers are shared with neighbouring allocs of registers."""
     prev, nxt = _neighbour_allocs(op)
     return write_tile(ctx, desc, shared_layout(op.results[0].type), src, before=prev is None, after=nxt is None)
 
@@ -233,14 +229,6 @@ def write_tile(ctx, desc: MemDesc, sw, src: TensorVal, before: bool = True, afte
     if after:
         ctx.barrier()
     return desc
-
-
-@rule(TTG.LOCAL_STORE)
-def local_store(ctx, op, src: TensorVal, desc: MemDesc):
-    """`ttg.local_store %t, %buf`: the register tensor into an allocated tile (write_tile, with
-    both barriers: the buffer is reused across loop iterations, tma_lowering's deferred stores)."""
-    write_tile(ctx, desc, shared_layout(op.operands[1].type), src)
-    return None
 
 
 # Ops that touch no shared memory: two local_allocs separated only by these share their

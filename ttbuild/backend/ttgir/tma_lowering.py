@@ -147,6 +147,18 @@ class _Deferred:
             tiles[key] = create(TTG.LOCAL_ALLOC, [tile_type], [], loc=loc, ip=ir.InsertionPoint(loop)).results[0]
         return tiles[key]
 
+    def written(self, op, loop, tile_type, value, loc):
+        """A shared tile of `tile_type` holding `value`, fenced for the async proxy, at op's
+        insertion point: the loop's tile, written after the wait (`loop` not None), else a new
+        local_alloc of `value`."""
+        if loop is not None:
+            buf = self.tile(loop, tile_type, loc)
+            self.write(op, value, buf)
+            return buf
+        buf = op(TTG.LOCAL_ALLOC, [tile_type], [value]).results[0]
+        op(TTNG.FENCE_ASYNC_SHARED, [], [], {"bCluster": ir.BoolAttr.get(False)})
+        return buf
+
     def write(self, op, value, buf) -> None:
         """At op's insertion point: wait for the tile's previous TMA store to have read it, write
         `value` into it, fence it for the async proxy."""
@@ -208,12 +220,7 @@ def _store_subtiles(stores, deferred: _Deferred) -> list:
                 y = op(ARITH.TRUNCF, [ir.RankedTensorType.get(t.shape, trunc.results[0].type.element_type, t.encoding)],
                        [x], {"fastmath": ir.Attribute.parse("#arith.fastmath<none>")}).results[0]
             whole = ir.Type.parse(f"!ttg.memdesc<{m}x{n}x{elem}, {enc.attr()}, #ttg.shared_memory{mutable}>")
-            if loop is not None:
-                buf = deferred.tile(loop, whole, loc)
-                deferred.write(op, y, buf)
-            else:
-                buf = op(TTG.LOCAL_ALLOC, [whole], [y]).results[0]
-                op(TTNG.FENCE_ASYNC_SHARED, [], [], {"bCluster": ir.BoolAttr.get(False)})
+            buf = deferred.written(op, loop, whole, y, loc)
         for st, k in members:
             half = ir.Type.parse(f"!ttg.memdesc<{m}x{n // 2}x{elem}, {enc.attr()}, #ttg.shared_memory{mutable}, {m}x{n}>")
             with ir.InsertionPoint(st):
@@ -263,12 +270,7 @@ def _lower_store(store, deferred: _Deferred) -> None:
         dims = "x".join(str(d) for d in block)
         mutable = ", mutable" if loop is not None else ""
         tile = ir.Type.parse(f"!ttg.memdesc<{dims}x{elem}, {enc.attr()}, #ttg.shared_memory{mutable}>")
-        if loop is not None:
-            buf = deferred.tile(loop, tile, loc)
-            deferred.write(op, value, buf)
-        else:
-            buf = op(TTG.LOCAL_ALLOC, [tile], [value]).results[0]
-            op(TTNG.FENCE_ASYNC_SHARED, [], [], {"bCluster": ir.BoolAttr.get(False)})
+        buf = deferred.written(op, loop, tile, value, loc)
         if store.name == TT.DESCRIPTOR_REDUCE:
             op(TTNG.ASYNC_TMA_REDUCE, [], [desc, *coords, buf], {"kind": mu.props(store)["kind"]})
         else:

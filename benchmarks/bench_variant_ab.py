@@ -10,6 +10,11 @@ This is how a served kernel's gap against Triton was taken apart in sessions 23 
 address on the uniform datapath; occupancy): the whole-benchmark ratio says that a kernel is slower,
 this says which build of it is, with nothing else in the timed work.
 
+LIB_B may instead be `triton:SOURCE` (a .py file, or a dotted module on PYTHONPATH): side B is then
+Triton's JIT of that source's kernel, launched with the variant's constexprs, num_warps and
+num_stages on the same arguments (compiled before timing; needs Triton). That compares one
+served kernel with Triton's build of it, with nothing else in the timed work.
+
 Arguments of the kernel (`--arg NAME=SPEC`, one per runtime parameter, by the Python name):
   dtype[d0,d1,...][:fill]  a new CUDA tensor (fill: randn, the default for floats; rand; zeros, the
                            default for integers; ones), e.g. `x=bf16[8192,4096]`, `o=bf16[8192,4096]:rand`
@@ -17,7 +22,7 @@ Arguments of the kernel (`--arg NAME=SPEC`, one per runtime parameter, by the Py
 Constexprs are the variant's own (omitted). The variant must have the same parameters in both
 libraries.
 
-Usage: python benchmarks/bench_variant_ab.py LIB_A LIB_B VARIANT --grid X[,Y[,Z]] --arg NAME=SPEC ...
+Usage: python benchmarks/bench_variant_ab.py LIB_A (LIB_B | triton:SOURCE) VARIANT --grid X[,Y[,Z]] --arg NAME=SPEC ...
        [--rounds 6] [--calls 20] [--json OUT]
 LIB_A / LIB_B: an artifacts directory or its lib/ folder. Needs a CUDA GPU, torch and ttbuild's
 runtime (not Triton). Errors (a missing argument, an unknown dtype, a variant absent from a
@@ -142,6 +147,50 @@ def summarize(rounds: dict) -> dict:
     return out
 
 
+TRITON = "triton:"
+TL_NAMES = {"fp8e4nv": "float8e4nv", "fp8e5": "float8e5", "i1": "int1"}  # else DTYPES' torch name is tl's
+
+
+def triton_constexprs(variant) -> dict:
+    """The keyword arguments that make Triton's JIT build `variant`: every constexpr of the row
+    (integers specialized as == 1 included; a `{"dtype": "bf16"}` value as `tl.bfloat16`), and
+    num_warps / num_stages, which Triton binds to a parameter of that name when there is one."""
+    out = {}
+    for p in variant.params:
+        if p.kind != "constexpr":
+            continue
+        v = p.value
+        if isinstance(v, dict) and set(v) == {"dtype"}:
+            import triton.language as tl
+
+            v = getattr(tl, TL_NAMES.get(v["dtype"], DTYPES.get(v["dtype"], v["dtype"])))
+        out[p.name] = v
+    for opt in ("num_warps", "num_stages"):
+        out.setdefault(opt, getattr(variant, opt))
+    return out
+
+
+def triton_kernel(source: str, kernel: str):
+    """Triton's JITFunction `kernel` of `source` (a .py file, run as a module, or a dotted module,
+    imported), unwrapped from Autotuner / Heuristics (the row gives every config value).
+    Raises SpecError when the source has no such kernel."""
+    import importlib
+    import importlib.util
+
+    if source.endswith(".py"):
+        spec = importlib.util.spec_from_file_location(f"ab_{os.path.basename(source)[:-3]}", source)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+    else:
+        mod = importlib.import_module(source)
+    fn = getattr(mod, kernel, None)
+    while fn is not None and type(fn).__name__ != "JITFunction" and hasattr(fn, "fn"):
+        fn = fn.fn
+    if fn is None or type(fn).__name__ != "JITFunction":
+        raise SpecError(f"{source} has no @triton.jit kernel {kernel!r}")
+    return fn
+
+
 def _parse_grid(text: str) -> tuple:
     try:
         dims = tuple(int(d) for d in text.split(","))
@@ -150,6 +199,34 @@ def _parse_grid(text: str) -> tuple:
     if not 1 <= len(dims) <= 3 or min(dims) < 1:
         raise SpecError(f"--grid {text!r}: one to three positive integers")
     return dims
+
+
+def _variant_launcher(path: str, name: str, runtime):
+    """(launcher, Variant) of variant `name` in the library at `path`; SpecError when it has none."""
+    try:
+        k = runtime.load(path).variant(name)
+    except KeyError as exc:  # its message lists every variant of the library: keep the first part
+        raise SpecError(str(exc.args[0]).split("; variants:")[0]) from None
+    return k, getattr(k, "inner", k).variants[0]
+
+
+def _sides(a, grid, specs, runtime, torch) -> tuple:
+    """(the kernel's name in the profile, {"A": call, "B": call}): each call launches the variant
+    once on the same new arguments. Raises SpecError for a missing variant, kernel or argument."""
+    ka, va = _variant_launcher(a.lib_a, a.variant, runtime)
+    names = runtime_names(va)
+    if a.lib_b.startswith(TRITON):
+        fn = triton_kernel(a.lib_b[len(TRITON):], va.kernel)
+        check_specs(names, specs)
+        kwargs = {n: make_value(specs[n], torch) for n in names}
+        extra = triton_constexprs(va)
+        return va.entry, {"A": lambda: ka[grid](**kwargs), "B": lambda: fn[grid](**kwargs, **extra)}
+    kb, vb = _variant_launcher(a.lib_b, a.variant, runtime)
+    if runtime_names(vb) != names:
+        raise SpecError(f"the variant's runtime parameters differ: {names} in A, {runtime_names(vb)} in B")
+    check_specs(names, specs)
+    kwargs = {n: make_value(specs[n], torch) for n in names}
+    return va.entry, {"A": lambda: ka[grid](**kwargs), "B": lambda: kb[grid](**kwargs)}
 
 
 def main(argv=None) -> int:
@@ -175,25 +252,11 @@ def main(argv=None) -> int:
 
     from ttbuild import runtime
 
-    sides = {}
-    for side, path in (("A", a.lib_a), ("B", a.lib_b)):
-        lib = runtime.load(path)
-        try:
-            sides[side] = lib.variant(a.variant)
-        except KeyError as exc:  # its message lists every variant of the library: keep the first part
-            print(f"bench_variant_ab: error: {str(exc.args[0]).split('; variants:')[0]}", file=sys.stderr)
-            return 2
     try:
-        names = [runtime_names(getattr(sides[s], "inner", sides[s]).variants[0]) for s in "AB"]
-        if names[0] != names[1]:
-            raise SpecError(f"the variant's runtime parameters differ: {names[0]} in A, {names[1]} in B")
-        check_specs(names[0], specs)
+        entry, calls = _sides(a, grid, specs, runtime, torch)
     except SpecError as exc:
         print(f"bench_variant_ab: error: {exc}", file=sys.stderr)
         return 2
-    kwargs = {n: make_value(specs[n], torch) for n in names[0]}
-    entry = getattr(sides["A"], "inner", sides["A"]).variants[0].entry
-    calls = {s: (lambda k=k: k[grid](**kwargs)) for s, k in sides.items()}
     rounds = {"A": [], "B": []}
     for r in range(a.rounds):
         for side in ("A", "B") if r % 2 == 0 else ("B", "A"):
@@ -206,6 +269,8 @@ def main(argv=None) -> int:
         s = res[side]
         print(f"  {side} {s['us']:9.2f} us  ({s['low']:.2f}-{s['high']:.2f})  {path}")
     print(f"  x A = {res['x_A']:.3f}  (A us / B us: above 1, B is faster)")
+    if a.lib_b.startswith(TRITON):
+        print(f"  x Triton = {1 / res['x_A']:.3f}  (Triton us / A us, bench_served's ratio: above 1, A is faster)")
     if a.json:
         with open(a.json, "a") as f:
             f.write(json.dumps({"variant": a.variant, "grid": grid, "args": a.arg, "rounds": rounds,

@@ -83,3 +83,26 @@ def test_bad_grid_exits_2_before_touching_cuda(ab, capsys):
     assert "--grid '0': one to three positive integers" in capsys.readouterr().err
     assert ab.main(["a", "b", "v", "--grid", "8", "--arg", "x"]) == 2
     assert "expected NAME=SPEC" in capsys.readouterr().err
+
+
+def test_triton_side_gets_every_constexpr_and_the_launch_options(ab):
+    v = types.SimpleNamespace(num_warps=8, num_stages=3, params=(
+        Param("x_ptr", "pointer", "bf16", 16), Param("W_row_stride", "constexpr", value=1),
+        Param("BLOCK_SIZE", "constexpr", value=4096), Param("W_ptr", "constexpr", value=None)))
+    assert ab.triton_constexprs(v) == {"W_row_stride": 1, "BLOCK_SIZE": 4096, "W_ptr": None,
+                                      "num_warps": 8, "num_stages": 3}
+    # a parameter named num_warps is Triton's to bind (sparsemax's form): its value is the row's
+    v2 = types.SimpleNamespace(num_warps=8, num_stages=3, params=(Param("num_warps", "constexpr", value=4),))
+    assert ab.triton_constexprs(v2) == {"num_warps": 4, "num_stages": 3}
+
+
+def test_triton_kernel_unwraps_decorators_and_names_a_missing_kernel(ab, tmp_path):
+    src = tmp_path / "fake_kernels.py"
+    src.write_text("class JITFunction:\n    pass\n\n\nclass Autotuner:\n    def __init__(self, fn):\n        self.fn = fn\n\n\n"
+                   "inner = JITFunction()\nkernel = Autotuner(Autotuner(inner))\nplain = 3\n")
+    fn = ab.triton_kernel(str(src), "kernel")
+    assert type(fn).__name__ == "JITFunction"
+    with pytest.raises(ab.SpecError, match=r"has no @triton.jit kernel 'missing'"):
+        ab.triton_kernel(str(src), "missing")
+    with pytest.raises(ab.SpecError, match=r"has no @triton.jit kernel 'plain'"):
+        ab.triton_kernel(str(src), "plain")

@@ -42,12 +42,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
-DTYPES = {  # the metadata's dtype names (Triton's signature names) -> torch's
-    "fp16": "float16", "bf16": "bfloat16", "fp32": "float32", "fp64": "float64",
-    "fp8e4nv": "float8_e4m3fn", "fp8e5": "float8_e5m2",
-    "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64",
-    "u8": "uint8", "i1": "bool",
-}
+from ttbuild.cxvalue import to_live
+from ttbuild.runtime.retune import TORCH_DTYPES
+
 FILLS = ("randn", "rand", "zeros", "ones")
 _TENSOR = re.compile(r"^(\w+)\[([\d,\s]*)\](?::(\w+))?$")
 
@@ -63,8 +60,8 @@ def parse_spec(text: str):
     m = _TENSOR.match(text)
     if m:
         dtype, dims, fill = m.group(1), m.group(2), m.group(3)
-        if dtype not in DTYPES:
-            raise SpecError(f"unknown dtype {dtype!r} (one of {', '.join(DTYPES)})")
+        if dtype not in TORCH_DTYPES:
+            raise SpecError(f"unknown dtype {dtype!r} (one of {', '.join(TORCH_DTYPES)})")
         shape = tuple(int(d) for d in dims.split(",") if d.strip())
         if fill is None:
             fill = "randn" if dtype.startswith(("fp", "bf")) else "zeros"
@@ -130,7 +127,7 @@ def make_value(spec, torch):
     if spec[0] == "value":
         return spec[1]
     _, dtype, shape, fill = spec
-    tdtype = getattr(torch, DTYPES[dtype])
+    tdtype = getattr(torch, TORCH_DTYPES[dtype])
     if fill in ("randn", "rand") and not (tdtype.is_floating_point and tdtype.itemsize >= 2):
         # randn has no integer or fp8 form: draw in fp32 and convert
         base = getattr(torch, fill)(shape, device="cuda")
@@ -148,23 +145,14 @@ def summarize(rounds: dict) -> dict:
 
 
 TRITON = "triton:"
-TL_NAMES = {"fp8e4nv": "float8e4nv", "fp8e5": "float8e5", "i1": "int1"}  # else DTYPES' torch name is tl's
 
 
 def triton_constexprs(variant) -> dict:
     """The keyword arguments that make Triton's JIT build `variant`: every constexpr of the row
-    (integers specialized as == 1 included; a `{"dtype": "bf16"}` value as `tl.bfloat16`), and
+    (integers specialized as == 1 included; a `{"dtype": "bf16"}` value as `tl.bfloat16`, through
+    ttbuild.cxvalue.to_live once the source imported triton), and
     num_warps / num_stages, which Triton binds to a parameter of that name when there is one."""
-    out = {}
-    for p in variant.params:
-        if p.kind != "constexpr":
-            continue
-        v = p.value
-        if isinstance(v, dict) and set(v) == {"dtype"}:
-            import triton.language as tl
-
-            v = getattr(tl, TL_NAMES.get(v["dtype"], DTYPES.get(v["dtype"], v["dtype"])))
-        out[p.name] = v
+    out = {p.name: to_live(p.value) for p in variant.params if p.kind == "constexpr"}
     for opt in ("num_warps", "num_stages"):
         out.setdefault(opt, getattr(variant, opt))
     return out

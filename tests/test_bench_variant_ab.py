@@ -94,6 +94,11 @@ def test_triton_side_gets_every_constexpr_and_the_launch_options(ab):
     # a parameter named num_warps is Triton's to bind (sparsemax's form): its value is the row's
     v2 = types.SimpleNamespace(num_warps=8, num_stages=3, params=(Param("num_warps", "constexpr", value=4),))
     assert ab.triton_constexprs(v2) == {"num_warps": 4, "num_stages": 3}
+    # a dtype constexpr goes as a live dtype (ttbuild.cxvalue.to_live: Triton's once it is imported)
+    from ttbuild.cxvalue import dtype_of
+
+    v3 = types.SimpleNamespace(num_warps=4, num_stages=3, params=(Param("X_dtype", "constexpr", value={"dtype": "bf16"}),))
+    assert dtype_of(ab.triton_constexprs(v3)["X_dtype"]) == "bf16"
 
 
 def test_triton_kernel_unwraps_decorators_and_names_a_missing_kernel(ab, tmp_path):

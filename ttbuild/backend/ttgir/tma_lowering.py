@@ -40,6 +40,18 @@ def _op(loc, name, results, operands, attrs=None):
     return create(name, results=results, operands=operands, attrs=attrs or {}, loc=loc)
 
 
+def _store_wait(op) -> None:
+    """`ttng.async_tma_store_wait {pendings = 0}` through `op` (a partial of _op): every TMA store
+    this thread issued has read its shared tile."""
+    op(TTNG.ASYNC_TMA_STORE_WAIT, [], [], {"pendings": ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 0)})
+
+
+def _fence(op) -> None:
+    """`ttng.fence_async_shared` (CTA scope) through `op`: this thread's shared writes are visible
+    to the TMA unit."""
+    op(TTNG.FENCE_ASYNC_SHARED, [], [], {"bCluster": ir.BoolAttr.get(False)})
+
+
 def encoding(block, elem: str) -> NvmmaShared:
     """The shared encoding TMA writes `block` in (see the module docstring)."""
     bits = mu.elem_bits(elem)
@@ -123,7 +135,7 @@ class _Deferred:
 
     def __init__(self, num_stages: int):
         self.num_stages = num_stages
-        self.loops: dict = {}  # loop Operation -> (loop, {memdesc type text: tile})
+        self.loops: dict = {}  # loop Operation -> {memdesc type text: tile}
 
     def loop_of(self, store):
         """The innermost `scf.for` around `store` (through `scf.if`s), when it runs at more than
@@ -141,7 +153,7 @@ class _Deferred:
 
     def tile(self, loop, tile_type, loc):
         """The loop's shared tile of `tile_type` (allocated before the loop on first ask)."""
-        _, tiles = self.loops.setdefault(loop, (loop, {}))
+        tiles = self.loops.setdefault(loop, {})
         key = str(tile_type)
         if key not in tiles:
             tiles[key] = create(TTG.LOCAL_ALLOC, [tile_type], [], loc=loc, ip=ir.InsertionPoint(loop)).results[0]
@@ -156,24 +168,23 @@ class _Deferred:
             self.write(op, value, buf)
             return buf
         buf = op(TTG.LOCAL_ALLOC, [tile_type], [value]).results[0]
-        op(TTNG.FENCE_ASYNC_SHARED, [], [], {"bCluster": ir.BoolAttr.get(False)})
+        _fence(op)
         return buf
 
     def write(self, op, value, buf) -> None:
         """At op's insertion point: wait for the tile's previous TMA store to have read it, write
         `value` into it, fence it for the async proxy."""
-        i32 = ir.IntegerType.get_signless(32)
-        op(TTNG.ASYNC_TMA_STORE_WAIT, [], [], {"pendings": ir.IntegerAttr.get(i32, 0)})
+        _store_wait(op)
         op(TTG.LOCAL_STORE, [], [value, buf])
-        op(TTNG.FENCE_ASYNC_SHARED, [], [], {"bCluster": ir.BoolAttr.get(False)})
+        _fence(op)
 
     def close(self) -> None:
-        i32 = ir.IntegerType.get_signless(32)
-        for loop, tiles in self.loops.values():
+        for loop, tiles in self.loops.items():
+            op = partial(_op, loop.location)
             with ir.InsertionPoint.after(loop):
-                create(TTNG.ASYNC_TMA_STORE_WAIT, [], [], {"pendings": ir.IntegerAttr.get(i32, 0)}, loc=loop.location)
+                _store_wait(op)
                 for buf in tiles.values():
-                    create(TTG.LOCAL_DEALLOC, [], [buf], loc=loop.location)
+                    op(TTG.LOCAL_DEALLOC, [], [buf])
 
 
 def _store_subtiles(stores, deferred: _Deferred) -> list:
@@ -200,7 +211,6 @@ def _store_subtiles(stores, deferred: _Deferred) -> list:
             groups.append(group)
         group[3].append((st, k))
     done = set()
-    i32 = ir.IntegerType.get_signless(32)
     for x, trunc, enc, members in groups:
         first, last = members[0][0], members[-1][0]
         if first.operation.block != last.operation.block:
@@ -230,7 +240,7 @@ def _store_subtiles(stores, deferred: _Deferred) -> list:
             done.add(id(st))
         if loop is None:
             with ir.InsertionPoint.after(last):
-                op(TTNG.ASYNC_TMA_STORE_WAIT, [], [], {"pendings": ir.IntegerAttr.get(i32, 0)})
+                _store_wait(op)
         for st, _ in members:
             st.operation.erase()
     return [st for st in stores if id(st) not in done]
@@ -257,7 +267,6 @@ def _lower_store(store, deferred: _Deferred) -> None:
     desc, value, coords = store.operands[0], store.operands[1], list(store.operands)[2:]
     block, elem = mu.tensordesc_block(desc.type)
     enc = encoding(block, elem)
-    i32 = ir.IntegerType.get_signless(32)
     loc = store.location
 
     op = partial(_op, loc)
@@ -276,7 +285,7 @@ def _lower_store(store, deferred: _Deferred) -> None:
         else:
             op(TTNG.ASYNC_TMA_COPY_LOCAL_TO_GLOBAL, [], [desc, *coords, buf])
         if loop is None:
-            op(TTNG.ASYNC_TMA_STORE_WAIT, [], [], {"pendings": ir.IntegerAttr.get(i32, 0)})
+            _store_wait(op)
     store.operation.erase()
     if conv is not None and next(iter(conv.results[0].uses), None) is None:
         conv.operation.erase()

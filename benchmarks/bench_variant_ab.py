@@ -19,6 +19,8 @@ Arguments of the kernel (`--arg NAME=SPEC`, one per runtime parameter, by the Py
   dtype[d0,d1,...][:fill]  a new CUDA tensor (fill: randn, the default for floats; rand; zeros, the
                            default for integers; ones), e.g. `x=bf16[8192,4096]`, `o=bf16[8192,4096]:rand`
   an int / a float / true / false / None
+A tensor-descriptor parameter takes a tensor (`desc_q=fp16[524288,128]`), which the runtime makes
+a descriptor of the variant's block shape (not against `triton:`, whose JIT wants Triton's own).
 Constexprs are the variant's own (omitted). The variant must have the same parameters in both
 libraries.
 
@@ -99,13 +101,18 @@ def parse_args_list(items: list[str]) -> dict:
     return out
 
 
-def runtime_names(variant) -> list[str]:
-    """The Python names of a variant's runtime parameters, in order (what `--arg` must give).
-    Raises SpecError for a tensor-descriptor parameter, which this benchmark does not build."""
+def runtime_names(variant, descriptors: bool = True) -> list[str]:
+    """The Python names of a variant's runtime parameters, in order (what `--arg` must give). A
+    tensor descriptor's parameters (its map, base, shape and strides) are one name, the Python
+    parameter's: a tensor given for it is made a descriptor of the variant's block shape by the
+    runtime. Raises SpecError for one when `descriptors` is false (a Triton side, whose JIT
+    takes a TensorDescriptor this benchmark does not build)."""
     parts = sorted({p.origin for p in variant.params if p.part is not None})
-    if parts:
-        raise SpecError(f"{variant.variant}: tensor-descriptor parameters ({', '.join(parts)}) are not supported")
-    return [p.name for p in variant.params if p.kind != "constexpr"]
+    if parts and not descriptors:
+        raise SpecError(f"{variant.variant}: tensor-descriptor parameters ({', '.join(parts)}) are not supported "
+                        "against triton:")
+    names = [p.origin if p.part is not None else p.name for p in variant.params if p.kind != "constexpr"]
+    return list(dict.fromkeys(names))
 
 
 def check_specs(names: list[str], specs: dict) -> None:
@@ -202,7 +209,7 @@ def _sides(a, grid, specs, runtime, torch) -> tuple:
     """(the kernel's name in the profile, {"A": call, "B": call}): each call launches the variant
     once on the same new arguments. Raises SpecError for a missing variant, kernel or argument."""
     ka, va = _variant_launcher(a.lib_a, a.variant, runtime)
-    names = runtime_names(va)
+    names = runtime_names(va, descriptors=not a.lib_b.startswith(TRITON))
     if a.lib_b.startswith(TRITON):
         fn = triton_kernel(a.lib_b[len(TRITON):], va.kernel)
         check_specs(names, specs)

@@ -59,16 +59,19 @@ def _variant(*params):
     return types.SimpleNamespace(variant="k_0", params=params)
 
 
-def test_runtime_names_skip_constexprs_and_refuse_descriptors(ab):
+def test_runtime_names_skip_constexprs_and_fold_descriptors(ab):
     v = _variant(Param("x_ptr", "pointer", "fp32", 16), Param("n", "scalar", "i32"),
                  Param("BLOCK", "constexpr", value=1024))
     assert ab.runtime_names(v) == ["x_ptr", "n"]
     ab.check_specs(["x_ptr", "n"], {"x_ptr": None, "n": None})
     with pytest.raises(ab.SpecError, match=r"no --arg for n; no parameter named m \(runtime parameters: x_ptr, n\)"):
         ab.check_specs(["x_ptr", "n"], {"x_ptr": None, "m": None})
-    desc = _variant(Param("d_base", "pointer", "fp16", 16, origin="d", part="base"), Param("n", "scalar", "i32"))
-    with pytest.raises(ab.SpecError, match=r"tensor-descriptor parameters \(d\)"):
-        ab.runtime_names(desc)
+    desc = _variant(Param("d.tensormap", "scalar", "u64", origin="d", part="tensormap"),
+                    Param("d", "pointer", "fp16", 16, origin="d", part="base"),
+                    Param("d.shape0", "scalar", "i32", origin="d", part="shape"), Param("n", "scalar", "i32"))
+    assert ab.runtime_names(desc) == ["d", "n"]  # one name per descriptor: a tensor given for it
+    with pytest.raises(ab.SpecError, match=r"tensor-descriptor parameters \(d\) are not supported against triton:"):
+        ab.runtime_names(desc, descriptors=False)
 
 
 def test_summary_is_the_median_of_rounds_and_a_over_b(ab):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 42  # bf16 pair subtractions of products split into scalar lanes (nvptx/bf16_sub)
+VERSION = 43  # ttng.arrive_barrier; no CTA barrier before a released TMA refill
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

@@ -79,6 +79,7 @@ class TTNG:
     ASYNC_TMA_COPY_LOCAL_TO_GLOBAL = "ttng.async_tma_copy_local_to_global"
     ASYNC_TMA_REDUCE = "ttng.async_tma_reduce"
     ASYNC_TMA_STORE_WAIT = "ttng.async_tma_store_wait"
+    ARRIVE_BARRIER = "ttng.arrive_barrier"
     BARRIER_EXPECT = "ttng.barrier_expect"
     FENCE_ASYNC_SHARED = "ttng.fence_async_shared"
     INIT_BARRIER = "ttng.init_barrier"
@@ -206,3 +207,6 @@ class ATTR:
     GLOBAL_SCRATCH_SIZE = "ttg.global_scratch_memory_size"  # on the module: bytes of global scratch per program
     GLOBAL_SCRATCH_ALIGNMENT = "ttg.global_scratch_memory_alignment"
     GLOBAL_SCRATCH_OFFSET = "ttg.global_scratch_memory_offset"  # on a ttg.global_scratch_alloc
+    # ttbuild's own: on a ttng.barrier_expect / TMA copy whose ring slot came back through an
+    # "empty" mbarrier (ttbuild.backend.ttgir.pipeline.release): no CTA barrier before it
+    RELEASED = "ttb.released"

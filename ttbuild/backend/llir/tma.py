@@ -42,7 +42,7 @@ from ttbuild import tma
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.analysis.allocation import elem_bytes
 from ttbuild.backend.ir.encodings import NvmmaShared
-from ttbuild.backend.ir.ops import TTG, TTNG
+from ttbuild.backend.ir.ops import ATTR, TTG, TTNG
 from ttbuild.backend.llir.context import I1, I32
 from ttbuild.backend.llir.dot import check_nvmma, shared_layout
 from ttbuild.backend.llir.smem import MemDesc, parse_memdesc
@@ -85,9 +85,36 @@ def _is_tma_issue(call) -> bool:
     return COPY in text or _EXPECT in text or text == _FENCE
 
 
+def _fenced(insts) -> bool:
+    """Whether the proxy fence comes after the last shared-memory access among `insts` (the
+    block's instructions in order): TMA issues and arithmetic after it leave it in force."""
+    for i in reversed(insts):
+        if isinstance(i, ir.CallInstr) and getattr(i.callee, "asm", "") == _FENCE:
+            return True
+        if isinstance(i, (ir.LoadInstr, ir.StoreInstr)) or (isinstance(i, ir.CallInstr) and not _is_tma_issue(i)):
+            return False
+    return False
+
+
 def _int_prop(op, name: str) -> int:
     attrs = op.operation.attributes
     return mu.int_attr(attrs[name] if name in attrs else mu.props(op)[name])
+
+
+@rule(TTNG.ARRIVE_BARRIER)
+def arrive_barrier(ctx, op, bar: MemDesc, pred=None):
+    """`mbarrier.arrive.shared::cta.b64 _, [bar], count` (PTX ISA 9.7.13.15.13; release
+    semantics at CTA scope: this thread's earlier accesses, its retired wgmma reads among them,
+    happen before the phase completes), under the op's predicate: by thread 0 only (Triton 3.6's
+    ArriveBarrierOp), or by every thread with the unit attribute `perThread` (Triton's later
+    per-thread arrive; the barrier then counts threads)."""
+    count = _int_prop(op, "count")
+    text = "mbarrier.arrive.shared::cta.b64 _, [$1]" + (f", {count}" if count > 1 else "") + ";"
+    if "perThread" in op.operation.attributes:
+        p = ir.Constant(I1, 1) if pred is None else (pred if pred.type == I1 else ctx.builder.trunc(pred, I1))
+    else:
+        p = _issued_by_leader(ctx, pred)
+    ctx.asm_effect("@$0 " + text, "b,r", [p, _addr(ctx, bar)])
 
 
 @rule(TTNG.INIT_BARRIER)
@@ -112,7 +139,8 @@ def barrier_expect(ctx, op, bar: MemDesc, pred=None):
     """One thread arrives on the barrier and raises its transaction count by the bytes the
     copies of this phase bring (under the op's predicate)."""
     size = _int_prop(op, "size")
-    ctx.barrier_unless_fresh(ignore=_is_tma_issue)
+    if ATTR.RELEASED not in op.operation.attributes:  # else every thread waited on the slot's empty barrier
+        ctx.barrier_unless_fresh(ignore=_is_tma_issue)
     ctx.asm_effect(f"@$0 {_EXPECT} _, [$1], {size};", "b,r", [_issued_by_leader(ctx, pred), _addr(ctx, bar)])
 
 
@@ -173,10 +201,10 @@ def async_tma_copy(ctx, op, *vals):
                               "(not a multiple of 16 bytes)", None, "llir")
     ctx.align_smem(1024)  # the swizzle is applied to absolute shared addresses
     tail = ctx.since_barrier(ignore=_is_tma_issue)
-    if tail is None:
+    if tail is None and ATTR.RELEASED not in op.operation.attributes:
         ctx.barrier()
         tail = []
-    if not any(isinstance(i, ir.CallInstr) and getattr(i.callee, "asm", "") == _FENCE for i in tail):
+    if not _fenced(tail if tail is not None else ctx.builder.block.instructions):
         ctx.asm_effect(_FENCE, "", [])
     p = _issued_by_leader(ctx, pred)
     base, barrier = _addr(ctx, dst), _addr(ctx, bar)

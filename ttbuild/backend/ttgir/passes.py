@@ -36,7 +36,7 @@ PASSES = (
     ("accelerate_matmul", lambda module, o: accelerate(module, o.num_warps, o.target_info.capability,
                                                        wgmma=not o.disable_mma_v3)),
     ("remove_layout_conversions", lambda module, o: remove_layout_conversions(module, o.num_warps)),
-    ("pipeline", lambda module, o: pipeline(module, o.num_stages)),
+    ("pipeline", lambda module, o: pipeline(module, o.num_stages, o.num_warps)),
     ("sink_operand_tiles", lambda module, o: sink_operand_tiles(module)),
     ("tma_lowering", lambda module, o: lower_tma(module, o.num_stages)),
     ("loop_fences", lambda module, o: fence_loops(module, o.num_warps)),

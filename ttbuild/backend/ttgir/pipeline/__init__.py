@@ -49,7 +49,8 @@ scratch of reductions and layout conversions, so they never overlap).
 The package follows Triton's division of the work: .assign_latencies picks the loops, their stage
 counts and their loads; .lower_loops rewrites a loop (rings, copies, consumers, prologue);
 .expander reshapes the `scf.for` (iter_args added and dropped); .wgmma_waits keeps wgmma groups
-in flight across iterations.
+in flight across iterations; .release hands the TMA ring slots of multi-warpgroup dot-chain loops
+back through empty mbarriers instead of a CTA barrier per refill.
 """
 
 from __future__ import annotations
@@ -76,7 +77,7 @@ def _runs_at_most_once(loop) -> bool:
     return ub - lb <= step
 
 
-def pipeline(module, num_stages: int = 1) -> int:
+def pipeline(module, num_stages: int = 1, num_warps: int = 4) -> int:
     """Pipeline every eligible load of every `scf.for` with `tt.num_stages` >= 2, and the dot
     operands of every loop holding a `tt.dot` at `num_stages` (the variant option) unless the
     loop says otherwise (inner loops first); returns how many loads became async copies.
@@ -96,6 +97,6 @@ def pipeline(module, num_stages: int = 1) -> int:
             cands = candidates(f, axis, plain=ATTR.NUM_STAGES in f.operation.attributes)
             if not cands:
                 continue
-            Loop(f, S, cands).rewrite()
+            Loop(f, S, cands, num_warps).rewrite()
             count += len(cands)
     return count

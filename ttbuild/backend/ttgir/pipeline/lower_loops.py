@@ -31,6 +31,7 @@ from ttbuild.backend.ir.ops import ARITH, SCF, TTG, TTNG
 from ttbuild.backend.ir.types import MemDescType, barrier_type, memdesc_type
 from ttbuild.backend.ttgir.pipeline.assign_latencies import Candidate, address, segments, update_ops, yielded
 from ttbuild.backend.ttgir.pipeline.expander import clone_ops, const_int, drop_dead_args, grow_loop, unused
+from ttbuild.backend.ttgir.pipeline.release import release_slots
 from ttbuild.backend.ttgir.pipeline.wgmma_waits import erase_fence_after, keep_in_flight, retarget
 
 ir = mu.ir
@@ -39,9 +40,11 @@ ir = mu.ir
 class Loop:
     """Rewrites one scf.for with S stages and its pipelined loads."""
 
-    def __init__(self, for_op, stages: int, cands: list[Candidate]):
-        """`for_op` pipelined at `stages` stages, its loads `cands` (assign_latencies.candidates)."""
-        self.op, self.S, self.cands = for_op, stages, cands
+    def __init__(self, for_op, stages: int, cands: list[Candidate], num_warps: int = 4):
+        """`for_op` pipelined at `stages` stages, its loads `cands` (assign_latencies.candidates), in
+        a kernel of `num_warps` warps."""
+        self.op, self.S, self.cands, self.num_warps = for_op, stages, cands, num_warps
+        self.all_tma = all(c.tma for c in cands)
         # A wgmma operand ring holds one more slot: the copy for iteration i + S - 1 lands in
         # the slot iteration i - 1's wgmma read, which may still run until iteration i's
         # warp_group_dot_wait {pendings = 1} (Triton's loadRequiresAdditionalBuffer).
@@ -174,6 +177,8 @@ class Loop:
             self.op = drop_dead_args(self.op, ahead)
         for wg in self.wgmmas.values():
             keep_in_flight(wg, self.op)
+        if self.barriers is not None and self.all_tma:
+            self.op = release_slots(self.op, self.barriers, self.slots, self.num_warps)
         return self.op
 
     def _grow(self, extra_inits):

@@ -97,7 +97,7 @@ def test_the_released_loop_meets_no_cta_barrier():
     assert "bar.sync" not in body and "barrier.sync" not in body
     arrive = re.search(r"@(%p\d+) mbarrier\.arrive\.shared::cta\.b64 _, \[%r\d+\];", body)
     assert arrive, body
-    # every thread arrives: its predicate is the iteration's (iv > lb), not the leader's test of tid.x
+    # every thread arrives: its predicate is "a slot was read before" (extract >= 0), not the leader test of tid.x
     leader = re.search(r"mbarrier\.arrive\.expect_tx\.shared::cta\.b64", body)
     assert leader and "fence.proxy.async.shared::cta" in body[leader.end():]
     assert body.count("mbarrier.try_wait.parity") == 2  # the slot's full barrier, then the refill's empty one

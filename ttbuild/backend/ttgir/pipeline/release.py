@@ -12,7 +12,8 @@ it, each slot also gets an "empty" mbarrier that counts one arrival per thread:
 - every thread arrives on the empty barrier of the slot iteration i-1 read, right after the
   first `ttng.warp_group_dot_wait` of iteration i that retires iteration i-1's groups (its
   `pendings` is at most the wgmma ops issued before it in the body), from the second iteration
-  on (`ttng.arrive_barrier {count = 1, perThread}`: Triton's per-thread arrive);
+  on (`ttng.arrive_barrier {count = 1, perThread}`: Triton's per-thread arrive; the first
+  iteration's `extract`, the slot read before, is -1);
 - before refilling that slot, every thread waits for the phase of those arrivals (parity 1
   first, which a fresh mbarrier reports complete; flipped each time the refill slot wraps), and
   the refill's `ttng.barrier_expect` and copies are marked `ttb.released`: their lowering puts
@@ -46,7 +47,7 @@ from ttbuild.backend.ttgir.pipeline.expander import grow_loop
 ir = mu.ir
 
 WARPGROUP = 4  # warps
-EQ, SGT = 0, 4  # arith.cmpi predicates (MLIR ArithBase.td CmpIPredicate)
+EQ, SGE = 0, 5  # arith.cmpi predicates (MLIR ArithBase.td CmpIPredicate)
 
 
 def retiring_wait(body):
@@ -81,15 +82,15 @@ def release_slots(loop, barriers, slots: int, num_warps: int):
             bar = memdesc_index(empty, b.const(k), barrier_type(), b.loc)
             b.op(TTNG.INIT_BARRIER, [], [bar], {"count": ir.IntegerAttr.get(b.i32, num_warps * 32)})
         first_parity = b.const(1)
-    lb = loop.operands[0]
     at = _extract_arg(barriers, body).arg_number
     loop = grow_loop(loop, body, [first_parity])
     body = loop.regions[0].blocks[0]
-    iv, extract, parity = body.arguments[0], body.arguments[at], body.arguments[len(body.arguments) - 1]
+    extract, parity = body.arguments[at], body.arguments[len(body.arguments) - 1]
     with ir.InsertionPoint.after(wait):  # this thread is done with the slot iteration i-1 read
-        slot = b.select(b.cmpi(SGT, iv, lb), extract, b.const(0))
-        bar = memdesc_index(empty, slot, barrier_type(), b.loc)
-        b.op(TTNG.ARRIVE_BARRIER, [], [bar, b.cmpi(SGT, iv, lb)],
+        # the first iteration read no slot before: its `extract` is the pipeliner's -1
+        read = b.cmpi(SGE, extract, b.const(0))
+        bar = memdesc_index(empty, b.select(read, extract, b.const(0)), barrier_type(), b.loc)
+        b.op(TTNG.ARRIVE_BARRIER, [], [bar, read],
              {"count": ir.IntegerAttr.get(b.i32, 1), "perThread": ir.UnitAttr.get()})
     expect = expects[0]
     refill = expect.operands[0].owner.operands[1]  # memdesc_index(full ring, slot)

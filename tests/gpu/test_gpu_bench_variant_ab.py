@@ -52,3 +52,19 @@ def test_served_against_tritons_build_of_the_same_source(ab, lib, tmp_path, caps
     row = json.loads(out.read_text())
     assert len(row["rounds"]["B"]) == 2 and row["B"]["us"] > 0 and row["A"]["us"] > 0
     assert "x Triton = " in capsys.readouterr().out
+
+
+def test_a_descriptor_parameter_takes_a_tensor(ab, lib, tmp_path, capsys):
+    """A host-descriptor matmul timed against itself: each `tensordesc` parameter is given a tensor
+    (one --arg per descriptor), which the runtime makes a descriptor of the row's block shape."""
+    name = "matmul_hostdesc_fp16_128x128x64_w4_s4"
+    if name not in {n for g in lib.kernel_groups() for n in g.names}:
+        pytest.skip(f"no {name} in the library")
+    out = tmp_path / "ab.jsonl"
+    d = str(lib.lib_dir)
+    args = ["--grid", "16", "--rounds", "2", "--calls", "3", "--arg", "a_desc=fp16[512,512]",
+            "--arg", "b_desc=fp16[512,512]", "--arg", "c_desc=fp16[512,512]", "--arg", "M=512", "--arg", "N=512",
+            "--arg", "K=512"]
+    assert ab.main([d, d, name, *args, "--json", str(out)]) == 0, capsys.readouterr().err
+    row = json.loads(out.read_text())
+    assert row["A"]["us"] > 0 and row["B"]["us"] > 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -64,7 +65,7 @@ def _fake_ptxas(monkeypatch, figures):
     `figures` by the PTX's `.maxnreg` (None: no directive). Returns the list of PTX assembled."""
     seen = []
 
-    def fake(ptx, arch, options):
+    def fake(ptx, arch, options, notes=None):
         seen.append(ptx)
         return ptx
 
@@ -156,3 +157,28 @@ def test_from_arch_refuses_other_spellings(arch):
     from ttbuild.target import Target, TargetError
     with pytest.raises(TargetError, match="sm_90a"):
         Target.from_arch(arch)
+
+
+def test_what_ptxas_says_of_a_kept_cubin_is_a_compiler_warning():
+    """A wgmma loop whose accumulator in flight another instruction reads: ptxas serializes every
+    wgmma of the kernel and says so (C75xx, without -v); the build warns at the kernel's def.
+    The same PTX untouched assembles without a word."""
+    import warnings
+
+    from kernel_rows import compile_row
+
+    from ttbuild.errors import CompilerWarning
+
+    ptx = compile_row("attn_fwd_d128", "ptx").decode()
+    with warnings.catch_warnings(record=True) as clean:
+        warnings.simplefilter("always")
+        ptxas.assemble(ptx.encode())
+    assert not [w for w in clean if isinstance(w.message, CompilerWarning)]
+    loop = ptx.index("$L__BB0_2:")
+    commits = [i for i in range(loop, len(ptx)) if ptx.startswith("wgmma.commit_group", i)]
+    end = ptx.index("\n", commits[1])  # P.V's commit: its accumulator stays in flight into the next iteration
+    acc = re.search(r"\{(%r\d+),", ptx[ptx.rindex("wgmma.mma_async", 0, commits[1]):]).group(1)
+    read = f"\n\t{{ .reg .pred %tp; setp.eq.f32 %tp, {acc}, 0f7F800000; @%tp trap; }}"
+    with pytest.warns(CompilerWarning, match=r"ptxas: .*wgmma\.mma_async instructions are serialized") as got:
+        ptxas.assemble((ptx[:end] + read + ptx[end:]).encode())
+    assert all(w.message.node_id == 0 and "kernel.ptx" not in str(w.message) for w in got)

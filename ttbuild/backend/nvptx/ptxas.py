@@ -1,4 +1,4 @@
-"""PTX -> cubin with ptxas (`ttbuild.toolchain.ptxas_path`): ToolError with a repro on failure; a register cap only where it costs no CTA per SM; a starved `.reqntid` kernel retried with a cap."""
+"""PTX -> cubin with ptxas (`ttbuild.toolchain.ptxas_path`): ToolError with a repro on failure; what ptxas says of a kernel it assembled (wgmma serialized, ...) as a CompilerWarning; a register cap only where it costs no CTA per SM; a starved `.reqntid` kernel retried with a cap."""
 
 from __future__ import annotations
 
@@ -6,10 +6,11 @@ import re
 import shlex
 import subprocess
 import tempfile
+import warnings
 from pathlib import Path
 
 from ttbuild.backend.nvptx.cubin_info import kernel_resources
-from ttbuild.errors import ToolError
+from ttbuild.errors import CompilerWarning, ToolError
 from ttbuild.target import DEFAULT_TARGET, Target
 from ttbuild.toolchain import ptxas_path
 
@@ -31,22 +32,37 @@ def assemble(ptx: bytes, arch: str = DEFAULT_TARGET.arch, options: list[str] | t
     registers and a 2984-byte frame, Triton's PTX alike; 255 and 1400 bytes with the cap).
     Other kernels are assembled once, so their cubin is what ptxas gives their PTX.
 
+    What ptxas prints while assembling the kept cubin (without -v: its "Potential Performance
+    Loss" notes, e.g. C7514, every wgmma of the kernel serialized because other instructions
+    touch an accumulator in flight, and its warnings) is warned as a CompilerWarning at the
+    kernel's `def` (node 0): a silent halving of a tensor-core kernel's speed becomes a line of
+    the build's output.
+
     Raises ToolError with ptxas's stderr and a command line that reproduces the failure (the
     PTX is kept next to it, in a directory the error names).
     """
+    notes: dict[bytes, list[str]] = {}
+    cubin = _choose(ptx, arch, options, notes)
+    for text in notes.get(cubin, ()):
+        warnings.warn(CompilerWarning(f"ptxas: {text}", node_id=0), stacklevel=2)
+    return cubin
+
+
+def _choose(ptx: bytes, arch: str, options, notes: dict) -> bytes:
+    """The cubin assemble keeps (see there); `notes` receives ptxas's messages per cubin."""
     capped = _MAXNTID.search(ptx) is not None and _MAXNREG.search(ptx) is not None
     if capped and not any("maxrregcount" in o for o in options):
-        return _within_occupancy(ptx, arch, options)
-    cubin = _ptxas(ptx, arch, options)
+        return _within_occupancy(ptx, arch, options, notes)
+    cubin = _ptxas(ptx, arch, options, notes)
     regs, frame = kernel_resources(cubin)
     retry = register_retry(ptx, regs, frame, options)
     if retry is None:
         return cubin
-    other = _ptxas(retry, arch, options)
+    other = _ptxas(retry, arch, options, notes)
     return other if kernel_resources(other)[1] < frame else cubin
 
 
-def _within_occupancy(ptx: bytes, arch: str, options) -> bytes:
+def _within_occupancy(ptx: bytes, arch: str, options, notes: dict) -> bytes:
     """A `.maxntid` kernel under the llir stage's `.maxnreg` cap: its cubin as given unless that
     fits fewer CTAs per SM, or spills more, than the PTX without the cap (Triton's form, which
     states no register directive); then the cubin under the cap that keeps the directive-less
@@ -62,11 +78,11 @@ def _within_occupancy(ptx: bytes, arch: str, options) -> bytes:
     forward (w4) 48 -> 80, 10 -> 6, 0.93x; a DyT backward (w16, 4 x 132 CTAs) 30 -> 38, 4 -> 3
     CTAs per SM, two waves, 0.82x (H200). Triton's PTX of each gives the directive-less count."""
     threads = int(_MAXNTID.search(ptx).group(1))
-    capped = _ptxas(ptx, arch, options)
+    capped = _ptxas(ptx, arch, options, notes)
     regs_c, frame_c = kernel_resources(capped)
     if not frame_c and ctas_per_sm(regs_c, threads, arch) == ctas_per_sm(1, threads, arch):
         return capped
-    plain = _ptxas(_MAXNREG.sub(b"", ptx, count=1), arch, options)
+    plain = _ptxas(_MAXNREG.sub(b"", ptx, count=1), arch, options, notes)
     regs, frame = kernel_resources(plain)
     if frame_c <= frame and ctas_per_sm(regs_c, threads, arch) >= ctas_per_sm(regs, threads, arch):
         return capped
@@ -75,7 +91,7 @@ def _within_occupancy(ptx: bytes, arch: str, options) -> bytes:
     cap = occupancy_cap(regs, threads, int(_MAXNREG.search(ptx).group(1)), arch)
     if cap <= _granule(regs):  # no register left to spend without losing a CTA per SM
         return plain
-    other = _ptxas(_MAXNREG.sub(b".maxnreg " + str(cap).encode() + b"\n", ptx, count=1), arch, options)
+    other = _ptxas(_MAXNREG.sub(b".maxnreg " + str(cap).encode() + b"\n", ptx, count=1), arch, options, notes)
     return other if not kernel_resources(other)[1] else plain
 
 
@@ -118,7 +134,8 @@ def register_retry(ptx: bytes, regs: int, frame: int, options=()) -> bytes | Non
     return _REQNTID.sub(lambda r: r.group(0).rstrip() + b"\n.maxnreg " + str(cap).encode(), ptx, count=1)
 
 
-def _ptxas(ptx: bytes, arch: str, options) -> bytes:
+def _ptxas(ptx: bytes, arch: str, options, notes: dict | None = None) -> bytes:
+    """One ptxas run; its messages on success go to `notes[cubin]` (the temp paths dropped)."""
     exe = ptxas_path()
     with tempfile.TemporaryDirectory(prefix="ttbuild-ptxas-") as tmp:
         src, dst = Path(tmp) / "kernel.ptx", Path(tmp) / "kernel.cubin"
@@ -131,4 +148,20 @@ def _ptxas(ptx: bytes, arch: str, options) -> bytes:
             cmd[-1], cmd[-2] = str(keep / "kernel.ptx"), str(keep / "kernel.cubin")
             err = proc.stderr.decode(errors="replace").replace(str(tmp), str(keep))
             raise ToolError("ptxas", err or f"exit status {proc.returncode}", shlex.join(cmd))
-        return dst.read_bytes()
+        cubin = dst.read_bytes()
+        if notes is not None:
+            notes[cubin] = _messages(proc.stderr.decode(errors="replace"), tmp)
+        return cubin
+
+
+_PREFIX = re.compile(r"^ptxas\s*(?:info|warning)?\s*:\s*")
+
+
+def _messages(stderr: str, tmp: str) -> list[str]:
+    """ptxas's lines of a successful run, its `ptxas info    : ` prefix and temp paths dropped."""
+    out = []
+    for line in stderr.splitlines():
+        line = _PREFIX.sub("", line.strip().replace(str(Path(tmp) / "kernel.ptx"), "kernel.ptx"))
+        if line:
+            out.append(line)
+    return out

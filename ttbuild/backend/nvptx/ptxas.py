@@ -1,4 +1,4 @@
-"""PTX -> cubin with ptxas (`ttbuild.toolchain.ptxas_path`): ToolError with a repro on failure; what ptxas says of a kernel it assembled (wgmma serialized, ...) as a CompilerWarning; a register cap only where it costs no CTA per SM; a starved `.reqntid` kernel retried with a cap."""
+"""PTX -> cubin with ptxas (`ttbuild.toolchain.ptxas_path`): ToolError with a repro on failure; its notes as warnings; a register cap only where it costs no CTA per SM."""
 
 from __future__ import annotations
 
@@ -20,7 +20,8 @@ _MAXNREG = re.compile(rb"^\.maxnreg (\d+)[ \t]*\r?\n", re.M)
 
 
 def assemble(ptx: bytes, arch: str = DEFAULT_TARGET.arch, options: list[str] | tuple[str, ...] = ()) -> bytes:
-    """PTX -> cubin (ELF) with `ptxas -arch=<arch> <options> -o out.cubin in.ptx` in a temp dir.
+    """PTX -> cubin (ELF) with `ptxas -arch=<arch> <options> -o out.cubin in.ptx` in a temp dir
+    (a starved `.reqntid` kernel retried with a cap).
 
     A `.maxntid` kernel under the llir stage's `.maxnreg` cap (emit.max_registers) keeps that
     cap only where it costs no CTA per SM against the PTX without it (_within_occupancy). A

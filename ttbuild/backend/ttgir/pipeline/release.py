@@ -75,6 +75,9 @@ def release_slots(loop, barriers, slots: int, num_warps: int):
     dots = sum(1 for op in body.operations if op.operation.name == TTNG.WARP_GROUP_DOT)
     if num_warps <= WARPGROUP or dots < 2 or wait is None or len(expects) != 1:
         return loop
+    ops = [op.operation for op in body.operations]
+    if ops.index(wait.operation) > ops.index(expects[0].operation):
+        return loop  # the arrive would come after the refill's wait on it, in the same iteration
     b = ArithBuilder(loop.location)
     with ir.InsertionPoint(loop):
         empty = local_alloc(barrier_type(slots), loc=b.loc)

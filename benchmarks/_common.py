@@ -128,3 +128,46 @@ def variant_or_reason(lib, name: str):
     if any(v.variant == name for v in lib.variants):
         return lib.variant(name), ""
     return None, f"variant {name} is not built (not in {lib.lib_dir}; `until` in kernels/variants.toml?)"
+
+
+# Line styles of the sides the benchmarks compare: ours red, Triton blue, the vendor library green;
+# dotted for a form kept on mma.sync.
+SIDE_STYLES = {"ttbuild": ("tab:red", "-"), "ttbuild (mma.sync)": ("tab:red", ":"),
+               "Triton (default)": ("tab:blue", "-"), "Triton (mma.sync)": ("tab:blue", ":"),
+               "cuBLAS": ("tab:green", "-"), "torch SDPA": ("tab:green", "-")}
+
+
+def plot_panels(path: str, title: str, panels: list, log2_x: bool = False) -> None:
+    """A PNG at `path` of TFLOP/s against size: one panel per (subtitle, x label, {side: [(x,
+    TFLOP/s or None), ...]}) in `panels`, two to a row, styled by SIDE_STYLES, x on a log2 scale
+    with `log2_x`; a message instead when matplotlib is missing (the benchmark's tables are the
+    figures, the plot a view of them)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(f"matplotlib is not importable: no plot written ({path})")
+        return
+    cols = min(2, len(panels))
+    rows = -(-len(panels) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(6.5 * cols, 4.5 * rows), squeeze=False)
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    for ax, (subtitle, xlabel, series) in zip(axes.flat, panels):
+        if log2_x:
+            ax.set_xscale("log", base=2)
+        for name, points in series.items():
+            pts = [(x, y) for x, y in points if y]
+            color, line = SIDE_STYLES.get(name, (None, "-"))
+            if pts:
+                ax.plot(*zip(*pts), marker="o", label=name, color=color, linestyle=line)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("TFLOP/s")
+        ax.set_title(subtitle)
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    print(f"plot written: {path}")

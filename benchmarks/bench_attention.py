@@ -7,7 +7,7 @@ DISABLE_MMA_V3=1 set before triton is imported), each checking its output agains
 A ttbuild variant that is not built (`until` in kernels/variants.toml) is reported and skipped.
 Artifacts: `doit` (kernels/ -> artifacts/; elsewhere $TTBUILD_ARTIFACTS or --artifacts DIR).
 Usage: python benchmarks/bench_attention.py [--artifacts DIR] [--ctx 4096,16384] [--dims 64,128]
-       [--batch 4] [--heads 32] [--no-triton] [--form pointers|desc]
+       [--batch 4] [--heads 32] [--no-triton] [--form pointers|desc] [--plot PNG]
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from _common import (
     have_triton,
     kernel_module,
     mma_kind,
+    plot_panels,
     ratio,
     report_worker_result,
     table,
@@ -122,6 +123,8 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--heads", type=int, default=32)
     ap.add_argument("--no-triton", action="store_true")
+    ap.add_argument("--plot", default=None, metavar="PNG",
+                    help="also plot TFLOP/s against N_CTX, a panel per head dim and causal mode")
     ap.add_argument("--form", choices=("pointers", "desc"), default="pointers",
                     help="desc: _attn_fwd_desc with host descriptors (TMA on sm_90) on both sides")
     args = ap.parse_args(argv)
@@ -148,6 +151,7 @@ def main(argv=None):
 
     lib = rt.load(args.artifacts)
     notes, rows = [], []
+    panels: dict = {}  # (d, causal) -> {side: [(N_CTX, TFLOP/s)]}
 
     def tri(index, case):
         r = index.get(case)
@@ -189,6 +193,8 @@ def main(argv=None):
                 notes.append(f"ttbuild {name} at N={N}: {type(e).__name__}: {e}")
         t2, k2 = tri(v2, case)
         t3, k3 = tri(v3, case)
+        for side, val in (("ttbuild", ours), ("Triton (default)", t3), ("torch SDPA", sdpa)):
+            panels.setdefault((d, causal), {}).setdefault(side, []).append((N, val))
         rows.append((d, N, "yes" if causal else "no", fmt(ours), fmt(t2) + (f" ({k2})" if k2 else ""),
                      ratio(ours, t2), fmt(t3) + (f" ({k3})" if k3 else ""), ratio(ours, t3), fmt(sdpa),
                      ratio(ours, sdpa)))
@@ -198,6 +204,10 @@ def main(argv=None):
                  "triton default", "x triton default", "torch SDPA", "x SDPA"], rows))
     for n in dict.fromkeys(notes):
         print("note:", n)
+    if args.plot:
+        plot_panels(args.plot, f"attention forward fp16 ({args.form}), Z={args.batch} H={args.heads}, {gpu}",
+                    [(f"d{d}{', causal' if c else ''}", "N_CTX", series) for (d, c), series in panels.items()],
+                    log2_x=True)
 
 
 

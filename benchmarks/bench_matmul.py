@@ -29,6 +29,7 @@ from _common import (
     have_triton,
     kernel_module,
     mma_kind,
+    plot_panels,
     ratio,
     report_worker_result,
     table,
@@ -211,35 +212,11 @@ def main(argv=None):
         print(f"\nsize sweep (square, best of {', '.join(n.replace('matmul_fp16_', '') for n, *_ in CONFIGS)}), TFLOP/s")
         print(table(["size", "ttbuild", "triton default", "x triton", "ttbuild mma.sync", "triton mma.sync",
                      "x triton mma.sync", "cuBLAS", "x cuBLAS"], srows))
-        _plot(args.plot, [s[0] for s in sweep_shapes], series, gpu)
+        sizes = [s[0] for s in sweep_shapes]
+        plot_panels(args.plot, f"matmul fp16, {gpu}",
+                    [("square sizes", "M = N = K", {k: list(zip(sizes, v)) for k, v in series.items()})])
     for n in dict.fromkeys(notes):
         print("note:", n)
-
-
-def _plot(path, sizes, series, gpu):
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print(f"matplotlib is not importable: no plot written ({path})")
-        return
-    fig, ax = plt.subplots(figsize=(8, 5))
-    styles = {"ttbuild": ("tab:red", "-"), "ttbuild (mma.sync)": ("tab:red", ":"),
-              "Triton (default)": ("tab:blue", "-"), "Triton (mma.sync)": ("tab:blue", ":"),
-              "cuBLAS": ("tab:green", "-")}
-    for name, values in series.items():
-        pts = [(s, v) for s, v in zip(sizes, values) if v]
-        if pts:
-            ax.plot(*zip(*pts), marker="o", label=name, color=styles[name][0], linestyle=styles[name][1])
-    ax.set_xlabel("M = N = K")
-    ax.set_ylabel("TFLOP/s")
-    ax.set_title(f"matmul fp16, {gpu}")
-    ax.grid(True, alpha=0.3)
-    ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    print(f"plot written: {path}")
 
 
 if __name__ == "__main__":

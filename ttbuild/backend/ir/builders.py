@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from mlir import ir
 
-from ttbuild.backend.ir.ops import ARITH, TT, TTG
-from ttbuild.backend.ir.types import token_type
+from ttbuild.backend.ir.ops import ARITH, TT, TTG, TTNG
+from ttbuild.backend.ir.types import barrier_type, token_type
 
 
 def create(name: str, results=None, operands=None, attrs=None, loc=None, regions: int = 0, ip=None) -> ir.Operation:
@@ -173,3 +173,20 @@ class ArithBuilder:
 
 
 SLT, SGE = 2, 5  # arith.cmpi predicates (MLIR ArithBase.td CmpIPredicate)
+
+
+def barrier_ring(b: ArithBuilder, slots: int, count: int) -> ir.Value:
+    """`slots` mbarriers in one `ttg.local_alloc` at the insertion point, each initialised
+    (`ttng.init_barrier`) to complete a phase after `count` arrivals; returns the ring."""
+    ring = local_alloc(barrier_type(slots), loc=b.loc)
+    for k in range(slots):
+        bar = memdesc_index(ring, b.const(k), barrier_type(), b.loc)
+        b.op(TTNG.INIT_BARRIER, [], [bar], {"count": ir.IntegerAttr.get(b.i32, count)})
+    return ring
+
+
+def inval_ring(b: ArithBuilder, ring, slots: int) -> None:
+    """Every mbarrier of `ring` invalidated (`ttng.inval_barrier`), then the ring freed."""
+    for k in range(slots):
+        b.op(TTNG.INVAL_BARRIER, [], [memdesc_index(ring, b.const(k), barrier_type(), b.loc)])
+    local_dealloc(ring, b.loc)

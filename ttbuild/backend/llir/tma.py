@@ -96,6 +96,11 @@ def _fenced(insts) -> bool:
     return False
 
 
+def _i1(ctx, pred) -> ir.Value:
+    """An op's predicate operand as the i1 an asm `b` constraint takes."""
+    return pred if pred.type == I1 else ctx.builder.trunc(pred, I1)
+
+
 def _int_prop(op, name: str) -> int:
     attrs = op.operation.attributes
     return mu.int_attr(attrs[name] if name in attrs else mu.props(op)[name])
@@ -111,7 +116,7 @@ def arrive_barrier(ctx, op, bar: MemDesc, pred=None):
     count = _int_prop(op, "count")
     text = "mbarrier.arrive.shared::cta.b64 _, [$1]" + (f", {count}" if count > 1 else "") + ";"
     if "perThread" in op.operation.attributes:
-        p = ir.Constant(I1, 1) if pred is None else (pred if pred.type == I1 else ctx.builder.trunc(pred, I1))
+        p = ir.Constant(I1, 1) if pred is None else _i1(ctx, pred)
     else:
         p = _issued_by_leader(ctx, pred)
     ctx.asm_effect("@$0 " + text, "b,r", [p, _addr(ctx, bar)])
@@ -302,7 +307,7 @@ def wait_barrier(ctx, op, bar: MemDesc, phase, *rest):
     text = ("{\n\t.reg .pred ttb_ready;\n\tnot.pred ttb_ready, $2;\n\tttb_wait_${:uid}:\n"
             "\t@!ttb_ready mbarrier.try_wait.parity.shared::cta.b64 ttb_ready, [$0], $1;\n"
             "\t@!ttb_ready bra ttb_wait_${:uid};\n}")
-    ctx.asm_effect(text, "r,r,b", args + [pred if pred.type == I1 else ctx.builder.trunc(pred, I1)])
+    ctx.asm_effect(text, "r,r,b", args + [_i1(ctx, pred)])
 
 
 @rule(TTG.MEMDESC_TRANS)

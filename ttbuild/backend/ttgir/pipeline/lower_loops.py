@@ -17,7 +17,9 @@ from ttbuild.backend.ir.builders import (
     async_commit_group,
     async_copy,
     async_wait,
+    barrier_ring,
     create,
+    inval_ring,
     local_alloc,
     local_dealloc,
     local_load,
@@ -219,10 +221,7 @@ class Loop:
         b = self.b
         self.barriers = None
         if any(c.tma for c in self.cands):
-            self.barriers = local_alloc(barrier_type(self.slots), loc=b.loc)
-            for k in range(self.slots):
-                bar = memdesc_index(self.barriers, b.const(k), barrier_type(), b.loc)
-                b.op(TTNG.INIT_BARRIER, [], [bar], {"count": ir.IntegerAttr.get(b.i32, 1)})
+            self.barriers = barrier_ring(b, self.slots, 1)
 
     def _prologue(self, cvals):
         """The copies of iterations 0..S-2, each into slot k under `iv_k < ub`; returns their
@@ -339,10 +338,7 @@ class Loop:
         if toks:
             async_wait([], 0, b.loc)
         if self.barriers is not None:
-            for k in range(self.slots):
-                bar = memdesc_index(self.barriers, b.const(k), barrier_type(), b.loc)
-                b.op(TTNG.INVAL_BARRIER, [], [bar])
-            local_dealloc(self.barriers, b.loc)
+            inval_ring(b, self.barriers, self.slots)
         for alloc in self.allocs:
             local_dealloc(alloc, b.loc)
 

@@ -34,9 +34,9 @@ from __future__ import annotations
 from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.ir.builders import (
     ArithBuilder,
+    barrier_ring,
     create,
-    local_alloc,
-    local_dealloc,
+    inval_ring,
     memdesc_index,
     wait_barrier_attrs,
 )
@@ -80,10 +80,7 @@ def release_slots(loop, barriers, slots: int, num_warps: int):
         return loop  # the arrive would come after the refill's wait on it, in the same iteration
     b = ArithBuilder(loop.location)
     with ir.InsertionPoint(loop):
-        empty = local_alloc(barrier_type(slots), loc=b.loc)
-        for k in range(slots):
-            bar = memdesc_index(empty, b.const(k), barrier_type(), b.loc)
-            b.op(TTNG.INIT_BARRIER, [], [bar], {"count": ir.IntegerAttr.get(b.i32, num_warps * 32)})
+        empty = barrier_ring(b, slots, num_warps * 32)
         first_parity = b.const(1)
     at = _extract_arg(barriers, body).arg_number
     loop = grow_loop(loop, body, [first_parity])
@@ -110,9 +107,7 @@ def release_slots(loop, barriers, slots: int, num_warps: int):
            ip=ir.InsertionPoint(yield_op))
     yield_op.erase()
     with ir.InsertionPoint.after(loop):
-        for k in range(slots):
-            b.op(TTNG.INVAL_BARRIER, [], [memdesc_index(empty, b.const(k), barrier_type(), b.loc)])
-        local_dealloc(empty, b.loc)
+        inval_ring(b, empty, slots)
     return loop
 
 

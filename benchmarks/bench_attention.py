@@ -1,6 +1,7 @@
 """FlashAttention-2 forward, fp16 (tutorial 06 form with pointer loads, kernels/attention.py `_attn_fwd`, or with host descriptors, `_attn_fwd_desc`, with --form desc): TFLOP/s of ttbuild's build vs Triton 3.6 compiled from the same source and config, forced onto mma.sync (DISABLE_MMA_V3=1: the comparison the ratios use) and by default (for reference), and torch SDPA; same run, same GPU.
 
-Z=4, H=32, head dim 64 and 128, N_CTX 4096 and 16384, causal and not; BLOCK_M 128, BLOCK_N 64,
+Z=4, H=32, head dim 64 and 128, N_CTX 4096 and 16384, causal and not; BLOCK_M 128, BLOCK_N 64 (128 for the
+descriptor form at d128, as kernels/variants.toml builds it),
 4 warps at d64 and 8 at d128, 3 stages (variants attn_fwd_d{64,128}[_causal]). FLOPs counted as
 the tutorial: 4 Z H N^2 d, halved when causal. Triton runs in child processes (one with
 DISABLE_MMA_V3=1 set before triton is imported), each checking its output against SDPA.
@@ -37,6 +38,7 @@ from _common import (
 )
 
 BLOCK_M, BLOCK_N, NUM_STAGES = 128, 64, 3
+DESC_BLOCK_N = {64: 64, 128: 128}  # the descriptor form's BLOCK_N per head dim (kernels/variants.toml)
 WARPS = {64: 4, 128: 8}
 SM_SCALE = 0.5
 
@@ -72,7 +74,7 @@ def _descriptors(TD, q, k, v, o):
     """Tutorial 06's host descriptors: Q, K, V, Out as (Z * H * N_CTX, HEAD_DIM)."""
     Z, H, N, d = q.shape
     return tuple(TD.from_tensor(t.reshape(Z * H * N, d), [blk, d])
-                 for t, blk in ((q, BLOCK_M), (k, BLOCK_N), (v, BLOCK_N), (o, BLOCK_M)))
+                 for t, blk in ((q, BLOCK_M), (k, DESC_BLOCK_N[d]), (v, DESC_BLOCK_N[d]), (o, BLOCK_M)))
 
 
 def _sdpa(torch, q, k, v, causal):
@@ -101,7 +103,8 @@ def worker(job: dict) -> None:
         def fn(grid=grid, t=(q, k, v, o, m), d=d, causal=causal):
             if desc:
                 return mod._attn_fwd_desc[grid](SM_SCALE, t[4], Z, H, *_descriptors(TensorDescriptor, *t[:4]), N,
-                                                HEAD_DIM=d, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, STAGE=3 if causal else 1,
+                                                HEAD_DIM=d, BLOCK_M=BLOCK_M, BLOCK_N=DESC_BLOCK_N[d],
+                                                STAGE=3 if causal else 1,
                                                 num_warps=WARPS[d], num_stages=NUM_STAGES)
             return mod._attn_fwd[grid](*_args(*t), HEAD_DIM=d, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
                                        STAGE=3 if causal else 1, num_warps=WARPS[d], num_stages=NUM_STAGES)
@@ -198,7 +201,8 @@ def main(argv=None):
         rows.append((d, N, "yes" if causal else "no", fmt(ours), fmt(t2) + (f" ({k2})" if k2 else ""),
                      ratio(ours, t2), fmt(t3) + (f" ({k3})" if k3 else ""), ratio(ours, t3), fmt(sdpa),
                      ratio(ours, sdpa)))
-    print(f"\nattention forward fp16 ({args.form}), Z={args.batch} H={args.heads}, BLOCK_M={BLOCK_M} BLOCK_N={BLOCK_N} "
+    block_n = BLOCK_N if args.form == "pointers" else "/".join(f"{v} (d{k})" for k, v in DESC_BLOCK_N.items())
+    print(f"\nattention forward fp16 ({args.form}), Z={args.batch} H={args.heads}, BLOCK_M={BLOCK_M} BLOCK_N={block_n} "
           f"{NUM_STAGES} stages, {gpu}, TFLOP/s, medians of triton.testing.do_bench")
     print(table(["d", "N_CTX", "causal", "ttbuild", "triton DISABLE_MMA_V3=1", "x triton mma.sync",
                  "triton default", "x triton default", "torch SDPA", "x SDPA"], rows))

@@ -4,7 +4,8 @@
   causal too): one empty mbarrier per slot counting every thread; every thread arrives on the slot
   the previous iteration read right after the wait that retires that iteration's wgmma groups,
   from the second iteration on; every thread waits on the refill slot's empty barrier before the
-  refill, whose expect and copies are marked released;
+  refill, whose expects and copies are marked released (K and V tiles of 32 KiB, read by
+  different dots, each have their own full barriers: QK^T waits for K alone, P V for V);
 - in PTX, that loop has no `bar.sync` left, the arrive is not the leader's alone and the refill is
   still fenced for the async proxy;
 - one warpgroup (attn_fwd_desc_d64) or a loop of one wgmma (the 8-warp TMA matmuls) keep
@@ -64,17 +65,21 @@ def test_two_warpgroups_hand_slots_back_through_empty_barriers():
         assert "perThread" in attrs and count == 1
         expect = names.index(TTNG.BARRIER_EXPECT)
         waits = [i for i, n in enumerate(names) if n == TTNG.WAIT_BARRIER]
-        assert len(waits) == 2 and waits[0] < first_wait < waits[1] < expect  # the full wait, then the empty one
+        dots = [i for i, n in enumerate(names) if n == TTNG.WARP_GROUP_DOT]
+        # K's full wait before QK^T, V's before P V, then the refill's empty one
+        assert len(waits) == 3 and waits[0] < dots[0] < first_wait < waits[1] < dots[1] < waits[2] < expect
         released = [n for n, a, _ in ops if ATTR.RELEASED in a]
-        assert released == [TTNG.BARRIER_EXPECT] + [TTNG.ASYNC_TMA_COPY_GLOBAL_TO_LOCAL] * 2
-        # 3 slots: full barriers armed by one thread, empty ones counting the 256 threads
-        assert _inits(row).count(256) == 3 * (2 if row.endswith("causal") else 1)
+        assert released == [TTNG.BARRIER_EXPECT, TTNG.ASYNC_TMA_COPY_GLOBAL_TO_LOCAL] * 2  # K's group, V's group
+        # 3 slots: full barriers armed by one thread (for K, for V), empty ones counting the 256 threads
+        passes = 2 if row.endswith("causal") else 1
+        assert _inits(row).count(256) == 3 * passes and _inits(row).count(1) == 1 + 2 * 3 * passes  # and Q's
 
 
 def test_one_warpgroup_or_one_dot_keeps_the_cta_barrier():
     for row in ("attn_fwd_desc_d64", "matmul_tma_persistent_fp16_128x256x64_w8_s3",
                 "matmul_desc_fp16_128x256x64_w8_s3"):
         names = [n for n, _, _ in _loop_ops(row)]
+        # K and V of 8 KiB share a full barrier (lower_loops.SPLIT_BYTES), A and B one wgmma's
         assert TTNG.ARRIVE_BARRIER not in names and names.count(TTNG.WAIT_BARRIER) == 1, row
         assert all(c == 1 for c in _inits(row)), row
         ptx = compile_row(row, "ptx").decode()
@@ -100,7 +105,7 @@ def test_the_released_loop_meets_no_cta_barrier():
     # every thread arrives: its predicate is "a slot was read before" (extract >= 0), not the leader test of tid.x
     leader = re.search(r"mbarrier\.arrive\.expect_tx\.shared::cta\.b64", body)
     assert leader and "fence.proxy.async.shared::cta" in body[leader.end():]
-    assert body.count("mbarrier.try_wait.parity") == 2  # the slot's full barrier, then the refill's empty one
+    assert body.count("mbarrier.try_wait.parity") == 3  # the slot's full barriers (K, V), then the refill's empty one
 
 
 def test_triton_compiles_the_released_ttgir(tmp_path):

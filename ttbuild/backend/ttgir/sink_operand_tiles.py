@@ -1,6 +1,8 @@
-"""TTGIR pass: a dot operand tile written from registers moves down to its first reader when another dot runs in between.
+"""TTGIR pass: dot operand tiles written from registers are made once per value, and move down to their first reader when another dot runs in between.
 
 The tile is a `ttg.local_alloc` of a tensor, moved with its proxy fence, so tiles of different dots are not live at once.
+Two tiles of the same tensor in the same encoding (causal attention's Q, an operand of both passes' QK^T) are one
+tile: a register-written tile is immutable, so the later one's readers read the earlier.
 
 Triton 3.6 stages a later dot's operands after the earlier dot has run (its kernels with two dots
 on 128x128 fp32 tiles need three tiles of shared memory, not four); ours placed them where their
@@ -20,6 +22,27 @@ def _in_block(op, block_ops: set):
     while op is not None and op not in block_ops:
         op = op.parent
     return op
+
+
+def _merge_block(block) -> int:
+    """Erase every `ttg.local_alloc` of a tensor that an earlier one in `block` already wrote in the same
+    memdesc type (its readers take the earlier tile; a proxy fence right after it goes too). Returns how many."""
+    first, merged, gone = {}, 0, set()
+    ops = [o.operation for o in block.operations]
+    for k, op in enumerate(ops):
+        if k in gone or op.name != TTG.LOCAL_ALLOC or len(op.operands) != 1:
+            continue
+        key = (op.operands[0], str(op.results[0].type))
+        if key not in first:
+            first[key] = op
+            continue
+        op.results[0].replace_all_uses_with(first[key].results[0])
+        op.erase()
+        if k + 1 < len(ops) and ops[k + 1].name == TTNG.FENCE_ASYNC_SHARED:
+            ops[k + 1].erase()
+            gone.add(k + 1)
+        merged += 1
+    return merged
 
 
 def _sink_block(block) -> int:
@@ -47,9 +70,10 @@ def _sink_block(block) -> int:
 
 
 def sink_operand_tiles(module) -> int:
-    """Move every register-written operand tile that another dot separates from its first reader
-    (in the same block) to just before that reader, its `ttng.fence_async_shared` with it.
-    Returns how many tiles moved; raises nothing."""
+    """Merge register-written operand tiles of the same tensor and type in one block (_merge_block),
+    then move every such tile that another dot separates from its first reader (in the same block)
+    to just before that reader, its `ttng.fence_async_shared` with it. Returns how many tiles
+    merged or moved; raises nothing."""
     blocks = []
 
     def visit(op):
@@ -61,4 +85,4 @@ def sink_operand_tiles(module) -> int:
 
     for func in module.body.operations:
         visit(func.operation)
-    return sum(_sink_block(b) for b in blocks)
+    return sum(_merge_block(b) + _sink_block(b) for b in blocks)

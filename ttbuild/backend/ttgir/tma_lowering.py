@@ -5,6 +5,9 @@ through an mbarrier and read back into its register layout, every `tt.descriptor
 `tt.descriptor_reduce` a TMA store / reduction of a shared tile, every `tt.make_tensor_descriptor` a
 tensormap the program writes into its global scratch, and the module's `ttb.tma` record gets each
 TMA parameter's swizzle and box (lib/Dialect/TritonNvidiaGPU/Transforms/TMALowering.cpp).
+A load whose value is only staged back into a wgmma operand tile of the copy's own type (attention's
+Q) is not read back: the dots read the copy's tile, as in Triton's TTGIR, and the copy is waited for
+only before the first op that reads it.
 
 A store in the body of an `scf.for` that runs at more than one stage (its `tt.num_stages`, else the
 kernel's) is deferred as Triton's pipelineTMAStores defers it (Pipeliner/TMAStoresPipeline.cpp):
@@ -79,13 +82,72 @@ def _lower(load) -> None:
         op(TTNG.ASYNC_TMA_COPY_GLOBAL_TO_LOCAL, [], tma_copy_operands(load.operands[0], coords, buf, bar, true),
            tma_copy_attrs(len(coords)))
         zero = op(ARITH.CONSTANT, [i32], [], {"value": ir.IntegerAttr.get(i32, 0)}).results[0]
+        tiles = _restaged(load.results[0], buf.type)
+        if not tiles:
+            op(TTNG.WAIT_BARRIER, [], [bar, zero], wait_barrier_attrs())
+            val = op(TTG.LOCAL_LOAD, [load.results[0].type], [buf]).results[0]
+            op(TTNG.INVAL_BARRIER, [], [bar])
+            op(TTG.LOCAL_DEALLOC, [], [bar])
+            op(TTG.LOCAL_DEALLOC, [], [buf])
+    if tiles:
+        _read_in_place(tiles, buf, bar, zero, op, load.operation.block)
+    else:
+        load.results[0].replace_all_uses_with(val)
+    load.operation.erase()
+
+
+def _read_in_place(tiles, buf, bar, zero, op, block) -> None:
+    """The dots that read `tiles` (the operand tiles _restaged found) read the copy's tile `buf`
+    instead: no round trip through registers. The copy is waited for on `bar` (parity `zero`)
+    just before the first op of `block` that reads it (a pipelined loop: after that loop's
+    prologue copies), so it lands while theirs are issued and in flight."""
+    with ir.InsertionPoint(_first_reader(block, tiles)):
         op(TTNG.WAIT_BARRIER, [], [bar, zero], wait_barrier_attrs())
-        val = op(TTG.LOCAL_LOAD, [load.results[0].type], [buf]).results[0]
         op(TTNG.INVAL_BARRIER, [], [bar])
         op(TTG.LOCAL_DEALLOC, [], [bar])
-        op(TTG.LOCAL_DEALLOC, [], [buf])
-    load.results[0].replace_all_uses_with(val)
-    load.operation.erase()
+    for tile in tiles:
+        ops = [o.operation for o in tile.block.operations]
+        after = ops[ops.index(tile) + 1:ops.index(tile) + 2]
+        tile.results[0].replace_all_uses_with(buf)
+        tile.erase()
+        for use in buf.uses:  # a wgmma wait passes its operands through: its result takes the tile's type
+            if use.owner.operation.name == TTNG.WARP_GROUP_DOT_WAIT:
+                use.owner.operation.results[use.operand_number].set_type(buf.type)
+        if after and after[0].name == TTNG.FENCE_ASYNC_SHARED:  # its fence: no generic-proxy write left
+            after[0].erase()
+
+
+def _first_reader(block, tiles):
+    """The first op of `block` that reads one of `tiles` (itself or through an op it nests)."""
+    firsts = []
+    for tile in tiles:
+        for use in tile.results[0].uses:
+            o = use.owner.operation
+            while o.block != block:
+                o = o.parent.operation
+            firsts.append(o)
+    first = firsts[0]
+    for o in firsts[1:]:
+        if o.is_before_in_block(first):
+            first = o
+    return first
+
+
+def _restaged(value, tile_type) -> list:
+    """The `ttg.local_alloc`s that are `value`'s only readers when each writes it into a tile of
+    `tile_type` (the TMA copy's tile, immutable) and nothing but a dot reads that tile, else [].
+    Then the dots may read the copy's tile: TMA wrote it in the async proxy that wgmma reads, and
+    the mbarrier wait ordered both (a Q tile of attention, loaded once and read by every QK^T)."""
+    want = str(tile_type).replace(", mutable>", ">")
+    users = [u.owner.operation for u in value.uses]
+    if not users or any(u.name != TTG.LOCAL_ALLOC or str(u.results[0].type) != want for u in users):
+        return []
+    readers = [(r.owner.operation, r.operand_number) for u in users for r in u.results[0].uses]
+    if any(op.name not in (TTNG.WARP_GROUP_DOT, TTNG.WARP_GROUP_DOT_WAIT)
+           or op.name == TTNG.WARP_GROUP_DOT_WAIT and next(iter(op.results[k].uses), None) is not None
+           for op, k in readers):
+        return []  # only dots, and waits whose passed-through tile nothing reads (its type changes)
+    return users
 
 
 # tensormap.replace's elemtype per descriptor element type (PTX ISA, "tensormap.replace": .u8 0,

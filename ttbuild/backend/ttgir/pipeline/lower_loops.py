@@ -38,6 +38,13 @@ from ttbuild.backend.ttgir.pipeline.wgmma_waits import erase_fence_after, keep_i
 
 ir = mu.ir
 
+# A group of TMA loads gets its own mbarrier when it moves this many bytes per slot, else the loads
+# of a slot share one. Measured on the H200 (session 26, attention forward through descriptors):
+# K and V tiles of 32 KiB (d128, BLOCK_N 128) on a barrier each ran 5-10 % faster, as Triton 3.6
+# builds them; tiles of 8-16 KiB (d64, or BLOCK_N 64) 1-5 % slower than on one barrier (a second
+# wait per iteration against a shorter load).
+SPLIT_BYTES = 32 * 1024
+
 
 class Loop:
     """Rewrites one scf.for with S stages and its pipelined loads."""
@@ -90,21 +97,23 @@ class Loop:
         return [m.get(x, x) for x in address(cand.load)]
 
     def _tma_copies(self, iv_value, pred, slot, cvals=None):
-        """The TMA copies of the iteration at iv_value into ring slot `slot` (an i32), all
-        completing on that slot's mbarrier, which first expects their bytes (Triton's
-        LowerLoops: ttng.barrier_expect, then ttng.async_tma_copy_global_to_local per load)."""
+        """The TMA copies of the iteration at iv_value into ring slot `slot` (an i32): per group
+        of loads (_alloc_barriers), that slot's mbarrier of the group first expects their bytes,
+        then each copy completes on it (Triton's LowerLoops: ttng.barrier_expect, then
+        ttng.async_tma_copy_global_to_local per load)."""
         b = self.b
-        bar = memdesc_index(self.barriers, slot, barrier_type(), b.loc)
-        nbytes = sum(mu.nbytes(c.load.results[0].type) for c in self.cands if c.tma)
-        b.op(TTNG.BARRIER_EXPECT, [], [bar, pred], {"size": ir.IntegerAttr.get(b.i32, nbytes)})
-        for cand, alloc in zip(self.cands, self.allocs):
-            if not cand.tma:
-                continue
-            lb = self.b.at(cand.load.location)
-            idx = self._clone_slice(cand, iv_value, cvals)
-            view = memdesc_index(alloc, slot, self.views[id(alloc)], lb.loc)
-            lb.op(TTNG.ASYNC_TMA_COPY_GLOBAL_TO_LOCAL, [], tma_copy_operands(cand.load.operands[0], idx, view, bar, pred),
-                  tma_copy_attrs(len(idx)))
+        alloc_of = {id(c): a for c, a in zip(self.cands, self.allocs)}
+        for ring, group, _ in self.groups:
+            bar = memdesc_index(ring, slot, barrier_type(), b.loc)
+            nbytes = sum(mu.nbytes(c.load.results[0].type) for c in group)
+            b.op(TTNG.BARRIER_EXPECT, [], [bar, pred], {"size": ir.IntegerAttr.get(b.i32, nbytes)})
+            for cand in group:
+                alloc = alloc_of[id(cand)]
+                lb = self.b.at(cand.load.location)
+                idx = self._clone_slice(cand, iv_value, cvals)
+                view = memdesc_index(alloc, slot, self.views[id(alloc)], lb.loc)
+                lb.op(TTNG.ASYNC_TMA_COPY_GLOBAL_TO_LOCAL, [],
+                      tma_copy_operands(cand.load.operands[0], idx, view, bar, pred), tma_copy_attrs(len(idx)))
 
     def _copies(self, iv_value, pred, slots, cvals=None):
         """Async copies of every pipelined pointer load for the iteration at iv_value (carried
@@ -167,8 +176,13 @@ class Loop:
         first = next(o for o in ops if any(o.operation == c.load.operation for c in self.cands))
         with ir.InsertionPoint(first):
             pred, ext, waited, phase = self._wait_slot(extract, toks, phase)
+            if self.groups:  # the first group's slot is waited for where its loads were
+                self._wait_group(self.groups[0][0], ext, phase)
         for cand, alloc in zip(self.cands, self.allocs):
             self._consume(cand, alloc, ext, waited)
+        for ring, _, user in self.groups[1:]:  # a later group's, just before its first reader
+            with ir.InsertionPoint(user):
+                self._wait_group(ring, ext, phase)
         self._next_iteration(ops[-1], nres, pred, insert, ext, phase, toks, ahead, ahead_args)
         for cand in self.cands:
             cand.load.erase()
@@ -217,11 +231,36 @@ class Loop:
             self.views[id(alloc)] = view
 
     def _alloc_barriers(self) -> None:
-        """With TMA loads: one mbarrier per slot, arrived on by one thread (self.barriers)."""
+        """With TMA loads: the loads grouped by the body op that first reads them when each group
+        moves SPLIT_BYTES or more per slot, else one group (Triton's LowerLoops groups a barrier's
+        loads by their first use: matmul's A and B, both read by the one wgmma, share one;
+        attention's K and V, read by QK^T and by P V, get one each, so QK^T waits for K alone),
+        and per group one mbarrier per slot, arrived on by one thread. self.groups: (ring, loads,
+        first reader) in body order; self.barriers: the first group's ring."""
         b = self.b
-        self.barriers = None
-        if any(c.tma for c in self.cands):
-            self.barriers = barrier_ring(b, self.slots, 1)
+        self.barriers, self.groups = None, []
+        ops = [o.operation for o in self.body.operations]
+        by_user: dict = {}
+        for cand in self.cands:
+            if cand.tma:
+                by_user.setdefault(self._first_reader(cand, ops), []).append(cand)
+        if any(sum(mu.nbytes(c.load.results[0].type) for c in g) < SPLIT_BYTES for g in by_user.values()):
+            by_user = {min(by_user, key=ops.index): [c for g in by_user.values() for c in g]}
+        for user in sorted(by_user, key=ops.index):
+            self.groups.append((barrier_ring(b, self.slots, 1), by_user[user], user))
+        if self.groups:
+            self.barriers = self.groups[0][0]
+
+    def _first_reader(self, cand, ops):
+        """The op of the loop body (`ops`, in order) that first reads TMA load `cand`'s tile: its
+        wgmma, or the earliest of them, or the body op holding it (the load itself without one)."""
+        readers = [wg.operation for _, wg, _ in cand.views] or [(cand.reader or cand.load).operation]
+        tops = []
+        for o in readers:
+            while o.block != self.body:
+                o = o.parent.operation
+            tops.append(o)
+        return min(tops, key=ops.index)
 
     def _prologue(self, cvals):
         """The copies of iterations 0..S-2, each into slot k under `iv_k < ub`; returns their
@@ -244,8 +283,9 @@ class Loop:
     def _wait_slot(self, extract, toks, phase):
         """At the top of the body: the predicate of this iteration's copies (`iv < ub -
         (S-1)*step`), the slot to read (extract + 1, wrapping), the wait for its copies (the
-        oldest group's token, S-2 groups left in flight) and, with TMA loads, the wait on its
-        mbarrier at the phase the slot's next fill completes (flipped at each wrap)."""
+        oldest group's token, S-2 groups left in flight) and, with TMA loads, the phase of the
+        slot's mbarriers its next fill completes (flipped at each wrap; rewrite waits on the
+        first group's barrier here, on a later group's before that group's first reader)."""
         b, S = self.b, self.S
         lim = b.subi(self.ub, self._step_times(S - 1))
         pred = b.cmpi(SLT, self.iv_new, lim)
@@ -255,11 +295,14 @@ class Loop:
         waited = None
         if toks:
             waited = async_wait([toks[0]], S - 2, b.loc)
-        if phase is not None:  # a slot's barrier completes a phase each time the slot fills
+        if phase is not None:  # a slot's barriers complete a phase each time the slot fills
             phase = b.select(wrap, b.arith(ARITH.XORI, phase, b.const(1)), phase)
-            bar = memdesc_index(self.barriers, ext, barrier_type(), b.loc)
-            b.op(TTNG.WAIT_BARRIER, [], [bar, phase], wait_barrier_attrs())
         return pred, ext, waited, phase
+
+    def _wait_group(self, ring, ext, phase) -> None:
+        """Wait on slot `ext`'s mbarrier of a group's `ring` for the parity `phase`."""
+        bar = memdesc_index(ring, ext, barrier_type(), self.b.loc)
+        self.b.op(TTNG.WAIT_BARRIER, [], [bar, phase], wait_barrier_attrs())
 
     def _consume(self, cand, alloc, ext, waited) -> None:
         """The pipelined load's consumers read slot `ext` of its ring `alloc` instead: a wgmma
@@ -337,8 +380,8 @@ class Loop:
         b = self.b
         if toks:
             async_wait([], 0, b.loc)
-        if self.barriers is not None:
-            inval_ring(b, self.barriers, self.slots)
+        for ring, _, _ in self.groups:
+            inval_ring(b, ring, self.slots)
         for alloc in self.allocs:
             local_dealloc(alloc, b.loc)
 

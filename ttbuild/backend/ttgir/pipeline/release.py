@@ -67,13 +67,14 @@ def retiring_wait(body):
 def release_slots(loop, barriers, slots: int, num_warps: int):
     """Hand the ring slots of pipelined `loop` (its full mbarriers `barriers`, `slots` of them)
     back through empty mbarriers (module docstring) when the kernel has more than one warpgroup
-    and the body has a retiring wait and one refill (`ttng.barrier_expect`); returns the loop (a
-    new scf.for: it carries the refill's empty-barrier parity), or `loop` unchanged."""
+    and the body has a retiring wait and a refill (its `ttng.barrier_expect`s, one per group of
+    loads); returns the loop (a new scf.for: it carries the refill's empty-barrier parity), or
+    `loop` unchanged."""
     body = loop.regions[0].blocks[0]
     wait = retiring_wait(body)
     expects = [op for op in body.operations if op.operation.name == TTNG.BARRIER_EXPECT]
     dots = sum(1 for op in body.operations if op.operation.name == TTNG.WARP_GROUP_DOT)
-    if num_warps <= WARPGROUP or dots < 2 or wait is None or len(expects) != 1:
+    if num_warps <= WARPGROUP or dots < 2 or wait is None or not expects:
         return loop
     ops = [op.operation for op in body.operations]
     if ops.index(wait.operation) > ops.index(expects[0].operation):
@@ -92,7 +93,7 @@ def release_slots(loop, barriers, slots: int, num_warps: int):
         bar = memdesc_index(empty, b.select(read, extract, b.const(0)), barrier_type(), b.loc)
         b.op(TTNG.ARRIVE_BARRIER, [], [bar, read],
              {"count": ir.IntegerAttr.get(b.i32, 1), "perThread": ir.UnitAttr.get()})
-    expect = expects[0]
+    expect = expects[0]  # the refill's first: every copy of the slot comes after it
     refill = expect.operands[0].owner.operands[1]  # memdesc_index(full ring, slot)
     with ir.InsertionPoint(expect):
         wrapped = b.cmpi(EQ, refill, b.const(0))

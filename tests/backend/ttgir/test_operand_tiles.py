@@ -68,6 +68,35 @@ def test_tma_tile_read_by_wgmma_in_place():
     assert "st.shared.b16" not in prologue and "ld.shared.b16" not in prologue
 
 
+_LOOP_SRC = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def tile_loop(a_desc, b_desc, c_ptr, K):
+    acc = tl.zeros((64, 64), tl.float32)
+    for k in range(0, K, 64):
+        acc = tl.dot(a_desc.load([0, k]), b_desc.load([k, 0]), acc)
+    rows = tl.arange(0, 64)
+    tl.store(c_ptr + rows[:, None] * 64 + rows[None, :], acc)
+"""
+
+
+def test_tma_tile_in_a_loop_still_read_back(tmp_path):
+    """In a loop left unpipelined (num_stages = 1) the next iteration's copy would rewrite the
+    tile while the other warpgroup's wgmma of this one may still read it: the tile goes through
+    registers into a staged operand tile, as before."""
+    import ttbuild
+
+    src = tmp_path / "tile_loop.py"
+    src.write_text(_LOOP_SRC)
+    ttgir = ttbuild.compile(src, kernel="tile_loop", signature="tensordesc<fp16[64, 64]>,tensordesc<fp16[64, 64]>,*fp32:16,i32",
+                            num_warps=8, num_stages=1, until="ttgir")["ttgir"].decode()
+    assert ttgir.count('"ttng.async_tma_copy_global_to_local"') == 2
+    assert ttgir.count('"ttg.local_load"') == 2 and len(re.findall(r'"ttg\.local_alloc"\(%', ttgir)) == 2
+
+
 def test_triton_compiles_the_causal_ttgir(tmp_path):
     path = tmp_path / "attn_fwd_desc_d128_causal.ttgir"
     path.write_bytes(compile_row("attn_fwd_desc_d128_causal", "ttgir"))

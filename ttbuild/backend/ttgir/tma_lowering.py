@@ -137,7 +137,11 @@ def _restaged(value, tile_type) -> list:
     """The `ttg.local_alloc`s that are `value`'s only readers when each writes it into a tile of
     `tile_type` (the TMA copy's tile, immutable) and nothing but a dot reads that tile, else [].
     Then the dots may read the copy's tile: TMA wrote it in the async proxy that wgmma reads, and
-    the mbarrier wait ordered both (a Q tile of attention, loaded once and read by every QK^T)."""
+    the mbarrier wait ordered both (a Q tile of attention, loaded once and read by every QK^T).
+    Only for a load at the kernel's top level, which runs once: a load in a loop would rewrite the
+    tile while another warpgroup's wgmma of the previous iteration may still read it."""
+    if value.owner.parent.name != TT.FUNC:
+        return []
     want = str(tile_type).replace(", mutable>", ">")
     users = [u.owner.operation for u in value.uses]
     if not users or any(u.name != TTG.LOCAL_ALLOC or str(u.results[0].type) != want for u in users):

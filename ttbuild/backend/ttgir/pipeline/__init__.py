@@ -47,7 +47,9 @@ Offsets of the buffers in shared memory are placed by ttbuild.backend.analysis.a
 scratch of reductions and layout conversions, so they never overlap).
 
 The package follows Triton's division of the work: .assign_latencies picks the loops, their stage
-counts and their loads; .lower_loops rewrites a loop (rings, copies, consumers, prologue);
+counts and their loads; .lower_loops rewrites a loop (rings, copies, consumers, prologue; a
+TMA-fed loop's loads complete on one mbarrier per slot, or one per group of loads with the same
+first reader when each group moves 32 KiB or more, as Triton's LowerLoops groups them);
 .expander reshapes the `scf.for` (iter_args added and dropped); .wgmma_waits keeps wgmma groups
 in flight across iterations; .release hands the TMA ring slots of multi-warpgroup dot-chain loops
 back through empty mbarriers instead of a CTA barrier per refill.

@@ -194,7 +194,7 @@ class Loop:
         for wg in self.wgmmas.values():
             keep_in_flight(wg, self.op)
         if self.barriers is not None and self.all_tma:
-            self.op = release_slots(self.op, self.barriers, self.slots, self.num_warps)
+            self.op = release_slots(self.op, self.read_inc, self.refill_slot, self.slots, self.num_warps)
         return self.op
 
     def _grow(self, extra_inits):
@@ -290,6 +290,7 @@ class Loop:
         lim = b.subi(self.ub, self._step_times(S - 1))
         pred = b.cmpi(SLT, self.iv_new, lim)
         ext = b.addi(extract, b.const(1))
+        self.read_inc = ext.owner  # `extract + 1`: its operand stays the slot the previous iteration read
         wrap = b.cmpi(SGE, ext, b.const(self.slots))
         ext = b.select(wrap, b.const(0), ext)
         waited = None
@@ -365,6 +366,7 @@ class Loop:
         with ir.InsertionPoint(yield_op):
             ins = b.addi(insert, b.const(1))
             ins = b.select(b.cmpi(SGE, ins, b.const(self.slots)), b.const(0), ins)
+            self.refill_slot = ins
             ahead_next = self._update(ahead_args, self.S - 2, self.iv_new) if ahead else {}
             nxt = self._iter_value(self.S - 1, self.iv_new)
             tok = self._copies(nxt, pred, [ins] * len(self.cands), ahead_next)

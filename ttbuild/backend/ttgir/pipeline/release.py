@@ -64,12 +64,13 @@ def retiring_wait(body):
     return None
 
 
-def release_slots(loop, barriers, slots: int, num_warps: int):
-    """Hand the ring slots of pipelined `loop` (its full mbarriers `barriers`, `slots` of them)
-    back through empty mbarriers (module docstring) when the kernel has more than one warpgroup
-    and the body has a retiring wait and a refill (its `ttng.barrier_expect`s, one per group of
-    loads); returns the loop (a new scf.for: it carries the refill's empty-barrier parity), or
-    `loop` unchanged."""
+def release_slots(loop, read_inc, refill, slots: int, num_warps: int):
+    """Hand the `slots` ring slots of pipelined `loop` back through empty mbarriers (module
+    docstring) when the kernel has more than one warpgroup and the body has a retiring wait and a
+    refill (its `ttng.barrier_expect`s, one per group of loads). `read_inc` is the body's
+    `extract + 1` op (its operand: the slot the previous iteration read, -1 in the first), `refill`
+    the slot the body's copies refill, both as .lower_loops built them. Returns the loop (a new
+    scf.for: it carries the refill's empty-barrier parity), or `loop` unchanged."""
     body = loop.regions[0].blocks[0]
     wait = retiring_wait(body)
     expects = [op for op in body.operations if op.operation.name == TTNG.BARRIER_EXPECT]
@@ -83,10 +84,9 @@ def release_slots(loop, barriers, slots: int, num_warps: int):
     with ir.InsertionPoint(loop):
         empty = barrier_ring(b, slots, num_warps * 32)
         first_parity = b.const(1)
-    at = _extract_arg(barriers, body).arg_number
     loop = grow_loop(loop, body, [first_parity])
     body = loop.regions[0].blocks[0]
-    extract, parity = body.arguments[at], body.arguments[len(body.arguments) - 1]
+    extract, parity = read_inc.operands[0], body.arguments[len(body.arguments) - 1]
     with ir.InsertionPoint.after(wait):  # this thread is done with the slot iteration i-1 read
         # the first iteration read no slot before: its `extract` is the pipeliner's -1
         read = b.cmpi(SGE, extract, b.const(0))
@@ -94,7 +94,6 @@ def release_slots(loop, barriers, slots: int, num_warps: int):
         b.op(TTNG.ARRIVE_BARRIER, [], [bar, read],
              {"count": ir.IntegerAttr.get(b.i32, 1), "perThread": ir.UnitAttr.get()})
     expect = expects[0]  # the refill's first: every copy of the slot comes after it
-    refill = expect.operands[0].owner.operands[1]  # memdesc_index(full ring, slot)
     with ir.InsertionPoint(expect):
         wrapped = b.cmpi(EQ, refill, b.const(0))
         parity_next = b.select(wrapped, b.arith(ARITH.XORI, parity, b.const(1)), parity)
@@ -111,13 +110,3 @@ def release_slots(loop, barriers, slots: int, num_warps: int):
         inval_ring(b, empty, slots)
     return loop
 
-
-def _extract_arg(barriers, body):
-    """The block argument holding the slot the previous iteration read: the index the body's
-    full-barrier wait reads is `select(wrap, 0, extract + 1)`."""
-    for op in body.operations:
-        if op.operation.name == TTNG.WAIT_BARRIER and op.operands[0].owner.operands[0] == barriers:
-            sel = op.operands[0].owner.operands[1].owner  # arith.select(wrap, 0, ext)
-            add = sel.operands[2].owner  # arith.addi(extract, 1)
-            return add.operands[0]
-    raise ValueError("pipelined TMA loop without a full-barrier wait")

@@ -3,7 +3,8 @@
 Z=4, H=32, head dim 64 and 128, N_CTX 4096 (and 16384 with --ctx), causal and not; the
 configuration of each case is its variant's in kernels/variants.toml (attn_bwd_d{64,128}[_causal]:
 BLOCK_M1 32, BLOCK_N1 128, BLOCK_M2 128, BLOCK_N2 32, 4 warps, 5 stages, tutorial 06's; rows
-`128_w8`: attn_bwd_d128[_causal]_w8, 8 warps and 3 stages), so both compilers build the same kernel. O and M come from each side's own forward kernel (attn_fwd_d*, as the tutorial's
+`128_w8`: attn_bwd_d128[_causal]_w8, 8 warps and 3 stages; `128_w8_m64`: attn_bwd_d128_w8_m64, the
+same with BLOCK_M1 and BLOCK_N2 64), so both compilers build the same kernel. O and M come from each side's own forward kernel (attn_fwd_d*, as the tutorial's
 autograd function); the timed work is the preprocess (Delta) plus the backward kernel. FLOPs
 counted as the tutorial: 2.5 x the forward's 4 Z H N^2 d, halved when causal. Every side's dQ,
 dK, dV are checked against SDPA's backward (atol 3e-2: fp16 outputs, fp32 accumulation).
@@ -56,7 +57,7 @@ def _variants() -> dict:
 
 def _names(d, causal, tag=""):
     """(forward, preprocess, backward) variant names; `tag` a backward variant's config suffix
-    (`_w8`: kernels/variants.toml's 8-warp d128 form)."""
+    (`_w8`, `_w8_m64`: kernels/variants.toml's 8-warp d128 forms on 32- and 64-row steps)."""
     tail = "_causal" if causal else ""
     return f"attn_fwd_d{d}{tail}", f"attn_bwd_preprocess_d{d}", f"attn_bwd_d{d}{tail}{tag}"
 
@@ -173,7 +174,7 @@ def main(argv=None):
     gpu = torch.cuda.get_device_name()
     rows_toml = _variants()
     cases = [(args.batch, args.heads, n, d, causal, tag) for d in map(int, args.dims.split(","))
-             for tag in ("", "_w8") for n in map(int, args.ctx.split(",")) for causal in (False, True)
+             for tag in ("", "_w8", "_w8_m64") for n in map(int, args.ctx.split(",")) for causal in (False, True)
              if _names(d, causal, tag)[2] in rows_toml]
 
     tri = {}

@@ -32,7 +32,7 @@ from ttbuild.backend.analysis.mma_layout import nvmma_for_operand
 from ttbuild.backend.ir.builders import create, tma_copy_attrs, tma_copy_operands, wait_barrier_attrs
 from ttbuild.backend.ir.encodings import NvmmaShared
 from ttbuild.backend.ir.ops import ARITH, ATTR, SCF, TT, TTG, TTNG
-from ttbuild.backend.ir.optraits import walk
+from ttbuild.backend.ir.optraits import ancestor_in, walk
 from ttbuild.backend.ir.types import barrier_type, memdesc_type
 
 ir = mu.ir
@@ -119,18 +119,8 @@ def _read_in_place(tiles, buf, bar, zero, op, block) -> None:
 
 def _first_reader(block, tiles):
     """The first op of `block` that reads one of `tiles` (itself or through an op it nests)."""
-    firsts = []
-    for tile in tiles:
-        for use in tile.results[0].uses:
-            o = use.owner.operation
-            while o.block != block:
-                o = o.parent.operation
-            firsts.append(o)
-    first = firsts[0]
-    for o in firsts[1:]:
-        if o.is_before_in_block(first):
-            first = o
-    return first
+    pos = {o.operation: k for k, o in enumerate(block.operations)}
+    return min((ancestor_in(u.owner, pos) for t in tiles for u in t.results[0].uses), key=pos.__getitem__)
 
 
 def _restaged(value, tile_type) -> list:

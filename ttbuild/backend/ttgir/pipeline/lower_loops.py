@@ -30,6 +30,7 @@ from ttbuild.backend.ir.builders import (
 )
 from ttbuild.backend.ir.encodings import parse_encoding, shared_encoding
 from ttbuild.backend.ir.ops import ARITH, SCF, TTG, TTNG
+from ttbuild.backend.ir.optraits import ancestor_in
 from ttbuild.backend.ir.types import MemDescType, barrier_type, memdesc_type
 from ttbuild.backend.ttgir.pipeline.assign_latencies import Candidate, address, segments, update_ops, yielded
 from ttbuild.backend.ttgir.pipeline.expander import clone_ops, const_int, drop_dead_args, grow_loop, unused
@@ -239,28 +240,19 @@ class Loop:
         first reader) in body order; self.barriers: the first group's ring."""
         b = self.b
         self.barriers, self.groups = None, []
-        ops = [o.operation for o in self.body.operations]
+        pos = {o.operation: k for k, o in enumerate(self.body.operations)}
         by_user: dict = {}
         for cand in self.cands:
-            if cand.tma:
-                by_user.setdefault(self._first_reader(cand, ops), []).append(cand)
+            if cand.tma:  # the body op that first reads the tile: its wgmma (the load without one)
+                readers = [wg for _, wg, _ in cand.views] or [cand.reader or cand.load]
+                first = min((ancestor_in(r, pos) for r in readers), key=pos.__getitem__)
+                by_user.setdefault(first, []).append(cand)
         if any(sum(mu.nbytes(c.load.results[0].type) for c in g) < SPLIT_BYTES for g in by_user.values()):
-            by_user = {min(by_user, key=ops.index): [c for g in by_user.values() for c in g]}
-        for user in sorted(by_user, key=ops.index):
+            by_user = {min(by_user, key=pos.__getitem__): [c for g in by_user.values() for c in g]}
+        for user in sorted(by_user, key=pos.__getitem__):
             self.groups.append((barrier_ring(b, self.slots, 1), by_user[user], user))
         if self.groups:
             self.barriers = self.groups[0][0]
-
-    def _first_reader(self, cand, ops):
-        """The op of the loop body (`ops`, in order) that first reads TMA load `cand`'s tile: its
-        wgmma, or the earliest of them, or the body op holding it (the load itself without one)."""
-        readers = [wg.operation for _, wg, _ in cand.views] or [(cand.reader or cand.load).operation]
-        tops = []
-        for o in readers:
-            while o.block != self.body:
-                o = o.parent.operation
-            tops.append(o)
-        return min(tops, key=ops.index)
 
     def _prologue(self, cvals):
         """The copies of iterations 0..S-2, each into slot k under `iv_k < ub`; returns their

@@ -13,6 +13,7 @@ allocation (ttbuild.backend.analysis.allocation) then lets the two dots' tiles s
 from __future__ import annotations
 
 from ttbuild.backend.ir.ops import TT, TTG, TTNG
+from ttbuild.backend.ttgir.pipeline.wgmma_waits import erase_fence_after
 
 _DOTS = (TT.DOT, TTNG.WARP_GROUP_DOT)
 
@@ -27,20 +28,16 @@ def _in_block(op, block_ops: set):
 def _merge_block(block) -> int:
     """Erase every `ttg.local_alloc` of a tensor that an earlier one in `block` already wrote in the same
     memdesc type (its readers take the earlier tile; a proxy fence right after it goes too). Returns how many."""
-    first, merged, gone = {}, 0, set()
-    ops = [o.operation for o in block.operations]
-    for k, op in enumerate(ops):
-        if k in gone or op.name != TTG.LOCAL_ALLOC or len(op.operands) != 1:
-            continue
+    first, merged = {}, 0
+    tiles = [o.operation for o in block.operations if o.operation.name == TTG.LOCAL_ALLOC and len(o.operation.operands) == 1]
+    for op in tiles:  # listed first: the fences erased below are never visited
         key = (op.operands[0], str(op.results[0].type))
         if key not in first:
             first[key] = op
             continue
         op.results[0].replace_all_uses_with(first[key].results[0])
+        erase_fence_after(op)
         op.erase()
-        if k + 1 < len(ops) and ops[k + 1].name == TTNG.FENCE_ASYNC_SHARED:
-            ops[k + 1].erase()
-            gone.add(k + 1)
         merged += 1
     return merged
 

@@ -34,6 +34,7 @@ from ttbuild.backend.ir.encodings import NvmmaShared
 from ttbuild.backend.ir.ops import ARITH, ATTR, SCF, TT, TTG, TTNG
 from ttbuild.backend.ir.optraits import ancestor_in, walk
 from ttbuild.backend.ir.types import barrier_type, memdesc_type
+from ttbuild.backend.ttgir.pipeline.wgmma_waits import erase_fence_after, retarget
 
 ir = mu.ir
 
@@ -106,15 +107,9 @@ def _read_in_place(tiles, buf, bar, zero, op, block) -> None:
         op(TTNG.INVAL_BARRIER, [], [bar])
         op(TTG.LOCAL_DEALLOC, [], [bar])
     for tile in tiles:
-        ops = [o.operation for o in tile.block.operations]
-        after = ops[ops.index(tile) + 1:ops.index(tile) + 2]
-        tile.results[0].replace_all_uses_with(buf)
+        retarget(tile.results[0], buf)  # a wgmma wait passing the tile through takes the copy's type
+        erase_fence_after(tile)  # no generic-proxy write left to fence
         tile.erase()
-        for use in buf.uses:  # a wgmma wait passes its operands through: its result takes the tile's type
-            if use.owner.operation.name == TTNG.WARP_GROUP_DOT_WAIT:
-                use.owner.operation.results[use.operand_number].set_type(buf.type)
-        if after and after[0].name == TTNG.FENCE_ASYNC_SHARED:  # its fence: no generic-proxy write left
-            after[0].erase()
 
 
 def _first_reader(block, tiles):

@@ -47,8 +47,8 @@ def _cdiv(a, b):
     return -(-a // b)
 
 
-def _name(d, causal, form="pointers"):
-    return f"attn_fwd{'_desc' if form == 'desc' else ''}_d{d}" + ("_causal" if causal else "")
+def _name(d, causal, form="pointers", ws=False):
+    return f"attn_fwd{'_desc' if form == 'desc' else ''}_d{d}" + ("_causal" if causal else "") + ("_ws" if ws else "")
 
 
 def _tflops(case, ms):
@@ -102,10 +102,11 @@ def worker(job: dict) -> None:
 
         def fn(grid=grid, t=(q, k, v, o, m), d=d, causal=causal):
             if desc:
+                ws = {"WARP_SPECIALIZE": True} if job.get("ws") else {}
                 return mod._attn_fwd_desc[grid](SM_SCALE, t[4], Z, H, *_descriptors(TensorDescriptor, *t[:4]), N,
                                                 HEAD_DIM=d, BLOCK_M=BLOCK_M, BLOCK_N=DESC_BLOCK_N[d],
                                                 STAGE=3 if causal else 1,
-                                                num_warps=WARPS[d], num_stages=NUM_STAGES)
+                                                num_warps=WARPS[d], num_stages=NUM_STAGES, **ws)
             return mod._attn_fwd[grid](*_args(*t), HEAD_DIM=d, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
                                        STAGE=3 if causal else 1, num_warps=WARPS[d], num_stages=NUM_STAGES)
         try:
@@ -130,6 +131,9 @@ def main(argv=None):
                     help="also plot TFLOP/s against N_CTX, a panel per head dim and causal mode")
     ap.add_argument("--form", choices=("pointers", "desc"), default="pointers",
                     help="desc: _attn_fwd_desc with host descriptors (TMA on sm_90) on both sides")
+    ap.add_argument("--ws", action="store_true",
+                    help="with --form desc: the warp-specialized variants (attn_fwd_desc_d*_ws), non-causal only; "
+                         "Triton given WARP_SPECIALIZE=True")
     args = ap.parse_args(argv)
 
     import torch
@@ -138,12 +142,13 @@ def main(argv=None):
 
     gpu = torch.cuda.get_device_name()
     cases = [(args.batch, args.heads, n, d, causal) for d in map(int, args.dims.split(","))
-             for n in map(int, args.ctx.split(",")) for causal in (False, True)]
+             for n in map(int, args.ctx.split(",")) for causal in ((False,) if args.ws else (False, True))]
 
     tri_v2 = tri_v3 = {}
     if not args.no_triton and have_triton():
-        tri_v2 = triton_worker(__file__, {"cases": cases, "form": args.form}, disable_mma_v3=True)
-        tri_v3 = triton_worker(__file__, {"cases": cases, "form": args.form}, disable_mma_v3=False)
+        job = {"cases": cases, "form": args.form, "ws": args.ws}
+        tri_v2 = triton_worker(__file__, job, disable_mma_v3=True)
+        tri_v3 = triton_worker(__file__, job, disable_mma_v3=False)
         for label, res in (("DISABLE_MMA_V3=1", tri_v2), ("default", tri_v3)):
             if "error" in res:
                 print(f"triton ({label}) failed: {res['error']}")
@@ -172,7 +177,7 @@ def main(argv=None):
         q, k, v, o, m = _tensors(torch, case)
         ref = _sdpa(torch, q, k, v, causal)
         sdpa = _tflops(case, bench_ms(lambda t=(q, k, v), c=causal: _sdpa(torch, *t, c)))
-        name = _name(d, causal, args.form)
+        name = _name(d, causal, args.form, args.ws)
         launcher, why = variant_or_reason(lib, name)
         ours = None
         if launcher is None:

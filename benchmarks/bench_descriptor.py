@@ -1,4 +1,4 @@
-"""Tensor descriptors (kernels/matmul_descriptor.py, kernels/matmul_persistent.py): TFLOP/s of the matmul with descriptors made in the kernel and made on the host, and of tutorial 09's descriptor-persistent form (B given N x K, 132 programs), against ttbuild's pointer matmul (kernels/matmul.py, same tile) and Triton 3.6 compiling the same descriptor sources; and the host time of a launch with descriptor arguments against one with pointers.
+"""Tensor descriptors (kernels/matmul_descriptor.py, kernels/matmul_persistent.py): TFLOP/s of the matmul with descriptors made in the kernel and made on the host, and of tutorial 09's descriptor-persistent form (B given N x K, 132 programs; its TMA form also warp-specialized, Triton given WARP_SPECIALIZE=True alike), and cuBLAS, against ttbuild's pointer matmul (kernels/matmul.py, same tile) and Triton 3.6 compiling the same descriptor sources; and the host time of a launch with descriptor arguments against one with pointers.
 
 ttbuild lowers descriptors made in the kernel to pointer loads with bounds masks and loads host
 descriptors (tensordesc<...> parameters) through TMA on sm_90 (ttbuild.tma); Triton on sm_90
@@ -66,9 +66,10 @@ def triton_side(job: dict) -> None:
             for sub in (False, True)}
         for bn, w, st in ((BN, 4, 4), (256, 8, 3)):  # tutorial 09's TMA-persistent form, host descriptors
             ta, tb, tc = (TensorDescriptor.from_tensor(t, blk) for t, blk in ((a, [BM, BK]), (bt, [bn, BK]), (c, [BM, bn])))
-            persistent[f"tma_persistent_{bn}"] = lambda ta=ta, tb=tb, tc=tc, w=w, st=st: \
-                pers.matmul_tma_persistent_kernel[(NUM_SMS,)](ta, tb, tc, n, n, n, 8, False, NUM_SMS,
-                                                              num_warps=w, num_stages=st)
+            for ws in (False, True):
+                persistent[f"tma_persistent_{bn}{'_ws' if ws else ''}"] = lambda ta=ta, tb=tb, tc=tc, w=w, st=st, ws=ws: \
+                    pers.matmul_tma_persistent_kernel[(NUM_SMS,)](ta, tb, tc, n, n, n, 8, False, NUM_SMS, ws,
+                                                                  num_warps=w, num_stages=st)
         out[n] = {}
         for name, fn in (("device", dev), ("host", host), *persistent.items()):
             try:
@@ -185,22 +186,24 @@ def main(argv=None):
             "descriptor-persistent, split epilogue": lambda: lib.variant(
                 "matmul_persistent_fp16_128x128x64_w4_s4_subtile")[(NUM_SMS,)](a, bt, c, n, n, n),
         }
+        triton_key = {"descriptors made in the kernel": "device", "descriptors from the host": "host",
+                      "descriptor-persistent (B as N x K)": "persistent",
+                      "descriptor-persistent, split epilogue": "persistent_subtile"}
         for bn, w, st in ((BN, 4, 4), (256, 8, 3)):
-            v = f"matmul_tma_persistent_fp16_{BM}x{bn}x{BK}_w{w}_s{st}"
             td = tuple(rt.TensorDescriptor.from_tensor(t, blk) for t, blk in ((a, [BM, BK]), (bt, [bn, BK]), (c, [BM, bn])))
-            forms[f"TMA-persistent, host descriptors ({BM}x{bn}x{BK} w{w} s{st})"] = \
-                lambda v=v, td=td: lib.variant(v)[(NUM_SMS,)](*td, n, n, n)
+            for ws in ("", "_ws"):
+                v = f"matmul_tma_persistent_fp16_{BM}x{bn}x{BK}_w{w}_s{st}{ws}"
+                name = f"TMA-persistent, host descriptors ({BM}x{bn}x{BK} w{w} s{st}{', warp-specialized' if ws else ''})"
+                forms[name] = lambda v=v, td=td: lib.variant(v)[(NUM_SMS,)](*td, n, n, n)
+                triton_key[name] = f"tma_persistent_{bn}{ws}"
+        forms["cuBLAS (torch.matmul, for reference)"] = lambda: torch.matmul(a, b, out=c)
         t = tri.get("results", {}).get(str(n), {})
         for name, fn in forms.items():
             fn()
             torch.cuda.synchronize()
             ok = bool(torch.allclose(c.float(), (a.float() @ b.float()), rtol=1e-2, atol=1e-1 * (n / 512) ** 0.5))
             ms = bench_ms(fn)
-            ref = t.get({"descriptors made in the kernel": "device", "descriptors from the host": "host",
-                         "descriptor-persistent (B as N x K)": "persistent",
-                         "descriptor-persistent, split epilogue": "persistent_subtile",
-                         f"TMA-persistent, host descriptors ({BM}x{BN}x{BK} w4 s4)": f"tma_persistent_{BN}",
-                         f"TMA-persistent, host descriptors ({BM}x256x{BK} w8 s3)": "tma_persistent_256"}.get(name, ""), {})
+            ref = t.get(triton_key.get(name, ""), {})
             rows.append([f"{n}³", name, f"{ms:.3f}", f"{_tflops(n, ms):.0f}", "ok" if ok else "WRONG",
                          f"{_tflops(n, ref['ms']):.0f}" if ref.get("ms") else "",
                          f"{ref['ms'] / ms:.2f}" if ref.get("ms") else ""])

@@ -136,12 +136,14 @@ def _attn_fwd(Q, K, V, sm_scale, M, Out,
 @triton.jit
 def _fwd_pass_desc(acc, l_i, m_i, q, desc_k, desc_v, head_row, dtype: tl.constexpr, start_m, qk_scale,
                    BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, STAGE: tl.constexpr,
-                   offs_m: tl.constexpr, offs_n: tl.constexpr, N_CTX: tl.constexpr):
+                   offs_m: tl.constexpr, offs_n: tl.constexpr, N_CTX: tl.constexpr,
+                   WARP_SPECIALIZE: tl.constexpr = False):
     """`_fwd_pass` reading K and V through descriptors over (Z * H * N_CTX, HEAD_DIM), from row
-    head_row + first. N_CTX is a multiple of the block here, so only the diagonal is masked."""
+    head_row + first. N_CTX is a multiple of the block here, so only the diagonal is masked.
+    WARP_SPECIALIZE: a producer warp issues the K and V loads (tl.range's warp_specialize)."""
     first, end = _kv_span(start_m, BLOCK_M, STAGE, N_CTX)
     y_kv = head_row + first  # sorts after m_i, as a carried name must here
-    for n0 in range(first, end, BLOCK_N):
+    for n0 in tl.range(first, end, BLOCK_N, warp_specialize=WARP_SPECIALIZE):
         n0 = tl.multiple_of(n0, BLOCK_N)
         k = desc_k.load([y_kv, 0])  # (BLOCK_N, HEAD_DIM); the dot takes its transpose
         s = tl.dot(q, k.T)
@@ -167,11 +169,13 @@ def _fwd_pass_desc(acc, l_i, m_i, q, desc_k, desc_v, head_row, dtype: tl.constex
 
 @triton.jit
 def _attn_fwd_desc(sm_scale, M, Z, H, desc_q, desc_k, desc_v, desc_o, N_CTX,
-                   HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGE: tl.constexpr):
+                   HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, STAGE: tl.constexpr,
+                   WARP_SPECIALIZE: tl.constexpr = False):
     """`_attn_fwd` through host tensor descriptors: Q, K, V, Out seen as (Z * H * N_CTX, HEAD_DIM)
     with blocks [BLOCK_M, HEAD_DIM] (Q, Out) and [BLOCK_N, HEAD_DIM] (K, V), loaded by TMA on sm_90
     (ttbuild.tma). N_CTX must be a multiple of BLOCK_M so that no block spans two heads; grid
-    (N_CTX / BLOCK_M, Z * H)."""
+    (N_CTX / BLOCK_M, Z * H). WARP_SPECIALIZE: the K / V loop runs warp-specialized (a producer
+    warp issues its TMA loads)."""
     dtype = desc_q.dtype
     start_m = tl.program_id(0)
     off_hz = tl.program_id(1)
@@ -188,10 +192,10 @@ def _attn_fwd_desc(sm_scale, M, Z, H, desc_q, desc_k, desc_v, desc_o, N_CTX,
     q = desc_q.load([q_row, 0])
     if STAGE & 1:
         acc, l_i, m_i = _fwd_pass_desc(acc, l_i, m_i, q, desc_k, desc_v, head_row, dtype, start_m, qk_scale,
-                                       BLOCK_M, HEAD_DIM, BLOCK_N, 4 - STAGE, offs_m, offs_n, N_CTX)
+                                       BLOCK_M, HEAD_DIM, BLOCK_N, 4 - STAGE, offs_m, offs_n, N_CTX, WARP_SPECIALIZE)
     if STAGE & 2:
         acc, l_i, m_i = _fwd_pass_desc(acc, l_i, m_i, q, desc_k, desc_v, head_row, dtype, start_m, qk_scale,
-                                       BLOCK_M, HEAD_DIM, BLOCK_N, 2, offs_m, offs_n, N_CTX)
+                                       BLOCK_M, HEAD_DIM, BLOCK_N, 2, offs_m, offs_n, N_CTX, WARP_SPECIALIZE)
     m_i += tl.math.log2(l_i)
     acc = acc / l_i[:, None]
     tl.store(M + off_hz * N_CTX + offs_m, m_i)

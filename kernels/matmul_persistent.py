@@ -76,11 +76,13 @@ def matmul_persistent_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
 
 @triton.jit
 def matmul_tma_persistent_kernel(a_desc, b_desc, c_desc, M, N, K,
-                                 GROUP_SIZE_M: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, NUM_SMS: tl.constexpr):
+                                 GROUP_SIZE_M: tl.constexpr, EPILOGUE_SUBTILE: tl.constexpr, NUM_SMS: tl.constexpr,
+                                 WARP_SPECIALIZE: tl.constexpr = False):
     """The same product with host descriptors (tutorial 09's TMA-persistent form): A [M, K] and B
     [N, K] as `tensordesc<...>` parameters, which load through TMA on sm_90 (ttbuild.tma); the
     tile is the descriptors' blocks, C's block is [BLOCK_SIZE_M, BLOCK_SIZE_N] (or its half along
-    N with EPILOGUE_SUBTILE)."""
+    N with EPILOGUE_SUBTILE). WARP_SPECIALIZE: the tile loop runs warp-specialized (a producer
+    warp issues every tile's TMA loads, running ahead into the next tile during the epilogue)."""
     BLOCK_SIZE_M: tl.constexpr = a_desc.block_shape[0]
     BLOCK_SIZE_K: tl.constexpr = a_desc.block_shape[1]
     BLOCK_SIZE_N: tl.constexpr = b_desc.block_shape[0]
@@ -91,7 +93,7 @@ def matmul_tma_persistent_kernel(a_desc, b_desc, c_desc, M, N, K,
     k_tiles = tl.cdiv(K, BLOCK_SIZE_K)
     tiles = tiles_m * tiles_n
     tiles_per_group = GROUP_SIZE_M * tiles_n
-    for tile_id in tl.range(start, tiles, NUM_SMS, flatten=True):
+    for tile_id in tl.range(start, tiles, NUM_SMS, flatten=True, warp_specialize=WARP_SPECIALIZE):
         pid_m, pid_n = _tile_of(tile_id, tiles_per_group, tiles_m, GROUP_SIZE_M)
         off_m = pid_m * BLOCK_SIZE_M
         off_n = pid_n * BLOCK_SIZE_N

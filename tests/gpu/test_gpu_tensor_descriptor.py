@@ -89,7 +89,9 @@ def test_persistent_descriptor_matmul_is_exact_on_small_integers(torch, lib, nam
 
 
 @pytest.mark.parametrize("name, bn", [("matmul_tma_persistent_fp16_128x128x64_w4_s4", 128),
-                                      ("matmul_tma_persistent_fp16_128x256x64_w8_s3", 256)])
+                                      ("matmul_tma_persistent_fp16_128x256x64_w8_s3", 256),
+                                      ("matmul_tma_persistent_fp16_128x128x64_w4_s4_ws", 128),
+                                      ("matmul_tma_persistent_fp16_128x256x64_w8_s3_ws", 256)])
 @pytest.mark.parametrize("shape", [(500, 376, 200), (2048, 1024, 512), (128, 256, 64), (4000, 2040, 200)])
 def test_tma_persistent_matmul_is_exact_on_small_integers(torch, lib, name, bn, shape):
     """Tutorial 09's TMA-persistent form: A and B load through TMA on sm_90 (host descriptors

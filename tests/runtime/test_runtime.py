@@ -346,6 +346,21 @@ def test_variant_launcher_forces_one_variant(lib, drv):
         lib.variant("add_kernel_fp32_w8")[(1,)](f16(), f16(), f16(), 3)
 
 
+def test_warp_specialized_kernel_launches_its_total_warps(tmp_path):
+    """A warp-specialized variant (ttg.total-num-warps in its TTGIR) launches total_num_warps * 32
+    threads: the kernel's num_warps, which a keyword num_warps is matched against, plus the
+    producer partition's warps."""
+    doc = meta("k_ws", "add_kernel", add_params("fp32"), num_warps=4, total_num_warps=5)
+    drv = FakeDriver()
+    lib = rt.load(str(write_lib(tmp_path, [doc])), driver=drv)
+    lib.add_kernel[(1,)](f32(), f32(), f32(), 3, num_warps=4)
+    assert drv.launches[0]["block_x"] == 160
+    for bad, why in ((2, "total_num_warps 2 is below num_warps 4"), (40, "field 'total_num_warps' must be")):
+        write_lib(tmp_path / str(bad), [meta("k_ws", "add_kernel", add_params("fp32"), total_num_warps=bad)])
+        with pytest.raises(rt.MetadataError, match=why):
+            rt.load(str(tmp_path / str(bad)), driver=FakeDriver()).add_kernel[(1,)](f32(), f32(), f32(), 3)
+
+
 def test_select_reports_without_launching(lib, drv):
     assert lib.add_kernel.select(f16(), f16(), f16(), 3).variant == "add_kernel_fp16"
     assert not drv.launches and not drv.loads

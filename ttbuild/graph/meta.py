@@ -155,6 +155,8 @@ def build_metadata(variant: dict, blobs: dict[str, bytes], cubin_name: str, imag
         # (behind the address of the CUtensorMap it encodes where the entry has "tma")
         **({"descriptors": descs} if (descs := _descriptors(abi, tma)) else {}),
         "num_warps": num_warps if num_warps is not None else variant["num_warps"],
+        # warp-specialized: the block launched, the producer partition's warps included
+        **({"total_num_warps": total} if (total := attrs.get("ttg.total-num-warps")) else {}),
         "num_ctas": num_ctas if num_ctas is not None else variant["num_ctas"],
         "num_stages": variant["num_stages"],
         "shared": shared if shared is not None else 0,

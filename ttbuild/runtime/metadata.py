@@ -103,6 +103,9 @@ class Variant:
     signature: str
     constexprs: dict = field(hash=False, compare=False)
     num_warps: int = DEFAULTS.num_warps
+    # warps launched when warp-specialized partitions add to num_warps (Triton's
+    # ttg.total-num-warps); None: num_warps
+    total_num_warps: int | None = None
     num_ctas: int = DEFAULTS.num_ctas
     num_stages: int = DEFAULTS.num_stages
     shared: int = 0
@@ -261,6 +264,7 @@ def parse_variant(doc: Any, json_path: str) -> Variant:
         signature=doc.get("signature", ""),
         constexprs=constexprs,
         num_warps=_need(doc, "num_warps", int, where),
+        total_num_warps=doc.get("total_num_warps"),
         num_ctas=doc.get("num_ctas", DEFAULTS.num_ctas),
         num_stages=doc.get("num_stages", DEFAULTS.num_stages),
         shared=_need(doc, "shared", int, where),
@@ -297,6 +301,7 @@ _OPTIONAL = {
     "constexprs": (lambda x: x is None or isinstance(x, dict), "an object"),
     "num_ctas": (lambda x: x == 1 and _is_int(x), "1 (one CTA per program)"),
     "num_stages": (lambda x: _is_int(x) and x >= 1, "a positive integer"),
+    "total_num_warps": (lambda x: _is_int(x) and 1 <= x <= MAX_NUM_WARPS, f"an integer from 1 to {MAX_NUM_WARPS}"),
     "targets": (lambda x: x is None or isinstance(x, list) and all(isinstance(t, str) and not _bad_target(t) for t in x),
                 "a list of targets like 'cuda:90'"),
     "ptx_version": (lambda x: _is_int(x) and x > 0, "a positive integer"),
@@ -320,10 +325,12 @@ def _check_fields(doc: dict, where: str) -> None:
 
 def _check_launch(v: Variant, where: str) -> None:
     """What cuLaunchKernel is given: a block of num_warps * 32 threads (num_warps a power of two,
-    Triton's rule, at most 1024 threads) and `shared` dynamic bytes within what the target's
+    Triton's rule, at most 1024 threads; total_num_warps * 32 for a warp-specialized kernel) and `shared` dynamic bytes within what the target's
     GPU can give one block (Target.max_shared_bytes)."""
     if not 1 <= v.num_warps <= MAX_NUM_WARPS or v.num_warps & (v.num_warps - 1):
         raise MetadataError(f"{where}: num_warps {v.num_warps} is not a power of two from 1 to {MAX_NUM_WARPS}")
+    if v.total_num_warps is not None and v.total_num_warps < v.num_warps:
+        raise MetadataError(f"{where}: total_num_warps {v.total_num_warps} is below num_warps {v.num_warps}")
     for img in v.images or ():
         limit = Target.parse(img.target).max_shared_bytes
         if not (_is_int(img.shared) and 0 <= img.shared <= limit):

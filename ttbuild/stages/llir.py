@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 43  # ttng.arrive_barrier; no CTA barrier before a released TMA refill
+VERSION = 44  # ttg.warp_specialize: partitions on named barriers, setmaxnreg, the block of ttg.total-num-warps
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

@@ -70,6 +70,11 @@ class TTG:
     MEMDESC_INDEX = "ttg.memdesc_index"
     MEMDESC_SUBSLICE = "ttg.memdesc_subslice"
     MEMDESC_TRANS = "ttg.memdesc_trans"
+    # warp specialization (Triton's WarpSpecializeOp): region 0 runs on the kernel's warps and
+    # ends in ttg.warp_yield, region 1 on the producer warps and ends in ttg.warp_return
+    WARP_SPECIALIZE = "ttg.warp_specialize"
+    WARP_YIELD = "ttg.warp_yield"
+    WARP_RETURN = "ttg.warp_return"
 
 
 class TTNG:
@@ -201,6 +206,8 @@ class ATTR:
     """Discardable attribute names Triton's dialects put on ops (TritonDialect.td, TritonGPUDialect.td)."""
 
     NUM_STAGES = "tt.num_stages"  # on an scf.for: tl.range(num_stages=...)
+    WARP_SPECIALIZE = "tt.warp_specialize"  # on an scf.for: tl.range(warp_specialize=True)
+    TOTAL_NUM_WARPS = "ttg.total-num-warps"  # on the module: warps launched, the partitions' included
     DIVISIBILITY = "tt.divisibility"  # on tt.func arguments and their axis info
     CONTIGUITY = "tt.contiguity"
     CONSTANCY = "tt.constancy"

@@ -30,11 +30,11 @@ PURE_DIALECTS = ("arith.", "math.")
 NOT_SPECULATABLE = frozenset({ARITH.DIVSI, ARITH.DIVUI, ARITH.REMSI, ARITH.REMUI, ARITH.CEILDIVSI,
                               ARITH.CEILDIVUI, ARITH.FLOORDIVSI, TT.REDUCE, TT.SCAN})
 # Ops whose regions see the values of enclosing regions (not IsolatedFromAbove combiner bodies).
-OPEN_REGIONS = frozenset({SCF.FOR, SCF.IF, SCF.WHILE, TT.FUNC})
+OPEN_REGIONS = frozenset({SCF.FOR, SCF.IF, SCF.WHILE, TT.FUNC, TTG.WARP_SPECIALIZE})
 # Ops whose regions hold scalar code (combiners), not tensors.
 SCALAR_REGIONS = frozenset({TT.REDUCE, TT.SCAN})
 # Ops that end a region by handing values to the op that holds it (tt.return ends a function).
-TERMINATORS = frozenset({SCF.YIELD, TT.REDUCE_RETURN, TT.SCAN_RETURN, SCF.CONDITION})
+TERMINATORS = frozenset({SCF.YIELD, TT.REDUCE_RETURN, TT.SCAN_RETURN, SCF.CONDITION, TTG.WARP_YIELD, TTG.WARP_RETURN})
 # Matrix products: `tt.dot` (mma.sync / FMA) and the `ttng.warp_group_dot` (wgmma) that
 # accelerate_matmul turns it into on sm_90.
 DOT_OPS = frozenset({TT.DOT, TTNG.WARP_GROUP_DOT})

@@ -86,6 +86,15 @@ def layout_of(value) -> "Blocked | Slice":
 
 
 @dataclass(frozen=True)
+class Partition:
+    """The warps a region of a `ttg.warp_specialize` op runs on: threads first_thread ..
+    first_thread + threads - 1, which meet on named barrier `barrier_id`."""
+    first_thread: int
+    threads: int
+    barrier_id: int
+
+
+@dataclass(frozen=True)
 class Ctx:
     """Frozen per-function codegen context: the builder, target facts and the axis analysis."""
     builder: ir.IRBuilder
@@ -133,11 +142,33 @@ class Ctx:
         g.align = max(g.align or 1, align)
 
     def barrier(self) -> None:
-        """`bar.sync 0`: all warps of the CTA meet (PTX ISA 9.7.13.1). Through the convergent
-        intrinsic (as Triton), so LLVM never duplicates it into divergent branches."""
-        self._cache["last_barrier"] = self.builder.call(self.intrinsic("llvm.nvvm.barrier0", ir.VoidType(), []), [])
+        """`bar.sync 0`: all warps of the CTA meet (PTX ISA 9.7.13.1); inside a partition of a
+        `ttg.warp_specialize` op only its own warps, on its named barrier (`bar.sync id, threads`).
+        Through the convergent intrinsics (as Triton), so LLVM never duplicates them into
+        divergent branches."""
+        part = self._cache.get("partition")
+        if part is None:
+            call = self.builder.call(self.intrinsic("llvm.nvvm.barrier0", ir.VoidType(), []), [])
+        else:
+            fn = self.intrinsic("llvm.nvvm.barrier.cta.sync.aligned.count", ir.VoidType(), [I32, I32])
+            call = self.builder.call(fn, [ir.Constant(I32, part.barrier_id), ir.Constant(I32, part.threads)])
+        self._cache["last_barrier"] = call
         self._cache["smem_read"] = False
         self._cache["smem_landed"] = False
+
+    def leader_tid(self) -> int:
+        """The thread that does the one-thread work (mbarrier init, TMA issue): thread 0, or the
+        first thread of the partition being lowered."""
+        part = self._cache.get("partition")
+        return 0 if part is None else part.first_thread
+
+    def enter_partition(self, part) -> None:
+        """Lower what follows as partition `part` (a `Partition`; None: the whole CTA again).
+        Nothing about barriers carries over: the next shared-memory write starts with one."""
+        self._cache["partition"] = part
+        self._cache["last_barrier"] = None
+        self._cache["smem_read"] = True
+        self._cache["smem_landed"] = True
 
     def barrier_unless_fresh(self, ignore=None) -> None:
         """A barrier, unless the current block's last memory instruction is already one: two

@@ -13,7 +13,7 @@ from llvmlite import ir
 
 from ttbuild.backend.ir.ops import SCF, TT, TTG, TTNG
 from ttbuild.backend.ir.optraits import walk
-from ttbuild.backend.llir.context import I32, TensorVal
+from ttbuild.backend.llir.context import I32, Partition, TensorVal
 from ttbuild.registry import RuleSet
 
 RULES = RuleSet()  # this module's rules; ttbuild.backend.llir.rules builds the table
@@ -199,3 +199,60 @@ def scf_while(ctx, op, *inits):
     res = fwd
     del cond_op, cond_bb
     return res[0] if n == 1 else res
+
+
+# setmaxnreg budgets (PTX ISA 9.7.17.1, multiples of 8 in 24..256) when a partition's warps and the
+# kernel's 8 warps leave fewer than 255 registers a thread (65536 / 384 = 170): the producer
+# warpgroup gives registers back, the consumers take them (FlashAttention-3's and CUTLASS's
+# warp-specialized Hopper kernels: 24-40 for the producer, 232-240 for two consumer warpgroups).
+PRODUCER_REGS, CONSUMER_REGS = 40, 232
+CONSUMER_BARRIER, PRODUCER_BARRIER = 1, 2  # named barriers (0 is the CTA's bar.sync)
+
+
+def needs_setmaxnreg(num_warps: int, total_warps: int) -> bool:
+    """Whether a warp-specialized kernel moves registers between its partitions: when the block
+    of `total_warps` would cap a thread below 255 registers."""
+    return total_warps > num_warps and 65536 // (32 * total_warps) < 255
+
+
+@rule(TTG.WARP_SPECIALIZE)
+def warp_specialize(ctx, op):
+    """Region 0 on the kernel's `num_warps` warps (threads 0 .. 32 * num_warps - 1), region 1
+    on the producer warp after them (the first of a producer warpgroup, whose others return):
+    a branch on tid.x. Each region's CTA barriers become its own named barrier
+    (`bar.sync id, threads`, PTX ISA 9.7.13.1) and its one-thread work goes to its first thread.
+    With 8 consumer warps, `setmaxnreg` moves registers from the producer warpgroup to them."""
+    b = ctx.builder
+    fn = b.function
+    consumers = 32 * ctx.num_warps
+    total = mu_int(op, "partitionNumWarps") * 32 + consumers
+    tid = ctx.sreg("tid.x")
+    cons_bb, prod_bb, issue_bb, end_bb = (fn.append_basic_block(n) for n in ("ws.consumer", "ws.producer",
+                                                                              "ws.issue", "ws.end"))
+    b.cbranch(b.icmp_unsigned("<", tid, ir.Constant(I32, consumers)), cons_bb, prod_bb)
+    regs = needs_setmaxnreg(ctx.num_warps, total // 32)
+    b.position_at_end(cons_bb)
+    if regs:
+        ctx.asm_effect(f"setmaxnreg.inc.sync.aligned.u32 {CONSUMER_REGS};", "", [])
+    ctx.enter_partition(Partition(0, consumers, CONSUMER_BARRIER))
+    ctx.run_block(op.regions[0].blocks[0], [])
+    b.branch(end_bb)
+    b.position_at_end(prod_bb)
+    if regs:
+        ctx.asm_effect(f"setmaxnreg.dec.sync.aligned.u32 {PRODUCER_REGS};", "", [])
+    if total > consumers + 32:  # a producer warpgroup: only its first warp issues
+        b.cbranch(b.icmp_unsigned("<", tid, ir.Constant(I32, consumers + 32)), issue_bb, end_bb)
+    else:
+        b.branch(issue_bb)
+    b.position_at_end(issue_bb)
+    ctx.enter_partition(Partition(consumers, 32, PRODUCER_BARRIER))
+    ctx.run_block(op.regions[1].blocks[0], [])
+    b.branch(end_bb)
+    b.position_at_end(end_bb)
+    ctx.enter_partition(None)
+
+
+def mu_int(op, name: str) -> int:
+    """The first element of the op's i32 array attribute `name`."""
+    from ttbuild.backend import mlir_util as mu
+    return list(mu.ir.DenseI32ArrayAttr(op.operation.attributes[name]))[0]

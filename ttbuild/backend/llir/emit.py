@@ -12,6 +12,7 @@ from ttbuild.backend.diagnostics import at_op, internal_error
 from ttbuild.backend.ir.ops import TT
 from ttbuild.backend.ir.optraits import DOT_OPS, TERMINATORS, walk
 from ttbuild.backend.llir.context import GPTR, I32, Ctx, llvm_type
+from ttbuild.backend.llir.control_flow import needs_setmaxnreg
 from ttbuild.backend.llir.rules import RULES
 from ttbuild.backend.nvptx import TRIPLE
 from ttbuild.errors import CompilationError, NotSupportedYet, TTBuildError
@@ -50,8 +51,9 @@ def run_block(ctx: Ctx, block, args: list) -> list:
 
 
 def lower_function(module: ir.Module, func_op, num_warps: int, fp_fusion: bool,
-                   global_scratch_size: int = 0) -> ir.Function:
-    """One kernel. `global_scratch_size` > 0 (the module's `ttg.global_scratch_memory_size`): the
+                   global_scratch_size: int = 0, total_warps: int | None = None) -> ir.Function:
+    """One kernel. `total_warps`: the warps launched when a `ttg.warp_specialize` op adds
+    partitions to the kernel's `num_warps` (the module's `ttg.total-num-warps`). `global_scratch_size` > 0 (the module's `ttg.global_scratch_memory_size`): the
     kernel takes one more parameter after the tt.func's, `ptr addrspace(1)` `arg<N>` (N = the
     number of tt.func arguments), the base of the global scratch the runtime provides, of which
     each program owns `global_scratch_size` bytes (ttbuild.backend.llir.tensormap)."""
@@ -87,10 +89,15 @@ def lower_function(module: ir.Module, func_op, num_warps: int, fp_fusion: bool,
     # Kernels with tensor cores say reqntid, as Triton does: ptxas then budgets registers for
     # exactly that block size (a 64x64x32 w4 matmul: 230 -> 151 registers, no other change).
     ntid = "reqntidx" if has_dot else "maxntidx"
-    annotations.add(module.add_metadata([fn, ntid, ir.Constant(I32, 32 * num_warps)]))
+    total = total_warps or num_warps
+    annotations.add(module.add_metadata([fn, ntid, ir.Constant(I32, 32 * total)]))
     # mma.sync tiles hold large accumulators: no cap, as Triton sets none (a w8 128x128 tile
-    # spills under 128 registers)
+    # spills under 128 registers). Partitions that move registers with setmaxnreg need the
+    # launch's even share as the kernel's cap (PTX ISA 9.7.17.1: the block's registers are
+    # what .maxnreg reserves; 168 for 384 threads).
     cap = None if has_dot else max_registers(num_warps)
+    if needs_setmaxnreg(num_warps, total):
+        cap = 65536 // (32 * total) // 8 * 8
     if cap is not None:
         annotations.add(module.add_metadata([fn, "maxnreg", ir.Constant(I32, cap)]))
     return fn
@@ -157,7 +164,7 @@ def _lower(ttgir: str | bytes, fp_fusion: bool) -> str:
                 raise at_op(NotSupportedYet(op.operation.name, None, "llir"), op, "llir")
             # Errors outside any op's rule (arguments, analyses) point at the function.
             try:
-                lower_function(module, op, num_warps, fp_fusion, scratch)
+                lower_function(module, op, num_warps, fp_fusion, scratch, attrs.get("ttg.total-num-warps"))
             except CompilationError as err:
                 raise at_op(err, op, "llir")  # noqa: B904  (re-raises err itself, now located)
             except TTBuildError:

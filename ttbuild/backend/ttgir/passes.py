@@ -1,7 +1,7 @@
 """The TTGIR pass driver: runs PASSES in order, then the shared-memory allocation; the stage's one choke point for error locations.
 
 PASSES: loops over-full of accumulators split by rows, dot-operand loads transposed, layout assignment, tensor-core layouts, conversions removed,
-pipelining, TMA lowering, loops fenced in kernels of several accumulation phases.
+warp specialization of marked TMA loops, pipelining, TMA lowering, loops fenced in kernels of several accumulation phases.
 
 A CompilationError a pass raises without a location gets the node id of the kernel function
 (`tt.func`, whose `loc("n0")` is its `def` line); any other exception becomes a CompilationError
@@ -24,6 +24,7 @@ from ttbuild.backend.ttgir.sink_operand_tiles import sink_operand_tiles
 from ttbuild.backend.ttgir.split_rows import split_rows
 from ttbuild.backend.ttgir.tma_lowering import lower_tma
 from ttbuild.backend.ttgir.transpose_loads import transpose_loads
+from ttbuild.backend.ttgir.warp_specialize import warp_specialize
 from ttbuild.errors import CompilationError, TTBuildError
 from ttbuild.options import Options
 
@@ -36,6 +37,8 @@ PASSES = (
     ("accelerate_matmul", lambda module, o: accelerate(module, o.num_warps, o.target_info.capability,
                                                        wgmma=not o.disable_mma_v3)),
     ("remove_layout_conversions", lambda module, o: remove_layout_conversions(module, o.num_warps)),
+    ("warp_specialize", lambda module, o: warp_specialize(module, o.num_stages, o.num_warps,
+                                                          o.target_info.capability, not o.disable_mma_v3)),
     ("pipeline", lambda module, o: pipeline(module, o.num_stages, o.num_warps)),
     ("sink_operand_tiles", lambda module, o: sink_operand_tiles(module)),
     ("tma_lowering", lambda module, o: lower_tma(module, o.num_stages)),

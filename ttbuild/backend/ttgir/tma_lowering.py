@@ -125,7 +125,7 @@ def _restaged(value, tile_type) -> list:
     the mbarrier wait ordered both (a Q tile of attention, loaded once and read by every QK^T).
     Only for a load at the kernel's top level, which runs once: a load in a loop would rewrite the
     tile while another warpgroup's wgmma of the previous iteration may still read it."""
-    if value.owner.parent.name != TT.FUNC:
+    if value.owner.parent.name not in (TT.FUNC, TTG.WARP_SPECIALIZE):  # the consumers' region: the kernel's body
         return []
     want = str(tile_type).replace(", mutable>", ">")
     users = [u.owner.operation for u in value.uses]

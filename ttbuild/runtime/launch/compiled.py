@@ -25,7 +25,7 @@ class Compiled:
         # of a lock's cost. A launch that finds the pool empty (another thread holds the only
         # buffer, or a launch raised) makes a new one.
         self.pool = [self.new_slot()]
-        self.block_x = 32 * variant.num_warps
+        self.block_x = 32 * (variant.total_num_warps or variant.num_warps)
         self.shared = variant.shared
         self.convert = pack.conversions(params)
         self.conv = pack.converter(self.convert)

@@ -31,7 +31,7 @@ def grow_loop(old, body, extra_inits):
     for a_old, a_new in zip(body.arguments, blk.arguments):
         a_old.replace_all_uses_with(a_new)
     for op in list(body.operations):
-        _append(blk, op)
+        move_to_end(blk, op)
     for r_old, r_new in zip(old.results, new.results):
         r_old.replace_all_uses_with(r_new)
     old.operation.erase()
@@ -86,7 +86,7 @@ def shrink_loop(old, keep):
     for a_old, a_new in zip(kept, blk.arguments):
         a_old.replace_all_uses_with(a_new)
     for op in list(body.operations):
-        _append(blk, op)
+        move_to_end(blk, op)
     for i, j in enumerate(keep):
         old.results[j].replace_all_uses_with(new.results[i])
     old.operation.erase()
@@ -127,7 +127,7 @@ def _chain(arg, dead) -> list | None:
     return out
 
 
-def _append(block, op):
+def move_to_end(block, op):
     """Move `op` to the end of `block`."""
     ops = list(block.operations)
     if ops:

@@ -1,0 +1,121 @@
+"""Warp specialization of loops marked `tl.range(..., warp_specialize=True)` (ttbuild.backend.ttgir.warp_specialize, llir.control_flow; CPU). What is checked:
+
+- the kernels/ rows that mark their loop (attention forward through descriptors at d128, the
+  TMA-persistent matmul) get one `ttg.warp_specialize` op: the consumers' region has no K/V (or
+  A/B) descriptor load left, waits on the full barriers and arrives on the empty ones; the
+  producer's region holds only the loop nest, scalar address math, the empty-barrier wait, the
+  expect and the TMA copies; the module launches `ttg.total-num-warps`, also in the metadata;
+- in PTX: a block of the total's threads, the partitions' named barriers (never `bar.sync 0`
+  after the split), setmaxnreg with 8 consumer warps under the kernel's 168-register cap;
+- the same source unmarked (the rows without `_ws`) compiles with no partition;
+- a marked loop whose addresses need a load compiles as if unmarked.
+On the H200 the `_ws` rows compute the same results as their unmarked rows (tests/gpu);
+figures in docs/STATUS.md, session 27.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from kernel_rows import compile_row
+
+import ttbuild
+from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.ir.ops import SCF, TT, TTG, TTNG
+from ttbuild.backend.ir.optraits import walk
+
+ROWS = {"attn_fwd_desc_d128_ws": 12, "matmul_tma_persistent_fp16_128x128x64_w4_s4_ws": 5,
+        "matmul_tma_persistent_fp16_128x256x64_w8_s3_ws": 12}
+PRODUCER_OPS = {SCF.FOR, SCF.YIELD, TTG.MEMDESC_INDEX, TTNG.WAIT_BARRIER, TTNG.BARRIER_EXPECT,
+                TTNG.ASYNC_TMA_COPY_GLOBAL_TO_LOCAL, TT.GET_PROGRAM_ID, TTG.WARP_RETURN}
+
+
+def _regions(text: bytes):
+    """(ops of the consumers' region, ops of the producer's, the module's total warps) of a TTGIR."""
+    ctx = mu.context()
+    with ctx:
+        module = mu.parse_module(text, ctx, "ttgir")
+        ws = [op for op in walk(module.operation) if op.name == TTG.WARP_SPECIALIZE]
+        total = module.operation.attributes["ttg.total-num-warps"].value if ws else None
+        return ([[o.name for blk in op.regions[i].blocks for top in blk.operations
+                  for o in [top.operation, *walk(top)]] for op in ws for i in (0, 1)], total)
+
+
+@pytest.mark.parametrize("name", sorted(ROWS))
+def test_marked_loop_runs_as_a_producer_and_consumers(name):
+    (consumer, producer), total = _regions(compile_row(name, "ttgir"))
+    assert total == ROWS[name]
+    assert TT.DESCRIPTOR_LOAD not in consumer
+    assert TTNG.ASYNC_TMA_COPY_GLOBAL_TO_LOCAL not in consumer or name.startswith("attn")  # attention's Q, once
+    assert consumer.count(TTNG.ARRIVE_BARRIER) == 2  # in the loop, and the last fill's after it
+    assert TTNG.WARP_GROUP_DOT in consumer
+    others = {o for o in producer if not o.startswith("arith.")} - PRODUCER_OPS
+    assert not others, others
+    assert producer.count(TTNG.ASYNC_TMA_COPY_GLOBAL_TO_LOCAL) == 2 and producer.count(TTNG.BARRIER_EXPECT) == 1
+    # the persistent kernel's producer walks the tiles and, inside, the K steps
+    assert producer.count(SCF.FOR) == (2 if name.startswith("matmul") else 1)
+
+
+@pytest.mark.parametrize("name", sorted(ROWS))
+def test_unmarked_row_has_no_partitions(name):
+    plain = name.removesuffix("_ws")
+    assert _regions(compile_row(plain, "ttgir")) == ([], None)
+
+
+def test_ptx_of_partitions():
+    ptx = compile_row("matmul_tma_persistent_fp16_128x256x64_w8_s3_ws", "ptx").decode()
+    assert re.search(r"\.reqntid 384\b", ptx) and re.search(r"\.maxnreg 168\b", ptx)
+    assert "setmaxnreg.inc.sync.aligned.u32 232;" in ptx and "setmaxnreg.dec.sync.aligned.u32 40;" in ptx
+    split = ptx.index("setmaxnreg")
+    after = re.findall(r"bar\.sync\s+(\d+)(?:,\s*(\d+))?;", ptx[split:])
+    assert after and all(b != "0" for b, _ in after), after  # no CTA-wide barrier once partitioned
+    assert ("1", "256") in after  # the consumers' barrier
+    small = compile_row("matmul_tma_persistent_fp16_128x128x64_w4_s4_ws", "ptx").decode()
+    assert re.search(r"\.reqntid 160\b", small) and "setmaxnreg" not in small  # one producer warp beside 4
+
+
+def test_metadata_records_total_warps():
+    from ttbuild.frontend import abi
+    from ttbuild.graph.meta import build_metadata
+
+    variant = {"name": "k_ws", "kernel": "k", "file": "k.py", "constexprs": {}, "signature": "i32",
+               "num_warps": 8, "num_ctas": 1, "num_stages": 3, "target": "cuda:90", "arch": "sm_90a"}
+    blobs = {s: b"out" for s in ("parse", "ttir", "llir", "ptx", "cubin")}
+    attrs = re.search(rb'"ttg.total-num-warps" = \d+ : i32', compile_row("matmul_tma_persistent_fp16_128x256x64_w8_s3_ws",
+                                                                         "ttgir")).group(0)
+    for extra, total in ((b", " + attrs, 12), (b"", None)):
+        ttgir = b'module attributes {"ttg.num-warps" = 8 : i32, ttg.shared = 0 : i32' + extra + \
+            b"} {\n  tt.func public @k() {\n    tt.return\n  }\n}\n"
+        blobs.update(abi=abi.record([abi.entry("n", "scalar", "i32")], []), ttgir=ttgir)
+        doc = build_metadata(variant, blobs, "k_ws.cubin")
+        assert doc["num_warps"] == 8 and doc.get("total_num_warps") == total
+
+
+SOURCE = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(a_desc, b_desc, c_desc, rows, K):
+    off = {OFF}
+    acc = tl.zeros((128, 128), tl.float32)
+    for ki in tl.range(0, K, 64, warp_specialize=True):
+        a = a_desc.load([off, ki])
+        b = b_desc.load([ki, 0])
+        acc = tl.dot(a, b, acc)
+    c_desc.store([off, 0], acc.to(tl.float16))
+'''
+SIG = "tensordesc<fp16[128, 64]>,tensordesc<fp16[64, 128]>,tensordesc<fp16[128, 128]>,*i32,i32"
+
+
+@pytest.mark.parametrize("off, specialized", [("tl.program_id(0) * 128", True), ("tl.load(rows)", False)])
+def test_a_load_in_the_producers_slice_leaves_the_loop_unspecialized(off, specialized):
+    """The producer only computes scalars: an address that needs a load (here a row read from
+    memory) keeps the loop as it would be unmarked, software-pipelined, and it still builds."""
+    out = ttbuild.compile(SOURCE.replace("{OFF}", off), kernel="k", signature=SIG, num_warps=4, num_stages=3,
+                          until="ptx")
+    regions, total = _regions(out["ttgir"])
+    assert bool(regions) == specialized and (total == 5) == specialized
+    assert "cp.async.bulk.tensor" in out["ptx"].decode()

@@ -1,4 +1,4 @@
-"""TTGIR pass: a loop marked `tl.range(..., warp_specialize=True)` whose wgmma operands all come by TMA runs as a `ttg.warp_specialize` op: the kernel's warps consume ring slots, a producer warp fills them.
+"""TTGIR pass: a loop marked `tl.range(..., warp_specialize=True)` with TMA-fed wgmma operands becomes a `ttg.warp_specialize` op: consumer warps and a producer warp.
 
 What it builds (sm_90 with wgmma; Triton 3.6's warp specialization on Hopper, in the form
 CUTLASS's PipelineTmaAsync and FlashAttention-3 give it):

@@ -11,6 +11,7 @@ import struct
 
 from llvmlite import ir
 
+from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.ir.ops import SCF, TT, TTG, TTNG
 from ttbuild.backend.ir.optraits import walk
 from ttbuild.backend.llir.context import I32, Partition, TensorVal
@@ -209,10 +210,16 @@ PRODUCER_REGS, CONSUMER_REGS = 40, 232
 CONSUMER_BARRIER, PRODUCER_BARRIER = 1, 2  # named barriers (0 is the CTA's bar.sync)
 
 
+def register_share(warps: int) -> int:
+    """Registers a thread when a block of `warps` warps takes the SM's 64K alone (a multiple of 8,
+    the allocation granule): the `.maxnreg` of a kernel whose partitions move registers."""
+    return 65536 // (32 * warps) // 8 * 8
+
+
 def needs_setmaxnreg(num_warps: int, total_warps: int) -> bool:
     """Whether a warp-specialized kernel moves registers between its partitions: when the block
     of `total_warps` would cap a thread below 255 registers."""
-    return total_warps > num_warps and 65536 // (32 * total_warps) < 255
+    return total_warps > num_warps and register_share(total_warps) < 255
 
 
 @rule(TTG.WARP_SPECIALIZE)
@@ -225,12 +232,12 @@ def warp_specialize(ctx, op):
     b = ctx.builder
     fn = b.function
     consumers = 32 * ctx.num_warps
-    total = mu_int(op, "partitionNumWarps") * 32 + consumers
+    producer_warps = list(mu.ir.DenseI32ArrayAttr(op.operation.attributes["partitionNumWarps"]))[0]
     tid = ctx.sreg("tid.x")
     cons_bb, prod_bb, issue_bb, end_bb = (fn.append_basic_block(n) for n in ("ws.consumer", "ws.producer",
                                                                               "ws.issue", "ws.end"))
     b.cbranch(b.icmp_unsigned("<", tid, ir.Constant(I32, consumers)), cons_bb, prod_bb)
-    regs = needs_setmaxnreg(ctx.num_warps, total // 32)
+    regs = needs_setmaxnreg(ctx.num_warps, ctx.num_warps + producer_warps)
     b.position_at_end(cons_bb)
     if regs:
         ctx.asm_effect(f"setmaxnreg.inc.sync.aligned.u32 {CONSUMER_REGS};", "", [])
@@ -240,7 +247,7 @@ def warp_specialize(ctx, op):
     b.position_at_end(prod_bb)
     if regs:
         ctx.asm_effect(f"setmaxnreg.dec.sync.aligned.u32 {PRODUCER_REGS};", "", [])
-    if total > consumers + 32:  # a producer warpgroup: only its first warp issues
+    if producer_warps > 1:  # a producer warpgroup: only its first warp issues
         b.cbranch(b.icmp_unsigned("<", tid, ir.Constant(I32, consumers + 32)), issue_bb, end_bb)
     else:
         b.branch(issue_bb)
@@ -250,9 +257,3 @@ def warp_specialize(ctx, op):
     b.branch(end_bb)
     b.position_at_end(end_bb)
     ctx.enter_partition(None)
-
-
-def mu_int(op, name: str) -> int:
-    """The first element of the op's i32 array attribute `name`."""
-    from ttbuild.backend import mlir_util as mu
-    return list(mu.ir.DenseI32ArrayAttr(op.operation.attributes[name]))[0]

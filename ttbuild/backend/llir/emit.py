@@ -12,7 +12,7 @@ from ttbuild.backend.diagnostics import at_op, internal_error
 from ttbuild.backend.ir.ops import TT
 from ttbuild.backend.ir.optraits import DOT_OPS, TERMINATORS, walk
 from ttbuild.backend.llir.context import GPTR, I32, Ctx, llvm_type
-from ttbuild.backend.llir.control_flow import needs_setmaxnreg
+from ttbuild.backend.llir.control_flow import needs_setmaxnreg, register_share
 from ttbuild.backend.llir.rules import RULES
 from ttbuild.backend.nvptx import TRIPLE
 from ttbuild.errors import CompilationError, NotSupportedYet, TTBuildError
@@ -97,7 +97,7 @@ def lower_function(module: ir.Module, func_op, num_warps: int, fp_fusion: bool,
     # what .maxnreg reserves; 168 for 384 threads).
     cap = None if has_dot else max_registers(num_warps)
     if needs_setmaxnreg(num_warps, total):
-        cap = 65536 // (32 * total) // 8 * 8
+        cap = register_share(total)
     if cap is not None:
         annotations.add(module.add_metadata([fn, "maxnreg", ir.Constant(I32, cap)]))
     return fn

@@ -48,18 +48,21 @@ from ttbuild.backend.ttgir.pipeline.assign_latencies import address, stages_for,
 from ttbuild.backend.ttgir.pipeline.expander import grow_loop, move_to_end, shrink_loop
 from ttbuild.backend.ttgir.pipeline.release import retiring_wait
 from ttbuild.backend.ttgir.pipeline.wgmma_waits import erase_fence_after, keep_in_flight, retarget
+from ttbuild.errors import CompilationError
 
 ir = mu.ir
 
-# The producer partition: one warp beside 4 consumer warps (Triton's load partition); a whole
-# warpgroup beside 8, whose registers setmaxnreg hands to the consumers (it moves registers per
-# warpgroup, PTX ISA 9.7.17.1; the first warp issues, the other three return). Measured on the
-# H200 (attention forward d64, 186 registers): a warpgroup beside 4 warps made a 256-thread block
-# that fits one CTA per SM by registers instead of two, 0.78x the unspecialized kernel.
-def producer_warps(num_warps: int) -> int:
-    return 1 if num_warps <= 4 else 4
 TAG = "ttb.ws"  # the pass's own marks on the ops it finds again in the producer's copy
 SCALAR_REGION_OPS = frozenset({SCF.FOR, SCF.IF, SCF.YIELD})
+
+
+def producer_warps(num_warps: int) -> int:
+    """Warps of the producer partition beside `num_warps` consumer warps: one beside 4 (Triton's
+    load partition), a whole warpgroup beside 8, whose registers setmaxnreg hands to the
+    consumers (it moves registers per warpgroup, PTX ISA 9.7.17.1; the first warp issues, the
+    other three return). A warpgroup beside 4 warps would make a 256-thread block: attention
+    forward d64 (186 registers) then fits one CTA per SM by registers instead of two."""
+    return 1 if num_warps <= 4 else 4
 
 
 @dataclass
@@ -311,7 +314,6 @@ def _consume(p: Plan) -> None:
         keep_in_flight(wg, loop)
     wait = retiring_wait(body)
     if wait is None:
-        from ttbuild.errors import CompilationError
         raise CompilationError("warp specialization: no wgmma wait in the loop retires the previous fill",
                                stage="ttgir")
     with ir.InsertionPoint.after(wait):

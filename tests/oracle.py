@@ -17,8 +17,10 @@ import pytest
 COMPILE_TO_CUBIN = """
 import sys, triton
 from triton.backends.compiler import GPUTarget
-for path in sys.argv[1:]:
-    k = triton.compile(path, target=GPUTarget("cuda", 90, 32))
+for arg in sys.argv[1:]:
+    path, _, opts = arg.partition("|")  # "path|num_warps=8,num_stages=3": the variant's own options
+    options = {k: int(v) for k, v in (o.split("=") for o in opts.split(",") if o)}
+    k = triton.compile(path, target=GPUTarget("cuda", 90, 32), options=options)
     assert k.asm["cubin"][:4] == b"\\x7fELF", path
     print("ok", path)
 """

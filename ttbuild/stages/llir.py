@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 44  # ttg.warp_specialize: partitions on named barriers, setmaxnreg, the block of ttg.total-num-warps
+VERSION = 45  # partitions lowered as CTAs of their own warps (tid.x from the first); a third region is a second consumer group
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

@@ -145,7 +145,7 @@ def test_triton_accepts_our_ttgir_and_agrees_on_shared_memory(name, tmp_path):
         assert "tt.dot" in str(e), f"{name}: {e}"
         pytest.skip(f"{name}: tt.dot is not lowered yet")
     if b'"ttg.warp_specialize"' in g:
-        pytest.skip("ttbuild's ttg.warp_specialize is a two-region op with implicit captures; Triton 3.6's "
+        pytest.skip("ttbuild's ttg.warp_specialize holds its partitions as regions with implicit captures; Triton 3.6's "
                     "WarpSpecializeOp takes explicit captures and a partitions op, and does not parse ours")
     if re.search(rb'"tt.scan"\(.*?\}\) : \(tensor<[^,]*, #ttg\.slice', g, re.S):
         pytest.skip("a tt.scan of a slice layout: ours scans it in registers (llir.scan); Triton 3.6's "

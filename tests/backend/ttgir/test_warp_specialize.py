@@ -7,6 +7,9 @@
   expect and the TMA copies; the module launches `ttg.total-num-warps`, also in the metadata;
 - in PTX: a block of the total's threads, the partitions' named barriers (never `bar.sync 0`
   after the split), setmaxnreg with 8 consumer warps under the kernel's 168-register cap;
+- the persistent 4-warp row runs two consumer groups (ping-pong): region 2 is region 0's code,
+  the groups hand the K loop over on named barriers 4 and 5, and a tile loop whose K bounds
+  change per tile keeps one group;
 - the same source unmarked (the rows without `_ws`) compiles with no partition;
 - a marked loop whose addresses need a load compiles as if unmarked.
 On the H200 the `_ws` rows compute the same results as their unmarked rows (tests/gpu);
@@ -25,21 +28,22 @@ from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.ir.ops import SCF, TT, TTG, TTNG
 from ttbuild.backend.ir.optraits import walk
 
-ROWS = {"attn_fwd_desc_d128_ws": 12, "matmul_tma_persistent_fp16_128x128x64_w4_s4_ws": 5,
+ROWS = {"attn_fwd_desc_d128_ws": 12, "matmul_tma_persistent_fp16_128x128x64_w4_s4_ws": 12,
         "matmul_tma_persistent_fp16_128x256x64_w8_s3_ws": 12}
 PRODUCER_OPS = {SCF.FOR, SCF.YIELD, TTG.MEMDESC_INDEX, TTNG.WAIT_BARRIER, TTNG.BARRIER_EXPECT,
                 TTNG.ASYNC_TMA_COPY_GLOBAL_TO_LOCAL, TT.GET_PROGRAM_ID, TTG.WARP_RETURN}
 
 
-def _regions(text: bytes):
-    """(ops of the consumers' region, ops of the producer's, the module's total warps) of a TTGIR."""
+def _regions(text: bytes, regions=(0, 1)):
+    """(ops of the consumers' region, ops of the producer's, the module's total warps) of a TTGIR;
+    `regions`: which regions' ops, in that order."""
     ctx = mu.context()
     with ctx:
         module = mu.parse_module(text, ctx, "ttgir")
         ws = [op for op in walk(module.operation) if op.name == TTG.WARP_SPECIALIZE]
         total = module.operation.attributes["ttg.total-num-warps"].value if ws else None
         return ([[o.name for blk in op.regions[i].blocks for top in blk.operations
-                  for o in [top.operation, *walk(top)]] for op in ws for i in (0, 1)], total)
+                  for o in [top.operation, *walk(top)]] for op in ws for i in regions], total)
 
 
 @pytest.mark.parametrize("name", sorted(ROWS))
@@ -71,8 +75,27 @@ def test_ptx_of_partitions():
     after = re.findall(r"bar\.sync\s+(\d+)(?:,\s*(\d+))?;", ptx[split:])
     assert after and all(b != "0" for b, _ in after), after  # no CTA-wide barrier once partitioned
     assert ("1", "256") in after  # the consumers' barrier
-    small = compile_row("matmul_tma_persistent_fp16_128x128x64_w4_s4_ws", "ptx").decode()
-    assert re.search(r"\.reqntid 160\b", small) and "setmaxnreg" not in small  # one producer warp beside 4
+
+
+
+def test_persistent_four_warp_loop_runs_two_consumer_groups():
+    """Ping-pong: the second consumer group (region 2) is the first's code; each waits on its
+    order barrier before a K loop and arrives on the other's after it, the second group first
+    arriving once on the first's (group 0 starts)."""
+    name = "matmul_tma_persistent_fp16_128x128x64_w4_s4_ws"
+    ttgir = compile_row(name, "ttgir")
+    (first, producer, second), total = _regions(ttgir, (0, 1, 2))
+    assert total == 12 and b"partitionNumWarps = array<i32: 4, 4>" in ttgir
+    skip = {TTNG.NAMED_BARRIER_ARRIVE, "arith.constant"}  # the second group's first arrive
+    assert [o for o in first if o not in skip] == [o for o in second if o not in skip]
+    assert first.count(TTNG.NAMED_BARRIER_WAIT) == second.count(TTNG.NAMED_BARRIER_WAIT) == 1
+    assert first.count(TTNG.NAMED_BARRIER_ARRIVE) == 1 and second.count(TTNG.NAMED_BARRIER_ARRIVE) == 2
+    assert TTNG.NAMED_BARRIER_WAIT not in producer
+    ptx = compile_row(name, "ptx").decode()
+    assert re.search(r"\.reqntid 384\b", ptx) and ptx.count("setmaxnreg.inc.sync.aligned.u32 232;") == 2
+    for bar in ("4", "5"):
+        assert re.search(rf"bar\.sync\s+{bar}, 256;", ptx) and re.search(rf"bar\.arrive\s+{bar}, 256;", ptx)
+    assert re.search(r"bar\.sync\s+3, 128;", ptx)  # the second group's own CTA barrier
 
 
 def test_metadata_records_total_warps():
@@ -108,6 +131,33 @@ def k(a_desc, b_desc, c_desc, rows, K):
     c_desc.store([off, 0], acc.to(tl.float16))
 '''
 SIG = "tensordesc<fp16[128, 64]>,tensordesc<fp16[64, 128]>,tensordesc<fp16[128, 128]>,*i32,i32"
+
+
+PERSISTENT = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def k(a_desc, b_desc, c_desc, M, K):
+    for tile in tl.range(tl.program_id(0), M // 128, 132, warp_specialize=True):
+        acc = tl.zeros((128, 128), tl.float32)
+        for ki in range(0, {KHI}, 64):
+            a = a_desc.load([tile * 128, ki])
+            b = b_desc.load([ki, 0])
+            acc = tl.dot(a, b, acc)
+        c_desc.store([tile * 128, 0], acc.to(tl.float16))
+'''
+
+
+@pytest.mark.parametrize("khi, total", [("K", 12), ("tl.minimum(K, (tile + 1) * 64)", 5)])
+def test_two_consumer_groups_need_k_bounds_set_before_the_tile_loop(khi, total):
+    """A group skips the other group's fills by the K loop's trip count, so that count must be
+    the same for every tile: a K bound computed from the tile keeps one consumer group."""
+    out = ttbuild.compile(PERSISTENT.replace("{KHI}", khi), kernel="k", signature=SIG.rsplit(",", 2)[0] + ",i32,i32",
+                          num_warps=4, num_stages=3, until="ptx")
+    assert _regions(out["ttgir"])[1] == total
+    assert "cp.async.bulk.tensor" in out["ptx"].decode()
 
 
 @pytest.mark.parametrize("off, specialized", [("tl.program_id(0) * 128", True), ("tl.load(rows)", False)])

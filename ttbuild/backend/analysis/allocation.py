@@ -409,6 +409,11 @@ def allocate(module, num_warps: int) -> int:
     that, at the lowest 16-byte-aligned offset where it overlaps no buffer live at the same time
     (_live_ranges), first come first placed."""
     top = module_bytes(module, num_warps)
+    for ws in (o for func in module.body.operations for o in walk(func) if o.name == TTG.WARP_SPECIALIZE):
+        # consumer groups running at once would share scratch at offset 0 (ttgir.warp_specialize
+        # takes two groups only where the tiles need none)
+        if len(ws.regions) > 2 and ops_bytes([o for r in ws.regions for o in r.blocks[0].operations], num_warps):
+            raise AssertionError("two consumer groups of a warp-specialized loop need scratch")
     bufs = buffers(module)
     if not bufs:
         return top
@@ -456,7 +461,9 @@ def _live_ranges(module) -> dict:
     """Per `ttg.local_alloc` (Operation), its live range (first, last) in pre-order op positions:
     from the alloc to the last reader of its memory (through memdesc views, and the users of a
     `ttg.local_load` into `#ttg.dot_op`, where a lazy ldmatrix reads), widened to the whole of any loop that reads
-    it without containing the alloc (the buffer must survive every iteration). Buffers whose
+    it without containing the alloc (the buffer must survive every iteration), and to the whole
+    of a `ttg.warp_specialize` op of two consumer groups holding it (they run at once; a
+    producer region holds no buffers). Buffers whose
     ranges are disjoint may share bytes (Triton's liveness-based allocation); the LLIR puts a
     bar.sync before a register tile is written into shared memory (llir.dot.local_alloc_from)."""
     pos, last = {}, {}
@@ -490,6 +497,9 @@ def _live_ranges(module) -> dict:
                         todo.append(o.results[0])
                     elif o.name == TTG.LOCAL_LOAD and "#ttg.dot_op<" in str(o.results[0].type):
                         readers += [w.owner.operation for w in o.results[0].uses]
+            ws = next((p for p in ancestors if p.name == TTG.WARP_SPECIALIZE), None)
+            if ws is not None and len(ws.regions) > 2:  # consumer groups run at once: a buffer of
+                lo, hi = pos[ws], last[ws]                # one lives while any of them runs
             for o in readers:
                 hi = max(hi, pos[o])
                 p, outer = o.parent, None

@@ -172,7 +172,7 @@ class ArithBuilder:
         return self.arith(ARITH.ANDI, a, b)
 
 
-SLT, SGE = 2, 5  # arith.cmpi predicates (MLIR ArithBase.td CmpIPredicate)
+SLT, SGT, SGE = 2, 4, 5  # arith.cmpi predicates (MLIR ArithBase.td CmpIPredicate)
 
 
 def barrier_ring(b: ArithBuilder, slots: int, count: int) -> ir.Value:

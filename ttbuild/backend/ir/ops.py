@@ -89,6 +89,8 @@ class TTNG:
     FENCE_ASYNC_SHARED = "ttng.fence_async_shared"
     INIT_BARRIER = "ttng.init_barrier"
     INVAL_BARRIER = "ttng.inval_barrier"
+    NAMED_BARRIER_ARRIVE = "ttng.named_barrier_arrive"  # (id: i32, threads: i32): bar.arrive
+    NAMED_BARRIER_WAIT = "ttng.named_barrier_wait"  # (id: i32, threads: i32): bar.sync
     REINTERPRET_TENSOR_DESCRIPTOR = "ttng.reinterpret_tensor_descriptor"
     TENSORMAP_CREATE = "ttng.tensormap_create"
     TENSORMAP_FENCEPROXY_ACQUIRE = "ttng.tensormap_fenceproxy_acquire"

@@ -88,7 +88,8 @@ def layout_of(value) -> "Blocked | Slice":
 @dataclass(frozen=True)
 class Partition:
     """The warps a region of a `ttg.warp_specialize` op runs on: threads first_thread ..
-    first_thread + threads - 1, which meet on named barrier `barrier_id`."""
+    first_thread + threads - 1, which meet on named barrier `barrier_id`. The region is lowered
+    as a CTA of its own: its thread ids count from first_thread (Ctx.sreg)."""
     first_thread: int
     threads: int
     barrier_id: int
@@ -156,9 +157,9 @@ class Ctx:
         self._cache["smem_read"] = False
         self._cache["smem_landed"] = False
 
-    def leader_tid(self) -> int:
-        """The thread that does the one-thread work (mbarrier init, TMA issue): thread 0, or the
-        first thread of the partition being lowered."""
+    def first_thread(self) -> int:
+        """The first thread of the partition being lowered (0 outside `ttg.warp_specialize`):
+        per-thread values (tid.x, lane and warp, layout indices) are cached per partition."""
         part = self._cache.get("partition")
         return 0 if part is None else part.first_thread
 
@@ -217,7 +218,7 @@ class Ctx:
         """(lane, warp) of this thread: tid.x % 32 and tid.x / 32, computed once in the entry block."""
         tid = self.sreg("tid.x")
         b = self.builder
-        key = ("lanewarp",)
+        key = ("lanewarp", self.first_thread())
         if key not in self._cache:
             with b.goto_block(b.function.entry_basic_block):
                 lane = b.and_(tid, ir.Constant(I32, 31), name="lane")
@@ -246,11 +247,14 @@ class Ctx:
             b = self.builder
             with b.goto_block(b.function.entry_basic_block):
                 return b.icmp_unsigned(pred, tid, ir.Constant(I32, bound), name=name)
-        return self.memo(("thread_is", pred, bound), make)
+        return self.memo(("thread_is", pred, bound, self.first_thread()), make)
 
     def sreg(self, name: str) -> ir.Value:
-        """A PTX special register (`tid.x`, `ctaid.y`, ...) read once per function, in the entry block."""
-        key = ("sreg", name)
+        """A PTX special register (`tid.x`, `ctaid.y`, ...) read once per function, in the entry
+        block. Inside a `ttg.warp_specialize` partition `tid.x` counts from the partition's first
+        thread, so its layouts, leaders and barriers are those of a CTA of its own warps."""
+        first = self.first_thread() if name == "tid.x" else 0
+        key = ("sreg", name, first)
         if key not in self._cache:
             b = self.builder
             fn = self.intrinsic(f"llvm.nvvm.read.ptx.sreg.{name}", I32, [])
@@ -258,7 +262,8 @@ class Ctx:
                 entry = b.function.entry_basic_block
                 if entry.instructions:
                     b.position_before(entry.instructions[0])
-                self._cache[key] = b.call(fn, [], name=name.replace(".", "_"))
+                raw = b.call(fn, [], name=name.replace(".", "_"))
+                self._cache[key] = b.sub(raw, ir.Constant(I32, first), name="part_tid") if first else raw
         return self._cache[key]
 
     def indices(self, layout, shape) -> list[tuple[ir.Value, ...]]:
@@ -271,7 +276,7 @@ class Ctx:
         would stay live across the whole kernel and crowd out the mma accumulators)."""
         if self.local_indices:
             return self._local_indices(layout, tuple(shape))
-        key = ("idx", layout, tuple(shape))
+        key = ("idx", layout, tuple(shape), self.first_thread())
         if key in self._cache:
             return self._cache[key]
         if isinstance(layout, Slice):
@@ -293,7 +298,7 @@ class Ctx:
         entry block): element j's index is this plus `layout.local_offsets(shape)[j]`, wrapped
         modulo the shape where the layout's tile exceeds it. `layout` is blocked or a
         tensor-core layout, not a slice."""
-        key = ("bases", layout)
+        key = ("bases", layout, self.first_thread())
         if key not in self._cache:
             with self.builder.goto_block(self.builder.function.entry_basic_block):
                 if hasattr(layout, "thread_base"):
@@ -325,7 +330,7 @@ class Ctx:
         unwrapped index is in range), or None when no thread shares elements. A slice layout's
         elements are its parent's over the shape with 1s inserted, so the same test applies there.
         Atomics use it so each element is applied once (Triton masks redundant threads alike)."""
-        key = ("own", layout, tuple(shape))
+        key = ("own", layout, tuple(shape), self.first_thread())
         if key in self._cache:
             return self._cache[key]
         par, pshape, dims = duplicated_dims(layout, shape)
@@ -347,7 +352,7 @@ class Ctx:
 
     def _bases(self, layout):
         """Per dimension, this thread's first (unwrapped) index under a blocked layout."""
-        key = ("bases", layout)
+        key = ("bases", layout, self.first_thread())
         if key in self._cache:
             return self._cache[key]
         b = self.builder

@@ -207,7 +207,7 @@ def scf_while(ctx, op, *inits):
 # warpgroup gives registers back, the consumers take them (FlashAttention-3's and CUTLASS's
 # warp-specialized Hopper kernels: 24-40 for the producer, 232-240 for two consumer warpgroups).
 PRODUCER_REGS, CONSUMER_REGS = 40, 232
-CONSUMER_BARRIER, PRODUCER_BARRIER = 1, 2  # named barriers (0 is the CTA's bar.sync)
+PRODUCER = 1  # the region of a ttg.warp_specialize op that issues the loads (ttgir.warp_specialize)
 
 
 def register_share(warps: int) -> int:
@@ -224,36 +224,62 @@ def needs_setmaxnreg(num_warps: int, total_warps: int) -> bool:
 
 @rule(TTG.WARP_SPECIALIZE)
 def warp_specialize(ctx, op):
-    """Region 0 on the kernel's `num_warps` warps (threads 0 .. 32 * num_warps - 1), region 1
-    on the producer warp after them (the first of a producer warpgroup, whose others return):
-    a branch on tid.x. Each region's CTA barriers become its own named barrier
-    (`bar.sync id, threads`, PTX ISA 9.7.13.1) and its one-thread work goes to its first thread.
-    With 8 consumer warps, `setmaxnreg` moves registers from the producer warpgroup to them."""
+    """Region 0 on the kernel's `num_warps` warps (threads 0 .. 32 * num_warps - 1), each further
+    region on its `partitionNumWarps` warps after them, in order, chosen by a branch on tid.x.
+    Region 1 is the producer: its first warp issues, the others of a warpgroup return. Regions 2
+    and on are further consumer groups of `num_warps` (ttgir.warp_specialize's ping-pong). Each
+    region is lowered as a CTA of its own warps: tid.x counts from its first thread (Ctx.sreg),
+    its CTA barriers are named barrier 1 + region (`bar.sync id, threads`, PTX ISA 9.7.13.1).
+    When the block leaves a thread fewer than 255 registers, `setmaxnreg` moves registers from
+    the producer warpgroup to the consumers (PTX ISA 9.7.17.1)."""
     b = ctx.builder
     fn = b.function
-    consumers = 32 * ctx.num_warps
-    producer_warps = list(mu.ir.DenseI32ArrayAttr(op.operation.attributes["partitionNumWarps"]))[0]
+    sizes = [ctx.num_warps, *mu.ir.DenseI32ArrayAttr(op.operation.attributes["partitionNumWarps"])]
+    regs = needs_setmaxnreg(ctx.num_warps, sum(sizes))
     tid = ctx.sreg("tid.x")
-    cons_bb, prod_bb, issue_bb, end_bb = (fn.append_basic_block(n) for n in ("ws.consumer", "ws.producer",
-                                                                              "ws.issue", "ws.end"))
-    b.cbranch(b.icmp_unsigned("<", tid, ir.Constant(I32, consumers)), cons_bb, prod_bb)
-    regs = needs_setmaxnreg(ctx.num_warps, ctx.num_warps + producer_warps)
-    b.position_at_end(cons_bb)
-    if regs:
-        ctx.asm_effect(f"setmaxnreg.inc.sync.aligned.u32 {CONSUMER_REGS};", "", [])
-    ctx.enter_partition(Partition(0, consumers, CONSUMER_BARRIER))
-    ctx.run_block(op.regions[0].blocks[0], [])
-    b.branch(end_bb)
-    b.position_at_end(prod_bb)
-    if regs:
-        ctx.asm_effect(f"setmaxnreg.dec.sync.aligned.u32 {PRODUCER_REGS};", "", [])
-    if producer_warps > 1:  # a producer warpgroup: only its first warp issues
-        b.cbranch(b.icmp_unsigned("<", tid, ir.Constant(I32, consumers + 32)), issue_bb, end_bb)
-    else:
-        b.branch(issue_bb)
-    b.position_at_end(issue_bb)
-    ctx.enter_partition(Partition(consumers, 32, PRODUCER_BARRIER))
-    ctx.run_block(op.regions[1].blocks[0], [])
-    b.branch(end_bb)
-    b.position_at_end(end_bb)
+    blocks = [fn.append_basic_block("ws.consumer" if k != PRODUCER else "ws.producer") for k in range(len(sizes))]
+    end = fn.append_basic_block("ws.end")
+    first = 0
+    for k, warps in enumerate(sizes):
+        last = first + 32 * warps
+        if k < len(sizes) - 1:
+            rest = fn.append_basic_block("ws.next")
+            b.cbranch(b.icmp_unsigned("<", tid, ir.Constant(I32, last)), blocks[k], rest)
+        else:
+            rest = None
+            b.branch(blocks[k])
+        b.position_at_end(blocks[k])
+        if regs:
+            n = PRODUCER_REGS if k == PRODUCER else CONSUMER_REGS
+            ctx.asm_effect(f"setmaxnreg.{'dec' if k == PRODUCER else 'inc'}.sync.aligned.u32 {n};", "", [])
+        threads = 32 * warps
+        if k == PRODUCER and warps > 1:  # a producer warpgroup: only its first warp issues
+            issue = fn.append_basic_block("ws.issue")
+            b.cbranch(b.icmp_unsigned("<", tid, ir.Constant(I32, first + 32)), issue, end)
+            b.position_at_end(issue)
+            threads = 32
+        ctx.enter_partition(Partition(first, threads, 1 + k))
+        ctx.run_block(op.regions[k].blocks[0], [])
+        b.branch(end)
+        ctx.enter_partition(None)
+        if rest is not None:
+            b.position_at_end(rest)
+        first = last
+    b.position_at_end(end)
     ctx.enter_partition(None)
+
+
+@rule(TTNG.NAMED_BARRIER_WAIT)
+def named_barrier_wait(ctx, op, bar, threads):
+    """`bar.sync id, threads` (PTX ISA 9.7.13.1): the calling warps wait until `threads` threads
+    arrived at named barrier `id` (waiters and `bar.arrive` callers together)."""
+    fn = ctx.intrinsic("llvm.nvvm.barrier.cta.sync.aligned.count", ir.VoidType(), [I32, I32])
+    ctx.builder.call(fn, [bar, threads])
+
+
+@rule(TTNG.NAMED_BARRIER_ARRIVE)
+def named_barrier_arrive(ctx, op, bar, threads):
+    """`bar.arrive id, threads` (PTX ISA 9.7.13.1): count the calling warps at named barrier `id`
+    without waiting."""
+    fn = ctx.intrinsic("llvm.nvvm.barrier.cta.arrive.aligned.count", ir.VoidType(), [I32, I32])
+    ctx.builder.call(fn, [bar, threads])

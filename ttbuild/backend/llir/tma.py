@@ -65,9 +65,9 @@ def _addr(ctx, desc: MemDesc) -> ir.Value:
 
 
 def leader(ctx) -> ir.Value:
-    """i1: this thread is the one that inits, arms and issues: tid.x == 0, or the first thread
-    of the warp-specialized partition being lowered (ctx.leader_tid)."""
-    return ctx.thread_is("==", ctx.leader_tid(), "tma_leader")
+    """i1: this thread is the one that inits, arms and issues: tid.x == 0 (in a warp-specialized
+    partition its first thread: Ctx.sreg counts tid.x from there)."""
+    return ctx.thread_is("==", 0, "tma_leader")
 
 
 def _issued_by_leader(ctx, pred) -> ir.Value:

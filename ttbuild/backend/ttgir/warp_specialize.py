@@ -29,8 +29,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ttbuild.backend import mlir_util as mu
+from ttbuild.backend.analysis.allocation import ops_bytes
 from ttbuild.backend.ir.builders import (
     SGE,
+    SGT,
     ArithBuilder,
     barrier_ring,
     create,
@@ -53,16 +55,21 @@ from ttbuild.errors import CompilationError
 ir = mu.ir
 
 TAG = "ttb.ws"  # the pass's own marks on the ops it finds again in the producer's copy
+GROUP = "ttb.ws.group"  # the consumer group's number (ping-pong), found again in region 2
+# Named barriers the two consumer groups hand the mainloop over on: group g waits on ORDER + g.
+# Ids 1-3 are the regions' own (llir.control_flow.warp_specialize: 1 + region).
+ORDER = 4
 SCALAR_REGION_OPS = frozenset({SCF.FOR, SCF.IF, SCF.YIELD})
 
 
-def producer_warps(num_warps: int) -> int:
-    """Warps of the producer partition beside `num_warps` consumer warps: one beside 4 (Triton's
-    load partition), a whole warpgroup beside 8, whose registers setmaxnreg hands to the
-    consumers (it moves registers per warpgroup, PTX ISA 9.7.17.1; the first warp issues, the
-    other three return). A warpgroup beside 4 warps would make a 256-thread block: attention
-    forward d64 (186 registers) then fits one CTA per SM by registers instead of two."""
-    return 1 if num_warps <= 4 else 4
+def producer_warps(num_warps: int, groups: int = 1) -> int:
+    """Warps of the producer partition beside `groups` consumer groups of `num_warps` warps: one
+    beside 4 (Triton's load partition), a whole warpgroup beside 8 or two groups, whose
+    registers setmaxnreg hands to the consumers (it moves registers per warpgroup, PTX ISA
+    9.7.17.1; the first warp issues, the other three return). A warpgroup beside 4 warps would
+    make a 256-thread block: attention forward d64 (186 registers) then fits one CTA per SM by
+    registers instead of two."""
+    return 1 if num_warps * groups <= 4 else 4
 
 
 @dataclass
@@ -91,10 +98,11 @@ def warp_specialize(module, num_stages: int, num_warps: int, capability: int, wg
             continue
         plans = _plans(func, num_stages) if capability >= 90 and wgmma and num_warps in (4, 8) else []
         if plans and _scalar_slice(plans):
-            _split(func, plans, num_warps)
+            groups = 2 if _pingpong(func, plans, num_warps) else 1
+            _split(func, plans, num_warps, groups)
             count += len(plans)
             module.operation.attributes[ATTR.TOTAL_NUM_WARPS] = ir.IntegerAttr.get(
-                ir.IntegerType.get_signless(32), num_warps + producer_warps(num_warps))
+                ir.IntegerType.get_signless(32), num_warps * groups + producer_warps(num_warps, groups))
         for op in walk(func):
             if ATTR.WARP_SPECIALIZE in op.attributes:
                 del op.attributes[ATTR.WARP_SPECIALIZE]
@@ -120,6 +128,48 @@ def _plans(func, num_stages: int) -> list[Plan]:
         outer = None if loop.operation == m.operation else m
         plans.append(Plan(loop, outer, cands, max(2, stages_for(loop, num_stages))))
     return plans
+
+
+def _pingpong(func, plans: list[Plan], num_warps: int) -> bool:
+    """Whether the consumers run as two groups of `num_warps` warps that take the marked tile
+    loop's iterations in turn (CUTLASS's ping-pong Hopper GEMM: one group's epilogue runs while
+    the other's mainloop keeps the tensor cores busy, both fed from one ring in fill order).
+    Taken for one persistent plan at 4 warps (a group is one warpgroup) when the tile loop
+    carries and returns nothing, the K loop's bounds are set before the tile loop (a group skips
+    the other's fills by that trip count), nothing else in the kernel has side effects (each
+    group runs it), and the tiles need no scratch (both groups would use the same bytes; a
+    conversion feeding a descriptor store goes with the TMA store's lowering)."""
+    if num_warps != 4 or len(plans) != 1 or plans[0].outer is None:
+        return False
+    p = plans[0]
+    outer = p.outer.operation
+    if len(outer.operands) != 3 or len(outer.results):
+        return False
+    if any(_inside(v, outer) for v in list(p.loop.operands)[:3]):
+        return False
+    if any(o.operation != outer and o.operation.name != TT.RETURN and not is_pure(o.operation.name)
+           for o in func.regions[0].blocks[0].operations):
+        return False
+    return not ops_bytes([o for o in walk(outer) if o.name not in SCALAR_REGION_OPS and not _to_store(o)], 4)
+
+
+def _to_store(op) -> bool:
+    """A layout conversion read only by descriptor stores (tma_lowering writes the value's own
+    layout into the TMA tile and drops it)."""
+    return op.name == TTG.CONVERT_LAYOUT and all(
+        u.owner.operation.name == TT.DESCRIPTOR_STORE for u in op.results[0].uses)
+
+
+def _inside(v, op) -> bool:
+    """Whether value `v` is defined inside `op` (a block argument of one of its regions, or an
+    op nested in it)."""
+    o = v.owner.owner if isinstance(v, ir.BlockArgument) else v.owner
+    o = o.operation if o is not None else None
+    while o is not None:
+        if o == op:
+            return True
+        o = o.parent
+    return False
 
 
 def _loads(for_op) -> list:
@@ -205,7 +255,7 @@ def _scalar_slice(plans) -> bool:
 
 # ---- the rewrite ----------------------------------------------------------------------------
 
-def _split(func, plans: list[Plan], num_warps: int) -> None:
+def _split(func, plans: list[Plan], num_warps: int, groups: int) -> None:
     body = func.regions[0].blocks[0]
     ops = list(body.operations)
     ret = ops[-1]
@@ -218,9 +268,9 @@ def _split(func, plans: list[Plan], num_warps: int) -> None:
     with ir.InsertionPoint.at_block_begin(body):
         for p in plans:
             _rings(b, p, num_warps)
-    ws = create(TTG.WARP_SPECIALIZE, [], [], {
-        "partitionNumWarps": ir.DenseI32ArrayAttr.get([producer_warps(num_warps)])}, func.location, regions=2,
-        ip=ir.InsertionPoint(ret))
+    warps = [producer_warps(num_warps, groups)] + [num_warps] * (groups - 1)
+    ws = create(TTG.WARP_SPECIALIZE, [], [], {"partitionNumWarps": ir.DenseI32ArrayAttr.get(warps)},
+                func.location, regions=1 + groups, ip=ir.InsertionPoint(ret))
     consumer = ir.Block.create_at_start(ws.regions[0], [])
     for op in ops[:-1]:
         move_to_end(consumer, op)
@@ -232,12 +282,16 @@ def _split(func, plans: list[Plan], num_warps: int) -> None:
     copy.erase()
     create(TTG.WARP_RETURN, [], [], loc=func.location, ip=ir.InsertionPoint(producer))
     for p in plans:
-        _consume(p)
+        loop, outer = _consume(p)
+        if groups == 2:
+            _alternate(loop, outer, num_warps)
+            _second_group(ws, num_warps)
     roots = [_produce(p, producer) for p in plans]
     _cut(producer, [r for rs in roots for r in rs])
     for op in walk(func):
-        if TAG in op.attributes:
-            del op.attributes[TAG]
+        for mark in (TAG, GROUP):
+            if mark in op.attributes:
+                del op.attributes[mark]
 
 
 def _rings(b: ArithBuilder, p: Plan, num_warps: int) -> None:
@@ -329,6 +383,63 @@ def _consume(p: Plan) -> None:
         _release(b, p, res[-1])
     if outer is not None:
         _yield(outer, [res[-2]])
+    return loop, outer
+
+
+def _alternate(loop, outer, num_warps: int) -> None:
+    """Consumer group g (GROUP at the tile loop, 0 here; _second_group makes its copy 1) takes
+    the tile loop's iterations g, g + 2, ...: the lower bound moves g steps and the step doubles;
+    the fill counter starts g tiles in and, after each of the group's tiles, skips the other's
+    (the K loop's trip count: its bounds are set before the tile loop, _pingpong).
+
+    The groups' K loops run in turn (CUTLASS's math warpgroup order barrier): group g waits on
+    named barrier ORDER + g before its K loop and arrives on the other's after it, so its
+    epilogue runs under the other's K loop. The order is also what makes the parity waits
+    sound: an mbarrier's parity names a phase only within one of the current, and a group
+    that ran ahead into its next tile would wait on a fill two phases ahead of its slot."""
+    b = ArithBuilder(outer.location)
+    lo, hi, step = list(loop.operands)[:3]
+    with ir.InsertionPoint(outer):
+        g = b.const(0)
+        g.owner.attributes[GROUP] = ir.UnitAttr.get()
+        span = b.subi(hi, lo)
+        trip = b.select(b.cmpi(SGT, span, b.const(0)),
+                        b.arith(ARITH.DIVUI, b.addi(span, b.subi(step, b.const(1))), step), b.const(0))
+        first, stride = outer.operands[0], outer.operands[2]
+        outer.operands[0] = b.addi(first, b.muli(g, stride))
+        outer.operands[2] = b.addi(stride, stride)
+        outer.operands[3] = b.muli(g, trip)
+    y = list(outer.regions[0].blocks[0].operations)[-1]
+    with ir.InsertionPoint(y):
+        y.operands[0] = b.addi(y.operands[0], trip)
+    with ir.InsertionPoint(loop):
+        _named_barrier(b, TTNG.NAMED_BARRIER_WAIT, b.addi(b.const(ORDER), g), num_warps)
+    with ir.InsertionPoint.after(loop):
+        _named_barrier(b, TTNG.NAMED_BARRIER_ARRIVE, b.subi(b.const(ORDER + 1), g), num_warps)
+
+
+def _named_barrier(b: ArithBuilder, name: str, bar, num_warps: int) -> None:
+    """`name` (a named-barrier wait or arrive) on barrier `bar` for both consumer groups."""
+    b.op(name, [], [bar, b.const(2 * 32 * num_warps)])
+
+
+def _second_group(ws, num_warps: int) -> None:
+    """Region 2: a copy of the consumers' region 0 with GROUP = 1, which first arrives on group
+    0's order barrier (group 0 runs the first K loop)."""
+    copy = ws.clone(ip=ir.InsertionPoint(ws))
+    block = ir.Block.create_at_start(ws.regions[2], [])
+    for op in list(copy.regions[0].blocks[0].operations):
+        move_to_end(block, op)
+    copy.erase()
+    g = next(o for o in _walk_block(block) if GROUP in o.attributes)
+    with ir.InsertionPoint(g):
+        one = ArithBuilder(g.location).const(1)
+    g.results[0].replace_all_uses_with(one)
+    g.erase()
+    outer = next(o for o in block.operations if o.operation.name == SCF.FOR)
+    b = ArithBuilder(outer.location)
+    with ir.InsertionPoint(outer):
+        _named_barrier(b, TTNG.NAMED_BARRIER_ARRIVE, b.const(ORDER), num_warps)
 
 
 def _release(b: ArithBuilder, p: Plan, slot) -> None:

@@ -168,6 +168,6 @@ def plot_panels(path: str, title: str, panels: list, log2_x: bool = False) -> No
         ax.grid(True, alpha=0.3)
         ax.legend()
     fig.suptitle(title)
-    fig.tight_layout()
+    fig.tight_layout(rect=(0, 0, 1, 0.97))  # room for the suptitle above the first row
     fig.savefig(path, dpi=120)
     print(f"plot written: {path}")

@@ -1,8 +1,8 @@
 """FlashAttention-2 forward, fp16 (tutorial 06 form with pointer loads, kernels/attention.py `_attn_fwd`, or with host descriptors, `_attn_fwd_desc`, with --form desc): TFLOP/s of ttbuild's build vs Triton 3.6 compiled from the same source and config, forced onto mma.sync (DISABLE_MMA_V3=1: the comparison the ratios use) and by default (for reference), and torch SDPA; same run, same GPU.
 
-Z=4, H=32, head dim 64 and 128, N_CTX 4096 and 16384, causal and not; BLOCK_M 128, BLOCK_N 64 (128 for the
-descriptor form at d128, as kernels/variants.toml builds it),
-4 warps at d64 and 8 at d128, 3 stages (variants attn_fwd_d{64,128}[_causal]). FLOPs counted as
+Z=4, H=32, head dim 64 and 128, N_CTX 4096 and 16384, causal and not; each case in its row's
+config (BLOCK_M, BLOCK_N, warps, stages, WARP_SPECIALIZE of attn_fwd[_desc]_d{64,128}[_causal][_ws]
+in kernels/variants.toml), Triton given the same. FLOPs counted as
 the tutorial: 4 Z H N^2 d, halved when causal. Triton runs in child processes (one with
 DISABLE_MMA_V3=1 set before triton is imported), each checking its output against SDPA.
 A ttbuild variant that is not built (`until` in kernels/variants.toml) is reported and skipped.
@@ -18,11 +18,14 @@ import json
 import os
 import sys
 
+import tomllib
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
 from _common import (
+    KERNELS_DIR,
     WORKER_FLAG,
     bench_ms,
     fmt,
@@ -37,10 +40,8 @@ from _common import (
     variant_or_reason,
 )
 
-BLOCK_M, BLOCK_N, NUM_STAGES = 128, 64, 3
-DESC_BLOCK_N = {64: 64, 128: 128}  # the descriptor form's BLOCK_N per head dim (kernels/variants.toml)
-WARPS = {64: 4, 128: 8}
 SM_SCALE = 0.5
+TUNED = ("HEAD_DIM", "BLOCK_M", "BLOCK_N", "STAGE", "WARP_SPECIALIZE")  # the constexprs Triton is given
 
 
 def _cdiv(a, b):
@@ -49,6 +50,17 @@ def _cdiv(a, b):
 
 def _name(d, causal, form="pointers", ws=False):
     return f"attn_fwd{'_desc' if form == 'desc' else ''}_d{d}" + ("_causal" if causal else "") + ("_ws" if ws else "")
+
+
+def _config(name):
+    """(constexprs Triton is given, num_warps, num_stages) of variant `name` of kernels/variants.toml;
+    KeyError when there is no such row."""
+    with open(os.path.join(KERNELS_DIR, "variants.toml"), "rb") as f:
+        row = next((v for v in tomllib.load(f)["variant"] if v["name"] == name), None)
+    if row is None:
+        raise KeyError(f"no variant {name} in kernels/variants.toml")
+    return ({k: v for k, v in row["constexprs"].items() if k in TUNED}, row.get("num_warps", 4),
+            row.get("num_stages", 3))
 
 
 def _tflops(case, ms):
@@ -70,11 +82,12 @@ def _args(q, k, v, o, m):
     return (q, k, v, SM_SCALE, m, o, *q.stride(), *k.stride(), *v.stride(), *o.stride(), Z, H, N)
 
 
-def _descriptors(TD, q, k, v, o):
-    """Tutorial 06's host descriptors: Q, K, V, Out as (Z * H * N_CTX, HEAD_DIM)."""
+def _descriptors(TD, q, k, v, o, cx):
+    """Tutorial 06's host descriptors: Q, K, V, Out as (Z * H * N_CTX, HEAD_DIM), blocks of the
+    row's BLOCK_M (Q, Out) and BLOCK_N (K, V)."""
     Z, H, N, d = q.shape
-    return tuple(TD.from_tensor(t.reshape(Z * H * N, d), [blk, d])
-                 for t, blk in ((q, BLOCK_M), (k, DESC_BLOCK_N[d]), (v, DESC_BLOCK_N[d]), (o, BLOCK_M)))
+    bm, bn = cx["BLOCK_M"], cx["BLOCK_N"]
+    return tuple(TD.from_tensor(t.reshape(Z * H * N, d), [blk, d]) for t, blk in ((q, bm), (k, bn), (v, bn), (o, bm)))
 
 
 def _sdpa(torch, q, k, v, causal):
@@ -98,18 +111,18 @@ def worker(job: dict) -> None:
         Z, H, N, d, causal = case
         q, k, v, o, m = _tensors(torch, case)
         ref = _sdpa(torch, q, k, v, causal)
-        grid = (_cdiv(N, BLOCK_M), Z * H, 1)
 
-        def fn(grid=grid, t=(q, k, v, o, m), d=d, causal=causal):
-            if desc:
-                ws = {"WARP_SPECIALIZE": True} if job.get("ws") else {}
-                return mod._attn_fwd_desc[grid](SM_SCALE, t[4], Z, H, *_descriptors(TensorDescriptor, *t[:4]), N,
-                                                HEAD_DIM=d, BLOCK_M=BLOCK_M, BLOCK_N=DESC_BLOCK_N[d],
-                                                STAGE=3 if causal else 1,
-                                                num_warps=WARPS[d], num_stages=NUM_STAGES, **ws)
-            return mod._attn_fwd[grid](*_args(*t), HEAD_DIM=d, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N,
-                                       STAGE=3 if causal else 1, num_warps=WARPS[d], num_stages=NUM_STAGES)
         try:
+            cx, warps, stages = _config(_name(d, causal, job.get("form"), job.get("ws")))
+            grid = (_cdiv(N, cx["BLOCK_M"]), Z * H, 1)
+            descs = _descriptors(TensorDescriptor, q, k, v, o, cx) if desc else None
+
+            def fn(t=(q, k, v, o, m), cx=cx, grid=grid, descs=descs, warps=warps, stages=stages):
+                if desc:
+                    return mod._attn_fwd_desc[grid](SM_SCALE, t[4], Z, H, *descs, N, **cx, num_warps=warps,
+                                                    num_stages=stages)
+                return mod._attn_fwd[grid](*_args(*t), **cx, num_warps=warps, num_stages=stages)
+
             o.fill_(float("nan"))
             compiled = fn()
             torch.cuda.synchronize()
@@ -183,9 +196,10 @@ def main(argv=None):
         if launcher is None:
             notes.append(f"skip ttbuild {name}: {why}")
         else:
-            grid = (_cdiv(N, BLOCK_M), Z * H, 1)
+            cx = _config(name)[0]
+            grid = (_cdiv(N, cx["BLOCK_M"]), Z * H, 1)
             if args.form == "desc":
-                descs = _descriptors(rt.TensorDescriptor, q, k, v, o)
+                descs = _descriptors(rt.TensorDescriptor, q, k, v, o, cx)
                 fn = lambda launcher=launcher, grid=grid, dd=descs, m=m, Z=Z, H=H, N=N: launcher[grid](  # noqa: E731
                     SM_SCALE, m, Z, H, *dd, N)
             else:
@@ -206,9 +220,8 @@ def main(argv=None):
         rows.append((d, N, "yes" if causal else "no", fmt(ours), fmt(t2) + (f" ({k2})" if k2 else ""),
                      ratio(ours, t2), fmt(t3) + (f" ({k3})" if k3 else ""), ratio(ours, t3), fmt(sdpa),
                      ratio(ours, sdpa)))
-    block_n = BLOCK_N if args.form == "pointers" else "/".join(f"{v} (d{k})" for k, v in DESC_BLOCK_N.items())
-    print(f"\nattention forward fp16 ({args.form}), Z={args.batch} H={args.heads}, BLOCK_M={BLOCK_M} BLOCK_N={block_n} "
-          f"{NUM_STAGES} stages, {gpu}, TFLOP/s, medians of triton.testing.do_bench")
+    print(f"\nattention forward fp16 ({args.form}{', warp-specialized' if args.ws else ''}), Z={args.batch} "
+          f"H={args.heads}, configs of kernels/variants.toml, {gpu}, TFLOP/s, medians of triton.testing.do_bench")
     print(table(["d", "N_CTX", "causal", "ttbuild", "triton DISABLE_MMA_V3=1", "x triton mma.sync",
                  "triton default", "x triton default", "torch SDPA", "x SDPA"], rows))
     for n in dict.fromkeys(notes):

@@ -9,8 +9,10 @@ autograd function); the timed work is the preprocess (Delta) plus the backward k
 counted as the tutorial: 2.5 x the forward's 4 Z H N^2 d, halved when causal. Every side's dQ,
 dK, dV are checked against SDPA's backward (atol 3e-2: fp16 outputs, fp32 accumulation).
 Artifacts: `doit` (kernels/ -> artifacts/; elsewhere $TTBUILD_ARTIFACTS or --artifacts DIR).
+With --plot PNG, TFLOP/s against N_CTX, a panel per backward row and causal mode (ttbuild,
+Triton default, SDPA's backward).
 Usage: python benchmarks/bench_attention_bwd.py [--artifacts DIR] [--ctx 4096] [--dims 64,128]
-       [--batch 4] [--heads 32] [--no-triton]
+       [--batch 4] [--heads 32] [--no-triton] [--plot PNG]
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from _common import (
     have_triton,
     kernel_module,
     mma_kind,
+    plot_panels,
     ratio,
     report_worker_result,
     table,
@@ -165,6 +168,7 @@ def main(argv=None):
     ap.add_argument("--batch", type=int, default=4)
     ap.add_argument("--heads", type=int, default=32)
     ap.add_argument("--no-triton", action="store_true")
+    ap.add_argument("--plot", default=None, metavar="PNG", help="TFLOP/s against N_CTX per row and causal mode")
     args = ap.parse_args(argv)
 
     import torch
@@ -189,6 +193,7 @@ def main(argv=None):
 
     lib = rt.load(args.artifacts)
     notes, rows = [], []
+    panels = {}  # (row, causal) -> {side: [(N_CTX, TFLOP/s)]}
 
     def tri_tflops(label, case):
         r = tri.get(label, {}).get(case)
@@ -225,6 +230,9 @@ def main(argv=None):
         t3, k3 = tri_tflops("default", case)
         t2, k2 = tri_tflops("DISABLE_MMA_V3=1", case)
         sdpa = _tflops(case, sdpa_ms)
+        series = panels.setdefault((f"d{d}{tag}", causal), {"ttbuild": [], "Triton (default)": [], "torch SDPA": []})
+        for side, value in (("ttbuild", ours), ("Triton (default)", t3), ("torch SDPA", sdpa)):
+            series[side].append((N, value))
         rows.append((f"{d}{tag}", N, "yes" if causal else "no", fmt(ours), fmt(t3) + (f" ({k3})" if k3 else ""),
                      ratio(ours, t3), fmt(t2) + (f" ({k2})" if k2 else ""), ratio(ours, t2), fmt(sdpa),
                      ratio(ours, sdpa)))
@@ -234,6 +242,10 @@ def main(argv=None):
                  "triton DISABLE_MMA_V3=1", "x triton mma.sync", "SDPA bwd", "x SDPA"], rows))
     for n in dict.fromkeys(notes):
         print("note:", n)
+    if args.plot:
+        plot_panels(args.plot, f"attention backward fp16, Z={args.batch} H={args.heads}, {gpu}",
+                    [(f"{row}{', causal' if causal else ''}", "N_CTX", series)
+                     for (row, causal), series in panels.items()], log2_x=True)
 
 
 

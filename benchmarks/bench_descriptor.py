@@ -1,16 +1,17 @@
 """Tensor descriptors (kernels/matmul_descriptor.py, kernels/matmul_persistent.py): TFLOP/s of the matmul with descriptors made in the kernel and made on the host, and of tutorial 09's descriptor-persistent form (B given N x K, 132 programs; its TMA form also warp-specialized, Triton given WARP_SPECIALIZE=True alike), and cuBLAS, against ttbuild's pointer matmul (kernels/matmul.py, same tile) and Triton 3.6 compiling the same descriptor sources; and the host time of a launch with descriptor arguments against one with pointers.
 
-ttbuild lowers descriptors made in the kernel to pointer loads with bounds masks and loads host
-descriptors (tensordesc<...> parameters) through TMA on sm_90 (ttbuild.tma); Triton on sm_90
-uses TMA for both (its default build).
+Both ttbuild and Triton load through TMA on sm_90: host descriptors (tensordesc<...> parameters)
+as they are, descriptors made in the kernel through a CUtensorMap each program writes to global
+scratch (ttbuild.backend.llir.tensormap).
 Triton runs in a child process. Launch cost: through a cuLaunchKernel that launches nothing
 (the C path's no-op, as benchmarks/bench_launch.py measures: the launcher alone) and through
 the real one, best of 20 rounds of 300 calls, the rows interleaved; descriptors as ttbuild's
 TensorDescriptor and (where triton imports) Triton's. `--before FILE` adds the same rows launched
 through another claunch.c (`git show HEAD:ttbuild/runtime/claunch.c > old.c`: its DescExpand and
-FastLaunch), in the same rounds; `--launch-only` skips the TFLOP/s table.
+FastLaunch), in the same rounds; `--launch-only` skips the TFLOP/s table. `--plot PNG`: TFLOP/s
+against size, a panel per descriptor form Triton also builds (ttbuild, Triton, cuBLAS).
 Usage: python benchmarks/bench_descriptor.py [--artifacts DIR] [--sizes 4096,8192] [--no-triton]
-       [--launch-only] [--before FILE]
+       [--launch-only] [--before FILE] [--plot PNG]
 """
 
 from __future__ import annotations
@@ -24,7 +25,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.dirname(HERE))
 
-from _common import WORKER_FLAG, bench_ms, have_triton, kernel_module, report_worker_result, table, triton_worker
+from _common import (
+    WORKER_FLAG,
+    bench_ms,
+    have_triton,
+    kernel_module,
+    plot_panels,
+    report_worker_result,
+    table,
+    triton_worker,
+)
 
 BM, BN, BK = 128, 128, 64
 NUM_SMS = 132  # the persistent rows' NUM_SMS (kernels/variants.toml): an H100's / H200's SMs
@@ -154,6 +164,7 @@ def main(argv=None):
     ap.add_argument("--no-triton", action="store_true")
     ap.add_argument("--launch-only", action="store_true", help="only the launch-cost lines")
     ap.add_argument("--before", help="another claunch.c (the last commit's) whose launch rows run beside ours")
+    ap.add_argument("--plot", default=None, metavar="PNG", help="TFLOP/s against size per form Triton builds too")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
 
@@ -170,6 +181,7 @@ def main(argv=None):
             print(f"triton failed: {tri['error']}")
     lib = rt.load(args.artifacts)
     rows = []
+    panels = {}  # form -> {side: [(size, TFLOP/s)]}
     for n in sizes:
         a, b, c = _inputs(torch, n)
         grid = ((n // BM) * (n // BN),)
@@ -207,9 +219,19 @@ def main(argv=None):
             rows.append([f"{n}³", name, f"{ms:.3f}", f"{_tflops(n, ms):.0f}", "ok" if ok else "WRONG",
                          f"{_tflops(n, ref['ms']):.0f}" if ref.get("ms") else "",
                          f"{ref['ms'] / ms:.2f}" if ref.get("ms") else ""])
+            if name in triton_key:
+                series = panels.setdefault(name, {"ttbuild": [], "Triton (default)": [], "cuBLAS": []})
+                series["ttbuild"].append((n, _tflops(n, ms)))
+                series["Triton (default)"].append((n, _tflops(n, ref["ms"]) if ref.get("ms") else None))
+            elif name.startswith("cuBLAS"):
+                for series in panels.values():
+                    series["cuBLAS"].append((n, _tflops(n, ms)))
     print(f"GPU: {torch.cuda.get_device_name()}; tile {BM}x{BN}x{BK}, 4 warps, 4 stages unless named")
     if rows:
         print(table(["size", "ttbuild form", "ms", "TFLOP/s", "check", "Triton TFLOP/s (TMA)", "Triton ms / ours"], rows))
+    if args.plot and panels:
+        plot_panels(args.plot, f"matmul fp16 through tensor descriptors, {torch.cuda.get_device_name()}",
+                    [(name, "M = N = K", series) for name, series in panels.items()], log2_x=True)
     before = None
     if args.before:
         from pathlib import Path

@@ -4,7 +4,10 @@ Triton runs in a child process; each side checks its output against an fp64 refe
 the bound of wgmma's fp8 accumulation (tests/gpu/test_gpu_tensorcore.py). Configs: the
 tutorial's fp8 entry 128x256x128 (8 warps, 3 stages) and 128x256x64 (8 warps, 3 stages).
 Artifacts: `doit` (kernels/ -> artifacts/; elsewhere $TTBUILD_ARTIFACTS or --artifacts DIR).
+cuBLAS (torch._scaled_mm, unit scales, fp16 out) runs beside them as the vendor's figure; with
+--plot PNG, TFLOP/s against size, a panel per config.
 Usage: python benchmarks/bench_matmul_fp8.py [--artifacts DIR] [--sizes 4096,8192] [--no-triton]
+       [--plot PNG]
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from _common import (
     have_triton,
     kernel_module,
     mma_kind,
+    plot_panels,
     report_worker_result,
     table,
     triton_worker,
@@ -90,6 +94,7 @@ def main(argv=None):
     ap.add_argument("--artifacts", default=os.environ.get("TTBUILD_ARTIFACTS", "artifacts"))
     ap.add_argument("--sizes", default="4096,8192")
     ap.add_argument("--no-triton", action="store_true")
+    ap.add_argument("--plot", default=None, metavar="PNG", help="TFLOP/s against size per config")
     args = ap.parse_args(argv)
 
     import torch
@@ -105,8 +110,10 @@ def main(argv=None):
         tri = {(r["n"], r["config"]): r for r in res.get("results", [])}
     lib = rt.load(args.artifacts)
     rows, notes = [], []
+    panels = {name: {"ttbuild": [], "Triton (default)": [], "cuBLAS": []} for name, *_ in CONFIGS}
     for n in sizes:
         a, b, c = _inputs(torch, n)
+        vendor = _cublas(torch, a, b, notes)
         for name, bm, bn, *_ in CONFIGS:
             launcher, why = variant_or_reason(lib, name)
             ours = None
@@ -129,12 +136,33 @@ def main(argv=None):
             theirs = _tflops(n, r["ms"]) if "ms" in r else None
             rows.append((f"{n}^3", name.replace("matmul_fp8_", ""), f"{ours:.0f}" if ours else "",
                          f"{theirs:.0f} ({r.get('mma', '?')})" if theirs else "",
-                         f"{ours / theirs:.3f}" if ours and theirs else ""))
+                         f"{ours / theirs:.3f}" if ours and theirs else "", f"{vendor:.0f}" if vendor else "",
+                         f"{ours / vendor:.3f}" if ours and vendor else ""))
+            for side, value in (("ttbuild", ours), ("Triton (default)", theirs), ("cuBLAS", vendor)):
+                panels[name][side].append((n, value))
     print(f"\nmatmul fp8 e4m3 -> fp16 (fp32 accumulate), {torch.cuda.get_device_name()}, TFLOP/s, "
           "medians of triton.testing.do_bench")
-    print(table(["size", "config", "ttbuild", "triton default", "x triton"], rows))
+    print(table(["size", "config", "ttbuild", "triton default", "x triton", "cuBLAS", "x cuBLAS"], rows))
     for line in notes:
         print("note:", line)
+    if args.plot:
+        plot_panels(args.plot, f"matmul fp8 e4m3 -> fp16, {torch.cuda.get_device_name()}",
+                    [(name.replace("matmul_fp8_", ""), "M = N = K", series) for name, series in panels.items()],
+                    log2_x=True)
+
+
+def _cublas(torch, a, b, notes):
+    """TFLOP/s of cuBLAS's fp8 GEMM on the same operands (torch._scaled_mm: A row-major, B
+    K-major, unit per-tensor scales, fp16 out), or None where this torch lacks it."""
+    one = torch.ones((), device="cuda", dtype=torch.float32)
+    try:
+        fn = lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.float16)  # noqa: E731
+        fn()
+        torch.cuda.synchronize()
+    except (AttributeError, RuntimeError) as e:
+        notes.append(f"cuBLAS fp8: {type(e).__name__}: {e}"[:200])
+        return None
+    return _tflops(a.shape[0], bench_ms(fn))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 45  # partitions lowered as CTAs of their own warps (tid.x from the first); a third region is a second consumer group
+VERSION = 46  # setmaxnreg plans per block (register_plan): an 8-warp block aims at two CTAs an SM
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

@@ -6,7 +6,8 @@
   producer's region holds only the loop nest, scalar address math, the empty-barrier wait, the
   expect and the TMA copies; the module launches `ttg.total-num-warps`, also in the metadata;
 - in PTX: a block of the total's threads, the partitions' named barriers (never `bar.sync 0`
-  after the split), setmaxnreg with 8 consumer warps under the kernel's 168-register cap;
+  after the split), setmaxnreg with 8 consumer warps under the kernel's 168-register cap, and
+  beside 4 consumer warps a producer warpgroup under a 128-register cap (two CTAs an SM);
 - the persistent 4-warp row runs two consumer groups (ping-pong): region 2 is region 0's code,
   the groups hand the K loop over on named barriers 4 and 5, and a tile loop whose K bounds
   change per tile keeps one group;
@@ -98,6 +99,18 @@ def test_persistent_four_warp_loop_runs_two_consumer_groups():
     assert re.search(r"bar\.sync\s+3, 128;", ptx)  # the second group's own CTA barrier
 
 
+def test_four_consumer_warps_take_a_producer_warpgroup_and_two_ctas_of_registers():
+    """Beside 4 consumer warps the producer is a warpgroup too (blocks of whole warpgroups); the
+    8-warp block is capped at 128 registers (two CTAs an SM's 64K) and setmaxnreg moves the
+    producer's down to 40 and the consumers' up to 216 (128 * 8 = 40 * 4 + 216 * 4)."""
+    out = ttbuild.compile(SOURCE.replace("{OFF}", "tl.program_id(0) * 128"), kernel="k", signature=SIG, num_warps=4,
+                          num_stages=3, until="ptx")
+    assert _regions(out["ttgir"])[1] == 8 and b"partitionNumWarps = array<i32: 4>" in out["ttgir"]
+    ptx = out["ptx"].decode()
+    assert re.search(r"\.reqntid 256\b", ptx) and re.search(r"\.maxnreg 128\b", ptx)
+    assert "setmaxnreg.inc.sync.aligned.u32 216;" in ptx and "setmaxnreg.dec.sync.aligned.u32 40;" in ptx
+
+
 def test_metadata_records_total_warps():
     from ttbuild.frontend import abi
     from ttbuild.graph.meta import build_metadata
@@ -150,7 +163,7 @@ def k(a_desc, b_desc, c_desc, M, K):
 '''
 
 
-@pytest.mark.parametrize("khi, total", [("K", 12), ("tl.minimum(K, (tile + 1) * 64)", 5)])
+@pytest.mark.parametrize("khi, total", [("K", 12), ("tl.minimum(K, (tile + 1) * 64)", 8)])
 def test_two_consumer_groups_need_k_bounds_set_before_the_tile_loop(khi, total):
     """A group skips the other group's fills by the K loop's trip count, so that count must be
     the same for every tile: a K bound computed from the tile keeps one consumer group."""
@@ -167,5 +180,5 @@ def test_a_load_in_the_producers_slice_leaves_the_loop_unspecialized(off, specia
     out = ttbuild.compile(SOURCE.replace("{OFF}", off), kernel="k", signature=SIG, num_warps=4, num_stages=3,
                           until="ptx")
     regions, total = _regions(out["ttgir"])
-    assert bool(regions) == specialized and (total == 5) == specialized
+    assert bool(regions) == specialized and (total == 8) == specialized
     assert "cp.async.bulk.tensor" in out["ptx"].decode()

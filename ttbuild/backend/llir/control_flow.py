@@ -8,6 +8,7 @@ tensors become one phi per element this thread owns (the layout is fixed across 
 from __future__ import annotations
 
 import struct
+from dataclasses import dataclass
 
 from llvmlite import ir
 
@@ -202,24 +203,39 @@ def scf_while(ctx, op, *inits):
     return res[0] if n == 1 else res
 
 
-# setmaxnreg budgets (PTX ISA 9.7.17.1, multiples of 8 in 24..256) when a partition's warps and the
-# kernel's 8 warps leave fewer than 255 registers a thread (65536 / 384 = 170): the producer
-# warpgroup gives registers back, the consumers take them (FlashAttention-3's and CUTLASS's
-# warp-specialized Hopper kernels: 24-40 for the producer, 232-240 for two consumer warpgroups).
-PRODUCER_REGS, CONSUMER_REGS = 40, 232
+# setmaxnreg budgets (PTX ISA 9.7.17.1, multiples of 8 in 24..256): the producer warpgroup gives
+# registers back, the consumers take them (FlashAttention-3's and CUTLASS's warp-specialized Hopper
+# kernels: 24-40 for the producer, 232-240 for two consumer warpgroups).
+PRODUCER_REGS = 40
 PRODUCER = 1  # the region of a ttg.warp_specialize op that issues the loads (ttgir.warp_specialize)
 
 
-def register_share(warps: int) -> int:
-    """Registers a thread when a block of `warps` warps takes the SM's 64K alone (a multiple of 8,
-    the allocation granule): the `.maxnreg` of a kernel whose partitions move registers."""
-    return 65536 // (32 * warps) // 8 * 8
+@dataclass(frozen=True)
+class RegisterPlan:
+    """Registers of a warp-specialized kernel whose partitions move them: the kernel's `.maxnreg`
+    cap (what the launch reserves per thread) and the setmaxnreg targets of its consumer and
+    producer partitions."""
+    cap: int
+    consumer: int
+    producer: int
 
 
-def needs_setmaxnreg(num_warps: int, total_warps: int) -> bool:
-    """Whether a warp-specialized kernel moves registers between its partitions: when the block
-    of `total_warps` would cap a thread below 255 registers."""
-    return total_warps > num_warps and register_share(total_warps) < 255
+def register_plan(num_warps: int, total_warps: int, producer_warps: int = 4) -> RegisterPlan | None:
+    """How a block of `total_warps` (the kernel's `num_warps` consumers, a producer warpgroup and
+    any second consumer group) shares the SM's 64K registers, or None when it moves none. A block
+    of 8 warps aims at two CTAs an SM (4 consumer warps: the unspecialized kernel's occupancy),
+    larger blocks at one. The cap is the CTA's even share (a multiple of 8, the allocation
+    granule); when it is below 255 the producer drops to PRODUCER_REGS and the consumers split
+    the rest (at most 256)."""
+    if total_warps <= num_warps:
+        return None
+    ctas = 2 if total_warps <= 8 else 1
+    cap = 65536 // (32 * total_warps * ctas) // 8 * 8
+    if cap >= 255:
+        return None
+    consumers = total_warps - producer_warps
+    share = (cap * total_warps - PRODUCER_REGS * producer_warps) // consumers // 8 * 8
+    return RegisterPlan(cap, min(256, share), PRODUCER_REGS)
 
 
 @rule(TTG.WARP_SPECIALIZE)
@@ -235,7 +251,7 @@ def warp_specialize(ctx, op):
     b = ctx.builder
     fn = b.function
     sizes = [ctx.num_warps, *mu.ir.DenseI32ArrayAttr(op.operation.attributes["partitionNumWarps"])]
-    regs = needs_setmaxnreg(ctx.num_warps, sum(sizes))
+    regs = register_plan(ctx.num_warps, sum(sizes), sizes[PRODUCER])
     tid = ctx.sreg("tid.x")
     blocks = [fn.append_basic_block("ws.consumer" if k != PRODUCER else "ws.producer") for k in range(len(sizes))]
     end = fn.append_basic_block("ws.end")
@@ -249,8 +265,8 @@ def warp_specialize(ctx, op):
             rest = None
             b.branch(blocks[k])
         b.position_at_end(blocks[k])
-        if regs:
-            n = PRODUCER_REGS if k == PRODUCER else CONSUMER_REGS
+        if regs is not None:
+            n = regs.producer if k == PRODUCER else regs.consumer
             ctx.asm_effect(f"setmaxnreg.{'dec' if k == PRODUCER else 'inc'}.sync.aligned.u32 {n};", "", [])
         threads = 32 * warps
         if k == PRODUCER and warps > 1:  # a producer warpgroup: only its first warp issues

@@ -12,7 +12,7 @@ from ttbuild.backend.diagnostics import at_op, internal_error
 from ttbuild.backend.ir.ops import TT
 from ttbuild.backend.ir.optraits import DOT_OPS, TERMINATORS, walk
 from ttbuild.backend.llir.context import GPTR, I32, Ctx, llvm_type
-from ttbuild.backend.llir.control_flow import needs_setmaxnreg, register_share
+from ttbuild.backend.llir.control_flow import register_plan
 from ttbuild.backend.llir.rules import RULES
 from ttbuild.backend.nvptx import TRIPLE
 from ttbuild.errors import CompilationError, NotSupportedYet, TTBuildError
@@ -93,11 +93,12 @@ def lower_function(module: ir.Module, func_op, num_warps: int, fp_fusion: bool,
     annotations.add(module.add_metadata([fn, ntid, ir.Constant(I32, 32 * total)]))
     # mma.sync tiles hold large accumulators: no cap, as Triton sets none (a w8 128x128 tile
     # spills under 128 registers). Partitions that move registers with setmaxnreg need the
-    # launch's even share as the kernel's cap (PTX ISA 9.7.17.1: the block's registers are
-    # what .maxnreg reserves; 168 for 384 threads).
+    # CTA's share as the kernel's cap (PTX ISA 9.7.17.1: the block's registers are what
+    # .maxnreg reserves; 168 for 384 threads, 128 for two CTAs of 256).
     cap = None if has_dot else max_registers(num_warps)
-    if needs_setmaxnreg(num_warps, total):
-        cap = register_share(total)
+    plan = register_plan(num_warps, total)
+    if plan is not None:
+        cap = plan.cap
     if cap is not None:
         annotations.add(module.add_metadata([fn, "maxnreg", ir.Constant(I32, cap)]))
     return fn

@@ -1,4 +1,4 @@
-"""TTGIR pass: a loop marked `tl.range(..., warp_specialize=True)` with TMA-fed wgmma operands becomes a `ttg.warp_specialize` op: consumer warps and a producer warp.
+"""TTGIR pass: a loop marked `tl.range(..., warp_specialize=True)` with TMA-fed wgmma operands becomes a `ttg.warp_specialize` op: consumer warps and a producer warpgroup.
 
 What it builds (sm_90 with wgmma; Triton 3.6's warp specialization on Hopper, in the form
 CUTLASS's PipelineTmaAsync and FlashAttention-3 give it):
@@ -13,15 +13,17 @@ CUTLASS's PipelineTmaAsync and FlashAttention-3 give it):
   slot of fill n - 1 after the first wgmma wait of fill n that retires fill n - 1's groups
   (pipeline.release.retiring_wait; the groups stay in flight as the pipeliner keeps them), and
   on the last fill's after the loop.
-- Region 1 (the producer: producer_warps() warps, of which the first issues) is a copy of the
+- Region 1 (the producer: PRODUCER_WARPS, of which the first issues) is a copy of the
   kernel cut down to what the copies need (the slice): the loop nest, its bounds and the
   scalar address math. Fill n waits on `empty[n % S]` for the parity `(n / S) % 2 ^ 1` (a
   fresh mbarrier counts its phase before the first as complete, so the first S fills pass),
   expects the bytes on `full[n % S]` and issues the copies into the slot.
+- Region 2 (ping-pong, _pingpong): a second consumer group of `num_warps`, region 0's code on
+  the other half of the tiles.
 The slice must be scalar (integer arithmetic, program ids, scf.for / scf.if): a marked loop whose
 addresses need a tensor or a load, or whose dot operands are not all TMA loads, is compiled as
-if unmarked. The module gets `ttg.total-num-warps` = num_warps + producer_warps() (the block
-launched; ttbuild.graph.meta writes it as `total_num_warps`).
+if unmarked. The module gets `ttg.total-num-warps` = num_warps * groups + PRODUCER_WARPS (the
+block launched; ttbuild.graph.meta writes it as `total_num_warps`).
 """
 
 from __future__ import annotations
@@ -62,14 +64,12 @@ ORDER = 4
 SCALAR_REGION_OPS = frozenset({SCF.FOR, SCF.IF, SCF.YIELD})
 
 
-def producer_warps(num_warps: int, groups: int = 1) -> int:
-    """Warps of the producer partition beside `groups` consumer groups of `num_warps` warps: one
-    beside 4 (Triton's load partition), a whole warpgroup beside 8 or two groups, whose
-    registers setmaxnreg hands to the consumers (it moves registers per warpgroup, PTX ISA
-    9.7.17.1; the first warp issues, the other three return). A warpgroup beside 4 warps would
-    make a 256-thread block: attention forward d64 (186 registers) then fits one CTA per SM by
-    registers instead of two."""
-    return 1 if num_warps * groups <= 4 else 4
+# The producer partition is a whole warpgroup, of which the first warp issues and the other three
+# return. The block is then whole warpgroups, which keeps each consumer warpgroup on the SM's four
+# sub-partitions whatever CTA it shares the SM with (a 5-warp block, a producer warp beside 4, ran
+# attention d64 at 0.78x its unspecialized form; docs/STATUS.md, session 28), and setmaxnreg moves
+# registers per warpgroup (PTX ISA 9.7.17.1; llir.control_flow.register_plan).
+PRODUCER_WARPS = 4
 
 
 @dataclass
@@ -102,7 +102,7 @@ def warp_specialize(module, num_stages: int, num_warps: int, capability: int, wg
             _split(func, plans, num_warps, groups)
             count += len(plans)
             module.operation.attributes[ATTR.TOTAL_NUM_WARPS] = ir.IntegerAttr.get(
-                ir.IntegerType.get_signless(32), num_warps * groups + producer_warps(num_warps, groups))
+                ir.IntegerType.get_signless(32), num_warps * groups + PRODUCER_WARPS)
         for op in walk(func):
             if ATTR.WARP_SPECIALIZE in op.attributes:
                 del op.attributes[ATTR.WARP_SPECIALIZE]
@@ -268,7 +268,7 @@ def _split(func, plans: list[Plan], num_warps: int, groups: int) -> None:
     with ir.InsertionPoint.at_block_begin(body):
         for p in plans:
             _rings(b, p, num_warps)
-    warps = [producer_warps(num_warps, groups)] + [num_warps] * (groups - 1)
+    warps = [PRODUCER_WARPS] + [num_warps] * (groups - 1)
     ws = create(TTG.WARP_SPECIALIZE, [], [], {"partitionNumWarps": ir.DenseI32ArrayAttr.get(warps)},
                 func.location, regions=1 + groups, ip=ir.InsertionPoint(ret))
     consumer = ir.Block.create_at_start(ws.regions[0], [])

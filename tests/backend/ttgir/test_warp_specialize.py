@@ -112,6 +112,26 @@ def test_four_consumer_warps_take_a_producer_warpgroup_and_two_ctas_of_registers
     assert "setmaxnreg.inc.sync.aligned.u32 216;" in ptx and "setmaxnreg.dec.sync.aligned.u32 40;" in ptx
 
 
+@pytest.mark.parametrize("num_warps, total, plan", [
+    (4, 8, (128, 216, 40)),    # one warpgroup beside the producer's: two CTAs an SM
+    (8, 12, (168, 232, 40)),   # two consumer warpgroups (attention d128, the w8 matmul)
+    (4, 12, (168, 232, 40)),   # ping-pong: two groups of one warpgroup
+    (4, 4, None),              # no partitions
+])
+def test_register_plan_fills_the_sm_and_moves_registers_by_warpgroup(num_warps, total, plan):
+    """Per block, what launches (cap x threads) fits the CTAs an SM holds in 64K registers, and
+    after setmaxnreg the partitions use no more than the cap gave the block."""
+    from ttbuild.backend.llir.control_flow import register_plan
+
+    got = register_plan(num_warps, total)
+    assert (got and (got.cap, got.consumer, got.producer)) == plan
+    if got:
+        ctas = 2 if total <= 8 else 1
+        assert got.cap * 32 * total * ctas <= 65536
+        assert got.consumer * (total - 4) + got.producer * 4 <= got.cap * total
+        assert all(v % 8 == 0 and 24 <= v <= 256 for v in (got.consumer, got.producer))
+
+
 def test_metadata_records_total_warps():
     from ttbuild.frontend import abi
     from ttbuild.graph.meta import build_metadata

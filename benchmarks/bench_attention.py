@@ -145,8 +145,8 @@ def main(argv=None):
     ap.add_argument("--form", choices=("pointers", "desc"), default="pointers",
                     help="desc: _attn_fwd_desc with host descriptors (TMA on sm_90) on both sides")
     ap.add_argument("--ws", action="store_true",
-                    help="with --form desc: the warp-specialized variants (attn_fwd_desc_d*_ws), non-causal only; "
-                         "Triton given WARP_SPECIALIZE=True")
+                    help="with --form desc: the warp-specialized variants (attn_fwd_desc_d*[_causal]_ws; a case "
+                         "without a row is reported and skipped), Triton given WARP_SPECIALIZE=True")
     args = ap.parse_args(argv)
 
     import torch
@@ -155,7 +155,7 @@ def main(argv=None):
 
     gpu = torch.cuda.get_device_name()
     cases = [(args.batch, args.heads, n, d, causal) for d in map(int, args.dims.split(","))
-             for n in map(int, args.ctx.split(",")) for causal in ((False,) if args.ws else (False, True))]
+             for n in map(int, args.ctx.split(",")) for causal in (False, True)]
 
     tri_v2 = tri_v3 = {}
     if not args.no_triton and have_triton():

@@ -30,6 +30,7 @@ from ttbuild.backend.ir.ops import SCF, TT, TTG, TTNG
 from ttbuild.backend.ir.optraits import walk
 
 ROWS = {"attn_fwd_desc_d128_ws": 12, "attn_fwd_desc_d64_ws": 12, "attn_fwd_desc_d64_m128_ws": 8,
+        "attn_fwd_desc_d64_causal_ws": 8,
         "matmul_tma_persistent_fp16_128x128x64_w4_s4_ws": 12,
         "matmul_tma_persistent_fp16_128x256x64_w8_s3_ws": 12}
 PRODUCER_OPS = {SCF.FOR, SCF.YIELD, TTG.MEMDESC_INDEX, TTNG.WAIT_BARRIER, TTNG.BARRIER_EXPECT,
@@ -51,16 +52,19 @@ def _regions(text: bytes, regions=(0, 1)):
 @pytest.mark.parametrize("name", sorted(ROWS))
 def test_marked_loop_runs_as_a_producer_and_consumers(name):
     (consumer, producer), total = _regions(compile_row(name, "ttgir"))
+    loops = 2 if "causal" in name else 1  # the causal kernel's two passes, each marked
     assert total == ROWS[name]
     assert TT.DESCRIPTOR_LOAD not in consumer
     assert TTNG.ASYNC_TMA_COPY_GLOBAL_TO_LOCAL not in consumer or name.startswith("attn")  # attention's Q, once
-    assert consumer.count(TTNG.ARRIVE_BARRIER) == 2  # in the loop, and the last fill's after it
+    assert consumer.count(TTNG.ARRIVE_BARRIER) == 2 * loops  # in the loop, and the last fill's after it
     assert TTNG.WARP_GROUP_DOT in consumer
     others = {o for o in producer if not o.startswith("arith.")} - PRODUCER_OPS
     assert not others, others
-    assert producer.count(TTNG.ASYNC_TMA_COPY_GLOBAL_TO_LOCAL) == 2 and producer.count(TTNG.BARRIER_EXPECT) == 1
-    # the persistent kernel's producer walks the tiles and, inside, the K steps
-    assert producer.count(SCF.FOR) == (2 if name.startswith("matmul") else 1)
+    assert producer.count(TTNG.ASYNC_TMA_COPY_GLOBAL_TO_LOCAL) == 2 * loops
+    assert producer.count(TTNG.BARRIER_EXPECT) == loops
+    # the persistent kernel's producer walks the tiles and, inside, the K steps; the causal
+    # kernel's walks both passes, one after the other
+    assert producer.count(SCF.FOR) == (2 if name.startswith("matmul") else loops)
 
 
 @pytest.mark.parametrize("name", sorted(ROWS))

@@ -150,7 +150,7 @@ def _pingpong(func, plans: list[Plan], num_warps: int) -> bool:
     if any(o.operation != outer and o.operation.name != TT.RETURN and not is_pure(o.operation.name)
            for o in func.regions[0].blocks[0].operations):
         return False
-    return not ops_bytes([o for o in walk(outer) if o.name not in SCALAR_REGION_OPS and not _to_store(o)], 4)
+    return not ops_bytes([o for o in walk(outer) if o.name not in SCALAR_REGION_OPS and not _to_store(o)], num_warps)
 
 
 def _to_store(op) -> bool:

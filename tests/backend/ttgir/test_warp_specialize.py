@@ -29,8 +29,7 @@ from ttbuild.backend import mlir_util as mu
 from ttbuild.backend.ir.ops import SCF, TT, TTG, TTNG
 from ttbuild.backend.ir.optraits import walk
 
-ROWS = {"attn_fwd_desc_d128_ws": 12, "attn_fwd_desc_d64_ws": 12, "attn_fwd_desc_d64_m128_ws": 8,
-        "attn_fwd_desc_d64_causal_ws": 8,
+ROWS = {"attn_fwd_desc_d128_ws": 12, "attn_fwd_desc_d64_ws": 8, "attn_fwd_desc_d64_causal_ws": 8,
         "matmul_tma_persistent_fp16_128x128x64_w4_s4_ws": 12,
         "matmul_tma_persistent_fp16_128x256x64_w8_s3_ws": 12}
 PRODUCER_OPS = {SCF.FOR, SCF.YIELD, TTG.MEMDESC_INDEX, TTNG.WAIT_BARRIER, TTNG.BARRIER_EXPECT,
@@ -69,7 +68,7 @@ def test_marked_loop_runs_as_a_producer_and_consumers(name):
 
 @pytest.mark.parametrize("name", sorted(ROWS))
 def test_unmarked_row_has_no_partitions(name):
-    plain = name.removesuffix("_ws").removesuffix("_m128")
+    plain = name.removesuffix("_ws")
     assert _regions(compile_row(plain, "ttgir")) == ([], None)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-VERSION = 5  # a .maxntid kernel keeps its .maxnreg cap only where that costs no CTA per SM
+VERSION = 6  # a two-CTA setmaxnreg plan gives way to the one-CTA form where ptxas serializes wgmma or spills under it
 
 
 def run(inputs: Mapping[str, bytes], options: Mapping[str, Any]) -> dict[str, bytes]:

@@ -127,6 +127,41 @@ def test_maxrregcount_leaves_the_ptx_as_given(monkeypatch):
     assert ptxas.assemble(PTX, options=["-maxrregcount=128"]) == PTX and seen == [PTX]
 
 
+WS = (b".entry k()\n.reqntid 256\n.maxnreg 128\n{\n\tsetmaxnreg.inc.sync.aligned.u32 216;\n"
+      b"\tsetmaxnreg.dec.sync.aligned.u32 40;\n}\n")
+WS_ONE_CTA = b".entry k()\n.reqntid 256\n{\n}\n"
+
+
+def _fake_ws_ptxas(monkeypatch, figures, serialized):
+    """As _fake_ptxas, and ptxas's notes say wgmma was serialized for the PTX in `serialized`."""
+    seen = _fake_ptxas(monkeypatch, figures)
+    fake = ptxas._ptxas
+
+    def with_notes(ptx, arch, options, notes=None):
+        cubin = fake(ptx, arch, options, notes)
+        if notes is not None:
+            notes[cubin] = [f"(C7511) Potential Performance Loss: {ptxas.SERIALIZED} due to ..."] if ptx in serialized else []
+        return cubin
+
+    monkeypatch.setattr(ptxas, "_ptxas", with_notes)
+    return seen
+
+
+def test_a_two_cta_register_plan_that_serializes_wgmma_gives_way_to_one_cta(monkeypatch):
+    seen = _fake_ws_ptxas(monkeypatch, {128: (128, 0), None: (250, 0)}, serialized={WS})
+    assert ptxas.assemble(WS) == WS_ONE_CTA and seen == [WS, WS_ONE_CTA]
+
+
+def test_a_two_cta_register_plan_that_holds_is_assembled_once(monkeypatch):
+    seen = _fake_ws_ptxas(monkeypatch, {128: (128, 0)}, serialized=set())
+    assert ptxas.assemble(WS) == WS and seen == [WS]
+
+
+def test_the_two_cta_plan_stays_when_one_cta_is_no_better(monkeypatch):
+    _fake_ws_ptxas(monkeypatch, {128: (128, 0), None: (255, 64)}, serialized={WS})
+    assert ptxas.assemble(WS) == WS
+
+
 def test_norm_kernels_fit_as_many_ctas_per_sm_as_tritons_ptx(tmp_path):
     """Triton 3.6's PTX of each row, assembled by the same ptxas as ours without a register
     directive (Triton states none), against our cubin: at least as many CTAs per SM. Under the

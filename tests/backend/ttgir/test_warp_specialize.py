@@ -20,6 +20,7 @@ figures in docs/STATUS.md, session 27.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from kernel_rows import compile_row
@@ -133,6 +134,28 @@ def test_register_plan_fills_the_sm_and_moves_registers_by_warpgroup(num_warps, 
         assert got.cap * 32 * total * ctas <= 65536
         assert got.consumer * (total - 4) + got.producer * 4 <= got.cap * total
         assert all(v % 8 == 0 and 24 <= v <= 256 for v in (got.consumer, got.producer))
+
+
+def test_a_four_warp_consumer_too_large_for_two_ctas_runs_one():
+    """Attention at d128 on 4 consumer warps needs about 250 registers: under the two-CTA plan
+    (216) ptxas serializes its wgmma, so the cubin stage keeps the one-CTA form (no cap, no
+    setmaxnreg); at d64 the plan holds (128 registers launched, two CTAs an SM)."""
+    import warnings
+
+    from ttbuild.backend.nvptx.cubin_info import kernel_resources
+
+    src = (Path(__file__).resolve().parents[3] / "kernels" / "attention.py").read_text()
+    for d, two_ctas in ((128, False), (64, True)):
+        sig = (f"fp32,*fp32:16,i32,i32,tensordesc<fp16[128, {d}]>,tensordesc<fp16[64, {d}]>,"
+               f"tensordesc<fp16[64, {d}]>,tensordesc<fp16[128, {d}]>,i32:16")
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always")
+            out = ttbuild.compile(src, kernel="_attn_fwd_desc", signature=sig, num_warps=4, num_stages=3,
+                                  constexprs={"HEAD_DIM": d, "BLOCK_M": 128, "BLOCK_N": 64, "STAGE": 1,
+                                              "WARP_SPECIALIZE": True})
+        assert not [w for w in seen if "serialized" in str(w.message)], d
+        regs, frame = kernel_resources(out["cubin"])
+        assert frame == 0 and (regs == 128) == two_ctas, (d, regs)
 
 
 def test_metadata_records_total_warps():

@@ -17,6 +17,8 @@ from ttbuild.toolchain import ptxas_path
 _REQNTID = re.compile(rb"^\.reqntid (\d+)(?:, 1, 1)?\s*$", re.M)
 _MAXNTID = re.compile(rb"^\.maxntid (\d+)(?:, 1, 1)?\s*$", re.M)
 _MAXNREG = re.compile(rb"^\.maxnreg (\d+)[ \t]*\r?\n", re.M)
+_SETMAXNREG = re.compile(rb"^[ \t]*setmaxnreg\.(?:inc|dec)\.sync\.aligned\.u32 \d+;[ \t]*\r?\n", re.M)
+SERIALIZED = "wgmma.mma_async instructions are serialized"  # ptxas's C75xx performance notes
 
 
 def assemble(ptx: bytes, arch: str = DEFAULT_TARGET.arch, options: list[str] | tuple[str, ...] = ()) -> bytes:
@@ -31,6 +33,11 @@ def assemble(ptx: bytes, arch: str = DEFAULT_TARGET.arch, options: list[str] | t
     the smaller stack frame is kept: under `.reqntid` alone ptxas (12.8, 13.0) may aim at full
     occupancy once a kernel must spill (an fp8 64x128x128 GEMM on mma.sync, 4 warps: 32
     registers and a 2984-byte frame, Triton's PTX alike; 255 and 1400 bytes with the cap).
+    A warp-specialized kernel whose register plan aims at two CTAs an SM (llir.control_flow.
+    register_plan: `.maxnreg` and `setmaxnreg`) keeps it unless ptxas serializes its wgmma or
+    spills under it; then the one-CTA form (neither directive: every warp up to 255 registers)
+    is assembled too and kept when it does neither (a 4-warp attention consumer at d128 needs
+    250 registers, more than the plan's 216).
     Other kernels are assembled once, so their cubin is what ptxas gives their PTX.
 
     What ptxas prints while assembling the kept cubin (without -v: its "Potential Performance
@@ -55,6 +62,8 @@ def _choose(ptx: bytes, arch: str, options, notes: dict) -> bytes:
     if capped and not any("maxrregcount" in o for o in options):
         return _within_occupancy(ptx, arch, options, notes)
     cubin = _ptxas(ptx, arch, options, notes)
+    if _two_ctas_planned(ptx):
+        return _plan_or_one_cta(ptx, cubin, arch, options, notes)
     regs, frame = kernel_resources(cubin)
     retry = register_retry(ptx, regs, frame, options)
     if retry is None:
@@ -94,6 +103,26 @@ def _within_occupancy(ptx: bytes, arch: str, options, notes: dict) -> bytes:
         return plain
     other = _ptxas(_MAXNREG.sub(b".maxnreg " + str(cap).encode() + b"\n", ptx, count=1), arch, options, notes)
     return other if not kernel_resources(other)[1] else plain
+
+
+def _two_ctas_planned(ptx: bytes) -> bool:
+    """Whether `ptx` moves registers with setmaxnreg under a `.maxnreg` that leaves room for two
+    CTAs of its `.reqntid` threads on an SM (register_plan's 8-warp block)."""
+    m, cap = _REQNTID.search(ptx), _MAXNREG.search(ptx)
+    return (m is not None and cap is not None and _SETMAXNREG.search(ptx) is not None
+            and 2 * int(m.group(1)) * int(cap.group(1)) <= 65536)
+
+
+def _plan_or_one_cta(ptx: bytes, cubin: bytes, arch: str, options, notes: dict) -> bytes:
+    """`cubin` (the planned two-CTA form of `ptx`) unless ptxas serialized its wgmma or gave it a
+    stack frame; then the one-CTA form when that has neither (see assemble)."""
+    frame = kernel_resources(cubin)[1]
+    if not frame and not any(SERIALIZED in t for t in notes.get(cubin, ())):
+        return cubin
+    one = _ptxas(_SETMAXNREG.sub(b"", _MAXNREG.sub(b"", ptx, count=1)), arch, options, notes)
+    if kernel_resources(one)[1] or any(SERIALIZED in t for t in notes.get(one, ())):
+        return cubin
+    return one
 
 
 # Registers are allocated per warp in units of 256 (8 a thread); every capability has 64K a SM.

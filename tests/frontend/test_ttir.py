@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from filecheck_util import filecheck, goldens
 from library_rows import rows
-from oracle import assert_triton_compiles
+from oracle import assert_triton_compiles, run_triton
 
 from ttbuild.signature import split_entries
 from ttbuild.stages import parse, ttir
@@ -98,17 +98,51 @@ def test_signature_may_be_a_comma_string():
     assert as_str["ttir"] == build(v)
 
 
-def test_triton_accepts_our_ttir_for_every_variant(tmp_path):
-    """Oracle: Triton 3.6 compiles each variant's TTIR through to cubin. Runs where triton is
-    importable, or with TTBUILD_TRITON_PYTHON=/path/to/python-with-triton; skips otherwise."""
-    paths = []
-    for v in VARIANTS:
+# Rows Triton 3.6 itself cannot compile: its NVGPUWarpSpecialization pass fails ("PassManager::run
+# failed") on the d64 attention loop marked at 4 warps. Checked apart (below), so the list cannot
+# go stale.
+TRITON_CANNOT = {"attn_fwd_desc_d64_ws", "attn_fwd_desc_d64_causal_ws"}
+
+TRY_COMPILE = """
+import sys, triton
+from triton.backends.compiler import GPUTarget
+for arg in sys.argv[1:]:
+    path, _, opts = arg.partition("|")
+    options = {k: int(v) for k, v in (o.split("=") for o in opts.split(",") if o)}
+    try:
+        triton.compile(path, target=GPUTarget("cuda", 90, 32), options=options)
+        print("ok", path)
+    except Exception as e:
+        print("failed", path, type(e).__name__)
+"""
+
+
+def _ttir_args(tmp_path, variants) -> list[str]:
+    """Each variant's TTIR written under `tmp_path`, as "path|num_warps=W,num_stages=S": a TTIR
+    does not carry them, and a warp-specialized loop Triton can split at 8 warps it cannot at
+    its default 4."""
+    out = []
+    for v in variants:
         p = tmp_path / f"{v['name']}.ttir"
         p.write_bytes(build(v))
-        # The variant's own warps and stages: a TTIR does not carry them, and a warp-specialized
-        # loop Triton can split at 8 warps it cannot at its default 4.
-        paths.append(f"{p}|num_warps={v.get('num_warps', 4)},num_stages={v.get('num_stages', 3)}")
-    assert_triton_compiles(paths)
+        out.append(f"{p}|num_warps={v.get('num_warps', 4)},num_stages={v.get('num_stages', 3)}")
+    return out
+
+
+def test_triton_accepts_our_ttir_for_every_variant(tmp_path):
+    """Oracle: Triton 3.6 compiles each variant's TTIR through to cubin (but TRITON_CANNOT's).
+    Runs where triton is importable, or with TTBUILD_TRITON_PYTHON=/path/to/python-with-triton;
+    skips otherwise."""
+    assert_triton_compiles(_ttir_args(tmp_path, [v for v in VARIANTS if v["name"] not in TRITON_CANNOT]))
+
+
+def test_triton_still_fails_on_the_rows_it_cannot_compile(tmp_path):
+    """TRITON_CANNOT holds only rows Triton 3.6 fails on: one it compiles goes back to the test
+    above."""
+    rows = [v for v in VARIANTS if v["name"] in TRITON_CANNOT]
+    assert {v["name"] for v in rows} == TRITON_CANNOT
+    out = run_triton(TRY_COMPILE, *_ttir_args(tmp_path, rows))
+    assert out.count("failed ") == len(rows) and "ok " not in out, out
 
 
 # Golden kernels with their own `# VARIANT:` line in the side file: the test-only kernels of

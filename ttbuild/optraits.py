@@ -9,6 +9,7 @@ from ttbuild.backend.ir.optraits import (  # noqa: F401
     PURE_DIALECTS,
     SCALAR_REGIONS,
     TERMINATORS,
+    defined_in,
     erase_dead,
     is_elementwise,
     is_pure,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from ttbuild.optraits import NOT_SPECULATABLE, OPEN_REGIONS, erase_dead, is_pure, walk
+from ttbuild.optraits import NOT_SPECULATABLE, OPEN_REGIONS, defined_in, erase_dead, is_pure, walk
 
 _NAME = re.compile(r"%[\w#]+")
 
@@ -121,18 +121,6 @@ def _combine_dot_add(func, ir) -> None:
             break
 
 
-def _defined_inside(value, loop) -> bool:
-    """Whether `value` is defined by an op nested in `loop` (or is one of its block arguments)."""
-    owner = value.owner
-    op = owner.owner if hasattr(owner, "arguments") else owner  # a block argument: the block's op
-    op = op.operation if op is not None else None
-    while op is not None:
-        if op == loop:
-            return True
-        op = op.parent.operation if op.parent is not None else None
-    return False
-
-
 def _licm(func) -> None:
     """Pure, speculatable ops in an scf.for body whose operands all come from outside the loop
     move in front of it (MLIR's loop-invariant-code-motion, as Triton runs it)."""
@@ -143,7 +131,7 @@ def _licm(func) -> None:
             for op in list(loop.regions[0].blocks[0].operations):
                 op = op.operation
                 if (not is_pure(op.name) or op.name in NOT_SPECULATABLE or len(op.regions)
-                        or any(_defined_inside(v, loop) for v in op.operands)):
+                        or any(defined_in(v, loop) for v in op.operands)):
                     continue
                 op.move_before(loop)
                 moved = True

@@ -73,6 +73,13 @@ def ancestor_in(op, ops):
     return op
 
 
+def defined_in(value, op) -> bool:
+    """Whether `value` is defined inside `op`: by an op nested in it, or as a block argument of
+    one of its regions (a loop's induction variable or iter_arg)."""
+    owner = value.owner.owner if isinstance(value, mu.ir.BlockArgument) else value.owner
+    return owner is not None and ancestor_in(owner, {op.operation}) is not None
+
+
 def walk(op, *, post_order: bool = False, skip_regions_of=frozenset()) -> list[ir.Operation]:
     """Every op nested in `op` (an Operation or OpView; `op` itself excluded), in program order:
     parents before their children (pre-order), or children first (post-order). The regions of

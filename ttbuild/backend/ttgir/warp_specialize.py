@@ -46,7 +46,7 @@ from ttbuild.backend.ir.builders import (
 )
 from ttbuild.backend.ir.encodings import shared_encoding
 from ttbuild.backend.ir.ops import ARITH, ATTR, SCF, TT, TTG, TTNG
-from ttbuild.backend.ir.optraits import is_pure, walk
+from ttbuild.backend.ir.optraits import defined_in, is_pure, walk
 from ttbuild.backend.ir.types import MemDescType, barrier_type, memdesc_type
 from ttbuild.backend.ttgir.pipeline.assign_latencies import address, stages_for, tma_candidate
 from ttbuild.backend.ttgir.pipeline.expander import grow_loop, move_to_end, shrink_loop
@@ -145,7 +145,7 @@ def _pingpong(func, plans: list[Plan], num_warps: int) -> bool:
     outer = p.outer.operation
     if len(outer.operands) != 3 or len(outer.results):
         return False
-    if any(_inside(v, outer) for v in list(p.loop.operands)[:3]):
+    if any(defined_in(v, outer) for v in list(p.loop.operands)[:3]):
         return False
     if any(o.operation != outer and o.operation.name != TT.RETURN and not is_pure(o.operation.name)
            for o in func.regions[0].blocks[0].operations):
@@ -158,18 +158,6 @@ def _to_store(op) -> bool:
     layout into the TMA tile and drops it)."""
     return op.name == TTG.CONVERT_LAYOUT and all(
         u.owner.operation.name == TT.DESCRIPTOR_STORE for u in op.results[0].uses)
-
-
-def _inside(v, op) -> bool:
-    """Whether value `v` is defined inside `op` (a block argument of one of its regions, or an
-    op nested in it)."""
-    o = v.owner.owner if isinstance(v, ir.BlockArgument) else v.owner
-    o = o.operation if o is not None else None
-    while o is not None:
-        if o == op:
-            return True
-        o = o.parent
-    return False
 
 
 def _loads(for_op) -> list:
